@@ -1,0 +1,3 @@
+"""mcu-arms: comparison arms of Minecraft agents on the MCU benchmark."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,3 @@
+from mcu_arms.cli import main
+
+main()

@@ -1,0 +1,114 @@
+"""The wire protocol between the green agent, the purple agents and the client.
+
+One module that all three share, so a payload has exactly one definition. Payloads travel as JSON text in an A2A
+text part (a2a-sdk 1.x data parts turn integers into floats). Only pydantic here: light to import.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# MineStudio / VPT button order: the 20-element "expanded agent" button array uses exactly this order.
+BUTTON_KEYS: tuple[str, ...] = (
+    "attack",
+    "back",
+    "forward",
+    "jump",
+    "left",
+    "right",
+    "sneak",
+    "sprint",
+    "use",
+    "drop",
+    "inventory",
+    "hotbar.1",
+    "hotbar.2",
+    "hotbar.3",
+    "hotbar.4",
+    "hotbar.5",
+    "hotbar.6",
+    "hotbar.7",
+    "hotbar.8",
+    "hotbar.9",
+)
+CAMERA_KEY = "camera"
+# The only keys that ever reach a simulator. `chat` runs server commands; `mobs`, `voxels`, `pickItem` are
+# privileged. Everything not listed here is dropped by the green agent and counted.
+ALLOWED_ACTION_KEYS: frozenset[str] = frozenset(BUTTON_KEYS) | {CAMERA_KEY}
+CAMERA_LIMIT_DEGREES = 180.0
+
+# An action as the simulator receives it, after validation: every button key with 0 or 1, and camera as
+# (pitch, yaw) degrees in MineStudio's env order.
+EnvAction = dict[str, Any]
+
+
+def noop_action() -> EnvAction:
+    """The action applied when the agent's answer cannot be used (timeout, error, invalid)."""
+    action: EnvAction = {key: 0 for key in BUTTON_KEYS}
+    action[CAMERA_KEY] = (0.0, 0.0)
+    return action
+
+
+class _Payload(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class InitPayload(_Payload):
+    type: Literal["init"] = "init"
+    prompt: str
+    text: str
+
+
+class AckPayload(_Payload):
+    type: Literal["ack"] = "ack"
+    success: bool = True
+    message: str = ""
+
+
+class ObservationPayload(_Payload):
+    type: Literal["obs"] = "obs"
+    step: int
+    obs: str = Field(description="base64-encoded PNG of the RGB frame (128x128 on the embedded simulator)")
+
+
+class ActionPayload(_Payload):
+    """An agent's answer in one of the three formats of the MCU green agent.
+
+    compact agent: action_type="agent", buttons=[int 0..8640], camera=[int 0..120]
+    expanded agent: action_type="agent", buttons=[20 x 0/1], camera=[pitch, yaw] degrees
+    env: action_type="env", action={button: 0/1, ..., "camera": [pitch, yaw]}
+    """
+
+    type: Literal["action"] = "action"
+    action_type: Literal["agent", "env"] = "env"
+    buttons: list[Any] | None = None
+    camera: list[Any] | None = None
+    action: dict[str, Any] | None = None
+
+
+class EvalConfig(BaseModel):
+    """The `config` block of an evaluation request (AgentBeats EvalRequest)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task_category: str
+    tasks: list[str] | None = None
+    max_steps: int | None = Field(default=None, gt=0)
+    step_timeout: float = Field(default=600.0, gt=0)
+    seed: int = 0
+    simulator: Literal["minestudio", "embedded"] = "minestudio"
+    video_eval: bool = False
+    output_dir: str | None = None
+    save_frames: bool = True
+    progress_every: int = Field(default=50, gt=0)
+
+
+class EvalRequest(BaseModel):
+    """What the client sends to the green agent: who to evaluate, and how."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    participants: dict[str, str]
+    config: EvalConfig

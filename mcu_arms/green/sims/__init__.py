@@ -1,0 +1,1 @@
+"""Simulator backends behind one interface; see `base.py`."""

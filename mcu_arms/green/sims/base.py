@@ -1,0 +1,73 @@
+"""The one interface the episode loop uses, whichever simulator runs underneath.
+
+Scoring never looks inside a backend: each backend reports MineStudio-style cumulative event counters
+(`counters[event][object]`, e.g. counters["mine_block"]["oak_log"] == 3) and the scorer reads their per-step deltas,
+exactly as MineStudio's RewardsCallback does. The embedded (Crafter) backend translates its achievements into those
+counters, so reward_cfg and milestone_reward_cfg entries work unchanged.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from mcu_arms.green.protocol import EnvAction
+    from mcu_arms.green.tasks import TaskSpec
+
+
+@dataclass
+class SimStep:
+    """What one reset or step returns."""
+
+    frame: "np.ndarray"  # HxWx3 uint8, what the agent sees
+    counters: dict[str, dict[str, int]]  # cumulative event counters since reset
+    done: bool = False  # the simulator itself ended the episode (max_steps is enforced by the loop, not here)
+    info: dict[str, Any] = field(default_factory=dict)  # non-privileged extras for the step log (health, deaths)
+
+
+@dataclass
+class TaskSupport:
+    """Which of a task's reward entries this simulator can observe at all."""
+
+    runnable: bool
+    reason: str = ""  # why not, when not runnable
+    unavailable: list[str] = field(default_factory=list)  # identities of entries with no analogue here
+
+
+class SimulatorUnavailable(Exception):
+    """The backend cannot start on this host; the message says what is missing and how to get it."""
+
+
+class Simulator(ABC):
+    name: str  # "embedded" | "minestudio"
+
+    @abstractmethod
+    def version(self) -> str: ...
+
+    @abstractmethod
+    def label(self) -> str:
+        """How results are labelled, e.g. "embedded (Crafter 1.8.3): a Crafter analogue of MCU, not MCU scores"."""
+
+    @abstractmethod
+    def supports(self, task: "TaskSpec") -> TaskSupport: ...
+
+    @abstractmethod
+    def reset(self, task: "TaskSpec", seed: int) -> SimStep: ...
+
+    @abstractmethod
+    def step(self, action: "EnvAction") -> SimStep: ...
+
+    @abstractmethod
+    def fallback_counts(self) -> dict[str, int]:
+        """Inputs that had no effect or were approximated (e.g. {"camera": 812, "jump": 3}), deaths, etc."""
+
+    def agent_instructions(self) -> str:
+        """Plain words appended to the init prompt: how this simulator interprets the env action keys."""
+        return ""
+
+    @abstractmethod
+    def close(self) -> None: ...
