@@ -1,0 +1,33 @@
+"""The `mcu-arms` command line: this module only registers commands; each lives in its own module."""
+
+from __future__ import annotations
+
+import typer
+
+from mcu_arms.cli import (
+    codex_home,
+    compare,
+    doctor,
+    evaluate,
+    new,
+    plan,
+    run,
+    serve,
+    status,
+    tasks,
+)
+
+app = typer.Typer(
+    name="mcu-arms",
+    help="Run comparison arms of Minecraft agents on the MCU benchmark.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+for command_module in (plan, run, compare, status, new, codex_home, doctor, tasks, serve, evaluate):
+    command_module.register(app)
+
+
+def main() -> None:
+    app()

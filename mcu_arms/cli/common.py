@@ -1,0 +1,53 @@
+"""What every command shares: the injected Environment, user-error handling, JSON output."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import typer
+from pydantic import BaseModel
+
+from mcu_arms.environment import Environment
+from mcu_arms.errors import UserError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXIT_USER_ERROR = 2
+
+
+def environment(ctx: typer.Context) -> Environment:
+    """The Environment tests passed as `obj`, or the real one."""
+    root = ctx.find_root()
+    if not isinstance(root.obj, Environment):
+        root.obj = Environment()
+    return root.obj
+
+
+def reports_user_errors(fn: F) -> F:
+    """Turn a UserError into one clear line on stderr and exit code 2, never a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except UserError as error:
+            ctx = typer.get_current_context(silent=True)
+            env = environment(ctx) if ctx is not None else Environment()
+            env.err_console.print(f"[bold red]error:[/] {error.render()}", highlight=False, soft_wrap=True)
+            raise typer.Exit(EXIT_USER_ERROR) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def print_json(env: Environment, payload: BaseModel | list[BaseModel] | dict[str, Any]) -> None:
+    """Print machine-readable output, unstyled and unwrapped."""
+    if isinstance(payload, BaseModel):
+        data: Any = payload.model_dump(mode="json")
+    elif isinstance(payload, list):
+        data = [item.model_dump(mode="json") for item in payload]
+    else:
+        data = payload
+    env.console.out(json.dumps(data, indent=2), highlight=False)
