@@ -1,0 +1,269 @@
+"""Turn a purple agent's reply into the one action the simulator may receive.
+
+Three formats arrive (see protocol.ActionPayload); all are decoded here into an EnvAction that holds exactly the
+20 BUTTON_KEYS (0/1) and `camera` as (pitch, yaw) degrees. Anything else an agent sends (`chat` runs server commands;
+`mobs`, `voxels`, `pickItem` are privileged) is dropped and reported by key. A reply that cannot be used becomes a
+noop with its cause and a reason; parsing never raises, because one bad turn must not end an evaluation.
+
+The compact format is VPT's hierarchical joint action space, as MineStudio's `agent` action type uses it: one button
+index over the product of mutually exclusive button groups plus a camera on/off meta action (8640 combinations, and
+index 8640 for "inventory alone"), and one camera index over 11 x 11 mu-law bins of (pitch, yaw).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from mcu_arms.green.protocol import (
+    ALLOWED_ACTION_KEYS,
+    BUTTON_KEYS,
+    CAMERA_KEY,
+    CAMERA_LIMIT_DEGREES,
+    EnvAction,
+    noop_action,
+)
+
+NoopCause = Literal["timeout", "transport_error", "agent_error", "unparseable", "invalid_action"]
+ActionFormat = Literal["compact", "expanded", "env"]
+
+# Replies longer than this are not parsed: no legitimate action is anywhere near it.
+MAX_REPLY_CHARS = 1_000_000
+
+# VPT / MineStudio joint button space: groups in product order (the last group varies fastest); `None` = not pressed.
+_BUTTON_GROUPS: tuple[tuple[str | None, ...], ...] = (
+    (None, *(f"hotbar.{i}" for i in range(1, 10))),
+    (None, "forward", "back"),
+    (None, "left", "right"),
+    (None, "sprint", "sneak"),
+    (None, "use"),
+    (None, "drop"),
+    (None, "attack"),
+    (None, "jump"),
+    (None, CAMERA_KEY),  # the camera meta action: camera moves only when this is on
+)
+COMPACT_BUTTON_COMBINATIONS = math.prod(len(group) for group in _BUTTON_GROUPS)  # 8640
+COMPACT_INVENTORY_INDEX = COMPACT_BUTTON_COMBINATIONS  # the extra "inventory alone" entry
+COMPACT_BUTTON_MAX = COMPACT_INVENTORY_INDEX
+
+# VPT camera quantisation as MineStudio configures it: mu-law, bin size 2, max 10 degrees, mu 10.
+CAMERA_BINS = 11
+CAMERA_NULL_BIN = CAMERA_BINS // 2
+COMPACT_CAMERA_MAX = CAMERA_BINS * CAMERA_BINS - 1  # 120
+COMPACT_CAMERA_NULL = CAMERA_NULL_BIN * CAMERA_BINS + CAMERA_NULL_BIN  # 60
+_CAMERA_MAXVAL = 10.0
+_CAMERA_BINSIZE = 2.0
+_CAMERA_MU = 10.0
+
+
+class ParsedAction(BaseModel):
+    """The outcome of parsing one reply: what reaches the simulator, and everything that was not used."""
+
+    action: EnvAction
+    applied: bool  # False: `action` is the noop and `noop_cause` says why
+    format: ActionFormat | None = None
+    noop_cause: NoopCause | None = None
+    reason: str = ""
+    dropped_keys: list[str] = Field(default_factory=list)
+    adjustments: list[str] = Field(default_factory=list)  # legal inputs the decoder had to override, e.g. camera
+
+
+class _Invalid(Exception):
+    """Internal: the reply is well-formed JSON but not a usable action."""
+
+
+def noop_result(cause: NoopCause, reason: str, dropped_keys: list[str] | None = None) -> ParsedAction:
+    """The noop applied when a turn produced no usable action."""
+    return ParsedAction(
+        action=noop_action(), applied=False, noop_cause=cause, reason=reason, dropped_keys=dropped_keys or []
+    )
+
+
+def camera_bin_to_degrees(bin_index: int) -> float:
+    """Undo VPT's mu-law camera discretisation for one axis: bin 0..10 -> degrees in [-10, 10]."""
+    normalised = (bin_index * _CAMERA_BINSIZE - _CAMERA_MAXVAL) / _CAMERA_MAXVAL
+    magnitude = ((1.0 + _CAMERA_MU) ** abs(normalised) - 1.0) / _CAMERA_MU
+    return math.copysign(magnitude * _CAMERA_MAXVAL, normalised) if normalised else 0.0
+
+
+def decode_compact(button_index: int, camera_index: int) -> tuple[EnvAction, list[str]]:
+    """Decode a compact (joint) agent action into an env action; also returns the adjustments made.
+
+    As in MineStudio, the camera index only counts when the button index has the camera meta action on; the
+    "inventory alone" index never moves the camera.
+    """
+    action = noop_action()
+    adjustments: list[str] = []
+    camera_on = False
+    if button_index == COMPACT_INVENTORY_INDEX:
+        action["inventory"] = 1
+    else:
+        remainder = button_index
+        for group in reversed(_BUTTON_GROUPS):
+            remainder, choice = divmod(remainder, len(group))
+            pressed = group[choice]
+            if pressed == CAMERA_KEY:
+                camera_on = True
+            elif pressed is not None:
+                action[pressed] = 1
+    if camera_on:
+        pitch_bin, yaw_bin = divmod(camera_index, CAMERA_BINS)
+        action[CAMERA_KEY] = (camera_bin_to_degrees(pitch_bin), camera_bin_to_degrees(yaw_bin))
+    elif camera_index != COMPACT_CAMERA_NULL:
+        adjustments.append("camera_meta_off")
+    return action, adjustments
+
+
+def parse_reply(text: str | None) -> ParsedAction:
+    """Parse a purple agent's reply text (JSON ActionPayload) into the action to apply. Never raises."""
+    if text is None or not text.strip():
+        return noop_result("unparseable", "empty reply")
+    if len(text) > MAX_REPLY_CHARS:
+        return noop_result("unparseable", f"reply of {len(text)} characters exceeds {MAX_REPLY_CHARS}")
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as error:
+        return noop_result("unparseable", f"not JSON: {error}; reply starts {text[:80]!r}")
+    if not isinstance(data, dict):
+        return noop_result("unparseable", f"reply is a JSON {type(data).__name__}, expected an object")
+    return parse_payload(data)
+
+
+def parse_payload(data: dict[str, Any]) -> ParsedAction:
+    """Parse a decoded ActionPayload dict in any of the three formats. Never raises."""
+    try:
+        return _parse_payload(data)
+    except _Invalid as invalid:
+        return noop_result("invalid_action", str(invalid), _dropped_env_keys(data))
+
+
+def _dropped_env_keys(data: dict[str, Any]) -> list[str]:
+    """Keys an invalid env action carried that would have been dropped: counted even when the step is a noop."""
+    inner = data.get("action")
+    if not isinstance(inner, dict):
+        return []
+    return sorted(_key_name(key) for key in inner if key not in ALLOWED_ACTION_KEYS)
+
+
+def _parse_payload(data: dict[str, Any]) -> ParsedAction:
+    payload_type = data.get("type", "action")
+    if payload_type != "action":
+        raise _Invalid(f"payload type {_short(payload_type)} is not 'action'")
+    action_type = data.get("action_type")
+    if action_type is None:
+        action_type = "env" if "action" in data else "agent"
+    if action_type == "env":
+        return _parse_env(data.get("action"))
+    if action_type == "agent":
+        return _parse_agent(data.get("buttons"), data.get("camera"))
+    raise _Invalid(f"action_type {_short(action_type)} is not 'agent' or 'env'")
+
+
+def _parse_env(inner: Any) -> ParsedAction:
+    if not isinstance(inner, dict):
+        raise _Invalid(f"env action must be an object of button keys and camera, got {_type_name(inner)}")
+    action = noop_action()
+    dropped: list[str] = []
+    for key, value in inner.items():
+        if key not in ALLOWED_ACTION_KEYS:
+            dropped.append(_key_name(key))
+        elif key == CAMERA_KEY:
+            action[CAMERA_KEY] = _camera_degrees(value)
+        else:
+            action[key] = _button_value(key, value)
+    return ParsedAction(action=action, applied=True, format="env", dropped_keys=sorted(dropped))
+
+
+def _parse_agent(buttons: Any, camera: Any) -> ParsedAction:
+    if buttons is None or camera is None:
+        raise _Invalid("agent action needs both 'buttons' and 'camera'")
+    button_list = _as_list("buttons", buttons)
+    if len(button_list) == len(BUTTON_KEYS):
+        action = noop_action()
+        for key, value in zip(BUTTON_KEYS, button_list):
+            action[key] = _button_value(key, value)
+        action[CAMERA_KEY] = _camera_degrees(camera)
+        return ParsedAction(action=action, applied=True, format="expanded")
+    if len(button_list) == 1:
+        button_index = _index("buttons", _single(button_list[0]), COMPACT_BUTTON_MAX)
+        camera_index = _index("camera", _single(_single(_as_list("camera", camera))), COMPACT_CAMERA_MAX)
+        action, adjustments = decode_compact(button_index, camera_index)
+        return ParsedAction(action=action, applied=True, format="compact", adjustments=adjustments)
+    raise _Invalid(
+        f"buttons has {len(button_list)} entries: expected 1 (compact index) or {len(BUTTON_KEYS)} (expanded)"
+    )
+
+
+def _as_list(name: str, value: Any) -> list[Any]:
+    if isinstance(value, list):
+        return value
+    if _is_number(value):
+        return [value]
+    raise _Invalid(f"{name} must be a list, got {_type_name(value)}")
+
+
+def _single(value: Any) -> Any:
+    """Unwrap a one-element list ([[123]] is how batched policies emit one index)."""
+    if isinstance(value, list):
+        if len(value) != 1:
+            raise _Invalid(f"expected a single index, got a list of {len(value)}")
+        return value[0]
+    return value
+
+
+def _index(name: str, value: Any, maximum: int) -> int:
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value = int(value)  # integers sent through a data part arrive as floats
+    if not _is_number(value) or isinstance(value, float):
+        raise _Invalid(f"{name} index must be an integer, got {_short(value)}")
+    index = int(value)
+    if not 0 <= index <= maximum:
+        raise _Invalid(f"{name} index {index} outside 0..{maximum}")
+    return index
+
+
+def _button_value(key: str, value: Any) -> int:
+    if isinstance(value, bool):
+        return int(value)
+    if _is_number(value) and value in (0, 1):
+        return int(value)
+    raise _Invalid(f"button '{key}' must be 0, 1 or a boolean, got {_short(value)}")
+
+
+def _camera_degrees(value: Any) -> tuple[float, float]:
+    if not isinstance(value, list | tuple) or len(value) != 2:
+        raise _Invalid(f"camera must be [pitch, yaw] in degrees, got {_short(value)}")
+    degrees = []
+    for axis, component in zip(("pitch", "yaw"), value):
+        if not _is_number(component) or not _is_finite(component):
+            raise _Invalid(f"camera {axis} must be a finite number, got {_short(component)}")
+        if abs(component) > CAMERA_LIMIT_DEGREES:
+            raise _Invalid(f"camera {axis} {component} outside -{CAMERA_LIMIT_DEGREES:g}..{CAMERA_LIMIT_DEGREES:g}")
+        degrees.append(float(component))
+    return degrees[0], degrees[1]
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _is_finite(value: int | float) -> bool:
+    return isinstance(value, int) or math.isfinite(value)
+
+
+def _key_name(key: Any) -> str:
+    """A dropped key as it is counted: bounded, so a hostile agent cannot bloat the result with huge keys."""
+    text = key if isinstance(key, str) else repr(key)
+    return text if len(text) <= 64 else text[:61] + "..."
+
+
+def _type_name(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
