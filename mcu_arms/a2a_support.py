@@ -1,0 +1,293 @@
+"""The A2A plumbing every server and client in the project shares (a2a-sdk 1.x).
+
+Only servers and clients import this module, so it may import a2a, httpx and uvicorn at the top; light commands
+(plan, tasks, compare) never reach it. Payloads travel as JSON text in one text part: a2a-sdk 1.x data parts pass
+through `google.protobuf.Value`, which turns integers into floats, and existing MCU purple agents send text too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import socket
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import httpx
+import uvicorn
+from a2a.client import A2AClientError, A2AClientTimeoutError, Client, ClientCallContext, ClientConfig, create_client
+from a2a.helpers import get_data_parts, get_text_parts
+from a2a.server.agent_execution import AgentExecutor
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.tasks import InMemoryTaskStore
+from a2a.types import (
+    AgentCapabilities,
+    AgentCard,
+    AgentInterface,
+    AgentSkill,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+    Task,
+)
+from a2a.utils.errors import A2AError
+from pydantic import BaseModel
+from starlette.applications import Starlette
+
+from mcu_arms import __version__
+from mcu_arms.errors import UserError
+
+PROTOCOL_VERSION = "1.0"
+# Added to a caller's step timeout so that the transport never gives up before the agent's own deadline does.
+TRANSPORT_MARGIN_S = 10.0
+CONNECT_TIMEOUT_S = 10.0
+# How long uvicorn lets open connections (a streaming evaluation) finish after SIGTERM before cancelling them.
+GRACEFUL_SHUTDOWN_S = 5.0
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class AgentError(Exception):
+    """Sending to an agent failed; subclasses name the cause so that callers can count causes separately."""
+
+
+class AgentTimeout(AgentError):
+    """The agent did not answer within the timeout."""
+
+
+class AgentTransportError(AgentError):
+    """The request did not complete: connection refused or reset, HTTP or JSON-RPC error, malformed response."""
+
+
+class PortBusy(UserError):
+    """The address a server should listen on is already taken. We abort; we never free a port."""
+
+
+@dataclass(frozen=True)
+class Skill:
+    """One skill advertised on an agent card (kept free of protobuf so that callers need not import a2a)."""
+
+    id: str
+    name: str
+    description: str
+    tags: Sequence[str] = field(default_factory=tuple)
+    examples: Sequence[str] = field(default_factory=tuple)
+
+
+def build_card(
+    name: str,
+    description: str,
+    url: str,
+    skills: Sequence[Skill] = (),
+    *,
+    streaming: bool,
+    version: str = __version__,
+) -> AgentCard:
+    """An agent card with every field a 1.x client requires; `url` is where callers should reach the JSON-RPC route."""
+    return AgentCard(
+        name=name,
+        description=description,
+        supported_interfaces=[
+            AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version=PROTOCOL_VERSION),
+        ],
+        version=version,
+        capabilities=AgentCapabilities(streaming=streaming),
+        default_input_modes=["text/plain"],
+        default_output_modes=["text/plain"],
+        skills=[
+            AgentSkill(
+                id=skill.id,
+                name=skill.name,
+                description=skill.description,
+                tags=list(skill.tags),
+                examples=list(skill.examples),
+            )
+            for skill in skills
+        ],
+    )
+
+
+def card_url_for(host: str, port: int, card_url: str | None) -> str:
+    """The URL to advertise: the one given (e.g. reachable from a container), else the bound address."""
+    if card_url:
+        return card_url.rstrip("/") + "/"
+    shown_host = "127.0.0.1" if host in ("0.0.0.0", "") else host
+    if ":" in shown_host and not shown_host.startswith("["):
+        shown_host = f"[{shown_host}]"
+    return f"http://{shown_host}:{port}/"
+
+
+def build_app(card: AgentCard, executor: AgentExecutor) -> Starlette:
+    """Card route plus JSON-RPC route; 0.3-style callers (no A2A-Version header, `message/send`) are accepted too."""
+    handler = DefaultRequestHandler(agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=card)
+    routes = create_agent_card_routes(card) + create_jsonrpc_routes(handler, rpc_url="/", enable_v0_3_compat=True)
+    return Starlette(routes=routes)
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """Bind the listening socket ourselves so that a busy port is a clear error, not a uvicorn log line."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as error:
+        sock.close()
+        raise PortBusy(
+            f"cannot listen on {host}:{port}: {error.strerror or error}; something else holds it and is left alone",
+            key="--port",
+        ) from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve_app(
+    app: Starlette,
+    host: str,
+    port: int,
+    *,
+    on_shutdown: Callable[[], Awaitable[None]] | None = None,
+) -> None:
+    """Serve until SIGINT/SIGTERM, then run `on_shutdown` (e.g. close policies) and return. Blocking.
+
+    uvicorn stops gracefully on those signals and then re-raises them; with the default handlers that would end the
+    process before `on_shutdown` ran, so while serving they only record that they arrived.
+    """
+    sock = bind_socket(host, port)
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        timeout_graceful_shutdown=int(GRACEFUL_SHUTDOWN_S),
+        lifespan="off",
+    )
+    server = uvicorn.Server(config)
+    received: list[int] = []
+    previous = {sig: signal.signal(sig, lambda signum, _frame: received.append(signum)) for sig in _STOP_SIGNALS}
+
+    async def run() -> None:
+        try:
+            await server.serve(sockets=[sock])
+        finally:
+            if on_shutdown is not None:
+                await on_shutdown()
+
+    try:
+        asyncio.run(run())
+    finally:
+        sock.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def payload_to_message(
+    payload: BaseModel | dict[str, Any],
+    *,
+    context_id: str | None = None,
+    role: Literal["user", "agent"] = "user",
+) -> Message:
+    """A message holding one text part: the payload as JSON text."""
+    text = payload.model_dump_json() if isinstance(payload, BaseModel) else json.dumps(payload)
+    return Message(
+        role=Role.ROLE_USER if role == "user" else Role.ROLE_AGENT,
+        parts=[Part(text=text)],
+        message_id=uuid.uuid4().hex,
+        context_id=context_id or "",
+    )
+
+
+def message_payload(message: Message) -> dict[str, Any] | None:
+    """The JSON object a message carries: its text parts parsed as JSON, else its first object data part.
+
+    None when there is no JSON object in it; the caller decides how to count that.
+    """
+    text = "".join(get_text_parts(message.parts)).strip()
+    if text:
+        try:
+            decoded = json.loads(text)
+        except json.JSONDecodeError:
+            decoded = None
+        if isinstance(decoded, dict):
+            return decoded
+    for data in get_data_parts(message.parts):
+        if isinstance(data, dict):
+            return data
+    return None
+
+
+def client_timeout_for_step(step_timeout: float) -> float:
+    """The transport timeout for one step: the agent's own budget plus a margin, never the SDK's 5 s default."""
+    return step_timeout + TRANSPORT_MARGIN_S
+
+
+@contextlib.asynccontextmanager
+async def open_client(url: str, timeout_s: float | None, *, streaming: bool = False) -> AsyncIterator[Client]:
+    """A client on ONE httpx.AsyncClient, reused for every request of an episode or evaluation.
+
+    `timeout_s` bounds each read (None: no read timeout, for a stream kept alive by SSE pings). Resolving the card
+    fails with AgentTransportError (or AgentTimeout) naming the URL.
+    """
+    connect_timeout = CONNECT_TIMEOUT_S if timeout_s is None else min(CONNECT_TIMEOUT_S, timeout_s)
+    timeout = httpx.Timeout(timeout_s, connect=connect_timeout)
+    async with httpx.AsyncClient(timeout=timeout, trust_env=False) as http:
+        try:
+            client = await create_client(url, client_config=ClientConfig(streaming=streaming, httpx_client=http))
+        except A2AClientTimeoutError as error:
+            raise AgentTimeout(f"agent card at {url} did not arrive in time: {error}") from error
+        except (A2AError, httpx.HTTPError, ValueError) as error:
+            raise AgentTransportError(f"cannot reach the agent card at {url}: {error}") from error
+        try:
+            yield client
+        finally:
+            await client.close()
+
+
+def reply_text(message: Message) -> str:
+    return "".join(get_text_parts(message.parts))
+
+
+def task_reply_text(task: Task) -> str:
+    """The answer held by a task, for agents that reply with a task: last artifact, else status, else history."""
+    for artifact in reversed(task.artifacts):
+        text = "".join(get_text_parts(artifact.parts))
+        if text:
+            return text
+    if task.status.HasField("message"):
+        text = reply_text(task.status.message)
+        if text:
+            return text
+    for message in reversed(task.history):
+        if message.role == Role.ROLE_AGENT:
+            return reply_text(message)
+    return ""
+
+
+async def send_and_collect(client: Client, message: Message, timeout: float) -> str:
+    """Send one message and return the text of the agent's answer (a message, or a task's final answer).
+
+    Raises AgentTimeout or AgentTransportError; never the SDK's own exceptions, so that callers count causes.
+    """
+    reply = ""
+    try:
+        async with asyncio.timeout(timeout + TRANSPORT_MARGIN_S):
+            async for event in client.send_message(
+                SendMessageRequest(message=message), context=ClientCallContext(timeout=timeout)
+            ):
+                kind = event.WhichOneof("payload")
+                if kind == "message":
+                    reply = reply_text(event.message)
+                elif kind == "task":
+                    reply = task_reply_text(event.task) or reply
+                elif kind == "status_update" and event.status_update.status.HasField("message"):
+                    reply = reply_text(event.status_update.status.message) or reply
+                elif kind == "artifact_update":
+                    reply = "".join(get_text_parts(event.artifact_update.artifact.parts)) or reply
+    except (A2AClientTimeoutError, TimeoutError) as error:
+        raise AgentTimeout(f"no answer within {timeout:g} s") from error
+    except (A2AError, httpx.HTTPError, ValueError, json.JSONDecodeError) as error:
+        raise AgentTransportError(f"{type(error).__name__}: {error}") from error
+    return reply
