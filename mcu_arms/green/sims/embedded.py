@@ -1,0 +1,245 @@
+"""The embedded simulator: MCU tasks on Crafter, so an arm runs end to end on any machine.
+
+Results are a Crafter analogue of MCU and always labelled so. Crafter's achievements are translated into
+MineStudio-style cumulative counters (`ACHIEVEMENT_COUNTERS`), so MCU reward entries score unchanged; entries with no
+analogue are reported as unavailable by identity. Crafter is imported only when a simulator is constructed, so
+`supports()` and the tables stay cheap for planning.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from importlib import metadata
+from typing import TYPE_CHECKING, Any
+
+from mcu_arms.catalog import EMBEDDED_CATEGORIES
+from mcu_arms.green.sims.base import Simulator, SimStep, TaskSupport
+from mcu_arms.green.sims.crafter_actions import AGENT_INSTRUCTIONS, ActionAdapter
+
+if TYPE_CHECKING:
+    from mcu_arms.green.protocol import EnvAction
+    from mcu_arms.green.tasks import RewardEntry, TaskSpec
+
+FRAME_SIZE = 128
+INVENTORY_CAP = 9  # Crafter caps every inventory counter at 9
+VITALS = ("health", "food", "drink", "energy")
+
+# Each occurrence of a Crafter achievement adds one to these MineStudio (event, object) counters.
+ACHIEVEMENT_COUNTERS: dict[str, tuple[tuple[str, str], ...]] = {
+    "collect_wood": (("mine_block", "log"), ("mine_block", "oak_log"), ("pickup", "oak_log")),
+    "place_table": (("craft_item", "crafting_table"), ("use_item", "crafting_table")),
+    "make_wood_pickaxe": (("craft_item", "wooden_pickaxe"),),
+    "make_stone_pickaxe": (("craft_item", "stone_pickaxe"),),
+    "make_iron_pickaxe": (("craft_item", "iron_pickaxe"),),
+    "make_wood_sword": (("craft_item", "wooden_sword"),),
+    "make_stone_sword": (("craft_item", "stone_sword"),),
+    "make_iron_sword": (("craft_item", "iron_sword"),),
+    "collect_stone": (("mine_block", "stone"), ("mine_block", "cobblestone"), ("pickup", "cobblestone")),
+    "collect_coal": (("mine_block", "coal_ore"), ("pickup", "coal")),
+    "collect_iron": (("mine_block", "iron_ore"), ("pickup", "iron_ore")),
+    "collect_diamond": (("mine_block", "diamond_ore"), ("pickup", "diamond")),
+    "place_furnace": (("craft_item", "furnace"), ("use_item", "furnace")),
+    "place_stone": (("use_item", "cobblestone"),),
+    "place_plant": (("use_item", "oak_sapling"),),
+    "collect_sapling": (("pickup", "oak_sapling"),),
+    "defeat_zombie": (("kill_entity", "zombie"),),
+    "defeat_skeleton": (("kill_entity", "skeleton"),),
+    "eat_cow": (("kill_entity", "cow"),),
+}
+OBSERVABLE_COUNTERS: frozenset[tuple[str, str]] = frozenset(
+    pair for pairs in ACHIEVEMENT_COUNTERS.values() for pair in pairs
+)
+
+# Minecraft items that /give (or a main-hand replaceitem) can grant, by their Crafter inventory analogue.
+GIVE_ITEMS: dict[str, str] = {
+    "cobblestone": "stone",
+    "stone": "stone",
+    "iron_ingot": "iron",
+    "coal": "coal",
+    "diamond": "diamond",
+    "oak_sapling": "sapling",
+    "wooden_pickaxe": "wood_pickaxe",
+    "stone_pickaxe": "stone_pickaxe",
+    "iron_pickaxe": "iron_pickaxe",
+    "wooden_sword": "wood_sword",
+    "stone_sword": "stone_sword",
+    "iron_sword": "iron_sword",
+}
+WOOD_ITEM_SUFFIXES = ("_log", "_planks")
+SUMMONABLE = ("zombie", "skeleton", "cow")
+
+_GIVE = re.compile(r"^/?give\s+@[sp]\s+(?:minecraft:)?([a-z_]+)(\{.*\})?(?:\s+(\d+))?\s*$")
+_MAINHAND = re.compile(r"^/?replaceitem\s+entity\s+@[sp]\s+weapon\.mainhand\s+(?:minecraft:)?([a-z_]+)\s*(\d+)?\s*$")
+_SUMMON = re.compile(r"^/?(?:execute\s+at\s+@[sp]\s+run\s+)?summon\s+(?:minecraft:)?([a-z_]+)(?:\s.*)?$")
+
+
+def crafter_item_for(minecraft_item: str) -> str | None:
+    """The Crafter inventory item standing in for a Minecraft item, or None when there is none."""
+    if minecraft_item in GIVE_ITEMS:
+        return GIVE_ITEMS[minecraft_item]
+    if minecraft_item == "planks" or minecraft_item.endswith(WOOD_ITEM_SUFFIXES):
+        return "wood"
+    return None
+
+
+def has_analogue(entry: "RewardEntry") -> bool:
+    return any((entry.event, obj) in OBSERVABLE_COUNTERS for obj in entry.objects)
+
+
+def crafter_version() -> str:
+    return metadata.version("crafter")
+
+
+def support_for(task: "TaskSpec") -> TaskSupport:
+    """Whether the embedded backend can score `task`, and which of its entries it cannot observe."""
+    if task.category not in EMBEDDED_CATEGORIES:
+        return TaskSupport(
+            runnable=False,
+            reason=f"needs minestudio: category {task.category!r} has no Crafter analogue "
+            f"(embedded runs {', '.join(sorted(EMBEDDED_CATEGORIES))})",
+        )
+    entries = (*task.reward_cfg, *task.milestones)
+    unavailable = [entry.identity for entry in entries if not has_analogue(entry)]
+    if len(unavailable) == len(entries):
+        wanted = "; ".join(f"{e.event} {'/'.join(e.objects)}" for e in entries) or "video evaluation only"
+        return TaskSupport(
+            runnable=False,
+            reason=f"needs minestudio: task {task.name!r} has no Crafter analogue ({wanted})",
+            unavailable=unavailable,
+        )
+    return TaskSupport(runnable=True, unavailable=unavailable)
+
+
+class EmbeddedSimulator(Simulator):
+    """MCU tasks on a reproducible Crafter world: 128x128 frames, MineStudio-style counters, endless episodes."""
+
+    name = "embedded"
+
+    def __init__(self) -> None:
+        from mcu_arms.green.sims.crafter_world import ReproducibleCrafterEnv
+
+        self._env = ReproducibleCrafterEnv(size=FRAME_SIZE)
+        self._adapter = ActionAdapter()
+        self._fallbacks: Counter[str] = Counter()
+        self._counters: dict[str, dict[str, int]] = {}
+        self._last_achievements: dict[str, int] = {}
+        self._deaths = 0
+        self._task: TaskSpec | None = None
+
+    def version(self) -> str:
+        return crafter_version()
+
+    def label(self) -> str:
+        return f"embedded (Crafter {self.version()}): a Crafter analogue of MCU, not MCU scores"
+
+    def supports(self, task: "TaskSpec") -> TaskSupport:
+        return support_for(task)
+
+    def agent_instructions(self) -> str:
+        return AGENT_INSTRUCTIONS
+
+    @property
+    def selected_item(self) -> str:
+        return self._adapter.selected_item
+
+    def reset(self, task: "TaskSpec", seed: int) -> SimStep:
+        self._task = task
+        self._adapter.reset()
+        self._fallbacks.clear()
+        self._counters = {}
+        self._deaths = 0
+        frame = self._env.reset_world(seed)
+        applied, unsupported = self._apply_init_commands(task.init_commands)
+        if applied:
+            frame = self._env.render()  # inventory or creatures changed; the noise RNG is private, so this is safe
+        self._last_achievements = dict(self._env.player.achievements)
+        info = self._info("noop")
+        info["init_commands_applied"] = applied
+        info["init_commands_unsupported"] = unsupported
+        return SimStep(frame=frame, counters=self._copy_counters(), info=info)
+
+    def step(self, action: "EnvAction") -> SimStep:
+        crafter_action = self._adapter.translate(action)
+        frame, _reward, _done, _info = self._env.step(self._env.action_names.index(crafter_action))
+        self._count_achievements()
+        if self._env.player.health <= 0:
+            self._deaths += 1
+            if not self._env.respawn_player():
+                self._fallbacks["respawn_without_safe_tile"] += 1
+            frame = self._env.render()
+        return SimStep(frame=frame, counters=self._copy_counters(), done=False, info=self._info(crafter_action))
+
+    def fallback_counts(self) -> dict[str, int]:
+        counts = Counter(self._adapter.counts)
+        counts.update(self._fallbacks)
+        if self._deaths:
+            counts["deaths"] = self._deaths
+        return dict(sorted(counts.items()))
+
+    def close(self) -> None:
+        self._task = None
+
+    def _count_achievements(self) -> None:
+        achievements = self._env.player.achievements
+        for name, count in achievements.items():
+            delta = count - self._last_achievements.get(name, 0)
+            if delta <= 0:
+                continue
+            for event, obj in ACHIEVEMENT_COUNTERS.get(name, ()):
+                per_event = self._counters.setdefault(event, {})
+                per_event[obj] = per_event.get(obj, 0) + delta
+        self._last_achievements = dict(achievements)
+
+    def _copy_counters(self) -> dict[str, dict[str, int]]:
+        return {event: dict(objs) for event, objs in self._counters.items()}
+
+    def _info(self, crafter_action: str) -> dict[str, Any]:
+        player = self._env.player
+        info: dict[str, Any] = {name: int(player.inventory[name]) for name in VITALS}
+        info["inventory"] = {
+            name: int(count) for name, count in player.inventory.items() if name not in VITALS and count > 0
+        }
+        info["deaths"] = self._deaths
+        info["life"] = self._deaths + 1
+        info["selected_item"] = self._adapter.selected_item
+        info["sleeping"] = bool(player.sleeping)
+        info["crafter_action"] = crafter_action
+        return info
+
+    def _apply_init_commands(self, commands: tuple[str, ...]) -> tuple[list[str], list[str]]:
+        """Honour the commands with a Crafter analogue; count and return the rest (never silently dropped)."""
+        applied: list[str] = []
+        unsupported: list[str] = []
+        for command in commands:
+            if self._apply_command(command.strip()):
+                applied.append(command)
+            else:
+                unsupported.append(command)
+                self._fallbacks["unsupported_command"] += 1
+        return applied, unsupported
+
+    def _apply_command(self, command: str) -> bool:
+        give = _GIVE.match(command)
+        if give:
+            return self._give(give.group(1), int(give.group(3) or 1))
+        mainhand = _MAINHAND.match(command)
+        if mainhand:
+            return self._give(mainhand.group(1), int(mainhand.group(2) or 1))
+        summon = _SUMMON.match(command)
+        if summon and summon.group(1) in SUMMONABLE:
+            if self._env.spawn_creature(summon.group(1)):
+                return True
+            self._fallbacks["summon_no_free_tile"] += 1
+        return False
+
+    def _give(self, minecraft_item: str, amount: int) -> bool:
+        item = crafter_item_for(minecraft_item)
+        if item is None:
+            return False
+        inventory = self._env.player.inventory
+        wanted = inventory[item] + amount
+        if wanted > INVENTORY_CAP:
+            self._fallbacks["give_capped_at_9"] += 1
+        inventory[item] = min(wanted, INVENTORY_CAP)
+        return True
