@@ -34,7 +34,7 @@ def reports_user_errors(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except UserError as error:
-            ctx = typer.get_current_context(silent=True)
+            ctx = kwargs.get("ctx")  # typer passes every parameter by name; commands name their context `ctx`
             env = environment(ctx) if ctx is not None else Environment()
             env.err_console.print(f"[bold red]error:[/] {error.render()}", highlight=False, soft_wrap=True)
             raise typer.Exit(EXIT_USER_ERROR) from None
