@@ -1,7 +1,128 @@
-"""`mcu-arms plan` (not yet built)."""
+"""`mcu-arms plan`: resolve arms into plans and show them; without --dry-run, prepare their episode dirs."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
 
 import typer
+from rich.console import Group
+from rich.panel import Panel
+from rich.table import Table
+
+from mcu_arms.arms.plan import ArmPlan, Overrides, plan_arms, resolve_sources
+from mcu_arms.cli.common import environment, print_json, reports_user_errors
+from mcu_arms.environment import Environment
+
+
+def override_options(
+    task: Optional[str],
+    steps: Optional[int],
+    step_timeout: Optional[float],
+    session_turns: Optional[int],
+    compact: Optional[bool],
+    green_port: Optional[int],
+    purple_port: Optional[int],
+) -> Overrides:
+    from mcu_arms.errors import UserError
+    from pydantic import ValidationError
+
+    try:
+        return Overrides(
+            task=task,
+            steps=steps,
+            step_timeout=step_timeout,
+            session_turns=session_turns,
+            compact=compact,
+            green_port=green_port,
+            purple_port=purple_port,
+        )
+    except ValidationError as error:
+        first = error.errors()[0]
+        raise UserError(str(first["msg"]), key="--" + str(first["loc"][0]).replace("_", "-")) from None
+
+
+def _short(text: str, env: Environment) -> str:
+    """Paths relative to the project and the interpreter as `python`, for reading; the plan keeps them whole."""
+    return text.replace(sys.executable, "python").replace(str(env.cwd) + "/", "")
+
+
+def render_plan(plan: ArmPlan, env: Environment) -> None:
+    settings = Table.grid(padding=(0, 2))
+    settings.add_column(style="bold")
+    settings.add_column()
+    for key, value in plan.settings.model_dump().items():
+        if value is None or (key == "env" and not value):
+            continue
+        shown = ", ".join(f"{k}=***" for k in value) if key == "env" else value
+        mark = " [yellow](override)[/]" if key in plan.overrides else ""
+        settings.add_row(key, f"{shown}{mark}")
+    settings.add_row("compaction", plan.compaction.explanation)
+    settings.add_row("fingerprint", plan.fingerprint)
+    ports = f"{plan.host}: green {plan.green_port}, purple {plan.purple_port}"
+    if plan.ports_auto:
+        ports += f" (auto: {', '.join(plan.ports_auto)})"
+    settings.add_row("ports", ports)
+    settings.add_row("episode dir", _short(plan.episode_dir, env))
+    if plan.codex_home:
+        settings.add_row("CODEX_HOME", f"{plan.codex_home} (sqlite: {plan.sqlite_dir})")
+        settings.add_row("credential", f"{plan.codex_auth} (symlinked, never copied)")
+
+    processes = Table.grid(padding=(0, 1))
+    processes.add_column(style="bold cyan")
+    processes.add_column()
+    for process in plan.processes:
+        processes.add_row(process.role, f"$ {_short(process.command_line(), env)}")
+        for key, value in process.redacted_env().items():
+            processes.add_row("", f"[dim]env[/] {key}={value}")
+        processes.add_row("", f"[dim]log[/] {_short(process.log, env)}")
+    links = Table.grid(padding=(0, 1))
+    links.add_column()
+    for link, target in plan.links.items():
+        links.add_row(f"[dim]{_short(link, env)} -> {_short(target, env)}[/]")
+
+    parts: list = [settings, "", processes, "", links]
+    for warning in plan.warnings:
+        parts.append(f"[yellow]warning:[/] {warning}")
+    env.console.print(Panel(Group(*parts), title=f"arm [bold]{plan.arm}[/] ({plan.source})", title_align="left"))
 
 
 def register(app: typer.Typer) -> None:
-    """Nothing to register yet."""
+    @app.command()
+    @reports_user_errors
+    def plan(
+        ctx: typer.Context,
+        files: list[Path] = typer.Argument(None, help="Arm files (arms/NAME.toml)."),
+        arm: list[str] = typer.Option([], "--arm", help="Arm by name: arms/NAME.toml. Repeatable."),
+        dry_run: bool = typer.Option(False, "--dry-run", help="Show the plans and touch nothing."),
+        json_output: bool = typer.Option(False, "--json", help="Print the plans as JSON."),
+        task: Optional[str] = typer.Option(None, "--task", help="Override the task category."),
+        steps: Optional[int] = typer.Option(None, "--steps", help="Override max steps."),
+        step_timeout: Optional[float] = typer.Option(None, "--step-timeout", help="Override seconds per step."),
+        session_turns: Optional[int] = typer.Option(None, "--session-turns", help="Override session turns."),
+        compact: Optional[bool] = typer.Option(None, "--compact/--no-compact", help="Override compaction."),
+        green_port: Optional[int] = typer.Option(None, "--green-port", help="Override the green port (one arm)."),
+        purple_port: Optional[int] = typer.Option(None, "--purple-port", help="Override the purple port (one arm)."),
+    ) -> None:
+        """Resolve arms into plans: commands, environment, ports, paths, fingerprint and warnings.
+
+        Without --dry-run it also checks the ports, builds each codex agent's CODEX_HOME and writes plan.json and
+        scenario.toml into a new episode dir.
+        """
+        env = environment(ctx)
+        overrides = override_options(task, steps, step_timeout, session_turns, compact, green_port, purple_port)
+        plans = plan_arms(resolve_sources(files or [], arm, env), overrides, env)
+        if not dry_run:
+            from mcu_arms.isolation.prepare import prepare_arms
+
+            plans = prepare_arms(plans, env)
+        if json_output:
+            print_json(env, {"dry_run": dry_run, "plans": [p.public() for p in plans]})
+            return
+        for arm_plan in plans:
+            render_plan(arm_plan, env)
+        if dry_run:
+            env.console.print("[bold]dry run:[/] nothing was created, reserved or started.")
+        else:
+            env.console.print(f"prepared {len(plans)} arm(s): ports free, plan.json and scenario.toml written.")

@@ -1,0 +1,240 @@
+"""Arm files (`arms/NAME.toml`): the model, and loading with errors that point at the file, line and key."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from mcu_arms.catalog import (
+    AGENT_KINDS,
+    CATEGORIES,
+    EMBEDDED_CATEGORIES,
+    SIMULATORS,
+)
+from mcu_arms.errors import UserError
+
+ARM_NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+DEFAULT_CONTEXT_WINDOW = 258_000
+SESSION_TURNS_WARN_ABOVE = 5
+
+SESSION_TURNS_ZERO_REASON = (
+    "0 (unbounded sessions) is refused: every turn re-sends the whole conversation with its frames, ~0.4 MB more "
+    "per turn, and past ~5-6 MB each turn takes a flat ~600 s with no error; use a bounded number (1 is the default)"
+)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PortsSpec(_Strict):
+    green: int | str
+    purple: int | str
+    host: str = "127.0.0.1"
+
+    @field_validator("green", "purple", mode="before")
+    @classmethod
+    def _port_range(cls, value: Any) -> int | str:
+        if value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and 1024 <= value <= 65535):
+            return value
+        raise ValueError(f"{value!r} is not a port between 1024 and 65535, nor \"auto\"")
+
+
+class CodexSpec(_Strict):
+    auth: str | None = None
+    root: str | None = None
+    model: str | None = None
+    provider_base_url: str | None = None
+    provider_wire_api: Literal["responses", "chat"] | None = None
+
+
+class ArmSpec(_Strict):
+    """One comparison arm, as written in its TOML file (before defaults that depend on the host are resolved)."""
+
+    name: str = Field(pattern=ARM_NAME_PATTERN)
+    description: str = ""
+    agent: Literal[AGENT_KINDS]  # type: ignore[valid-type]
+    task: Literal[CATEGORIES]  # type: ignore[valid-type]
+    tasks: list[str] | None = None
+    simulator: Literal[SIMULATORS] = "minestudio"  # type: ignore[valid-type]
+    seed: int = Field(default=0, ge=0)
+    steps: int | None = Field(default=None, gt=0)
+    step_timeout: float = Field(default=600.0, gt=0)
+    session_turns: int = 1
+    compact: bool = False
+    compact_limit: int | None = Field(default=None, gt=0)
+    context_window: int = Field(default=DEFAULT_CONTEXT_WINDOW, gt=0)
+    ports: PortsSpec
+    codex: CodexSpec = Field(default_factory=CodexSpec)
+    env: dict[str, str] = Field(default_factory=dict)
+    cuda_device: str | None = None
+    video_eval: bool = False
+    save_frames: bool = True
+
+    @field_validator("session_turns")
+    @classmethod
+    def _bounded_sessions(cls, value: int) -> int:
+        if value == 0:
+            raise ValueError(SESSION_TURNS_ZERO_REASON)
+        if value < 0:
+            raise ValueError("session_turns must be 1 or more")
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for key in value:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+                raise ValueError(f"'{key}' is not a valid environment variable name")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "ArmSpec":
+        if self.cuda_device is not None and self.agent != "steve1":
+            raise ValueError("cuda_device is only for agent = \"steve1\"")
+        if self.agent == "scripted" and self.simulator != "embedded":
+            raise ValueError("agent \"scripted\" plays Crafter frames: it needs simulator = \"embedded\"")
+        if self.agent == "steve1" and self.simulator != "minestudio":
+            raise ValueError("agent \"steve1\" is a Minecraft policy: it needs simulator = \"minestudio\"")
+        if self.simulator == "embedded" and self.task not in EMBEDDED_CATEGORIES:
+            raise ValueError(
+                f"task category '{self.task}' has no Crafter analogue and needs simulator = \"minestudio\" "
+                f"(embedded runs: {', '.join(sorted(EMBEDDED_CATEGORIES))})"
+            )
+        if self.compact_limit is not None:
+            if self.compact and self.compact_limit >= self.context_window:
+                raise ValueError(
+                    f"compact_limit {self.compact_limit} must be below context_window {self.context_window} "
+                    "for compaction to happen"
+                )
+            if not self.compact and self.compact_limit <= self.context_window:
+                raise ValueError(
+                    f"compact_limit {self.compact_limit} is within the context window {self.context_window}, so "
+                    "conversations would compact: set compact = true, or a limit above the window"
+                )
+        return self
+
+
+# What each field accepts, for error messages.
+ALLOWED: dict[str, str] = {
+    "name": "letters, digits, '_' and '-', 1 to 64 characters",
+    "agent": ", ".join(AGENT_KINDS),
+    "task": ", ".join(CATEGORIES),
+    "simulator": ", ".join(SIMULATORS),
+    "seed": "an integer >= 0",
+    "steps": "an integer > 0",
+    "step_timeout": "seconds > 0",
+    "session_turns": "an integer >= 1",
+    "compact": "true or false",
+    "ports.green": "a port 1024-65535 or \"auto\"",
+    "ports.purple": "a port 1024-65535 or \"auto\"",
+    "codex.provider_wire_api": "responses, chat",
+    "video_eval": "true or false",
+}
+TOP_LEVEL_KEYS = tuple(ArmSpec.model_fields)
+
+
+def key_line(text: str, dotted_key: str) -> int | None:
+    """The line where `dotted_key` (e.g. "ports.green") is set, found by scanning table headers and keys."""
+    parts = dotted_key.split(".")
+    table: tuple[str, ...] = ()
+    fallback: int | None = None
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        header = re.fullmatch(r"\[\s*([A-Za-z0-9_.\-\s\"]+?)\s*\]", line)
+        if header:
+            table = tuple(p.strip().strip('"') for p in header.group(1).split("."))
+            if table == tuple(parts):
+                fallback = number
+            continue
+        assignment = re.match(r"([A-Za-z0-9_.\-\"]+)\s*=", line)
+        if not assignment:
+            continue
+        key = tuple(p.strip().strip('"') for p in assignment.group(1).split("."))
+        full = table + key
+        if full == tuple(parts):
+            return number
+        if full == tuple(parts[: len(full)]) and fallback is None:
+            fallback = number
+    return fallback
+
+
+def _describe(error: dict[str, Any]) -> tuple[str, str]:
+    """A pydantic error as (dotted key, message)."""
+    loc = [str(part) for part in error["loc"] if not isinstance(part, int)]
+    key = ".".join(loc)
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        table = ".".join(loc[:-1])
+        known = ArmSpec.model_fields if not table else None
+        allowed_keys = ", ".join(known) if known else _table_keys(table)
+        return key, f"unknown key (known keys here: {allowed_keys})"
+    if kind == "missing":
+        return key, "is required"
+    if kind == "literal_error":
+        return key, f"{error['input']!r} is not allowed"
+    message = str(error["msg"]).removeprefix("Value error, ")
+    return key, message
+
+
+def _table_keys(table: str) -> str:
+    model: Any = ArmSpec
+    for part in table.split("."):
+        field = model.model_fields.get(part)
+        if field is None:
+            return ""
+        model = field.annotation
+    fields = getattr(model, "model_fields", {})
+    return ", ".join(fields)
+
+
+def parse_arm(text: str, path: Path) -> ArmSpec:
+    """Validate an arm file's text. Every problem is reported with its line and what is allowed."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        match = re.search(r"at line (\d+)", str(error))
+        raise UserError(
+            f"not valid TOML: {error}", path=path, line=int(match.group(1)) if match else None
+        ) from None
+    data.setdefault("name", path.stem)
+    try:
+        return ArmSpec.model_validate(data)
+    except ValidationError as error:
+        problems = []
+        for item in error.errors():
+            key, message = _describe(item)
+            if not key:
+                problems.append(UserError(message, path=path).render())
+                continue
+            allowed = ALLOWED.get(key) if item["type"] not in ("extra_forbidden", "missing") else None
+            problems.append(UserError(message, path=path, line=key_line(text, key), key=key, allowed=allowed).render())
+        raise UserError("\n".join(problems)) from None
+
+
+def load_arm(path: Path) -> ArmSpec:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError("no such arm file", path=path) from None
+    except UnicodeDecodeError:
+        raise UserError("not a UTF-8 text file", path=path) from None
+    return parse_arm(text, path)
+
+
+def arm_path(arms_dir: Path, name: str) -> Path:
+    """Where `--arm NAME` looks: arms/NAME.toml."""
+    if not re.fullmatch(ARM_NAME_PATTERN, name):
+        raise UserError(f"'{name}' is not a valid arm name", key="--arm", allowed=ALLOWED["name"])
+    path = arms_dir / f"{name}.toml"
+    if not path.exists():
+        known = sorted(p.stem for p in arms_dir.glob("*.toml")) if arms_dir.is_dir() else []
+        raise UserError(
+            f"no arm named '{name}' ({path} does not exist)",
+            allowed=", ".join(known) if known else "none in arms/",
+        )
+    return path
