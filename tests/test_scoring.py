@@ -1,0 +1,182 @@
+"""RewardTracker payouts, score_task for each scoring kind, and video evaluation's status paths."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import yaml
+
+from mcu_arms.green.scoring import CRITERIA, RewardTracker, VideoEvaluation, score_task
+from mcu_arms.green.tasks import RewardEntry, TaskSpec, load_task, TASKS_ROOT
+from mcu_arms.green.video_eval import CRITERIA_FILE, evaluate_video
+
+UNSCORED_VIDEO = VideoEvaluation(status="disabled", reason="video evaluation is off")
+
+
+def _task(*entries: RewardEntry, milestones: bool = False) -> TaskSpec:
+    if milestones:
+        return TaskSpec(name="long", category="mine_diamond_from_scratch", text="t", milestones=entries)
+    return TaskSpec(name="short", category="crafting", text="t", reward_cfg=entries)
+
+
+def _video(progress: float) -> VideoEvaluation:
+    criteria = {name: progress for name in CRITERIA}
+    return VideoEvaluation(status="ok", task_progress=progress, criteria=criteria, model="gpt-4o")
+
+
+def test_partial_and_full_reward_scores() -> None:
+    task = _task(
+        RewardEntry(event="craft_item", identity="planks", objects=("oak_planks",)),
+        RewardEntry(event="craft_item", identity="table", objects=("crafting_table",), reward=3.0),
+    )
+    tracker = RewardTracker(task)
+    assert tracker.update(1, {"craft_item": {"oak_planks": 4}})[0].identity == "planks"
+    partial = score_task(task, tracker, UNSCORED_VIDEO)
+    assert (partial.sim_score, partial.score, partial.score_source) == (2.5, 2.5, "sim")
+    blended = score_task(task, tracker, _video(6.0))
+    assert (blended.score, blended.score_source) == ((2.5 + 6.0) / 2, "sim+video")
+    assert blended.criteria["action_control"] == 6.0
+    tracker.update(7, {"craft_item": {"oak_planks": 4, "crafting_table": 1}})
+    full = score_task(task, tracker, _video(2.0))
+    assert (full.sim_score, full.score, full.score_source) == (10.0, 10.0, "sim")
+    assert tracker.reached == {"planks": 1, "table": 7} and tracker.is_perfect()
+    assert [(m.identity, m.step) for m in full.milestones] == [("planks", 1), ("table", 7)]
+
+
+def test_max_reward_times_and_one_payout_per_entry_per_step() -> None:
+    task = _task(RewardEntry(event="mine_block", identity="logs", objects=("oak_log", "birch_log"), max_reward_times=3))
+    tracker = RewardTracker(task)
+    assert len(tracker.update(1, {"mine_block": {"oak_log": 5, "birch_log": 2}})) == 1  # 7 logs, one payout
+    assert tracker.update(2, {"mine_block": {"oak_log": 5, "birch_log": 2}}) == []  # no growth, no payout
+    assert tracker.update(3, {"mine_block": {"oak_log": 6, "birch_log": 2}})[0].object == "oak_log"
+    assert tracker.update(4, {"mine_block": {"oak_log": 6, "birch_log": 3}})[0].object == "birch_log"
+    assert tracker.update(5, {"mine_block": {"oak_log": 9, "birch_log": 9}}) == []  # capped at 3
+    assert tracker.sim_reward == 3.0 and tracker.max_reward == 3.0
+    assert [event.step for event in tracker.events] == [1, 3, 4]
+
+
+def test_milestones_with_an_unavailable_entry_count_in_the_total() -> None:
+    task = _task(
+        RewardEntry(event="mine_block", identity="mine_log", objects=("oak_log",)),
+        RewardEntry(event="craft_item", identity="crafting_table", objects=("crafting_table",)),
+        RewardEntry(event="pickup", identity="iron_ingot", objects=("iron_ingot",)),
+        RewardEntry(event="pickup", identity="diamond", objects=("diamond",)),
+        milestones=True,
+    )
+    tracker = RewardTracker(task, unavailable=["iron_ingot"])
+    events = tracker.update(3, {"mine_block": {"oak_log": 1}, "pickup": {"iron_ingot": 1}})
+    assert [(e.identity, e.kind) for e in events] == [("mine_log", "milestone")]  # unavailable never pays
+    plain = score_task(task, tracker, UNSCORED_VIDEO)
+    assert (plain.max_score, plain.score, plain.score_source) == (100.0, 25.0, "milestones")
+    assert (plain.milestones_available, plain.milestones_total) == (3, 4)
+    assert [m.available for m in plain.milestones] == [True, True, False, True]
+    with_video = score_task(task, tracker, _video(5.0))
+    assert (with_video.score, with_video.score_source) == (100.0 * 1.5 / 4, "milestones+video")
+    with pytest.raises(ValueError):
+        RewardTracker(task, unavailable=["no_such_entry"])
+
+
+def test_video_only_task_is_unscored_without_video_never_zero() -> None:
+    task = TaskSpec(name="build_a_house", category="building", text="build a house")
+    tracker = RewardTracker(task)
+    assert tracker.update(1, {"craft_item": {"anything": 3}}) == []
+    unscored = score_task(task, tracker, VideoEvaluation(status="no_api_key", reason="no key"))
+    assert (unscored.score, unscored.scored, unscored.score_source, unscored.sim_score) == (None, False, "unscored", None)
+    scored = score_task(task, tracker, _video(7.0))
+    assert (scored.score, scored.scored, scored.score_source, scored.max_score) == (7.0, True, "video", 10.0)
+
+
+def test_packaged_milestone_task_scores_on_packaged_data() -> None:
+    task = load_task(TASKS_ROOT / "mine_diamond_from_scratch" / "mine_diamond_from_scratch.yaml")
+    tracker = RewardTracker(task)
+    tracker.update(10, {"mine_block": {"oak_log": 1}, "craft_item": {"crafting_table": 1, "wooden_pickaxe": 1}})
+    assert score_task(task, tracker, UNSCORED_VIDEO).score == pytest.approx(30.0)
+
+
+def test_criteria_file_names_the_six_criteria() -> None:
+    listed = yaml.safe_load(CRITERIA_FILE.read_text())
+    assert tuple(item["key"] for item in listed["criteria"]) == CRITERIA
+
+
+def _frames(tmp_path: Path, count: int) -> Path:
+    from PIL import Image
+
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    for index in range(count):
+        Image.new("RGB", (128, 128), (index * 3 % 256, 90, 40)).save(frames / f"{index:05d}.png")
+    return frames
+
+
+def test_status_paths_never_touch_the_network(tmp_path: Path) -> None:
+    task = _task(RewardEntry(event="craft_item", identity="a", objects=("x",)))
+    frames = _frames(tmp_path, 3)
+    skipped = evaluate_video(task, frames, None, enabled=True, env={"OPENAI_API_KEY": "k"}, needed=False)
+    assert skipped.status == "skipped_perfect"
+    off = evaluate_video(task, frames, None, enabled=False, env={"OPENAI_API_KEY": "k"}, needed=True)
+    assert off.status == "disabled" and off.reason
+    # An unroutable base URL proves no request is attempted: the key check comes first.
+    no_key = evaluate_video(task, frames, None, enabled=True, env={"OPENAI_BASE_URL": "http://0.0.0.0:9"}, needed=True)
+    assert no_key.status == "no_api_key" and "OPENAI_API_KEY" in no_key.reason and no_key.task_progress is None
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    nothing = evaluate_video(task, empty, None, enabled=True, env={"OPENAI_API_KEY": "k"}, needed=True)
+    assert nothing.status == "failed" and "no frames" in nothing.reason
+
+
+class _FakeModelService(BaseHTTPRequestHandler):
+    """A stand-in for the model service (which cannot run here): answers one chat completion with scores."""
+
+    requests: list[dict] = []
+    answer: str = ""
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).requests.append(body)
+        payload = {
+            "id": "c1", "object": "chat.completion", "created": 0, "model": body["model"],
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": type(self).answer}}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        }
+        data = json.dumps(payload).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: object) -> None:
+        return
+
+
+@pytest.fixture
+def model_service() -> Iterator[str]:
+    _FakeModelService.requests = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _FakeModelService)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    thread.join()
+
+
+def test_ok_evaluation_over_a_real_http_round_trip(tmp_path: Path, model_service: str) -> None:
+    task = _task(RewardEntry(event="craft_item", identity="a", objects=("x",)))
+    _FakeModelService.answer = json.dumps({"scores": {name: 4 for name in CRITERIA} | {"task_progress": 8}})
+    env = {"OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": model_service}
+    result = evaluate_video(task, _frames(tmp_path, 40), None, enabled=True, env=env, needed=True, model="gpt-4o")
+    assert result.status == "ok", result.reason
+    assert result.task_progress == 8.0 and result.criteria["creative_attempts"] == 4.0
+    (request,) = _FakeModelService.requests
+    assert request["temperature"] == 0 and isinstance(request["seed"], int)
+    images = [part for part in request["messages"][-1]["content"] if part["type"] == "image_url"]
+    assert 1 < len(images) < 40  # sampled, not every frame
+    _FakeModelService.answer = "not json at all"
+    garbled = evaluate_video(task, tmp_path / "frames", None, enabled=True, env=env, needed=True)
+    assert garbled.status == "failed" and garbled.task_progress is None
