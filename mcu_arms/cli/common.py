@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 import typer
 from pydantic import BaseModel
+from rich.markup import escape
 
 from mcu_arms.environment import Environment
 from mcu_arms.errors import UserError
@@ -36,7 +37,7 @@ def reports_user_errors(fn: F) -> F:
         except UserError as error:
             ctx = kwargs.get("ctx")  # typer passes every parameter by name; commands name their context `ctx`
             env = environment(ctx) if ctx is not None else Environment()
-            env.err_console.print(f"[bold red]error:[/] {error.render()}", highlight=False, soft_wrap=True)
+            env.err_console.print(f"[bold red]error:[/] {escape(error.render())}", highlight=False, soft_wrap=True)
             raise typer.Exit(EXIT_USER_ERROR) from None
 
     return wrapper  # type: ignore[return-value]

@@ -1,7 +1,47 @@
-"""`mcu-arms doctor` (not yet built)."""
+"""`mcu-arms doctor`: a table of what this host has and what the arms need."""
+
+from __future__ import annotations
+
+from pathlib import Path
 
 import typer
+from rich.markup import escape
+from rich.table import Table
+
+from mcu_arms.arms.spec import load_arm
+from mcu_arms.cli.common import environment, print_json, reports_user_errors
+from mcu_arms.doctor import run_doctor
+
+STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red"}
 
 
 def register(app: typer.Typer) -> None:
-    """Nothing to register yet."""
+    @app.command()
+    @reports_user_errors
+    def doctor(
+        ctx: typer.Context,
+        files: list[Path] = typer.Argument(None, help="Arm files to check for [all of arms/]."),
+        json_output: bool = typer.Option(False, "--json", help="Print the checks as JSON."),
+    ) -> None:
+        """Check this host for what the arms need: JDK 8, Xvfb, the MineStudio engine, local disks for sqlite,
+        codex and its credential, CUDA for steve1, and memory for the number of arms. Exit 1 if a check fails."""
+        env = environment(ctx)
+        paths = files or sorted(env.arms_dir.glob("*.toml"))
+        specs = [load_arm(path) for path in paths]
+        report = run_doctor(specs, env.env)
+        if json_output:
+            print_json(env, report)
+        else:
+            table = Table(title=f"mcu-arms doctor ({len(specs)} arm(s))")
+            for column in ("check", "status", "detail", "needed by"):
+                table.add_column(column)
+            for check in report.checks:
+                table.add_row(
+                    check.name,
+                    f"[{STYLE[check.status]}]{check.status}[/]",
+                    escape(check.detail),
+                    ", ".join(check.needed_by),
+                )
+            env.console.print(table)
+        if report.failed:
+            raise typer.Exit(1)

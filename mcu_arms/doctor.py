@@ -1,0 +1,202 @@
+"""`mcu-arms doctor`: does this host have what the arms need? Checks only; it changes nothing."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Literal
+
+import psutil
+from pydantic import BaseModel
+
+from mcu_arms.arms.spec import ArmSpec
+from mcu_arms.catalog import CODEX_AGENTS
+from mcu_arms.isolation.codex_home import default_auth, default_root, temporary_dir_reason
+from mcu_arms.isolation.host import network_filesystem_reason
+
+GB = 1024**3
+MINECRAFT_INSTANCE_BYTES = 4 * GB  # the JVM plus the simulator process, per MineStudio arm
+EMBEDDED_ARM_BYTES = GB // 2
+ENGINE_JAR = Path("engine/build/libs/mcprec-6.13.jar")
+
+Status = Literal["ok", "warn", "fail"]
+
+
+class Check(BaseModel):
+    name: str
+    status: Status
+    detail: str
+    needed_by: list[str]
+
+
+class DoctorReport(BaseModel):
+    checks: list[Check]
+
+    @property
+    def failed(self) -> bool:
+        return any(check.status == "fail" for check in self.checks)
+
+
+def _run_version(argv: list[str]) -> str | None:
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return (done.stdout + done.stderr).strip()
+
+
+def minestudio_dir(env: Mapping[str, str]) -> Path:
+    return Path(env.get("MINESTUDIO_DIR") or "/tmp/MineStudio")
+
+
+def _java_check(names: list[str]) -> Check:
+    if not shutil.which("java"):
+        return Check(name="JDK 8", status="fail", detail="java not on PATH (apt-get install openjdk-8-jdk)", needed_by=names)
+    output = _run_version(["java", "-version"]) or ""
+    match = re.search(r'version "([^"]+)"', output)
+    version = match.group(1) if match else "unknown"
+    if version.startswith("1.8"):
+        return Check(name="JDK 8", status="ok", detail=f"java {version}", needed_by=names)
+    return Check(
+        name="JDK 8", status="fail", detail=f"java {version} on PATH; MineStudio's engine needs Java 8", needed_by=names
+    )
+
+
+def minestudio_checks(env: Mapping[str, str], names: list[str]) -> list[Check]:
+    checks = [_java_check(names)]
+    xvfb = shutil.which("xvfb-run")
+    checks.append(
+        Check(
+            name="xvfb-run",
+            status="ok" if xvfb else "fail",
+            detail=xvfb or "not on PATH (apt-get install xvfb)",
+            needed_by=names,
+        )
+    )
+    found = importlib.util.find_spec("minestudio") is not None
+    checks.append(
+        Check(
+            name="minestudio package",
+            status="ok" if found else "fail",
+            detail="importable" if found else "not installed: pip install 'mcu-arms[minestudio]' (~8 GB)",
+            needed_by=names,
+        )
+    )
+    directory = minestudio_dir(env)
+    jar = directory / ENGINE_JAR
+    checks.append(
+        Check(
+            name="MineStudio engine",
+            status="ok" if jar.exists() else "fail",
+            detail=str(jar) if jar.exists() else f"{jar} missing: download the engine into MINESTUDIO_DIR={directory}",
+            needed_by=names,
+        )
+    )
+    reason = network_filesystem_reason(directory)
+    checks.append(
+        Check(
+            name="MINESTUDIO_DIR on local disk",
+            status="fail" if reason else "ok",
+            detail=reason or str(directory),
+            needed_by=names,
+        )
+    )
+    return checks
+
+
+def codex_checks(env: Mapping[str, str], specs: list[ArmSpec]) -> list[Check]:
+    names = [spec.name for spec in specs]
+    checks = []
+    codex = shutil.which("codex", path=env.get("PATH"))
+    if codex:
+        version = _run_version([codex, "--version"]) or "no version printed"
+        checks.append(Check(name="codex CLI", status="ok", detail=f"{codex}: {version}", needed_by=names))
+    else:
+        checks.append(
+            Check(
+                name="codex CLI",
+                status="fail",
+                detail="codex not on PATH (npm install -g @openai/codex)",
+                needed_by=names,
+            )
+        )
+    for root in sorted({Path(s.codex.root) if s.codex.root else default_root(env) for s in specs}):
+        reason = temporary_dir_reason(root, env) or network_filesystem_reason(root)
+        checks.append(
+            Check(name=f"codex root {root}", status="fail" if reason else "ok", detail=reason or "local disk", needed_by=names)
+        )
+    for auth in sorted({Path(s.codex.auth) if s.codex.auth else default_auth(env) for s in specs}):
+        if auth.exists():
+            target = os.path.realpath(auth)
+            mode = oct(os.stat(target).st_mode & 0o777)
+            status: Status = "ok" if mode == "0o600" else "warn"
+            checks.append(Check(name="codex credential", status=status, detail=f"{auth} -> {target} ({mode})", needed_by=names))
+        else:
+            checks.append(
+                Check(name="codex credential", status="fail", detail=f"{auth} missing: run `codex login`", needed_by=names)
+            )
+    return checks
+
+
+def cuda_check(specs: list[ArmSpec]) -> Check:
+    names = [spec.name for spec in specs]
+    devices = [spec.cuda_device for spec in specs if spec.cuda_device is not None]
+    shared = {d for d in devices if devices.count(d) > 1}
+    smi = shutil.which("nvidia-smi")
+    listing = _run_version([smi, "-L"]) if smi else None
+    if not listing or "GPU" not in listing:
+        return Check(name="CUDA", status="fail", detail="no CUDA device visible (nvidia-smi -L)", needed_by=names)
+    if shared:
+        return Check(
+            name="CUDA",
+            status="warn",
+            detail=f"{listing.splitlines()[0]}; arms share device(s) {sorted(shared)}: give concurrent neural arms different devices",
+            needed_by=names,
+        )
+    return Check(name="CUDA", status="ok", detail=listing.splitlines()[0], needed_by=names)
+
+
+def memory_check(specs: list[ArmSpec]) -> Check:
+    minecraft = [s for s in specs if s.simulator == "minestudio"]
+    needed = MINECRAFT_INSTANCE_BYTES * len(minecraft) + EMBEDDED_ARM_BYTES * (len(specs) - len(minecraft))
+    available = psutil.virtual_memory().available
+    status: Status = "ok" if available >= needed else "warn"
+    return Check(
+        name="memory",
+        status=status,
+        detail=f"{available / GB:.1f} GB available; {len(specs)} arm(s) want about {needed / GB:.1f} GB "
+        f"({len(minecraft)} Minecraft instance(s) at ~{MINECRAFT_INSTANCE_BYTES // GB} GB)",
+        needed_by=[s.name for s in specs],
+    )
+
+
+def run_doctor(specs: list[ArmSpec], env: Mapping[str, str]) -> DoctorReport:
+    checks: list[Check] = []
+    minestudio_arms = [s.name for s in specs if s.simulator == "minestudio"]
+    if minestudio_arms:
+        checks += minestudio_checks(env, minestudio_arms)
+    embedded_arms = [s.name for s in specs if s.simulator == "embedded"]
+    if embedded_arms:
+        found = importlib.util.find_spec("crafter") is not None
+        checks.append(
+            Check(
+                name="crafter (embedded simulator)",
+                status="ok" if found else "fail",
+                detail="importable" if found else "pip install crafter==1.8.3",
+                needed_by=embedded_arms,
+            )
+        )
+    codex_specs = [s for s in specs if s.agent in CODEX_AGENTS]
+    if codex_specs:
+        checks += codex_checks(env, codex_specs)
+    steve1_specs = [s for s in specs if s.agent == "steve1"]
+    if steve1_specs:
+        checks.append(cuda_check(steve1_specs))
+    if specs:
+        checks.append(memory_check(specs))
+    return DoctorReport(checks=checks)

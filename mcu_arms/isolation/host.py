@@ -1,0 +1,35 @@
+"""Facts about this host that decide whether an arm can run safely here."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import psutil
+
+NETWORK_FILESYSTEMS = ("nfs", "nfs4", "cifs", "smb", "smb3", "smbfs", "afs", "ceph", "glusterfs", "lustre", "9p")
+
+
+def filesystem_type(path: Path) -> str:
+    """The type of the filesystem holding `path` (or its nearest existing parent)."""
+    probe = Path(os.path.realpath(path))
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    best, fstype = "", "unknown"
+    for partition in psutil.disk_partitions(all=True):
+        mount = partition.mountpoint
+        inside = str(probe) == mount or str(probe).startswith(mount.rstrip("/") + "/")
+        if inside and len(mount) > len(best):
+            best, fstype = mount, partition.fstype
+    return fstype
+
+
+def network_filesystem_reason(path: Path) -> str | None:
+    """Why `path` is unsafe for sqlite (a network or FUSE filesystem), or None when it is local disk."""
+    fstype = filesystem_type(path)
+    if fstype in NETWORK_FILESYSTEMS or fstype.startswith("fuse"):
+        return (
+            f"{path} is on a {fstype} filesystem: sqlite fails there (\"cannot rollback - no transaction is "
+            "active\"); use local disk"
+        )
+    return None

@@ -1,0 +1,97 @@
+"""The run report, `output/<arm>/episode_NNN/result.json` (linked as `logs/<arm>_result.json`).
+
+Written at launch with status `started` and finalised atomically as `finished`, `failed` or `interrupted`. It is
+the unit `compare` reads and the unit a rerun checks (same fingerprint + finished → skipped). Light to import.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from mcu_arms.arms.plan import Settings
+
+RunStatus = Literal["started", "finished", "failed", "interrupted"]
+REPORT_SCHEMA_VERSION = 1
+
+
+class Provenance(BaseModel):
+    mcu_arms_version: str
+    git_sha: str | None
+    git_dirty: bool | None
+    python: str
+    packages: dict[str, str | None]
+    host: str
+    platform: str
+
+
+class ProcessRecord(BaseModel):
+    role: str
+    pid: int | None = None
+    create_time: float | None = None
+    argv: list[str] = Field(default_factory=list)
+    log: str
+    exit_code: int | None = None
+
+
+class Failure(BaseModel):
+    process: str | None  # green | purple | client | None (mcu-arms itself)
+    reason: str
+    exit_code: int | None = None
+    log_tail: list[str] = Field(default_factory=list)
+
+
+class MilestoneRecord(BaseModel):
+    task: str
+    identity: str
+    step: int | None
+    available: bool = True
+
+
+class RunReport(BaseModel):
+    schema_version: int = REPORT_SCHEMA_VERSION
+    status: RunStatus
+    arm: str
+    episode: int
+    episode_dir: str
+    source: str
+    fingerprint: str
+    settings: Settings
+    overrides: dict[str, Any] = Field(default_factory=dict)
+    compaction_limit: int
+    simulator_label: str | None = None
+    provenance: Provenance
+    started_at: str
+    ready_at: str | None = None
+    finished_at: str | None = None
+    wall_s: float | None = None
+    processes: dict[str, ProcessRecord] = Field(default_factory=dict)
+    failure: Failure | None = None
+    score: float | None = None
+    max_score: float | None = None
+    sim_score: float | None = None
+    steps_run: int | None = None
+    milestones: list[MilestoneRecord] = Field(default_factory=list)
+    noops: dict[str, int] = Field(default_factory=dict)
+    dropped_keys: dict[str, int] = Field(default_factory=dict)
+    sim_fallbacks: dict[str, int] = Field(default_factory=dict)
+    evaluation: dict[str, Any] | None = None  # the green's EvaluationResult as JSON
+    purple_report: dict[str, Any] | None = None  # worldmodel_report.json / prolong_report.json when present
+    alerts: list[str] = Field(default_factory=list)  # silent degradation made loud during the run
+    logs: dict[str, str] = Field(default_factory=dict)
+    output_dirs: dict[str, str] = Field(default_factory=dict)
+
+
+def write_report(report: RunReport, path: Path) -> None:
+    """Atomic: a reader never sees half a report."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(report.model_dump_json(indent=2), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def read_report(path: Path) -> RunReport:
+    return RunReport.model_validate(json.loads(path.read_text(encoding="utf-8")))
