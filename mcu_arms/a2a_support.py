@@ -130,9 +130,13 @@ def build_app(card: AgentCard, executor: AgentExecutor) -> Starlette:
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
-    """Bind the listening socket ourselves so that a busy port is a clear error, not a uvicorn log line."""
+    """Bind the listening socket ourselves so that a busy port is a clear error, not a uvicorn log line.
+
+    The protocol must be named: asyncio sets TCP_NODELAY only on IPPROTO_TCP sockets, and without it every small
+    reply waits ~40 ms for a delayed ACK (measured: 48 ms vs 4 ms per round trip).
+    """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
