@@ -1,7 +1,101 @@
-"""`mcu-arms serve` (not yet built)."""
+"""`mcu-arms serve green|purple`: run one A2A server in the foreground (the `run` supervisor starts these).
+
+Thin: options are parsed and validated here, the servers live in mcu_arms.green.server and mcu_arms.purple.server,
+imported only when a server actually starts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
 
 import typer
+from pydantic import ValidationError
+
+from mcu_arms.catalog import AGENT_KINDS
+from mcu_arms.cli.common import reports_user_errors
+from mcu_arms.errors import UserError
+
+serve_app = typer.Typer(help="Run an A2A server (green evaluator or purple agent) in the foreground.", no_args_is_help=True)
+
+HostOption = Annotated[str, typer.Option("--host", help="Address to listen on.")]
+PortOption = Annotated[int, typer.Option("--port", min=1, max=65535, help="Port to listen on; a busy port aborts.")]
+CardUrlOption = Annotated[
+    Optional[str],
+    typer.Option("--card-url", help="URL advertised on the agent card (default: http://HOST:PORT/)."),
+]
+
+
+@serve_app.command("green")
+@reports_user_errors
+def serve_green(
+    host: HostOption = "127.0.0.1",
+    port: PortOption = 9009,
+    card_url: CardUrlOption = None,
+) -> None:
+    """Serve the green agent: runs MCU tasks in a simulator against a purple agent and scores them."""
+    from mcu_arms.green.server import serve
+
+    serve(host, port, card_url)
+
+
+@serve_app.command("purple")
+@reports_user_errors
+def serve_purple(
+    agent: Annotated[str, typer.Option("--agent", help=f"Agent kind: {', '.join(AGENT_KINDS)}.")],
+    host: HostOption = "127.0.0.1",
+    port: PortOption = 9019,
+    card_url: CardUrlOption = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed for the policy's own randomness.")] = 0,
+    output_dir: Annotated[
+        Optional[Path], typer.Option("--output-dir", help="Where the policy writes its reports.")
+    ] = None,
+    step_timeout: Annotated[
+        float, typer.Option("--step-timeout", help="Seconds the green waits for each action.")
+    ] = 600.0,
+    session_turns: Annotated[
+        Optional[int], typer.Option("--session-turns", help="Codex agents: turns per session before a new one.")
+    ] = None,
+    compact_limit: Annotated[
+        Optional[int], typer.Option("--compact-limit", help="Codex agents: auto-compaction token limit.")
+    ] = None,
+    model: Annotated[Optional[str], typer.Option("--model", help="Codex agents: model name.")] = None,
+    provider_base_url: Annotated[
+        Optional[str], typer.Option("--provider-base-url", help="Codex agents: model provider base URL.")
+    ] = None,
+    provider_wire_api: Annotated[
+        Optional[str], typer.Option("--provider-wire-api", help="Codex agents: provider wire API (e.g. responses).")
+    ] = None,
+    cuda_device: Annotated[
+        Optional[str], typer.Option("--cuda-device", help="STEVE-1: CUDA device index to run on.")
+    ] = None,
+) -> None:
+    """Serve a purple agent: answers the green's init with an ack and each observation with an action."""
+    from mcu_arms.purple.registry import PurpleOptions
+
+    try:
+        options = PurpleOptions(
+            seed=seed,
+            output_dir=output_dir,
+            step_timeout=step_timeout,
+            session_turns=session_turns,
+            compact_limit=compact_limit,
+            model=model,
+            provider_base_url=provider_base_url,
+            provider_wire_api=provider_wire_api,
+            cuda_device=cuda_device,
+        )
+    except ValidationError as error:
+        first = error.errors()[0]
+        option = "--" + str(first["loc"][0]).replace("_", "-")
+        raise UserError(first["msg"], key=option) from None
+    if agent not in AGENT_KINDS:
+        raise UserError(f"unknown agent kind '{agent}'", key="--agent", allowed=", ".join(AGENT_KINDS))
+
+    from mcu_arms.purple.server import serve_purple as run_purple_server
+
+    run_purple_server(agent, options, host, port, card_url)
 
 
 def register(app: typer.Typer) -> None:
-    """Nothing to register yet."""
+    app.add_typer(serve_app, name="serve")

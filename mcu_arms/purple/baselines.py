@@ -1,0 +1,75 @@
+"""Baseline policies: the floor every arm is compared against.
+
+Both answer in the env format (MineStudio's action dict). RandomPolicy draws uniformly from a handful of actions that
+do something on either simulator (move, attack, use, camera turns, hotbar selection, inventory+hotbar crafting
+combos), so that its score measures luck, not wasted keys.
+"""
+
+from __future__ import annotations
+
+import random
+
+from mcu_arms.green.protocol import (
+    BUTTON_KEYS,
+    CAMERA_KEY,
+    AckPayload,
+    ActionPayload,
+    InitPayload,
+    ObservationPayload,
+)
+from mcu_arms.purple.base import Policy
+
+CAMERA_TURN_DEGREES = 15.0
+
+
+def env_action(*pressed: str, camera: tuple[float, float] = (0.0, 0.0)) -> dict[str, object]:
+    """A full env-format action: every button key present, the named ones pressed, camera as [pitch, yaw]."""
+    unknown = set(pressed) - set(BUTTON_KEYS)
+    if unknown:
+        raise ValueError(f"not button keys: {sorted(unknown)}")
+    action: dict[str, object] = {key: int(key in pressed) for key in BUTTON_KEYS}
+    action[CAMERA_KEY] = [camera[0], camera[1]]
+    return action
+
+
+def _random_repertoire() -> tuple[dict[str, object], ...]:
+    moves = [env_action(key) for key in ("forward", "back", "left", "right")]
+    moves.append(env_action("forward", "jump"))
+    interactions = [env_action("attack"), env_action("forward", "attack"), env_action("use")]
+    turns = [
+        env_action(camera=(0.0, CAMERA_TURN_DEGREES)),
+        env_action(camera=(0.0, -CAMERA_TURN_DEGREES)),
+        env_action(camera=(CAMERA_TURN_DEGREES, 0.0)),
+        env_action(camera=(-CAMERA_TURN_DEGREES, 0.0)),
+    ]
+    hotbar = [env_action(f"hotbar.{slot}") for slot in range(1, 5)]
+    crafting = [env_action("inventory", f"hotbar.{slot}") for slot in range(1, 7)]
+    return tuple(moves + interactions + turns + hotbar + crafting)
+
+
+RANDOM_REPERTOIRE = _random_repertoire()
+
+
+class NoopPolicy(Policy):
+    """Presses nothing, ever: what an agent scores by standing still."""
+
+    async def init(self, payload: InitPayload) -> AckPayload:
+        return AckPayload(message="noop baseline ready")
+
+    async def act(self, payload: ObservationPayload) -> ActionPayload:
+        return ActionPayload(action_type="env", action=env_action())
+
+
+class RandomPolicy(Policy):
+    """Uniform over RANDOM_REPERTOIRE; reseeded on every init, so an episode's actions depend only on the seed."""
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+        self._rng = random.Random(seed)
+
+    async def init(self, payload: InitPayload) -> AckPayload:
+        self._rng = random.Random(self.seed)
+        return AckPayload(message=f"random baseline ready (seed {self.seed})")
+
+    async def act(self, payload: ObservationPayload) -> ActionPayload:
+        return ActionPayload(action_type="env", action=dict(self._rng.choice(RANDOM_REPERTOIRE)))

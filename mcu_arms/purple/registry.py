@@ -1,0 +1,81 @@
+"""Which Policy class serves which agent kind, imported only when that kind is asked for.
+
+Light to import: the CLI validates a kind and builds PurpleOptions without loading any agent's dependencies.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mcu_arms.catalog import AGENT_KINDS
+from mcu_arms.errors import UserError
+
+if TYPE_CHECKING:
+    from mcu_arms.purple.base import Policy
+
+
+class PurpleOptions(BaseModel):
+    """Everything a purple server passes to its policies. Baselines read only `seed`; codex agents read the rest."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    seed: int = 0
+    output_dir: Path | None = None
+    step_timeout: float = Field(default=600.0, gt=0)
+    session_turns: int | None = Field(default=None, gt=0)
+    compact_limit: int | None = Field(default=None, gt=0)
+    model: str | None = None
+    provider_base_url: str | None = None
+    provider_wire_api: str | None = None
+    cuda_device: str | None = None
+
+
+PolicyFactory = Callable[[PurpleOptions], "Policy"]
+
+# kind -> (module, what is missing when that module cannot be imported)
+_MODULES: dict[str, tuple[str, str]] = {
+    "noop": ("mcu_arms.purple.baselines", ""),
+    "random": ("mcu_arms.purple.baselines", ""),
+    "scripted": ("mcu_arms.purple.scripted", "the scripted policy (mcu_arms/purple/scripted.py) is not in this build"),
+    "worldmodel": ("mcu_arms.purple.codex_agent", "the codex agents (mcu_arms/purple/codex_agent.py) are not in this build"),
+    "prolong": ("mcu_arms.purple.codex_agent", "the codex agents (mcu_arms/purple/codex_agent.py) are not in this build"),
+    "steve1": (
+        "mcu_arms.purple.steve1",
+        "STEVE-1 needs the minestudio extra (pip install 'mcu-arms[minestudio]'), its weights and a CUDA device",
+    ),
+}
+
+
+def _import_agent_module(kind: str):  # noqa: ANN202 - a module object
+    module_name, missing = _MODULES[kind]
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        detail = f"{missing} ({error.name} not found)" if missing else f"{error.name} not found"
+        raise UserError(f"agent kind '{kind}' cannot start: {detail}", key="--agent") from None
+
+
+def policy_factory(kind: str) -> PolicyFactory:
+    """Resolve a kind to a constructor, importing its module now so that a missing piece fails at server start."""
+    if kind not in AGENT_KINDS:
+        raise UserError(f"unknown agent kind '{kind}'", key="--agent", allowed=", ".join(AGENT_KINDS))
+    module = _import_agent_module(kind)
+    if kind == "noop":
+        return lambda options: module.NoopPolicy()
+    if kind == "random":
+        return lambda options: module.RandomPolicy(seed=options.seed)
+    if kind == "scripted":
+        return lambda options: module.ScriptedPolicy(seed=options.seed)
+    if kind == "steve1":
+        return lambda options: module.Steve1Policy(options)
+    return lambda options: module.CodexPolicy(kind, options)
+
+
+def make_policy(kind: str, options: PurpleOptions) -> Policy:
+    """A fresh policy for one episode."""
+    return policy_factory(kind)(options)

@@ -1,0 +1,209 @@
+"""The purple A2A server: hosts one Policy per A2A context (one context per episode).
+
+Every request gets exactly one Message back (an executor that enqueues nothing hangs a non-streaming caller until its
+timeout): an ack for an init, an action for an observation. A payload it cannot use gets an error ack or a noop
+action with the reason, and is counted; the per-kind counts go to stdout in a periodic summary (the arm's
+purple.log) and at shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter, OrderedDict
+from datetime import datetime, timezone
+from typing import Any
+
+from a2a.helpers import new_text_message
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from pydantic import BaseModel, ValidationError
+
+from mcu_arms.a2a_support import Skill, build_app, build_card, card_url_for, message_payload, serve_app
+from mcu_arms.green.protocol import AckPayload, ActionPayload, InitPayload, ObservationPayload, noop_action
+from mcu_arms.purple.base import Policy
+from mcu_arms.purple.registry import PolicyFactory, PurpleOptions, policy_factory
+
+__all__ = ["PurpleExecutor", "PurpleOptions", "build_purple_app", "serve_purple"]
+
+SUMMARY_INTERVAL_S = 60.0
+# Contexts whose policies stay open at once; the least recently used beyond this is closed. Sequential episodes
+# from one green need one; the headroom serves greens running episodes side by side.
+MAX_LIVE_CONTEXTS = 4
+
+
+class NoopWithReason(ActionPayload):
+    """The noop sent when no action can be computed; `reason` says why (callers that do not know it ignore it)."""
+
+    reason: str
+
+
+def _log(line: str) -> None:
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    print(f"{stamp} {line}", flush=True)
+
+
+def _noop(reason: str) -> NoopWithReason:
+    action = noop_action()
+    action["camera"] = list(action["camera"])
+    return NoopWithReason(action_type="env", action=action, reason=reason)
+
+
+class _Episode:
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self.lock = asyncio.Lock()
+        self.observations = 0
+
+
+class PurpleExecutor(AgentExecutor):
+    """Routes init/obs payloads to per-context policies; never raises into the SDK, never stays silent."""
+
+    def __init__(self, kind: str, options: PurpleOptions, factory: PolicyFactory) -> None:
+        self.kind = kind
+        self.options = options
+        self._factory = factory
+        self._episodes: OrderedDict[str, _Episode] = OrderedDict()
+        self._episodes_lock = asyncio.Lock()
+        self.counts: Counter[str] = Counter()
+        self._act_seconds = 0.0
+        self._last_summary = time.monotonic()
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        context_id = context.context_id or ""
+        try:
+            answer = await self._answer(context, context_id)
+        except Exception as error:  # a bug here must still answer the caller, and be seen in the log
+            self.counts["internal_error"] += 1
+            _log(f"internal error in context {context_id}: {type(error).__name__}: {error}")
+            answer = AckPayload(success=False, message=f"purple internal error: {type(error).__name__}: {error}")
+        await event_queue.enqueue_event(new_text_message(answer.model_dump_json(), context_id=context_id))
+        self._maybe_summarise()
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        """Each request is answered at once; there is nothing running to cancel."""
+
+    async def _answer(self, context: RequestContext, context_id: str) -> BaseModel:
+        payload = message_payload(context.message) if context.message is not None else None
+        kind = payload.get("type") if payload else None
+        if kind == "init":
+            return await self._init(payload, context_id)
+        if kind == "obs":
+            return await self._act(payload, context_id)
+        self.counts["bad_payload"] += 1
+        got = f"type {kind!r}" if payload is not None else "no JSON object"
+        return AckPayload(success=False, message=f"expected a JSON object with type 'init' or 'obs', got {got}")
+
+    async def _init(self, payload: dict[str, Any], context_id: str) -> AckPayload:
+        try:
+            init = InitPayload.model_validate(payload)
+        except ValidationError as error:
+            self.counts["bad_init"] += 1
+            return AckPayload(success=False, message=f"invalid init: {_first_error(error)}")
+        await self._close_context(context_id, why="re-initialised")
+        try:
+            policy = self._factory(self.options)
+            ack = await policy.init(init)
+        except Exception as error:
+            self.counts["init_failed"] += 1
+            _log(f"init failed in context {context_id}: {type(error).__name__}: {error}")
+            return AckPayload(success=False, message=f"{self.kind} could not start: {type(error).__name__}: {error}")
+        evicted: list[tuple[str, _Episode]] = []
+        async with self._episodes_lock:
+            self._episodes[context_id] = _Episode(policy)
+            while len(self._episodes) > MAX_LIVE_CONTEXTS:
+                evicted.append(self._episodes.popitem(last=False))
+        for old_context, episode in evicted:
+            await self._close_episode(old_context, episode, why="least recently used beyond the live-context limit")
+        self.counts["init"] += 1
+        _log(f"init context={context_id} agent={self.kind} task={init.text!r} ack={ack.success}")
+        return ack
+
+    async def _act(self, payload: dict[str, Any], context_id: str) -> ActionPayload:
+        try:
+            observation = ObservationPayload.model_validate(payload)
+        except ValidationError as error:
+            self.counts["bad_obs"] += 1
+            return _noop(f"invalid observation: {_first_error(error)}")
+        async with self._episodes_lock:
+            episode = self._episodes.get(context_id)
+            if episode is not None:
+                self._episodes.move_to_end(context_id)
+        if episode is None:
+            self.counts["obs_without_init"] += 1
+            return _noop(f"no init received in context {context_id!r}")
+        async with episode.lock:
+            started = time.monotonic()
+            try:
+                action = await episode.policy.act(observation)
+            except Exception as error:
+                self.counts["act_failed"] += 1
+                _log(f"act failed in context {context_id} step {observation.step}: {type(error).__name__}: {error}")
+                return _noop(f"{self.kind} failed to act: {type(error).__name__}: {error}")
+            finally:
+                self._act_seconds += time.monotonic() - started
+            episode.observations += 1
+        self.counts["obs"] += 1
+        return action
+
+    async def _close_context(self, context_id: str, *, why: str) -> None:
+        async with self._episodes_lock:
+            episode = self._episodes.pop(context_id, None)
+        if episode is not None:
+            await self._close_episode(context_id, episode, why=why)
+
+    async def _close_episode(self, context_id: str, episode: _Episode, *, why: str) -> None:
+        try:
+            await episode.policy.close()
+        except Exception as error:
+            self.counts["close_failed"] += 1
+            _log(f"close failed in context {context_id}: {type(error).__name__}: {error}")
+        _log(f"closed context={context_id} after {episode.observations} observations ({why})")
+
+    async def close_all(self) -> None:
+        """Close every open policy (server shutdown), then log the final summary."""
+        async with self._episodes_lock:
+            episodes = list(self._episodes.items())
+            self._episodes.clear()
+        for context_id, episode in episodes:
+            await self._close_episode(context_id, episode, why="server shutdown")
+        _log(self.summary("final"))
+
+    def summary(self, label: str) -> str:
+        answered = self.counts["obs"] + self.counts["act_failed"]
+        mean_ms = 1000.0 * self._act_seconds / answered if answered else 0.0
+        counts = " ".join(f"{key}={value}" for key, value in sorted(self.counts.items())) or "no requests"
+        return f"summary ({label}) agent={self.kind} live_contexts={len(self._episodes)} {counts} act_mean_ms={mean_ms:.1f}"
+
+    def _maybe_summarise(self) -> None:
+        now = time.monotonic()
+        if now - self._last_summary >= SUMMARY_INTERVAL_S:
+            self._last_summary = now
+            _log(self.summary("periodic"))
+
+
+def _first_error(error: ValidationError) -> str:
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first.get("loc", ())) or "payload"
+    return f"{where}: {first.get('msg', 'invalid')}"
+
+
+def build_purple_app(kind: str, options: PurpleOptions, url: str):  # noqa: ANN201 - a Starlette app
+    """The app and its executor (the caller closes the executor's policies at shutdown)."""
+    executor = PurpleExecutor(kind, options, policy_factory(kind))
+    card = build_card(
+        name=f"mcu-arms purple ({kind})",
+        description=f"MCU purple agent '{kind}': answers an init with an ack and each observation with an action.",
+        url=url,
+        skills=[Skill(id="mcu_play", name="Play MCU tasks", description="Minecraft actions from frames", tags=("mcu",))],
+        streaming=False,
+    )
+    return build_app(card, executor), executor
+
+
+def serve_purple(kind: str, options: PurpleOptions, host: str, port: int, card_url: str | None) -> None:
+    """Serve a purple agent until SIGINT/SIGTERM; an unknown or unavailable kind fails before the port is bound."""
+    url = card_url_for(host, port, card_url)
+    app, executor = build_purple_app(kind, options, url)
+    _log(f"purple agent={kind} listening on {host}:{port} card_url={url} seed={options.seed}")
+    serve_app(app, host, port, on_shutdown=executor.close_all)
