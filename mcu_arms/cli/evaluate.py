@@ -1,7 +1,47 @@
-"""`mcu-arms evaluate` (not yet built)."""
+"""`mcu-arms evaluate SCENARIO.toml [OUT.json]`: ask a running green agent for one evaluation and keep the result.
+
+Exit 0: the evaluation completed (and the result was saved when OUT is given); 1: it failed, was rejected, or the
+green could not be reached, with the reason on stderr; 2: bad input (scenario file, existing OUT).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
 
 import typer
 
+from mcu_arms.cli.common import environment, reports_user_errors
+from mcu_arms.client.evaluate import DEFAULT_CARD_DEADLINE_S, evaluate
+
+EXIT_EVALUATION_FAILED = 1
+
+
+@reports_user_errors
+def evaluate_command(
+    ctx: typer.Context,
+    scenario: Annotated[Path, typer.Argument(help="AgentBeats scenario TOML: green_agent, participants and config tables.")],
+    out: Annotated[
+        Optional[Path], typer.Argument(help="Where to write the green's JSON result (must not exist yet).")
+    ] = None,
+    card_timeout: Annotated[
+        float, typer.Option("--card-timeout", min=0.0, help="Seconds to wait for the green agent's card.")
+    ] = DEFAULT_CARD_DEADLINE_S,
+    timeout: Annotated[
+        Optional[float], typer.Option("--timeout", min=1.0, help="Overall limit in seconds (default: none).")
+    ] = None,
+) -> None:
+    """Run one evaluation on a green agent, streaming its status lines, and save its JSON result."""
+    env = environment(ctx)
+    outcome = evaluate(scenario, out, env, card_deadline_s=card_timeout, overall_timeout_s=timeout)
+    if outcome.summary:
+        env.console.out(outcome.summary, highlight=False)
+    if outcome.out_path is not None:
+        env.console.out(f"result written to {outcome.out_path}", highlight=False)
+    if not outcome.completed:
+        env.err_console.out(f"evaluation {outcome.state}: {outcome.reason or 'no reason given'}", highlight=False)
+        raise typer.Exit(EXIT_EVALUATION_FAILED)
+
 
 def register(app: typer.Typer) -> None:
-    """Nothing to register yet."""
+    app.command("evaluate")(evaluate_command)

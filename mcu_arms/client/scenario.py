@@ -1,0 +1,223 @@
+"""The AgentBeats scenario file: which green agent to ask, which participants it evaluates, and the EvalConfig.
+
+    [green_agent]
+    endpoint = "http://127.0.0.1:9009"
+
+    [[participants]]
+    role = "agent"
+    endpoint = "http://127.0.0.1:9019"
+
+    [config]
+    task_category = "crafting"
+
+Every mistake is a UserError naming the file, the line and the key. `cmd` entries (AgentBeats' own launcher) are
+accepted and ignored: `mcu-arms run` starts the processes.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ValidationError
+
+from mcu_arms.catalog import CATEGORIES
+from mcu_arms.errors import UserError
+from mcu_arms.green.protocol import EvalConfig, EvalRequest
+
+TOP_LEVEL_TABLES = ("green_agent", "participants", "config")
+AGENT_KEYS = ("endpoint", "cmd")
+PARTICIPANT_KEYS = ("role", "endpoint", "cmd")
+
+
+class Participant(BaseModel):
+    role: str
+    endpoint: str
+
+
+class Scenario(BaseModel):
+    path: Path
+    green_endpoint: str
+    participants: list[Participant]
+    config: EvalConfig
+
+    def eval_request(self) -> EvalRequest:
+        return EvalRequest(
+            participants={participant.role: participant.endpoint for participant in self.participants},
+            config=self.config,
+        )
+
+
+class _Locator:
+    """Finds the line of a key inside a table of the TOML text (tomllib keeps no positions)."""
+
+    _HEADER = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\"-]+)\s*\]\]?")
+    _KEY = re.compile(r"^\s*\"?([A-Za-z0-9_.-]+)\"?\s*=")
+
+    def __init__(self, text: str) -> None:
+        self.lines = text.splitlines()
+
+    def line_of(self, table: str | None, key: str | None = None, index: int = 0) -> int | None:
+        """Line of `key` in the index-th `[table]`/`[[table]]` (or of the header itself when key is None)."""
+        current: str | None = None
+        seen = -1
+        for number, line in enumerate(self.lines, start=1):
+            header = self._HEADER.match(line)
+            if header:
+                current = header.group(2).strip('"')
+                if current == table:
+                    seen += 1
+                    if key is None and seen == index:
+                        return number
+                continue
+            if key is None or current != table or seen != index:
+                continue
+            found = self._KEY.match(line)
+            if found and found.group(1) == key:
+                return number
+        return None
+
+
+def _check_endpoint(value: Any, *, path: Path, line: int | None, key: str) -> str:
+    if not isinstance(value, str):
+        raise UserError("must be a string URL", path=path, line=line, key=key, allowed="http://HOST:PORT")
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UserError(f"not an http(s) URL: {value!r}", path=path, line=line, key=key, allowed="http://HOST:PORT")
+    try:
+        parts.port
+    except ValueError:
+        raise UserError(f"bad port in {value!r}", path=path, line=line, key=key, allowed="1-65535") from None
+    return value
+
+
+def _check_keys(table: dict[str, Any], allowed: tuple[str, ...], *, path: Path, locate, name: str) -> None:
+    for key in table:
+        if key not in allowed:
+            raise UserError(
+                f"unknown key in [{name}]", path=path, line=locate(key), key=f"{name}.{key}", allowed=", ".join(allowed)
+            )
+
+
+def load_scenario(path: Path) -> Scenario:
+    """Read and validate a scenario file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError("scenario file not found", path=path) from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise UserError(f"cannot read scenario file: {error}", path=path) from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        line = _decode_error_line(error)
+        raise UserError(f"not valid TOML: {error}", path=path, line=line) from None
+    locator = _Locator(text)
+
+    for key in data:
+        if key not in TOP_LEVEL_TABLES:
+            raise UserError(
+                "unknown top-level entry",
+                path=path,
+                line=locator.line_of(key) or _top_level_line(locator, key),
+                key=key,
+                allowed="[green_agent], [[participants]], [config]",
+            )
+
+    green = data.get("green_agent")
+    if not isinstance(green, dict):
+        raise UserError("missing [green_agent] table with an endpoint", path=path, key="green_agent")
+    _check_keys(green, AGENT_KEYS, path=path, locate=lambda k: locator.line_of("green_agent", k), name="green_agent")
+    if "endpoint" not in green:
+        raise UserError(
+            "missing", path=path, line=locator.line_of("green_agent"), key="green_agent.endpoint", allowed="http://HOST:PORT"
+        )
+    green_endpoint = _check_endpoint(
+        green["endpoint"], path=path, line=locator.line_of("green_agent", "endpoint"), key="green_agent.endpoint"
+    )
+
+    participants = _load_participants(data.get("participants"), path=path, locator=locator)
+
+    config_table = data.get("config")
+    if not isinstance(config_table, dict):
+        raise UserError("missing [config] table (at least task_category)", path=path, key="config")
+    config = _load_config(config_table, path=path, locator=locator)
+    return Scenario(path=path, green_endpoint=green_endpoint, participants=participants, config=config)
+
+
+def _load_participants(raw: Any, *, path: Path, locator: _Locator) -> list[Participant]:
+    if not isinstance(raw, list) or not raw:
+        raise UserError(
+            "at least one [[participants]] entry with role and endpoint is required", path=path, key="participants"
+        )
+    participants: list[Participant] = []
+    for index, entry in enumerate(raw):
+        header_line = locator.line_of("participants", index=index)
+
+        def locate(key: str, index: int = index) -> int | None:
+            return locator.line_of("participants", key, index)
+
+        if not isinstance(entry, dict):
+            raise UserError("must be a table", path=path, line=header_line, key=f"participants[{index}]")
+        _check_keys(entry, PARTICIPANT_KEYS, path=path, locate=locate, name="participants")
+        role = entry.get("role")
+        if not isinstance(role, str) or not role.strip():
+            raise UserError(
+                "missing or empty", path=path, line=locate("role") or header_line, key=f"participants[{index}].role"
+            )
+        if any(existing.role == role for existing in participants):
+            raise UserError(
+                f"role {role!r} appears twice; each participant needs its own role",
+                path=path,
+                line=locate("role"),
+                key=f"participants[{index}].role",
+            )
+        if "endpoint" not in entry:
+            raise UserError("missing", path=path, line=header_line, key=f"participants[{index}].endpoint")
+        endpoint = _check_endpoint(
+            entry["endpoint"], path=path, line=locate("endpoint"), key=f"participants[{index}].endpoint"
+        )
+        participants.append(Participant(role=role, endpoint=endpoint))
+    return participants
+
+
+def _load_config(table: dict[str, Any], *, path: Path, locator: _Locator) -> EvalConfig:
+    allowed = ", ".join(EvalConfig.model_fields)
+    try:
+        config = EvalConfig.model_validate(table)
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = str(first["loc"][0]) if first.get("loc") else ""
+        line = locator.line_of("config", field) if field else locator.line_of("config")
+        if first["type"] == "extra_forbidden":
+            raise UserError("unknown key", path=path, line=line, key=f"config.{field}", allowed=allowed) from None
+        if first["type"] == "missing":
+            raise UserError("missing", path=path, line=locator.line_of("config"), key=f"config.{field}") from None
+        raise UserError(first["msg"], path=path, line=line, key=f"config.{field}") from None
+    if config.task_category not in CATEGORIES:
+        raise UserError(
+            f"unknown category {config.task_category!r}",
+            path=path,
+            line=locator.line_of("config", "task_category"),
+            key="config.task_category",
+            allowed=", ".join(CATEGORIES),
+        )
+    return config
+
+
+def _decode_error_line(error: tomllib.TOMLDecodeError) -> int | None:
+    found = re.search(r"line (\d+)", str(error))
+    return int(found.group(1)) if found else None
+
+
+def _top_level_line(locator: _Locator, key: str) -> int | None:
+    """Line of a bare key before the first table."""
+    for number, line in enumerate(locator.lines, start=1):
+        if line.lstrip().startswith("["):
+            return None
+        if re.match(rf"^\s*\"?{re.escape(key)}\"?\s*=", line):
+            return number
+    return None
