@@ -27,7 +27,7 @@ from mcu_arms.green.protocol import (
     noop_action,
 )
 
-NoopCause = Literal["timeout", "transport_error", "agent_error", "unparseable", "invalid_action"]
+NoopCause = Literal["timeout", "transport_error", "unparseable", "invalid_action"]
 ActionFormat = Literal["compact", "expanded", "env"]
 
 # Replies longer than this are not parsed: no legitimate action is anywhere near it.
@@ -69,6 +69,7 @@ class ParsedAction(BaseModel):
     reason: str = ""
     dropped_keys: list[str] = Field(default_factory=list)
     adjustments: list[str] = Field(default_factory=list)  # legal inputs the decoder had to override, e.g. camera
+    agent_note: str | None = None  # the agent's own `reason` beside its action (e.g. "noop: model call failed")
 
 
 class _Invalid(Exception):
@@ -135,9 +136,13 @@ def parse_reply(text: str | None) -> ParsedAction:
 def parse_payload(data: dict[str, Any]) -> ParsedAction:
     """Parse a decoded ActionPayload dict in any of the three formats. Never raises."""
     try:
-        return _parse_payload(data)
+        parsed = _parse_payload(data)
     except _Invalid as invalid:
         return noop_result("invalid_action", str(invalid), _dropped_env_keys(data))
+    note = data.get("reason")
+    if isinstance(note, str) and note:
+        parsed.agent_note = note[:500]
+    return parsed
 
 
 def _dropped_env_keys(data: dict[str, Any]) -> list[str]:
@@ -151,7 +156,8 @@ def _dropped_env_keys(data: dict[str, Any]) -> list[str]:
 def _parse_payload(data: dict[str, Any]) -> ParsedAction:
     payload_type = data.get("type", "action")
     if payload_type != "action":
-        raise _Invalid(f"payload type {_short(payload_type)} is not 'action'")
+        said = f" (agent said: {_short(data['message'])})" if "message" in data else ""
+        raise _Invalid(f"payload type {_short(payload_type)} is not 'action'{said}")
     action_type = data.get("action_type")
     if action_type is None:
         action_type = "env" if "action" in data else "agent"

@@ -1,0 +1,421 @@
+"""One MCU task, one episode: init the purple agent, then observation -> action -> simulator step up to max_steps.
+
+The loop does not care which simulator runs underneath (see sims/base.py). It talks to the purple agent over ONE
+long-lived non-streaming A2A client per episode with one context_id (the purple keys its episode state by context),
+and a timeout sized from step_timeout, never the SDK's 5 s default. A turn that yields no usable action (timeout,
+transport error, unparseable or invalid reply) becomes a noop for that step, counted per cause with the first
+reasons kept; it never ends the episode. Simulator calls run on one worker thread so the server stays responsive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+import os
+import time
+import uuid
+from collections import Counter
+from collections.abc import Awaitable, Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ValidationError
+
+from mcu_arms.catalog import SIMULATORS
+from mcu_arms.errors import UserError
+from mcu_arms.green.actions import ParsedAction, noop_result, parse_reply
+from mcu_arms.green.protocol import AckPayload, EnvAction, InitPayload, ObservationPayload
+from mcu_arms.green.result import (
+    InitOutcome,
+    LatencyStats,
+    MilestoneResult,
+    NoopCauseStats,
+    TaskMetrics,
+    VideoResult,
+)
+from mcu_arms.green.steplog import StepLog, StepRecord, truncate_received
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from mcu_arms.green.scoring import MilestoneEvent, RewardTracker, TaskScore, VideoEvaluation
+    from mcu_arms.green.sims.base import Simulator, SimStep
+    from mcu_arms.green.tasks import TaskSpec
+
+ProgressReport = Callable[[str], Awaitable[None]]
+
+BASE_PROMPT = """You are an AI agent playing Minecraft. Each turn you receive one observation: a JSON object
+{"type": "obs", "step": N, "obs": "<base64 PNG of your first-person view>"}; answer with exactly one action as a JSON
+object, in one of three formats:
+1. env:      {"type": "action", "action_type": "env", "action": {"forward": 1, "attack": 0, ..., "camera": [pitch, yaw]}}
+2. expanded: {"type": "action", "action_type": "agent", "buttons": [20 values of 0/1], "camera": [pitch, yaw]}
+3. compact:  {"type": "action", "action_type": "agent", "buttons": [index 0..8640], "camera": [index 0..120]}
+Button keys, in the order the expanded format uses: attack, back, forward, jump, left, right, sneak, sprint, use,
+drop, inventory, hotbar.1 ... hotbar.9. Buttons are 0 or 1; omitted env keys are released. camera is a turn in
+degrees, pitch then yaw, each within -180..180. The compact format is VPT's joint action space (MineStudio's
+"agent" action type). Any other key (chat, commands, mobs, voxels, pickItem) is dropped and counted. An answer that
+is late, malformed or invalid is replaced by a no-op for that step and counted against you."""
+
+PNG_COMPRESS_LEVEL = 1  # frames are small; speed matters more than bytes on loopback
+
+
+def make_simulator(name: str) -> Simulator:
+    """The named simulator backend, imported only now (MineStudio is an optional, heavy extra)."""
+    if name == "embedded":
+        from mcu_arms.green.sims.embedded import EmbeddedSimulator
+
+        return EmbeddedSimulator()
+    if name == "minestudio":
+        from mcu_arms.green.sims.minestudio import MineStudioSimulator
+
+        return MineStudioSimulator()
+    raise UserError(f"unknown simulator '{name}'", key="simulator", allowed=", ".join(SIMULATORS))
+
+
+@dataclass(frozen=True)
+class EpisodeSettings:
+    max_steps: int
+    step_timeout: float
+    seed: int
+    save_frames: bool
+    progress_every: int
+    video_eval: bool
+    env: Mapping[str, str]  # where video evaluation looks for OPENAI_API_KEY
+
+
+class AgentChannel:
+    """One episode's conversation with the purple agent: one client, one context, the green's own deadline.
+
+    `exchange` returns the reply text or raises a2a_support.AgentTimeout / AgentTransportError.
+    """
+
+    def __init__(self, url: str, step_timeout: float) -> None:
+        self.url = url
+        self.step_timeout = step_timeout
+        self.context_id = uuid.uuid4().hex
+        self._client: Any = None
+        self._opened: Any = None
+
+    async def __aenter__(self) -> AgentChannel:
+        from mcu_arms.a2a_support import client_timeout_for_step, open_client
+
+        self._opened = open_client(self.url, client_timeout_for_step(self.step_timeout), streaming=False)
+        self._client = await self._opened.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        if self._opened is not None:
+            await self._opened.__aexit__(*exc_info)
+            self._opened = None
+
+    async def exchange(self, payload: BaseModel) -> str:
+        from mcu_arms.a2a_support import AgentTimeout, payload_to_message, send_and_collect
+
+        message = payload_to_message(payload, context_id=self.context_id)
+        try:
+            async with asyncio.timeout(self.step_timeout):
+                return await send_and_collect(self._client, message, self.step_timeout)
+        except TimeoutError as error:
+            raise AgentTimeout(f"no answer within {self.step_timeout:g} s") from error
+
+
+def encode_png(frame: np.ndarray) -> bytes:
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.fromarray(frame).save(buffer, format="PNG", compress_level=PNG_COMPRESS_LEVEL)
+    return buffer.getvalue()
+
+
+def counters_since_reset(
+    counters: Mapping[str, Mapping[str, int]], baseline: Mapping[str, Mapping[str, int]]
+) -> dict[str, dict[str, int]]:
+    """Counters relative to the reset, as MineStudio's RewardsCallback sees them (init commands pay nothing)."""
+    if not baseline:
+        return {event: dict(objects) for event, objects in counters.items()}
+    return {
+        event: {obj: value - baseline.get(event, {}).get(obj, 0) for obj, value in objects.items()}
+        for event, objects in counters.items()
+    }
+
+
+def _json_safe(value: Any) -> Any:
+    """Simulator info as plain JSON types (numpy scalars and arrays appear in backends' info)."""
+    if isinstance(value, dict):
+        return {str(key): _json_safe(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(item) for item in value]
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return repr(value)
+
+
+def _utc_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class Episode:
+    """Runs one task against one purple agent and returns its TaskMetrics. Construct, then `await run()`."""
+
+    def __init__(
+        self,
+        task: TaskSpec,
+        simulator: Simulator,
+        agent_url: str,
+        settings: EpisodeSettings,
+        task_dir: Path,
+        report: ProgressReport,
+        sim_thread: ThreadPoolExecutor,
+    ) -> None:
+        self.task = task
+        self.sim = simulator
+        self.agent_url = agent_url
+        self.settings = settings
+        self.task_dir = task_dir
+        self.report = report
+        self.sim_thread = sim_thread
+        self.noops: dict[str, NoopCauseStats] = {}
+        self.dropped_keys: Counter[str] = Counter()
+        self.adjustments: Counter[str] = Counter()
+        self.formats: Counter[str] = Counter()
+        self.agent_notes = NoopCauseStats()
+        self.agent_ms: list[float] = []
+        self.sim_ms: list[float] = []
+        self.steps_run = 0
+        self.ended_by = "max_steps"
+        self.error: str | None = None
+        self.init: InitOutcome | None = None
+
+    async def _in_sim_thread(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self.sim_thread, fn, *args)
+
+    async def run(self) -> TaskMetrics:
+        from mcu_arms.a2a_support import AgentError
+        from mcu_arms.green.scoring import RewardTracker
+
+        started_at, started = _utc_iso(), time.monotonic()
+        support = self.sim.supports(self.task)
+        tracker = RewardTracker(self.task, support.unavailable)
+        log = StepLog(self.task_dir, save_frames=self.settings.save_frames)
+        try:
+            first: SimStep = await self._in_sim_thread(self.sim.reset, self.task, self.settings.seed)
+            png = await self._in_sim_thread(encode_png, first.frame)
+            baseline = {event: dict(objects) for event, objects in first.counters.items()}
+            async with AgentChannel(self.agent_url, self.settings.step_timeout) as channel:
+                self.init = await self._send_init(channel)
+                if not self.init.ok:
+                    await self.report(f"{self.task.name}: agent init failed ({self.init.cause}: {self.init.message})")
+                await self._loop(channel, log, tracker, png, baseline)
+        except AgentError as error:
+            self.ended_by, self.error = "error", f"agent unreachable: {error}"
+        except Exception as error:  # a simulator crash ends this task, loudly, not the evaluation
+            self.ended_by, self.error = "error", f"{type(error).__name__}: {error}"
+        finally:
+            log.close()
+        video = await self._evaluate_video(tracker, log)
+        return self._metrics(tracker, video, log, started_at, time.monotonic() - started)
+
+    async def _send_init(self, channel: AgentChannel) -> InitOutcome:
+        from mcu_arms.a2a_support import AgentTimeout, AgentTransportError
+
+        prompt = BASE_PROMPT
+        extra = self.sim.agent_instructions()
+        if extra:
+            prompt = f"{prompt}\n\n{extra}"
+        started = time.perf_counter()
+        try:
+            text = await channel.exchange(InitPayload(prompt=prompt, text=self.task.text))
+        except AgentTimeout as error:
+            return InitOutcome(ok=False, cause="timeout", message=str(error))
+        except AgentTransportError as error:
+            return InitOutcome(ok=False, cause="transport_error", message=str(error))
+        round_trip_ms = round((time.perf_counter() - started) * 1000, 3)
+        try:
+            ack = AckPayload.model_validate_json(text)
+        except ValidationError as error:
+            reason = f"no ack in reply {truncate_received(text)!r}: {error.errors()[0]['msg']}"
+            return InitOutcome(ok=False, cause="unparseable", message=reason, round_trip_ms=round_trip_ms)
+        if not ack.success:
+            return InitOutcome(ok=False, cause="refused", message=ack.message, round_trip_ms=round_trip_ms)
+        return InitOutcome(ok=True, message=ack.message, round_trip_ms=round_trip_ms)
+
+    async def _loop(
+        self,
+        channel: AgentChannel,
+        log: StepLog,
+        tracker: RewardTracker,
+        png: bytes,
+        baseline: dict[str, dict[str, int]],
+    ) -> None:
+        settings = self.settings
+        name, max_steps = self.task.name, settings.max_steps
+        for step in range(max_steps):
+            started = time.perf_counter()
+            received, parsed = await self._ask(channel, step, png)
+            agent_ms = (time.perf_counter() - started) * 1000
+            sim_step, sim_ms, png = await self._in_sim_thread(self._advance, parsed.action, step, png, log)
+            events = tracker.update(step, counters_since_reset(sim_step.counters, baseline))
+            self._count(step, parsed, agent_ms, sim_ms)
+            log.write(self._record(step, received, parsed, agent_ms, sim_ms, events, sim_step))
+            self.steps_run = step + 1
+            for event in events:
+                reached = len(tracker.reached)
+                await self.report(
+                    f"{name}: step {step} {event.kind} {event.identity} reached "
+                    f"({reached}/{len(tracker.entries)}, reward {tracker.sim_reward:g}/{tracker.max_reward:g})"
+                )
+            if self.steps_run % settings.progress_every == 0 and self.steps_run < max_steps:
+                await self.report(self._progress_line(tracker))
+            if sim_step.done:
+                self.ended_by = "simulator_done"
+                break
+        if self.settings.save_frames:
+            log.save_frame(self.steps_run, png)  # the view after the last action, for video evaluation
+
+    async def _ask(self, channel: AgentChannel, step: int, png: bytes) -> tuple[str | None, ParsedAction]:
+        from mcu_arms.a2a_support import AgentTimeout, AgentTransportError
+
+        observation = ObservationPayload(step=step, obs=base64.b64encode(png).decode("ascii"))
+        try:
+            received = await channel.exchange(observation)
+        except AgentTimeout as error:
+            return None, noop_result("timeout", str(error))
+        except AgentTransportError as error:
+            return None, noop_result("transport_error", str(error))
+        return received, parse_reply(received)
+
+    def _advance(self, action: EnvAction, step: int, png: bytes, log: StepLog) -> tuple[SimStep, float, bytes]:
+        """On the simulator thread: keep the frame the agent saw, step, and encode the next observation."""
+        log.save_frame(step, png)
+        started = time.perf_counter()
+        sim_step = self.sim.step(action)
+        sim_ms = (time.perf_counter() - started) * 1000
+        return sim_step, sim_ms, encode_png(sim_step.frame)
+
+    def _count(self, step: int, parsed: ParsedAction, agent_ms: float, sim_ms: float) -> None:
+        self.agent_ms.append(agent_ms)
+        self.sim_ms.append(sim_ms)
+        if parsed.noop_cause is not None:
+            self.noops.setdefault(parsed.noop_cause, NoopCauseStats()).record(step, parsed.reason)
+        if parsed.format is not None:
+            self.formats[parsed.format] += 1
+        if parsed.agent_note:
+            self.agent_notes.record(step, parsed.agent_note)
+        self.dropped_keys.update(parsed.dropped_keys)
+        self.adjustments.update(parsed.adjustments)
+
+    def _record(
+        self,
+        step: int,
+        received: str | None,
+        parsed: ParsedAction,
+        agent_ms: float,
+        sim_ms: float,
+        events: list[MilestoneEvent],
+        sim_step: SimStep,
+    ) -> StepRecord:
+        applied = dict(parsed.action)
+        applied["camera"] = list(applied["camera"])
+        return StepRecord(
+            step=step,
+            t=round(time.time(), 3),
+            received=truncate_received(received),
+            applied=applied,
+            noop_cause=parsed.noop_cause,
+            reason=parsed.reason or (parsed.agent_note or ""),
+            dropped_keys=parsed.dropped_keys,
+            adjustments=parsed.adjustments,
+            action_format=parsed.format,
+            agent_ms=round(agent_ms, 3),
+            sim_ms=round(sim_ms, 3),
+            reward=sum(event.reward for event in events),
+            events=[event.model_dump() for event in events],
+            done=sim_step.done,
+            info=_json_safe(sim_step.info),
+        )
+
+    def _progress_line(self, tracker: RewardTracker) -> str:
+        noops = sum(stats.count for stats in self.noops.values())
+        return (
+            f"{self.task.name}: step {self.steps_run}/{self.settings.max_steps}, "
+            f"reward {tracker.sim_reward:g}/{tracker.max_reward:g}, "
+            f"reached {len(tracker.reached)}/{len(tracker.entries)}, noops {noops}"
+        )
+
+    async def _evaluate_video(self, tracker: RewardTracker, log: StepLog) -> VideoEvaluation:
+        from mcu_arms.green.video_eval import evaluate_video
+
+        return await asyncio.to_thread(
+            evaluate_video,
+            self.task,
+            log.frames_dir,
+            None,
+            enabled=self.settings.video_eval,
+            env=self.settings.env,
+            needed=not tracker.is_perfect(),
+            reached=set(tracker.reached),
+        )
+
+    def _metrics(
+        self, tracker: RewardTracker, video: VideoEvaluation, log: StepLog, started_at: str, duration_s: float
+    ) -> TaskMetrics:
+        from mcu_arms.green.scoring import score_task
+
+        score: TaskScore = score_task(self.task, tracker, video)
+        scored, value, source = score.scored, score.score, score.score_source
+        if self.error is not None:  # an episode cut short by infrastructure is not a result
+            scored, value, source = False, None, "unscored"
+        return TaskMetrics(
+            max_score=score.max_score,
+            sim_score=score.sim_score,
+            score=value,
+            **dict(score.criteria),
+            category=self.task.category,
+            scoring_kind=score.scoring_kind,
+            scored=scored,
+            score_source=source,
+            milestones=[MilestoneResult(**state.model_dump()) for state in score.milestones],
+            milestones_available=score.milestones_available,
+            milestones_total=score.milestones_total,
+            sim_reward=tracker.sim_reward,
+            max_reward=tracker.max_reward,
+            reward_events=[event.model_dump() for event in tracker.events],
+            steps_run=self.steps_run,
+            max_steps=self.settings.max_steps,
+            ended_by=self.ended_by,
+            noops=dict(self.noops),
+            agent_reported_noops=self.agent_notes if self.agent_notes.count else None,
+            noop_total=sum(stats.count for stats in self.noops.values()),
+            dropped_keys=dict(sorted(self.dropped_keys.items())),
+            action_adjustments=dict(sorted(self.adjustments.items())),
+            action_formats=dict(sorted(self.formats.items())),
+            sim_fallbacks=self.sim.fallback_counts(),
+            unavailable_entries=sorted(tracker.unavailable),
+            init=self.init,
+            video=VideoResult(
+                status=video.status, reason=video.reason, task_progress=video.task_progress, model=video.model
+            ),
+            agent_latency=LatencyStats.of(self.agent_ms),
+            sim_step_ms_mean=round(sum(self.sim_ms) / len(self.sim_ms), 3) if self.sim_ms else None,
+            duration_s=round(duration_s, 3),
+            started_at=started_at,
+            finished_at=_utc_iso(),
+            error=self.error,
+            steps_log=str(log.path),
+            frames_dir=str(log.frames_dir) if log.frames_dir is not None else None,
+        )
+
+
+def task_dir_for(output_dir: Path, task: TaskSpec) -> Path:
+    return output_dir / task.name
+
+
+def default_output_dir() -> Path:
+    """Where results go when the request names no output_dir: ./output/<UTC timestamp>, as the MCU agent does."""
+    return Path(os.getcwd()) / "output" / datetime.now(timezone.utc).strftime("%Y%m%d_%H%M%S")

@@ -1,0 +1,237 @@
+"""The evaluation result: the MCU green agent's shape, plus everything needed to trust a number.
+
+`results[].task_metrics[task]` keeps the seed's keys (max_score, sim_score, score, the video criteria) so existing
+readers work; the extra keys say how each score was made (source, milestones with their steps, noops by cause,
+dropped keys, simulator fallbacks, video status, latencies). An unscored task is never a silent 0: it is left out
+of `total_score` and `total_max_score`, counted in `scored_tasks` and listed in `unscored_tasks`.
+Only pydantic here: light to import (`compare` and `status` read these files).
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from mcu_arms.green.protocol import EvalConfig
+
+# Reasons kept per noop cause: enough to diagnose, bounded for a 12,000-step episode.
+FIRST_REASONS_KEPT = 5
+# The video criteria averaged per category, as in the MCU green agent's result (task_progress is the score).
+AVERAGED_CRITERIA: tuple[str, ...] = (
+    "action_control",
+    "error_recognition_and_correction",
+    "creative_attempts",
+    "task_completion_efficiency",
+    "material_selection_and_usage",
+)
+
+
+class NoopCauseStats(BaseModel):
+    count: int = 0
+    first_reasons: list[str] = Field(default_factory=list)  # with the step each happened, e.g. "step 12: ..."
+
+    def record(self, step: int, reason: str) -> None:
+        self.count += 1
+        if len(self.first_reasons) < FIRST_REASONS_KEPT:
+            self.first_reasons.append(f"step {step}: {reason}")
+
+
+class LatencyStats(BaseModel):
+    """Agent round-trip times over a task's steps, in milliseconds."""
+
+    count: int = 0
+    mean_ms: float | None = None
+    p50_ms: float | None = None
+    p95_ms: float | None = None
+    max_ms: float | None = None
+
+    @classmethod
+    def of(cls, samples_ms: list[float]) -> LatencyStats:
+        if not samples_ms:
+            return cls()
+        ordered = sorted(samples_ms)
+        return cls(
+            count=len(ordered),
+            mean_ms=round(statistics.fmean(ordered), 3),
+            p50_ms=round(ordered[len(ordered) // 2], 3),
+            p95_ms=round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))], 3),
+            max_ms=round(ordered[-1], 3),
+        )
+
+
+class InitOutcome(BaseModel):
+    """How the agent answered the init message. `ok` False is loud in the summary; the episode still runs."""
+
+    ok: bool
+    cause: str | None = None  # timeout | transport_error | unparseable | refused
+    message: str = ""
+    round_trip_ms: float | None = None
+
+
+class MilestoneResult(BaseModel):
+    identity: str
+    step: int | None  # the step whose action reached it (the observation's step number); None when never
+    available: bool  # False: no analogue on this simulator, can never be reached here
+
+
+class VideoResult(BaseModel):
+    status: str
+    reason: str = ""
+    task_progress: float | None = None
+    model: str | None = None
+
+
+class TaskMetrics(BaseModel):
+    """One task's entry in `task_metrics`."""
+
+    max_score: float
+    sim_score: float | None
+    score: float | None  # None: unscored, not counted in the category total
+    task_progress: float | None = None
+    action_control: float | None = None
+    error_recognition_and_correction: float | None = None
+    creative_attempts: float | None = None
+    task_completion_efficiency: float | None = None
+    material_selection_and_usage: float | None = None
+    category: str
+    scoring_kind: str
+    scored: bool
+    score_source: str
+    milestones: list[MilestoneResult] = Field(default_factory=list)
+    milestones_available: int = 0
+    milestones_total: int = 0
+    sim_reward: float = 0.0
+    max_reward: float = 0.0
+    reward_events: list[dict[str, Any]] = Field(default_factory=list)
+    steps_run: int = 0
+    max_steps: int = 0
+    ended_by: str = "max_steps"  # max_steps | simulator_done | error
+    noops: dict[str, NoopCauseStats] = Field(default_factory=dict)
+    noop_total: int = 0
+    agent_reported_noops: NoopCauseStats | None = None  # the agent itself answered a noop and said why
+    dropped_keys: dict[str, int] = Field(default_factory=dict)
+    action_adjustments: dict[str, int] = Field(default_factory=dict)
+    action_formats: dict[str, int] = Field(default_factory=dict)
+    sim_fallbacks: dict[str, int] = Field(default_factory=dict)
+    unavailable_entries: list[str] = Field(default_factory=list)
+    init: InitOutcome | None = None
+    video: VideoResult
+    agent_latency: LatencyStats = Field(default_factory=LatencyStats)
+    sim_step_ms_mean: float | None = None
+    duration_s: float = 0.0
+    started_at: str = ""
+    finished_at: str = ""
+    error: str | None = None  # the episode could not run to its end (e.g. the agent's card was unreachable)
+    steps_log: str | None = None
+    frames_dir: str | None = None
+
+
+class SkippedTask(BaseModel):
+    task: str
+    reason: str  # e.g. which simulator the task needs
+
+
+class CategoryResult(BaseModel):
+    task_category: str
+    num_tasks: int
+    scored_tasks: int
+    unscored_tasks: list[str] = Field(default_factory=list)
+    skipped_tasks: list[SkippedTask] = Field(default_factory=list)
+    total_max_score: float  # over scored tasks only
+    total_score: float  # over scored tasks only
+    avg_action_control: float | None = None
+    avg_error_recognition_and_correction: float | None = None
+    avg_creative_attempts: float | None = None
+    avg_task_completion_efficiency: float | None = None
+    avg_material_selection_and_usage: float | None = None
+    note: str = ""
+    task_metrics: dict[str, TaskMetrics]
+
+    @classmethod
+    def of(cls, category: str, metrics: dict[str, TaskMetrics], skipped: list[SkippedTask]) -> CategoryResult:
+        scored = {name: m for name, m in metrics.items() if m.scored and m.score is not None}
+        unscored = [name for name in metrics if name not in scored]
+        averages: dict[str, float | None] = {}
+        for criterion in AVERAGED_CRITERIA:
+            values = [getattr(m, criterion) for m in metrics.values() if getattr(m, criterion) is not None]
+            averages[f"avg_{criterion}"] = round(statistics.fmean(values), 3) if values else None
+        notes = []
+        if unscored:
+            notes.append(
+                f"{len(unscored)} of {len(metrics)} tasks unscored ({', '.join(unscored)}): left out of the totals, "
+                "not counted as 0"
+            )
+        if skipped:
+            notes.append(f"{len(skipped)} tasks skipped: not runnable on this simulator")
+        return cls(
+            task_category=category,
+            num_tasks=len(metrics),
+            scored_tasks=len(scored),
+            unscored_tasks=unscored,
+            skipped_tasks=skipped,
+            total_max_score=round(sum(m.max_score for m in scored.values()), 3),
+            total_score=round(sum(m.score for m in scored.values() if m.score is not None), 3),
+            note="; ".join(notes),
+            task_metrics=metrics,
+            **averages,
+        )
+
+
+class SimulatorInfo(BaseModel):
+    name: str
+    version: str
+    label: str
+
+
+class EvaluationResult(BaseModel):
+    participants: dict[str, str]
+    results: list[CategoryResult]
+    simulator: SimulatorInfo
+    seed: int
+    max_steps: int
+    max_steps_note: str = ""
+    config: EvalConfig
+    started_at: str
+    finished_at: str
+    duration_s: float
+    output_dir: str
+
+
+def summary_text(result: EvaluationResult) -> str:
+    """The human-readable block streamed with the result (the MCU green agent's "MCU Evaluation Result")."""
+    lines = ["MCU Evaluation Result", f"Simulator: {result.simulator.label}"]
+    for category in result.results:
+        lines += [
+            f"Category: {category.task_category}",
+            f"Number of Tasks: {category.num_tasks} (scored: {category.scored_tasks})",
+            f"Total Score: {category.total_score:.2f} / {category.total_max_score:.2f}",
+        ]
+        if category.note:
+            lines.append(f"Note: {category.note}")
+        lines += ["", "Task Results:"]
+        for name, metrics in category.task_metrics.items():
+            lines.append(f"Task '{name}': {_task_line(metrics)}")
+        for skipped in category.skipped_tasks:
+            lines.append(f"Task '{skipped.task}': skipped ({skipped.reason})")
+    return "\n".join(lines)
+
+
+def _task_line(metrics: TaskMetrics) -> str:
+    score = "unscored" if metrics.score is None else f"{metrics.score:.2f} / {metrics.max_score:g}"
+    parts = [f"{score} [{metrics.score_source}]", f"{metrics.steps_run} steps"]
+    if metrics.milestones_total:
+        reached = sum(1 for m in metrics.milestones if m.step is not None)
+        what = "milestones" if metrics.scoring_kind == "milestones" else "rewards"
+        parts.append(f"{what} reached {reached}/{metrics.milestones_total}")
+    if metrics.noop_total:
+        causes = ", ".join(f"{cause} {stats.count}" for cause, stats in metrics.noops.items())
+        parts.append(f"noops {metrics.noop_total} ({causes})")
+    if metrics.dropped_keys:
+        parts.append("dropped " + ", ".join(f"{key} x{count}" for key, count in metrics.dropped_keys.items()))
+    if metrics.init is not None and not metrics.init.ok:
+        parts.append(f"INIT FAILED ({metrics.init.cause}: {metrics.init.message})")
+    if metrics.error:
+        parts.append(f"ERROR: {metrics.error}")
+    return "; ".join(parts)

@@ -1,0 +1,326 @@
+"""The green agent's A2A server: receives an EvalRequest, runs its MCU tasks in a simulator, streams progress, scores.
+
+One evaluation is one A2A task. The executor enqueues the Task first (the SDK's streaming rule), then status
+updates: evaluation started, each task started, progress every `progress_every` steps and on every milestone, each
+task finished with its score; it ends with one artifact ("Result": the text summary, then the JSON result) and
+COMPLETED. A request it cannot run is REJECTED saying what is wrong; a crash becomes FAILED with the reason —
+nothing escapes the executor, because the SDK would turn an exception into an opaque InternalError.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from pathlib import Path
+
+from a2a.helpers import get_message_text
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.tasks import TaskUpdater
+from a2a.types import Message, Part, Task, TaskState, TaskStatus
+from pydantic import ValidationError
+
+from mcu_arms.a2a_support import (
+    AgentError,
+    Skill,
+    build_app,
+    build_card,
+    card_url_for,
+    open_client,
+    serve_app,
+)
+from mcu_arms.catalog import CATEGORIES, default_max_steps, step_cap
+from mcu_arms.errors import UserError
+from mcu_arms.green.episode import Episode, EpisodeSettings, default_output_dir, make_simulator, task_dir_for
+from mcu_arms.green.protocol import EvalRequest
+from mcu_arms.green.result import CategoryResult, EvaluationResult, SimulatorInfo, SkippedTask, summary_text
+from mcu_arms.green.sims.base import Simulator, SimulatorUnavailable
+from mcu_arms.green.steplog import write_json_atomic
+from mcu_arms.green.tasks import TaskSpec, select_tasks
+
+AGENT_ROLE = "agent"
+RESULT_ARTIFACT = "Result"
+RESULT_FILE = "result.json"
+# How long the purple agent's card may take to arrive when the request is checked.
+PARTICIPANT_CHECK_TIMEOUT_S = 10.0
+
+
+class RequestRejected(Exception):
+    """The request cannot be run as given; the message says what to change."""
+
+
+def _log(line: str) -> None:
+    """One timestamped line on stdout: it becomes the arm's green.log."""
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    print(f"{stamp} {line}", flush=True)
+
+
+def _utc_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _validation_summary(error: ValidationError) -> str:
+    problems = []
+    for item in error.errors()[:8]:
+        where = ".".join(str(part) for part in item.get("loc", ())) or "request"
+        problems.append(f"{where}: {item.get('msg', 'invalid')}")
+    return "; ".join(problems)
+
+
+class _Plan:
+    """A validated request: what to run, where, and how long."""
+
+    def __init__(
+        self,
+        request: EvalRequest,
+        tasks: list[TaskSpec],
+        skipped: list[SkippedTask],
+        simulator: Simulator,
+        max_steps: int,
+        max_steps_note: str,
+        output_dir: Path,
+    ) -> None:
+        self.request = request
+        self.tasks = tasks
+        self.skipped = skipped
+        self.simulator = simulator
+        self.max_steps = max_steps
+        self.max_steps_note = max_steps_note
+        self.output_dir = output_dir
+
+
+class GreenExecutor(AgentExecutor):
+    """Runs one evaluation per A2A request and reports it as a streamed task."""
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        message = context.message
+        task = context.current_task
+        if task is None:
+            task = Task(
+                id=context.task_id or "",
+                context_id=context.context_id or "",
+                status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
+                history=[message] if message is not None else [],
+            )
+            await event_queue.enqueue_event(task)
+        updater = TaskUpdater(event_queue, task.id, task.context_id)
+        try:
+            await self._evaluate(message, updater)
+        except RequestRejected as rejection:
+            _log(f"rejected: {rejection}")
+            await updater.reject(_text(updater, f"Rejected: {rejection}"))
+        except Exception as error:  # never silent: the client sees FAILED with the reason, the log the traceback
+            _log(f"evaluation failed: {type(error).__name__}: {error}\n{traceback.format_exc()}")
+            try:
+                await updater.failed(_text(updater, f"Evaluation failed: {type(error).__name__}: {error}"))
+            except RuntimeError:  # the task already reached a terminal state; the log above has the reason
+                pass
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        """Mark the evaluation canceled; the SDK then cancels the running execute() and its episode."""
+        _log(f"cancel requested for task {context.task_id}")
+        updater = TaskUpdater(event_queue, context.task_id or "", context.context_id or "")
+        await updater.cancel(_text(updater, "Evaluation canceled by the client"))
+
+    async def _evaluate(self, message: Message | None, updater: TaskUpdater) -> None:
+        request = self._parse(message)
+        sim_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="simulator")
+        try:
+            plan = await self._plan(request, sim_thread)
+            try:
+                await self._run(plan, updater, sim_thread)
+            finally:
+                await asyncio.get_running_loop().run_in_executor(sim_thread, plan.simulator.close)
+        finally:
+            sim_thread.shutdown(wait=False, cancel_futures=True)
+
+    @staticmethod
+    def _parse(message: Message | None) -> EvalRequest:
+        text = get_message_text(message).strip() if message is not None else ""
+        if not text:
+            raise RequestRejected("empty request: send the EvalRequest as JSON text")
+        try:
+            return EvalRequest.model_validate_json(text)
+        except ValidationError as error:
+            raise RequestRejected(f"invalid evaluation request: {_validation_summary(error)}") from None
+
+    async def _plan(self, request: EvalRequest, sim_thread: ThreadPoolExecutor) -> _Plan:
+        config = request.config
+        if AGENT_ROLE not in request.participants:
+            roles = ", ".join(sorted(request.participants)) or "none"
+            raise RequestRejected(f"participants must name the role '{AGENT_ROLE}' (got: {roles})")
+        if config.task_category not in CATEGORIES:
+            raise RequestRejected(
+                f"unknown task_category '{config.task_category}' (valid: {', '.join(CATEGORIES)})"
+            )
+        try:
+            tasks = select_tasks(config.task_category, config.tasks)
+        except UserError as error:
+            raise RequestRejected(error.render()) from None
+        try:
+            simulator: Simulator = await asyncio.get_running_loop().run_in_executor(
+                sim_thread, make_simulator, config.simulator
+            )
+        except (SimulatorUnavailable, UserError) as error:
+            raise RequestRejected(f"simulator '{config.simulator}' cannot run here: {error}") from None
+        try:
+            runnable, skipped = self._runnable(tasks, simulator, named=bool(config.tasks))
+            await self._check_participant(request.participants[AGENT_ROLE], config.step_timeout)
+        except RequestRejected:
+            simulator.close()
+            raise
+        requested = config.max_steps or default_max_steps(config.task_category)
+        cap = step_cap(config.task_category)
+        max_steps, note = requested, ""
+        if cap is not None and requested > cap:
+            max_steps = cap
+            note = f"max_steps {requested} capped at {cap} for category {config.task_category} (MCU's standard cap)"
+        output_dir = Path(config.output_dir).resolve() if config.output_dir else default_output_dir()
+        return _Plan(request, runnable, skipped, simulator, max_steps, note, output_dir)
+
+    @staticmethod
+    def _runnable(
+        tasks: list[TaskSpec], simulator: Simulator, *, named: bool
+    ) -> tuple[list[TaskSpec], list[SkippedTask]]:
+        """Split into tasks this simulator can run and the rest. Named tasks must all run; for a whole category the
+        others are skipped and listed in the result."""
+        runnable: list[TaskSpec] = []
+        skipped: list[SkippedTask] = []
+        for task in tasks:
+            support = simulator.supports(task)
+            if support.runnable:
+                runnable.append(task)
+            else:
+                skipped.append(SkippedTask(task=task.name, reason=support.reason))
+        if skipped and (named or not runnable):
+            by_reason: dict[str, list[str]] = {}
+            for entry in skipped:
+                by_reason.setdefault(entry.reason, []).append(entry.task)
+            reasons = "; ".join(f"{reason} (tasks: {', '.join(names)})" for reason, names in by_reason.items())
+            raise RequestRejected(f"not runnable on simulator '{simulator.name}': {reasons}")
+        return runnable, skipped
+
+    @staticmethod
+    async def _check_participant(url: str, step_timeout: float) -> None:
+        """Fail the request now, not after a simulator reset, when the purple agent cannot be reached."""
+        try:
+            async with open_client(url, min(step_timeout, PARTICIPANT_CHECK_TIMEOUT_S), streaming=False):
+                pass
+        except AgentError as error:
+            raise RequestRejected(f"participant '{AGENT_ROLE}' at {url} is unreachable: {error}") from None
+
+    async def _run(self, plan: _Plan, updater: TaskUpdater, sim_thread: ThreadPoolExecutor) -> None:
+        config = plan.request.config
+        simulator = plan.simulator
+        started_at, started = _utc_iso(), time.monotonic()
+
+        async def report(line: str) -> None:
+            _log(line)
+            await updater.update_status(TaskState.TASK_STATE_WORKING, _text(updater, line))
+
+        opening = (
+            f"Starting MCU evaluation with {len(plan.tasks)} tasks from {config.task_category} "
+            f"on {simulator.label()}; max_steps {plan.max_steps}, step_timeout {config.step_timeout:g} s, "
+            f"seed {config.seed}; output {plan.output_dir}"
+        )
+        await report(opening)
+        if plan.max_steps_note:
+            await report(plan.max_steps_note)
+        for skipped in plan.skipped:
+            await report(f"Skipping task {skipped.task}: {skipped.reason}")
+        settings = EpisodeSettings(
+            max_steps=plan.max_steps,
+            step_timeout=config.step_timeout,
+            seed=config.seed,
+            save_frames=config.save_frames,
+            progress_every=config.progress_every,
+            video_eval=config.video_eval,
+            env=dict(os.environ),
+        )
+        agent_url = plan.request.participants[AGENT_ROLE]
+        metrics = {}
+        for task in plan.tasks:
+            await report(f"Running task: {task.name}")
+            episode = Episode(
+                task, simulator, agent_url, settings, task_dir_for(plan.output_dir, task), report, sim_thread
+            )
+            outcome = await episode.run()
+            metrics[task.name] = outcome
+            score = "unscored" if outcome.score is None else f"{outcome.score:.2f} / {outcome.max_score:g}"
+            tail = f"; error: {outcome.error}" if outcome.error else ""
+            await report(
+                f"Task {task.name} finished: score {score} [{outcome.score_source}] after {outcome.steps_run} steps, "
+                f"noops {outcome.noop_total}{tail}"
+            )
+        result = EvaluationResult(
+            participants=dict(plan.request.participants),
+            results=[CategoryResult.of(config.task_category, metrics, plan.skipped)],
+            simulator=SimulatorInfo(name=simulator.name, version=simulator.version(), label=simulator.label()),
+            seed=config.seed,
+            max_steps=plan.max_steps,
+            max_steps_note=plan.max_steps_note,
+            config=config,
+            started_at=started_at,
+            finished_at=_utc_iso(),
+            duration_s=round(time.monotonic() - started, 3),
+            output_dir=str(plan.output_dir),
+        )
+        result_json = result.model_dump_json(indent=2)
+        write_json_atomic(plan.output_dir / RESULT_FILE, json.loads(result_json))
+        summary = summary_text(result)
+        _log(summary)
+        await updater.add_artifact(
+            parts=[Part(text=summary, media_type="text/plain"), Part(text=result_json, media_type="application/json")],
+            name=RESULT_ARTIFACT,
+        )
+        category = result.results[0]
+        await updater.complete(
+            _text(
+                updater,
+                f"Evaluation complete: total score {category.total_score:.2f} / {category.total_max_score:.2f} "
+                f"over {category.scored_tasks} scored of {category.num_tasks} tasks",
+            )
+        )
+
+
+def _text(updater: TaskUpdater, text: str) -> Message:
+    return updater.new_agent_message(parts=[Part(text=text)])
+
+
+def build_green_card(url: str):  # noqa: ANN201 - an a2a AgentCard
+    return build_card(
+        name="mcu-arms green evaluator",
+        description=(
+            "Runs MCU Minecraft tasks against a purple A2A agent and scores them. Send an EvalRequest as JSON text: "
+            '{"participants": {"agent": URL}, "config": {"task_category": ..., "simulator": "embedded"|"minestudio"}}.'
+        ),
+        url=url,
+        skills=[
+            Skill(
+                id="mcu_evaluation",
+                name="MCU evaluation",
+                description="Evaluate an agent on one MCU task category; streams progress, returns the scores.",
+                tags=("mcu", "minecraft", "benchmark"),
+                examples=('{"participants": {"agent": "http://127.0.0.1:9019"}, "config": {"task_category": "crafting"}}',),
+            )
+        ],
+        streaming=True,
+    )
+
+
+def build_green_app(url: str):  # noqa: ANN201 - a Starlette app
+    return build_app(build_green_card(url), GreenExecutor())
+
+
+def serve(host: str, port: int, card_url: str | None) -> None:
+    """Serve the green agent until SIGINT/SIGTERM (blocking). A busy port aborts with a UserError."""
+    url = card_url_for(host, port, card_url)
+    app = build_green_app(url)
+    _log(f"green agent listening on {host}:{port} card_url={url} python={sys.version.split()[0]}")
+    serve_app(app, host, port)
