@@ -54,10 +54,11 @@ def minestudio_dir(env: Mapping[str, str]) -> Path:
     return Path(env.get("MINESTUDIO_DIR") or "/tmp/MineStudio")
 
 
-def _java_check(names: list[str]) -> Check:
-    if not shutil.which("java"):
+def _java_check(env: Mapping[str, str], names: list[str]) -> Check:
+    java = shutil.which("java", path=env.get("PATH"))
+    if not java:
         return Check(name="JDK 8", status="fail", detail="java not on PATH (apt-get install openjdk-8-jdk)", needed_by=names)
-    output = _run_version(["java", "-version"]) or ""
+    output = _run_version([java, "-version"]) or ""
     match = re.search(r'version "([^"]+)"', output)
     version = match.group(1) if match else "unknown"
     if version.startswith("1.8"):
@@ -68,8 +69,8 @@ def _java_check(names: list[str]) -> Check:
 
 
 def minestudio_checks(env: Mapping[str, str], names: list[str]) -> list[Check]:
-    checks = [_java_check(names)]
-    xvfb = shutil.which("xvfb-run")
+    checks = [_java_check(env, names)]
+    xvfb = shutil.which("xvfb-run", path=env.get("PATH"))
     checks.append(
         Check(
             name="xvfb-run",
@@ -143,11 +144,11 @@ def codex_checks(env: Mapping[str, str], specs: list[ArmSpec]) -> list[Check]:
     return checks
 
 
-def cuda_check(specs: list[ArmSpec]) -> Check:
+def cuda_check(env: Mapping[str, str], specs: list[ArmSpec]) -> Check:
     names = [spec.name for spec in specs]
     devices = [spec.cuda_device for spec in specs if spec.cuda_device is not None]
     shared = {d for d in devices if devices.count(d) > 1}
-    smi = shutil.which("nvidia-smi")
+    smi = shutil.which("nvidia-smi", path=env.get("PATH"))
     listing = _run_version([smi, "-L"]) if smi else None
     if not listing or "GPU" not in listing:
         return Check(name="CUDA", status="fail", detail="no CUDA device visible (nvidia-smi -L)", needed_by=names)
@@ -196,7 +197,7 @@ def run_doctor(specs: list[ArmSpec], env: Mapping[str, str]) -> DoctorReport:
         checks += codex_checks(env, codex_specs)
     steve1_specs = [s for s in specs if s.agent == "steve1"]
     if steve1_specs:
-        checks.append(cuda_check(steve1_specs))
+        checks.append(cuda_check(env, steve1_specs))
     if specs:
         checks.append(memory_check(specs))
     return DoctorReport(checks=checks)

@@ -1,0 +1,41 @@
+"""Driving the CLI in-process with a substituted Environment (console, env vars, clock, project dir)."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from rich.console import Console
+from typer.testing import CliRunner
+
+from mcu_arms.cli import app
+from mcu_arms.environment import Environment
+
+FIXED_NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=timezone.utc)
+
+
+@dataclass
+class Outcome:
+    exit_code: int
+    out: str
+    err: str
+
+
+def make_environment(cwd: Path, env: dict[str, str]) -> tuple[Environment, io.StringIO, io.StringIO]:
+    out, err = io.StringIO(), io.StringIO()
+    environment = Environment(
+        console=Console(file=out, width=220, color_system=None, force_terminal=False),
+        err_console=Console(file=err, width=220, color_system=None, force_terminal=False),
+        env=env,
+        clock=lambda: FIXED_NOW,
+        cwd=cwd,
+    )
+    return environment, out, err
+
+
+def invoke(cwd: Path, env: dict[str, str], *args: str) -> Outcome:
+    environment, out, err = make_environment(cwd, env)
+    result = CliRunner().invoke(app, list(args), obj=environment, catch_exceptions=False)
+    return Outcome(result.exit_code, out.getvalue() + result.stdout, err.getvalue())

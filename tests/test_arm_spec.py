@@ -1,0 +1,132 @@
+"""Arm files: every kind of bad input is an error naming the file, the line, the key and what is allowed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mcu_arms.arms.spec import load_arm, parse_arm
+from mcu_arms.errors import UserError
+
+VALID = """\
+agent = "noop"
+task = "crafting"
+simulator = "embedded"
+
+[ports]
+green = 9101
+purple = "auto"
+"""
+
+
+def error_for(text: str, name: str = "arm.toml") -> str:
+    with pytest.raises(UserError) as caught:
+        parse_arm(text, Path("arms") / name)
+    return caught.value.render()
+
+
+def test_valid_arm_takes_its_name_from_the_file():
+    spec = parse_arm(VALID, Path("arms/my_arm.toml"))
+    assert spec.name == "my_arm"
+    assert spec.ports.green == 9101 and spec.ports.purple == "auto"
+    assert spec.session_turns == 1 and spec.step_timeout == 600
+
+
+def test_unknown_key_names_line_and_known_keys():
+    message = error_for(VALID.replace('task = "crafting"', 'task = "crafting"\ncolour = "red"'))
+    assert "arms/arm.toml:3" in message
+    assert "'colour'" in message and "unknown key" in message and "session_turns" in message
+
+
+def test_unknown_key_inside_a_table():
+    message = error_for(VALID + "extra = 1\n")
+    assert "arms/arm.toml:8" in message and "'ports.extra'" in message and "green, purple, host" in message
+
+
+def test_wrong_type_names_key_and_allowed():
+    message = error_for(VALID.replace('agent = "noop"', "agent = 3"))
+    assert "arms/arm.toml:1" in message and "'agent'" in message
+    assert "worldmodel, prolong, steve1, scripted, random, noop" in message
+
+
+def test_unknown_category_lists_the_valid_ones():
+    message = error_for(VALID.replace('"crafting"', '"minecraft"'))
+    assert "'task'" in message and "mine_diamond_from_scratch" in message and "trapping" in message
+
+
+def test_bad_port_values():
+    message = error_for(VALID.replace("green = 9101", "green = 80"))
+    assert "arms/arm.toml:6" in message and "'ports.green'" in message and '"auto"' in message
+    message = error_for(VALID.replace("green = 9101", 'green = "9101"'))
+    assert "'9101' is not a port" in message
+
+
+def test_missing_ports_table_is_required():
+    message = error_for('agent = "noop"\ntask = "crafting"\nsimulator = "embedded"\n')
+    assert "'ports'" in message and "is required" in message
+
+
+def test_session_turns_zero_is_refused_with_the_reason():
+    message = error_for(VALID.replace('simulator = "embedded"', 'simulator = "embedded"\nsession_turns = 0'))
+    assert "arms/arm.toml:4" in message
+    assert "0.4 MB" in message and "600 s" in message
+
+
+def test_negative_and_zero_numbers():
+    assert "'steps'" in error_for(VALID.replace('agent = "noop"', 'agent = "noop"\nsteps = 0'))
+    assert "'step_timeout'" in error_for(VALID.replace('agent = "noop"', 'agent = "noop"\nstep_timeout = -1'))
+    assert "'seed'" in error_for(VALID.replace('agent = "noop"', 'agent = "noop"\nseed = -5'))
+
+
+def test_invalid_name():
+    message = error_for(VALID.replace('agent = "noop"', 'name = "../escape"\nagent = "noop"'))
+    assert "'name'" in message and "letters, digits" in message
+
+
+def test_embedded_refuses_a_category_without_an_analogue():
+    message = error_for(VALID.replace('"crafting"', '"building"'))
+    assert "needs simulator = \"minestudio\"" in message
+
+
+def test_scripted_needs_embedded_and_steve1_needs_minestudio():
+    assert "needs simulator = \"embedded\"" in error_for(
+        VALID.replace('"noop"', '"scripted"').replace('"embedded"', '"minestudio"')
+    )
+    assert "needs simulator = \"minestudio\"" in error_for(VALID.replace('"noop"', '"steve1"'))
+
+
+def test_cuda_device_only_for_steve1():
+    assert "cuda_device" in error_for(VALID.replace('agent = "noop"', 'agent = "noop"\ncuda_device = "0"'))
+
+
+def test_compact_limit_must_match_compact():
+    with_compact = VALID.replace('agent = "noop"', 'agent = "noop"\ncompact = true\ncompact_limit = 300000')
+    assert "below context_window" in error_for(with_compact)
+    without = VALID.replace('agent = "noop"', 'agent = "noop"\ncompact_limit = 1000')
+    assert "set compact = true" in error_for(without)
+
+
+def test_toml_syntax_error_has_a_line():
+    message = error_for(VALID.replace("[ports]", "[ports"))
+    assert "arms/arm.toml:5" in message and "not valid TOML" in message
+
+
+def test_bad_env_names():
+    assert "not a valid environment variable name" in error_for(VALID + '\n[env]\n"1BAD" = "x"\n')
+
+
+def test_missing_file(tmp_path: Path):
+    with pytest.raises(UserError, match="no such arm file"):
+        load_arm(tmp_path / "nope.toml")
+
+
+def test_shipped_arms_all_load():
+    arms = Path(__file__).resolve().parents[1] / "arms"
+    specs = {p.stem: load_arm(p) for p in arms.glob("*.toml")}
+    assert {"dm_pl", "dm_wm", "dm_wmc", "demo", "demo_random"} <= set(specs)
+    assert specs["dm_wmc"].session_turns == 12 and specs["dm_wmc"].compact is True
+    assert (specs["dm_pl"].ports.green, specs["dm_pl"].ports.purple) == (9051, 9061)
+    assert (specs["dm_wm"].ports.green, specs["dm_wm"].ports.purple) == (9053, 9063)
+    assert (specs["dm_wmc"].ports.green, specs["dm_wmc"].ports.purple) == (9055, 9065)
+    assert specs["demo"].agent == "scripted" and specs["demo_random"].agent == "random"

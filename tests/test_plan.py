@@ -1,0 +1,228 @@
+"""`mcu-arms plan`: resolution, overrides, fingerprints, collisions, dry-run touching nothing, light imports."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cli_support import invoke
+
+REPO = Path(__file__).resolve().parents[1]
+
+EMBEDDED_ARM = """\
+agent = "random"
+task = "mine_diamond_from_scratch"
+simulator = "embedded"
+steps = 100
+
+[ports]
+green = {green}
+purple = {purple}
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "arms").mkdir()
+    return tmp_path
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    state = Path("/var/tmp") / f"mcu-arms-test-{os.getpid()}-{tmp_path.name}"
+    yield {
+        "PATH": os.environ["PATH"],
+        "USER": "tester",
+        "HOME": str(tmp_path / "home"),
+        "MCU_ARMS_STATE_DIR": str(state / "state"),
+        "MCU_CODEX_ROOT": str(state / "codex"),
+        "MCU_CODEX_AUTH": str(tmp_path / "auth.json"),
+    }
+    shutil.rmtree(state, ignore_errors=True)
+
+
+def write_arm(project: Path, name: str, text: str) -> Path:
+    path = project / "arms" / f"{name}.toml"
+    path.write_text(text)
+    return path
+
+
+def plan_json(project: Path, env: dict[str, str], *args: str) -> dict:
+    outcome = invoke(project, env, "plan", "--json", *args)
+    assert outcome.exit_code == 0, outcome.err
+    return json.loads(outcome.out)
+
+
+def test_seed_arms_dry_run_prints_three_plans(env):
+    outcome = invoke(REPO, env, "plan", "--dry-run", "arms/dm_pl.toml", "arms/dm_wm.toml", "arms/dm_wmc.toml")
+    assert outcome.exit_code == 0, outcome.err
+    for arm in ("dm_pl", "dm_wm", "dm_wmc"):
+        assert f"arm {arm}" in outcome.out
+    assert "model_auto_compact" not in outcome.out  # the limit is stated in words and numbers, not flags
+    assert "summarised at 206400 tokens" in outcome.out  # dm_wmc compacts below the window
+    assert "overflows and cold-starts" in outcome.out  # dm_pl/dm_wm do not
+    assert "session_turns 12" in outcome.out  # the payload warning
+    assert "dry run: nothing was created" in outcome.out
+
+
+def test_plan_contents(project, env):
+    write_arm(project, "a", EMBEDDED_ARM.format(green=9201, purple=9202))
+    plan = plan_json(project, env, "--dry-run", "--arm", "a")["plans"][0]
+    roles = [p["role"] for p in plan["processes"]]
+    assert roles == ["green", "purple", "client"]
+    purple = plan["processes"][1]
+    assert "--port" in purple["argv"] and "9202" in purple["argv"]
+    assert plan["episode_dir"].endswith("output/a/episode_001")
+    assert plan["links"][str(project / "logs" / "a_green.log")].endswith("episode_001/logs/green.log")
+    assert plan["settings"]["steps"] == 100
+    assert plan["compaction"]["limit"] > plan["compaction"]["context_window"]
+    assert plan["fingerprint"].startswith("v1:")
+
+
+def test_next_episode_never_reuses_an_existing_dir(project, env):
+    write_arm(project, "a", EMBEDDED_ARM.format(green=9201, purple=9202))
+    (project / "output" / "a" / "episode_001").mkdir(parents=True)
+    (project / "output" / "a" / "episode_004").mkdir()
+    plan = plan_json(project, env, "--dry-run", "--arm", "a")["plans"][0]
+    assert plan["episode_dir"].endswith("episode_005")
+
+
+def test_standard_category_steps_are_capped_and_said(project, env):
+    write_arm(project, "c", EMBEDDED_ARM.format(green=9201, purple=9202).replace("mine_diamond_from_scratch", "crafting").replace("steps = 100", "steps = 5000"))
+    plan = plan_json(project, env, "--dry-run", "--arm", "c")["plans"][0]
+    assert plan["settings"]["steps"] == 1200
+    assert any("capped at 1200" in w for w in plan["warnings"])
+
+
+def test_defaults_follow_the_category(project, env):
+    text = EMBEDDED_ARM.format(green=9201, purple=9202).replace("steps = 100\n", "")
+    write_arm(project, "long", text)
+    write_arm(project, "short", text.replace("mine_diamond_from_scratch", "combat").replace("9201", "9211").replace("9202", "9212"))
+    plans = {p["arm"]: p for p in plan_json(project, env, "--dry-run", "--arm", "long", "--arm", "short")["plans"]}
+    assert plans["long"]["settings"]["steps"] == 12000
+    assert plans["short"]["settings"]["steps"] == 1200
+
+
+def test_overrides_are_applied_and_marked(project, env):
+    write_arm(project, "a", EMBEDDED_ARM.format(green=9201, purple=9202))
+    data = plan_json(project, env, "--dry-run", "--arm", "a", "--steps", "50", "--step-timeout", "9", "--green-port", "9301")
+    plan = data["plans"][0]
+    assert plan["settings"]["steps"] == 50 and plan["settings"]["step_timeout"] == 9
+    assert plan["green_port"] == 9301
+    assert plan["overrides"] == {"steps": 50, "step_timeout": 9.0, "green_port": 9301}
+    text = invoke(project, env, "plan", "--dry-run", "--arm", "a", "--steps", "50").out
+    assert "50 (override)" in text
+
+
+def test_override_session_turns_zero_is_refused(project, env):
+    write_arm(project, "a", EMBEDDED_ARM.format(green=9201, purple=9202))
+    outcome = invoke(project, env, "plan", "--dry-run", "--arm", "a", "--session-turns", "0")
+    assert outcome.exit_code == 2
+    assert "--session-turns" in outcome.err and "0.4 MB" in outcome.err
+
+
+def test_fingerprint_ignores_name_and_ports_but_not_steps(project, env):
+    write_arm(project, "a", EMBEDDED_ARM.format(green=9201, purple=9202))
+    write_arm(project, "b", EMBEDDED_ARM.format(green=9301, purple='"auto"'))
+    write_arm(project, "c", EMBEDDED_ARM.format(green=9401, purple=9402).replace("steps = 100", "steps = 101"))
+    plans = {p["arm"]: p for p in plan_json(project, env, "--dry-run", "--arm", "a", "--arm", "b", "--arm", "c")["plans"]}
+    assert plans["a"]["fingerprint"] == plans["b"]["fingerprint"]
+    assert plans["a"]["fingerprint"] != plans["c"]["fingerprint"]
+    again = plan_json(project, env, "--dry-run", "--arm", "a")["plans"][0]
+    assert again["fingerprint"] == plans["a"]["fingerprint"]
+
+
+def test_two_arms_with_the_same_port_collide(project, env):
+    write_arm(project, "a", EMBEDDED_ARM.format(green=9201, purple=9202))
+    write_arm(project, "b", EMBEDDED_ARM.format(green=9202, purple=9203))
+    outcome = invoke(project, env, "plan", "--dry-run", "--arm", "a", "--arm", "b")
+    assert outcome.exit_code == 2
+    assert "port 9202" in outcome.err and "arm 'a'" in outcome.err
+
+
+def test_two_arms_with_the_same_name_collide(project, env):
+    write_arm(project, "a", EMBEDDED_ARM.format(green=9201, purple=9202))
+    write_arm(project, "b", 'name = "a"\n' + EMBEDDED_ARM.format(green=9301, purple=9302))
+    outcome = invoke(project, env, "plan", "--dry-run", "--arm", "a", "--arm", "b")
+    assert outcome.exit_code == 2 and "same arm name 'a'" in outcome.err
+
+
+def test_auto_ports_are_distinct(project, env):
+    write_arm(project, "a", EMBEDDED_ARM.format(green='"auto"', purple='"auto"'))
+    plan = plan_json(project, env, "--dry-run", "--arm", "a")["plans"][0]
+    assert plan["green_port"] != plan["purple_port"]
+    assert plan["ports_auto"] == ["green", "purple"]
+
+
+def test_unknown_arm_name_lists_known_ones(project, env):
+    write_arm(project, "a", EMBEDDED_ARM.format(green=9201, purple=9202))
+    outcome = invoke(project, env, "plan", "--dry-run", "--arm", "zzz")
+    assert outcome.exit_code == 2 and "no arm named 'zzz'" in outcome.err and "allowed: a" in outcome.err
+
+
+def test_secrets_in_env_are_redacted(project, env):
+    write_arm(project, "a", EMBEDDED_ARM.format(green=9201, purple=9202) + '\n[env]\nMY_API_KEY = "sk-secret"\nLEVEL = "3"\n')
+    outcome = invoke(project, env, "plan", "--dry-run", "--json", "--arm", "a")
+    assert "sk-secret" not in outcome.out
+    purple = json.loads(outcome.out)["plans"][0]["processes"][1]
+    assert purple["env"] == {"MY_API_KEY": "***", "LEVEL": "3"}
+    assert "sk-secret" not in invoke(project, env, "plan", "--dry-run", "--arm", "a").out
+
+
+def snapshot(*roots: Path) -> dict[str, float]:
+    files = {}
+    for root in roots:
+        if root.exists():
+            for path in root.rglob("*"):
+                files[str(path)] = path.lstat().st_mtime
+    return files
+
+
+def test_dry_run_touches_nothing(project, env):
+    write_arm(project, "a", EMBEDDED_ARM.format(green=9201, purple=9202))
+    write_arm(project, "w", EMBEDDED_ARM.format(green=9301, purple=9302).replace('"random"', '"worldmodel"'))
+    state, codex = Path(env["MCU_ARMS_STATE_DIR"]), Path(env["MCU_CODEX_ROOT"])
+    before = snapshot(project)
+    outcome = invoke(project, env, "plan", "--dry-run", "--arm", "a", "--arm", "w")
+    assert outcome.exit_code == 0, outcome.err
+    assert snapshot(project) == before
+    assert not state.exists() and not codex.exists()
+
+
+def test_prepare_writes_plan_and_scenario_and_builds_the_home(project, env):
+    Path(env["MCU_CODEX_AUTH"]).write_text("{}")
+    write_arm(project, "w", EMBEDDED_ARM.format(green='"auto"', purple='"auto"').replace('"random"', '"worldmodel"'))
+    outcome = invoke(project, env, "plan", "--arm", "w")
+    assert outcome.exit_code == 0, outcome.err
+    episode = project / "output" / "w" / "episode_001"
+    plan = json.loads((episode / "plan.json").read_text())
+    assert plan["arm"] == "w"
+    scenario = (episode / "scenario.toml").read_text()
+    assert 'task_category = "mine_diamond_from_scratch"' in scenario and "[[participants]]" in scenario
+    home = Path(env["MCU_CODEX_ROOT"]) / "w"
+    assert (home / "auth.json").is_symlink()
+    second = invoke(project, env, "plan", "--arm", "w")
+    assert second.exit_code == 0 and (project / "output" / "w" / "episode_002" / "plan.json").exists()
+
+
+def test_light_commands_do_not_import_the_heavy_stack(tmp_path, env):
+    code = (
+        "import sys\n"
+        "from typer.testing import CliRunner\n"
+        "from mcu_arms.cli import app\n"
+        "result = CliRunner().invoke(app, ['plan', '--dry-run', 'arms/dm_pl.toml', 'arms/dm_wm.toml', 'arms/dm_wmc.toml', 'arms/demo.toml'])\n"
+        "assert result.exit_code == 0, result.output\n"
+        "heavy = sorted(m for m in ('a2a', 'openai', 'numpy', 'crafter', 'minestudio', 'httpx', 'matplotlib') if m in sys.modules)\n"
+        "print('HEAVY=' + ','.join(heavy))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, env={**os.environ, **env}, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert "HEAVY=\n" in done.stdout

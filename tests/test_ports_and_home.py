@@ -1,0 +1,219 @@
+"""Port checks (a real socket, a real child process: both survive) and the per-arm CODEX_HOME."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import stat
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import psutil
+import pytest
+
+from cli_support import invoke
+from mcu_arms.errors import UserError
+from mcu_arms.isolation.codex_home import PERSONAL_CONFIG_STUBS, audit_codex_home, build_codex_home
+from mcu_arms.isolation.ports import PortRegistry, busy_reason
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
+
+ARM = """\
+agent = "noop"
+task = "crafting"
+simulator = "embedded"
+
+[ports]
+green = {green}
+purple = "auto"
+"""
+
+
+@pytest.fixture
+def local_dir(tmp_path):
+    """A scratch dir on local disk outside /tmp (codex homes are refused under /tmp)."""
+    path = Path("/var/tmp") / f"mcu-arms-test-{os.getpid()}-{tmp_path.name}"
+    path.mkdir(parents=True)
+    yield path
+    subprocess.run(["rm", "-rf", str(path)], check=False)
+
+
+@pytest.fixture
+def env(local_dir, tmp_path):
+    return {
+        "PATH": os.environ["PATH"],
+        "USER": "tester",
+        "MCU_ARMS_STATE_DIR": str(local_dir / "state"),
+        "MCU_CODEX_ROOT": str(local_dir / "codex"),
+        "MCU_CODEX_AUTH": str(tmp_path / "auth.json"),
+    }
+
+
+def test_a_port_held_by_a_socket_aborts_the_plan(tmp_path, env):
+    (tmp_path / "arms").mkdir()
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        (tmp_path / "arms" / "a.toml").write_text(ARM.format(green=port))
+        outcome = invoke(tmp_path, env, "plan", "--arm", "a")
+        assert outcome.exit_code == 2
+        assert f"port {port}" in outcome.err and f"pid {os.getpid()}" in outcome.err
+        assert "nothing was signalled" in outcome.err
+        assert holder.fileno() != -1  # still ours, still listening
+        assert busy_reason("127.0.0.1", port) is not None
+    assert not (tmp_path / "output").exists()
+
+
+def test_a_port_held_by_a_child_process_aborts_and_the_child_survives(tmp_path, env):
+    (tmp_path / "arms").mkdir()
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import socket,sys,time\ns=socket.socket();s.bind(('127.0.0.1',0));s.listen()\n"
+         "print(s.getsockname()[1],flush=True)\ntime.sleep(600)"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        port = int(child.stdout.readline())
+        (tmp_path / "arms" / "a.toml").write_text(ARM.format(green=port))
+        outcome = invoke(tmp_path, env, "plan", "--arm", "a")
+        assert outcome.exit_code == 2
+        assert f"pid {child.pid}" in outcome.err
+        assert child.poll() is None and psutil.Process(child.pid).is_running()
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_a_reserved_port_is_refused_to_another_process(local_dir):
+    env = {"MCU_ARMS_STATE_DIR": str(local_dir / "state")}
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    code = (
+        "import sys\nfrom mcu_arms.isolation.ports import PortRegistry\nfrom mcu_arms.errors import UserError\n"
+        f"try:\n  PortRegistry({env!r}).reserve('127.0.0.1', {{{port}: 'green'}}, 'other').__enter__()\n"
+        "except UserError as e:\n  print(e); sys.exit(3)\n"
+    )
+    with PortRegistry(env).reserve("127.0.0.1", {port: "green"}, owner="mine"):
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 3 and "reserved by mcu-arms pid" in done.stdout
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr  # released when the block ended
+
+
+def make_auth(tmp_path: Path) -> Path:
+    auth = tmp_path / "auth.json"
+    auth.write_text('{"tokens": {}}')
+    os.chmod(auth, 0o600)
+    return auth
+
+
+def test_home_layout_modes_link_and_stubs(local_dir, tmp_path):
+    auth = make_auth(tmp_path)
+    home = build_codex_home("arm1", local_dir / "codex", auth, {}, NOW)
+    assert home.home == local_dir / "codex" / "arm1"
+    assert stat.S_IMODE(home.home.stat().st_mode) == 0o700
+    assert stat.S_IMODE(home.sqlite_dir.stat().st_mode) == 0o700
+    assert home.auth_link.is_symlink() and Path(os.readlink(home.auth_link)) == auth
+    for name in PERSONAL_CONFIG_STUBS:
+        stub = home.home / name
+        assert stub.is_file() and not stub.is_symlink() and stub.stat().st_size == 0
+    assert home.environment()["CODEX_SQLITE_HOME"] == str(home.sqlite_dir)
+    audit = audit_codex_home(home.home)
+    assert audit["auth_is_symlink"] and audit["stubs_empty"] and audit["private_mode"] and not audit["under_tmp"]
+    again = build_codex_home("arm1", local_dir / "codex", auth, {}, NOW)
+    assert again.actions == [] and again.warnings == []  # idempotent
+
+
+def test_a_symlinked_stub_is_replaced_never_written_through(local_dir, tmp_path):
+    auth = make_auth(tmp_path)
+    personal = tmp_path / "my_AGENTS.md"
+    personal.write_text("my personal instructions")
+    home_dir = local_dir / "codex" / "arm1"
+    home_dir.mkdir(parents=True)
+    (home_dir / "AGENTS.md").symlink_to(personal)
+    home = build_codex_home("arm1", local_dir / "codex", auth, {}, NOW)
+    assert personal.read_text() == "my personal instructions"
+    assert not (home.home / "AGENTS.md").is_symlink() and (home.home / "AGENTS.md").stat().st_size == 0
+    assert any("AGENTS.md was a symlink" in action for action in home.actions)
+
+
+def test_a_copied_credential_is_moved_aside_and_linked(local_dir, tmp_path):
+    auth = make_auth(tmp_path)
+    home_dir = local_dir / "codex" / "arm1"
+    home_dir.mkdir(parents=True)
+    (home_dir / "auth.json").write_text("a stale copy")
+    home = build_codex_home("arm1", local_dir / "codex", auth, {}, NOW)
+    assert home.auth_link.is_symlink()
+    assert (home_dir / "auth.json.copy-20261130T120000").read_text() == "a stale copy"
+
+
+def test_home_under_tmp_is_refused(tmp_path):
+    auth = make_auth(tmp_path)
+    with pytest.raises(UserError, match="helper binaries"):
+        build_codex_home("arm1", Path("/tmp/codex-root"), auth, {}, NOW)
+    with pytest.raises(UserError, match="temporary directory"):
+        build_codex_home("arm1", Path("/var/tmp/x"), auth, {"TMPDIR": "/var/tmp"}, NOW)
+    assert not Path("/tmp/codex-root").exists()
+
+
+def test_missing_credential_is_a_clear_error(local_dir, tmp_path):
+    with pytest.raises(UserError, match="codex login"):
+        build_codex_home("arm1", local_dir / "codex", tmp_path / "missing.json", {}, NOW)
+
+
+def test_corrupt_thread_history_is_moved_aside(local_dir, tmp_path):
+    auth = make_auth(tmp_path)
+    home = build_codex_home("arm1", local_dir / "codex", auth, {}, NOW)
+    good = home.sqlite_dir / "thread_history_2.sqlite"
+    connection = sqlite3.connect(good)
+    connection.execute("create table t (x)")
+    connection.commit()
+    connection.close()
+    bad = home.sqlite_dir / "thread_history_1.sqlite"
+    bad.write_bytes(b"SQLite format 3\x00" + os.urandom(4096))
+    again = build_codex_home("arm1", local_dir / "codex", auth, {}, NOW)
+    assert not bad.exists()
+    assert (home.sqlite_dir / "thread_history_1.sqlite.corrupt-20261130T120000").exists()
+    assert good.exists()
+    assert any("integrity_check" in warning for warning in again.warnings)
+
+
+def test_codex_home_command_prints_exports(env, tmp_path):
+    make_auth(tmp_path)
+    outcome = invoke(tmp_path, env, "codex-home", "arm1")
+    assert outcome.exit_code == 0, outcome.err
+    assert f"export CODEX_HOME={env['MCU_CODEX_ROOT']}/arm1" in outcome.out
+    assert f"export CODEX_SQLITE_HOME={env['MCU_CODEX_ROOT']}/arm1/sqlite" in outcome.out
+    refused = invoke(tmp_path, {**env, "MCU_CODEX_ROOT": "/tmp/nope"}, "codex-home", "arm1")
+    assert refused.exit_code == 2 and "Refusing to create helper binaries" in refused.err
+
+
+def test_new_arm_from_template_keeps_comments_and_never_overwrites(tmp_path, env):
+    outcome = invoke(tmp_path, env, "new", "trial", "--agent", "random", "--task", "combat")
+    assert outcome.exit_code == 0, outcome.err
+    text = (tmp_path / "arms" / "trial.toml").read_text()
+    assert 'name = "trial"' in text and 'agent = "random"' in text and 'task = "combat"' in text
+    assert "# Seconds the green waits for each action" in text
+    again = invoke(tmp_path, env, "new", "trial")
+    assert again.exit_code == 2 and "exists already" in again.err
+    assert (tmp_path / "arms" / "trial.toml").read_text() == text
+    bad = invoke(tmp_path, env, "new", "wrong", "--task", "building")
+    assert bad.exit_code == 2 and not (tmp_path / "arms" / "wrong.toml").exists()
+
+
+def test_doctor_reports_missing_pieces_without_failing_hard(tmp_path, env):
+    (tmp_path / "arms").mkdir()
+    (tmp_path / "arms" / "ms.toml").write_text(ARM.format(green=9500).replace('"embedded"', '"minestudio"'))
+    outcome = invoke(tmp_path, {**env, "PATH": "/nonexistent", "MINESTUDIO_DIR": str(tmp_path / "ms")}, "doctor", "--json")
+    assert outcome.exit_code == 1
+
+    checks = {c["name"]: c for c in json.loads(outcome.out)["checks"]}
+    assert checks["xvfb-run"]["status"] == "fail" and checks["JDK 8"]["status"] == "fail"
+    assert checks["MineStudio engine"]["status"] == "fail" and "mcprec-6.13.jar" in checks["MineStudio engine"]["detail"]
+    assert checks["memory"]["status"] in ("ok", "warn")
