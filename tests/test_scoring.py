@@ -86,7 +86,8 @@ def test_video_only_task_is_unscored_without_video_never_zero() -> None:
     tracker = RewardTracker(task)
     assert tracker.update(1, {"craft_item": {"anything": 3}}) == []
     unscored = score_task(task, tracker, VideoEvaluation(status="no_api_key", reason="no key"))
-    assert (unscored.score, unscored.scored, unscored.score_source, unscored.sim_score) == (None, False, "unscored", None)
+    assert (unscored.score, unscored.scored, unscored.score_source) == (None, False, "unscored")
+    assert unscored.sim_score is None
     scored = score_task(task, tracker, _video(7.0))
     assert (scored.score, scored.scored, scored.score_source, scored.max_score) == (7.0, True, "video", 10.0)
 

@@ -162,3 +162,14 @@ def test_cli_table_and_unknown_category() -> None:
     assert code == 0 and "mine_diamond_from_scratch" in out and "milestones" in out
     code, _, err = _run_cli("cooking")
     assert code == 2 and "unknown task category 'cooking'" in err
+
+
+def test_cli_exact_embedded_support_on_request() -> None:
+    code, out, _ = _run_cli("crafting", "--simulator", "embedded", "--json")
+    assert code == 0
+    rows = {row["task"]: row for row in json.loads(out)}
+    assert rows["craft_furnace"]["runs_on"]["embedded"] is True
+    not_runnable = [row for row in rows.values() if not row["runs_on"]["embedded"]]
+    assert not_runnable and all("minestudio" in row["notes"]["embedded"] for row in not_runnable)
+    code, _, err = _run_cli("crafting", "--simulator", "bedrock")
+    assert code == 2 and "allowed: minestudio, embedded" in err

@@ -98,8 +98,9 @@ def register(app: typer.Typer) -> None:
             print_json(env, rows)
             return
         table = Table(title=f"MCU tasks ({len(rows)})")
-        for column in ("category", "task", "scoring", "minestudio", "embedded", "notes"):
-            table.add_column(column)
+        for column in ("category", "task", "scoring", "minestudio", "embedded"):
+            table.add_column(column, no_wrap=True)
+        table.add_column("notes", overflow="fold")
         for row in rows:
             table.add_row(
                 row.category,

@@ -142,7 +142,7 @@ class TaskScore(BaseModel):
 
 def score_task(task: TaskSpec, tracker: RewardTracker, video: VideoEvaluation) -> TaskScore:
     """Combine the tracker's payouts and the video evaluation into the task's MCU score."""
-    video_ok = video.status == "ok" and video.task_progress is not None
+    progress = video.task_progress if video.status == "ok" else None  # 0-10, only from a usable evaluation
     reached = tracker.reached
     milestones = [
         MilestoneState(
@@ -158,8 +158,8 @@ def score_task(task: TaskSpec, tracker: RewardTracker, video: VideoEvaluation) -
     if kind == "reward":
         max_score = REWARD_MAX_SCORE
         sim_score = REWARD_MAX_SCORE * tracker.sim_reward / tracker.max_reward if tracker.max_reward > 0 else 0.0
-        if sim_score < REWARD_MAX_SCORE and video_ok:
-            score, source = (sim_score + video.task_progress) / 2, "sim+video"  # type: ignore[operator]
+        if sim_score < REWARD_MAX_SCORE and progress is not None:
+            score, source = (sim_score + progress) / 2, "sim+video"
         else:
             score, source = sim_score, "sim"
     elif kind == "milestones":
@@ -167,15 +167,15 @@ def score_task(task: TaskSpec, tracker: RewardTracker, video: VideoEvaluation) -
         total = len(tracker.entries)
         completed = sum(1 for state in milestones if state.step is not None)
         sim_score = MILESTONE_MAX_SCORE * completed / total
-        if completed < total and video_ok:
-            current_progress = video.task_progress / VIDEO_MAX_SCORE  # type: ignore[operator]
-            score, source = MILESTONE_MAX_SCORE * (completed + current_progress) / total, "milestones+video"
+        if completed < total and progress is not None:
+            current_milestone_share = progress / VIDEO_MAX_SCORE
+            score, source = MILESTONE_MAX_SCORE * (completed + current_milestone_share) / total, "milestones+video"
         else:
             score, source = sim_score, "milestones"
     else:
         max_score = VIDEO_MAX_SCORE
         sim_score = None
-        score, source = (video.task_progress, "video") if video_ok else (None, "unscored")
+        score, source = (progress, "video") if progress is not None else (None, "unscored")
     return TaskScore(
         task=task.name,
         category=task.category,
@@ -189,5 +189,5 @@ def score_task(task: TaskSpec, tracker: RewardTracker, video: VideoEvaluation) -
         milestones_available=sum(1 for state in milestones if state.available),
         milestones_total=len(milestones),
         video=video,
-        criteria=dict(video.criteria) if video_ok else {},
+        criteria=dict(video.criteria) if progress is not None else {},
     )
