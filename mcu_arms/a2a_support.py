@@ -12,6 +12,7 @@ import contextlib
 import json
 import signal
 import socket
+import threading
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from typing import Any, Literal
 
 import httpx
 import uvicorn
-from a2a.client import A2AClientError, A2AClientTimeoutError, Client, ClientCallContext, ClientConfig, create_client
+from a2a.client import A2AClientTimeoutError, Client, ClientCallContext, ClientConfig, create_client
 from a2a.helpers import get_data_parts, get_text_parts
 from a2a.server.agent_execution import AgentExecutor
 from a2a.server.request_handlers import DefaultRequestHandler
@@ -150,6 +151,10 @@ def bind_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _absorb_reraised_signal(signum: int, frame: object) -> None:
+    """uvicorn has already stopped on this signal; it re-raises it only to run the previous handler."""
+
+
 def serve_app(
     app: Starlette,
     host: str,
@@ -160,7 +165,7 @@ def serve_app(
     """Serve until SIGINT/SIGTERM, then run `on_shutdown` (e.g. close policies) and return. Blocking.
 
     uvicorn stops gracefully on those signals and then re-raises them; with the default handlers that would end the
-    process before `on_shutdown` ran, so while serving they only record that they arrived.
+    process before `on_shutdown` ran, so while serving the re-raised signal is absorbed.
     """
     sock = bind_socket(host, port)
     config = uvicorn.Config(
@@ -170,8 +175,9 @@ def serve_app(
         lifespan="off",
     )
     server = uvicorn.Server(config)
-    received: list[int] = []
-    previous = {sig: signal.signal(sig, lambda signum, _frame: received.append(signum)) for sig in _STOP_SIGNALS}
+    previous: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():  # signals belong to the main thread only
+        previous = {sig: signal.signal(sig, _absorb_reraised_signal) for sig in _STOP_SIGNALS}
 
     async def run() -> None:
         try:

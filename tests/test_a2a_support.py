@@ -1,0 +1,183 @@
+"""The shared A2A plumbing against real servers on loopback: payload encoding, timeouts, typed errors, busy ports."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+
+import pytest
+from a2a.helpers import new_task_from_user_message, new_text_message, new_text_part
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.tasks import TaskUpdater
+from a2a.types import Message, Part, Role
+from google.protobuf import struct_pb2
+
+from mcu_arms.a2a_support import (
+    AgentTimeout,
+    AgentTransportError,
+    PortBusy,
+    Skill,
+    bind_socket,
+    build_app,
+    build_card,
+    card_url_for,
+    client_timeout_for_step,
+    message_payload,
+    open_client,
+    payload_to_message,
+    send_and_collect,
+)
+from mcu_arms.green.protocol import ActionPayload, InitPayload, ObservationPayload
+from server_procs import HOST, free_port, running_app
+
+
+class EchoExecutor(AgentExecutor):
+    """Answers after `delay_s` with the request text, as one message or as a task with an artifact."""
+
+    def __init__(self, delay_s: float = 0.0, as_task: bool = False) -> None:
+        self.delay_s = delay_s
+        self.as_task = as_task
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        await asyncio.sleep(self.delay_s)  # the agent's thinking time, not synchronisation
+        text = context.get_user_input()
+        if not self.as_task:
+            await event_queue.enqueue_event(new_text_message("echo:" + text, context_id=context.context_id))
+            return
+        task = new_task_from_user_message(context.message)
+        await event_queue.enqueue_event(task)
+        updater = TaskUpdater(event_queue, task.id, task.context_id)
+        await updater.start_work()
+        await updater.add_artifact([new_text_part("echo:" + text)])
+        await updater.complete()
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        """Nothing long-running to cancel."""
+
+
+def echo_app(**kwargs: object):
+    """An app factory for running_app: the card names the server's own URL."""
+    return lambda url: build_app(
+        build_card("echo", "echoes", url, [Skill("echo", "Echo", "repeats")], streaming=False), EchoExecutor(**kwargs)
+    )
+
+
+def test_payload_round_trip_keeps_integers_and_text():
+    message = payload_to_message(ObservationPayload(step=42, obs="AAAA"), context_id="ctx")
+    assert message.context_id == "ctx"
+    assert message.role == Role.ROLE_USER
+    decoded = message_payload(message)
+    assert decoded == {"type": "obs", "step": 42, "obs": "AAAA"}
+    assert isinstance(decoded["step"], int)
+
+
+def test_message_payload_rejects_what_is_not_a_json_object():
+    assert message_payload(new_text_message("not json")) is None
+    assert message_payload(new_text_message("[1, 2]")) is None
+    assert message_payload(Message(role=Role.ROLE_AGENT, message_id="m")) is None
+
+
+def test_message_payload_reads_a_data_part_when_there_is_no_json_text():
+    value = struct_pb2.Value()
+    value.struct_value.update({"type": "ack", "success": True})
+    message = Message(role=Role.ROLE_AGENT, message_id="m", parts=[Part(data=value)])
+    assert message_payload(message) == {"type": "ack", "success": True}
+
+
+def test_card_advertises_the_url_the_protocol_and_streaming():
+    card = build_card("green", "evaluates", "http://10.0.0.5:9009/", [Skill("s", "S", "d", tags=("mcu",))], streaming=True)
+    assert [(i.url, i.protocol_binding, i.protocol_version) for i in card.supported_interfaces] == [
+        ("http://10.0.0.5:9009/", "JSONRPC", "1.0")
+    ]
+    assert card.capabilities.streaming is True
+    assert [skill.id for skill in card.skills] == ["s"]
+
+
+def test_card_url_defaults_to_the_bound_address_and_honours_an_override():
+    assert card_url_for("0.0.0.0", 9009, None) == "http://127.0.0.1:9009/"
+    assert card_url_for("127.0.0.1", 9019, "http://host.docker.internal:9019") == "http://host.docker.internal:9019/"
+
+
+def test_busy_port_is_a_clear_error_and_the_holder_keeps_it():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as holder:
+        holder.bind((HOST, 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        with pytest.raises(PortBusy) as raised:
+            bind_socket(HOST, port)
+        assert f"{HOST}:{port}" in raised.value.render()
+        assert raised.value.key == "--port"
+        with socket.create_connection((HOST, port), timeout=5):
+            pass  # the holder still accepts: nothing freed its port
+
+
+def test_send_and_collect_returns_the_reply_text():
+    async def scenario(url: str) -> list[str]:
+        async with open_client(url, client_timeout_for_step(5)) as client:
+            first = await send_and_collect(client, payload_to_message(InitPayload(prompt="p", text="t"), context_id="c"), 5)
+            second = await send_and_collect(client, payload_to_message({"type": "obs", "step": 1, "obs": ""}, context_id="c"), 5)
+            return [first, second]
+
+    with running_app(echo_app()) as url:
+        first, second = asyncio.run(scenario(url))
+    assert json.loads(first.removeprefix("echo:")) == {"type": "init", "prompt": "p", "text": "t"}
+    assert json.loads(second.removeprefix("echo:"))["step"] == 1
+
+
+def test_send_and_collect_reads_a_task_reply():
+    with running_app(echo_app(as_task=True)) as url:
+
+        async def scenario() -> str:
+            async with open_client(url, 10) as client:
+                return await send_and_collect(client, payload_to_message(ActionPayload(), context_id="c"), 5)
+
+        assert asyncio.run(scenario()).startswith("echo:{")
+
+
+def test_slow_agent_is_an_agent_timeout_not_a_hang():
+    with running_app(echo_app(delay_s=3.0)) as url:
+
+        async def scenario() -> None:
+            async with open_client(url, 10) as client:
+                await send_and_collect(client, payload_to_message({"type": "obs"}, context_id="c"), 0.5)
+
+        with pytest.raises(AgentTimeout):
+            asyncio.run(scenario())
+
+
+@pytest.mark.slow
+def test_agent_slower_than_the_sdk_default_of_5_s_is_still_answered():
+    with running_app(echo_app(delay_s=5.5)) as url:
+
+        async def scenario() -> str:
+            async with open_client(url, client_timeout_for_step(8)) as client:
+                return await send_and_collect(client, payload_to_message({"type": "obs"}, context_id="c"), 8)
+
+        assert asyncio.run(scenario()).startswith("echo:")
+
+
+def test_nothing_listening_is_a_transport_error():
+    port = free_port()
+
+    async def scenario() -> None:
+        async with open_client(f"http://{HOST}:{port}", 5):
+            pass
+
+    with pytest.raises(AgentTransportError) as raised:
+        asyncio.run(scenario())
+    assert str(port) in str(raised.value)
+
+
+def test_running_app_helper_serves_a_built_app():
+    with running_app(echo_app()) as url:
+
+        async def scenario() -> str:
+            import httpx
+
+            async with httpx.AsyncClient(trust_env=False) as http:
+                response = await http.get(url + "/.well-known/agent-card.json")
+                return response.json()["name"]
+
+        assert asyncio.run(scenario()) == "echo"
