@@ -1,7 +1,127 @@
-"""`mcu-arms compare` (not yet built)."""
+"""`mcu-arms compare`: arms side by side (settings that differ, results, milestone matrix), as tables or data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
 
 import typer
+from rich.markup import escape
+from rich.table import Table
+
+from mcu_arms.cli.common import environment, print_json, reports_user_errors
+from mcu_arms.environment import Environment
+from mcu_arms.errors import UserError
+from mcu_arms.report.compare import ComparisonResult, compare_arms, milestone_text, result_rows, to_csv, to_markdown
+
+HELP = """\
+Compare arms: the settings that differ, what each scored, and the step each milestone landed on.
+
+ARMS are arm files (arms/x.toml), names (x: arms/x.toml, or output/x/ when there is no arm file) or output \
+dirs. Each arm's latest finished run is shown (--run N: episode N); an arm that never ran is listed as "no \
+run".
+
+Settings come from the run's report (the values in force), else from the arm file; only those that differ are \
+shown unless --all. Milestone deltas are steps against the baseline arm (the first unless --baseline): \
+negative is earlier.
+
+CSV (--csv) is one table: kind, key, then one column per arm; kinds are setting, result, milestone (step, "—" \
+not reached, "n/a" unavailable on that simulator), milestone_delta, verdict and flag.
+
+Exit code: 0 comparable (at most one setting differs), 1 not comparable, 2 user error.
+"""
+
+
+def _header(result: ComparisonResult, title: str) -> Table:
+    table = Table(title=title, title_justify="left", title_style="bold")
+    table.add_column("")
+    for name in result.arm_names():
+        table.add_column(f"{name} (baseline)" if name == result.baseline else name)
+    return table
+
+
+def _value(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value)
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def render(result: ComparisonResult, env: Environment) -> None:
+    console = env.console
+    style = "green" if result.verdict.comparable else "bold red"
+    console.print(f"[{style}]{escape(result.verdict.text)}[/]", highlight=False)
+    for flag in result.flags:
+        who = f" {escape(flag.arm)}:" if flag.arm else ""
+        console.print(f"[bold yellow]! {flag.kind}[/]{who} {escape(flag.message)}", highlight=False, soft_wrap=True)
+
+    if result.settings:
+        settings = _header(result, "settings" + (" (all)" if result.show_all else " that differ"))
+        for row in result.settings:
+            mark = " [dim](ignored)[/]" if row.ignored else (" [red]*[/]" if row.differs and result.show_all else "")
+            settings.add_row(f"{row.key}{mark}", *(escape(_value(v)) for v in row.values))
+        console.print(settings)
+
+    results = _header(result, "results")
+    for key, cells in result_rows(result):
+        results.add_row(key, *(escape(cell) for cell in cells))
+    console.print(results)
+
+    if result.milestones:
+        matrix = _header(result, "milestones: step reached (delta vs baseline)")
+        names = result.arm_names()
+        for row in result.milestones:
+            cells = [milestone_text(cell, name == result.baseline) for cell, name in zip(row.cells, names)]
+            matrix.add_row(f"{row.task}/{row.identity}", *cells)
+        console.print(matrix)
+
+    for arm in result.arms:
+        if arm.status in ("failed", "interrupted", "started"):
+            process = f" ({arm.failure_process})" if arm.failure_process else ""
+            reason = arm.failure_reason or "no failure recorded"
+            console.print(f"[bold red]{arm.arm} {arm.status}{process}:[/] {escape(reason)}", soft_wrap=True)
+            for role, path in arm.logs.items():
+                console.print(f"  {role}: {escape(path)}", highlight=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:
-    """Nothing to register yet."""
+    @app.command(help=HELP)
+    @reports_user_errors
+    def compare(
+        ctx: typer.Context,
+        arms: list[str] = typer.Argument(None, help="Arm files, names or output dirs.", show_default=False),
+        baseline: Optional[str] = typer.Option(None, "--baseline", help="Arm the deltas are against (default: first)."),
+        show_all: bool = typer.Option(False, "--all", help="Show every setting, not only those that differ."),
+        run: Optional[int] = typer.Option(None, "--run", help="Compare episode N of each arm."),
+        json_output: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
+        csv_output: bool = typer.Option(False, "--csv", help="Print one CSV table with a kind column."),
+        markdown_output: bool = typer.Option(False, "--markdown", help="Print markdown tables."),
+        plot: Optional[Path] = typer.Option(None, "--plot", help="Also write milestones against step to FILE.png."),
+    ) -> None:
+        env = environment(ctx)
+        if sum((json_output, csv_output, markdown_output)) > 1:
+            raise UserError("choose one output format", allowed="--json, --csv, --markdown")
+        result = compare_arms(arms or [], env, baseline=baseline, episode=run, show_all=show_all)
+        if plot is not None:
+            _write_plot(result, plot if plot.is_absolute() else env.cwd / plot, env)
+        if json_output:
+            print_json(env, result)
+        elif csv_output:
+            env.console.out(to_csv(result), highlight=False, end="")
+        elif markdown_output:
+            env.console.out(to_markdown(result), highlight=False, end="")
+        else:
+            render(result, env)
+        raise typer.Exit(result.exit_code)
+
+
+def _write_plot(result: ComparisonResult, path: Path, env: Environment) -> None:
+    """The note goes to stderr so that --json/--csv output stays clean."""
+    from mcu_arms.report.plot import save_plot
+
+    try:
+        data = save_plot(result, path)
+    except OSError as error:
+        raise UserError(f"cannot write the plot: {error.strerror or error}", path=path, key="--plot") from None
+    env.err_console.print(f"plot: {path} ({len(data.series)} arm(s))", highlight=False)

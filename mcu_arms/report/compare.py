@@ -1,0 +1,631 @@
+"""Arms side by side: which settings differ, what each scored, and when each milestone landed.
+
+The score counts milestones reached and is blind to how many steps each took, so the milestone matrix (step per
+milestone per arm, with the delta against a baseline arm) is the comparison that matters. Everything that makes a
+comparison untrustworthy (more than one setting differing, different simulators, runs of one arm with different
+fingerprints, an arm file edited since its run, failed or missing runs) is flagged, never hidden.
+
+Light to import: pydantic and the arm/report models only.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from mcu_arms.arms.plan import (
+    EPISODE_PATTERN,
+    SECRET_NAME,
+    Overrides,
+    Settings,
+    apply_overrides,
+    fingerprint,
+    resolve_settings,
+)
+from mcu_arms.arms.spec import ARM_NAME_PATTERN, ArmSpec, load_arm
+from mcu_arms.environment import Environment
+from mcu_arms.errors import UserError
+from mcu_arms.report.run_report import RunReport
+
+COMPARISON_SCHEMA_VERSION = 1
+# Where a setting only says where things run, not what ran: shown with --all, never counted as a difference.
+NOISE_SETTINGS: frozenset[str] = frozenset({"cuda_device"})
+# Counters a codex agent's report (worldmodel_report.json / prolong_report.json) carries.
+PURPLE_COUNTERS: tuple[str, ...] = ("failed_turns", "compactions", "overflow_resets")
+PURPLE_LIMIT_KEYS: tuple[str, ...] = ("compaction_limit", "compact_limit", "auto_compact_token_limit")
+NOT_REACHED = "—"
+UNAVAILABLE = "n/a"
+NO_RUN = "no run"
+EXIT_COMPARABLE = 0
+EXIT_NOT_COMPARABLE = 1
+
+ArmStatus = Literal["finished", "failed", "interrupted", "started", "no run"]
+CellState = Literal["reached", "not reached", "unavailable", "no run", "not in run"]
+
+
+class Flag(BaseModel):
+    """Something that makes a number less trustworthy; printed loudly above the tables."""
+
+    kind: str
+    arm: str | None = None
+    message: str
+
+
+class ArmResult(BaseModel):
+    """One arm's selected run (or its arm file alone, when it never ran)."""
+
+    arm: str
+    source: str | None  # the arm file, when there is one
+    status: ArmStatus
+    settings_from: Literal["report", "arm file"]
+    settings: Settings
+    episode: int | None = None
+    episode_dir: str | None = None
+    report_path: str | None = None
+    fingerprint: str
+    episodes: dict[int, str] = Field(default_factory=dict)  # every run of this arm: episode -> status
+    simulator_label: str | None = None
+    score: float | None = None
+    sim_score: float | None = None
+    max_score: float | None = None
+    steps_run: int | None = None
+    wall_s: float | None = None
+    steps_per_minute: float | None = None
+    noops: dict[str, int] = Field(default_factory=dict)
+    noop_total: int | None = None
+    dropped_keys: dict[str, int] = Field(default_factory=dict)
+    sim_fallbacks: dict[str, int] = Field(default_factory=dict)
+    purple_report: bool = False  # False: the counters below are unknown, not zero
+    failed_turns: int | None = None
+    compactions: int | None = None
+    overflow_resets: int | None = None
+    compaction_limit: int
+    failure_reason: str | None = None
+    failure_process: str | None = None
+    logs: dict[str, str] = Field(default_factory=dict)
+    alerts: list[str] = Field(default_factory=list)
+
+
+class SettingRow(BaseModel):
+    key: str
+    values: list[Any]  # one per arm, in arm order; secrets shown as *** with a short hash
+    differs: bool
+    ignored: bool = False  # noise: never counted as a difference
+
+
+class MilestoneCell(BaseModel):
+    state: CellState
+    step: int | None = None
+    delta: int | None = None  # step minus the baseline's step, when both reached it
+
+    def text(self) -> str:
+        if self.state == "reached":
+            return str(self.step)
+        return {"not reached": NOT_REACHED, "unavailable": UNAVAILABLE, "no run": NO_RUN}.get(self.state, "")
+
+
+class MilestoneRow(BaseModel):
+    task: str
+    identity: str
+    cells: list[MilestoneCell]  # one per arm, in arm order
+
+
+class Verdict(BaseModel):
+    comparable: bool
+    identical: bool
+    differing: list[str]
+    text: str
+
+
+class ComparisonResult(BaseModel):
+    schema_version: int = COMPARISON_SCHEMA_VERSION
+    baseline: str
+    show_all: bool
+    arms: list[ArmResult]
+    settings: list[SettingRow]
+    milestones: list[MilestoneRow]
+    verdict: Verdict
+    flags: list[Flag] = Field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_COMPARABLE if self.verdict.comparable else EXIT_NOT_COMPARABLE
+
+    def arm_names(self) -> list[str]:
+        return [arm.arm for arm in self.arms]
+
+
+class ArmTarget(BaseModel):
+    """An arm named on the command line, resolved to its arm file (if any) and its output dir."""
+
+    name: str
+    source: Path | None
+    output_dir: Path
+
+
+def resolve_targets(items: list[str], env: Environment) -> list[ArmTarget]:
+    """Each item is an arm file, an output/<arm>/ dir, or a name (arms/NAME.toml, else output/NAME/)."""
+    if not items:
+        raise UserError("name at least two arms to compare (arm files or names)", allowed=_known_arms(env))
+    targets: list[ArmTarget] = []
+    for item in items:
+        target = _resolve_target(item, env)
+        same_name = next((t for t in targets if t.name == target.name), None)
+        if same_name is None:
+            targets.append(target)
+        elif same_name.source and target.source and same_name.source.resolve() != target.source.resolve():
+            raise UserError(
+                f"{same_name.source} and {target.source} both name arm '{target.name}': they share "
+                f"output/{target.name}/, so their runs cannot be told apart"
+            )
+    return targets
+
+
+def _resolve_target(item: str, env: Environment) -> ArmTarget:
+    path = Path(item)
+    candidate = path if path.is_absolute() else env.cwd / path
+    if item.endswith(".toml") or candidate.is_file():
+        spec = load_arm(candidate)
+        return ArmTarget(name=spec.name, source=candidate, output_dir=env.output_dir / spec.name)
+    if candidate.is_dir() and any(EPISODE_PATTERN.match(p.name) for p in candidate.iterdir()):
+        source = env.arms_dir / f"{candidate.name}.toml"
+        return ArmTarget(name=candidate.name, source=source if source.is_file() else None, output_dir=candidate)
+    if re.fullmatch(ARM_NAME_PATTERN, item):
+        source = env.arms_dir / f"{item}.toml"
+        output = env.output_dir / item
+        if source.is_file():
+            return ArmTarget(name=load_arm(source).name, source=source, output_dir=output)
+        if output.is_dir():
+            return ArmTarget(name=item, source=None, output_dir=output)
+    raise UserError(
+        f"'{item}' is neither an arm file, nor an arm in {env.arms_dir}, nor a run in {env.output_dir}",
+        allowed=_known_arms(env),
+    )
+
+
+def _known_arms(env: Environment) -> str:
+    names = {p.stem for p in env.arms_dir.glob("*.toml")} if env.arms_dir.is_dir() else set()
+    if env.output_dir.is_dir():
+        names |= {p.name for p in env.output_dir.iterdir() if p.is_dir()}
+    return ", ".join(sorted(names)) or "none in arms/ or output/"
+
+
+def episode_reports(output_dir: Path) -> dict[int, tuple[Path, RunReport]]:
+    """Every run of an arm that wrote a report, by episode number (plan-only dirs have none and are skipped)."""
+    found: dict[int, tuple[Path, RunReport]] = {}
+    if not output_dir.is_dir():
+        return found
+    for child in output_dir.iterdir():
+        match = EPISODE_PATTERN.match(child.name)
+        path = child / "result.json"
+        if match and path.is_file():
+            found[int(match.group(1))] = (path, _read(path))
+    return dict(sorted(found.items()))
+
+
+def _read(path: Path) -> RunReport:
+    try:
+        return RunReport.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise UserError(f"not a readable run report: {error}", path=path) from None
+    except ValidationError as error:
+        first = error.errors()[0]
+        key = ".".join(str(part) for part in first["loc"])
+        raise UserError(f"not a run report: {first['msg']}", path=path, key=key or None) from None
+
+
+def _pick_run(
+    name: str, runs: dict[int, tuple[Path, RunReport]], episode: int | None, flags: list[Flag]
+) -> tuple[Path, RunReport] | None:
+    """`--run N` when given; else the latest finished run, else the latest of any status."""
+    if episode is not None:
+        if episode not in runs:
+            raise UserError(
+                f"arm '{name}' has no run episode_{episode:03d}",
+                key="--run",
+                allowed=", ".join(str(n) for n in runs) or "none: this arm has not run",
+            )
+        return runs[episode]
+    if not runs:
+        return None
+    finished = [n for n, (_, report) in runs.items() if report.status == "finished"]
+    chosen = finished[-1] if finished else max(runs)
+    later = [n for n in runs if n > chosen]
+    if later:
+        statuses = ", ".join(f"episode {n} {runs[n][1].status}" for n in later)
+        flags.append(Flag(kind="later_runs", arm=name, message=f"showing finished episode {chosen}; later: {statuses}"))
+    return runs[chosen]
+
+
+def _settings_from_file(source: Path, overrides: dict[str, Any]) -> tuple[Settings, int]:
+    spec: ArmSpec = load_arm(source)
+    if overrides:
+        spec = apply_overrides(spec, Overrides.model_validate(overrides), source)
+    settings, compaction = resolve_settings(spec, [])
+    return settings, compaction.limit
+
+
+def _find_counter(data: Any, key: str) -> Any:
+    """A counter at the top of the purple's report or one table down (e.g. {"codex": {"compactions": 3}})."""
+    if not isinstance(data, dict):
+        return None
+    if key in data:
+        return data[key]
+    for value in data.values():
+        if isinstance(value, dict) and key in value:
+            return value[key]
+    return None
+
+
+def _as_int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, (list, dict)):
+        return len(value)  # e.g. a list of failed turns
+    return None
+
+
+def _arm_result(target: ArmTarget, episode: int | None, flags: list[Flag]) -> tuple[ArmResult, RunReport | None]:
+    """The arm's row and the report it came from (None when the arm never ran)."""
+    runs = episode_reports(target.output_dir)
+    picked = _pick_run(target.name, runs, episode, flags)
+    source = str(target.source) if target.source else None
+    episodes = {n: report.status for n, (_, report) in runs.items()}
+    if picked is None:
+        if target.source is None:
+            raise UserError(f"arm '{target.name}' has neither an arm file nor a run", path=target.output_dir)
+        settings, limit = _settings_from_file(target.source, {})
+        flags.append(Flag(kind="no_run", arm=target.name, message=f"no run in {target.output_dir}"))
+        never_ran = ArmResult(
+            arm=target.name,
+            source=source,
+            status="no run",
+            settings_from="arm file",
+            settings=settings,
+            fingerprint=fingerprint(settings),
+            compaction_limit=limit,
+        )
+        return never_ran, None
+    path, report = picked
+    _flag_fingerprints(target, runs, report, flags)
+    if target.source is not None:
+        current, _ = _settings_from_file(target.source, report.overrides)
+        if fingerprint(current) != report.fingerprint:
+            flags.append(
+                Flag(
+                    kind="arm_file_changed",
+                    arm=target.name,
+                    message=f"{target.source} has changed since episode {report.episode} ran; the settings shown "
+                    "are the ones in force for that run",
+                )
+            )
+    purple = report.purple_report
+    counters = {key: _as_int(_find_counter(purple, key)) for key in PURPLE_COUNTERS}
+    limit = report.compaction_limit
+    purple_limit = next((_as_int(_find_counter(purple, k)) for k in PURPLE_LIMIT_KEYS if _find_counter(purple, k)), None)
+    if purple_limit is not None and purple_limit != limit:
+        flags.append(
+            Flag(
+                kind="compaction_limit_mismatch",
+                arm=target.name,
+                message=f"the purple reports compaction limit {purple_limit} in force, the plan set {limit}",
+            )
+        )
+        limit = purple_limit
+    if report.status != "finished":
+        reason = report.failure.reason if report.failure else "no failure recorded"
+        if report.status == "started":
+            reason = "still running, or its supervisor died before finalising the report"
+        flags.append(Flag(kind=report.status, arm=target.name, message=f"episode {report.episode}: {reason}"))
+    for alert in report.alerts:
+        flags.append(Flag(kind="alert", arm=target.name, message=alert))
+    per_minute = None
+    if report.steps_run is not None and report.wall_s:
+        per_minute = round(report.steps_run / report.wall_s * 60, 2)
+    ran = ArmResult(
+        arm=target.name,
+        source=source,
+        status=report.status,
+        settings_from="report",
+        settings=report.settings,
+        episode=report.episode,
+        episode_dir=str(path.parent),
+        report_path=str(path),
+        fingerprint=report.fingerprint,
+        episodes=episodes,
+        simulator_label=report.simulator_label,
+        score=report.score,
+        sim_score=report.sim_score,
+        max_score=report.max_score,
+        steps_run=report.steps_run,
+        wall_s=report.wall_s,
+        steps_per_minute=per_minute,
+        noops=dict(report.noops),
+        noop_total=sum(report.noops.values()) if report.steps_run is not None else None,
+        dropped_keys=dict(report.dropped_keys),
+        sim_fallbacks=dict(report.sim_fallbacks),
+        purple_report=purple is not None,
+        compaction_limit=limit,
+        failure_reason=report.failure.reason if report.failure else None,
+        failure_process=report.failure.process if report.failure else None,
+        logs=dict(report.logs),
+        alerts=list(report.alerts),
+        **counters,
+    )
+    return ran, report
+
+
+def _flag_fingerprints(
+    target: ArmTarget, runs: dict[int, tuple[Path, RunReport]], chosen: RunReport, flags: list[Flag]
+) -> None:
+    by_fingerprint: dict[str, list[int]] = {}
+    for number, (_, report) in runs.items():
+        by_fingerprint.setdefault(report.fingerprint, []).append(number)
+    if len(by_fingerprint) > 1:
+        groups = "; ".join(f"{fp}: episodes {', '.join(map(str, eps))}" for fp, eps in by_fingerprint.items())
+        flags.append(
+            Flag(
+                kind="fingerprints_differ",
+                arm=target.name,
+                message=f"runs of this arm are different experiments ({groups}); showing episode {chosen.episode}",
+            )
+        )
+
+
+def _flat_settings(settings: Settings) -> dict[str, Any]:
+    """Settings as rows: env entries one by one (so a verdict can say "differs only in env.X")."""
+    data = settings.model_dump()
+    environment = data.pop("env")
+    for name, value in sorted(environment.items()):
+        data[f"env.{name}"] = value
+    return data
+
+
+def _shown(key: str, value: Any) -> Any:
+    if key.startswith("env.") and value is not None and SECRET_NAME.search(key):
+        return "***" + hashlib.sha256(str(value).encode()).hexdigest()[:6]
+    return value
+
+
+def _setting_rows(arms: list[ArmResult], show_all: bool) -> list[SettingRow]:
+    flats = [_flat_settings(arm.settings) for arm in arms]
+    keys: list[str] = []
+    for flat in flats:
+        keys += [key for key in flat if key not in keys]
+    rows = []
+    for key in keys:
+        values = [flat.get(key) for flat in flats]
+        differs = any(value != values[0] for value in values)
+        ignored = key in NOISE_SETTINGS
+        if differs and not ignored or show_all:
+            rows.append(
+                SettingRow(key=key, values=[_shown(key, v) for v in values], differs=differs, ignored=ignored)
+            )
+    return rows
+
+
+def _verdict(arms: list[ArmResult]) -> Verdict:
+    rows = _setting_rows(arms, show_all=False)
+    differing = [row.key for row in rows]
+    if not differing:
+        return Verdict(comparable=True, identical=True, differing=[], text="identical settings")
+    if len(differing) == 1:
+        return Verdict(comparable=True, identical=False, differing=differing, text=f"comparable: differs only in {differing[0]}")
+    return Verdict(
+        comparable=False, identical=False, differing=differing, text=f"NOT comparable: differs in {', '.join(differing)}"
+    )
+
+
+def _milestone_rows(arms: list[ArmResult], reports: list[RunReport | None], baseline: int) -> list[MilestoneRow]:
+    order: list[tuple[str, str]] = []
+    for report in [reports[baseline], *reports]:
+        for record in report.milestones if report else []:
+            if (record.task, record.identity) not in order:
+                order.append((record.task, record.identity))
+    lookup = [
+        {(m.task, m.identity): m for m in report.milestones} if report else None for report in reports
+    ]
+    rows = []
+    for task, identity in order:
+        cells = []
+        for index in range(len(arms)):
+            records = lookup[index]
+            record = records.get((task, identity)) if records is not None else None
+            if records is None:
+                cells.append(MilestoneCell(state="no run"))
+            elif record is None:
+                cells.append(MilestoneCell(state="not in run"))
+            elif not record.available:
+                cells.append(MilestoneCell(state="unavailable"))
+            elif record.step is None:
+                cells.append(MilestoneCell(state="not reached"))
+            else:
+                cells.append(MilestoneCell(state="reached", step=record.step))
+        base_step = cells[baseline].step
+        for cell in cells:
+            if cell.step is not None and base_step is not None:
+                cell.delta = cell.step - base_step
+        rows.append(MilestoneRow(task=task, identity=identity, cells=cells))
+    return rows
+
+
+def _cross_arm_flags(arms: list[ArmResult], flags: list[Flag]) -> None:
+    simulators = {arm.settings.simulator for arm in arms}
+    if len(simulators) > 1:
+        shown = ", ".join(f"{arm.arm}: {arm.simulator_label or arm.settings.simulator}" for arm in arms)
+        flags.append(
+            Flag(
+                kind="different_simulators",
+                message=f"arms ran on different simulators ({shown}): scores and milestone steps are not on the "
+                "same scale",
+            )
+        )
+
+
+def compare_arms(
+    items: list[str],
+    env: Environment,
+    *,
+    baseline: str | None = None,
+    episode: int | None = None,
+    show_all: bool = False,
+) -> ComparisonResult:
+    """Compare arms (files, names or output dirs). The baseline defaults to the first arm."""
+    if episode is not None and episode < 1:
+        raise UserError(f"{episode} is not an episode number", key="--run", allowed="an integer >= 1")
+    targets = resolve_targets(items, env)
+    names = [t.name for t in targets]
+    baseline_name = baseline if baseline is not None else names[0]
+    if baseline_name not in names:
+        raise UserError(f"'{baseline_name}' is not one of the arms compared", key="--baseline", allowed=", ".join(names))
+    flags: list[Flag] = []
+    picked = [_arm_result(target, episode, flags) for target in targets]
+    arms = [arm for arm, _ in picked]
+    reports = [report for _, report in picked]
+    _cross_arm_flags(arms, flags)
+    base_index = names.index(baseline_name)
+    return ComparisonResult(
+        baseline=baseline_name,
+        show_all=show_all,
+        arms=arms,
+        settings=_setting_rows(arms, show_all),
+        milestones=_milestone_rows(arms, reports, base_index),
+        verdict=_verdict(arms),
+        flags=flags,
+    )
+
+
+def _number(value: float | None, digits: int = 2) -> str:
+    if value is None:
+        return ""
+    return f"{value:.{digits}f}".rstrip("0").rstrip(".") if isinstance(value, float) else str(value)
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return " ".join(f"{key}={value}" for key, value in sorted(counts.items()))
+
+
+def _purple_counter(arm: ArmResult, key: str) -> str:
+    if arm.status == "no run":
+        return ""
+    if not arm.purple_report:
+        return "no purple report"
+    value = getattr(arm, key)
+    return "not reported" if value is None else str(value)
+
+
+def result_rows(result: ComparisonResult) -> list[tuple[str, list[str]]]:
+    """The results table as text cells, one row per metric, one cell per arm (shared by the console, CSV, markdown)."""
+    arms = result.arms
+    return [
+        ("status", [arm.status for arm in arms]),
+        ("episode", [str(arm.episode) if arm.episode is not None else "" for arm in arms]),
+        ("simulator", [arm.simulator_label or arm.settings.simulator for arm in arms]),
+        ("score", [_number(arm.score) for arm in arms]),
+        ("sim score", [_number(arm.sim_score) for arm in arms]),
+        ("max score", [_number(arm.max_score) for arm in arms]),
+        ("steps run", [_number(arm.steps_run) for arm in arms]),
+        ("wall s", [_number(arm.wall_s, 1) for arm in arms]),
+        ("steps/min", [_number(arm.steps_per_minute, 1) for arm in arms]),
+        ("noops", [_number(arm.noop_total) for arm in arms]),
+        ("noops by cause", [_counts(arm.noops) for arm in arms]),
+        ("dropped keys", [_counts(arm.dropped_keys) for arm in arms]),
+        ("sim fallbacks", [_counts(arm.sim_fallbacks) for arm in arms]),
+        ("failed turns", [_purple_counter(arm, "failed_turns") for arm in arms]),
+        ("compactions", [_purple_counter(arm, "compactions") for arm in arms]),
+        ("overflow resets", [_purple_counter(arm, "overflow_resets") for arm in arms]),
+        ("compaction limit", [str(arm.compaction_limit) for arm in arms]),
+    ]
+
+
+def milestone_text(cell: MilestoneCell, is_baseline: bool) -> str:
+    text = cell.text()
+    if cell.delta is not None and not is_baseline:
+        text += f" ({cell.delta:+d})"
+    return text
+
+
+def _setting_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def to_csv(result: ComparisonResult) -> str:
+    """One table with a `kind` column: setting, result, milestone (step or —/n/a), milestone_delta, verdict, flag.
+
+    Columns: kind, key, then one per arm. Milestone keys are "task/identity"; a verdict row has the verdict text
+    under the baseline arm; flag rows carry the message under their arm (or the baseline for cross-arm flags).
+    """
+    names = result.arm_names()
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["kind", "key", *names])
+    for row in result.settings:
+        writer.writerow(["setting", row.key, *(_setting_text(v) for v in row.values)])
+    for key, cells in result_rows(result):
+        writer.writerow(["result", key, *cells])
+    for milestone in result.milestones:
+        key = f"{milestone.task}/{milestone.identity}"
+        writer.writerow(["milestone", key, *(cell.text() for cell in milestone.cells)])
+        writer.writerow(
+            ["milestone_delta", key, *("" if cell.delta is None else str(cell.delta) for cell in milestone.cells)]
+        )
+    base = names.index(result.baseline)
+    writer.writerow(["verdict", "verdict", *(result.verdict.text if i == base else "" for i in range(len(names)))])
+    for flag in result.flags:
+        column = names.index(flag.arm) if flag.arm in names else base
+        writer.writerow(["flag", flag.kind, *(flag.message if i == column else "" for i in range(len(names)))])
+    return buffer.getvalue()
+
+
+def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(cell.replace("|", "\\|").replace("\n", " ") for cell in cells) + " |"
+
+    return [line(header), "|" + "---|" * len(header), *(line(row) for row in rows)]
+
+
+def to_markdown(result: ComparisonResult) -> str:
+    names = result.arm_names()
+    header = ["", *(f"{name} (baseline)" if name == result.baseline else name for name in names)]
+    lines = [f"**{result.verdict.text}**", ""]
+    for flag in result.flags:
+        lines.append(f"- **{flag.kind}**{f' ({flag.arm})' if flag.arm else ''}: {flag.message}")
+    if result.flags:
+        lines.append("")
+    if result.settings:
+        lines += ["## Settings", ""]
+        lines += _md_table(header, [[row.key, *(_setting_text(v) for v in row.values)] for row in result.settings])
+        lines.append("")
+    lines += ["## Results", ""]
+    lines += _md_table(header, [[key, *cells] for key, cells in result_rows(result)])
+    lines.append("")
+    if result.milestones:
+        lines += ["## Milestones (step reached; delta vs baseline)", ""]
+        rows = [
+            [f"{m.task}/{m.identity}", *(milestone_text(c, n == result.baseline) for c, n in zip(m.cells, names))]
+            for m in result.milestones
+        ]
+        lines += _md_table(header, rows)
+        lines.append("")
+    for arm in result.arms:
+        if arm.status in ("failed", "interrupted", "started"):
+            lines.append(f"- {arm.arm} {arm.status}: {arm.failure_reason or 'no failure recorded'}")
+            lines += [f"  - {role}: `{path}`" for role, path in arm.logs.items()]
+    return "\n".join(lines).rstrip() + "\n"
