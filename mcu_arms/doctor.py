@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import re
 import shutil
 import subprocess
 from collections.abc import Mapping
@@ -22,7 +21,6 @@ from mcu_arms.isolation.host import network_filesystem_reason
 GB = 1024**3
 MINECRAFT_INSTANCE_BYTES = 4 * GB  # the JVM plus the simulator process, per MineStudio arm
 EMBEDDED_ARM_BYTES = GB // 2
-ENGINE_JAR = Path("engine/build/libs/mcprec-6.13.jar")
 
 Status = Literal["ok", "warn", "fail"]
 
@@ -50,64 +48,14 @@ def _run_version(argv: list[str]) -> str | None:
     return (done.stdout + done.stderr).strip()
 
 
-def minestudio_dir(env: Mapping[str, str]) -> Path:
-    return Path(env.get("MINESTUDIO_DIR") or "/tmp/MineStudio")
-
-
-def _java_check(env: Mapping[str, str], names: list[str]) -> Check:
-    java = shutil.which("java", path=env.get("PATH"))
-    if not java:
-        return Check(name="JDK 8", status="fail", detail="java not on PATH (apt-get install openjdk-8-jdk)", needed_by=names)
-    output = _run_version([java, "-version"]) or ""
-    match = re.search(r'version "([^"]+)"', output)
-    version = match.group(1) if match else "unknown"
-    if version.startswith("1.8"):
-        return Check(name="JDK 8", status="ok", detail=f"java {version}", needed_by=names)
-    return Check(
-        name="JDK 8", status="fail", detail=f"java {version} on PATH; MineStudio's engine needs Java 8", needed_by=names
-    )
-
-
 def minestudio_checks(env: Mapping[str, str], names: list[str]) -> list[Check]:
-    checks = [_java_check(env, names)]
-    xvfb = shutil.which("xvfb-run", path=env.get("PATH"))
-    checks.append(
-        Check(
-            name="xvfb-run",
-            status="ok" if xvfb else "fail",
-            detail=xvfb or "not on PATH (apt-get install xvfb)",
-            needed_by=names,
-        )
-    )
-    found = importlib.util.find_spec("minestudio") is not None
-    checks.append(
-        Check(
-            name="minestudio package",
-            status="ok" if found else "fail",
-            detail="importable" if found else "not installed: pip install 'mcu-arms[minestudio]' (~8 GB)",
-            needed_by=names,
-        )
-    )
-    directory = minestudio_dir(env)
-    jar = directory / ENGINE_JAR
-    checks.append(
-        Check(
-            name="MineStudio engine",
-            status="ok" if jar.exists() else "fail",
-            detail=str(jar) if jar.exists() else f"{jar} missing: download the engine into MINESTUDIO_DIR={directory}",
-            needed_by=names,
-        )
-    )
-    reason = network_filesystem_reason(directory)
-    checks.append(
-        Check(
-            name="MINESTUDIO_DIR on local disk",
-            status="fail" if reason else "ok",
-            detail=reason or str(directory),
-            needed_by=names,
-        )
-    )
-    return checks
+    """One row per problem the MineStudio backend's own preflight finds (the same check a run makes)."""
+    from mcu_arms.green.sims.minestudio import minestudio_dir, minestudio_preflight
+
+    problems = minestudio_preflight(env)
+    if not problems:
+        return [Check(name="MineStudio", status="ok", detail=f"ready in {minestudio_dir(env)}", needed_by=names)]
+    return [Check(name="MineStudio", status="fail", detail=problem, needed_by=names) for problem in problems]
 
 
 def codex_checks(env: Mapping[str, str], specs: list[ArmSpec]) -> list[Check]:

@@ -156,7 +156,7 @@ def test_preflight_rejects_java_17_and_a_network_minestudio_dir(host: dict[str, 
     problems = minestudio_preflight(host["env"], partitions=nfs)
     assert len(problems) == 2
     assert "version 17" in problems[0] and "needs 8" in problems[0]
-    assert "network filesystem (nfs4)" in problems[1]
+    assert "nfs4 filesystem" in problems[1] and "sqlite" in problems[1]
 
 
 def test_gpu_render_needs_vglrun_instead_of_xvfb(host: dict[str, Any]) -> None:

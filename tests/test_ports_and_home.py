@@ -213,7 +213,8 @@ def test_doctor_reports_missing_pieces_without_failing_hard(tmp_path, env):
     outcome = invoke(tmp_path, {**env, "PATH": "/nonexistent", "MINESTUDIO_DIR": str(tmp_path / "ms")}, "doctor", "--json")
     assert outcome.exit_code == 1
 
-    checks = {c["name"]: c for c in json.loads(outcome.out)["checks"]}
-    assert checks["xvfb-run"]["status"] == "fail" and checks["JDK 8"]["status"] == "fail"
-    assert checks["MineStudio engine"]["status"] == "fail" and "mcprec-6.13.jar" in checks["MineStudio engine"]["detail"]
-    assert checks["memory"]["status"] in ("ok", "warn")
+    checks = json.loads(outcome.out)["checks"]
+    minestudio = " | ".join(c["detail"] for c in checks if c["name"] == "MineStudio" and c["status"] == "fail")
+    assert "xvfb-run is not on PATH" in minestudio and "java is not on PATH" in minestudio
+    assert "mcprec-6.13.jar" in minestudio
+    assert any(c["name"] == "memory" and c["status"] in ("ok", "warn") for c in checks)

@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import psutil
 
 NETWORK_FILESYSTEMS = ("nfs", "nfs4", "cifs", "smb", "smb3", "smbfs", "afs", "ceph", "glusterfs", "lustre", "9p")
 
 
-def filesystem_type(path: Path) -> str:
-    """The type of the filesystem holding `path` (or its nearest existing parent)."""
+def filesystem_type(path: Path, partitions: Iterable[Any] | None = None) -> str:
+    """The type of the filesystem holding `path` (or its nearest existing parent): the longest mount containing it."""
     probe = Path(os.path.realpath(path))
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
     best, fstype = "", "unknown"
-    for partition in psutil.disk_partitions(all=True):
+    for partition in psutil.disk_partitions(all=True) if partitions is None else partitions:
         mount = partition.mountpoint
         inside = str(probe) == mount or str(probe).startswith(mount.rstrip("/") + "/")
         if inside and len(mount) > len(best):
@@ -24,9 +26,9 @@ def filesystem_type(path: Path) -> str:
     return fstype
 
 
-def network_filesystem_reason(path: Path) -> str | None:
+def network_filesystem_reason(path: Path, partitions: Iterable[Any] | None = None) -> str | None:
     """Why `path` is unsafe for sqlite (a network or FUSE filesystem), or None when it is local disk."""
-    fstype = filesystem_type(path)
+    fstype = filesystem_type(path, partitions)
     if fstype in NETWORK_FILESYSTEMS or fstype.startswith("fuse"):
         return (
             f"{path} is on a {fstype} filesystem: sqlite fails there (\"cannot rollback - no transaction is "

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from mcu_arms.green.protocol import BUTTON_KEYS, CAMERA_KEY
+from mcu_arms.isolation.host import network_filesystem_reason
 from mcu_arms.green.sims.base import Simulator, SimStep, SimulatorUnavailable, TaskSupport
 from mcu_arms.green.sims.quantise import quantise_camera
 
@@ -35,7 +36,6 @@ T = TypeVar("T")
 
 DEFAULT_MINESTUDIO_DIR = "/tmp/MineStudio"
 ENGINE_JAR = Path("engine") / "build" / "libs" / "mcprec-6.13.jar"
-NETWORK_FILESYSTEMS = frozenset({"nfs", "nfs4", "cifs", "smb", "smb3", "smbfs", "fuse.sshfs"})
 COUNTER_EVENTS: tuple[str, ...] = (
     "mine_block", "craft_item", "pickup", "use_item", "break_item", "kill_entity", "damage_dealt", "custom",
 )
@@ -72,19 +72,6 @@ def _java_major_version(java: str) -> int | None:
     return minor if major == 1 else major
 
 
-def _filesystem_type(path: Path, partitions: Iterable[Any]) -> str | None:
-    """The fstype of the mount holding `path` (the longest mountpoint that contains it)."""
-    resolved = path.resolve()
-    best: tuple[int, str] | None = None
-    for partition in partitions:
-        mount = Path(partition.mountpoint)
-        if resolved == mount or mount in resolved.parents:
-            depth = len(mount.parts)
-            if best is None or depth > best[0]:
-                best = (depth, partition.fstype)
-    return best[1] if best else None
-
-
 def _minestudio_installed() -> bool:
     if "minestudio" in sys.modules:
         return True
@@ -117,16 +104,9 @@ def minestudio_preflight(env: Mapping[str, str], *, partitions: Iterable[Any] | 
     home = minestudio_dir(env)
     if not (home / ENGINE_JAR).is_file():
         problems.append(f"the simulator engine is missing ({home / ENGINE_JAR}): {INSTALL_HINTS['engine']}")
-    if partitions is None:
-        import psutil
-
-        partitions = psutil.disk_partitions(all=True)
-    fstype = _filesystem_type(home, partitions)
-    if fstype is not None and (fstype in NETWORK_FILESYSTEMS or fstype.startswith("nfs")):
-        problems.append(
-            f"MINESTUDIO_DIR ({home}) is on a network filesystem ({fstype}); its sqlite instance registry fails "
-            "there: set MINESTUDIO_DIR to a local disk path"
-        )
+    network = network_filesystem_reason(home, partitions)
+    if network:
+        problems.append(f"MINESTUDIO_DIR: {network} (MineStudio's instance registry is sqlite)")
     return problems
 
 
