@@ -1,0 +1,248 @@
+"""The children of one `mcu-arms run`: started in their own process group, logged line by line with a timestamp,
+checked for readiness, and stopped TERM -> wait -> KILL.
+
+Every signal goes to a process this code can prove it started: a pid is only signalled after psutil confirms it is
+still running with the create_time recorded at launch (pids are reused). Nothing here looks a process up by name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import threading
+import urllib.error
+import urllib.request
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import psutil
+
+from mcu_arms.arms.plan import ProcessPlan
+
+CARD_PATH = "/.well-known/agent-card.json"
+# Seconds a stopped group gets to exit on SIGTERM before what remains of it is killed.
+DEFAULT_STOP_GRACE_S = 10.0
+# Seconds to wait for SIGKILLed processes to disappear.
+KILL_WAIT_S = 5.0
+# Create times agree to this many seconds (psutil rounds them from clock ticks).
+CREATE_TIME_TOLERANCE_S = 0.01
+LOG_TAIL_LINES = 20
+
+LineHook = Callable[[str], None]
+
+
+def utc_stamp() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def verified_process(pid: int | None, create_time: float | None) -> psutil.Process | None:
+    """The live process `pid` if it is the one recorded (same create_time), else None. Zombies count as gone."""
+    if pid is None or create_time is None:
+        return None
+    try:
+        process = psutil.Process(pid)
+        if not process.is_running() or abs(process.create_time() - create_time) > CREATE_TIME_TOLERANCE_S:
+            return None
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return None
+        return process
+    except psutil.Error:
+        return None
+
+
+def _descendants(process: psutil.Process) -> list[psutil.Process]:
+    try:
+        return process.children(recursive=True)
+    except psutil.Error:
+        return []
+
+
+@dataclass
+class StopOutcome:
+    """What stopping one process group took. `survivors` is empty unless something refused even SIGKILL."""
+
+    was_running: bool
+    terminated: int = 0  # processes that exited on SIGTERM
+    killed: int = 0  # processes that needed SIGKILL
+    survivors: list[int] = field(default_factory=list)
+
+
+def stop_process_group(
+    pid: int | None,
+    create_time: float | None,
+    *,
+    grace_s: float = DEFAULT_STOP_GRACE_S,
+    popen: subprocess.Popen | None = None,
+) -> StopOutcome:
+    """TERM the group led by `pid` (started with start_new_session, so pgid == pid), wait, then KILL what remains.
+
+    The leader is re-checked (is_running + create_time) before every group signal; descendants are collected before
+    signalling, so ones that left the group or were orphaned are still stopped, each through its own psutil handle
+    (which refuses a reused pid). `popen` (when this process started the leader) is used to reap it and keep its
+    exit code.
+    """
+    leader = verified_process(pid, create_time)
+    if leader is None:
+        if popen is not None:
+            popen.poll()
+        return StopOutcome(was_running=False)
+    members = [leader, *_descendants(leader)]
+    _signal_all(leader, members, signal.SIGTERM)
+    alive = _wait_gone(members, grace_s, popen)
+    outcome = StopOutcome(was_running=True, terminated=len(members) - len(alive))
+    if alive:
+        alive += [p for p in _descendants(leader) if p not in alive] if verified_process(pid, create_time) else []
+        _signal_all(leader, alive, signal.SIGKILL)
+        survivors = _wait_gone(alive, KILL_WAIT_S, popen)
+        outcome.killed = len(alive) - len(survivors)
+        outcome.survivors = [p.pid for p in survivors]
+    return outcome
+
+
+def _signal_all(leader: psutil.Process, members: list[psutil.Process], signum: int) -> None:
+    """Signal the leader's group while the leader is still ours, and each other member through its own handle."""
+    group = leader.pid
+    leader_ours = verified_process(leader.pid, leader.create_time()) is not None
+    if leader_ours:
+        try:
+            os.killpg(group, signum)
+        except ProcessLookupError:
+            leader_ours = False
+    for member in members:
+        if member.pid == group:
+            continue
+        try:
+            if leader_ours and os.getpgid(member.pid) == group:
+                continue  # the group signal reached it
+            member.send_signal(signum)  # psutil refuses a pid that now belongs to another process
+        except (psutil.Error, ProcessLookupError):
+            continue
+
+
+def _wait_gone(members: list[psutil.Process], timeout_s: float, popen: subprocess.Popen | None) -> list[psutil.Process]:
+    """Members still running after `timeout_s`. The leader we started is reaped through its Popen."""
+    others = [p for p in members if popen is None or p.pid != popen.pid]
+    leader_alive: list[psutil.Process] = []
+    if popen is not None and len(others) < len(members):
+        try:
+            popen.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            leader_alive = [p for p in members if p.pid == popen.pid]
+        timeout_s = 0.5
+    _, alive = psutil.wait_procs(others, timeout=timeout_s)
+    return leader_alive + [p for p in alive if _still_running(p)]
+
+
+def _still_running(process: psutil.Process) -> bool:
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def card_answers(url: str, timeout_s: float = 1.0) -> bool:
+    """True when the A2A agent card at `url` answers with a JSON object."""
+    try:
+        with urllib.request.urlopen(url.rstrip("/") + CARD_PATH, timeout=timeout_s) as response:
+            return response.status == 200 and isinstance(json.loads(response.read()), dict)
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+def listener_owner(port: int, leader: psutil.Process) -> tuple[bool | None, int | None]:
+    """Is the listener on `port` the leader or one of its descendants?
+
+    Returns (True/False, listening pid) or (None, None) when the OS will not say (AccessDenied): the caller then
+    relies on the card alone and says so.
+    """
+    try:
+        connections = psutil.net_connections(kind="tcp")
+    except (psutil.AccessDenied, PermissionError):
+        return None, None
+    pids = {
+        conn.pid
+        for conn in connections
+        if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port and conn.pid is not None
+    }
+    if not pids:
+        return False, None
+    tree = {leader.pid, *(p.pid for p in _descendants(leader))}
+    ours = pids & tree
+    return (True, min(ours)) if ours else (False, min(pids))
+
+
+class Child:
+    """One started process of an arm: its Popen, identity, timestamped log, and a hook that sees every line."""
+
+    def __init__(self, plan: ProcessPlan, base_env: Mapping[str, str], on_line: LineHook | None = None) -> None:
+        self.plan = plan
+        self.role = plan.role
+        self.log_path = Path(plan.log)
+        self.env = {**base_env, **plan.env, "PYTHONUNBUFFERED": "1"}
+        self.on_line = on_line
+        self.popen: subprocess.Popen | None = None
+        self.pid: int | None = None
+        self.create_time: float | None = None
+        self._tail: deque[str] = deque(maxlen=LOG_TAIL_LINES)
+        self._reader: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Start in a new session (own process group); a reader thread timestamps its output into the log."""
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = self.log_path.open("a", encoding="utf-8")
+        try:
+            self.popen = subprocess.Popen(
+                self.plan.argv,
+                cwd=self.plan.cwd,
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except OSError:
+            log.close()
+            raise
+        self.pid = self.popen.pid
+        try:
+            self.create_time = psutil.Process(self.pid).create_time()
+        except psutil.Error:  # already gone; poll() reports its exit code
+            self.create_time = None
+        self._reader = threading.Thread(target=self._copy_output, args=(log,), name=f"log-{self.role}", daemon=True)
+        self._reader.start()
+
+    def _copy_output(self, log) -> None:
+        assert self.popen is not None and self.popen.stdout is not None
+        with log:
+            for raw in iter(self.popen.stdout.readline, b""):
+                line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+                log.write(f"{utc_stamp()} {line}\n")
+                log.flush()
+                self._tail.append(line)
+                if self.on_line is not None:
+                    self.on_line(line)
+        self.popen.stdout.close()
+
+    def poll(self) -> int | None:
+        return None if self.popen is None else self.popen.poll()
+
+    @property
+    def exit_code(self) -> int | None:
+        return None if self.popen is None else self.popen.returncode
+
+    def log_tail(self, wait_s: float = 2.0) -> list[str]:
+        """The last lines it printed, after its output has drained (bounded wait)."""
+        if self._reader is not None:
+            self._reader.join(timeout=wait_s)
+        return list(self._tail)
+
+    def process(self) -> psutil.Process | None:
+        return verified_process(self.pid, self.create_time)
+
+    def stop(self, grace_s: float = DEFAULT_STOP_GRACE_S) -> StopOutcome:
+        return stop_process_group(self.pid, self.create_time, grace_s=grace_s, popen=self.popen)
