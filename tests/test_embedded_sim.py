@@ -20,6 +20,7 @@ from mcu_arms.green.sims.crafter_actions import (
     ActionAdapter,
     env_action_for,
 )
+from mcu_arms.green.sims.crafter_world import HOSTILE_SAFETY_RADIUS
 from mcu_arms.green.sims.embedded import EmbeddedSimulator, support_for
 from mcu_arms.green.tasks import RewardEntry, TaskSpec
 
@@ -178,6 +179,8 @@ def test_table_pickaxe_and_stone_become_minestudio_counters(sim):
 
 def test_death_respawns_in_same_world_keeping_counters(sim):
     sim.reset(WOOD_TASK, seed=2)
+    for _ in range(3):
+        assert sim._env.spawn_creature("zombie")  # a crowd at the spawn point the player must respawn away from
     face(sim, "tree")
     sim.step(press("attack"))
     face(sim, "lava")
@@ -187,7 +190,12 @@ def test_death_respawns_in_same_world_keeping_counters(sim):
     assert step.counters["pickup"]["oak_log"] == 1
     assert step.info["inventory"] == {}
     assert [step.info[v] for v in ("health", "food", "drink", "energy")] == [9, 9, 9, 9]
-    assert sim._env.world[sim._env.player.pos][0] == "grass"
+    from crafter import objects
+
+    player_pos = sim._env.player.pos
+    assert sim._env.world[player_pos][0] == "grass"
+    hostiles = [o.pos for o in sim._env.world.objects if isinstance(o, (objects.Zombie, objects.Skeleton))]
+    assert min(int(np.abs(pos - player_pos).max()) for pos in hostiles) > HOSTILE_SAFETY_RADIUS
     assert sim.fallback_counts()["deaths"] == 1
     face(sim, "tree")
     assert sim.step(press("attack")).counters["pickup"]["oak_log"] == 2

@@ -20,7 +20,7 @@ import numpy as np
 from crafter import constants, engine, objects
 
 LAVA_SAFETY_RADIUS = 1  # a respawn tile has no lava this close
-HOSTILE_SAFETY_RADIUS = 6  # nor a zombie, skeleton or arrow (zombies chase from 8 tiles; they spawn 6 away)
+HOSTILE_SAFETY_RADIUS = 9  # nor a zombie, skeleton or arrow: outside the 8 tiles from which zombies chase
 CREATURES = {"zombie": objects.Zombie, "skeleton": objects.Skeleton, "cow": objects.Cow}
 
 
@@ -71,10 +71,11 @@ class ReproducibleCrafterEnv(crafter.Env):
         ordered = sorted(objs, key=lambda obj: (int(obj.pos[0]), int(obj.pos[1])))
         super()._balance_chunk(chunk, ordered)
 
-    def respawn_player(self) -> bool:
-        """Restore the dead player in the same world: full stats, empty inventory, on a safe tile near spawn.
+    def respawn_player(self) -> str:
+        """Restore the dead player in the same world: full stats, empty inventory, on a grass tile near spawn.
 
-        Returns False when no safe tile exists, and the player then stays where it died.
+        Returns "safe", "near_hostile" (every grass tile had a hostile in chasing range; the farthest was used) or
+        "in_place" (no free grass tile at all; the player stays where it died).
         """
         player = self._player
         player.inventory = {name: info["initial"] for name, info in constants.items.items()}
@@ -83,12 +84,12 @@ class ReproducibleCrafterEnv(crafter.Env):
         player._hunger = player._thirst = player._fatigue = player._recover = 0
         player._last_health = player.health
         self._last_health = player.health
-        target = self._safe_tile_near(np.array((self._world.area[0] // 2, self._world.area[1] // 2)))
+        target, safe = self._respawn_tile(np.array((self._world.area[0] // 2, self._world.area[1] // 2)))
         if target is None:
-            return False
+            return "in_place"
         if tuple(target) != tuple(player.pos):
             self._world.move(player, target)
-        return True
+        return "safe" if safe else "near_hostile"
 
     def spawn_creature(self, kind: str, min_distance: int = 2, max_distance: int = 4) -> bool:
         """Add a creature on the nearest free walkable tile at min..max tiles from the player; False if none."""
@@ -104,19 +105,46 @@ class ReproducibleCrafterEnv(crafter.Env):
                 return True
         return False
 
-    def _safe_tile_near(self, center: np.ndarray) -> np.ndarray | None:
-        radius = max(self._world.area)
-        for pos in _tiles_by_distance(center, radius, self._world.area):
-            material, obj = self._world[pos]
-            if material != "grass" or (obj is not None and obj is not self._player):
-                continue
-            near_materials, _ = self._world.nearby(pos, LAVA_SAFETY_RADIUS)
-            _, near_objects = self._world.nearby(pos, HOSTILE_SAFETY_RADIUS)
-            hostile = any(isinstance(o, (objects.Zombie, objects.Skeleton, objects.Arrow)) for o in near_objects)
-            if "lava" not in near_materials and not hostile:
-                return pos
-        return None
+    def _respawn_tile(self, center: np.ndarray) -> tuple[np.ndarray | None, bool]:
+        """The nearest free grass tile with no lava next to it and no hostile within chasing range.
 
+        When every grass tile has a hostile in range (a crowded night), the one farthest from them is used and
+        reported as not safe. Distances are computed over the whole map here: World.nearby wraps around at the
+        map's edge and reports nothing there.
+        """
+        world = self._world
+        width, height = world.area
+        xs, ys = np.meshgrid(np.arange(width), np.arange(height), indexing="ij")
+        occupant = world._obj_map
+        player_index = occupant[tuple(self._player.pos)]
+        candidate = (world._mat_map == world._mat_ids["grass"]) & ((occupant == 0) | (occupant == player_index))
+        candidate &= ~_dilate(world._mat_map == world._mat_ids.get("lava", -1), LAVA_SAFETY_RADIUS)
+        if not candidate.any():
+            return None, False
+        clearance = np.full(world.area, HOSTILE_SAFETY_RADIUS + 1)
+        for obj in world.objects:
+            if isinstance(obj, (objects.Zombie, objects.Skeleton, objects.Arrow)):
+                distance = np.maximum(np.abs(xs - obj.pos[0]), np.abs(ys - obj.pos[1]))
+                clearance = np.minimum(clearance, distance)
+        best = clearance[candidate].max()
+        chosen = candidate & (clearance == best)
+        order = (np.abs(xs - center[0]) + np.abs(ys - center[1])) * width * height + xs * height + ys
+        flat = np.where(chosen, order, np.iinfo(np.int64).max).argmin()
+        return np.array(np.unravel_index(flat, world.area)), bool(best > HOSTILE_SAFETY_RADIUS)
+
+
+def _dilate(mask: np.ndarray, radius: int) -> np.ndarray:
+    """Grow a boolean map by `radius` tiles in every direction (a square), without wrapping at the edges."""
+    grown = mask.copy()
+    width, height = mask.shape
+    for dx in range(-radius, radius + 1):
+        for dy in range(-radius, radius + 1):
+            shifted = np.zeros_like(mask)
+            shifted[max(dx, 0) : width + min(dx, 0), max(dy, 0) : height + min(dy, 0)] = mask[
+                max(-dx, 0) : width + min(-dx, 0), max(-dy, 0) : height + min(-dy, 0)
+            ]
+            grown |= shifted
+    return grown
 
 def _noise_seed(seed: int, step: int) -> int:
     return (int(seed) * 1_000_003 + int(step) * 7_919 + 12_345) % (2**32)

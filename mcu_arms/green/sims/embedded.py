@@ -165,8 +165,9 @@ class EmbeddedSimulator(Simulator):
         self._count_achievements()
         if self._env.player.health <= 0:
             self._deaths += 1
-            if not self._env.respawn_player():
-                self._fallbacks["respawn_without_safe_tile"] += 1
+            outcome = self._env.respawn_player()
+            if outcome != "safe":
+                self._fallbacks[f"respawn_{outcome}"] += 1
             frame = self._env.render()
         return SimStep(frame=frame, counters=self._copy_counters(), done=False, info=self._info(crafter_action))
 

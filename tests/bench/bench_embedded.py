@@ -1,0 +1,84 @@
+"""Benchmark of the embedded (Crafter) simulator: construction, reset (first and later) and steps per second.
+
+Run on demand: `python tests/bench/bench_embedded.py [steps]`. Resets are also timed in a pure-Python child
+process (NUMBA_DISABLE_JIT=1) so the numba speed-up is a ratio measured in one run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+
+RESET_SCRIPT = """
+import json, time
+t0 = time.perf_counter()
+from mcu_arms.green.sims.embedded import EmbeddedSimulator
+from mcu_arms.green.tasks import TaskSpec
+sim = EmbeddedSimulator()
+task = TaskSpec(name="bench", category="crafting", text="bench")
+t1 = time.perf_counter()
+sim.reset(task, seed=0)
+t2 = time.perf_counter()
+later = []
+for seed in range(1, 6):
+    start = time.perf_counter()
+    sim.reset(task, seed=seed)
+    later.append(time.perf_counter() - start)
+print(json.dumps({"construct_s": t1 - t0, "first_reset_s": t2 - t1, "later_resets_s": later}))
+"""
+
+
+def time_resets(pure_python: bool) -> dict:
+    env = {**os.environ, **({"NUMBA_DISABLE_JIT": "1"} if pure_python else {})}
+    result = subprocess.run(
+        [sys.executable, "-c", RESET_SCRIPT], env=env, capture_output=True, text=True, check=True, timeout=600
+    )
+    return json.loads(result.stdout)
+
+
+def time_steps(steps: int) -> tuple[float, dict[str, int]]:
+    from mcu_arms.green.protocol import BUTTON_KEYS, noop_action
+    from mcu_arms.green.sims.embedded import EmbeddedSimulator
+    from mcu_arms.green.tasks import TaskSpec
+
+    sim = EmbeddedSimulator()
+    sim.reset(TaskSpec(name="bench", category="crafting", text="bench"), seed=0)
+    rng = random.Random(0)
+    actions = []
+    for _ in range(steps):
+        action = noop_action()
+        for key in rng.sample(BUTTON_KEYS, 2):
+            action[key] = 1
+        action["camera"] = (rng.choice((0.0, 0.0, 10.0)), 0.0)
+        actions.append(action)
+    start = time.perf_counter()
+    for action in actions:
+        sim.step(action)
+    elapsed = time.perf_counter() - start
+    return steps / elapsed, sim.fallback_counts()
+
+
+def main() -> None:
+    steps = int(sys.argv[1]) if len(sys.argv) > 1 else 3000
+    jit = time_resets(pure_python=False)
+    pure = time_resets(pure_python=True)
+    rate, fallbacks = time_steps(steps)
+    jit_later = statistics.median(jit["later_resets_s"])
+    pure_later = statistics.median(pure["later_resets_s"])
+    print(f"construct (import + textures):      {jit['construct_s']:.3f} s")
+    print(f"first reset, numba:                 {jit['first_reset_s']:.3f} s (includes JIT compile or cache load)")
+    print(f"later resets, numba (median of 5):  {jit_later:.4f} s")
+    print(f"first reset, pure Python:           {pure['first_reset_s']:.3f} s")
+    print(f"later resets, pure Python (median): {pure_later:.4f} s")
+    print(f"reset speed-up from numba:          {pure_later / jit_later:.1f}x")
+    print(f"steps/s ({steps} steps, 2 random keys + camera each): {rate:.0f}")
+    print(f"fallback counts over those steps: {fallbacks}")
+
+
+if __name__ == "__main__":
+    main()
