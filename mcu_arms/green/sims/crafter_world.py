@@ -53,12 +53,11 @@ class ReproducibleCrafterEnv(crafter.Env):
     def world(self) -> engine.World:
         return self._world
 
-    @property
-    def step_count(self) -> int:
-        return self._step
-
     def reset_world(self, seed: int) -> np.ndarray:
-        """Generate the world for `seed` (the same world for the same seed, whatever came before)."""
+        """Generate the world for `seed` (the same world for the same seed, whatever came before).
+
+        Crafter seeds the world with hash((seed, episode)); a tuple of ints hashes the same under any PYTHONHASHSEED.
+        """
         self._seed = int(seed)
         self._episode = 0
         return self.reset()
