@@ -29,6 +29,7 @@ CardUrlOption = Annotated[
 @serve_app.command("green")
 @reports_user_errors
 def serve_green(
+    ctx: typer.Context,
     host: HostOption = "127.0.0.1",
     port: PortOption = 9009,
     card_url: CardUrlOption = None,
@@ -42,6 +43,7 @@ def serve_green(
 @serve_app.command("purple")
 @reports_user_errors
 def serve_purple(
+    ctx: typer.Context,
     agent: Annotated[str, typer.Option("--agent", help=f"Agent kind: {', '.join(AGENT_KINDS)}.")],
     host: HostOption = "127.0.0.1",
     port: PortOption = 9019,
