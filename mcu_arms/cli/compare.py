@@ -59,7 +59,11 @@ def render(result: ComparisonResult, env: Environment) -> None:
     if result.settings:
         settings = _header(result, "settings" + (" (all)" if result.show_all else " that differ"))
         for row in result.settings:
-            mark = " [dim](ignored)[/]" if row.ignored else (" [red]*[/]" if row.differs and result.show_all else "")
+            mark = " [red]*[/]" if row.differs and result.show_all else ""
+            if row.ignored:
+                mark = " [dim](ignored)[/]"
+            elif row.follows:
+                mark = f" [dim](follows {row.follows})[/]"
             settings.add_row(f"{row.key}{mark}", *(escape(_value(v)) for v in row.values))
         console.print(settings)
 

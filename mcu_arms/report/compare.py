@@ -37,6 +37,9 @@ from mcu_arms.report.run_report import RunReport
 COMPARISON_SCHEMA_VERSION = 1
 # Where a setting only says where things run, not what ran: shown with --all, never counted as a difference.
 NOISE_SETTINGS: frozenset[str] = frozenset({"cuda_device"})
+# Settings derived from another: when the parent differs too, they are part of that one difference (turning
+# compaction on moves the limit below the window; that is what `compact` means, not a second change).
+DERIVED_SETTINGS: dict[str, str] = {"compact_limit": "compact"}
 # Counters a codex agent's report (worldmodel_report.json / prolong_report.json) carries.
 PURPLE_COUNTERS: tuple[str, ...] = ("failed_turns", "compactions", "overflow_resets")
 PURPLE_LIMIT_KEYS: tuple[str, ...] = ("compaction_limit", "compact_limit", "auto_compact_token_limit")
@@ -98,6 +101,10 @@ class SettingRow(BaseModel):
     values: list[Any]  # one per arm, in arm order; secrets shown as *** with a short hash
     differs: bool
     ignored: bool = False  # noise: never counted as a difference
+    follows: str | None = None  # differs only because this other setting differs: not counted on its own
+
+    def counted(self) -> bool:
+        return self.differs and not self.ignored and self.follows is None
 
 
 class MilestoneCell(BaseModel):
@@ -403,21 +410,26 @@ def _setting_rows(arms: list[ArmResult], show_all: bool) -> list[SettingRow]:
     keys: list[str] = []
     for flat in flats:
         keys += [key for key in flat if key not in keys]
+    differing = {key for key in keys if any(flat.get(key) != flats[0].get(key) for flat in flats)}
     rows = []
     for key in keys:
-        values = [flat.get(key) for flat in flats]
-        differs = any(value != values[0] for value in values)
         ignored = key in NOISE_SETTINGS
-        if differs and not ignored or show_all:
+        parent = DERIVED_SETTINGS.get(key)
+        if key in differing and not ignored or show_all:
             rows.append(
-                SettingRow(key=key, values=[_shown(key, v) for v in values], differs=differs, ignored=ignored)
+                SettingRow(
+                    key=key,
+                    values=[_shown(key, flat.get(key)) for flat in flats],
+                    differs=key in differing,
+                    ignored=ignored,
+                    follows=parent if key in differing and parent in differing else None,
+                )
             )
     return rows
 
 
 def _verdict(arms: list[ArmResult]) -> Verdict:
-    rows = _setting_rows(arms, show_all=False)
-    differing = [row.key for row in rows]
+    differing = [row.key for row in _setting_rows(arms, show_all=False) if row.counted()]
     if not differing:
         return Verdict(comparable=True, identical=True, differing=[], text="identical settings")
     if len(differing) == 1:
@@ -566,6 +578,12 @@ def _setting_text(value: Any) -> str:
     return str(value)
 
 
+def _setting_label(row: SettingRow) -> str:
+    if row.ignored:
+        return f"{row.key} (ignored)"
+    return f"{row.key} (follows {row.follows})" if row.follows else row.key
+
+
 def to_csv(result: ComparisonResult) -> str:
     """One table with a `kind` column: setting, result, milestone (step or —/n/a), milestone_delta, verdict, flag.
 
@@ -611,7 +629,7 @@ def to_markdown(result: ComparisonResult) -> str:
         lines.append("")
     if result.settings:
         lines += ["## Settings", ""]
-        lines += _md_table(header, [[row.key, *(_setting_text(v) for v in row.values)] for row in result.settings])
+        lines += _md_table(header, [[_setting_label(row), *(_setting_text(v) for v in row.values)] for row in result.settings])
         lines.append("")
     lines += ["## Results", ""]
     lines += _md_table(header, [[key, *cells] for key, cells in result_rows(result)])

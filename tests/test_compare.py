@@ -1,0 +1,365 @@
+"""`mcu-arms compare`: verdicts and exit codes, each table, flags, JSON/CSV round trips, the plot, user errors.
+
+Reports are made by hand with the RunReport model (the unit `run` writes), in a temporary project dir.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcu_arms.arms.plan import fingerprint, resolve_settings
+from mcu_arms.arms.spec import load_arm
+from mcu_arms.report.compare import ComparisonResult, compare_arms
+from mcu_arms.report.run_report import Failure, MilestoneRecord, Provenance, RunReport, write_report
+from cli_support import invoke, make_environment
+
+EMBEDDED_LABEL = "embedded (Crafter analogue of MCU)"
+MILESTONES = ("collect_wood", "place_table", "make_wood_pickaxe", "collect_stone", "collect_diamond")
+
+BASE_ARM = {
+    "agent": "scripted",
+    "task": "mine_diamond_from_scratch",
+    "simulator": "embedded",
+    "seed": 0,
+    "steps": 400,
+    "step_timeout": 30,
+}
+
+
+def write_arm(cwd: Path, name: str, **changes: Any) -> Path:
+    fields = {**BASE_ARM, **changes}
+    lines = [f"{key} = {json.dumps(value)}" for key, value in fields.items()]
+    lines += ["", "[ports]", 'green = "auto"', 'purple = "auto"']
+    path = cwd / "arms" / f"{name}.toml"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def write_run(
+    cwd: Path,
+    name: str,
+    episode: int = 1,
+    *,
+    steps: dict[str, int | None] | None = None,
+    unavailable: tuple[str, ...] = (),
+    status: str = "finished",
+    **fields: Any,
+) -> RunReport:
+    """A run report for arms/NAME.toml as `run` writes it, with milestone steps given by identity."""
+    spec = load_arm(cwd / "arms" / f"{name}.toml")
+    settings, compaction = resolve_settings(spec, [])
+    episode_dir = cwd / "output" / name / f"episode_{episode:03d}"
+    episode_dir.mkdir(parents=True)
+    steps = steps or {}
+    milestones = [
+        MilestoneRecord(
+            task="mine_diamond_from_scratch",
+            identity=identity,
+            step=None if identity in unavailable else steps.get(identity),
+            available=identity not in unavailable,
+        )
+        for identity in MILESTONES
+    ]
+    defaults: dict[str, Any] = {
+        "score": float(sum(1 for s in steps.values() if s is not None)),
+        "sim_score": float(sum(1 for s in steps.values() if s is not None)),
+        "max_score": float(len(MILESTONES)),
+        "steps_run": settings.steps,
+        "wall_s": 120.0,
+        "noops": {"timeout": 2, "bad_action": 1},
+        "simulator_label": EMBEDDED_LABEL if settings.simulator == "embedded" else "MineStudio 1.1.6",
+        "logs": {role: str(episode_dir / "logs" / f"{role}.log") for role in ("green", "purple", "client")},
+    }
+    report = RunReport(
+        status=status,
+        arm=name,
+        episode=episode,
+        episode_dir=str(episode_dir),
+        source=str(cwd / "arms" / f"{name}.toml"),
+        fingerprint=fingerprint(settings),
+        settings=settings,
+        compaction_limit=compaction.limit,
+        provenance=Provenance(
+            mcu_arms_version="0.1.0",
+            git_sha=None,
+            git_dirty=None,
+            python=sys.version.split()[0],
+            packages={},
+            host="test",
+            platform="test",
+        ),
+        started_at="2026-11-30T12:00:00+00:00",
+        milestones=milestones,
+        **{**defaults, **fields},
+    )
+    write_report(report, episode_dir / "result.json")
+    return report
+
+
+def compare(cwd: Path, *items: str, **options: Any) -> ComparisonResult:
+    env, _, _ = make_environment(cwd, {})
+    return compare_arms(list(items), env, **options)
+
+
+@pytest.fixture()
+def pair(tmp_path: Path) -> Path:
+    """scripted vs random: differ only in agent; scripted reaches the first three milestones earlier."""
+    write_arm(tmp_path, "scripted_arm")
+    write_arm(tmp_path, "random_arm", agent="random")
+    write_run(tmp_path, "scripted_arm", steps={"collect_wood": 12, "place_table": 40, "make_wood_pickaxe": 90})
+    write_run(tmp_path, "random_arm", steps={"collect_wood": 150, "place_table": None}, unavailable=("collect_diamond",))
+    return tmp_path
+
+
+def _row(out: str, label: str) -> list[str]:
+    """The cells of the console table row starting with `label`."""
+    for line in out.splitlines():
+        cells = [cell.strip() for cell in line.strip().split("│")]
+        if len(cells) > 2 and cells[1] == label:
+            return cells[2:-1]
+    raise AssertionError(f"no row {label!r} in:\n{out}")
+
+
+def test_comparable_pair_verdict_settings_results_and_exit_code(pair: Path) -> None:
+    outcome = invoke(pair, {}, "compare", "scripted_arm", "random_arm")
+    assert outcome.exit_code == 0, outcome.err
+    assert "comparable: differs only in agent" in outcome.out
+    assert "NOT comparable" not in outcome.out
+    assert _row(outcome.out, "agent") == ["scripted", "random"]
+    with pytest.raises(AssertionError, match="no row 'seed'"):
+        _row(outcome.out, "seed")
+    assert _row(outcome.out, "status") == ["finished", "finished"]
+    assert _row(outcome.out, "score") == ["3", "1"]
+    assert _row(outcome.out, "steps run") == ["400", "400"]
+    assert _row(outcome.out, "steps/min") == ["200", "200"]
+    assert _row(outcome.out, "noops by cause") == ["bad_action=1 timeout=2"] * 2
+    assert _row(outcome.out, "compaction limit") == ["516000", "516000"]
+
+
+def test_milestone_matrix_steps_deltas_and_markers(pair: Path) -> None:
+    outcome = invoke(pair, {}, "compare", "scripted_arm", "random_arm")
+    task = "mine_diamond_from_scratch"
+    assert _row(outcome.out, f"{task}/collect_wood") == ["12", "150 (+138)"]
+    assert _row(outcome.out, f"{task}/place_table") == ["40", "—"]
+    assert _row(outcome.out, f"{task}/collect_diamond") == ["—", "n/a"]
+    rows = [line for line in outcome.out.splitlines() if f"{task}/" in line]
+    assert [r.split("/")[1].split()[0] for r in rows] == list(MILESTONES), "rows keep task order"
+
+    against_random = compare(pair, "scripted_arm", "random_arm", baseline="random_arm")
+    wood = against_random.milestones[0]
+    assert [cell.delta for cell in wood.cells] == [-138, 0]
+    assert against_random.baseline == "random_arm"
+
+
+def test_not_comparable_lists_every_difference_and_exits_1(tmp_path: Path) -> None:
+    write_arm(tmp_path, "a")
+    write_arm(tmp_path, "b", agent="random", step_timeout=60, seed=3)
+    outcome = invoke(tmp_path, {}, "compare", "arms/a.toml", "arms/b.toml")
+    assert outcome.exit_code == 1
+    assert "NOT comparable: differs in agent, seed, step_timeout" in outcome.out
+    assert _row(outcome.out, "status") == ["no run", "no run"]
+
+
+def test_identical_settings_exit_0(tmp_path: Path) -> None:
+    write_arm(tmp_path, "a")
+    write_arm(tmp_path, "b")
+    result = compare(tmp_path, "a", "b")
+    assert result.verdict.identical and result.verdict.text == "identical settings"
+    assert result.settings == []
+    assert result.exit_code == 0
+    assert invoke(tmp_path, {}, "compare", "a", "b").exit_code == 0
+
+
+def test_all_shows_every_setting_but_verdict_ignores_noise(pair: Path) -> None:
+    result = compare(pair, "scripted_arm", "random_arm", show_all=True)
+    keys = [row.key for row in result.settings]
+    assert {"agent", "seed", "steps", "cuda_device"} <= set(keys)
+    assert [row.key for row in result.settings if row.differs] == ["agent"]
+    assert next(row for row in result.settings if row.key == "cuda_device").ignored
+
+
+def test_settings_come_from_the_report_in_force(tmp_path: Path) -> None:
+    """A run made with --steps 40 compares as 40 steps even though the arm file says 400; the edit is flagged."""
+    write_arm(tmp_path, "a", steps=40)
+    write_arm(tmp_path, "b", agent="random")
+    write_run(tmp_path, "a", overrides={})
+    write_arm(tmp_path, "a")  # edited after the run
+    result = compare(tmp_path, "a", "b")
+    assert result.verdict.differing == ["agent", "steps"]
+    assert result.arms[0].settings.steps == 40 and result.arms[0].settings_from == "report"
+    assert result.arms[1].settings_from == "arm file"
+    assert any(f.kind == "arm_file_changed" and f.arm == "a" for f in result.flags)
+    assert any(f.kind == "no_run" and f.arm == "b" for f in result.flags)
+
+
+def test_missing_purple_report_is_unknown_not_zero(tmp_path: Path) -> None:
+    write_arm(tmp_path, "wm", agent="worldmodel", simulator="minestudio", session_turns=3, compact=True)
+    write_arm(tmp_path, "wm_plain", agent="worldmodel", simulator="minestudio", session_turns=3)
+    write_run(tmp_path, "wm", purple_report={"milestones": [], "codex": {"failed_turns": 4, "compactions": 2,
+                                                                         "overflow_resets": 0}})
+    write_run(tmp_path, "wm_plain")
+    outcome = invoke(tmp_path, {}, "compare", "wm", "wm_plain")
+    assert outcome.exit_code == 0
+    assert "comparable: differs only in compact\n" in outcome.out
+    assert _row(outcome.out, "compact_limit (follows compact)") == ["206400", "516000"]
+    assert _row(outcome.out, "failed turns") == ["4", "no purple report"]
+    assert _row(outcome.out, "compactions") == ["2", "no purple report"]
+    assert _row(outcome.out, "overflow resets") == ["0", "no purple report"]
+    result = compare(tmp_path, "wm", "wm_plain")
+    assert result.arms[1].purple_report is False and result.arms[1].failed_turns is None
+    assert result.arms[0].compaction_limit == 206400
+
+
+def test_compaction_limit_reported_by_the_purple_wins_and_is_flagged(tmp_path: Path) -> None:
+    write_arm(tmp_path, "wm", agent="worldmodel", simulator="minestudio")
+    write_run(tmp_path, "wm", purple_report={"compaction_limit": 1000, "failed_turns": ["t3", "t9"]})
+    result = compare(tmp_path, "wm")
+    assert result.arms[0].compaction_limit == 1000
+    assert result.arms[0].failed_turns == 2
+    assert any(f.kind == "compaction_limit_mismatch" for f in result.flags)
+
+
+def test_failed_arm_stays_with_logs_and_reason(pair: Path) -> None:
+    write_run(
+        pair,
+        "random_arm",
+        episode=2,
+        status="failed",
+        failure=Failure(process="purple", reason="purple exited with code 1 before its card was served"),
+        steps_run=None,
+        score=None,
+    )
+    latest_finished = compare(pair, "scripted_arm", "random_arm")
+    assert latest_finished.arms[1].episode == 1
+    later = next(f for f in latest_finished.flags if f.kind == "later_runs")
+    assert "episode 2 failed" in later.message
+
+    outcome = invoke(pair, {}, "compare", "scripted_arm", "random_arm", "--run", "2")
+    assert outcome.exit_code == 2
+    assert "arm 'scripted_arm' has no run episode_002" in outcome.err and "allowed: 1" in outcome.err
+
+    write_arm(pair, "broken")
+    write_run(pair, "broken", status="failed", failure=Failure(process="green", reason="green port busy"),
+              steps_run=None, noops={})
+    outcome = invoke(pair, {}, "compare", "scripted_arm", "broken")
+    assert outcome.exit_code == 0
+    assert _row(outcome.out, "status") == ["finished", "failed"]
+    assert "broken failed (green): green port busy" in outcome.out
+    assert str(pair / "output/broken/episode_001/logs/purple.log") in outcome.out
+    assert _row(outcome.out, "noops") == ["3", ""]
+
+
+def test_different_simulators_and_fingerprints_are_flagged(tmp_path: Path) -> None:
+    write_arm(tmp_path, "emb", agent="random")
+    write_arm(tmp_path, "mc", agent="random", simulator="minestudio")
+    write_run(tmp_path, "emb")
+    write_run(tmp_path, "mc")
+    write_arm(tmp_path, "emb", agent="random", steps=50)
+    write_run(tmp_path, "emb", episode=2)
+    result = compare(tmp_path, "emb", "mc")
+    kinds = {flag.kind for flag in result.flags}
+    assert "different_simulators" in kinds
+    fingerprints = next(f for f in result.flags if f.kind == "fingerprints_differ")
+    assert fingerprints.arm == "emb" and "episodes 1" in fingerprints.message and "episodes 2" in fingerprints.message
+    assert result.verdict.differing == ["simulator", "steps"]
+    outcome = invoke(tmp_path, {}, "compare", "emb", "mc")
+    assert "different_simulators" in outcome.out and "MineStudio 1.1.6" in outcome.out
+
+
+def test_arm_without_arm_file_is_found_by_its_output_dir(pair: Path) -> None:
+    (pair / "arms" / "random_arm.toml").unlink()
+    result = compare(pair, "scripted_arm", "random_arm")
+    assert result.arms[1].source is None and result.arms[1].status == "finished"
+    assert compare(pair, "output/scripted_arm", "random_arm").arms[0].source is not None
+
+
+def test_json_round_trips(pair: Path) -> None:
+    outcome = invoke(pair, {}, "compare", "scripted_arm", "random_arm", "--json")
+    assert outcome.exit_code == 0
+    parsed = ComparisonResult.model_validate_json(outcome.out)
+    assert parsed == compare(pair, "scripted_arm", "random_arm")
+    assert parsed.milestones[0].cells[1].delta == 138
+
+
+def test_csv_round_trips(pair: Path) -> None:
+    outcome = invoke(pair, {}, "compare", "scripted_arm", "random_arm", "--csv")
+    assert outcome.exit_code == 0
+    rows = list(csv.DictReader(io.StringIO(outcome.out)))
+    assert list(rows[0]) == ["kind", "key", "scripted_arm", "random_arm"]
+    by_kind: dict[str, dict[str, dict[str, str]]] = {}
+    for row in rows:
+        by_kind.setdefault(row["kind"], {})[row["key"]] = row
+    assert by_kind["setting"]["agent"]["random_arm"] == "random"
+    assert by_kind["result"]["score"]["scripted_arm"] == "3"
+    result = compare(pair, "scripted_arm", "random_arm")
+    for milestone in result.milestones:
+        key = f"{milestone.task}/{milestone.identity}"
+        assert [by_kind["milestone"][key][arm] for arm in result.arm_names()] == [c.text() for c in milestone.cells]
+        deltas = [by_kind["milestone_delta"][key][arm] for arm in result.arm_names()]
+        assert deltas == ["" if c.delta is None else str(c.delta) for c in milestone.cells]
+    assert by_kind["verdict"]["verdict"]["scripted_arm"] == "comparable: differs only in agent"
+
+
+def test_markdown_has_every_table(pair: Path) -> None:
+    outcome = invoke(pair, {}, "compare", "scripted_arm", "random_arm", "--markdown")
+    assert outcome.exit_code == 0
+    assert outcome.out.startswith("**comparable: differs only in agent**")
+    assert "|  | scripted_arm (baseline) | random_arm |" in outcome.out
+    assert "| mine_diamond_from_scratch/collect_wood | 12 | 150 (+138) |" in outcome.out
+    assert "## Settings" in outcome.out and "## Results" in outcome.out
+
+
+def test_plot_is_a_png_with_one_line_per_arm(pair: Path) -> None:
+    from matplotlib import image
+
+    from mcu_arms.report.plot import build_figure, plot_data
+
+    result = compare(pair, "scripted_arm", "random_arm")
+    data = plot_data(result)
+    assert [s.arm for s in data.series] == ["scripted_arm", "random_arm"]
+    assert data.series[0].steps == [0, 12, 40, 90, 400] and data.series[0].reached == [0, 1, 2, 3, 3]
+    assert "mine_diamond_from_scratch" in data.title and EMBEDDED_LABEL in data.title
+    figure = build_figure(data)
+    assert len(figure.axes[0].get_lines()) == 2
+    assert [line.get_label() for line in figure.axes[0].get_lines()] == ["scripted_arm", "random_arm"]
+
+    target = pair / "plots" / "cmp.png"
+    outcome = invoke(pair, {}, "compare", "scripted_arm", "random_arm", "--plot", "plots/cmp.png", "--json")
+    assert outcome.exit_code == 0
+    ComparisonResult.model_validate_json(outcome.out)  # the plot note stays off stdout
+    assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert image.imread(target).shape[:2] == (550, 900)
+
+
+def test_user_errors_name_what_is_allowed(pair: Path) -> None:
+    unknown = invoke(pair, {}, "compare", "scripted_arm", "nope")
+    assert unknown.exit_code == 2 and "'nope'" in unknown.err and "random_arm, scripted_arm" in unknown.err
+    baseline = invoke(pair, {}, "compare", "scripted_arm", "random_arm", "--baseline", "other")
+    assert baseline.exit_code == 2 and "--baseline" in baseline.err and "allowed: scripted_arm, random_arm" in baseline.err
+    formats = invoke(pair, {}, "compare", "scripted_arm", "--json", "--csv")
+    assert formats.exit_code == 2 and "one output format" in formats.err
+    nothing = invoke(pair, {}, "compare")
+    assert nothing.exit_code == 2 and "allowed:" in nothing.err
+    report = pair / "output" / "random_arm" / "episode_001" / "result.json"
+    report.write_text("{not json", encoding="utf-8")
+    corrupt = invoke(pair, {}, "compare", "scripted_arm", "random_arm")
+    assert corrupt.exit_code == 2 and str(report) in corrupt.err and "Traceback" not in corrupt.err
+
+
+def test_light_import() -> None:
+    import subprocess
+
+    code = (
+        "import sys, mcu_arms.cli.compare, mcu_arms.report.compare, mcu_arms.report.plot;"
+        "print(sorted(m for m in ('a2a', 'numpy', 'crafter', 'openai', 'matplotlib') if m in sys.modules))"
+    )
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert shown.stdout.strip() == "[]"
