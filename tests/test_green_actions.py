@@ -7,15 +7,9 @@ import json
 
 import pytest
 
-from mcu_arms.green.actions import (
-    COMPACT_CAMERA_NULL,
-    COMPACT_INVENTORY_INDEX,
-    camera_bin_to_degrees,
-    decode_compact,
-    parse_payload,
-    parse_reply,
-)
+from mcu_arms.green.actions import COMPACT_INVENTORY_INDEX, decode_compact, parse_payload, parse_reply
 from mcu_arms.green.protocol import BUTTON_KEYS, noop_action
+from mcu_arms.green.sims.quantise import NULL_CAMERA_INDEX as COMPACT_CAMERA_NULL
 
 # VPT's joint button space, rebuilt independently the way VPT builds it (itertools.product over the groups).
 _GROUPS = [
@@ -48,9 +42,13 @@ def test_compact_inventory_index_presses_only_inventory_and_never_moves_camera()
     assert adjustments == ["camera_meta_off"]
 
 
-def test_camera_bins_give_the_values_measured_on_minestudio():
+def test_compact_camera_decodes_to_the_values_measured_on_minestudio():
     measured = [-10, -5.8095, -3.2154, -1.6095, -0.6154, 0, 0.6154, 1.6095, 3.2154, 5.8095, 10]
-    assert [round(camera_bin_to_degrees(b), 4) for b in range(11)] == pytest.approx(measured)
+    camera_on = _COMBINATIONS.index(("none",) * 8 + ("camera",))
+    for pitch_bin, pitch in enumerate(measured):
+        yaw_bin = 10 - pitch_bin
+        action, _ = decode_compact(camera_on, pitch_bin * 11 + yaw_bin)
+        assert action["camera"] == pytest.approx((pitch, measured[yaw_bin]), abs=1e-4)
 
 
 def test_compact_camera_is_pitch_major_and_needs_the_meta_action():

@@ -7,7 +7,7 @@ noop with its cause and a reason; parsing never raises, because one bad turn mus
 
 The compact format is VPT's hierarchical joint action space, as MineStudio's `agent` action type uses it: one button
 index over the product of mutually exclusive button groups plus a camera on/off meta action (8640 combinations, and
-index 8640 for "inventory alone"), and one camera index over 11 x 11 mu-law bins of (pitch, yaw).
+index 8640 for "inventory alone"), and one camera index over 11 x 11 mu-law bins of (pitch, yaw) (sims/quantise.py).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from mcu_arms.green.protocol import (
     EnvAction,
     noop_action,
 )
+from mcu_arms.green.sims.quantise import MAX_CAMERA_INDEX, NULL_CAMERA_INDEX, camera_index_degrees
 
 NoopCause = Literal["timeout", "transport_error", "unparseable", "invalid_action"]
 ActionFormat = Literal["compact", "expanded", "env"]
@@ -48,16 +49,6 @@ _BUTTON_GROUPS: tuple[tuple[str | None, ...], ...] = (
 COMPACT_BUTTON_COMBINATIONS = math.prod(len(group) for group in _BUTTON_GROUPS)  # 8640
 COMPACT_INVENTORY_INDEX = COMPACT_BUTTON_COMBINATIONS  # the extra "inventory alone" entry
 COMPACT_BUTTON_MAX = COMPACT_INVENTORY_INDEX
-
-# VPT camera quantisation as MineStudio configures it: mu-law, bin size 2, max 10 degrees, mu 10.
-CAMERA_BINS = 11
-CAMERA_NULL_BIN = CAMERA_BINS // 2
-COMPACT_CAMERA_MAX = CAMERA_BINS * CAMERA_BINS - 1  # 120
-COMPACT_CAMERA_NULL = CAMERA_NULL_BIN * CAMERA_BINS + CAMERA_NULL_BIN  # 60
-_CAMERA_MAXVAL = 10.0
-_CAMERA_BINSIZE = 2.0
-_CAMERA_MU = 10.0
-
 
 class ParsedAction(BaseModel):
     """The outcome of parsing one reply: what reaches the simulator, and everything that was not used."""
@@ -83,13 +74,6 @@ def noop_result(cause: NoopCause, reason: str, dropped_keys: list[str] | None = 
     )
 
 
-def camera_bin_to_degrees(bin_index: int) -> float:
-    """Undo VPT's mu-law camera discretisation for one axis: bin 0..10 -> degrees in [-10, 10]."""
-    normalised = (bin_index * _CAMERA_BINSIZE - _CAMERA_MAXVAL) / _CAMERA_MAXVAL
-    magnitude = ((1.0 + _CAMERA_MU) ** abs(normalised) - 1.0) / _CAMERA_MU
-    return math.copysign(magnitude * _CAMERA_MAXVAL, normalised) if normalised else 0.0
-
-
 def decode_compact(button_index: int, camera_index: int) -> tuple[EnvAction, list[str]]:
     """Decode a compact (joint) agent action into an env action; also returns the adjustments made.
 
@@ -111,9 +95,8 @@ def decode_compact(button_index: int, camera_index: int) -> tuple[EnvAction, lis
             elif pressed is not None:
                 action[pressed] = 1
     if camera_on:
-        pitch_bin, yaw_bin = divmod(camera_index, CAMERA_BINS)
-        action[CAMERA_KEY] = (camera_bin_to_degrees(pitch_bin), camera_bin_to_degrees(yaw_bin))
-    elif camera_index != COMPACT_CAMERA_NULL:
+        action[CAMERA_KEY] = camera_index_degrees(camera_index)
+    elif camera_index != NULL_CAMERA_INDEX:
         adjustments.append("camera_meta_off")
     return action, adjustments
 
@@ -195,7 +178,7 @@ def _parse_agent(buttons: Any, camera: Any) -> ParsedAction:
         return ParsedAction(action=action, applied=True, format="expanded")
     if len(button_list) == 1:
         button_index = _index("buttons", _single(button_list[0]), COMPACT_BUTTON_MAX)
-        camera_index = _index("camera", _single(_single(_as_list("camera", camera))), COMPACT_CAMERA_MAX)
+        camera_index = _index("camera", _single(_single(_as_list("camera", camera))), MAX_CAMERA_INDEX)
         action, adjustments = decode_compact(button_index, camera_index)
         return ParsedAction(action=action, applied=True, format="compact", adjustments=adjustments)
     raise _Invalid(

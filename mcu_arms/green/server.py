@@ -163,6 +163,11 @@ class GreenExecutor(AgentExecutor):
             tasks = select_tasks(config.task_category, config.tasks)
         except UserError as error:
             raise RequestRejected(error.render()) from None
+        output_dir = Path(config.output_dir).resolve() if config.output_dir else default_output_dir()
+        try:
+            output_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise RequestRejected(f"output_dir {output_dir} cannot be created: {error.strerror or error}") from None
         try:
             simulator: Simulator = await asyncio.get_running_loop().run_in_executor(
                 sim_thread, make_simulator, config.simulator
@@ -181,7 +186,6 @@ class GreenExecutor(AgentExecutor):
         if cap is not None and requested > cap:
             max_steps = cap
             note = f"max_steps {requested} capped at {cap} for category {config.task_category} (MCU's standard cap)"
-        output_dir = Path(config.output_dir).resolve() if config.output_dir else default_output_dir()
         return _Plan(request, runnable, skipped, simulator, max_steps, note, output_dir)
 
     @staticmethod

@@ -1,0 +1,274 @@
+"""The green agent end to end: the real server as a subprocess (`mcu-arms serve green`), real purple A2A servers, the
+embedded simulator, real files. Covers scoring (reward and milestone tasks), every noop cause, init refusal,
+rejections and the result file, and the `mcu-arms evaluate` client against it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from mcu_arms.green.protocol import BUTTON_KEYS
+from purples import SCRIPT, TABLE_SCRIPT, ScriptedPurple, build_test_purple
+from server_procs import HOST, ServerProcess, free_port, running_app
+
+pytestmark = pytest.mark.slow
+
+
+@dataclass
+class Evaluation:
+    """What one evaluation streamed back."""
+
+    states: list[str] = field(default_factory=list)
+    statuses: list[str] = field(default_factory=list)
+    artifacts: list[list[tuple[str, str]]] = field(default_factory=list)  # per artifact: (media_type, text)
+
+    @property
+    def final_state(self) -> str:
+        return self.states[-1]
+
+    @property
+    def final_message(self) -> str:
+        return self.statuses[-1]
+
+    @property
+    def result(self) -> dict[str, Any]:
+        (artifact,) = self.artifacts
+        (json_text,) = [text for media, text in artifact if media == "application/json"]
+        return json.loads(json_text)
+
+    def task(self, name: str) -> dict[str, Any]:
+        return self.result["results"][0]["task_metrics"][name]
+
+
+async def _evaluate(green_url: str, request: dict[str, Any] | str) -> Evaluation:
+    from a2a.types import Message, Part, Role, SendMessageRequest, TaskState
+
+    from mcu_arms.a2a_support import open_client
+
+    text = request if isinstance(request, str) else json.dumps(request)
+    message = Message(role=Role.ROLE_USER, parts=[Part(text=text)], message_id="m1")
+    collected = Evaluation()
+    async with open_client(green_url, None, streaming=True) as client:
+        async for event in client.send_message(SendMessageRequest(message=message)):
+            kind = event.WhichOneof("payload")
+            if kind == "status_update":
+                status = event.status_update.status
+                collected.states.append(TaskState.Name(status.state).removeprefix("TASK_STATE_").lower())
+                collected.statuses.append("".join(part.text for part in status.message.parts))
+            elif kind == "artifact_update":
+                parts = event.artifact_update.artifact.parts
+                collected.artifacts.append([(part.media_type, part.text) for part in parts])
+    return collected
+
+
+def evaluate(green_url: str, request: dict[str, Any] | str) -> Evaluation:
+    return asyncio.run(asyncio.wait_for(_evaluate(green_url, request), timeout=180))
+
+
+def request_for(purple_url: str, output_dir: Path, **config: Any) -> dict[str, Any]:
+    return {
+        "participants": {"agent": purple_url},
+        "config": {"simulator": "embedded", "output_dir": str(output_dir), "step_timeout": 5.0, **config},
+    }
+
+
+@pytest.fixture(scope="module")
+def green(tmp_path_factory: pytest.TempPathFactory) -> str:
+    port = free_port()
+    log = tmp_path_factory.mktemp("green") / "green.log"
+    server = ServerProcess(["serve", "green", "--host", HOST, "--port", str(port)], log, port)
+    try:
+        server.wait_ready()
+        yield server.url
+    finally:
+        server.stop()
+
+
+def test_card_advertises_a_streaming_evaluator(green: str):
+    card = httpx.get(f"{green}/.well-known/agent-card.json", timeout=5, trust_env=False).json()
+    assert card["capabilities"]["streaming"] is True
+    assert card["skills"][0]["id"] == "mcu_evaluation"
+
+
+def test_reward_task_is_scored_and_its_files_written(green: str, tmp_path: Path):
+    purple = ScriptedPurple(TABLE_SCRIPT)
+    with running_app(lambda url: build_test_purple(purple, url)) as purple_url:
+        evaluation = evaluate(
+            green,
+            request_for(purple_url, tmp_path, task_category="crafting", tasks=["craft_the_crafting_table"], max_steps=4),
+        )
+    assert evaluation.final_state == "completed", evaluation.statuses
+    assert "Running task: craft_the_crafting_table" in evaluation.statuses
+    assert any("reward craft_crafting_table reached" in line for line in evaluation.statuses)
+    assert any("finished: score 10.00 / 10 [sim]" in line for line in evaluation.statuses)
+    assert purple.observations == [0, 1, 2, 3] and len(purple.contexts) == 1  # init and steps share one context
+
+    result = evaluation.result
+    assert result == json.loads((tmp_path / "result.json").read_text())
+    assert result["simulator"]["name"] == "embedded" and "not MCU scores" in result["simulator"]["label"]
+    category = result["results"][0]
+    assert (category["num_tasks"], category["scored_tasks"], category["total_score"]) == (1, 1, 10.0)
+    metrics = evaluation.task("craft_the_crafting_table")
+    assert (metrics["max_score"], metrics["sim_score"], metrics["score"]) == (10.0, 10.0, 10.0)
+    assert metrics["milestones"] == [{"identity": "craft_crafting_table", "step": 1, "available": True}]
+    assert metrics["steps_run"] == 4 and metrics["noop_total"] == 0
+    assert metrics["init"]["ok"] is True
+    assert metrics["video"]["status"] == "skipped_perfect"
+    summary = next(text for media, text in evaluation.artifacts[0] if media == "text/plain")
+    assert summary.startswith("MCU Evaluation Result") and "Task 'craft_the_crafting_table': 10.00 / 10" in summary
+
+    task_dir = tmp_path / "craft_the_crafting_table"
+    lines = [json.loads(line) for line in (task_dir / "steps.jsonl").read_text().splitlines()]
+    assert [line["step"] for line in lines] == [0, 1, 2, 3]
+    assert lines[1]["applied"]["use"] == 1 and lines[1]["events"][0]["identity"] == "craft_crafting_table"
+    assert lines[1]["reward"] == 1.0 and lines[0]["reward"] == 0.0
+    assert all(line["agent_ms"] > 0 and line["sim_ms"] > 0 for line in lines)
+    frames = sorted(path.name for path in (task_dir / "frames").iterdir())
+    assert frames == [f"{step:06d}.png" for step in range(5)]  # one per observation, plus the view after the last
+    assert (task_dir / "frames" / "000000.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_milestone_task_records_the_step_each_milestone_landed(green: str, tmp_path: Path):
+    from mcu_arms.purple.registry import PurpleOptions
+    from mcu_arms.purple.server import build_purple_app
+
+    with running_app(lambda url: build_purple_app("random", PurpleOptions(seed=1), url)[0]) as purple_url:
+        evaluation = evaluate(
+            green,
+            request_for(purple_url, tmp_path, task_category="mine_diamond_from_scratch", max_steps=400, seed=1,
+                        progress_every=100, save_frames=False),
+        )
+    assert evaluation.final_state == "completed", evaluation.statuses
+    metrics = evaluation.task("mine_diamond_from_scratch")
+    assert metrics["scoring_kind"] == "milestones" and metrics["max_score"] == 100.0
+    milestones = {m["identity"]: m for m in metrics["milestones"]}
+    assert len(milestones) == metrics["milestones_total"] == 10
+    assert milestones["iron_ingot"]["available"] is False and metrics["milestones_available"] == 9
+    reached = {name: m["step"] for name, m in milestones.items() if m["step"] is not None}
+    assert "mine_log" in reached, "the seeded random baseline chops a tree within 400 steps"
+    assert metrics["score"] == pytest.approx(100.0 * len(reached) / 10)
+    assert metrics["score_source"] == "milestones" and metrics["video"]["status"] == "disabled"
+
+    lines = [json.loads(line) for line in (tmp_path / "mine_diamond_from_scratch" / "steps.jsonl").open()]
+    logged = {event["identity"]: line["step"] for line in lines for event in line["events"]}
+    assert logged == reached
+    assert not (tmp_path / "mine_diamond_from_scratch" / "frames").exists()
+    progress = [line for line in evaluation.statuses if line.startswith("mine_diamond_from_scratch: step ")]
+    assert any("step 100/400" in line for line in progress) and any("step 300/400" in line for line in progress)
+    assert any(f"step {reached['mine_log']} milestone mine_log reached" in line for line in progress)
+
+
+def test_every_noop_cause_is_counted_and_the_episode_goes_on(green: str, tmp_path: Path):
+    step_timeout = 1.0
+    purple = ScriptedPurple(SCRIPT, sleep_s=step_timeout + 1.0)
+    with running_app(lambda url: build_test_purple(purple, url)) as purple_url:
+        evaluation = evaluate(
+            green,
+            request_for(purple_url, tmp_path, task_category="crafting", tasks=["craft_furnace"], max_steps=12,
+                        step_timeout=step_timeout, save_frames=False),
+        )
+    assert evaluation.final_state == "completed", evaluation.statuses
+    metrics = evaluation.task("craft_furnace")
+    assert metrics["steps_run"] == 12
+    noops = metrics["noops"]
+    assert {cause: stats["count"] for cause, stats in noops.items()} == {
+        "timeout": 1, "unparseable": 1, "invalid_action": 2, "transport_error": 1,
+    }
+    assert metrics["noop_total"] == 5
+    assert noops["timeout"]["first_reasons"] == ["step 1: no answer within 1 s"]
+    assert noops["unparseable"]["first_reasons"][0].startswith("step 2: not JSON")
+    assert "camera pitch must be a finite number" in noops["invalid_action"]["first_reasons"][0]
+    assert "confused by this observation" in noops["invalid_action"]["first_reasons"][1]
+    assert noops["transport_error"]["first_reasons"][0].startswith("step 7: ")
+    assert metrics["agent_reported_noops"]["first_reasons"] == ["step 9: model call failed, sent a noop"]
+    assert metrics["dropped_keys"] == {"chat": 1}
+    assert metrics["action_formats"] == {"compact": 1, "env": 5, "expanded": 1}  # steps 0, 3, 9, 10, 11
+
+    lines = [json.loads(line) for line in (tmp_path / "craft_furnace" / "steps.jsonl").open()]
+    chat_step = lines[3]
+    assert chat_step["dropped_keys"] == ["chat"] and chat_step["applied"]["forward"] == 1
+    assert "chat" in chat_step["received"]
+    assert all(set(line["applied"]) == set(BUTTON_KEYS) | {"camera"} for line in lines)
+    assert [line["noop_cause"] for line in lines[:9]] == [
+        None, "timeout", "unparseable", None, "invalid_action", None, None, "transport_error", "invalid_action",
+    ]
+    assert lines[1]["received"] is None and lines[5]["applied"]["forward"] == lines[5]["applied"]["attack"] == 1
+    assert lines[6]["applied"]["jump"] == 1 and lines[6]["applied"]["camera"] == [0.0, 2.5]
+    summary = next(text for media, text in evaluation.artifacts[0] if media == "text/plain")
+    assert "noops 5 (" in summary and "dropped chat x1" in summary
+
+
+def test_a_refused_init_is_recorded_loudly_and_the_episode_still_runs(green: str, tmp_path: Path):
+    purple = ScriptedPurple([], refuse_init=True)
+    with running_app(lambda url: build_test_purple(purple, url)) as purple_url:
+        evaluation = evaluate(
+            green,
+            request_for(purple_url, tmp_path, task_category="crafting", tasks=["craft_furnace"], max_steps=3,
+                        save_frames=False),
+        )
+    assert evaluation.final_state == "completed"
+    metrics = evaluation.task("craft_furnace")
+    assert metrics["init"] == {"ok": False, "cause": "refused", "message": "refusing on purpose",
+                               "round_trip_ms": metrics["init"]["round_trip_ms"]}
+    assert metrics["steps_run"] == 3
+    assert any("agent init failed (refused: refusing on purpose)" in line for line in evaluation.statuses)
+    summary = next(text for media, text in evaluation.artifacts[0] if media == "text/plain")
+    assert "INIT FAILED (refused: refusing on purpose)" in summary
+
+
+@pytest.mark.parametrize(
+    ("config", "participants", "expected"),
+    [
+        ({"task_category": "cooking"}, None, "unknown task_category 'cooking' (valid: building, combat"),
+        ({"task_category": "crafting", "tasks": ["craft_ladder"]}, None,
+         "needs minestudio: task 'craft_ladder' has no Crafter analogue"),
+        ({"task_category": "motion"}, None, "needs minestudio: category 'motion' has no Crafter analogue"),
+        ({"task_category": "crafting", "tasks": ["craft_nothing"]}, None, "unknown task 'craft_nothing'"),
+        ({"task_category": "crafting", "max_steps": 0}, None, "config.max_steps: Input should be greater than 0"),
+        ({"task_category": "crafting", "bogus": 1}, None, "config.bogus: Extra inputs are not permitted"),
+        ({"task_category": "crafting"}, {"judge": "http://127.0.0.1:1"}, "must name the role 'agent'"),
+        ({"task_category": "crafting"}, {"agent": "http://127.0.0.1:1"}, "participant 'agent' at http://127.0.0.1:1"),
+    ],
+)
+def test_invalid_requests_are_rejected_saying_what_is_wrong(green, tmp_path, config, participants, expected):
+    request = {"participants": participants or {"agent": "http://127.0.0.1:1"},
+               "config": {"simulator": "embedded", "output_dir": str(tmp_path), **config}}
+    evaluation = evaluate(green, request)
+    assert evaluation.final_state == "rejected"
+    assert expected in evaluation.final_message
+    assert not (tmp_path / "result.json").exists()
+
+
+@pytest.mark.parametrize(("text", "expected"), [("not json", "invalid evaluation request"), ("{}", "participants")])
+def test_a_request_that_is_not_an_eval_request_is_rejected(green: str, text: str, expected: str):
+    evaluation = evaluate(green, text)
+    assert evaluation.final_state == "rejected" and expected in evaluation.final_message
+
+
+def test_the_evaluate_cli_saves_the_green_result(green: str, tmp_path: Path):
+    purple = ScriptedPurple(TABLE_SCRIPT)
+    output_dir = tmp_path / "green"
+    scenario = tmp_path / "scenario.toml"
+    with running_app(lambda url: build_test_purple(purple, url)) as purple_url:
+        scenario.write_text(
+            f'[green_agent]\nendpoint = "{green}"\n\n[[participants]]\nrole = "agent"\nendpoint = "{purple_url}"\n\n'
+            f'[config]\ntask_category = "crafting"\ntasks = ["craft_the_crafting_table"]\nsimulator = "embedded"\n'
+            f'max_steps = 3\nstep_timeout = 5.0\noutput_dir = "{output_dir}"\nsave_frames = false\n'
+        )
+        done = subprocess.run(
+            [sys.executable, "-m", "mcu_arms", "evaluate", str(scenario), str(tmp_path / "evaluation.json")],
+            capture_output=True, text=True, timeout=120,
+        )
+    assert done.returncode == 0, done.stderr
+    assert "Running task: craft_the_crafting_table" in done.stdout
+    saved = json.loads((tmp_path / "evaluation.json").read_text())
+    assert saved == json.loads((output_dir / "result.json").read_text())
+    assert saved["results"][0]["task_metrics"]["craft_the_crafting_table"]["score"] == 10.0
