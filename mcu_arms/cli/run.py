@@ -1,7 +1,106 @@
-"""`mcu-arms run` (not yet built)."""
+"""`mcu-arms run`: plan arms, then start each arm's green, purple and client, watch them, and write the report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional
 
 import typer
+from rich.markup import escape
+from rich.table import Table
+
+from mcu_arms.arms.plan import plan_arms, resolve_sources
+from mcu_arms.cli.common import environment, print_json, reports_user_errors
+from mcu_arms.cli.plan import override_options, render_plan
+from mcu_arms.environment import Environment
+
+if TYPE_CHECKING:
+    from mcu_arms.supervise.runner import RunOutcome
+
+RUN_HELP = """Run arms: plan them, start each arm's green and purple agents, wait until both are ready, run the
+evaluation client, and write output/ARM/episode_NNN/result.json (linked as logs/ARM_result.json).
+
+Several arms run side by side; one failing does not stop the others unless --fail-fast. An arm whose latest run
+finished with the same fingerprint is skipped (--rerun runs it anyway). Ctrl-C or SIGTERM stops this run's own
+processes only and marks the reports interrupted.
+
+Exit codes: 0 every arm finished (or was skipped), 1 an arm failed, 130 interrupted, 2 a user error (bad arm file,
+busy port, arm already running).
+"""
 
 
 def register(app: typer.Typer) -> None:
-    """Nothing to register yet."""
+    @app.command(help=RUN_HELP)
+    @reports_user_errors
+    def run(
+        ctx: typer.Context,
+        files: list[Path] = typer.Argument(None, help="Arm files (arms/NAME.toml)."),
+        arm: list[str] = typer.Option([], "--arm", help="Arm by name: arms/NAME.toml. Repeatable."),
+        dry_run: bool = typer.Option(False, "--dry-run", help="Show the plans and touch nothing."),
+        fail_fast: bool = typer.Option(False, "--fail-fast", help="Stop every arm as soon as one fails."),
+        ready_timeout: float = typer.Option(
+            120.0, "--ready-timeout", min=1.0, help="Seconds green and purple get to become ready."
+        ),
+        rerun: bool = typer.Option(False, "--rerun", help="Run arms whose latest run already finished."),
+        json_output: bool = typer.Option(False, "--json", help="Print the outcome as JSON (progress on stderr)."),
+        task: Optional[str] = typer.Option(None, "--task", help="Override the task category."),
+        steps: Optional[int] = typer.Option(None, "--steps", help="Override max steps."),
+        step_timeout: Optional[float] = typer.Option(None, "--step-timeout", help="Override seconds per step."),
+        session_turns: Optional[int] = typer.Option(None, "--session-turns", help="Override session turns."),
+        compact: Optional[bool] = typer.Option(None, "--compact/--no-compact", help="Override compaction."),
+        green_port: Optional[int] = typer.Option(None, "--green-port", help="Override the green port (one arm)."),
+        purple_port: Optional[int] = typer.Option(None, "--purple-port", help="Override the purple port (one arm)."),
+    ) -> None:
+        env = environment(ctx)
+        overrides = override_options(task, steps, step_timeout, session_turns, compact, green_port, purple_port)
+        plans = plan_arms(resolve_sources(files or [], arm, env), overrides, env)
+        if dry_run:
+            if json_output:
+                print_json(env, {"dry_run": True, "plans": [p.public() for p in plans]})
+                return
+            for arm_plan in plans:
+                render_plan(arm_plan, env)
+            env.console.print("[bold]dry run:[/] nothing was created, reserved or started.")
+            return
+
+        from mcu_arms.supervise.runner import RunOptions, run_arms
+
+        options = RunOptions(fail_fast=fail_fast, ready_timeout_s=ready_timeout, rerun=rerun)
+        human = env.err_console if json_output else env.console
+        outcome = run_arms(plans, env, options, human)
+        if json_output:
+            print_json(env, {"exit_code": outcome.exit_code, **outcome.model_dump(mode="json")})
+        else:
+            _render_outcome(outcome, env)
+        raise typer.Exit(outcome.exit_code)
+
+
+def _render_outcome(outcome: RunOutcome, env: Environment) -> None:
+    table = Table(title="mcu-arms run", title_justify="left")
+    for column in ("arm", "status", "score", "steps", "milestones", "alerts"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("report / reason", overflow="fold")
+    styles = {"finished": "green", "failed": "bold red", "interrupted": "magenta", "skipped": "dim"}
+    for arm in outcome.arms:
+        score = f"{arm.score:g} / {arm.max_score:g}" if arm.score is not None and arm.max_score is not None else "-"
+        if arm.failure is not None:
+            where = f"{arm.failure.process or 'mcu-arms'}: {arm.failure.reason}"
+        elif arm.status == "skipped":
+            where = arm.message
+        else:
+            where = arm.report_path or ""
+        table.add_row(
+            arm.arm,
+            f"[{styles[arm.status]}]{arm.status}[/]",
+            score,
+            str(arm.steps_run) if arm.steps_run is not None else "-",
+            str(arm.milestones_reached) if arm.milestones_reached is not None else "-",
+            str(len(arm.alerts)),
+            escape(where),
+        )
+    env.console.print(table)
+    labels = {arm.simulator_label for arm in outcome.arms if arm.simulator_label}
+    for label in sorted(labels):
+        env.console.print(f"[dim]simulator: {escape(label)}[/]")
+    if outcome.interrupted_by:
+        env.console.print(f"[magenta]interrupted by {outcome.interrupted_by}[/]")

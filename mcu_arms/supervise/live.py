@@ -1,0 +1,159 @@
+"""Watching arms run: a rich Live table (one row per arm, ~2 refreshes a second) on a terminal, and plain
+timestamped lines (on every state change and alert, and a progress line every N seconds) everywhere else.
+
+Both read the ArmProgress objects the arm threads update; neither touches the processes.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from typing import Protocol
+
+from rich.console import Console
+from rich.live import Live
+from rich.markup import escape
+from rich.table import Table
+
+from mcu_arms.supervise.process import utc_stamp
+from mcu_arms.supervise.progress import ArmProgress
+
+REFRESH_PER_SECOND = 2
+STATE_STYLES = {
+    "planning": "dim",
+    "starting": "yellow",
+    "ready": "cyan",
+    "running": "bold cyan",
+    "finished": "green",
+    "failed": "bold red",
+    "interrupted": "magenta",
+}
+
+
+class View(Protocol):
+    def line(self, arm: str, text: str, *, alert: bool = False) -> None: ...
+
+    def refresh(self, arms: Sequence[ArmProgress]) -> None: ...
+
+    def close(self, arms: Sequence[ArmProgress]) -> None: ...
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    seconds = int(seconds)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def _milestones(progress: ArmProgress) -> str:
+    if not progress.milestones:
+        return "-"
+    return ", ".join(f"{identity}@{step}" for _, identity, step in progress.milestones[-4:])
+
+
+def _noops(progress: ArmProgress) -> str:
+    return ", ".join(f"{cause} {count}" for cause, count in progress.noops.most_common()) or "0"
+
+
+def progress_line(progress: ArmProgress) -> str:
+    """One arm's progress as a plain line (used without a terminal and in the final summary)."""
+    rate = progress.steps_per_minute()
+    parts = [
+        f"{progress.arm}: {progress.state}",
+        f"task {progress.task or '-'}",
+        f"step {progress.step}/{progress.max_steps}",
+        f"{rate:.0f} steps/min" if rate else "- steps/min",
+        f"milestones {_milestones(progress)}",
+        f"noops {_noops(progress)}",
+        f"agent {progress.last_agent_ms:.0f} ms" if progress.last_agent_ms is not None else "agent - ms",
+        f"elapsed {_duration(progress.elapsed_s())}",
+    ]
+    if progress.state == "running":
+        parts.append(f"eta {_duration(progress.eta_s())}")
+    if progress.alerts:
+        parts.append(f"alerts {len(progress.alerts)}")
+    return ", ".join(parts)
+
+
+def progress_table(arms: Sequence[ArmProgress]) -> Table:
+    table = Table(expand=False, show_lines=False)
+    for column in ("arm", "state", "task", "step", "steps/min", "milestones (step)", "noops", "agent ms", "elapsed",
+                   "ETA", "alerts"):  # fmt: skip
+        table.add_column(column, no_wrap=column not in ("milestones (step)", "alerts"))
+    for progress in arms:
+        rate = progress.steps_per_minute()
+        style = STATE_STYLES.get(progress.state, "")
+        table.add_row(
+            progress.arm,
+            f"[{style}]{progress.state}[/]" if style else progress.state,
+            escape(progress.task or "-"),
+            f"{progress.step}/{progress.max_steps}",
+            f"{rate:.0f}" if rate else "-",
+            escape(_milestones(progress)),
+            escape(_noops(progress)),
+            f"{progress.last_agent_ms:.0f}" if progress.last_agent_ms is not None else "-",
+            _duration(progress.elapsed_s()),
+            _duration(progress.eta_s()) if progress.state == "running" else "-",
+            f"[bold yellow]{escape(progress.alerts[-1])}[/] ({len(progress.alerts)})" if progress.alerts else "",
+        )
+    return table
+
+
+class LiveView:
+    """The terminal view: a Live table redrawn by `refresh`, with event lines printed above it."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self._lock = threading.Lock()
+        self._live = Live(console=console, auto_refresh=False, transient=False)
+        self._live.start()
+
+    def line(self, arm: str, text: str, *, alert: bool = False) -> None:
+        style = "bold yellow" if alert else "dim"
+        label = "ALERT " if alert else ""
+        with self._lock:
+            self.console.print(f"[{style}]{utc_stamp()} {label}{escape(arm)}: {escape(text)}[/]", highlight=False)
+
+    def refresh(self, arms: Sequence[ArmProgress]) -> None:
+        with self._lock:
+            self._live.update(progress_table(arms), refresh=True)
+
+    def close(self, arms: Sequence[ArmProgress]) -> None:
+        self.refresh(arms)
+        self._live.stop()
+
+
+class PlainView:
+    """Without a terminal: the arms' event lines (state changes, alerts) as they come, and a progress line per
+    running arm every `interval_s`."""
+
+    def __init__(self, console: Console, interval_s: float = 30.0) -> None:
+        self.console = console
+        self.interval_s = interval_s
+        self._lock = threading.Lock()
+        self._last_progress = time.monotonic()
+
+    def _print(self, text: str) -> None:
+        with self._lock:
+            self.console.out(f"{utc_stamp()} {text}", highlight=False)
+
+    def line(self, arm: str, text: str, *, alert: bool = False) -> None:
+        self._print(f"{'ALERT ' if alert else ''}{arm}: {text}")
+
+    def refresh(self, arms: Sequence[ArmProgress]) -> None:
+        now = time.monotonic()
+        if now - self._last_progress >= self.interval_s:
+            self._last_progress = now
+            for progress in arms:
+                if progress.state == "running":
+                    self._print(progress_line(progress))
+
+    def close(self, arms: Sequence[ArmProgress]) -> None:
+        """Nothing to tear down: every line is already out."""
+
+
+def make_view(console: Console, interval_s: float) -> View:
+    return LiveView(console) if console.is_terminal else PlainView(console, interval_s)

@@ -1,0 +1,528 @@
+"""Running arms side by side: each arm's lifecycle on its own thread, the view and the signals on the main one.
+
+One arm: report `started` -> green and purple in their own process groups -> both ready (card answers AND the
+listener is that child) -> client -> evaluation.json -> report `finished`. Any child that dies early fails the arm at
+once, naming it, with its exit code and the last lines of its log. Ctrl-C/SIGTERM, `mcu-arms stop` or --fail-fast
+stop this invocation's own children only and finalise the report as `interrupted`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Literal
+
+import psutil
+from pydantic import BaseModel
+from rich.console import Console
+
+from mcu_arms.arms.plan import ArmPlan
+from mcu_arms.environment import Environment
+from mcu_arms.errors import UserError
+from mcu_arms.report.run_report import Failure, ProcessRecord, RunReport, write_report
+from mcu_arms.supervise.alerts import AlertMonitor
+from mcu_arms.supervise.history import (
+    STOP_REQUEST,
+    SUPERVISOR_ROLE,
+    latest_report,
+    rerun_decision,
+    supervisor_alive,
+)
+from mcu_arms.supervise.live import REFRESH_PER_SECOND, View, make_view
+from mcu_arms.supervise.process import (
+    DEFAULT_STOP_GRACE_S,
+    Child,
+    card_answers,
+    listener_owner,
+    utc_stamp,
+)
+from mcu_arms.supervise.progress import ArmProgress, StepsTail
+from mcu_arms.supervise.provenance import collect_provenance
+from mcu_arms.supervise.summary import apply_evaluation, read_purple_report
+
+POLL_S = 0.5
+READY_POLL_S = 0.2
+DEFAULT_READY_TIMEOUT_S = 120.0
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_INTERRUPTED = 130
+SERVER_ROLES = ("green", "purple")
+
+ArmStatus = Literal["finished", "failed", "interrupted", "skipped"]
+
+
+class RunOptions(BaseModel):
+    fail_fast: bool = False
+    ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S
+    rerun: bool = False
+    stop_grace_s: float = DEFAULT_STOP_GRACE_S
+    progress_interval_s: float = 30.0
+
+
+class ArmOutcome(BaseModel):
+    arm: str
+    status: ArmStatus
+    message: str = ""
+    episode_dir: str | None = None
+    report_path: str | None = None
+    failure: Failure | None = None
+    score: float | None = None
+    max_score: float | None = None
+    steps_run: int | None = None
+    milestones_reached: int | None = None
+    simulator_label: str | None = None
+    alerts: list[str] = []
+
+
+class RunOutcome(BaseModel):
+    arms: list[ArmOutcome]
+    interrupted_by: str | None = None
+
+    @property
+    def exit_code(self) -> int:
+        statuses = {arm.status for arm in self.arms}
+        if "interrupted" in statuses or self.interrupted_by:
+            return EXIT_INTERRUPTED
+        return EXIT_FAILED if "failed" in statuses else EXIT_OK
+
+
+class _Stopped(Exception):
+    """The arm was asked to stop (signal, `mcu-arms stop`, --fail-fast)."""
+
+
+class _ArmFailed(Exception):
+    def __init__(self, failure: Failure) -> None:
+        super().__init__(failure.reason)
+        self.failure = failure
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).isoformat(timespec="seconds")
+
+
+def describe_exit(code: int | None) -> str:
+    if code is None:
+        return "is still running"
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with code {code}"
+
+
+def repoint_links(plan: ArmPlan, warn: Callable[[str], None]) -> None:
+    """Point logs/<arm>_*.log and _result.json at this episode: a temp symlink moved over the old one atomically.
+
+    A regular file in the way is left alone (never overwritten) with a warning.
+    """
+    for link, target in plan.links.items():
+        path = Path(link)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if os.path.lexists(path) and not path.is_symlink():
+            warn(f"{path} is a regular file, not a link: left as it is (not pointed at episode_{plan.episode:03d})")
+            continue
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        if os.path.lexists(temporary):
+            temporary.unlink()
+        temporary.symlink_to(os.path.relpath(target, path.parent))
+        os.replace(temporary, path)
+
+
+def supervisor_record() -> ProcessRecord:
+    me = psutil.Process()
+    return ProcessRecord(role=SUPERVISOR_ROLE, pid=me.pid, create_time=me.create_time(), argv=me.cmdline(), log="")
+
+
+class ArmRunner:
+    """One arm's lifecycle. `run()` on its own thread; `request_stop()` from any thread."""
+
+    def __init__(
+        self, plan: ArmPlan, env: Environment, options: RunOptions, view: View, supervisor: ProcessRecord
+    ) -> None:
+        self.plan = plan
+        self.env = env
+        self.options = options
+        self.view = view
+        self.episode_dir = Path(plan.episode_dir)
+        self.progress = ArmProgress(plan.arm, plan.settings.steps)
+        self.alerts = AlertMonitor(self.progress, self.episode_dir / "purple", self._alert)
+        self.children: dict[str, Child] = {}
+        self.evaluation: dict | None = None
+        self._stop = threading.Event()
+        self._stop_reason = ""
+        self._report_lock = threading.Lock()
+        self._log_path = self.episode_dir / "logs" / f"{SUPERVISOR_ROLE}.log"
+        self._started = time.monotonic()
+        logs = {process.role: process.log for process in plan.processes}
+        logs[SUPERVISOR_ROLE] = str(self._log_path)
+        self.report = RunReport(
+            status="started",
+            arm=plan.arm,
+            episode=plan.episode,
+            episode_dir=plan.episode_dir,
+            source=plan.source,
+            fingerprint=plan.fingerprint,
+            settings=plan.settings,
+            overrides=plan.overrides,
+            compaction_limit=plan.compaction.limit,
+            provenance=collect_provenance(env.cwd),
+            started_at=_iso(env.clock()),
+            processes={SUPERVISOR_ROLE: supervisor.model_copy(update={"log": str(self._log_path)})},
+            logs=logs,
+            output_dirs={
+                "episode": plan.episode_dir,
+                "green": str(self.episode_dir / "green"),
+                "purple": str(self.episode_dir / "purple"),
+            },
+        )
+
+    # events -----------------------------------------------------------------------------------------------
+    def _event(self, text: str, *, alert: bool = False) -> None:
+        with self._log_path.open("a", encoding="utf-8") as log:
+            log.write(f"{utc_stamp()} {'ALERT ' if alert else ''}{text}\n")
+        self.view.line(self.plan.arm, text, alert=alert)
+
+    def _alert(self, text: str) -> None:
+        self._event(text, alert=True)
+        self._save()
+
+    def _state(self, state: str) -> None:
+        self.progress.state = state
+        self._event(f"state {state}")
+
+    def _save(self) -> None:
+        with self._report_lock:
+            self.report.alerts = list(self.progress.alerts)
+            write_report(self.report, Path(self.plan.result_path))
+
+    def request_stop(self, reason: str) -> None:
+        if not self._stop.is_set():
+            self._stop_reason = reason
+            self._stop.set()
+
+    def _check_stop(self) -> None:
+        request = self.episode_dir / STOP_REQUEST
+        if not self._stop.is_set() and request.exists():
+            try:
+                who = json.loads(request.read_text(encoding="utf-8")).get("requested_by", "mcu-arms stop")
+            except (OSError, ValueError):
+                who = "mcu-arms stop"
+            self.request_stop(f"stopped by {who}")
+        if self._stop.is_set():
+            raise _Stopped(self._stop_reason)
+
+    # lifecycle --------------------------------------------------------------------------------------------
+    def run(self) -> ArmOutcome:
+        status: ArmStatus = "failed"
+        failure: Failure | None = None
+        try:
+            self._save()
+            repoint_links(self.plan, lambda text: self._event(text, alert=True))
+            self._start_servers()
+            self._wait_ready()
+            self._run_client()
+            status = "finished"
+        except _Stopped as stopped:
+            status, failure = "interrupted", Failure(process=None, reason=str(stopped))
+        except _ArmFailed as failed:
+            status, failure = "failed", failed.failure
+        except Exception as error:  # a supervisor bug still ends the arm cleanly, reported, children stopped
+            status = "failed"
+            failure = Failure(process=None, reason=f"mcu-arms: {type(error).__name__}: {error}")
+        self._finalise(status, failure)
+        return self._outcome()
+
+    def _start(self, role: str) -> Child:
+        hooks = {"purple": self.alerts.purple_line, "client": self._client_line}
+        child = Child(self.plan.process(role), self.env.env, hooks.get(role))
+        try:
+            child.start()
+        except OSError as error:
+            raise _ArmFailed(Failure(process=role, reason=f"{role} could not be started: {error}")) from None
+        self.children[role] = child
+        self.report.processes[role] = ProcessRecord(
+            role=role, pid=child.pid, create_time=child.create_time, argv=child.plan.argv, log=child.plan.log
+        )
+        self._save()
+        self._event(f"{role} started, pid {child.pid}")
+        return child
+
+    def _client_line(self, line: str) -> None:
+        self.progress.add_client_line(line)
+        self.alerts.client_line(line)
+
+    def _start_servers(self) -> None:
+        self._state("starting")
+        for role in SERVER_ROLES:
+            self._check_stop()
+            self._start(role)
+
+    def _died(self, child: Child, when: str) -> _ArmFailed:
+        code = child.poll()
+        return _ArmFailed(
+            Failure(
+                process=child.role,
+                reason=f"{child.role} {describe_exit(code)} {when}",
+                exit_code=code,
+                log_tail=child.log_tail(),
+            )
+        )
+
+    def _wait_ready(self) -> None:
+        """Both servers ready: the card answers and the port's listener is that child or its descendant."""
+        deadline = time.monotonic() + self.options.ready_timeout_s
+        pending = {role: self.children[role] for role in SERVER_ROLES}
+        waiting_on: dict[str, str] = {}
+        while pending:
+            self._check_stop()
+            for role, child in list(pending.items()):
+                if child.poll() is not None:
+                    raise self._died(child, "during start-up")
+                verdict = self._readiness(child)
+                if verdict is True:
+                    del pending[role]
+                    self._event(f"{role} ready on {child.plan.url}")
+                elif verdict:
+                    waiting_on[role] = verdict
+            if not pending:
+                break
+            if time.monotonic() > deadline:
+                role, child = next(iter(pending.items()))
+                detail = waiting_on.get(role, f"its agent card at {child.plan.url} never answered")
+                raise _ArmFailed(
+                    Failure(
+                        process=role,
+                        reason=f"{role} not ready within {self.options.ready_timeout_s:g} s: {detail}",
+                        log_tail=child.log_tail(wait_s=0),
+                    )
+                )
+            self._stop.wait(READY_POLL_S)
+        self.report.ready_at = _iso(self.env.clock())
+        self._state("ready")
+        self._save()
+
+    def _readiness(self, child: Child) -> bool | str | None:
+        """True when ready; a string saying what is wrong; None while the card does not answer yet."""
+        if not card_answers(child.plan.url or ""):
+            return None
+        process = child.process()
+        if process is None:
+            return None  # it just exited: poll() reports it on the next round
+        ours, pid = listener_owner(child.plan.port or 0, process)
+        if ours is None:
+            self._alert(
+                f"{child.role}: the OS does not say who listens on port {child.plan.port}; readiness judged by "
+                "the agent card alone"
+            )
+            return True
+        if ours:
+            return True
+        holder = f"pid {pid}" if pid else "an unseen process"
+        return f"port {child.plan.port} answers, but its listener is {holder}, not this arm's {child.role}"
+
+    def _run_client(self) -> None:
+        self._check_stop()
+        client = self._start("client")
+        self._state("running")
+        tail = StepsTail(self.episode_dir / "green")
+        while True:
+            self._check_stop()
+            for role in SERVER_ROLES:
+                if self.children[role].poll() is not None:
+                    raise self._died(self.children[role], "while the evaluation ran")
+            self.progress.add_steps(tail.poll())
+            self.alerts.check_progress()
+            self.alerts.check_purple_reports()
+            code = client.poll()
+            if code is not None:
+                self.progress.add_steps(tail.poll())
+                if code != 0:
+                    raise self._died(client, "before the evaluation completed")
+                self.evaluation = self._read_evaluation(client)
+                return
+            self._stop.wait(POLL_S)
+
+    def _read_evaluation(self, client: Child) -> dict:
+        path = Path(self.plan.evaluation_path)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise _ArmFailed(
+                Failure(
+                    process="client",
+                    reason=f"client exited 0 but {path} cannot be read: {error}",
+                    exit_code=0,
+                    log_tail=client.log_tail(),
+                )
+            ) from None
+        if not isinstance(data, dict):
+            raise _ArmFailed(Failure(process="client", reason=f"{path} holds no JSON object", exit_code=0))
+        return data
+
+    # the end ----------------------------------------------------------------------------------------------
+    def _stop_children(self) -> None:
+        for role in ("client", "purple", "green"):
+            child = self.children.get(role)
+            if child is None:
+                continue
+            outcome = child.stop(self.options.stop_grace_s)
+            record = self.report.processes[role]
+            record.exit_code = child.exit_code
+            if outcome.killed:
+                self._alert(f"{role}: {outcome.killed} process(es) ignored SIGTERM for {self.options.stop_grace_s:g} s "
+                            "and were killed")  # fmt: skip
+            if outcome.survivors:
+                self._alert(f"{role}: pids {outcome.survivors} survived SIGKILL")
+
+    def _finalise(self, status: ArmStatus, failure: Failure | None) -> None:
+        try:
+            self._stop_children()
+        except Exception as error:  # reported, and the report is still written
+            self._alert(f"stopping children failed: {type(error).__name__}: {error}")
+        report = self.report
+        if failure is not None and failure.process in self.children:
+            failure.exit_code = self.children[failure.process].exit_code
+        report.status = status  # type: ignore[assignment]
+        report.failure = failure
+        report.finished_at = _iso(self.env.clock())
+        report.wall_s = round(time.monotonic() - self._started, 3)
+        if self.evaluation is not None:
+            for alert in apply_evaluation(report, self.evaluation):
+                self._record_alert(alert)
+        elif self.progress.steps_total:
+            report.steps_run = self.progress.steps_total
+        purple_report, problems = read_purple_report(self.episode_dir / "purple")
+        report.purple_report = purple_report
+        for problem in problems:
+            self._record_alert(problem)
+        self.progress.finished = time.monotonic()
+        self.progress.state = status
+        self._save()
+        if failure is not None:
+            self._event(f"{status}: {failure.reason}", alert=status == "failed")
+            for line in failure.log_tail[-5:]:
+                self._event(f"  | {line}")
+        else:
+            self._event(f"state {status}")
+
+    def _record_alert(self, text: str) -> None:
+        self.progress.alerts.append(text)
+        self._event(text, alert=True)
+
+    def _outcome(self) -> ArmOutcome:
+        report = self.report
+        return ArmOutcome(
+            arm=self.plan.arm,
+            status=report.status,  # type: ignore[arg-type]
+            episode_dir=self.plan.episode_dir,
+            report_path=self.plan.result_path,
+            failure=report.failure,
+            score=report.score,
+            max_score=report.max_score,
+            steps_run=report.steps_run,
+            milestones_reached=sum(1 for m in report.milestones if m.step is not None),
+            simulator_label=report.simulator_label,
+            alerts=list(report.alerts),
+        )
+
+
+def _refuse_running(plans: list[ArmPlan], env: Environment) -> None:
+    for plan in plans:
+        latest = latest_report(env.output_dir / plan.arm)
+        if latest is not None and latest.status == "started" and supervisor_alive(latest):
+            pid = latest.processes[SUPERVISOR_ROLE].pid
+            raise UserError(
+                f"arm '{plan.arm}' is running now (episode_{latest.episode:03d}, mcu-arms pid {pid}); "
+                f"see `mcu-arms status --arm {plan.arm}` or stop it with `mcu-arms stop --arm {plan.arm}`",
+                path=plan.source,
+            )
+
+
+def run_arms(plans: list[ArmPlan], env: Environment, options: RunOptions, out: Console) -> RunOutcome:
+    """Run every arm that is not skipped, side by side; returns once each is finished, failed or interrupted."""
+    _refuse_running(plans, env)
+    outcomes: list[ArmOutcome] = []
+    to_run: list[ArmPlan] = []
+    for plan in plans:
+        decision = rerun_decision(plan, env.output_dir / plan.arm, rerun=options.rerun)
+        if decision.message:
+            out.print(f"[{'dim' if decision.skip else 'yellow'}]{decision.message}[/]", highlight=False)
+        if decision.skip:
+            outcomes.append(ArmOutcome(arm=plan.arm, status="skipped", message=decision.message or ""))
+        else:
+            to_run.append(plan)
+    if not to_run:
+        return RunOutcome(arms=outcomes)
+
+    from mcu_arms.isolation.prepare import held_ports, prepare_arm
+
+    signalled: list[str] = []
+    wake = threading.Event()
+
+    def on_signal(signum: int, _frame: object) -> None:
+        signalled.append(signal.Signals(signum).name)
+        wake.set()
+
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with held_ports(to_run, env):
+            prepared = [prepare_arm(plan, env)[0] for plan in to_run]
+            outcomes += _supervise(prepared, env, options, out, signalled, wake)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    order = {plan.arm: index for index, plan in enumerate(plans)}
+    outcomes.sort(key=lambda outcome: order[outcome.arm])
+    return RunOutcome(arms=outcomes, interrupted_by=signalled[0] if signalled else None)
+
+
+def _supervise(
+    plans: list[ArmPlan],
+    env: Environment,
+    options: RunOptions,
+    out: Console,
+    signalled: list[str],
+    wake: threading.Event,
+) -> list[ArmOutcome]:
+    view = make_view(out, options.progress_interval_s)
+    supervisor = supervisor_record()
+    runners = [ArmRunner(plan, env, options, view, supervisor) for plan in plans]
+    results: dict[str, ArmOutcome] = {}
+
+    def run_one(runner: ArmRunner) -> None:
+        results[runner.plan.arm] = runner.run()
+        wake.set()
+
+    threads = [threading.Thread(target=run_one, args=(r,), name=f"arm-{r.plan.arm}", daemon=True) for r in runners]
+    for thread in threads:
+        thread.start()
+    progresses = [runner.progress for runner in runners]
+    stop_reason: str | None = None
+    try:
+        while any(thread.is_alive() for thread in threads):
+            if signalled and stop_reason is None:
+                stop_reason = f"interrupted by {signalled[0]}"
+            if options.fail_fast and stop_reason is None:
+                failed = [arm for arm, outcome in results.items() if outcome.status == "failed"]
+                if failed:
+                    stop_reason = f"stopped by --fail-fast: arm '{failed[0]}' failed"
+            if stop_reason is not None:
+                for runner in runners:
+                    runner.request_stop(stop_reason)
+            view.refresh(progresses)
+            wake.wait(1.0 / REFRESH_PER_SECOND)
+            wake.clear()
+    finally:
+        for thread in threads:
+            thread.join()
+        view.close(progresses)
+    return [results[runner.plan.arm] for runner in runners]
