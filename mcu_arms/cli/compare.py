@@ -32,11 +32,11 @@ Exit code: 0 comparable (at most one setting differs), 1 not comparable, 2 user 
 """
 
 
-def _header(result: ComparisonResult, title: str) -> Table:
-    table = Table(title=title, title_justify="left", title_style="bold")
-    table.add_column("")
+def _header(result: ComparisonResult) -> Table:
+    table = Table()
+    table.add_column("", overflow="fold")
     for name in result.arm_names():
-        table.add_column(f"{name} (baseline)" if name == result.baseline else name)
+        table.add_column(f"{name} (baseline)" if name == result.baseline else name, overflow="fold")
     return table
 
 
@@ -57,7 +57,8 @@ def render(result: ComparisonResult, env: Environment) -> None:
         console.print(f"[bold yellow]! {flag.kind}[/]{who} {escape(flag.message)}", highlight=False, soft_wrap=True)
 
     if result.settings:
-        settings = _header(result, "settings" + (" (all)" if result.show_all else " that differ"))
+        console.print("[bold]settings" + (" (all)" if result.show_all else " that differ") + "[/]")
+        settings = _header(result)
         for row in result.settings:
             mark = " [red]*[/]" if row.differs and result.show_all else ""
             if row.ignored:
@@ -67,17 +68,22 @@ def render(result: ComparisonResult, env: Environment) -> None:
             settings.add_row(f"{row.key}{mark}", *(escape(_value(v)) for v in row.values))
         console.print(settings)
 
-    results = _header(result, "results")
+    console.print("[bold]results[/]")
+    results = _header(result)
     for key, cells in result_rows(result):
         results.add_row(key, *(escape(cell) for cell in cells))
     console.print(results)
 
     if result.milestones:
-        matrix = _header(result, "milestones: step reached (delta vs baseline)")
+        tasks = list(dict.fromkeys(row.task for row in result.milestones))
+        one_task = len(tasks) == 1
+        title = f"milestones{f' of {tasks[0]}' if one_task else ''}: step reached (delta vs baseline)"
+        console.print(f"[bold]{title}[/]", highlight=False)
+        matrix = _header(result)
         names = result.arm_names()
         for row in result.milestones:
             cells = [milestone_text(cell, name == result.baseline) for cell, name in zip(row.cells, names)]
-            matrix.add_row(f"{row.task}/{row.identity}", *cells)
+            matrix.add_row(row.identity if one_task else f"{row.task}/{row.identity}", *cells)
         console.print(matrix)
 
     for arm in result.arms:

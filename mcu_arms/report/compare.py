@@ -309,18 +309,22 @@ def _arm_result(target: ArmTarget, episode: int | None, flags: list[Flag]) -> tu
     if target.source is not None:
         current, _ = _settings_from_file(target.source, report.overrides)
         if fingerprint(current) != report.fingerprint:
+            changed = current.fingerprinted() != report.settings.fingerprinted()
+            what = "has changed since" if changed else "resolves the same, but the fingerprint scheme changed since"
             flags.append(
                 Flag(
-                    kind="arm_file_changed",
+                    kind="arm_file_changed" if changed else "fingerprint_version",
                     arm=target.name,
-                    message=f"{target.source} has changed since episode {report.episode} ran; the settings shown "
-                    "are the ones in force for that run",
+                    message=f"{target.source} {what} episode {report.episode} ran; the settings shown are the "
+                    "ones in force for that run",
                 )
             )
     purple = report.purple_report
     counters = {key: _as_int(_find_counter(purple, key)) for key in PURPLE_COUNTERS}
+    purple_limit = next(
+        (found for key in PURPLE_LIMIT_KEYS if (found := _as_int(_find_counter(purple, key))) is not None), None
+    )
     limit = report.compaction_limit
-    purple_limit = next((_as_int(_find_counter(purple, k)) for k in PURPLE_LIMIT_KEYS if _find_counter(purple, k)), None)
     if purple_limit is not None and purple_limit != limit:
         flags.append(
             Flag(
