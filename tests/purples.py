@@ -94,7 +94,7 @@ def build_test_purple(executor: ScriptedPurple, url: str):  # noqa: ANN201 - a S
         name="test purple",
         description="Scripted answers for the green agent's tests.",
         url=url,
-        skills=[Skill(id="test", name="test", description="scripted")],
+        skills=[Skill(id="test", name="test", description="scripted", tags=("test",))],
         streaming=False,
     )
     return build_app(card, executor)

@@ -1,0 +1,74 @@
+"""Step log, atomic result file and the category totals (unscored tasks are never a silent 0)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from mcu_arms.green.result import CategoryResult, LatencyStats, NoopCauseStats, TaskMetrics, VideoResult
+from mcu_arms.green.steplog import MAX_RECEIVED_CHARS, StepLog, StepRecord, truncate_received, write_json_atomic
+
+
+def _record(step: int, received: str | None = "{}") -> StepRecord:
+    return StepRecord(step=step, t=0.0, received=received, applied={"forward": 1}, agent_ms=1.0, sim_ms=1.0)
+
+
+def test_each_step_is_on_disk_as_soon_as_it_is_written(tmp_path: Path):
+    with StepLog(tmp_path / "task", save_frames=False) as log:
+        log.write(_record(0))
+        assert [json.loads(line)["step"] for line in log.path.read_text().splitlines()] == [0]
+        log.write(_record(1))
+        assert len(log.path.read_text().splitlines()) == 2
+    assert log.frames_dir is None and not (tmp_path / "task" / "frames").exists()
+
+
+def test_a_huge_reply_is_truncated_in_the_log_with_its_length():
+    huge = "x" * (MAX_RECEIVED_CHARS * 3)
+    logged = truncate_received(huge)
+    assert logged.startswith("x" * MAX_RECEIVED_CHARS)
+    assert logged.endswith(f"[truncated, {len(huge)} chars in all]")
+    assert truncate_received("short") == "short" and truncate_received(None) is None
+
+
+def test_frames_are_numbered_by_step(tmp_path: Path):
+    with StepLog(tmp_path / "task", save_frames=True) as log:
+        log.save_frame(7, b"\x89PNG...")
+    assert (tmp_path / "task" / "frames" / "000007.png").read_bytes() == b"\x89PNG..."
+
+
+def test_result_file_is_replaced_whole_and_no_temporary_is_left(tmp_path: Path):
+    target = tmp_path / "out" / "result.json"
+    write_json_atomic(target, {"v": 1})
+    write_json_atomic(target, {"v": 2})
+    assert json.loads(target.read_text()) == {"v": 2}
+    assert [path.name for path in target.parent.iterdir()] == ["result.json"]
+
+
+def _metrics(score: float | None, max_score: float = 10.0, **criteria: float) -> TaskMetrics:
+    return TaskMetrics(
+        max_score=max_score, sim_score=score, score=score, category="crafting", scoring_kind="reward",
+        scored=score is not None, score_source="sim" if score is not None else "unscored",
+        video=VideoResult(status="disabled"), **criteria,
+    )
+
+
+def test_unscored_tasks_are_left_out_of_the_totals_and_named():
+    result = CategoryResult.of(
+        "crafting",
+        {"a": _metrics(4.0, action_control=6.0), "b": _metrics(None), "c": _metrics(10.0, action_control=2.0)},
+        skipped=[],
+    )
+    assert (result.num_tasks, result.scored_tasks, result.unscored_tasks) == (3, 2, ["b"])
+    assert (result.total_score, result.total_max_score) == (14.0, 20.0)
+    assert result.avg_action_control == 4.0 and result.avg_creative_attempts is None
+    assert "1 of 3 tasks unscored (b)" in result.note
+
+
+def test_latency_stats_and_noop_reasons_are_bounded():
+    stats = LatencyStats.of([float(v) for v in range(1, 101)])
+    assert (stats.count, stats.p50_ms, stats.p95_ms, stats.max_ms) == (100, 51.0, 96.0, 100.0)
+    assert LatencyStats.of([]).mean_ms is None
+    causes = NoopCauseStats()
+    for step in range(20):
+        causes.record(step, "late")
+    assert causes.count == 20 and causes.first_reasons == [f"step {s}: late" for s in range(5)]
