@@ -55,7 +55,11 @@ def build_figure(data: PlotData) -> Any:
     figure = Figure(figsize=(9, 5.5), dpi=100)
     axes = figure.add_subplot()
     for series in data.series:
-        axes.plot(series.steps, series.reached, drawstyle="steps-post", marker="o", markersize=3, label=series.arm)
+        landed = list(range(1, max(series.reached) + 1))  # a marker where a milestone landed, not at the last step
+        axes.plot(
+            series.steps, series.reached, drawstyle="steps-post", marker="o", markersize=4, markevery=landed,
+            label=series.arm,
+        )  # fmt: skip
     axes.set_xlabel("step")
     axes.set_ylabel("milestones reached")
     axes.set_title(data.title, fontsize=10)
