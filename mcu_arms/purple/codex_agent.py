@@ -1,0 +1,551 @@
+"""The codex-driven purple agents: `worldmodel` (keeps a hypothesis graph and world-model documents on disk) and
+`prolong` (keeps only logs.txt and its notes).
+
+Each observation is answered from a queue of planned actions; when the queue is empty the agent runs ONE model turn
+(`codex exec`, or `codex exec resume` while the session has turns left) that must write actions.json. Memory lives on
+the filesystem, not in the conversation, so any unclean turn simply drops the session and the next turn starts cold.
+Every failed turn, noop, compaction, overflow and slow or heavy turn is counted in the report and logged to stdout.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import math
+import os
+import shutil
+import statistics
+import string
+from collections import deque
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from mcu_arms.errors import UserError
+from mcu_arms.green.protocol import (
+    BUTTON_KEYS,
+    CAMERA_KEY,
+    CAMERA_LIMIT_DEGREES,
+    AckPayload,
+    ActionPayload,
+    EnvAction,
+    InitPayload,
+    ObservationPayload,
+)
+from mcu_arms.isolation.codex_home import audit_codex_home
+from mcu_arms.purple.agent_report import AgentSettings, EpisodeReport, TurnRecord, write_reports
+from mcu_arms.purple.base import Policy
+from mcu_arms.purple.codex_runner import (
+    TERM_GRACE_S,
+    CodexCall,
+    TurnRun,
+    codex_version,
+    count_compactions,
+    find_rollout,
+    run_codex,
+)
+from mcu_arms.purple.registry import PurpleOptions
+
+TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+CODEX_KINDS = ("worldmodel", "prolong")
+ACTIONS_FILE = "actions.json"
+LOG_FILE = "logs.txt"
+NOTES_FILE = "notes.md"
+MAX_ACTIONS_PER_TURN = 64
+HISTORY_LINES = 40
+PAYLOAD_WARN_BYTES = 5_000_000
+LATENCY_JUMP_FACTOR = 3.0
+LATENCY_MIN_HISTORY = 3
+DEFAULT_SESSION_TURNS = 1
+QUANTISED_ENV = "MCU_CAMERA_QUANTISED"
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+_versions: dict[str, str] = {}  # `codex --version`, read once per executable per process
+
+
+class NoopWithReason(ActionPayload):
+    """A noop that says why; the green ignores the extra field, a human reading the wire does not."""
+
+    reason: str
+
+
+class ActionsFileError(ValueError):
+    """actions.json exists but cannot be replayed; the message says what is wrong and where."""
+
+
+def _log(line: str) -> None:
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    print(f"{stamp} {line}", flush=True)
+
+
+def turn_budget(step_timeout: float) -> float:
+    """Seconds a turn may run: the green's step timeout less the time needed to stop codex and answer."""
+    return max(0.5, step_timeout - TERM_GRACE_S - min(5.0, 0.1 * step_timeout))
+
+
+def _button(value: Any, where: str) -> int:
+    if type(value) is not int or value not in (0, 1):
+        raise ActionsFileError(f"{where} must be 0 or 1, got {json.dumps(value)}")
+    return value
+
+
+def _camera(value: Any, where: str) -> list[float]:
+    if not isinstance(value, list) or len(value) != 2:
+        raise ActionsFileError(f"{where} must be [pitch, yaw] in degrees, got {json.dumps(value)}")
+    degrees = []
+    for axis, number in zip(("pitch", "yaw"), value):
+        if isinstance(number, bool) or not isinstance(number, (int, float)) or not math.isfinite(number):
+            raise ActionsFileError(f"{where} {axis} must be a finite number, got {json.dumps(number)}")
+        if abs(number) > CAMERA_LIMIT_DEGREES:
+            raise ActionsFileError(f"{where} {axis} {number} is beyond ±{CAMERA_LIMIT_DEGREES:g} degrees")
+        degrees.append(float(number))
+    return degrees
+
+
+def parse_actions(text: str) -> list[EnvAction]:
+    """actions.json: a non-empty list of env-format actions; omitted buttons are 0, an omitted camera is [0, 0]."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ActionsFileError(f"not JSON: {error.msg} at line {error.lineno} column {error.colno}") from None
+    if not isinstance(data, list):
+        raise ActionsFileError(f"must be a JSON list of actions, got {type(data).__name__}")
+    if not data:
+        raise ActionsFileError("is an empty list")
+    actions = []
+    for index, entry in enumerate(data):
+        if not isinstance(entry, dict):
+            raise ActionsFileError(f"action {index} must be an object, got {type(entry).__name__}")
+        unknown = sorted(set(entry) - set(BUTTON_KEYS) - {CAMERA_KEY})
+        if unknown:
+            raise ActionsFileError(f"action {index} has unknown keys {unknown} (allowed: buttons and camera)")
+        action: EnvAction = {key: _button(entry.get(key, 0), f"action {index} '{key}'") for key in BUTTON_KEYS}
+        action[CAMERA_KEY] = _camera(entry.get(CAMERA_KEY, [0.0, 0.0]), f"action {index} 'camera'")
+        actions.append(action)
+    return actions
+
+
+def nearest_surviving_degrees(degrees: float) -> float:
+    """The camera value whose quantised move lands nearest the intended angle (MCU_CAMERA_QUANTISED=1 hosts)."""
+    from mcu_arms.green.sims.quantise import SURVIVING_DEGREES
+
+    return min(SURVIVING_DEGREES, key=lambda value: abs(value - degrees))
+
+
+def describe(action: EnvAction) -> str:
+    pressed = [key for key in BUTTON_KEYS if action.get(key)]
+    pitch, yaw = action[CAMERA_KEY]
+    camera = f" camera=[{pitch:g},{yaw:g}]" if pitch or yaw else ""
+    return ("+".join(pressed) or "noop") + camera
+
+
+def decode_frame(obs: str) -> bytes:
+    try:
+        data = base64.b64decode(obs, validate=True)
+    except (binascii.Error, ValueError) as error:
+        raise ValueError(f"observation is not base64: {error}") from None
+    if not data.startswith(PNG_SIGNATURE):
+        raise ValueError("observation is not a PNG")
+    return data
+
+
+def _file_size(path: Path | None) -> int:
+    try:
+        return path.stat().st_size if path is not None else 0
+    except FileNotFoundError:
+        return 0
+
+
+class CodexPolicy(Policy):
+    """One episode of a codex-driven agent, in its own directory under options.output_dir."""
+
+    def __init__(self, kind: str, options: PurpleOptions, environ: dict[str, str] | None = None) -> None:
+        self.kind = kind
+        self.options = options
+        self.environ = dict(os.environ if environ is None else environ)
+        self.session_turns = options.session_turns or DEFAULT_SESSION_TURNS
+        self.turn_timeout = turn_budget(options.step_timeout)
+        self.camera_quantised = self.environ.get(QUANTISED_ENV) == "1"
+        self.workdir: Path | None = None
+        self.settings: AgentSettings | None = None
+        self.episode: EpisodeReport | None = None
+        self._queue: deque[tuple[EnvAction, str]] = deque()
+        self._task = ""
+        self._system_prompt = ""
+        self._turn = 0
+        self._thread_id: str | None = None
+        self._session_index = 0
+        self._session_turns_done = 0
+        self._frames_in_session = 0
+        self._payload_warned_session = -1
+        self._compactions_by_thread: dict[str, int] = {}
+
+    # --- setup -------------------------------------------------------------------------------------------------
+
+    def _check_setup(self) -> tuple[Path, Path, str]:
+        if self.kind not in CODEX_KINDS:
+            raise UserError(f"'{self.kind}' is not a codex agent kind", key="--agent", allowed=", ".join(CODEX_KINDS))
+        if self.options.output_dir is None:
+            raise UserError("codex agents need a directory for their memory and reports", key="--output-dir")
+        if self.options.provider_wire_api and not self.options.provider_base_url:
+            raise UserError("a provider wire API needs a provider base URL", key="--provider-base-url")
+        home = self.environ.get("CODEX_HOME")
+        if not home:
+            raise UserError(
+                "CODEX_HOME is not set: a codex agent runs inside its arm's own home "
+                '(eval "$(mcu-arms codex-home ARM)", or let `mcu-arms run` set it)',
+                key="CODEX_HOME",
+            )
+        if not Path(home).is_dir():
+            raise UserError(f"CODEX_HOME {home} does not exist (build it with `mcu-arms codex-home ARM`)", key="CODEX_HOME")
+        executable = shutil.which("codex", path=self.environ.get("PATH"))
+        if executable is None:
+            raise UserError(
+                "the codex CLI is not on PATH: npm install -g @openai/codex, then `codex login`", key="PATH"
+            )
+        return self.options.output_dir, Path(home), executable
+
+    @staticmethod
+    def _claim_task_dir(output_dir: Path) -> Path:
+        """The next free task_NN directory; mkdir without exist_ok makes concurrent episodes take different ones."""
+        output_dir.mkdir(parents=True, exist_ok=True)
+        number = 1 + sum(1 for path in output_dir.glob("task_*") if path.is_dir())
+        while True:
+            candidate = output_dir / f"task_{number:02d}"
+            try:
+                candidate.mkdir()
+                return candidate
+            except FileExistsError:
+                number += 1
+
+    async def init(self, payload: InitPayload) -> AckPayload:
+        output_dir, home, executable = self._check_setup()
+        if executable not in _versions:
+            _versions[executable] = await codex_version(executable, self.environ)
+        version = _versions[executable]
+        self.workdir = self._claim_task_dir(output_dir)
+        (self.workdir / "frames").mkdir()
+        (self.workdir / "turns").mkdir()
+        self._task = payload.text
+        if self.kind == "worldmodel":
+            shutil.copytree(TEMPLATES / "worldmodel_memory", self.workdir / "memory")
+        else:
+            (self.workdir / NOTES_FILE).write_text(f"# Notes for: {payload.text}\n", encoding="utf-8")
+        self._system_prompt = self._render_system_prompt(payload)
+        (self.workdir / "system_prompt.md").write_text(self._system_prompt, encoding="utf-8")
+        self.settings = AgentSettings(
+            kind=self.kind,
+            session_turns=self.session_turns,
+            compact_limit=self.options.compact_limit,
+            step_timeout=self.options.step_timeout,
+            turn_timeout=self.turn_timeout,
+            model=self.options.model,
+            provider_base_url=self.options.provider_base_url,
+            provider_wire_api=self.options.provider_wire_api,
+            camera_quantised=self.camera_quantised,
+            codex_executable=executable,
+            codex_version=version,
+            codex_home=str(home),
+            codex_home_audit=audit_codex_home(home),
+        )
+        self.episode = EpisodeReport(
+            task_dir=str(self.workdir),
+            task=payload.text,
+            started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        )
+        if version.startswith("unavailable"):
+            self._warn(f"codex version {version}")
+        self._append_log(f"task: {payload.text}")
+        self._write_report()
+        _log(
+            f"{self.kind} episode in {self.workdir}: codex {version}, session_turns={self.session_turns}, "
+            f"compact_limit={self.options.compact_limit}, turn timeout {self.turn_timeout:.1f} s"
+        )
+        return AckPayload(
+            message=f"{self.kind} agent ready ({version}; session_turns {self.session_turns}; "
+            f"compact limit {self.options.compact_limit})"
+        )
+
+    def _render_system_prompt(self, payload: InitPayload) -> str:
+        template = string.Template((TEMPLATES / f"{self.kind}_system.md").read_text(encoding="utf-8"))
+        if self.camera_quantised:
+            from mcu_arms.green.sims.quantise import SURVIVING_DEGREES
+
+            values = ", ".join(f"{value:g}" for value in SURVIVING_DEGREES)
+            camera_note = f"This host rounds every camera move to one of these degrees per axis: {values}."
+        else:
+            camera_note = "Camera moves reach the game as written."
+        return template.substitute(
+            task=payload.text,
+            green_prompt=payload.prompt.strip(),
+            button_keys=", ".join(BUTTON_KEYS),
+            camera_limit=f"{CAMERA_LIMIT_DEGREES:g}",
+            max_actions=MAX_ACTIONS_PER_TURN,
+            camera_note=camera_note,
+        )
+
+    # --- acting ------------------------------------------------------------------------------------------------
+
+    async def act(self, payload: ObservationPayload) -> ActionPayload:
+        if self.episode is None or self.workdir is None:
+            return self._noop("no_init", "observation before a successful init")
+        self.episode.observations += 1
+        if not self._queue:
+            try:
+                frame = decode_frame(payload.obs)
+            except ValueError as error:
+                return self._noop("bad_frame", f"step {payload.step}: {error}")
+            if not await self._plan(payload.step, frame):
+                return self._noop("failed_turn", f"step {payload.step}: the model turn produced no actions")
+        action, source = self._queue.popleft()
+        self.episode.actions_replayed += 1
+        self._append_log(f"step {payload.step}: {describe(action)} [{source}]")
+        return ActionPayload(action_type="env", action=action)
+
+    def _noop(self, counter: str, reason: str) -> NoopWithReason:
+        from mcu_arms.purple.baselines import env_action
+
+        if self.episode is not None:
+            self.episode.noops[counter] += 1
+            self._append_log(f"noop: {reason}")
+            self._write_report()
+        return NoopWithReason(action_type="env", action=env_action(), reason=reason)
+
+    async def _plan(self, step: int, frame: bytes) -> bool:
+        """Run one model turn and queue what it wrote; False (logged, counted) when it wrote nothing usable."""
+        assert self.workdir is not None and self.episode is not None and self.settings is not None
+        self._turn += 1
+        turn = self._turn
+        turn_dir = self.workdir / "turns" / f"turn_{turn:04d}"
+        turn_dir.mkdir()
+        frame_path = self.workdir / "frames" / f"step_{step}.png"
+        frame_path.write_bytes(frame)
+        resumed = self._thread_id is not None
+        prompt = self._prompt(step, frame_path, resumed)
+        (turn_dir / "prompt.md").write_text(prompt, encoding="utf-8")
+        home = Path(self.settings.codex_home)
+        rollout_before = _file_size(find_rollout(home, self._thread_id)) if self._thread_id else 0
+        actions_path = self.workdir / ACTIONS_FILE
+        actions_path.unlink(missing_ok=True)
+        call = CodexCall(
+            executable=self.settings.codex_executable,
+            prompt=prompt,
+            image=frame_path,
+            thread_id=self._thread_id,
+            compact_limit=self.options.compact_limit,
+            model=self.options.model,
+            provider_base_url=self.options.provider_base_url,
+            provider_wire_api=self.options.provider_wire_api,
+        )
+        _log(f"turn {turn} step {step} ({'resume' if resumed else 'new session'}): {call.shown()}")
+        run = await run_codex(
+            call.argv(),
+            cwd=self.workdir,
+            env=self.environ,
+            timeout_s=self.turn_timeout,
+            events_path=turn_dir / "events.jsonl",
+            stderr_path=turn_dir / "stderr.txt",
+        )
+        self.episode.turns += 1
+        if run.thread_id and run.thread_id != self._thread_id:
+            if resumed:
+                self._warn(f"turn {turn}: resuming {self._thread_id} started a new thread {run.thread_id}")
+            self._start_session(run.thread_id)
+        if run.thread_id or resumed:
+            self._frames_in_session += 1
+        rollout = find_rollout(home, self._thread_id) if self._thread_id else None
+        compactions = self._count_new_compactions(rollout)
+        if actions_path.exists():
+            shutil.move(str(actions_path), str(turn_dir / ACTIONS_FILE))
+        outcome, category, reason, actions = self._judge(run, turn_dir / ACTIONS_FILE, turn_dir / "stderr.txt")
+        record = TurnRecord(
+            turn=turn,
+            step=step,
+            session=self._session_index,
+            thread_id=self._thread_id,
+            resumed=resumed,
+            outcome=outcome,
+            rc=run.rc,
+            reason=reason,
+            latency_s=round(run.latency_s, 3),
+            prompt_bytes=len(prompt.encode()),
+            frame_bytes=len(frame),
+            rollout_bytes_before=rollout_before,
+            rollout_bytes_after=_file_size(rollout),
+            payload_bytes=len(prompt.encode()) + len(frame) + (rollout_before if resumed else 0),
+            frames_in_session=self._frames_in_session,
+            actions_queued=len(actions),
+            compactions_in_thread=compactions,
+        )
+        self._check_cost(record)
+        self.episode.turn_records.append(record)
+        if actions:
+            self._queue.extend((action, f"turn {turn} {i + 1}/{len(actions)}") for i, action in enumerate(actions))
+            self._session_turns_done += 1
+            if self._session_turns_done >= self.session_turns:
+                self._end_session(clean=True)
+            self._append_log(f"turn {turn} at step {step}: {len(actions)} actions planned ({run.latency_s:.1f} s)")
+        else:
+            self.episode.failed_turns_by_rc[str(run.rc)] += 1
+            self.episode.failed_turns_by_reason[category] += 1
+            if outcome == "overflow":
+                self.episode.overflow_resets += 1
+            _log(f"wrote no actions.json (rc={run.rc}); {reason}")
+            self._append_log(f"turn {turn} at step {step} failed (rc={run.rc}): {reason}")
+            self._end_session(clean=False)
+        self._write_report()
+        return bool(actions)
+
+    def _judge(
+        self, run: TurnRun, actions_path: Path, stderr_path: Path
+    ) -> tuple[str, str, str | None, list[EnvAction]]:
+        """(outcome, failure category, reason, actions) for a finished turn."""
+        if run.timed_out:
+            stopped = "; ".join(run.stopped) or "it had exited"
+            return "timeout", "timeout", f"timed out after {self.turn_timeout:.1f} s ({stopped})", []
+        if run.overflowed:
+            return "overflow", "overflow", f"context window overflow ({run.failure}); session dropped, next turn starts cold", []
+        if run.rc != 0:
+            detail = run.failure or _last_line(stderr_path) or "no error event"
+            return "failed", "codex_error", f"codex failed: {detail}", []
+        if not actions_path.exists():
+            return "failed", "no_file", "codex exited cleanly without writing it", []
+        try:
+            actions = parse_actions(actions_path.read_text(encoding="utf-8", errors="replace"))
+        except ActionsFileError as error:
+            return "failed", "invalid_file", f"actions.json unusable: {error}", []
+        if len(actions) > MAX_ACTIONS_PER_TURN:
+            assert self.episode is not None
+            self.episode.actions_truncated += len(actions) - MAX_ACTIONS_PER_TURN
+            self._warn(f"turn {self._turn}: {len(actions)} actions planned; only the first {MAX_ACTIONS_PER_TURN} are replayed")
+            actions = actions[:MAX_ACTIONS_PER_TURN]
+        if self.camera_quantised:
+            actions = [self._compensate(action) for action in actions]
+        return "ok", "", None, actions
+
+    def _compensate(self, action: EnvAction) -> EnvAction:
+        pitch, yaw = action[CAMERA_KEY]
+        sent = [nearest_surviving_degrees(pitch), nearest_surviving_degrees(yaw)]
+        if sent != [pitch, yaw]:
+            assert self.episode is not None
+            self.episode.camera_compensated += 1
+        return {**action, CAMERA_KEY: sent}
+
+    # --- sessions and costs ------------------------------------------------------------------------------------
+
+    def _start_session(self, thread_id: str) -> None:
+        assert self.episode is not None
+        self._thread_id = thread_id
+        self._session_index += 1
+        self._session_turns_done = 0
+        self._frames_in_session = 0
+        self.episode.sessions_started += 1
+
+    def _end_session(self, *, clean: bool) -> None:
+        """Drop the thread: after its last turn (clean), or after any unclean ending (memory is on disk)."""
+        if self._thread_id is None:
+            return
+        assert self.episode is not None
+        if clean:
+            self.episode.sessions_completed += 1
+        else:
+            self.episode.sessions_discarded += 1
+            _log(f"session {self._session_index} (thread {self._thread_id}) discarded; the next turn starts cold")
+        self._thread_id = None
+
+    def _count_new_compactions(self, rollout: Path | None) -> int:
+        if self._thread_id is None:
+            return 0
+        total = count_compactions(rollout)
+        new = total - self._compactions_by_thread.get(self._thread_id, 0)
+        self._compactions_by_thread[self._thread_id] = total
+        if new > 0:
+            assert self.episode is not None
+            self.episode.compactions += new
+            _log(f"turn {self._turn}: {new} compaction(s) in thread {self._thread_id} ({total} so far)")
+        return total
+
+    def _check_cost(self, record: TurnRecord) -> None:
+        """Loud on what stalls arms silently: a session payload past ~5 MB, or a turn far slower than usual."""
+        assert self.episode is not None
+        if record.payload_bytes > PAYLOAD_WARN_BYTES and self._payload_warned_session != record.session:
+            self._payload_warned_session = record.session
+            self._warn(
+                f"turn {record.turn}: session payload {record.payload_bytes / 1e6:.2f} MB is past ~5 MB; "
+                "turns beyond it have taken a flat ~600 s (lower session_turns)"
+            )
+        earlier = [previous.latency_s for previous in self.episode.turn_records]
+        if len(earlier) >= LATENCY_MIN_HISTORY:
+            median = statistics.median(earlier)
+            if median > 0 and record.latency_s > LATENCY_JUMP_FACTOR * median:
+                self._warn(
+                    f"turn {record.turn}: latency {record.latency_s:.1f} s is over {LATENCY_JUMP_FACTOR:g}x the "
+                    f"running median {median:.1f} s (payload {record.payload_bytes / 1e6:.2f} MB)"
+                )
+
+    def _warn(self, message: str) -> None:
+        assert self.episode is not None
+        self.episode.warnings.append(message)
+        _log(f"WARNING {message}")
+
+    # --- files -------------------------------------------------------------------------------------------------
+
+    def _prompt(self, step: int, frame_path: Path, resumed: bool) -> str:
+        assert self.workdir is not None
+        history = self._history()
+        if resumed:
+            where = f"Session turn {self._session_turns_done + 1} of {self.session_turns}."
+        else:
+            where = "This is a fresh session: what earlier turns learned is in logs.txt and your files on disk."
+        memory = (
+            "Read memory/ as you need it; record what this frame confirms or refutes in memory/hypotheses.json and "
+            "the documents under memory/world_model/ and memory/procedures/."
+            if self.kind == "worldmodel"
+            else f"Update {NOTES_FILE} with anything the next turn must know."
+        )
+        turn = "\n".join(
+            [
+                f"## Turn {self._turn}, step {step}",
+                f"Task: {self._task}",
+                where,
+                f"The attached image is the current view ({frame_path.relative_to(self.workdir)}).",
+                f"Recent history (last {HISTORY_LINES} lines of {LOG_FILE}):",
+                "```",
+                history or "(nothing yet)",
+                "```",
+                memory,
+                f"Then write {ACTIONS_FILE} in the current directory: the actions to take from this step on.",
+            ]
+        )
+        return turn if resumed else f"{self._system_prompt}\n\n{turn}\n"
+
+    def _history(self) -> str:
+        assert self.workdir is not None
+        lines = (self.workdir / LOG_FILE).read_text(encoding="utf-8").splitlines()
+        return "\n".join(lines[-HISTORY_LINES:])
+
+    def _append_log(self, line: str) -> None:
+        assert self.workdir is not None
+        with open(self.workdir / LOG_FILE, "a", encoding="utf-8") as log:
+            log.write(line + "\n")
+
+    def _write_report(self) -> None:
+        assert self.options.output_dir is not None and self.settings is not None and self.episode is not None
+        write_reports(self.options.output_dir, self.settings, self.episode)
+
+    async def close(self) -> None:
+        if self.episode is None:
+            return
+        self._end_session(clean=True)
+        if self._queue:
+            self._append_log(f"episode ended with {len(self._queue)} planned actions unplayed")
+        self._write_report()
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+    except FileNotFoundError:
+        return ""
+    return lines[-1][:300] if lines else ""

@@ -1,0 +1,268 @@
+"""One `codex exec` turn as a subprocess: the command line, the run under a deadline, and what its events said.
+
+The turn runs in its own process group (start_new_session) with stdin from /dev/null and its JSONL events written to
+a file, so that a hung codex can neither block the event loop nor hold a pipe open. On timeout only that group is
+stopped: TERM, a grace period, then KILL, each signal re-checked against the pid and create time seen at spawn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import psutil
+
+TERM_GRACE_S = 2.0
+PROVIDER_NAME = "mcu_arms_provider"
+TIMEOUT_RC = 124  # what timeout(1) exits with; keeps "rc=N" a number users can grep
+OVERFLOW_MARKERS = ("ran out of room in the model's context window", "context_length_exceeded")
+
+
+@dataclass(frozen=True)
+class CodexCall:
+    """Everything that decides one turn's command line."""
+
+    executable: str
+    prompt: str
+    image: Path
+    thread_id: str | None = None
+    compact_limit: int | None = None
+    model: str | None = None
+    provider_base_url: str | None = None
+    provider_wire_api: str | None = None
+
+    def argv(self) -> list[str]:
+        """`codex exec [options] [resume ID] -i FRAME -- PROMPT`.
+
+        Options go before `resume`: the sandbox and `-c` overrides are not accepted after it. `-i` takes several
+        values, hence the `--` that ends it.
+        """
+        options = ["--json", "--skip-git-repo-check", "--sandbox", "workspace-write"]
+        if self.compact_limit is not None:
+            options += ["-c", f"model_auto_compact_token_limit={self.compact_limit}"]
+        if self.model:
+            options += ["-m", self.model]
+        options += self._provider_overrides()
+        resume = ["resume", self.thread_id] if self.thread_id else []
+        return [self.executable, "exec", *options, *resume, "-i", str(self.image), "--", self.prompt]
+
+    def _provider_overrides(self) -> list[str]:
+        if not self.provider_base_url:
+            return []
+        table = f"model_providers.{PROVIDER_NAME}"
+        overrides = [f"{table}.name={json.dumps(PROVIDER_NAME)}", f"{table}.base_url={json.dumps(self.provider_base_url)}"]
+        if self.provider_wire_api:
+            overrides.append(f"{table}.wire_api={json.dumps(self.provider_wire_api)}")
+        overrides.append(f"model_provider={json.dumps(PROVIDER_NAME)}")
+        return [part for override in overrides for part in ("-c", override)]
+
+    def shown(self) -> str:
+        """The command line for a log: the prompt elided, credentials in a provider URL masked."""
+        shown = []
+        for part in self.argv()[:-1]:
+            if self.provider_base_url and self.provider_base_url in part:
+                part = part.replace(self.provider_base_url, redact_url(self.provider_base_url))
+            shown.append(part)
+        return " ".join(shown + [f"<prompt {len(self.prompt.encode())} bytes>"])
+
+
+def redact_url(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port:
+        host += f":{parts.port}"
+    return urlunsplit((parts.scheme, f"***@{host}", parts.path, parts.query, parts.fragment))
+
+
+@dataclass
+class TurnRun:
+    """What happened to one codex subprocess."""
+
+    rc: int
+    timed_out: bool
+    latency_s: float
+    thread_id: str | None = None
+    completed: bool = False
+    failure: str | None = None
+    events: int = 0
+    unparsed_lines: int = 0
+    stopped: list[str] = field(default_factory=list)
+
+    @property
+    def overflowed(self) -> bool:
+        return self.failure is not None and any(marker in self.failure for marker in OVERFLOW_MARKERS)
+
+
+async def run_codex(
+    argv: list[str], *, cwd: Path, env: dict[str, str], timeout_s: float, events_path: Path, stderr_path: Path
+) -> TurnRun:
+    """Run one codex turn to completion or to its deadline; never raises for what the subprocess does."""
+    started = time.monotonic()
+    with open(events_path, "wb") as events_file, open(stderr_path, "wb") as stderr_file:
+        process = await asyncio.create_subprocess_exec(
+            *argv,
+            cwd=str(cwd),
+            env=env,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=events_file,
+            stderr=stderr_file,
+            start_new_session=True,
+        )
+    leader = _process_or_none(process.pid)
+    try:
+        rc = await asyncio.wait_for(process.wait(), timeout=timeout_s)
+        timed_out, stopped = False, []
+    except asyncio.TimeoutError:
+        stopped = await stop_process_group(process, leader)
+        rc, timed_out = TIMEOUT_RC, True
+    run = TurnRun(rc=rc, timed_out=timed_out, latency_s=time.monotonic() - started, stopped=stopped)
+    _read_events(events_path, run)
+    return run
+
+
+def _process_or_none(pid: int) -> psutil.Process | None:
+    try:
+        return psutil.Process(pid)  # remembers the create time; is_running() compares it
+    except psutil.NoSuchProcess:
+        return None
+
+
+def _group_members(leader: psutil.Process) -> list[psutil.Process]:
+    """The leader, its descendants, and anything else in its process group, while the leader is verifiably ours."""
+    members: dict[int, psutil.Process] = {}
+    if not leader.is_running():
+        return []
+    members[leader.pid] = leader
+    try:
+        for child in leader.children(recursive=True):
+            members[child.pid] = child
+    except psutil.NoSuchProcess:
+        pass
+    for process in psutil.process_iter():
+        try:
+            if process.pid not in members and os.getpgid(process.pid) == leader.pid:
+                members[process.pid] = process
+        except (ProcessLookupError, psutil.NoSuchProcess, PermissionError):
+            continue
+    return list(members.values())
+
+
+def _alive(process: psutil.Process) -> bool:
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+async def stop_process_group(process: asyncio.subprocess.Process, leader: psutil.Process | None) -> list[str]:
+    """TERM the turn's group, wait, KILL what is left. Every signal goes only to a process seen as ours."""
+    stopped: list[str] = []
+    if leader is None:
+        await process.wait()
+        return stopped
+    members = _group_members(leader)
+    if leader.is_running():
+        os.killpg(leader.pid, signal.SIGTERM)  # the leader is alive, so the group id is still ours
+        stopped.append(f"SIGTERM group {leader.pid}")
+    deadline = time.monotonic() + TERM_GRACE_S
+    while time.monotonic() < deadline and any(_alive(member) for member in members):
+        await asyncio.sleep(0.05)
+    for member in members:
+        if _alive(member):
+            try:
+                member.kill()  # psutil re-checks pid + create time before signalling
+                stopped.append(f"SIGKILL {member.pid}")
+            except psutil.NoSuchProcess:
+                continue
+    await process.wait()
+    return stopped
+
+
+def _read_events(path: Path, run: TurnRun) -> None:
+    """thread.started gives the thread; turn.completed / turn.failed / error say how the turn ended."""
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if not line.strip():
+            continue
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            run.unparsed_lines += 1
+            continue
+        if not isinstance(event, dict):
+            run.unparsed_lines += 1
+            continue
+        run.events += 1
+        kind = event.get("type")
+        if kind == "thread.started" and isinstance(event.get("thread_id"), str):
+            run.thread_id = event["thread_id"]
+        elif kind == "turn.completed":
+            run.completed = True
+        elif kind in ("turn.failed", "error"):
+            run.failure = _error_message(event) or run.failure
+
+
+def _error_message(event: dict) -> str | None:
+    error = event.get("error")
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        return error["message"]
+    if isinstance(event.get("message"), str):
+        return event["message"]
+    return None
+
+
+def find_rollout(codex_home: Path, thread_id: str) -> Path | None:
+    """The thread's rollout file: sessions/YYYY/MM/DD/rollout-<timestamp>-<thread id>.jsonl."""
+    matches = sorted((codex_home / "sessions").glob(f"*/*/*/rollout-*-{thread_id}.jsonl"))
+    return matches[-1] if matches else None
+
+
+def count_compactions(rollout: Path | None) -> int:
+    """Codex's --json stream shows no compaction; the rollout gains a `compacted` record for each one."""
+    if rollout is None or not rollout.exists():
+        return 0
+    count = 0
+    with open(rollout, encoding="utf-8", errors="replace") as lines:
+        for line in lines:
+            if '"compacted"' not in line:
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(record, dict) and record.get("type") == "compacted":
+                count += 1
+    return count
+
+
+async def codex_version(executable: str, env: dict[str, str], timeout_s: float = 30.0) -> str:
+    """`codex --version`, or why it could not be read (the report says which)."""
+    try:
+        process = await asyncio.create_subprocess_exec(
+            executable,
+            "--version",
+            env=env,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+        )
+    except OSError as error:
+        return f"unavailable: {error}"
+    leader = _process_or_none(process.pid)
+    try:
+        output, _ = await asyncio.wait_for(process.communicate(), timeout=timeout_s)
+    except asyncio.TimeoutError:
+        await stop_process_group(process, leader)
+        return f"unavailable: `{executable} --version` did not answer in {timeout_s:.0f} s"
+    text = output.decode(errors="replace").strip()
+    if process.returncode != 0:
+        return f"unavailable: `{executable} --version` exited {process.returncode}: {text[:200]}"
+    return text
