@@ -45,6 +45,7 @@ from mcu_arms import __version__
 from mcu_arms.errors import UserError
 
 PROTOCOL_VERSION = "1.0"
+LEGACY_PROTOCOL_VERSION = "0.3"
 # Added to a caller's step timeout so that the transport never gives up before the agent's own deadline does.
 TRANSPORT_MARGIN_S = 10.0
 CONNECT_TIMEOUT_S = 10.0
@@ -89,12 +90,17 @@ def build_card(
     streaming: bool,
     version: str = __version__,
 ) -> AgentCard:
-    """An agent card with every field a 1.x client requires; `url` is where callers should reach the JSON-RPC route."""
+    """An agent card with every field a 1.x client requires; `url` is where callers should reach the JSON-RPC route.
+
+    The same route is also listed as a 0.3 interface: the SDK serves 0.3 fields (`url`, `protocolVersion`) on the
+    card only when one is, and 0.3 clients refuse a card without them. 1.x clients pick the 1.0 interface.
+    """
     return AgentCard(
         name=name,
         description=description,
         supported_interfaces=[
             AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version=PROTOCOL_VERSION),
+            AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version=LEGACY_PROTOCOL_VERSION),
         ],
         version=version,
         capabilities=AgentCapabilities(streaming=streaming),

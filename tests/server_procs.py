@@ -46,15 +46,15 @@ def card_ready(url: str) -> bool:
 
 
 class ServerProcess:
-    """One `python -m mcu_arms ...` child, its log file, and a clean stop."""
+    """One `python -m mcu_arms ARGS` child (or any `command` serving an agent card), its log file, a clean stop."""
 
-    def __init__(self, args: list[str], log_path: Path, port: int) -> None:
+    def __init__(self, args: list[str], log_path: Path, port: int, *, command: list[str] | None = None) -> None:
         self.port = port
         self.url = f"http://{HOST}:{port}"
         self.log_path = log_path
         self._log = log_path.open("wb")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "mcu_arms", *args],
+            command or [sys.executable, "-m", "mcu_arms", *args],
             stdout=self._log,
             stderr=subprocess.STDOUT,
             start_new_session=True,

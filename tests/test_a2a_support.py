@@ -89,7 +89,8 @@ def test_message_payload_reads_a_data_part_when_there_is_no_json_text():
 def test_card_advertises_the_url_the_protocol_and_streaming():
     card = build_card("green", "evaluates", "http://10.0.0.5:9009/", [Skill("s", "S", "d", tags=("mcu",))], streaming=True)
     assert [(i.url, i.protocol_binding, i.protocol_version) for i in card.supported_interfaces] == [
-        ("http://10.0.0.5:9009/", "JSONRPC", "1.0")
+        ("http://10.0.0.5:9009/", "JSONRPC", "1.0"),
+        ("http://10.0.0.5:9009/", "JSONRPC", "0.3"),  # the same route, so that 0.3 clients accept the card
     ]
     assert card.capabilities.streaming is True
     assert [skill.id for skill in card.skills] == ["s"]
