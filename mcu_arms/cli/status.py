@@ -1,7 +1,103 @@
-"""`mcu-arms status` (not yet built)."""
+"""`mcu-arms status` and `mcu-arms stop`: each arm's latest episode, and stopping an arm's own processes."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import typer
+from rich.markup import escape
+from rich.table import Table
+
+from mcu_arms.cli.common import environment, print_json, reports_user_errors
+from mcu_arms.environment import Environment
+
+if TYPE_CHECKING:
+    from mcu_arms.supervise.state import ArmState
+
+STATE_STYLES = {"started": "cyan", "finished": "green", "failed": "bold red", "interrupted": "magenta"}
+
+STOP_HELP = """Stop a running arm: only the processes recorded in its report (pid and create_time re-checked), never
+anything found by name. The supervising `mcu-arms run` is asked first (SIGTERM, or a stop request when it also runs
+other arms) so that it finalises the report as interrupted; when it is gone, the arm's process groups are stopped
+here (TERM, wait, KILL) and the report is marked interrupted.
+
+Exit codes: 0 done (stopped, or nothing was running), 1 a process survived SIGKILL, 2 a user error (unknown arm).
+"""
+
+
+def _processes(state: ArmState) -> str:
+    parts = []
+    for process in state.processes:
+        mark = "[green]alive[/]" if process.alive else "[dim]gone[/]"
+        parts.append(f"{process.role} {process.pid} {mark}")
+    return ", ".join(parts) or "-"
+
+
+def _render(states: list[ArmState], env: Environment) -> None:
+    table = Table(title="mcu-arms status", title_justify="left")
+    for column in ("arm", "episode", "state", "task", "step", "milestones", "score"):
+        table.add_column(column, no_wrap=column in ("arm", "episode", "state", "step"))
+    table.add_column("processes (pid)")
+    table.add_column("note", overflow="fold")
+    for state in states:
+        style = STATE_STYLES.get(state.state, "yellow")
+        step = f"{state.step if state.step is not None else '-'}/{state.max_steps or '-'}"
+        score = f"{state.score:g} / {state.max_score:g}" if state.score is not None and state.max_score else "-"
+        note = state.failure or (f"{state.alerts} alert(s)" if state.alerts else "")
+        table.add_row(
+            state.arm,
+            f"{state.episode:03d}" if state.episode is not None else "-",
+            f"[{style}]{escape(state.state)}[/]",
+            escape(state.task or "-"),
+            step,
+            escape(", ".join(state.milestones[-4:]) or "-"),
+            score,
+            _processes(state),
+            escape(note),
+        )
+    env.console.print(table)
 
 
 def register(app: typer.Typer) -> None:
-    """Nothing to register yet."""
+    @app.command(
+        help="Each arm in output/: its latest episode's state, progress and recorded processes (alive or not). "
+        "A started run whose mcu-arms supervisor is gone shows as 'stale (supervisor gone)'."
+    )
+    @reports_user_errors
+    def status(
+        ctx: typer.Context,
+        arm: list[str] = typer.Option([], "--arm", help="Only these arms. Repeatable."),
+        json_output: bool = typer.Option(False, "--json", help="Print as JSON."),
+    ) -> None:
+        from mcu_arms.supervise.state import arm_states
+
+        env = environment(ctx)
+        states = arm_states(env, arm)
+        if json_output:
+            print_json(env, {"arms": [state.model_dump(mode="json") for state in states]})
+        elif states:
+            _render(states, env)
+        else:
+            env.console.print(f"no arm has run yet in {env.output_dir}")
+
+    @app.command(help=STOP_HELP)
+    @reports_user_errors
+    def stop(
+        ctx: typer.Context,
+        arm: list[str] = typer.Option([], "--arm", help="The arm to stop. Repeatable."),
+        grace: float = typer.Option(10.0, "--grace", min=0.0, help="Seconds between SIGTERM and SIGKILL."),
+        json_output: bool = typer.Option(False, "--json", help="Print as JSON."),
+    ) -> None:
+        from mcu_arms.supervise.state import stop_arms
+
+        env = environment(ctx)
+        results = stop_arms(env, arm, grace)
+        if json_output:
+            print_json(env, {"arms": [result.model_dump(mode="json") for result in results]})
+        else:
+            for result in results:
+                env.console.print(f"[bold]{escape(result.arm)}[/]: {escape(result.action)}: {escape(result.message)}")
+                if result.survivors:
+                    env.console.print(f"[bold red]  survived SIGKILL:[/] {result.survivors}")
+        if any(result.survivors for result in results):
+            raise typer.Exit(1)
