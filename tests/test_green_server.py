@@ -103,7 +103,8 @@ def test_reward_task_is_scored_and_its_files_written(green: str, tmp_path: Path)
     with running_app(lambda url: build_test_purple(purple, url)) as purple_url:
         evaluation = evaluate(
             green,
-            request_for(purple_url, tmp_path, task_category="crafting", tasks=["craft_the_crafting_table"], max_steps=4),
+            request_for(purple_url, tmp_path, task_category="crafting", tasks=["craft_the_crafting_table"],
+                        max_steps=4),
         )
     assert evaluation.final_state == "completed", evaluation.statuses
     assert "Running task: craft_the_crafting_table" in evaluation.statuses

@@ -172,7 +172,7 @@ def _parse_agent(buttons: Any, camera: Any) -> ParsedAction:
     button_list = _as_list("buttons", buttons)
     if len(button_list) == len(BUTTON_KEYS):
         action = noop_action()
-        for key, value in zip(BUTTON_KEYS, button_list):
+        for key, value in zip(BUTTON_KEYS, button_list, strict=True):
             action[key] = _button_value(key, value)
         action[CAMERA_KEY] = _camera_degrees(camera)
         return ParsedAction(action=action, applied=True, format="expanded")
@@ -226,7 +226,7 @@ def _camera_degrees(value: Any) -> tuple[float, float]:
     if not isinstance(value, list | tuple) or len(value) != 2:
         raise _Invalid(f"camera must be [pitch, yaw] in degrees, got {_short(value)}")
     degrees = []
-    for axis, component in zip(("pitch", "yaw"), value):
+    for axis, component in zip(("pitch", "yaw"), value, strict=True):
         if not _is_number(component) or not _is_finite(component):
             raise _Invalid(f"camera {axis} must be a finite number, got {_short(component)}")
         if abs(component) > CAMERA_LIMIT_DEGREES:

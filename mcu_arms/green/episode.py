@@ -51,7 +51,7 @@ ProgressReport = Callable[[str], Awaitable[None]]
 BASE_PROMPT = """You are an AI agent playing Minecraft. Each turn you receive one observation: a JSON object
 {"type": "obs", "step": N, "obs": "<base64 PNG of your first-person view>"}; answer with exactly one action as a JSON
 object, in one of three formats:
-1. env:      {"type": "action", "action_type": "env", "action": {"forward": 1, "attack": 0, ..., "camera": [pitch, yaw]}}
+1. env:      {"type": "action", "action_type": "env", "action": {"forward": 1, ..., "camera": [pitch, yaw]}}
 2. expanded: {"type": "action", "action_type": "agent", "buttons": [20 values of 0/1], "camera": [pitch, yaw]}
 3. compact:  {"type": "action", "action_type": "agent", "buttons": [index 0..8640], "camera": [index 0..120]}
 Button keys, in the order the expanded format uses: attack, back, forward, jump, left, right, sneak, sprint, use,

@@ -311,7 +311,9 @@ def build_green_card(url: str):  # noqa: ANN201 - an a2a AgentCard
                 name="MCU evaluation",
                 description="Evaluate an agent on one MCU task category; streams progress, returns the scores.",
                 tags=("mcu", "minecraft", "benchmark"),
-                examples=('{"participants": {"agent": "http://127.0.0.1:9019"}, "config": {"task_category": "crafting"}}',),
+                examples=(
+                    '{"participants": {"agent": "http://127.0.0.1:9019"}, "config": {"task_category": "crafting"}}',
+                ),
             )
         ],
         streaming=True,

@@ -1,0 +1,105 @@
+"""Per-step cost of the green episode loop against a noop purple on the embedded simulator, as a ratio to its floor:
+one bare A2A round trip (same observation payload, same client setup) plus one bare simulator step, measured in
+the same run. Target: ratio <= 1.5. Run on demand: `python tests/bench/bench_green_loop.py [STEPS] [ROUNDS]`.
+
+The purple is a real `mcu-arms serve purple --agent noop` subprocess; the loop and the bare measurements run in
+this process, interleaved over several rounds, and medians are reported (the machine is shared).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from server_procs import HOST, ServerProcess, free_port  # noqa: E402
+
+from mcu_arms.green.episode import Episode, EpisodeSettings, encode_png, make_simulator  # noqa: E402
+from mcu_arms.green.protocol import InitPayload, ObservationPayload, noop_action  # noqa: E402
+from mcu_arms.green.tasks import select_tasks  # noqa: E402
+
+TASK = ("crafting", "craft_furnace")
+
+
+def bare_sim_ms(steps: int) -> float:
+    simulator = make_simulator("embedded")
+    task = select_tasks(*TASK[:1], [TASK[1]])[0]
+    simulator.reset(task, 0)
+    action = noop_action()
+    started = time.perf_counter()
+    for _ in range(steps):
+        simulator.step(action)
+    return (time.perf_counter() - started) * 1000 / steps
+
+
+async def bare_round_trip_ms(purple_url: str, steps: int, png: bytes) -> float:
+    from mcu_arms.a2a_support import client_timeout_for_step, open_client, payload_to_message, send_and_collect
+
+    observation = ObservationPayload(step=0, obs=base64.b64encode(png).decode("ascii"))
+    async with open_client(purple_url, client_timeout_for_step(30.0), streaming=False) as client:
+        await send_and_collect(client, payload_to_message(InitPayload(prompt="", text="bench"), context_id="b"), 30.0)
+        started = time.perf_counter()
+        for _ in range(steps):
+            await send_and_collect(client, payload_to_message(observation, context_id="b"), 30.0)
+        return (time.perf_counter() - started) * 1000 / steps
+
+
+async def loop_ms(purple_url: str, steps: int, output_dir: Path, *, save_frames: bool) -> float:
+    async def report(_line: str) -> None:
+        return None
+
+    simulator = make_simulator("embedded")
+    task = select_tasks(*TASK[:1], [TASK[1]])[0]
+    settings = EpisodeSettings(max_steps=steps, step_timeout=30.0, seed=0, save_frames=save_frames,
+                               progress_every=50, video_eval=False, env={})
+    with ThreadPoolExecutor(max_workers=1) as sim_thread:
+        metrics = await Episode(task, simulator, purple_url, settings, output_dir, report, sim_thread).run()
+    assert metrics.steps_run == steps and metrics.noop_total == 0, metrics.noops
+    stamps = [json.loads(line)["t"] for line in (output_dir / "steps.jsonl").open()]
+    return (stamps[-1] - stamps[0]) * 1000 / (len(stamps) - 1)
+
+
+def main() -> None:
+    steps = int(sys.argv[1]) if len(sys.argv) > 1 else 300
+    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch)
+        port = free_port()
+        purple = ServerProcess(["serve", "purple", "--agent", "noop", "--host", HOST, "--port", str(port)],
+                               root / "purple.log", port)
+        try:
+            purple.wait_ready()
+            simulator = make_simulator("embedded")
+            frame = simulator.reset(select_tasks(TASK[0], [TASK[1]])[0], 0).frame
+            png = encode_png(frame)
+            samples: dict[str, list[float]] = {"sim": [], "rtt": [], "loop": [], "loop_frames": []}
+            for index in range(rounds):
+                samples["sim"].append(bare_sim_ms(steps))
+                samples["rtt"].append(asyncio.run(bare_round_trip_ms(purple.url, steps, png)))
+                samples["loop"].append(
+                    asyncio.run(loop_ms(purple.url, steps, root / f"loop{index}", save_frames=False)))
+                samples["loop_frames"].append(
+                    asyncio.run(loop_ms(purple.url, steps, root / f"frames{index}", save_frames=True)))
+        finally:
+            purple.stop()
+    median = {name: statistics.median(values) for name, values in samples.items()}
+    floor = median["sim"] + median["rtt"]
+    print(f"steps per round {steps}, rounds {rounds}, cpus {os.cpu_count()}, PNG observation {len(png)} bytes")
+    for name, values in samples.items():
+        print(f"  {name:12s} median {median[name]:7.3f} ms/step  (rounds: {', '.join(f'{v:.3f}' for v in values)})")
+    print(f"floor = bare A2A round trip + bare simulator step = {floor:.3f} ms")
+    print(f"ratio green loop / floor            = {median['loop'] / floor:.2f}  (target <= 1.5)")
+    print(f"ratio green loop with frames / floor = {median['loop_frames'] / floor:.2f}")
+
+
+if __name__ == "__main__":
+    main()
