@@ -378,6 +378,10 @@ class CodexPolicy(Policy):
             actions_queued=len(actions),
             compactions_in_thread=compactions,
         )
+        _log(
+            f"turn {turn} {outcome} in {run.latency_s:.1f} s; payload {record.payload_bytes / 1e6:.2f} MB; "
+            f"frames in session {self._frames_in_session}; {len(actions)} actions"
+        )
         self._check_cost(record)
         self.episode.turn_records.append(record)
         if actions:
