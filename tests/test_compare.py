@@ -364,3 +364,38 @@ def test_light_import() -> None:
     )
     shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert shown.stdout.strip() == "[]"
+
+
+@pytest.mark.slow
+def test_real_embedded_runs_scripted_ahead_of_random(tmp_path: Path) -> None:
+    """Two short real arms (green, purple and client processes, A2A, Crafter) run by `mcu-arms run`, then compared."""
+    import subprocess
+
+    write_arm(tmp_path, "scripted_real", steps=200, save_frames=False)
+    write_arm(tmp_path, "random_real", agent="random", steps=200, save_frames=False)
+    ran = subprocess.run(
+        [sys.executable, "-m", "mcu_arms", "run", "arms/scripted_real.toml", "arms/random_real.toml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+
+    outcome = invoke(tmp_path, {}, "compare", "scripted_real", "random_real", "--json")
+    assert outcome.exit_code == 0, outcome.err
+    result = ComparisonResult.model_validate_json(outcome.out)
+    assert result.verdict.text == "comparable: differs only in agent"
+    assert [arm.status for arm in result.arms] == ["finished", "finished"]
+    assert all(arm.steps_run == 200 and "Crafter" in (arm.simulator_label or "") for arm in result.arms)
+    assert not [flag for flag in result.flags if flag.kind in ("arm_file_changed", "fingerprints_differ")]
+    first = result.milestones[0]
+    scripted, random_ = first.cells
+    assert scripted.state == "reached", f"scripted did not reach {first.identity}"
+    assert random_.step is None or scripted.step < random_.step
+    reached = [sum(row.cells[i].step is not None for row in result.milestones) for i in range(2)]
+    assert reached[0] > reached[1]
+
+    from mcu_arms.report.plot import build_figure, plot_data
+
+    assert len(build_figure(plot_data(result)).axes[0].get_lines()) == 2
