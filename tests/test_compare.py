@@ -282,6 +282,19 @@ def test_arm_without_arm_file_is_found_by_its_output_dir(pair: Path) -> None:
     assert compare(pair, "output/scripted_arm", "random_arm").arms[0].source is not None
 
 
+def test_secret_env_values_never_shown_but_still_compared(tmp_path: Path) -> None:
+    write_arm(tmp_path, "a")
+    write_arm(tmp_path, "b")
+    for name, secret in (("a", "sk-FIRST-7f3a"), ("b", "sk-SECOND-91c2")):
+        path = tmp_path / "arms" / f"{name}.toml"
+        path.write_text(path.read_text() + f'\n[env]\nOPENAI_API_KEY = "{secret}"\nMODE = "x"\n', encoding="utf-8")
+    outcome = invoke(tmp_path, {}, "compare", "a", "b", "--json", "--all")
+    assert "sk-FIRST" not in outcome.out and "sk-SECOND" not in outcome.out
+    result = ComparisonResult.model_validate_json(outcome.out)
+    assert result.verdict.text == "comparable: differs only in env.OPENAI_API_KEY"
+    assert next(row for row in result.settings if row.key == "env.MODE").values == ["x", "x"]
+
+
 def test_json_round_trips(pair: Path) -> None:
     outcome = invoke(pair, {}, "compare", "scripted_arm", "random_arm", "--json")
     assert outcome.exit_code == 0

@@ -98,7 +98,7 @@ class ArmResult(BaseModel):
 
 class SettingRow(BaseModel):
     key: str
-    values: list[Any]  # one per arm, in arm order; secrets shown as *** with a short hash
+    values: list[Any]  # one per arm, in arm order; secret env values as *** with a short hash
     differs: bool
     ignored: bool = False  # noise: never counted as a difference
     follows: str | None = None  # differs only because this other setting differs: not counted on its own
@@ -299,7 +299,7 @@ def _arm_result(target: ArmTarget, episode: int | None, flags: list[Flag]) -> tu
             source=source,
             status="no run",
             settings_from="arm file",
-            settings=settings,
+            settings=_redacted(settings),
             fingerprint=fingerprint(settings),
             compaction_limit=limit,
         )
@@ -349,7 +349,7 @@ def _arm_result(target: ArmTarget, episode: int | None, flags: list[Flag]) -> tu
         source=source,
         status=report.status,
         settings_from="report",
-        settings=report.settings,
+        settings=_redacted(report.settings),
         episode=report.episode,
         episode_dir=str(path.parent),
         report_path=str(path),
@@ -403,10 +403,13 @@ def _flat_settings(settings: Settings) -> dict[str, Any]:
     return data
 
 
-def _shown(key: str, value: Any) -> Any:
-    if key.startswith("env.") and value is not None and SECRET_NAME.search(key):
-        return "***" + hashlib.sha256(str(value).encode()).hexdigest()[:6]
-    return value
+def _redacted(settings: Settings) -> Settings:
+    """Secret env values as *** plus a short hash: never printed, yet two different secrets still compare unequal."""
+    env = {
+        key: "***" + hashlib.sha256(value.encode()).hexdigest()[:6] if SECRET_NAME.search(key) else value
+        for key, value in settings.env.items()
+    }
+    return settings.model_copy(update={"env": env})
 
 
 def _setting_rows(arms: list[ArmResult], show_all: bool) -> list[SettingRow]:
@@ -423,7 +426,7 @@ def _setting_rows(arms: list[ArmResult], show_all: bool) -> list[SettingRow]:
             rows.append(
                 SettingRow(
                     key=key,
-                    values=[_shown(key, flat.get(key)) for flat in flats],
+                    values=[flat.get(key) for flat in flats],
                     differs=key in differing,
                     ignored=ignored,
                     follows=parent if key in differing and parent in differing else None,
