@@ -131,9 +131,11 @@ def test_successful_turn_plans_actions_that_are_replayed_before_the_next_turn(tm
 
 
 def test_prolong_keeps_notes_and_no_memory_dir(tmp_path, codex_home):
-    policy = _policy(tmp_path, codex_home, kind="prolong")
+    policy = _policy(tmp_path, codex_home, kind="prolong", compact_limit=None)
     _init(policy)
     _act(policy, 0)
+    assert not any("model_auto_compact_token_limit" in config for config in _calls(codex_home)[0]["configs"])
+    assert "no compaction limit given" in _report(tmp_path, "prolong").warnings[0]
     assert (policy.workdir / "notes.md").exists() and not (policy.workdir / "memory").exists()
     assert "notes.md" in _calls(codex_home)[0]["prompt"]
     assert (tmp_path / "purple" / "prolong_report.json").exists()

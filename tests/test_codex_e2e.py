@@ -12,6 +12,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import psutil
 import pytest
 
 FAKE_CODEX_DIR = Path(__file__).parent / "fake_codex"
@@ -22,7 +23,7 @@ task = "mine_diamond_from_scratch"
 simulator = "embedded"
 seed = 3
 steps = {steps}
-step_timeout = 15
+step_timeout = {step_timeout}
 session_turns = {session_turns}
 compact = {compact}
 save_frames = false
@@ -30,6 +31,9 @@ save_frames = false
 [ports]
 green = "auto"
 purple = "auto"
+
+[env]
+FAKE_CODEX_MODE = "{mode}"
 """
 
 
@@ -50,8 +54,12 @@ def _cli(project: Path, env: dict[str, str], *args: str) -> subprocess.Completed
 def test_prolong_and_worldmodel_arms_run_end_to_end_and_compare(tmp_path, codex_root):
     project = tmp_path / "project"
     (project / "arms").mkdir(parents=True)
-    (project / "arms" / "cx_pl.toml").write_text(ARM.format(agent="prolong", steps=STEPS, session_turns=1, compact="false"))
-    (project / "arms" / "cx_wm.toml").write_text(ARM.format(agent="worldmodel", steps=STEPS, session_turns=2, compact="false"))
+    (project / "arms" / "cx_pl.toml").write_text(ARM.format(
+        agent="prolong", steps=STEPS, session_turns=1, compact="false", step_timeout=6, mode="hang-once"
+    ))
+    (project / "arms" / "cx_wm.toml").write_text(ARM.format(
+        agent="worldmodel", steps=STEPS, session_turns=2, compact="false", step_timeout=15, mode="ok"
+    ))
     auth = codex_root / "credential" / "auth.json"
     auth.parent.mkdir()
     auth.write_text('{"auth_mode": "apikey", "OPENAI_API_KEY": "sk-test-not-a-key"}')
@@ -75,7 +83,8 @@ def test_prolong_and_worldmodel_arms_run_end_to_end_and_compare(tmp_path, codex_
         episode = project / "output" / arm / "episode_001"
         report = json.loads((episode / "purple" / f"{kind}_report.json").read_text())
         assert report["kind"] == kind and report["settings"]["session_turns"] == session_turns
-        assert report["turns"] >= STEPS // 4 and report["failed_turns"] == 0, report
+        hung = kind == "prolong"  # its first turn hangs: stopped, a noop, and the arm carries on
+        assert report["turns"] >= STEPS // 4 and report["failed_turns"] == int(hung), report
         assert report["compactions"] == 0 and report["overflow_resets"] == 0
         assert report["compaction_limit"] == json.loads((episode / "plan.json").read_text())["compaction"]["limit"]
         assert report["settings"]["codex_version"] == "codex-cli 0.0.0-fake"
@@ -83,7 +92,8 @@ def test_prolong_and_worldmodel_arms_run_end_to_end_and_compare(tmp_path, codex_
         assert audit["auth_is_symlink"] and audit["auth_target"] == str(auth) and audit["stubs_empty"]
         assert audit["private_mode"] and not audit["under_tmp"]
         (episode_report,) = report["episodes"]
-        assert episode_report["actions_replayed"] == STEPS and episode_report["noops"] == {}
+        assert episode_report["actions_replayed"] == STEPS - hung
+        assert episode_report["noops"] == ({"failed_turn": 1} if hung else {})
         task_dir = Path(episode_report["task_dir"])
         assert task_dir.parent == episode / "purple"
         assert len((task_dir / "logs.txt").read_text().splitlines()) > STEPS
@@ -93,7 +103,13 @@ def test_prolong_and_worldmodel_arms_run_end_to_end_and_compare(tmp_path, codex_
         assert run_report["purple_report"]["turns"] == report["turns"]
         assert run_report["steps_run"] == STEPS
         purple_log = (episode / "logs" / "purple.log").read_text()
-        assert "wrote no actions.json" not in purple_log and "payload" in purple_log
+        assert "payload" in purple_log
+        if hung:
+            assert purple_log.count("wrote no actions.json (rc=124); timed out after") == 1
+            grandchild = int((task_dir / "fake_codex_grandchild.pid").read_text())
+            assert not psutil.pid_exists(grandchild) or psutil.Process(grandchild).status() == psutil.STATUS_ZOMBIE
+        else:
+            assert "wrote no actions.json" not in purple_log
 
         calls = [json.loads(line) for line in (codex_root / "homes" / arm / "fake_codex_calls.jsonl").read_text().splitlines()]
         assert len(calls) == report["turns"] and all(call["stdin_is_devnull"] for call in calls)
@@ -111,3 +127,4 @@ def test_prolong_and_worldmodel_arms_run_end_to_end_and_compare(tmp_path, codex_
     arms = {arm["arm"]: arm for arm in comparison["arms"]}
     assert arms["cx_wm"]["purple_report"] is True and arms["cx_pl"]["purple_report"] is True
     assert arms["cx_wm"]["failed_turns"] == 0 and arms["cx_wm"]["overflow_resets"] == 0
+    assert arms["cx_pl"]["failed_turns"] == 1

@@ -256,6 +256,11 @@ class CodexPolicy(Policy):
         )
         if version.startswith("unavailable"):
             self._warn(f"codex version {version}")
+        if self.options.compact_limit is None:
+            self._warn(
+                "no compaction limit given (--compact-limit): codex's own default decides between compacting and "
+                "overflowing, which is neither measured nor equal between two runs"
+            )
         self._append_log(f"task: {payload.text}")
         self._write_report()
         _log(
