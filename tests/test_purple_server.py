@@ -16,6 +16,7 @@ from PIL import Image
 
 from cli_support import invoke
 from mcu_arms.a2a_support import (
+    AgentTimeout,
     Skill,
     build_app,
     build_card,
@@ -190,8 +191,11 @@ def test_missing_codex_module_is_a_clear_error_before_binding(tmp_path: Path):
     assert "worldmodel" in outcome.err and "codex_agent" in outcome.err
 
 
+STUCK_STEP = 100
+
+
 class RecordingPolicy(Policy):
-    """Records its lifecycle in a shared journal; fails to act when the observation step is negative."""
+    """Records its lifecycle in a shared journal; fails to act on a negative step and hangs on STUCK_STEP."""
 
     def __init__(self, journal: list[str], name: str) -> None:
         self.journal = journal
@@ -204,6 +208,12 @@ class RecordingPolicy(Policy):
     async def act(self, payload: ObservationPayload) -> ActionPayload:
         if payload.step < 0:
             raise RuntimeError("negative step")
+        if payload.step == STUCK_STEP:
+            try:
+                await asyncio.Event().wait()  # never set: this action never comes unless cancelled
+            except asyncio.CancelledError:
+                self.journal.append(f"cancelled {payload.step}")
+                raise
         return ActionPayload(action_type="env", action={"forward": 1})
 
     async def close(self) -> None:
@@ -259,3 +269,22 @@ def test_a_policy_that_raises_gets_a_noop_with_the_reason():
     assert bad["type"] == "action" and "RuntimeError: negative step" in bad["reason"]
     assert all(value in (0, [0.0, 0.0]) for value in bad["action"].values())
     assert executor.counts["act_failed"] == 1 and executor.counts["obs"] == 1
+
+
+def test_a_newer_observation_supersedes_a_stuck_one_instead_of_queueing_behind_it():
+    journal: list[str] = []
+    executor, make_app = recording_app(journal)
+    with running_app(make_app) as url:
+
+        async def exchanges() -> dict:
+            await send_raw(url, {"type": "init", "prompt": "p", "text": "t"}, "c")
+            async with open_client(url, 30) as client:
+                stuck = payload_to_message({"type": "obs", "step": STUCK_STEP, "obs": ""}, context_id="c")
+                with pytest.raises(AgentTimeout):
+                    await send_and_collect(client, stuck, 0.5)  # the green gives up on this step
+            return await send_raw(url, {"type": "obs", "step": STUCK_STEP + 1, "obs": ""}, "c")
+
+        answer = asyncio.run(exchanges())
+    assert answer["action"] == {"forward": 1}
+    assert f"cancelled {STUCK_STEP}" in journal
+    assert executor.counts["superseded"] == 1 and executor.counts["obs"] == 1

@@ -52,7 +52,8 @@ def _noop(reason: str) -> NoopWithReason:
 class _Episode:
     def __init__(self, policy: Policy) -> None:
         self.policy = policy
-        self.lock = asyncio.Lock()
+        self.lock = asyncio.Lock()  # one act at a time: a policy is never used concurrently
+        self.in_flight: asyncio.Future[ActionPayload] | None = None
         self.observations = 0
 
 
@@ -101,12 +102,15 @@ class PurpleExecutor(AgentExecutor):
             self.counts["bad_init"] += 1
             return AckPayload(success=False, message=f"invalid init: {_first_error(error)}")
         await self._close_context(context_id, why="re-initialised")
+        policy: Policy | None = None
         try:
             policy = self._factory(self.options)
             ack = await policy.init(init)
         except Exception as error:
             self.counts["init_failed"] += 1
             _log(f"init failed in context {context_id}: {type(error).__name__}: {error}")
+            if policy is not None:
+                await self._close_episode(context_id, _Episode(policy), why="its init failed")
             return AckPayload(success=False, message=f"{self.kind} could not start: {type(error).__name__}: {error}")
         evicted: list[tuple[str, _Episode]] = []
         async with self._episodes_lock:
@@ -132,10 +136,23 @@ class PurpleExecutor(AgentExecutor):
         if episode is None:
             self.counts["obs_without_init"] += 1
             return _noop(f"no init received in context {context_id!r}")
+        stale = episode.in_flight
+        if stale is not None and not stale.done():
+            # The caller gave up on that observation (its step timed out) and sent this one: finishing the stale
+            # action would only delay this answer, and every later one, by the same amount.
+            stale.cancel()
+            self.counts["superseded"] += 1
         async with episode.lock:
             started = time.monotonic()
+            acting = asyncio.ensure_future(episode.policy.act(observation))
+            episode.in_flight = acting
             try:
-                action = await episode.policy.act(observation)
+                action = await acting
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if current is not None and current.cancelling():
+                    raise
+                return _noop(f"observation {observation.step} was superseded by a newer one before an action came")
             except Exception as error:
                 self.counts["act_failed"] += 1
                 _log(f"act failed in context {context_id} step {observation.step}: {type(error).__name__}: {error}")
