@@ -76,6 +76,7 @@ class Started:
         )
         self.out: list[str] = []
         self.err: list[str] = []
+        self.family: list[psutil.Process] = []
         self._readers = [
             threading.Thread(target=self._collect, args=(self.popen.stdout, self.out), daemon=True),
             threading.Thread(target=self._collect, args=(self.popen.stderr, self.err), daemon=True),
@@ -98,11 +99,23 @@ class Started:
     def output(self) -> str:
         return "".join(self.out) + "".join(self.err)
 
+    def remember_family(self) -> list[psutil.Process]:
+        """Its descendants now (green, purple, client...), kept so that cleanup can reach them after it is gone."""
+        self.family = descendants(self.popen.pid)
+        return self.family
+
     def kill_if_running(self) -> None:
-        """Test cleanup: stop what this test started (its own process group), if a failed assertion left it."""
+        """Test cleanup: kill what this test started, if a failed assertion left it running. Each descendant goes
+        through its own psutil handle, which refuses a pid that now belongs to someone else."""
         if self.popen.poll() is None:
             os.killpg(self.popen.pid, 9)
             self.popen.wait(timeout=10)
+        for process in self.family:
+            try:
+                if process.is_running():
+                    process.kill()
+            except psutil.Error:
+                continue
 
 
 def wait_for(condition: Callable[[], T], what: str, timeout: float = 90.0, interval: float = 0.1) -> T:

@@ -1,0 +1,102 @@
+"""`mcu-arms run` when things go wrong: a busy port, a purple that dies mid-run, Ctrl-C. Real processes throughout."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+from run_helpers import Started, alive, report, run_cli, running_with_steps, wait_for, write_arm
+
+HOST = "127.0.0.1"
+LISTENER = "import socket,sys; s=socket.socket(); s.bind(('127.0.0.1',0)); s.listen(); print(s.getsockname()[1], flush=True); sys.stdin.read()"
+
+
+def test_a_busy_port_aborts_the_run_naming_who_holds_it_and_the_holders_live_on(tmp_path: Path) -> None:
+    project, state = tmp_path / "project", tmp_path / "state"
+    held = socket.socket()
+    held.bind((HOST, 0))
+    held.listen()
+    holder = subprocess.Popen([sys.executable, "-c", LISTENER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        holder_port = int(holder.stdout.readline())
+        write_arm(project, "blocked", green=held.getsockname()[1], purple=holder_port)
+
+        done = run_cli(project, state, "run", "--arm", "blocked")
+
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert f"port {held.getsockname()[1]}" in done.stderr and f"pid {os.getpid()}" in done.stderr
+        assert f"port {holder_port}" in done.stderr and f"pid {holder.pid}" in done.stderr
+        assert "nothing was signalled" in done.stderr
+        assert holder.poll() is None, "the process holding the port was touched"
+        with socket.create_connection((HOST, holder_port), timeout=5):
+            pass
+        with socket.create_connection(held.getsockname(), timeout=5):
+            pass
+        assert not (project / "output" / "blocked").exists(), "an aborted run created an episode"
+    finally:
+        held.close()
+        holder.stdin.close()
+        holder.wait(timeout=10)
+
+
+@pytest.mark.slow
+def test_a_purple_that_dies_mid_run_fails_its_arm_naming_purple_while_the_other_arm_finishes(tmp_path: Path) -> None:
+    project, state = tmp_path / "project", tmp_path / "state"
+    write_arm(project, "victim", agent="random", steps=5000, step_timeout=5)
+    write_arm(project, "bystander", agent="noop", steps=40)
+    run = Started(project, state, "run", "--arm", "victim", "--arm", "bystander")
+    try:
+        started = wait_for(lambda: running_with_steps(project, "victim"), "the victim arm to run")
+        purple = started["processes"]["purple"]
+        victim = psutil.Process(purple["pid"])
+        assert abs(victim.create_time() - purple["create_time"]) < 0.01, "the recorded pid is not that purple"
+        family = run.remember_family()
+        assert victim.pid in {p.pid for p in family}, "the recorded purple is not ours"
+        victim.send_signal(signal.SIGKILL)
+
+        code = run.wait(timeout=120)
+
+        assert code == 1, run.output
+        failed = report(project, "victim")
+        assert failed["status"] == "failed"
+        assert failed["failure"]["process"] == "purple"
+        assert "SIGKILL" in failed["failure"]["reason"] and "while the evaluation ran" in failed["failure"]["reason"]
+        assert failed["failure"]["exit_code"] == -signal.SIGKILL
+        assert failed["steps_run"] and failed["steps_run"] >= 3
+        assert report(project, "bystander")["status"] == "finished"
+        assert alive(family) == [], "children outlived the run"
+        assert "victim: failed: purple was killed by SIGKILL" in run.output
+    finally:
+        run.kill_if_running()
+
+
+@pytest.mark.slow
+def test_sigint_stops_every_child_and_marks_the_report_interrupted(tmp_path: Path) -> None:
+    project, state = tmp_path / "project", tmp_path / "state"
+    write_arm(project, "long", agent="random", steps=5000, step_timeout=5)
+    run = Started(project, state, "run", "--arm", "long")
+    try:
+        wait_for(lambda: running_with_steps(project, "long"), "the arm to run")
+        family = run.remember_family()
+        assert len(family) >= 3, "green, purple and client should be running"
+
+        run.popen.send_signal(signal.SIGINT)
+        code = run.wait(timeout=90)
+
+        assert code == 130, run.output
+        data = report(project, "long")
+        assert data["status"] == "interrupted"
+        assert "SIGINT" in data["failure"]["reason"]
+        assert data["finished_at"] and data["steps_run"]
+        assert all(data["processes"][role]["exit_code"] is not None for role in ("green", "purple", "client"))
+        assert alive(family) == [], "children outlived the run"
+        assert "interrupted by SIGINT" in run.output
+    finally:
+        run.kill_if_running()
