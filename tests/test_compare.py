@@ -115,7 +115,9 @@ def pair(tmp_path: Path) -> Path:
     write_arm(tmp_path, "scripted_arm")
     write_arm(tmp_path, "random_arm", agent="random")
     write_run(tmp_path, "scripted_arm", steps={"collect_wood": 12, "place_table": 40, "make_wood_pickaxe": 90})
-    write_run(tmp_path, "random_arm", steps={"collect_wood": 150, "place_table": None}, unavailable=("collect_diamond",))
+    write_run(
+        tmp_path, "random_arm", steps={"collect_wood": 150, "place_table": None}, unavailable=("collect_diamond",)
+    )
     return tmp_path
 
 
@@ -258,6 +260,23 @@ def test_failed_arm_stays_with_logs_and_reason(pair: Path) -> None:
     assert _row(outcome.out, "noops") == ["3", ""]
 
 
+def test_arm_that_never_ran_or_is_still_running(pair: Path) -> None:
+    write_arm(pair, "fresh", seed=5)
+    write_arm(pair, "live")
+    write_run(pair, "live", status="started", steps_run=None, score=None, wall_s=None, noops={})
+    result = compare(pair, "scripted_arm", "fresh", "live")
+    assert [arm.status for arm in result.arms] == ["finished", "no run", "started"]
+    assert [cell.text() for cell in result.milestones[0].cells] == ["12", "no run", "—"]
+    assert {(f.kind, f.arm) for f in result.flags} >= {("no_run", "fresh"), ("started", "live")}
+    assert result.verdict.text == "comparable: differs only in seed"
+
+    from mcu_arms.report.plot import plot_data
+
+    data = plot_data(result)
+    assert [s.arm for s in data.series] == ["scripted_arm", "live"] and data.not_plotted == ["fresh"]
+    assert "no run: fresh" in data.title
+
+
 def test_different_simulators_and_fingerprints_are_flagged(tmp_path: Path) -> None:
     write_arm(tmp_path, "emb", agent="random")
     write_arm(tmp_path, "mc", agent="random", simulator="minestudio")
@@ -357,7 +376,8 @@ def test_user_errors_name_what_is_allowed(pair: Path) -> None:
     unknown = invoke(pair, {}, "compare", "scripted_arm", "nope")
     assert unknown.exit_code == 2 and "'nope'" in unknown.err and "random_arm, scripted_arm" in unknown.err
     baseline = invoke(pair, {}, "compare", "scripted_arm", "random_arm", "--baseline", "other")
-    assert baseline.exit_code == 2 and "--baseline" in baseline.err and "allowed: scripted_arm, random_arm" in baseline.err
+    assert baseline.exit_code == 2 and "--baseline" in baseline.err
+    assert "allowed: scripted_arm, random_arm" in baseline.err
     formats = invoke(pair, {}, "compare", "scripted_arm", "--json", "--csv")
     assert formats.exit_code == 2 and "one output format" in formats.err
     nothing = invoke(pair, {}, "compare")

@@ -440,10 +440,10 @@ def _verdict(arms: list[ArmResult]) -> Verdict:
     if not differing:
         return Verdict(comparable=True, identical=True, differing=[], text="identical settings")
     if len(differing) == 1:
-        return Verdict(comparable=True, identical=False, differing=differing, text=f"comparable: differs only in {differing[0]}")
-    return Verdict(
-        comparable=False, identical=False, differing=differing, text=f"NOT comparable: differs in {', '.join(differing)}"
-    )
+        text = f"comparable: differs only in {differing[0]}"
+        return Verdict(comparable=True, identical=False, differing=differing, text=text)
+    text = f"NOT comparable: differs in {', '.join(differing)}"
+    return Verdict(comparable=False, identical=False, differing=differing, text=text)
 
 
 def _milestone_rows(arms: list[ArmResult], reports: list[RunReport | None], baseline: int) -> list[MilestoneRow]:
@@ -507,7 +507,9 @@ def compare_arms(
     names = [t.name for t in targets]
     baseline_name = baseline if baseline is not None else names[0]
     if baseline_name not in names:
-        raise UserError(f"'{baseline_name}' is not one of the arms compared", key="--baseline", allowed=", ".join(names))
+        raise UserError(
+            f"'{baseline_name}' is not one of the arms compared", key="--baseline", allowed=", ".join(names)
+        )
     flags: list[Flag] = []
     picked = [_arm_result(target, episode, flags) for target in targets]
     arms = [arm for arm, _ in picked]
@@ -636,7 +638,8 @@ def to_markdown(result: ComparisonResult) -> str:
         lines.append("")
     if result.settings:
         lines += ["## Settings", ""]
-        lines += _md_table(header, [[_setting_label(row), *(_setting_text(v) for v in row.values)] for row in result.settings])
+        rows = [[_setting_label(row), *(_setting_text(v) for v in row.values)] for row in result.settings]
+        lines += _md_table(header, rows)
         lines.append("")
     lines += ["## Results", ""]
     lines += _md_table(header, [[key, *cells] for key, cells in result_rows(result)])
