@@ -38,6 +38,7 @@ from a2a.types import (
     Task,
 )
 from a2a.utils.errors import A2AError
+from google.protobuf import json_format
 from pydantic import BaseModel
 from starlette.applications import Starlette
 
@@ -92,7 +93,8 @@ def build_card(
 ) -> AgentCard:
     """An agent card with every field a 1.x client requires; `url` is where callers should reach the JSON-RPC route.
 
-    The same route is also listed as a 0.3 interface: the SDK serves 0.3 fields (`url`, `protocolVersion`) on the
+    The spec requires a skill; without one given, the agent itself is its one skill. The same route is also listed
+    as a 0.3 interface: the SDK serves 0.3 fields (`url`, `protocolVersion`) on the
     card only when one is, and 0.3 clients refuse a card without them. 1.x clients pick the 1.0 interface.
     """
     return AgentCard(
@@ -114,7 +116,7 @@ def build_card(
                 tags=list(skill.tags),
                 examples=list(skill.examples),
             )
-            for skill in skills
+            for skill in skills or [Skill(id="default", name=name, description=description)]
         ],
     )
 
@@ -304,6 +306,6 @@ async def send_and_collect(client: Client, message: Message, timeout: float) -> 
                     reply = "".join(get_text_parts(event.artifact_update.artifact.parts)) or reply
     except (A2AClientTimeoutError, TimeoutError) as error:
         raise AgentTimeout(f"no answer within {timeout:g} s") from error
-    except (A2AError, httpx.HTTPError, ValueError, json.JSONDecodeError) as error:
+    except (A2AError, httpx.HTTPError, ValueError, json_format.ParseError) as error:
         raise AgentTransportError(f"{type(error).__name__}: {error}") from error
     return reply

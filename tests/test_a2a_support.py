@@ -86,6 +86,11 @@ def test_message_payload_reads_a_data_part_when_there_is_no_json_text():
     assert message_payload(message) == {"type": "ack", "success": True}
 
 
+def test_a_card_without_skills_still_lists_one():
+    card = build_card("purple", "plays", "http://127.0.0.1:1/", streaming=False)
+    assert [(skill.name, skill.description) for skill in card.skills] == [("purple", "plays")]
+
+
 def test_card_advertises_the_url_the_protocol_and_streaming():
     card = build_card("green", "evaluates", "http://10.0.0.5:9009/", [Skill("s", "S", "d", tags=("mcu",))], streaming=True)
     assert [(i.url, i.protocol_binding, i.protocol_version) for i in card.supported_interfaces] == [
@@ -182,3 +187,39 @@ def test_running_app_helper_serves_a_built_app():
                 return response.json()["name"]
 
         assert asyncio.run(scenario()) == "echo"
+
+
+def malformed_agent(body: object, status: int = 200):
+    """A card that looks right in front of a JSON-RPC route that answers `body` (with HTTP `status`)."""
+    from a2a.server.routes import create_agent_card_routes
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def answer(request):
+        return JSONResponse(body, status_code=status)
+
+    return lambda url: Starlette(
+        routes=create_agent_card_routes(build_card("bad", "bad", url, streaming=False)) + [Route("/", answer, methods=["POST"])],
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "status"),
+    [
+        ({"jsonrpc": "2.0", "id": "1", "result": {"message": {"parts": "not a list"}}}, 200),
+        ({"jsonrpc": "2.0", "id": "1", "error": {"code": -32603, "message": "boom"}}, 200),
+        (["not", "an", "object"], 200),
+        ({"detail": "server error"}, 500),
+    ],
+    ids=["unparseable-result", "jsonrpc-error", "not-an-object", "http-500"],
+)
+def test_malformed_answers_are_transport_errors(body, status):
+    with running_app(malformed_agent(body, status)) as url:
+
+        async def scenario() -> None:
+            async with open_client(url, 10) as client:
+                await send_and_collect(client, payload_to_message({"type": "obs"}, context_id="c"), 5)
+
+        with pytest.raises(AgentTransportError):
+            asyncio.run(scenario())
