@@ -288,3 +288,20 @@ def test_a_newer_observation_supersedes_a_stuck_one_instead_of_queueing_behind_i
     assert answer["action"] == {"forward": 1}
     assert f"cancelled {STUCK_STEP}" in journal
     assert executor.counts["superseded"] == 1 and executor.counts["obs"] == 1
+
+
+def test_periodic_summary_reports_the_counts(monkeypatch, capsys):
+    import mcu_arms.purple.server as purple_server
+
+    monkeypatch.setattr(purple_server, "SUMMARY_INTERVAL_S", 0.0)
+    journal: list[str] = []
+    _, make_app = recording_app(journal)
+    with running_app(make_app) as url:
+
+        async def exchanges() -> None:
+            await send_raw(url, {"type": "init", "prompt": "p", "text": "t"}, "c")
+            await send_raw(url, {"type": "obs", "step": 1, "obs": ""}, "c")
+
+        asyncio.run(exchanges())
+    out = capsys.readouterr().out
+    assert "summary (periodic) agent=scripted live_contexts=1 init=1 obs=1" in out
