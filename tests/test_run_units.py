@@ -1,0 +1,244 @@
+"""The supervisor's parts on their own: tailing steps.jsonl, alerts, links, stopping a process group, dry runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+
+from cli_support import invoke
+from mcu_arms.arms.plan import Overrides, plan_arms
+from mcu_arms.environment import Environment
+from mcu_arms.supervise.alerts import AlertMonitor
+from mcu_arms.supervise.process import listener_owner, stop_process_group, verified_process
+from mcu_arms.supervise.progress import ArmProgress, StepSample, StepsTail
+from mcu_arms.supervise.runner import describe_exit, repoint_links
+from run_helpers import alive, wait_for, write_arm
+
+# Ignores SIGTERM, starts a child that also ignores it, prints both pids, then waits forever.
+STUBBORN = """
+import os, signal, subprocess, sys
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+child = subprocess.Popen([sys.executable, "-c",
+    "import signal,sys; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); sys.stdin.read()"],
+    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+child.stdout.readline()
+print(os.getpid(), child.pid, flush=True)
+sys.stdin.read()
+"""
+
+
+def _record(step: int, t: float, noop: str | None = None, events: list | None = None) -> str:
+    return json.dumps({"step": step, "t": t, "noop_cause": noop, "agent_ms": 1.5, "events": events or []}) + "\n"
+
+
+def test_steps_tail_reads_only_new_complete_lines(tmp_path: Path) -> None:
+    log = tmp_path / "green" / "craft_x" / "steps.jsonl"
+    log.parent.mkdir(parents=True)
+    tail = StepsTail(tmp_path / "green")
+    assert tail.poll() == []
+    first, second = _record(0, 1.0), _record(1, 2.0, "timeout")
+    log.write_text(first + second[:10])
+    assert [s.step for s in tail.poll()] == [0]
+    with log.open("a") as handle:
+        handle.write(second[10:])
+    samples = tail.poll()
+    assert [(s.task, s.step, s.noop_cause) for s in samples] == [("craft_x", 1, "timeout")]
+    assert tail.poll() == []
+
+
+def _progress_with(samples: list[StepSample]) -> tuple[ArmProgress, list[str], AlertMonitor]:
+    progress = ArmProgress("arm", max_steps=1000)
+    raised: list[str] = []
+    monitor = AlertMonitor(progress, Path("/nonexistent"), raised.append)
+    progress.add_steps(samples)
+    return progress, raised, monitor
+
+
+def test_noops_past_five_percent_and_timeouts_in_a_row_are_alerted_once() -> None:
+    samples = [StepSample("t", i, 100.0 + i, "timeout" if i >= 37 else None, 5.0, []) for i in range(40)]
+    progress, raised, monitor = _progress_with(samples)
+    monitor.check_progress(now=140.0)
+    monitor.check_progress(now=140.0)
+    assert len(raised) == 2, raised
+    assert any("3 of 40 steps were noops (> 5%; by cause so far: timeout 3)" in a for a in raised)
+    assert any("3 agent timeouts in a row" in a for a in raised)
+    assert progress.alerts == raised
+
+
+def test_a_sharp_slowdown_without_errors_is_alerted() -> None:
+    samples = [StepSample("t", i, 1000.0 + i, None, 5.0, []) for i in range(60)]  # one step a second
+    progress, raised, monitor = _progress_with(samples)
+    monitor.check_progress(now=1060.0)
+    assert raised == []
+    progress.add_steps([StepSample("t", 60, 1100.0, None, 40000.0, [])])  # then 40 s for one step
+    monitor.check_progress(now=1160.0)  # and a minute with no step at all
+    assert len(raised) == 1 and "below 1/3 of its running median 60.00 steps/min" in raised[0]
+
+
+def test_milestones_keep_their_step() -> None:
+    event = {"identity": "mine_log", "step": 7}
+    progress, _, _ = _progress_with([StepSample("t", 7, 1.0, None, 1.0, [event])])
+    assert progress.milestones == [("t", "mine_log", 7)]
+
+
+def test_a_growing_purple_payload_and_report_warnings_are_alerted(tmp_path: Path) -> None:
+    progress = ArmProgress("arm", max_steps=10)
+    raised: list[str] = []
+    monitor = AlertMonitor(progress, tmp_path, raised.append)
+    for size in (0.48, 0.88, 1.28):
+        monitor.purple_line(f"turn done, request payload {size} MB")
+    assert raised == []
+    monitor.purple_line("turn done, request payload 1.68 MB")
+    assert raised == ["purple session payload keeps growing: 0.48 -> 0.88 -> 1.28 -> 1.68 MB"]
+    monitor.purple_line("payload 5.5 MB")
+    assert "reached 5.5 MB" in raised[-1]
+
+    (tmp_path / "worldmodel_report.json").write_text(json.dumps({"warnings": ["thread history unreadable"]}))
+    monitor.check_purple_reports()
+    monitor.check_purple_reports()
+    assert raised[-1] == "purple worldmodel_report.json: thread history unreadable" and len(raised) == 3
+
+
+def _plan(tmp_path: Path):
+    project = tmp_path / "project"
+    write_arm(project, "linked")
+    env = Environment(env={"MCU_ARMS_STATE_DIR": str(tmp_path / "state")}, cwd=project)
+    return plan_arms([project / "arms" / "linked.toml"], Overrides(), env)[0], project
+
+
+def test_links_are_repointed_and_a_regular_file_in_the_way_is_left_alone(tmp_path: Path) -> None:
+    plan, project = _plan(tmp_path)
+    logs = project / "logs"
+    logs.mkdir()
+    (logs / "linked_green.log").write_text("my own notes")
+    (logs / "linked_purple.log").symlink_to("somewhere/old.log")
+    warnings: list[str] = []
+
+    repoint_links(plan, warnings.append)
+
+    assert (logs / "linked_green.log").read_text() == "my own notes"
+    assert len(warnings) == 1 and "regular file" in warnings[0]
+    purple = logs / "linked_purple.log"
+    assert purple.is_symlink() and purple.resolve() == Path(plan.process("purple").log).resolve()
+    assert not os.path.isabs(os.readlink(purple)), "links are relative, so a project can move"
+    assert not list(logs.glob(".*tmp")), "a temporary link was left behind"
+
+
+def test_dry_run_prints_the_plan_and_touches_nothing(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    write_arm(project, "dry")
+    done = invoke(project, {"MCU_ARMS_STATE_DIR": str(tmp_path / "state")}, "run", "--arm", "dry", "--dry-run")
+    assert done.exit_code == 0, done.err
+    assert "dry run: nothing was created, reserved or started" in done.out and "serve green" in done.out
+    assert sorted(p.name for p in project.iterdir()) == ["arms"]
+    assert not (tmp_path / "state").exists()
+
+
+def test_run_reports_a_bad_arm_name_as_a_user_error(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    write_arm(project, "exists")
+    done = invoke(project, {"MCU_ARMS_STATE_DIR": str(tmp_path / "state")}, "run", "--arm", "missing")
+    assert done.exit_code == 2 and "missing" in done.err and "Traceback" not in done.err
+
+
+def test_stop_kills_a_group_that_ignores_sigterm_with_its_child_and_spares_a_reused_identity() -> None:
+    stubborn = subprocess.Popen(
+        [sys.executable, "-c", STUBBORN], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    leader_pid, child_pid = map(int, stubborn.stdout.readline().split())
+    leader, child = psutil.Process(leader_pid), psutil.Process(child_pid)
+    try:
+        wrong = stop_process_group(leader_pid, leader.create_time() - 5.0, grace_s=0.5)
+        assert not wrong.was_running and alive([leader, child]) == [leader_pid, child_pid]
+
+        outcome = stop_process_group(leader_pid, leader.create_time(), grace_s=0.5, popen=stubborn)
+
+        assert outcome.was_running and outcome.killed == 2 and outcome.survivors == []
+        assert alive([leader, child]) == []
+        assert stubborn.returncode == -signal.SIGKILL
+        assert verified_process(leader_pid, leader.create_time()) is None
+    finally:
+        for process in (child, leader):
+            if alive([process]):
+                process.kill()
+
+
+def test_the_listener_check_knows_our_child_from_another_process() -> None:
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        sleeper = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+        try:
+            me = psutil.Process()
+            ours, pid = listener_owner(port, me)
+            assert (ours, pid) in {(True, me.pid), (None, None)}
+            theirs, holder = listener_owner(port, psutil.Process(sleeper.pid))
+            assert (theirs, holder) in {(False, me.pid), (None, None)}
+        finally:
+            sleeper.stdin.close()
+            sleeper.wait(timeout=10)
+
+
+def test_exit_codes_are_described_with_signal_names() -> None:
+    assert describe_exit(3) == "exited with code 3"
+    assert describe_exit(-9) == "was killed by SIGKILL"
+    assert describe_exit(None) == "is still running"
+    wait_for(lambda: True, "a condition that holds at once")
+
+
+def _run_with_commands(tmp_path: Path, green: list[str], purple: list[str], ready_timeout_s: float):
+    """One arm through run_arms in-process, with stand-in commands for green and purple."""
+    import io
+
+    from rich.console import Console
+
+    from mcu_arms.supervise.runner import RunOptions, run_arms
+
+    plan, project = _plan(tmp_path)
+    processes = [
+        p.model_copy(update={"argv": {"green": green, "purple": purple}.get(p.role, p.argv)}) for p in plan.processes
+    ]
+    plan = plan.model_copy(update={"processes": processes})
+    out = io.StringIO()
+    env = Environment(
+        console=Console(file=out, width=200), err_console=Console(file=io.StringIO()),
+        env={**os.environ, "MCU_ARMS_STATE_DIR": str(tmp_path / "state")}, cwd=project,
+    )  # fmt: skip
+    outcome = run_arms([plan], env, RunOptions(ready_timeout_s=ready_timeout_s, stop_grace_s=2), env.console)
+    return outcome, json.loads(Path(plan.result_path).read_text()), out.getvalue()
+
+
+WAITS = [sys.executable, "-c", "import time; print('waiting', flush=True); time.sleep(600)"]
+
+
+def test_a_child_that_dies_during_start_up_fails_the_arm_at_once_with_its_exit_code_and_log(tmp_path: Path) -> None:
+    crashes = [sys.executable, "-c", "import sys; print('cannot load the policy', flush=True); sys.exit(3)"]
+    outcome, report, out = _run_with_commands(tmp_path, WAITS, crashes, ready_timeout_s=60)
+    assert outcome.exit_code == 1 and outcome.arms[0].status == "failed"
+    failure = report["failure"]
+    assert failure["process"] == "purple" and failure["exit_code"] == 3
+    assert failure["reason"] == "purple exited with code 3 during start-up"
+    assert failure["log_tail"] == ["cannot load the policy"]
+    green = report["processes"]["green"]
+    assert verified_process(green["pid"], green["create_time"]) is None, "the green was left running"
+    assert "client" not in report["processes"]
+    assert "failed: purple exited with code 3" in out
+
+
+def test_a_server_that_never_answers_its_card_fails_at_the_ready_timeout(tmp_path: Path) -> None:
+    outcome, report, _ = _run_with_commands(tmp_path, WAITS, WAITS, ready_timeout_s=1)
+    assert outcome.arms[0].status == "failed"
+    assert report["failure"]["process"] == "green"
+    assert "not ready within 1 s" in report["failure"]["reason"] and "never answered" in report["failure"]["reason"]
+    for role in ("green", "purple"):
+        record = report["processes"][role]
+        assert verified_process(record["pid"], record["create_time"]) is None, role
