@@ -305,3 +305,10 @@ def test_periodic_summary_reports_the_counts(monkeypatch, capsys):
         asyncio.run(exchanges())
     out = capsys.readouterr().out
     assert "summary (periodic) agent=scripted live_contexts=1 init=1 obs=1" in out
+
+
+@pytest.mark.skipif(importlib.util.find_spec("minestudio") is not None, reason="the minestudio extra is installed here")
+def test_steve1_without_its_extra_fails_at_start_with_the_fix(tmp_path: Path):
+    outcome = invoke(tmp_path, {}, "serve", "purple", "--agent", "steve1", "--port", str(free_port()))
+    assert outcome.exit_code == 2
+    assert "minestudio extra" in outcome.err and "pip install" in outcome.err

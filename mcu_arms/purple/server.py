@@ -206,8 +206,14 @@ def _first_error(error: ValidationError) -> str:
 
 
 def build_purple_app(kind: str, options: PurpleOptions, url: str):  # noqa: ANN201 - a Starlette app
-    """The app and its executor (the caller closes the executor's policies at shutdown)."""
-    executor = PurpleExecutor(kind, options, policy_factory(kind))
+    """The app and its executor (the caller closes the executor's policies at shutdown).
+
+    One policy is constructed and dropped here: constructors are cheap and check what the kind needs (STEVE-1: the
+    extra, the weights, CUDA), so a host that cannot run it fails now with a UserError, not at the first episode.
+    """
+    factory = policy_factory(kind)
+    factory(options)
+    executor = PurpleExecutor(kind, options, factory)
     card = build_card(
         name=f"mcu-arms purple ({kind})",
         description=f"MCU purple agent '{kind}': answers an init with an ack and each observation with an action.",
