@@ -247,7 +247,8 @@ async def open_client(url: str, timeout_s: float | None, *, streaming: bool = Fa
     """A client on ONE httpx.AsyncClient, reused for every request of an episode or evaluation.
 
     `timeout_s` bounds each read (None: no read timeout, for a stream kept alive by SSE pings). Resolving the card
-    fails with AgentTransportError (or AgentTimeout) naming the URL.
+    fails with AgentTransportError (or AgentTimeout) naming the URL. Proxy variables from the environment are
+    ignored: agents sit on loopback or a private network, and a proxy in between would change what is measured.
     """
     connect_timeout = CONNECT_TIMEOUT_S if timeout_s is None else min(CONNECT_TIMEOUT_S, timeout_s)
     timeout = httpx.Timeout(timeout_s, connect=connect_timeout)
