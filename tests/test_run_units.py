@@ -195,26 +195,37 @@ def test_exit_codes_are_described_with_signal_names() -> None:
     wait_for(lambda: True, "a condition that holds at once")
 
 
-def _run_with_commands(tmp_path: Path, green: list[str], purple: list[str], ready_timeout_s: float):
-    """One arm through run_arms in-process, with stand-in commands for green and purple."""
+def _stand_ins(plan, green: list[str], purple: list[str]):
+    """The plan with stand-in commands for its green and purple."""
+    commands = {"green": green, "purple": purple}
+    return plan.model_copy(
+        update={"processes": [p.model_copy(update={"argv": commands.get(p.role, p.argv)}) for p in plan.processes]}
+    )
+
+
+def _run_plans(tmp_path: Path, project: Path, plans: list, **options):
     import io
 
     from rich.console import Console
 
     from mcu_arms.supervise.runner import RunOptions, run_arms
 
-    plan, project = _plan(tmp_path)
-    processes = [
-        p.model_copy(update={"argv": {"green": green, "purple": purple}.get(p.role, p.argv)}) for p in plan.processes
-    ]
-    plan = plan.model_copy(update={"processes": processes})
     out = io.StringIO()
     env = Environment(
         console=Console(file=out, width=200), err_console=Console(file=io.StringIO()),
         env={**os.environ, "MCU_ARMS_STATE_DIR": str(tmp_path / "state")}, cwd=project,
     )  # fmt: skip
-    outcome = run_arms([plan], env, RunOptions(ready_timeout_s=ready_timeout_s, stop_grace_s=2), env.console)
-    return outcome, json.loads(Path(plan.result_path).read_text()), out.getvalue()
+    outcome = run_arms(plans, env, RunOptions(stop_grace_s=2, **options), env.console)
+    return outcome, [json.loads(Path(plan.result_path).read_text()) for plan in plans], out.getvalue()
+
+
+def _run_with_commands(tmp_path: Path, green: list[str], purple: list[str], ready_timeout_s: float):
+    """One arm through run_arms in-process, with stand-in commands for green and purple."""
+    plan, project = _plan(tmp_path)
+    outcome, reports, out = _run_plans(
+        tmp_path, project, [_stand_ins(plan, green, purple)], ready_timeout_s=ready_timeout_s
+    )
+    return outcome, reports[0], out
 
 
 WAITS = [sys.executable, "-c", "import time; print('waiting', flush=True); time.sleep(600)"]
@@ -241,4 +252,50 @@ def test_a_server_that_never_answers_its_card_fails_at_the_ready_timeout(tmp_pat
     assert "not ready within 1 s" in report["failure"]["reason"] and "never answered" in report["failure"]["reason"]
     for role in ("green", "purple"):
         record = report["processes"][role]
+        assert verified_process(record["pid"], record["create_time"]) is None, role
+
+
+def test_the_terminal_view_shows_one_row_per_arm_with_progress_and_the_latest_alert() -> None:
+    import io
+
+    from rich.console import Console
+
+    from mcu_arms.supervise.live import LiveView, PlainView, progress_line
+
+    progress = ArmProgress("arm_a", max_steps=100)
+    progress.state = "running"
+    progress.add_steps([StepSample("craft_x", i, 10.0 + i, "timeout" if i == 3 else None, 12.0,
+                                   [{"identity": "mine_log", "step": 4}] if i == 4 else []) for i in range(10)])  # fmt: skip
+    progress.alerts.append("craft_x: something degraded")
+    screen = io.StringIO()
+    view = LiveView(Console(file=screen, force_terminal=True, width=200, color_system=None))
+    view.refresh([progress, ArmProgress("arm_b", max_steps=50)])
+    view.close([progress])
+    drawn = screen.getvalue()
+    for expected in ("arm_a", "running", "craft_x", "10/100", "mine_log@4", "timeout 1", "something degraded", "arm_b"):
+        assert expected in drawn, expected
+    line = progress_line(progress)
+    assert "step 10/100" in line and "milestones mine_log@4" in line and "alerts 1" in line
+
+    plain = io.StringIO()
+    PlainView(Console(file=plain, width=200), interval_s=0).refresh([progress])
+    assert "arm_a: running, task craft_x, step 10/100" in plain.getvalue()
+
+
+def test_fail_fast_stops_the_other_arms_when_one_fails_and_the_run_exits_1(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    write_arm(project, "broken")
+    write_arm(project, "healthy")
+    env = Environment(env={"MCU_ARMS_STATE_DIR": str(tmp_path / "state")}, cwd=project)
+    broken, healthy = plan_arms([project / "arms" / "broken.toml", project / "arms" / "healthy.toml"], Overrides(), env)
+    crashes = [sys.executable, "-c", "raise SystemExit(4)"]
+    plans = [_stand_ins(broken, WAITS, crashes), _stand_ins(healthy, WAITS, WAITS)]
+
+    outcome, reports, _ = _run_plans(tmp_path, project, plans, ready_timeout_s=300, fail_fast=True)
+
+    assert [arm.status for arm in outcome.arms] == ["failed", "interrupted"]
+    assert outcome.exit_code == 1
+    assert reports[1]["failure"]["reason"] == "stopped by --fail-fast: arm 'broken' failed"
+    for role in ("green", "purple"):
+        record = reports[1]["processes"][role]
         assert verified_process(record["pid"], record["create_time"]) is None, role

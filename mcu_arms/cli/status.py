@@ -61,7 +61,8 @@ def _render(states: list[ArmState], env: Environment) -> None:
 def register(app: typer.Typer) -> None:
     @app.command(
         help="Each arm in output/: its latest episode's state, progress and recorded processes (alive or not). "
-        "A started run whose mcu-arms supervisor is gone shows as 'stale (supervisor gone)'."
+        "A started run whose mcu-arms supervisor is gone shows as 'stale (supervisor gone)'. "
+        "Exit codes: 0 shown, 2 a user error (unknown arm)."
     )
     @reports_user_errors
     def status(

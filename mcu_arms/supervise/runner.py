@@ -86,10 +86,14 @@ class RunOutcome(BaseModel):
 
     @property
     def exit_code(self) -> int:
+        """130 for a signal; else 1 when an arm failed (arms --fail-fast then stopped count as that failure); else
+        130 when an arm was stopped (`mcu-arms stop`); else 0."""
         statuses = {arm.status for arm in self.arms}
-        if "interrupted" in statuses or self.interrupted_by:
+        if self.interrupted_by:
             return EXIT_INTERRUPTED
-        return EXIT_FAILED if "failed" in statuses else EXIT_OK
+        if "failed" in statuses:
+            return EXIT_FAILED
+        return EXIT_INTERRUPTED if "interrupted" in statuses else EXIT_OK
 
 
 class _Stopped(Exception):
