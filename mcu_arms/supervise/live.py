@@ -80,9 +80,16 @@ def progress_line(progress: ArmProgress) -> str:
 
 def progress_table(arms: Sequence[ArmProgress]) -> Table:
     table = Table(expand=False, show_lines=False)
-    for column in ("arm", "state", "task", "step", "steps/min", "milestones (step)", "noops", "agent ms", "elapsed",
-                   "ETA", "alerts"):  # fmt: skip
-        table.add_column(column, no_wrap=column not in ("milestones (step)", "alerts"))
+    arm_width = max((len(progress.arm) for progress in arms), default=3)
+    table.add_column("arm", no_wrap=True, min_width=arm_width)
+    table.add_column("state", no_wrap=True, min_width=len("interrupted"))
+    table.add_column("task", no_wrap=True, max_width=22)
+    for column in ("step", "/min"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("milestones@step", max_width=30)
+    for column in ("noops", "agent ms", "elapsed", "ETA"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("alerts", max_width=40)
     for progress in arms:
         rate = progress.steps_per_minute()
         style = STATE_STYLES.get(progress.state, "")
