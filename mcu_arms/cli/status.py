@@ -30,28 +30,28 @@ def _processes(state: ArmState) -> str:
     for process in state.processes:
         mark = "[green]alive[/]" if process.alive else "[dim]gone[/]"
         parts.append(f"{process.role} {process.pid} {mark}")
-    return ", ".join(parts) or "-"
+    return "\n".join(parts) or "-"
 
 
 def _render(states: list[ArmState], env: Environment) -> None:
-    table = Table(title="mcu-arms status", title_justify="left")
-    for column in ("arm", "episode", "state", "task", "step", "milestones", "score"):
-        table.add_column(column, no_wrap=column in ("arm", "episode", "state", "step"))
-    table.add_column("processes (pid)")
-    table.add_column("note", overflow="fold")
+    table = Table(title="mcu-arms status", title_justify="left", show_lines=True)
+    table.add_column("arm", no_wrap=True)
+    table.add_column("state", no_wrap=True)
+    table.add_column("progress", overflow="fold", min_width=16)
+    table.add_column("milestones", overflow="fold", min_width=12)
+    table.add_column("processes", no_wrap=True)
+    table.add_column("note", overflow="fold", min_width=10)
     for state in states:
         style = STATE_STYLES.get(state.state, "yellow")
-        step = f"{state.step if state.step is not None else '-'}/{state.max_steps or '-'}"
-        score = f"{state.score:g} / {state.max_score:g}" if state.score is not None and state.max_score else "-"
+        progress = [state.task or "-", f"step {state.step if state.step is not None else '-'}/{state.max_steps or '-'}"]
+        if state.score is not None and state.max_score:
+            progress.append(f"score {state.score:g} / {state.max_score:g}")
         note = state.failure or (f"{state.alerts} alert(s)" if state.alerts else "")
         table.add_row(
-            state.arm,
-            f"{state.episode:03d}" if state.episode is not None else "-",
+            f"{escape(state.arm)}\nepisode {state.episode:03d}" if state.episode is not None else escape(state.arm),
             f"[{style}]{escape(state.state)}[/]",
-            escape(state.task or "-"),
-            step,
-            escape(", ".join(state.milestones[-4:]) or "-"),
-            score,
+            escape("\n".join(progress)),
+            escape("\n".join(state.milestones[-4:]) or "-"),
             _processes(state),
             escape(note),
         )

@@ -156,12 +156,13 @@ class ArmRunner:
         self.view = view
         self.episode_dir = Path(plan.episode_dir)
         self.progress = ArmProgress(plan.arm, plan.settings.steps)
-        self.alerts = AlertMonitor(self.progress, self.episode_dir / "purple", self._alert)
+        self.alerts = AlertMonitor(self.progress, self.episode_dir / "purple", self._announce)
+        self.steps_tail = StepsTail(self.episode_dir / "green")
         self.children: dict[str, Child] = {}
         self.evaluation: dict | None = None
+        self._alerts_saved = 0  # alerts already in result.json
         self._stop = threading.Event()
         self._stop_reason = ""
-        self._report_lock = threading.Lock()
         self._log_path = self.episode_dir / "logs" / f"{SUPERVISOR_ROLE}.log"
         self._started = time.monotonic()
         logs = {process.role: process.log for process in plan.processes}
@@ -193,18 +194,24 @@ class ArmRunner:
             log.write(f"{utc_stamp()} {'ALERT ' if alert else ''}{text}\n")
         self.view.line(self.plan.arm, text, alert=alert)
 
-    def _alert(self, text: str) -> None:
+    def _announce(self, text: str) -> None:
+        """The alert monitor's sink (it already keeps the alert): print and log it at once; the arm's own thread
+        saves it into the report on its next poll."""
         self._event(text, alert=True)
-        self._save()
 
     def _state(self, state: str) -> None:
         self.progress.state = state
         self._event(f"state {state}")
 
     def _save(self) -> None:
-        with self._report_lock:
-            self.report.alerts = list(self.progress.alerts)
-            write_report(self.report, Path(self.plan.result_path))
+        """Write result.json; only the arm's own thread calls this, so the report never changes while it is dumped."""
+        self.report.alerts = list(self.progress.alerts)
+        self._alerts_saved = len(self.report.alerts)
+        write_report(self.report, Path(self.plan.result_path))
+
+    def _save_new_alerts(self) -> None:
+        if self._alerts_saved != len(self.progress.alerts):
+            self._save()
 
     def request_stop(self, reason: str) -> None:
         if not self._stop.is_set():
@@ -228,7 +235,7 @@ class ArmRunner:
         failure: Failure | None = None
         try:
             self._save()
-            repoint_links(self.plan, lambda text: self._event(text, alert=True))
+            repoint_links(self.plan, self._record_alert)
             self._start_servers()
             self._wait_ready()
             self._run_client()
@@ -321,7 +328,7 @@ class ArmRunner:
             return None  # it just exited: poll() reports it on the next round
         ours, pid = listener_owner(child.plan.port or 0, process)
         if ours is None:
-            self._alert(
+            self._record_alert(
                 f"{child.role}: the OS does not say who listens on port {child.plan.port}; readiness judged by "
                 "the agent card alone"
             )
@@ -335,7 +342,7 @@ class ArmRunner:
         self._check_stop()
         client = self._start("client")
         self._state("running")
-        tail = StepsTail(self.episode_dir / "green")
+        tail = self.steps_tail
         while True:
             self._check_stop()
             for role in SERVER_ROLES:
@@ -344,6 +351,7 @@ class ArmRunner:
             self.progress.add_steps(tail.poll())
             self.alerts.check_progress()
             self.alerts.check_purple_reports()
+            self._save_new_alerts()
             code = client.poll()
             if code is not None:
                 self.progress.add_steps(tail.poll())
@@ -380,16 +388,17 @@ class ArmRunner:
             record = self.report.processes[role]
             record.exit_code = child.exit_code
             if outcome.killed:
-                self._alert(f"{role}: {outcome.killed} process(es) ignored SIGTERM for {self.options.stop_grace_s:g} s "
-                            "and were killed")  # fmt: skip
+                grace = self.options.stop_grace_s
+                self._record_alert(f"{role}: {outcome.killed} process(es) ignored SIGTERM for {grace:g} s and were killed")
             if outcome.survivors:
-                self._alert(f"{role}: pids {outcome.survivors} survived SIGKILL")
+                self._record_alert(f"{role}: pids {outcome.survivors} survived SIGKILL")
 
     def _finalise(self, status: ArmStatus, failure: Failure | None) -> None:
         try:
             self._stop_children()
         except Exception as error:  # reported, and the report is still written
-            self._alert(f"stopping children failed: {type(error).__name__}: {error}")
+            self._record_alert(f"stopping children failed: {type(error).__name__}: {error}")
+        self.progress.add_steps(self.steps_tail.poll())  # what the green logged since the last poll
         report = self.report
         if failure is not None and failure.process in self.children:
             failure.exit_code = self.children[failure.process].exit_code
