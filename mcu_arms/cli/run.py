@@ -17,15 +17,11 @@ from mcu_arms.environment import Environment
 if TYPE_CHECKING:
     from mcu_arms.supervise.runner import RunOutcome
 
-RUN_HELP = """Run arms: plan them, start each arm's green and purple agents, wait until both are ready, run the
-evaluation client, and write output/ARM/episode_NNN/result.json (linked as logs/ARM_result.json).
+RUN_HELP = """Run arms: plan them, start each arm's green and purple agents, wait until both are ready, run the evaluation client, and write output/ARM/episode_NNN/result.json (linked as logs/ARM_result.json).
 
-Several arms run side by side; one failing does not stop the others unless --fail-fast. An arm whose latest run
-finished with the same fingerprint is skipped (--rerun runs it anyway). Ctrl-C or SIGTERM stops this run's own
-processes only and marks the reports interrupted.
+Several arms run side by side; one failing does not stop the others unless --fail-fast. An arm whose latest run finished with the same fingerprint is skipped (--rerun runs it anyway). Ctrl-C or SIGTERM stops this run's own processes only and marks the reports interrupted.
 
-Exit codes: 0 every arm finished (or was skipped), 1 an arm failed, 130 interrupted, 2 a user error (bad arm file,
-busy port, arm already running).
+Exit codes: 0 every arm finished (or was skipped), 1 an arm failed, 130 interrupted, 2 a user error (bad arm file, busy port, arm already running).
 """
 
 

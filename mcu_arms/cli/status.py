@@ -16,10 +16,7 @@ if TYPE_CHECKING:
 
 STATE_STYLES = {"started": "cyan", "finished": "green", "failed": "bold red", "interrupted": "magenta"}
 
-STOP_HELP = """Stop a running arm: only the processes recorded in its report (pid and create_time re-checked), never
-anything found by name. The supervising `mcu-arms run` is asked first (SIGTERM, or a stop request when it also runs
-other arms) so that it finalises the report as interrupted; when it is gone, the arm's process groups are stopped
-here (TERM, wait, KILL) and the report is marked interrupted.
+STOP_HELP = """Stop a running arm: only the processes recorded in its report (pid and create_time re-checked), never anything found by name. The supervising `mcu-arms run` is asked first (SIGTERM, or a stop request when it also runs other arms) so that it finalises the report as interrupted; when it is gone, the arm's process groups are stopped here (TERM, wait, KILL) and the report is marked interrupted.
 
 Exit codes: 0 done (stopped, or nothing was running), 1 a process survived SIGKILL, 2 a user error (unknown arm).
 """
