@@ -8,6 +8,7 @@ import asyncio
 import json
 from pathlib import Path
 
+import httpx
 import pytest
 
 import mcu_arms.green.server as green_server
@@ -75,7 +76,7 @@ def test_a_simulator_crash_leaves_the_task_unscored_and_the_evaluation_completes
     assert any("error: OSError: simulated engine crash" in line for line in evaluation.statuses)
 
 
-def test_cancel_ends_a_running_evaluation(tmp_path: Path):
+def test_the_server_answers_during_an_episode_and_cancel_ends_it(tmp_path: Path):
     from a2a.types import CancelTaskRequest, Message, Part, Role, SendMessageRequest, TaskState
 
     from mcu_arms.a2a_support import open_client
@@ -95,6 +96,9 @@ def test_cancel_ends_a_running_evaluation(tmp_path: Path):
                     states.append(TaskState.Name(event.status_update.status.state))
                     text = "".join(part.text for part in event.status_update.status.message.parts)
                     if text == "Running task: craft_furnace":
+                        async with httpx.AsyncClient(timeout=5.0, trust_env=False) as http:  # responsive mid-episode
+                            card = await http.get(f"{green_url}/.well-known/agent-card.json")
+                        assert card.status_code == 200
                         await canceller.cancel_task(CancelTaskRequest(id=event.status_update.task_id))
         return states
 

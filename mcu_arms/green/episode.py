@@ -4,7 +4,11 @@ The loop does not care which simulator runs underneath (see sims/base.py). It ta
 long-lived non-streaming A2A client per episode with one context_id (the purple keys its episode state by context),
 and a timeout sized from step_timeout, never the SDK's 5 s default. A turn that yields no usable action (timeout,
 transport error, unparseable or invalid reply) becomes a noop for that step, counted per cause with the first
-reasons kept; it never ends the episode. Simulator calls run on one worker thread so the server stays responsive.
+reasons kept; it never ends the episode.
+
+The whole episode runs on the evaluation's simulator thread, in that thread's own event loop (`run_off_loop`): the
+server's event loop stays responsive, and a step costs no thread hand-off (two extra wake-ups per step measurably
+slow a loaded 2-core host). Status lines are relayed to the server's loop.
 """
 
 from __future__ import annotations
@@ -13,11 +17,12 @@ import asyncio
 import base64
 import io
 import os
+import threading
 import time
 import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -171,7 +176,6 @@ class Episode:
         settings: EpisodeSettings,
         task_dir: Path,
         report: ProgressReport,
-        sim_thread: ThreadPoolExecutor,
     ) -> None:
         self.task = task
         self.sim = simulator
@@ -179,7 +183,7 @@ class Episode:
         self.settings = settings
         self.task_dir = task_dir
         self.report = report
-        self.sim_thread = sim_thread
+        self.stop_requested = threading.Event()  # set from the server's thread when the evaluation is canceled
         self.noops: dict[str, NoopCauseStats] = {}
         self.dropped_keys: Counter[str] = Counter()
         self.adjustments: Counter[str] = Counter()
@@ -192,9 +196,6 @@ class Episode:
         self.error: str | None = None
         self.init: InitOutcome | None = None
 
-    async def _in_sim_thread(self, fn: Callable[..., Any], *args: Any) -> Any:
-        return await asyncio.get_running_loop().run_in_executor(self.sim_thread, fn, *args)
-
     async def run(self) -> TaskMetrics:
         from mcu_arms.a2a_support import AgentError
         from mcu_arms.green.scoring import RewardTracker
@@ -204,8 +205,8 @@ class Episode:
         tracker = RewardTracker(self.task, support.unavailable)
         log = StepLog(self.task_dir, save_frames=self.settings.save_frames)
         try:
-            first: SimStep = await self._in_sim_thread(self.sim.reset, self.task, self.settings.seed)
-            png = await self._in_sim_thread(encode_png, first.frame)
+            first = self.sim.reset(self.task, self.settings.seed)
+            png = encode_png(first.frame)
             baseline = {event: dict(objects) for event, objects in first.counters.items()}
             async with AgentChannel(self.agent_url, self.settings.step_timeout) as channel:
                 self.init = await self._send_init(channel)
@@ -256,10 +257,13 @@ class Episode:
         settings = self.settings
         name, max_steps = self.task.name, settings.max_steps
         for step in range(max_steps):
+            if self.stop_requested.is_set():
+                self.ended_by = "canceled"
+                break
             started = time.perf_counter()
             received, parsed = await self._ask(channel, step, png)
             agent_ms = (time.perf_counter() - started) * 1000
-            sim_step, sim_ms, png = await self._in_sim_thread(self._advance, parsed.action, step, png, log)
+            sim_step, sim_ms, png = self._advance(parsed.action, step, png, log)
             events = tracker.update(step, counters_since_reset(sim_step.counters, baseline))
             self._count(step, parsed, agent_ms, sim_ms)
             log.write(self._record(step, received, parsed, agent_ms, sim_ms, events, sim_step))
@@ -291,7 +295,7 @@ class Episode:
         return received, parse_reply(received)
 
     def _advance(self, action: EnvAction, step: int, png: bytes, log: StepLog) -> tuple[SimStep, float, bytes]:
-        """On the simulator thread: keep the frame the agent saw, step, and encode the next observation."""
+        """Keep the frame the agent saw, step, and encode the next observation."""
         log.save_frame(step, png)
         started = time.perf_counter()
         sim_step = self.sim.step(action)
@@ -410,6 +414,28 @@ class Episode:
             steps_log=str(log.path),
             frames_dir=str(log.frames_dir) if log.frames_dir is not None else None,
         )
+
+
+async def run_off_loop(episode: Episode, worker: Executor, report: ProgressReport) -> TaskMetrics:
+    """Run `episode` on `worker` (the evaluation's simulator thread) in an event loop of its own.
+
+    `report` runs on the calling loop; the episode's lines are relayed to it in order. Canceling the caller asks the
+    episode to stop at its next step and waits for it, so the simulator is never used by two threads at once.
+    """
+    caller_loop = asyncio.get_running_loop()
+
+    async def relay(line: str) -> None:
+        if not episode.stop_requested.is_set():
+            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(report(line), caller_loop))
+
+    episode.report = relay
+    running = caller_loop.run_in_executor(worker, asyncio.run, episode.run())
+    try:
+        return await asyncio.shield(running)
+    except asyncio.CancelledError:
+        episode.stop_requested.set()
+        await asyncio.wait([running])
+        raise
 
 
 def task_dir_for(output_dir: Path, task: TaskSpec) -> Path:

@@ -37,7 +37,14 @@ from mcu_arms.a2a_support import (
 )
 from mcu_arms.catalog import CATEGORIES, default_max_steps, step_cap
 from mcu_arms.errors import UserError
-from mcu_arms.green.episode import Episode, EpisodeSettings, default_output_dir, make_simulator, task_dir_for
+from mcu_arms.green.episode import (
+    Episode,
+    EpisodeSettings,
+    default_output_dir,
+    make_simulator,
+    run_off_loop,
+    task_dir_for,
+)
 from mcu_arms.green.protocol import EvalRequest
 from mcu_arms.green.result import CategoryResult, EvaluationResult, SimulatorInfo, SkippedTask, summary_text
 from mcu_arms.green.sims.base import Simulator, SimulatorUnavailable
@@ -251,10 +258,8 @@ class GreenExecutor(AgentExecutor):
         metrics = {}
         for task in plan.tasks:
             await report(f"Running task: {task.name}")
-            episode = Episode(
-                task, simulator, agent_url, settings, task_dir_for(plan.output_dir, task), report, sim_thread
-            )
-            outcome = await episode.run()
+            episode = Episode(task, simulator, agent_url, settings, task_dir_for(plan.output_dir, task), report)
+            outcome = await run_off_loop(episode, sim_thread, report)
             metrics[task.name] = outcome
             score = "unscored" if outcome.score is None else f"{outcome.score:.2f} / {outcome.max_score:g}"
             tail = f"; error: {outcome.error}" if outcome.error else ""

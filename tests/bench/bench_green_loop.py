@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from server_procs import HOST, ServerProcess, free_port  # noqa: E402
 
-from mcu_arms.green.episode import Episode, EpisodeSettings, encode_png, make_simulator  # noqa: E402
+from mcu_arms.green.episode import Episode, EpisodeSettings, encode_png, make_simulator, run_off_loop  # noqa: E402
 from mcu_arms.green.protocol import InitPayload, ObservationPayload, noop_action  # noqa: E402
 from mcu_arms.green.tasks import select_tasks  # noqa: E402
 
@@ -61,8 +61,9 @@ async def loop_ms(purple_url: str, steps: int, output_dir: Path, *, save_frames:
     task = select_tasks(*TASK[:1], [TASK[1]])[0]
     settings = EpisodeSettings(max_steps=steps, step_timeout=30.0, seed=0, save_frames=save_frames,
                                progress_every=50, video_eval=False, env={})
-    with ThreadPoolExecutor(max_workers=1) as sim_thread:
-        metrics = await Episode(task, simulator, purple_url, settings, output_dir, report, sim_thread).run()
+    with ThreadPoolExecutor(max_workers=1) as sim_thread:  # as the server runs it: on the simulator thread
+        episode = Episode(task, simulator, purple_url, settings, output_dir, report)
+        metrics = await run_off_loop(episode, sim_thread, report)
     assert metrics.steps_run == steps and metrics.noop_total == 0, metrics.noops
     stamps = [json.loads(line)["t"] for line in (output_dir / "steps.jsonl").open()]
     return (stamps[-1] - stamps[0]) * 1000 / (len(stamps) - 1)
