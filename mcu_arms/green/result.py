@@ -107,7 +107,7 @@ class TaskMetrics(BaseModel):
     reward_events: list[dict[str, Any]] = Field(default_factory=list)
     steps_run: int = 0
     max_steps: int = 0
-    ended_by: str = "max_steps"  # max_steps | simulator_done | error
+    ended_by: str = "max_steps"  # max_steps | simulator_done | canceled | error
     noops: dict[str, NoopCauseStats] = Field(default_factory=dict)
     noop_total: int = 0
     agent_reported_noops: NoopCauseStats | None = None  # the agent itself answered a noop and said why
