@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ import httpx
 import pytest
 
 from mcu_arms.green.protocol import BUTTON_KEYS
+from mcu_arms.green.sims.minestudio import minestudio_preflight
 from purples import SCRIPT, TABLE_SCRIPT, ScriptedPurple, build_test_purple
 from server_procs import HOST, ServerProcess, free_port, running_app
 
@@ -237,6 +239,9 @@ def test_a_refused_init_is_recorded_loudly_and_the_episode_still_runs(green: str
         ({"task_category": "crafting", "bogus": 1}, None, "config.bogus: Extra inputs are not permitted"),
         ({"task_category": "crafting"}, {"judge": "http://127.0.0.1:1"}, "must name the role 'agent'"),
         ({"task_category": "crafting"}, {"agent": "http://127.0.0.1:1"}, "participant 'agent' at http://127.0.0.1:1"),
+        pytest.param({"task_category": "crafting", "simulator": "minestudio"}, None,
+                     "simulator 'minestudio' cannot run here: MineStudio cannot run on this host",
+                     marks=pytest.mark.skipif(not minestudio_preflight(os.environ), reason="MineStudio can run here")),
     ],
 )
 def test_invalid_requests_are_rejected_saying_what_is_wrong(green, tmp_path, config, participants, expected):
