@@ -182,15 +182,6 @@ def test_unknown_agent_kind_is_a_user_error_listing_the_kinds(tmp_path: Path):
     assert all(kind in outcome.err for kind in AGENT_KINDS)
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("mcu_arms.purple.codex_agent") is not None, reason="the codex agents exist in this build"
-)
-def test_missing_codex_module_is_a_clear_error_before_binding(tmp_path: Path):
-    outcome = invoke(tmp_path, {}, "serve", "purple", "--agent", "worldmodel", "--port", str(free_port()))
-    assert outcome.exit_code == 2
-    assert "worldmodel" in outcome.err and "codex_agent" in outcome.err
-
-
 STUCK_STEP = 100
 
 

@@ -16,6 +16,18 @@ from mcu_arms.cli.common import environment, print_json, reports_user_errors
 from mcu_arms.environment import Environment
 
 
+FILES_ARGUMENT = typer.Argument(None, help="Arm files (arms/NAME.toml).")
+ARM_OPTION = typer.Option([], "--arm", help="Arm by name: arms/NAME.toml. Repeatable.")
+DRY_RUN_OPTION = typer.Option(False, "--dry-run", help="Show the plans and touch nothing.")
+TASK_OPTION = typer.Option(None, "--task", help="Override the task category.")
+STEPS_OPTION = typer.Option(None, "--steps", help="Override max steps.")
+STEP_TIMEOUT_OPTION = typer.Option(None, "--step-timeout", help="Override seconds per step.")
+SESSION_TURNS_OPTION = typer.Option(None, "--session-turns", help="Override session turns.")
+COMPACT_OPTION = typer.Option(None, "--compact/--no-compact", help="Override compaction.")
+GREEN_PORT_OPTION = typer.Option(None, "--green-port", help="Override the green port (one arm).")
+PURPLE_PORT_OPTION = typer.Option(None, "--purple-port", help="Override the purple port (one arm).")
+
+
 def override_options(
     task: Optional[str],
     steps: Optional[int],
@@ -88,22 +100,32 @@ def render_plan(plan: ArmPlan, env: Environment) -> None:
     env.console.print(Panel(Group(*parts), title=f"arm [bold]{plan.arm}[/] ({plan.source})", title_align="left"))
 
 
+def show_plans(plans: list[ArmPlan], env: Environment, *, dry_run: bool, json_output: bool) -> None:
+    if json_output:
+        print_json(env, {"dry_run": dry_run, "plans": [p.public() for p in plans]})
+        return
+    for arm_plan in plans:
+        render_plan(arm_plan, env)
+    if dry_run:
+        env.console.print("[bold]dry run:[/] nothing was created, reserved or started.")
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     @reports_user_errors
     def plan(
         ctx: typer.Context,
-        files: list[Path] = typer.Argument(None, help="Arm files (arms/NAME.toml)."),
-        arm: list[str] = typer.Option([], "--arm", help="Arm by name: arms/NAME.toml. Repeatable."),
-        dry_run: bool = typer.Option(False, "--dry-run", help="Show the plans and touch nothing."),
+        files: list[Path] = FILES_ARGUMENT,
+        arm: list[str] = ARM_OPTION,
+        dry_run: bool = DRY_RUN_OPTION,
         json_output: bool = typer.Option(False, "--json", help="Print the plans as JSON."),
-        task: Optional[str] = typer.Option(None, "--task", help="Override the task category."),
-        steps: Optional[int] = typer.Option(None, "--steps", help="Override max steps."),
-        step_timeout: Optional[float] = typer.Option(None, "--step-timeout", help="Override seconds per step."),
-        session_turns: Optional[int] = typer.Option(None, "--session-turns", help="Override session turns."),
-        compact: Optional[bool] = typer.Option(None, "--compact/--no-compact", help="Override compaction."),
-        green_port: Optional[int] = typer.Option(None, "--green-port", help="Override the green port (one arm)."),
-        purple_port: Optional[int] = typer.Option(None, "--purple-port", help="Override the purple port (one arm)."),
+        task: Optional[str] = TASK_OPTION,
+        steps: Optional[int] = STEPS_OPTION,
+        step_timeout: Optional[float] = STEP_TIMEOUT_OPTION,
+        session_turns: Optional[int] = SESSION_TURNS_OPTION,
+        compact: Optional[bool] = COMPACT_OPTION,
+        green_port: Optional[int] = GREEN_PORT_OPTION,
+        purple_port: Optional[int] = PURPLE_PORT_OPTION,
     ) -> None:
         """Resolve arms into plans: commands, environment, ports, paths, fingerprint and warnings.
 
@@ -117,12 +139,6 @@ def register(app: typer.Typer) -> None:
             from mcu_arms.isolation.prepare import prepare_arms
 
             plans = prepare_arms(plans, env)
-        if json_output:
-            print_json(env, {"dry_run": dry_run, "plans": [p.public() for p in plans]})
-            return
-        for arm_plan in plans:
-            render_plan(arm_plan, env)
-        if dry_run:
-            env.console.print("[bold]dry run:[/] nothing was created, reserved or started.")
-        else:
+        show_plans(plans, env, dry_run=dry_run, json_output=json_output)
+        if not dry_run and not json_output:
             env.console.print(f"prepared {len(plans)} arm(s): ports free, plan.json and scenario.toml written.")

@@ -11,7 +11,20 @@ from rich.table import Table
 
 from mcu_arms.arms.plan import plan_arms, resolve_sources
 from mcu_arms.cli.common import environment, print_json, reports_user_errors
-from mcu_arms.cli.plan import override_options, render_plan
+from mcu_arms.cli.plan import (
+    ARM_OPTION,
+    COMPACT_OPTION,
+    DRY_RUN_OPTION,
+    FILES_ARGUMENT,
+    GREEN_PORT_OPTION,
+    PURPLE_PORT_OPTION,
+    SESSION_TURNS_OPTION,
+    STEP_TIMEOUT_OPTION,
+    STEPS_OPTION,
+    TASK_OPTION,
+    override_options,
+    show_plans,
+)
 from mcu_arms.environment import Environment
 
 if TYPE_CHECKING:
@@ -30,33 +43,28 @@ def register(app: typer.Typer) -> None:
     @reports_user_errors
     def run(
         ctx: typer.Context,
-        files: list[Path] = typer.Argument(None, help="Arm files (arms/NAME.toml)."),
-        arm: list[str] = typer.Option([], "--arm", help="Arm by name: arms/NAME.toml. Repeatable."),
-        dry_run: bool = typer.Option(False, "--dry-run", help="Show the plans and touch nothing."),
+        files: list[Path] = FILES_ARGUMENT,
+        arm: list[str] = ARM_OPTION,
+        dry_run: bool = DRY_RUN_OPTION,
         fail_fast: bool = typer.Option(False, "--fail-fast", help="Stop every arm as soon as one fails."),
         ready_timeout: float = typer.Option(
             120.0, "--ready-timeout", min=1.0, help="Seconds green and purple get to become ready."
         ),
         rerun: bool = typer.Option(False, "--rerun", help="Run arms whose latest run already finished."),
         json_output: bool = typer.Option(False, "--json", help="Print the outcome as JSON (progress on stderr)."),
-        task: Optional[str] = typer.Option(None, "--task", help="Override the task category."),
-        steps: Optional[int] = typer.Option(None, "--steps", help="Override max steps."),
-        step_timeout: Optional[float] = typer.Option(None, "--step-timeout", help="Override seconds per step."),
-        session_turns: Optional[int] = typer.Option(None, "--session-turns", help="Override session turns."),
-        compact: Optional[bool] = typer.Option(None, "--compact/--no-compact", help="Override compaction."),
-        green_port: Optional[int] = typer.Option(None, "--green-port", help="Override the green port (one arm)."),
-        purple_port: Optional[int] = typer.Option(None, "--purple-port", help="Override the purple port (one arm)."),
+        task: Optional[str] = TASK_OPTION,
+        steps: Optional[int] = STEPS_OPTION,
+        step_timeout: Optional[float] = STEP_TIMEOUT_OPTION,
+        session_turns: Optional[int] = SESSION_TURNS_OPTION,
+        compact: Optional[bool] = COMPACT_OPTION,
+        green_port: Optional[int] = GREEN_PORT_OPTION,
+        purple_port: Optional[int] = PURPLE_PORT_OPTION,
     ) -> None:
         env = environment(ctx)
         overrides = override_options(task, steps, step_timeout, session_turns, compact, green_port, purple_port)
         plans = plan_arms(resolve_sources(files or [], arm, env), overrides, env)
         if dry_run:
-            if json_output:
-                print_json(env, {"dry_run": True, "plans": [p.public() for p in plans]})
-                return
-            for arm_plan in plans:
-                render_plan(arm_plan, env)
-            env.console.print("[bold]dry run:[/] nothing was created, reserved or started.")
+            show_plans(plans, env, dry_run=True, json_output=json_output)
             return
 
         from mcu_arms.supervise.runner import RunOptions, run_arms
