@@ -229,7 +229,9 @@ class CrafterPlayer:
         dark_and_weary = reading.daylight < NIGHT_DAYLIGHT and inventory["energy"] < 8
         hurt = inventory["health"] <= 3 and inventory["energy"] < 9
         if tired or dark_and_weary or hurt or (self._shelter and inventory["energy"] < 9):
-            return self._sleep(reading)
+            action = self._sleep(reading, in_the_open=tired)
+            if action is not None:
+                return action
         if self._drinking:
             return self._collect(reading, {"water"}, "do")
         if self._eating:
@@ -333,12 +335,18 @@ class CrafterPlayer:
             return self._follow(reading, path)
         return self._wander()
 
-    def _sleep(self, reading: FrameReading) -> str:
-        """Dig a two-tile dead end into rock, step back to face its mouth, wall it with stone, then sleep."""
+    def _sleep(self, reading: FrameReading, in_the_open: bool) -> str | None:
+        """Dig a two-tile dead end into rock, step back to face its mouth, wall it with stone, then sleep.
+
+        With no shelter in reach it sleeps in the open only when exhausted (a sleeper takes 7 damage from a
+        zombie, not 2); otherwise it returns None and the agent carries on awake.
+        """
         position = self.memory.position
         if self._shelter is None:
             self._shelter = self._find_shelter(reading)
             if self._shelter is None:
+                if not in_the_open:
+                    return None
                 self.stats["slept_in_open"] += 1
                 return "sleep"
             self.stats["shelters_started"] += 1
@@ -351,7 +359,7 @@ class CrafterPlayer:
         if position == mouth and reading.facing == outward:
             if reading.inventory["stone"] < 1 or entrance in self.memory.objects:
                 self._shelter = None
-                return "sleep"
+                return "sleep" if in_the_open else None
             return "place_stone"
         if position == end:
             return MOVES[outward] if self.memory.is_free(mouth) else self._interact(reading, mouth, "do")
@@ -364,7 +372,7 @@ class CrafterPlayer:
         path = self._path(reading, goal)
         if path is None:
             self._shelter = None
-            return "sleep"
+            return "sleep" if in_the_open else None
         return self._follow(reading, path)
 
     def _find_shelter(self, reading: FrameReading) -> tuple[tuple[int, int], tuple[int, int]] | None:
