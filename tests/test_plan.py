@@ -171,8 +171,19 @@ def test_secrets_in_env_are_redacted(project, env):
     outcome = invoke(project, env, "plan", "--dry-run", "--json", "--arm", "a")
     assert "sk-secret" not in outcome.out
     purple = json.loads(outcome.out)["plans"][0]["processes"][1]
-    assert purple["env"] == {"MY_API_KEY": "***", "LEVEL": "3"}
+    assert purple["env"]["LEVEL"] == "3"
+    assert purple["env"]["MY_API_KEY"].startswith("***") and len(purple["env"]["MY_API_KEY"]) == 9
     assert "sk-secret" not in invoke(project, env, "plan", "--dry-run", "--arm", "a").out
+
+
+def test_redaction_is_stable_and_idempotent():
+    from mcu_arms.arms.plan import redact
+
+    once = redact("OPENAI_API_KEY", "sk-one")
+    assert once.startswith("***") and "sk-one" not in once
+    assert redact("OPENAI_API_KEY", once) == once
+    assert redact("OPENAI_API_KEY", "sk-two") != once
+    assert redact("LEVEL", "3") == "3"
 
 
 def snapshot(*roots: Path) -> dict[str, float]:

@@ -35,6 +35,20 @@ SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|AUTH|CREDENTIAL", re.IGNORE
 EPISODE_PATTERN = re.compile(r"^episode_(\d{3,})$")
 
 
+def redact(key: str, value: str) -> str:
+    """A secret-looking variable's value as *** plus a short hash: never shown, yet two secrets still differ.
+
+    Idempotent, so a value read back from a saved plan or report stays as it is.
+    """
+    if not SECRET_NAME.search(key) or value.startswith("***"):
+        return value
+    return "***" + hashlib.sha256(value.encode()).hexdigest()[:6]
+
+
+def redact_env(env: dict[str, str]) -> dict[str, str]:
+    return {key: redact(key, value) for key, value in env.items()}
+
+
 class Overrides(BaseModel):
     """CLI overrides, mirroring run-arm.sh's flags. None means "as the file says"."""
 
@@ -72,6 +86,10 @@ class Settings(BaseModel):
     env: dict[str, str]
     cuda_device: str | None
 
+    def redacted(self) -> "Settings":
+        """These settings as saved and shown: secret environment values masked."""
+        return self.model_copy(update={"env": redact_env(self.env)})
+
     def fingerprinted(self) -> dict[str, Any]:
         """What the fingerprint covers: every setting except where things run (cuda_device picks a device)."""
         data = self.model_dump()
@@ -89,7 +107,7 @@ class ProcessPlan(BaseModel):
     url: str | None = None
 
     def redacted_env(self) -> dict[str, str]:
-        return {key: ("***" if SECRET_NAME.search(key) else value) for key, value in self.env.items()}
+        return redact_env(self.env)
 
     def command_line(self) -> str:
         return shlex.join(self.argv)
@@ -135,9 +153,7 @@ class ArmPlan(BaseModel):
         data = self.model_dump(mode="json")
         for process, shown in zip(self.processes, data["processes"]):
             shown["env"] = process.redacted_env()
-        data["settings"]["env"] = {
-            key: ("***" if SECRET_NAME.search(key) else value) for key, value in self.settings.env.items()
-        }
+        data["settings"]["env"] = redact_env(self.settings.env)
         return data
 
 

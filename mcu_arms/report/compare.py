@@ -11,7 +11,6 @@ Light to import: pydantic and the arm/report models only.
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
 import re
@@ -22,7 +21,6 @@ from pydantic import BaseModel, Field, ValidationError
 
 from mcu_arms.arms.plan import (
     EPISODE_PATTERN,
-    SECRET_NAME,
     Overrides,
     Settings,
     apply_overrides,
@@ -299,7 +297,7 @@ def _arm_result(target: ArmTarget, episode: int | None, flags: list[Flag]) -> tu
             source=source,
             status="no run",
             settings_from="arm file",
-            settings=_redacted(settings),
+            settings=settings.redacted(),
             fingerprint=fingerprint(settings),
             compaction_limit=limit,
         )
@@ -309,7 +307,7 @@ def _arm_result(target: ArmTarget, episode: int | None, flags: list[Flag]) -> tu
     if target.source is not None:
         current, _ = _settings_from_file(target.source, report.overrides)
         if fingerprint(current) != report.fingerprint:
-            changed = current.fingerprinted() != report.settings.fingerprinted()
+            changed = current.redacted().fingerprinted() != report.settings.redacted().fingerprinted()
             what = "has changed since" if changed else "resolves the same, but the fingerprint scheme changed since"
             flags.append(
                 Flag(
@@ -349,7 +347,7 @@ def _arm_result(target: ArmTarget, episode: int | None, flags: list[Flag]) -> tu
         source=source,
         status=report.status,
         settings_from="report",
-        settings=_redacted(report.settings),
+        settings=report.settings.redacted(),
         episode=report.episode,
         episode_dir=str(path.parent),
         report_path=str(path),
@@ -401,15 +399,6 @@ def _flat_settings(settings: Settings) -> dict[str, Any]:
     for name, value in sorted(environment.items()):
         data[f"env.{name}"] = value
     return data
-
-
-def _redacted(settings: Settings) -> Settings:
-    """Secret env values as *** plus a short hash: never printed, yet two different secrets still compare unequal."""
-    env = {
-        key: "***" + hashlib.sha256(value.encode()).hexdigest()[:6] if SECRET_NAME.search(key) else value
-        for key, value in settings.env.items()
-    }
-    return settings.model_copy(update={"env": env})
 
 
 def _setting_rows(arms: list[ArmResult], show_all: bool) -> list[SettingRow]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from mcu_arms.arms.plan import EPISODE_PATTERN, SECRET_NAME, ArmPlan
+from mcu_arms.arms.plan import EPISODE_PATTERN, ArmPlan
 from mcu_arms.report.run_report import RunReport, read_report
 from mcu_arms.supervise.process import verified_process
 
@@ -91,7 +91,5 @@ def rerun_decision(plan: ArmPlan, arm_output: Path, *, rerun: bool) -> RerunDeci
 
 def changed_settings(report: RunReport, plan: ArmPlan) -> dict[str, tuple[object, object]]:
     """Fingerprinted settings that differ, old -> new; values of secret-looking env variables are masked."""
-    old, new = report.settings.fingerprinted(), plan.settings.fingerprinted()
-    for settings in (old, new):
-        settings["env"] = {k: ("***" if SECRET_NAME.search(k) else v) for k, v in (settings.get("env") or {}).items()}
+    old, new = report.settings.redacted().fingerprinted(), plan.settings.redacted().fingerprinted()
     return {key: (old.get(key), new.get(key)) for key in sorted(set(old) | set(new)) if old.get(key) != new.get(key)}

@@ -174,7 +174,7 @@ class ArmRunner:
             episode_dir=plan.episode_dir,
             source=plan.source,
             fingerprint=plan.fingerprint,
-            settings=plan.settings,
+            settings=plan.settings.redacted(),
             overrides=plan.overrides,
             compaction_limit=plan.compaction.limit,
             provenance=collect_provenance(env.cwd),
