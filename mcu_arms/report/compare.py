@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from mcu_arms.arms.plan import (
     EPISODE_PATTERN,
@@ -30,7 +29,7 @@ from mcu_arms.arms.plan import (
 from mcu_arms.arms.spec import ARM_NAME_PATTERN, ArmSpec, load_arm
 from mcu_arms.environment import Environment
 from mcu_arms.errors import UserError
-from mcu_arms.report.run_report import RunReport
+from mcu_arms.report.run_report import RunReport, arm_episodes
 
 COMPARISON_SCHEMA_VERSION = 1
 # Where a setting only says where things run, not what ran: shown with --all, never counted as a difference.
@@ -205,25 +204,12 @@ def _known_arms(env: Environment) -> str:
 def episode_reports(output_dir: Path) -> dict[int, tuple[Path, RunReport]]:
     """Every run of an arm that wrote a report, by episode number (plan-only dirs have none and are skipped)."""
     found: dict[int, tuple[Path, RunReport]] = {}
-    if not output_dir.is_dir():
-        return found
-    for child in output_dir.iterdir():
-        match = EPISODE_PATTERN.match(child.name)
-        path = child / "result.json"
-        if match and path.is_file():
-            found[int(match.group(1))] = (path, _read(path))
+    for episode in arm_episodes(output_dir):
+        if episode.report_error:
+            raise UserError(episode.report_error)
+        if episode.report is not None:
+            found[episode.number] = (episode.report_path, episode.report)
     return dict(sorted(found.items()))
-
-
-def _read(path: Path) -> RunReport:
-    try:
-        return RunReport.model_validate(json.loads(path.read_text(encoding="utf-8")))
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise UserError(f"not a readable run report: {error}", path=path) from None
-    except ValidationError as error:
-        first = error.errors()[0]
-        key = ".".join(str(part) for part in first["loc"])
-        raise UserError(f"not a run report: {first['msg']}", path=path, key=key or None) from None
 
 
 def _pick_run(

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
-from mcu_arms.arms.plan import Settings
+from mcu_arms.arms.plan import EPISODE_PATTERN, Settings
+from mcu_arms.errors import UserError
 
 RunStatus = Literal["started", "finished", "failed", "interrupted"]
 REPORT_SCHEMA_VERSION = 1
@@ -94,4 +96,43 @@ def write_report(report: RunReport, path: Path) -> None:
 
 
 def read_report(path: Path) -> RunReport:
-    return RunReport.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    """A run report, or a UserError naming the file (and the key) when it is not one."""
+    try:
+        return RunReport.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise UserError(f"not a readable run report: {error}", path=path) from None
+    except ValidationError as error:
+        first = error.errors()[0]
+        key = ".".join(str(part) for part in first["loc"])
+        raise UserError(f"not a run report: {first['msg']}", path=path, key=key or None) from None
+
+
+@dataclass(frozen=True)
+class Episode:
+    number: int
+    path: Path
+    report: RunReport | None
+    report_error: str | None = None  # a result.json that exists but cannot be read
+
+    @property
+    def report_path(self) -> Path:
+        return self.path / "result.json"
+
+
+def arm_episodes(arm_output: Path) -> list[Episode]:
+    """An arm's episode dirs (output/<arm>/episode_NNN), newest first, each with its report when readable."""
+    if not arm_output.is_dir():
+        return []
+    found = []
+    for path in arm_output.iterdir():
+        match = EPISODE_PATTERN.match(path.name)
+        if not match or not path.is_dir():
+            continue
+        report, error = None, None
+        if (path / "result.json").is_file():
+            try:
+                report = read_report(path / "result.json")
+            except (OSError, UserError) as problem:
+                error = problem.render() if isinstance(problem, UserError) else f"{path / 'result.json'}: {problem}"
+        found.append(Episode(int(match.group(1)), path, report, error))
+    return sorted(found, key=lambda episode: episode.number, reverse=True)

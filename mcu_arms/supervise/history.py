@@ -9,50 +9,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import ValidationError
-
-from mcu_arms.arms.plan import EPISODE_PATTERN, ArmPlan
-from mcu_arms.report.run_report import RunReport, read_report
+from mcu_arms.arms.plan import ArmPlan
+from mcu_arms.report.run_report import RunReport, arm_episodes
 from mcu_arms.supervise.process import verified_process
 
 SUPERVISOR_ROLE = "mcu-arms"
 STOP_REQUEST = "stop.request"
 
 
-@dataclass(frozen=True)
-class Episode:
-    number: int
-    path: Path
-    report: RunReport | None
-    report_error: str | None = None  # a result.json that exists but cannot be read
-
-
-def episodes(arm_output: Path) -> list[Episode]:
-    """The arm's episode dirs, newest (highest number) first, each with its report when readable."""
-    if not arm_output.is_dir():
-        return []
-    found = []
-    for path in arm_output.iterdir():
-        match = EPISODE_PATTERN.match(path.name)
-        if not match or not path.is_dir():
-            continue
-        report, error = None, None
-        result = path / "result.json"
-        if result.is_file():
-            try:
-                report = read_report(result)
-            except (OSError, ValueError, ValidationError) as problem:
-                error = f"{result}: {type(problem).__name__}: {str(problem).splitlines()[0]}"
-        found.append(Episode(int(match.group(1)), path, report, error))
-    return sorted(found, key=lambda episode: episode.number, reverse=True)
-
-
 def latest_report(arm_output: Path) -> RunReport | None:
-    return next((e.report for e in episodes(arm_output) if e.report is not None), None)
+    return next((e.report for e in arm_episodes(arm_output) if e.report is not None), None)
 
 
 def latest_finished(arm_output: Path) -> RunReport | None:
-    return next((e.report for e in episodes(arm_output) if e.report and e.report.status == "finished"), None)
+    return next((e.report for e in arm_episodes(arm_output) if e.report and e.report.status == "finished"), None)
 
 
 def supervisor_alive(report: RunReport) -> bool:

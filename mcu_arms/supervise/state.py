@@ -19,7 +19,8 @@ from pydantic import BaseModel
 from mcu_arms.environment import Environment
 from mcu_arms.errors import UserError
 from mcu_arms.report.run_report import Failure, RunReport, write_report
-from mcu_arms.supervise.history import STOP_REQUEST, SUPERVISOR_ROLE, Episode, episodes, supervisor_alive
+from mcu_arms.report.run_report import Episode, arm_episodes
+from mcu_arms.supervise.history import STOP_REQUEST, SUPERVISOR_ROLE, supervisor_alive
 from mcu_arms.supervise.process import DEFAULT_STOP_GRACE_S, stop_process_group, verified_process
 
 STALE = "stale (supervisor gone)"
@@ -144,7 +145,7 @@ def arm_states(env: Environment, names: list[str]) -> list[ArmState]:
     """Each arm's latest episode: its state, progress and recorded processes (alive or not)."""
     states = []
     for arm in _selected(env, names):
-        found = episodes(env.output_dir / arm)
+        found = arm_episodes(env.output_dir / arm)
         if found:
             states.append(_state_of(arm, found[0]))
     return states
@@ -159,7 +160,7 @@ class StopResult(BaseModel):
 
 
 def _latest_with_report(env: Environment, arm: str) -> Episode | None:
-    return next((e for e in episodes(env.output_dir / arm) if e.report is not None), None)
+    return next((e for e in arm_episodes(env.output_dir / arm) if e.report is not None), None)
 
 
 def _same_supervisor(report: RunReport, other: RunReport) -> bool:
