@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import psutil
+
+from mcu_arms.supervise.process import stop_process_group
 
 TERM_GRACE_S = 2.0
 PROVIDER_NAME = "mcu_arms_provider"
@@ -116,74 +116,33 @@ async def run_codex(
             stderr=stderr_file,
             start_new_session=True,
         )
-    leader = _process_or_none(process.pid)
+    create_time = _create_time(process.pid)
     try:
         rc = await asyncio.wait_for(process.wait(), timeout=timeout_s)
         timed_out, stopped = False, []
     except asyncio.TimeoutError:
-        stopped = await stop_process_group(process, leader)
+        stopped = await stop_turn(process, create_time)
         rc, timed_out = TIMEOUT_RC, True
     run = TurnRun(rc=rc, timed_out=timed_out, latency_s=time.monotonic() - started, stopped=stopped)
     _read_events(events_path, run)
     return run
 
 
-def _process_or_none(pid: int) -> psutil.Process | None:
+def _create_time(pid: int) -> float | None:
+    """Recorded right after spawn, so the stop below can prove the pid is still the turn's."""
     try:
-        return psutil.Process(pid)  # remembers the create time; is_running() compares it
+        return psutil.Process(pid).create_time()
     except psutil.NoSuchProcess:
         return None
 
 
-def _group_members(leader: psutil.Process) -> list[psutil.Process]:
-    """The leader, its descendants, and anything else in its process group, while the leader is verifiably ours."""
-    members: dict[int, psutil.Process] = {}
-    if not leader.is_running():
-        return []
-    members[leader.pid] = leader
-    try:
-        for child in leader.children(recursive=True):
-            members[child.pid] = child
-    except psutil.NoSuchProcess:
-        pass
-    for process in psutil.process_iter():
-        try:
-            if process.pid not in members and os.getpgid(process.pid) == leader.pid:
-                members[process.pid] = process
-        except (ProcessLookupError, psutil.NoSuchProcess, PermissionError):
-            continue
-    return list(members.values())
-
-
-def _alive(process: psutil.Process) -> bool:
-    try:
-        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
-async def stop_process_group(process: asyncio.subprocess.Process, leader: psutil.Process | None) -> list[str]:
-    """TERM the turn's group, wait, KILL what is left. Every signal goes only to a process seen as ours."""
-    stopped: list[str] = []
-    if leader is None:
-        await process.wait()
-        return stopped
-    members = _group_members(leader)
-    if leader.is_running():
-        os.killpg(leader.pid, signal.SIGTERM)  # the leader is alive, so the group id is still ours
-        stopped.append(f"SIGTERM group {leader.pid}")
-    deadline = time.monotonic() + TERM_GRACE_S
-    while time.monotonic() < deadline and any(_alive(member) for member in members):
-        await asyncio.sleep(0.05)
-    for member in members:
-        if _alive(member):
-            try:
-                member.kill()  # psutil re-checks pid + create time before signalling
-                stopped.append(f"SIGKILL {member.pid}")
-            except psutil.NoSuchProcess:
-                continue
+async def stop_turn(process: asyncio.subprocess.Process, create_time: float | None) -> list[str]:
+    """TERM the turn's process group, wait, KILL what is left (the supervisor's stop, off the event loop)."""
+    outcome = await asyncio.to_thread(stop_process_group, process.pid, create_time, grace_s=TERM_GRACE_S)
     await process.wait()
-    return stopped
+    if not outcome.was_running:
+        return []
+    return [f"SIGTERM group {process.pid}: {outcome.terminated} exited, {outcome.killed} killed"]
 
 
 def _read_events(path: Path, run: TurnRun) -> None:
@@ -256,11 +215,11 @@ async def codex_version(executable: str, env: dict[str, str], timeout_s: float =
         )
     except OSError as error:
         return f"unavailable: {error}"
-    leader = _process_or_none(process.pid)
+    create_time = _create_time(process.pid)
     try:
         output, _ = await asyncio.wait_for(process.communicate(), timeout=timeout_s)
     except asyncio.TimeoutError:
-        await stop_process_group(process, leader)
+        await stop_turn(process, create_time)
         return f"unavailable: `{executable} --version` did not answer in {timeout_s:.0f} s"
     text = output.decode(errors="replace").strip()
     if process.returncode != 0:

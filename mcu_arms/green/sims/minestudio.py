@@ -298,17 +298,16 @@ class MineStudioSimulator(Simulator):
             self._worker.shutdown(wait=False, cancel_futures=True)
 
     def _stop_own_engine_processes(self) -> None:
-        """Stop the Java/Xvfb children this process started for the engine: by pid, re-checked, never by name."""
+        """Stop the engine: the children this process started since the simulator was built, each group by pid
+        re-checked with its create time (never by name)."""
         import psutil
 
-        for child in psutil.Process().children(recursive=True):
+        from mcu_arms.supervise.process import stop_process_group
+
+        for child in psutil.Process().children():
             try:
                 created = child.create_time()
-                command = " ".join(child.cmdline()).lower()
-                if created < self._started_at or not any(part in command for part in ("java", "xvfb", "vglrun")):
-                    continue
-                same = psutil.Process(child.pid)
-                if same.is_running() and same.create_time() == created:
-                    same.terminate()
             except psutil.NoSuchProcess:
                 continue
+            if created >= self._started_at:
+                stop_process_group(child.pid, created, grace_s=5.0)
