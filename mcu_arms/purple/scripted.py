@@ -41,7 +41,6 @@ MOVES: dict[tuple[int, int], str] = {(-1, 0): "move_left", (1, 0): "move_right",
 DIRECTIONS = tuple(MOVES)
 
 WALKABLE = frozenset(MATERIAL_CODE[name] for name in ("grass", "sand", "path"))
-PLACEABLE = WALKABLE  # table, furnace and stone all go on these (stone also on water and lava)
 # What mining each material needs (None: nothing), and which inventory item it is counted in.
 MINE_REQUIREMENT: dict[str, str | None] = {
     "tree": None,
@@ -119,10 +118,6 @@ class WorldMemory:
 
 def _add(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
     return (a[0] + b[0], a[1] + b[1])
-
-
-def _neighbours8(cell: tuple[int, int]) -> list[tuple[int, int]]:
-    return [(cell[0] + dx, cell[1] + dy) for dy in (-1, 0, 1) for dx in (-1, 0, 1) if dx or dy]
 
 
 def _dilate4(mask: np.ndarray) -> np.ndarray:
