@@ -101,7 +101,8 @@ _NOISE_STD = (_NOISE_HIGH - _NOISE_LOW) / np.sqrt(12.0)
 _PIXEL_STD = 3.0  # rounding error of the renderer, in grey levels: the scale a noisy pixel is weighed against
 _VIGNETTE_STDDEV = 0.5
 _LUMA = np.array([0.299, 0.587, 0.114], np.float32)  # PIL's "L" conversion, which ImageEnhance.Color uses
-_SLEEP_CHROMA_LIMIT = 2.0  # while asleep the whole view is grey plus a fixed tint
+_SLEEP_CHROMA_LIMIT = 2.0  # while asleep the whole view is grey plus a fixed tint...
+_SLEEP_CHROMA = np.array([0.0, 0.0, 8.0]) - 8.0 / 3  # ...half of (0, 0, 16), whose chroma is this
 # Below this mean colour gain a tile's own colours are too faint under the noise: measured 98% correct at 0.05-0.08
 # against 99.8% at 0.08-0.1 and 100% above 0.15 (3 seeds, 28k tiles, positions biased to the world's edges).
 _RELIABLE_GAIN = 0.08
@@ -344,11 +345,14 @@ class FrameReader:
 
     @staticmethod
     def _is_asleep(view: np.ndarray) -> bool:
-        """Asleep, Crafter shows the view fully desaturated plus one tint: every pixel has the same chroma."""
+        """Asleep, Crafter shows the view fully desaturated plus one tint: every pixel has the tint's chroma.
+
+        A dark night over uniform ground is nearly as flat, but its chroma is the (much stronger) night tint's.
+        """
         sample = view[::3, ::3]
-        chroma = sample - sample.mean(axis=2, keepdims=True)
-        spread = chroma.reshape(-1, 3).std(axis=0)
-        return bool(spread.max() < _SLEEP_CHROMA_LIMIT)
+        chroma = (sample - sample.mean(axis=2, keepdims=True)).reshape(-1, 3)
+        flat = chroma.std(axis=0).max() < _SLEEP_CHROMA_LIMIT
+        return bool(flat and np.abs(chroma.mean(axis=0) - _SLEEP_CHROMA).max() < _SLEEP_CHROMA_LIMIT)
 
     def _read_inventory(self, frame: np.ndarray) -> dict[str, int]:
         counts = {}
