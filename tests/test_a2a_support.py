@@ -13,6 +13,7 @@ from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 from a2a.types import Message, Part, Role
 from google.protobuf import struct_pb2
+from server_procs import HOST, free_port, running_app
 
 from mcu_arms.a2a_support import (
     AgentTimeout,
@@ -30,7 +31,6 @@ from mcu_arms.a2a_support import (
     send_and_collect,
 )
 from mcu_arms.green.protocol import ActionPayload, InitPayload, ObservationPayload
-from server_procs import HOST, free_port, running_app
 
 
 class EchoExecutor(AgentExecutor):

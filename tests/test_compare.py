@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_support import invoke, make_environment
 
 from mcu_arms.arms.plan import fingerprint, resolve_settings
 from mcu_arms.arms.spec import load_arm
 from mcu_arms.report.compare import ComparisonResult, compare_arms
 from mcu_arms.report.run_report import Failure, MilestoneRecord, Provenance, RunReport, write_report
-from cli_support import invoke, make_environment
 
 EMBEDDED_LABEL = "embedded (Crafter analogue of MCU)"
 MILESTONES = ("collect_wood", "place_table", "make_wood_pickaxe", "collect_stone", "collect_diamond")

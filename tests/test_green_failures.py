@@ -10,12 +10,12 @@ from pathlib import Path
 
 import httpx
 import pytest
-
-import mcu_arms.green.server as green_server
-from mcu_arms.green.sims.embedded import EmbeddedSimulator
 from purples import TABLE_SCRIPT, ScriptedPurple, build_test_purple
 from server_procs import running_app
 from test_green_server import evaluate, request_for
+
+import mcu_arms.green.server as green_server
+from mcu_arms.green.sims.embedded import EmbeddedSimulator
 
 pytestmark = pytest.mark.slow
 

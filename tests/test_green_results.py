@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from mcu_arms.files import write_json_atomic
 from mcu_arms.green.result import CategoryResult, LatencyStats, NoopCauseStats, TaskMetrics, VideoResult
-from mcu_arms.green.steplog import MAX_RECEIVED_CHARS, StepLog, StepRecord, truncate_received, write_json_atomic
+from mcu_arms.green.steplog import MAX_RECEIVED_CHARS, StepLog, StepRecord, truncate_received
 
 
 def _record(step: int, received: str | None = "{}") -> StepRecord:

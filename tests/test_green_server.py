@@ -15,11 +15,11 @@ from typing import Any
 
 import httpx
 import pytest
+from purples import SCRIPT, TABLE_SCRIPT, ScriptedPurple, build_test_purple
+from server_procs import HOST, ServerProcess, free_port, running_app
 
 from mcu_arms.green.protocol import BUTTON_KEYS
 from mcu_arms.green.sims.minestudio import minestudio_preflight
-from purples import SCRIPT, TABLE_SCRIPT, ScriptedPurple, build_test_purple
-from server_procs import HOST, ServerProcess, free_port, running_app
 
 pytestmark = pytest.mark.slow
 

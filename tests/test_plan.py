@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from cli_support import invoke
 
 REPO = Path(__file__).resolve().parents[1]

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import psutil
 import pytest
-
 from cli_support import invoke
+
 from mcu_arms.errors import UserError
 from mcu_arms.isolation.codex_home import PERSONAL_CONFIG_STUBS, audit_codex_home, build_codex_home
 from mcu_arms.isolation.ports import PortRegistry, busy_reason

@@ -12,9 +12,10 @@ import socket
 from pathlib import Path
 
 import pytest
-from PIL import Image
-
 from cli_support import invoke
+from PIL import Image
+from server_procs import HOST, ServerProcess, free_port, running_app, running_cli_server
+
 from mcu_arms.a2a_support import (
     AgentTimeout,
     Skill,
@@ -31,7 +32,6 @@ from mcu_arms.purple.base import Policy
 from mcu_arms.purple.baselines import RANDOM_REPERTOIRE
 from mcu_arms.purple.registry import PurpleOptions
 from mcu_arms.purple.server import MAX_LIVE_CONTEXTS, PurpleExecutor
-from server_procs import HOST, ServerProcess, free_port, running_app, running_cli_server
 
 STEP_TIMEOUT = 10.0
 

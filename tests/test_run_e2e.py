@@ -8,7 +8,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from run_helpers import report, run_cli, write_arm
 
 TIMESTAMPED = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z ")

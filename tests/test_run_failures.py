@@ -11,7 +11,6 @@ from pathlib import Path
 
 import psutil
 import pytest
-
 from run_helpers import Started, alive, report, run_cli, running_with_steps, wait_for, write_arm
 
 HOST = "127.0.0.1"

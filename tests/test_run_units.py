@@ -11,15 +11,15 @@ import sys
 from pathlib import Path
 
 import psutil
-
 from cli_support import invoke
+from run_helpers import alive, wait_for, write_arm
+
 from mcu_arms.arms.plan import Overrides, plan_arms
 from mcu_arms.environment import Environment
 from mcu_arms.supervise.alerts import AlertMonitor
 from mcu_arms.supervise.process import listener_owner, stop_process_group, verified_process
 from mcu_arms.supervise.progress import ArmProgress, StepSample, StepsTail
 from mcu_arms.supervise.runner import describe_exit, repoint_links
-from run_helpers import alive, wait_for, write_arm
 
 # Ignores SIGTERM, starts a child that also ignores it, prints both pids, then waits forever.
 STUBBORN = """

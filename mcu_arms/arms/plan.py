@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shlex
 import sys
@@ -21,6 +20,7 @@ from mcu_arms.arms.spec import SESSION_TURNS_WARN_ABOVE, ArmSpec, arm_path, load
 from mcu_arms.catalog import CODEX_AGENTS, default_max_steps, step_cap
 from mcu_arms.environment import Environment
 from mcu_arms.errors import UserError
+from mcu_arms.files import write_json_atomic, write_text_atomic
 from mcu_arms.isolation.codex_home import default_auth, default_root, plan_codex_home, temporary_dir_reason
 
 FINGERPRINT_VERSION = "v1"
@@ -485,8 +485,8 @@ def prepare_episode(plan: ArmPlan) -> ArmPlan:
             plan = _renumber(plan, next_episode(episode_dir.parent))
             episode_dir = Path(plan.episode_dir)
     (episode_dir / "logs").mkdir()
-    _atomic_write(Path(plan.plan_path), json.dumps(plan.public(), indent=2))
-    _atomic_write(Path(plan.scenario_path), scenario_toml(plan))
+    write_json_atomic(Path(plan.plan_path), plan.public())
+    write_text_atomic(Path(plan.scenario_path), scenario_toml(plan))
     return plan
 
 
@@ -495,9 +495,3 @@ def _renumber(plan: ArmPlan, episode: int) -> ArmPlan:
     new = str(Path(old).parent / f"episode_{episode:03d}")
     text = plan.model_dump_json().replace(old, new)
     return ArmPlan.model_validate_json(text).model_copy(update={"episode": episode})
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)

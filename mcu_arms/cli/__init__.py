@@ -5,7 +5,6 @@ from __future__ import annotations
 import typer
 
 from mcu_arms import __version__
-
 from mcu_arms.cli import (
     codex_home,
     compare,

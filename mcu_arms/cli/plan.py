@@ -15,7 +15,6 @@ from mcu_arms.arms.plan import ArmPlan, Overrides, plan_arms, resolve_sources
 from mcu_arms.cli.common import environment, print_json, reports_user_errors
 from mcu_arms.environment import Environment
 
-
 FILES_ARGUMENT = typer.Argument(None, help="Arm files (arms/NAME.toml).")
 ARM_OPTION = typer.Option([], "--arm", help="Arm by name: arms/NAME.toml. Repeatable.")
 DRY_RUN_OPTION = typer.Option(False, "--dry-run", help="Show the plans and touch nothing.")
@@ -37,8 +36,9 @@ def override_options(
     green_port: Optional[int],
     purple_port: Optional[int],
 ) -> Overrides:
-    from mcu_arms.errors import UserError
     from pydantic import ValidationError
+
+    from mcu_arms.errors import UserError
 
     try:
         return Overrides(

@@ -175,10 +175,10 @@ async def wait_for_card(url: str, deadline_s: float, env: Environment) -> None:
 
 
 async def _stream_evaluation(scenario: Scenario, env: Environment, collected: _Collected) -> None:
-    from mcu_arms.a2a_support import open_client, payload_to_message
-
     from a2a.client import ClientCallContext
     from a2a.types import SendMessageRequest
+
+    from mcu_arms.a2a_support import open_client, payload_to_message
 
     message = payload_to_message(scenario.eval_request(), context_id=uuid.uuid4().hex)
     async with open_client(scenario.green_endpoint, STREAM_READ_TIMEOUT_S, streaming=True) as client:
@@ -220,9 +220,9 @@ async def evaluate_async(
 ) -> EvaluationOutcome:
     """Run one evaluation. A UserError for bad input; every other problem is an outcome with a reason."""
     import httpx
+    from a2a.utils.errors import A2AError
 
     from mcu_arms.a2a_support import AgentError
-    from a2a.utils.errors import A2AError
 
     scenario = load_scenario(scenario_path)
     _refuse_existing(out_path)

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from mcu_arms.green.scoring import MilestoneEvent, RewardTracker, TaskScore, VideoEvaluation
-    from mcu_arms.green.sims.base import Simulator, SimStep
+    from mcu_arms.green.sims.base import SimStep, Simulator
     from mcu_arms.green.tasks import TaskSpec
 
 ProgressReport = Callable[[str], Awaitable[None]]

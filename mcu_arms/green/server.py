@@ -37,6 +37,7 @@ from mcu_arms.a2a_support import (
 )
 from mcu_arms.catalog import CATEGORIES, default_max_steps, step_cap
 from mcu_arms.errors import UserError
+from mcu_arms.files import write_json_atomic
 from mcu_arms.green.episode import (
     Episode,
     EpisodeSettings,
@@ -48,7 +49,6 @@ from mcu_arms.green.episode import (
 from mcu_arms.green.protocol import EvalRequest
 from mcu_arms.green.result import CategoryResult, EvaluationResult, SimulatorInfo, SkippedTask, summary_text
 from mcu_arms.green.sims.base import Simulator, SimulatorUnavailable
-from mcu_arms.green.steplog import write_json_atomic
 from mcu_arms.green.tasks import TaskSpec, select_tasks
 
 AGENT_ROLE = "agent"

@@ -7,8 +7,6 @@ noop or a dropped key can be traced to the exact reply.
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import IO, Any
 
@@ -80,13 +78,3 @@ class StepLog:
         self.close()
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON to `path` so that a reader never sees half a file: a temp file beside it, then os.replace."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    text = data.model_dump_json(indent=2) if isinstance(data, BaseModel) else json.dumps(data, indent=2)
-    with temporary.open("w", encoding="utf-8") as handle:
-        handle.write(text + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)

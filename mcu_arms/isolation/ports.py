@@ -9,9 +9,8 @@ lock on local disk.
 from __future__ import annotations
 
 import errno
-import json
 import getpass
-import os
+import json
 import socket
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -22,6 +21,7 @@ import psutil
 from filelock import FileLock
 
 from mcu_arms.errors import UserError
+from mcu_arms.files import write_json_atomic
 
 
 @dataclass(frozen=True)
@@ -130,9 +130,7 @@ class PortRegistry:
             return {}
 
     def _save(self, entries: dict[str, dict]) -> None:
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(entries, indent=1))
-        os.replace(tmp, self.path)
+        write_json_atomic(self.path, entries)
 
     @staticmethod
     def _alive(entry: dict) -> bool:

@@ -7,16 +7,16 @@ report written after every turn survives a crash of the purple process. Light: p
 
 from __future__ import annotations
 
-import json
-import os
 import statistics
 from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from filelock import FileLock
 from pydantic import BaseModel, Field
+
+from mcu_arms.files import write_json_atomic
 
 REPORT_SCHEMA_VERSION = 1
 EPISODE_REPORT_NAME = "agent_report.json"
@@ -117,13 +117,6 @@ class AgentReport(BaseModel):
 
 def report_name(kind: str) -> str:
     return f"{kind}_report.json"
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    """A reader never sees half a file: write beside it, then rename over it."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n", encoding="utf-8")
-    os.replace(temporary, path)
 
 
 def _percentile(values: list[float], fraction: float) -> float:

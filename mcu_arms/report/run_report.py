@@ -7,7 +7,6 @@ the unit `compare` reads and the unit a rerun checks (same fingerprint + finishe
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -16,6 +15,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from mcu_arms.arms.plan import EPISODE_PATTERN, Settings
 from mcu_arms.errors import UserError
+from mcu_arms.files import write_json_atomic
 
 RunStatus = Literal["started", "finished", "failed", "interrupted"]
 REPORT_SCHEMA_VERSION = 1
@@ -90,9 +90,7 @@ class RunReport(BaseModel):
 
 def write_report(report: RunReport, path: Path) -> None:
     """Atomic: a reader never sees half a report."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(report.model_dump_json(indent=2), encoding="utf-8")
-    os.replace(tmp, path)
+    write_json_atomic(path, report)
 
 
 def read_report(path: Path) -> RunReport:

@@ -18,8 +18,8 @@ from pydantic import BaseModel
 
 from mcu_arms.environment import Environment
 from mcu_arms.errors import UserError
-from mcu_arms.report.run_report import Failure, RunReport, write_report
-from mcu_arms.report.run_report import Episode, arm_episodes
+from mcu_arms.files import write_json_atomic
+from mcu_arms.report.run_report import Episode, Failure, RunReport, arm_episodes, write_report
 from mcu_arms.supervise.history import STOP_REQUEST, SUPERVISOR_ROLE, supervisor_alive
 from mcu_arms.supervise.process import DEFAULT_STOP_GRACE_S, stop_process_group, verified_process
 
@@ -185,9 +185,7 @@ def _ask_supervisor(env: Environment, episode: Episode, names: list[str]) -> str
             process.send_signal(signal.SIGTERM)  # psutil re-checks the pid's identity before signalling
             return f"sent SIGTERM to its mcu-arms run (pid {record.pid})"
     request = episode.path / STOP_REQUEST
-    temporary = request.with_name(f".{request.name}.{os.getpid()}.tmp")
-    temporary.write_text(json.dumps({"requested_by": f"mcu-arms stop (pid {os.getpid()})"}), encoding="utf-8")
-    os.replace(temporary, request)
+    write_json_atomic(request, {"requested_by": f"mcu-arms stop (pid {os.getpid()})"})
     return f"asked its mcu-arms run (pid {record.pid}, also running {', '.join(others)}) to stop this arm"
 
 

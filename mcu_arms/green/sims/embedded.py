@@ -14,7 +14,7 @@ from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 from mcu_arms.catalog import EMBEDDED_CATEGORIES
-from mcu_arms.green.sims.base import Simulator, SimStep, TaskSupport
+from mcu_arms.green.sims.base import SimStep, Simulator, TaskSupport
 from mcu_arms.green.sims.crafter_actions import AGENT_INSTRUCTIONS, ActionAdapter
 
 if TYPE_CHECKING:

@@ -19,14 +19,15 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from mcu_arms.green.protocol import BUTTON_KEYS, CAMERA_KEY
-from mcu_arms.isolation.host import network_filesystem_reason
-from mcu_arms.green.sims.base import Simulator, SimStep, SimulatorUnavailable, TaskSupport
+from mcu_arms.green.sims.base import SimStep, Simulator, SimulatorUnavailable, TaskSupport
 from mcu_arms.green.sims.quantise import quantise_camera
+from mcu_arms.isolation.host import network_filesystem_reason
 
 if TYPE_CHECKING:
     from mcu_arms.green.protocol import EnvAction
