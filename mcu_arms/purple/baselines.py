@@ -1,8 +1,7 @@
 """Baseline policies: the floor every arm is compared against.
 
-Both answer in the env format (MineStudio's action dict). RandomPolicy draws uniformly from a handful of actions that
-do something on either simulator (move, attack, use, camera turns, hotbar selection, inventory+hotbar crafting
-combos), so that its score measures luck, not wasted keys.
+Both answer in the env format (MineStudio's action dict). RandomPolicy presses one key at a time, uniformly over every
+button and four camera turns: an agent that knows nothing of the game, not even that crafting is a chord of two keys.
 """
 
 from __future__ import annotations
@@ -33,18 +32,14 @@ def env_action(*pressed: str, camera: tuple[float, float] = (0.0, 0.0)) -> dict[
 
 
 def _random_repertoire() -> tuple[dict[str, object], ...]:
-    moves = [env_action(key) for key in ("forward", "back", "left", "right")]
-    moves.append(env_action("forward", "jump"))
-    interactions = [env_action("attack"), env_action("forward", "attack"), env_action("use")]
+    presses = [env_action(key) for key in BUTTON_KEYS]
     turns = [
         env_action(camera=(0.0, CAMERA_TURN_DEGREES)),
         env_action(camera=(0.0, -CAMERA_TURN_DEGREES)),
         env_action(camera=(CAMERA_TURN_DEGREES, 0.0)),
         env_action(camera=(-CAMERA_TURN_DEGREES, 0.0)),
     ]
-    hotbar = [env_action(f"hotbar.{slot}") for slot in range(1, 5)]
-    crafting = [env_action("inventory", f"hotbar.{slot}") for slot in range(1, 7)]
-    return tuple(moves + interactions + turns + hotbar + crafting)
+    return tuple(presses + turns)
 
 
 RANDOM_REPERTOIRE = _random_repertoire()
