@@ -249,3 +249,35 @@ def test_light_commands_do_not_import_the_heavy_stack(tmp_path, env, args):
     )
     assert done.returncode == 0, done.stderr
     assert "HEAVY=\n" in done.stdout
+
+
+def test_unknown_task_is_refused_with_its_line_and_the_valid_ones(project, env):
+    text = EMBEDDED_ARM.format(green=9201, purple=9202).replace("steps = 100", 'tasks = ["craft_rocket"]\nsteps = 100')
+    text = text.replace("mine_diamond_from_scratch", "crafting")
+    write_arm(project, "a", text)
+    outcome = invoke(project, env, "plan", "--dry-run", "--arm", "a")
+    assert outcome.exit_code == 2
+    assert "a.toml:4" in outcome.err and "'tasks'" in outcome.err and "craft_rocket" in outcome.err
+    assert "craft_furnace" in outcome.err  # the valid ones are listed
+
+
+def test_embedded_refuses_a_named_task_without_an_analogue_before_anything_starts(project, env):
+    text = EMBEDDED_ARM.format(green=9201, purple=9202).replace("mine_diamond_from_scratch", "crafting")
+    write_arm(project, "a", text.replace("steps = 100", 'tasks = ["craft_ladder"]'))
+    outcome = invoke(project, env, "plan", "--dry-run", "--arm", "a")
+    assert outcome.exit_code == 2 and "craft_ladder" in outcome.err and "needs minestudio" in outcome.err
+
+
+def test_embedded_warns_about_skipped_tasks_and_unreachable_milestones(project, env):
+    write_arm(project, "craft", EMBEDDED_ARM.format(green=9201, purple=9202).replace("mine_diamond_from_scratch", "crafting"))
+    write_arm(project, "dia", EMBEDDED_ARM.format(green=9301, purple=9302))
+    plans = {p["arm"]: p for p in plan_json(project, env, "--dry-run", "--arm", "craft", "--arm", "dia")["plans"]}
+    assert any("will be skipped" in w and "craft_ladder" in w for w in plans["craft"]["warnings"])
+    assert any("iron_ingot has no Crafter analogue" in w for w in plans["dia"]["warnings"])
+
+
+def test_an_override_that_breaks_a_rule_names_the_flag(project, env):
+    text = EMBEDDED_ARM.format(green=9201, purple=9202).replace("steps = 100", "compact_limit = 600000")
+    write_arm(project, "a", text)
+    outcome = invoke(project, env, "plan", "--dry-run", "--arm", "a", "--compact")
+    assert outcome.exit_code == 2 and "with --compact" in outcome.err and "below context_window" in outcome.err

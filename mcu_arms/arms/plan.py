@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from mcu_arms.arms.spec import SESSION_TURNS_WARN_ABOVE, ArmSpec, arm_path, load_arm
+from mcu_arms.arms.spec import SESSION_TURNS_WARN_ABOVE, ArmSpec, arm_path, key_line, load_arm
 from mcu_arms.catalog import CODEX_AGENTS, default_max_steps, step_cap
 from mcu_arms.environment import Environment
 from mcu_arms.errors import UserError
@@ -163,9 +163,9 @@ def fingerprint(settings: Settings) -> str:
     return f"{FINGERPRINT_VERSION}:{hashlib.sha256(canonical.encode()).hexdigest()[:16]}"
 
 
-def _resolve_compaction(spec: ArmSpec, compact: bool) -> CompactionPlan:
+def _resolve_compaction(spec: ArmSpec) -> CompactionPlan:
     window = spec.context_window
-    if compact:
+    if spec.compact:
         limit = spec.compact_limit or int(window * COMPACT_FRACTION)
         explanation = f"compact: a full conversation is summarised at {limit} tokens (window {window})"
     else:
@@ -174,7 +174,7 @@ def _resolve_compaction(spec: ArmSpec, compact: bool) -> CompactionPlan:
             f"no compaction: the limit {limit} is above the window {window}, so a full conversation overflows "
             "and cold-starts onto the filesystem memory"
         )
-    return CompactionPlan(compact=compact, limit=limit, context_window=window, explanation=explanation)
+    return CompactionPlan(compact=spec.compact, limit=limit, context_window=window, explanation=explanation)
 
 
 def expected_payload_mb(session_turns: int) -> float:
@@ -199,9 +199,12 @@ def apply_overrides(spec: ArmSpec, overrides: Overrides, source: Path) -> ArmSpe
         return ArmSpec.model_validate(data)
     except ValidationError as error:
         first = error.errors()[0]
-        flag = "--" + ".".join(str(p) for p in first["loc"]).replace("_", "-").replace("ports.", "")
+        if first["loc"]:
+            flags = "--" + ".".join(str(p) for p in first["loc"]).replace("_", "-").replace("ports.", "")
+        else:
+            flags = " ".join("--" + key.replace("_", "-") for key in given)
         message = str(first["msg"]).removeprefix("Value error, ")
-        raise UserError(f"override {flag} {message}", path=source) from None
+        raise UserError(f"with {flags}: {message}", path=source) from None
 
 
 def resolve_settings(spec: ArmSpec, warnings: list[str]) -> tuple[Settings, CompactionPlan]:
@@ -220,7 +223,7 @@ def resolve_settings(spec: ArmSpec, warnings: list[str]) -> tuple[Settings, Comp
         )
     if spec.compact and spec.session_turns == 1 and spec.agent in CODEX_AGENTS:
         warnings.append("compact is inert at session_turns 1: a one-turn session can never fill up")
-    compaction = _resolve_compaction(spec, spec.compact)
+    compaction = _resolve_compaction(spec)
     settings = Settings(
         agent=spec.agent,
         task=task,
@@ -244,15 +247,47 @@ def resolve_settings(spec: ArmSpec, warnings: list[str]) -> tuple[Settings, Comp
     return settings, compaction
 
 
-def next_episode(arm_output: Path, taken: set[int] = frozenset()) -> int:  # type: ignore[assignment]
+def next_episode(arm_output: Path) -> int:
     """The next free episode number: one above any that exists, so an earlier run is never reused."""
     numbers = [0]
     if arm_output.is_dir():
         numbers += [int(m.group(1)) for p in arm_output.iterdir() if (m := EPISODE_PATTERN.match(p.name))]
-    candidate = max(numbers) + 1
-    while candidate in taken:
-        candidate += 1
-    return candidate
+    return max(numbers) + 1
+
+
+def check_tasks(spec: ArmSpec, source: Path, warnings: list[str]) -> None:
+    """The arm's tasks exist, and the simulator can score them: found now, not after three processes started.
+
+    On the embedded simulator a whole category may be partly runnable (the rest is skipped, and said so), and a
+    milestone with no Crafter analogue still counts in the total but can never be reached (said so too).
+    """
+    from mcu_arms.green.tasks import select_tasks
+
+    try:
+        tasks = select_tasks(spec.task, spec.tasks)
+    except UserError as error:
+        line = key_line(source.read_text(encoding="utf-8"), "tasks") if source.exists() else None
+        raise UserError(error.message, path=source, line=line, key="tasks", allowed=error.allowed) from None
+    if spec.simulator != "embedded":
+        return
+    from mcu_arms.green.sims.embedded import support_for
+
+    support = {task.name: support_for(task) for task in tasks}
+    blocked = {name: s.reason for name, s in support.items() if not s.runnable}
+    if blocked and (spec.tasks or len(blocked) == len(tasks)):
+        reasons = "; ".join(f"{name}: {reason}" for name, reason in blocked.items())
+        raise UserError(f"not runnable on the embedded simulator: {reasons}", path=source, key="tasks")
+    if blocked:
+        warnings.append(
+            f"{len(blocked)} of {len(tasks)} '{spec.task}' tasks have no Crafter analogue and will be skipped: "
+            + ", ".join(blocked)
+        )
+    for name, task_support in support.items():
+        if task_support.runnable and task_support.unavailable:
+            warnings.append(
+                f"{name}: {', '.join(task_support.unavailable)} has no Crafter analogue: counted in the total, "
+                "never reachable on the embedded simulator"
+            )
 
 
 def _mcu_arms_argv() -> list[str]:
@@ -271,6 +306,7 @@ def build_plan(
     episode: int,
 ) -> ArmPlan:
     warnings: list[str] = []
+    check_tasks(spec, source, warnings)
     settings, compaction = resolve_settings(spec, warnings)
     host = spec.ports.host
     cwd = env.cwd
