@@ -130,3 +130,9 @@ def test_shipped_arms_all_load():
     assert (specs["dm_wm"].ports.green, specs["dm_wm"].ports.purple) == (9053, 9063)
     assert (specs["dm_wmc"].ports.green, specs["dm_wmc"].ports.purple) == (9055, 9065)
     assert specs["demo"].agent == "scripted" and specs["demo_random"].agent == "random"
+
+
+def test_codex_paths_expand_the_home_directory():
+    spec = parse_arm(VALID + '\n[codex]\nauth = "~/.codex/auth.json"\nroot = "/var/tmp/x"\n', Path("arms/a.toml"))
+    assert spec.codex.auth == str(Path.home() / ".codex" / "auth.json")
+    assert spec.codex.root == "/var/tmp/x"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from pathlib import Path
@@ -50,6 +51,12 @@ class CodexSpec(_Strict):
     model: str | None = None
     provider_base_url: str | None = None
     provider_wire_api: Literal["responses", "chat"] | None = None
+
+    @field_validator("auth", "root")
+    @classmethod
+    def _home_relative(cls, value: str | None) -> str | None:
+        """`~/.codex/auth.json` means the user's home, as it would in a shell."""
+        return os.path.expanduser(value) if value else value
 
 
 class ArmSpec(_Strict):
