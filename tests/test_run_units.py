@@ -12,7 +12,7 @@ from pathlib import Path
 
 import psutil
 from cli_support import invoke
-from run_helpers import alive, wait_for, write_arm
+from run_helpers import alive, write_arm
 
 from mcu_arms.arms.plan import Overrides, plan_arms
 from mcu_arms.environment import Environment
@@ -192,7 +192,6 @@ def test_exit_codes_are_described_with_signal_names() -> None:
     assert describe_exit(3) == "exited with code 3"
     assert describe_exit(-9) == "was killed by SIGKILL"
     assert describe_exit(None) == "is still running"
-    wait_for(lambda: True, "a condition that holds at once")
 
 
 def _stand_ins(plan, green: list[str], purple: list[str]):
@@ -253,6 +252,25 @@ def test_a_server_that_never_answers_its_card_fails_at_the_ready_timeout(tmp_pat
     for role in ("green", "purple"):
         record = report["processes"][role]
         assert verified_process(record["pid"], record["create_time"]) is None, role
+
+
+def test_an_arm_that_ends_without_an_evaluation_keeps_the_steps_milestones_and_noops_its_green_logged(
+    tmp_path: Path,
+) -> None:
+    plan, project = _plan(tmp_path)
+    steps = Path(plan.episode_dir) / "green" / "craft_x" / "steps.jsonl"
+    lines = _record(0, 1.0, "timeout") + _record(1, 2.0, events=[{"identity": "mine_log", "step": 1}]) + _record(2, 3.0)
+    logs_steps = f"import pathlib; p = pathlib.Path({str(steps)!r}); p.parent.mkdir(parents=True); " \
+        f"p.write_text({lines!r}); raise SystemExit(1)"  # fmt: skip
+    outcome, reports, _ = _run_plans(
+        tmp_path, project, [_stand_ins(plan, [sys.executable, "-c", logs_steps], WAITS)], ready_timeout_s=60
+    )
+    report = reports[0]
+    assert report["status"] == "failed" and report["failure"]["process"] == "green" and report["evaluation"] is None
+    assert report["steps_run"] == 3
+    assert report["milestones"] == [{"task": "craft_x", "identity": "mine_log", "step": 1, "available": True}]
+    assert report["noops"] == {"timeout": 1}
+    assert outcome.arms[0].milestones_reached == 1
 
 
 def test_the_terminal_view_shows_one_row_per_arm_with_progress_and_the_latest_alert() -> None:

@@ -1,5 +1,5 @@
 """Live progress of one arm, fed by tailing the green's `<task>/steps.jsonl` files (only new bytes are read) and by
-the client's status lines. Cheap enough to poll twice a second for many arms.
+the green's status lines that the client prints. Cheap enough to poll twice a second for many arms.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from typing import Any
 RATE_WINDOW_STEPS = 20
 MEDIAN_HISTORY_STEPS = 2000
 TASK_COUNT = re.compile(r"with (\d+) tasks?")
-RUNNING_TASK = re.compile(r"Running task: (\S+)")
 
 
 @dataclass
@@ -106,7 +105,6 @@ class ArmProgress:
     last_agent_ms: float | None = None
     started: float = field(default_factory=time.monotonic)
     finished: float | None = None
-    status_line: str = ""
     alerts: list[str] = field(default_factory=list)
     _times: deque[float] = field(default_factory=lambda: deque(maxlen=MEDIAN_HISTORY_STEPS + 1))
 
@@ -130,8 +128,7 @@ class ArmProgress:
                 self.milestones.append((sample.task, str(event.get("identity")), int(event.get("step", sample.step))))
 
     def add_client_line(self, line: str) -> None:
-        if "[Status:" in line or RUNNING_TASK.search(line):
-            self.status_line = line.strip()
+        """The green's streamed status says how many tasks the evaluation runs (for the ETA)."""
         if (match := TASK_COUNT.search(line)) and self.tasks_total is None:
             self.tasks_total = int(match.group(1))
 

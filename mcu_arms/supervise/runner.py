@@ -44,7 +44,7 @@ from mcu_arms.supervise.process import (
 )
 from mcu_arms.supervise.progress import ArmProgress, StepsTail
 from mcu_arms.supervise.provenance import collect_provenance
-from mcu_arms.supervise.summary import apply_evaluation, read_purple_report
+from mcu_arms.supervise.summary import apply_evaluation, apply_progress, read_purple_report
 
 POLL_S = 0.5
 READY_POLL_S = 0.2
@@ -410,7 +410,7 @@ class ArmRunner:
             for alert in apply_evaluation(report, self.evaluation):
                 self._record_alert(alert)
         elif self.progress.steps_total:
-            report.steps_run = self.progress.steps_total
+            apply_progress(report, self.progress)
         purple_report, problems = read_purple_report(self.episode_dir / "purple")
         report.purple_report = purple_report
         for problem in problems:

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from mcu_arms.green.result import EvaluationResult
 from mcu_arms.report.run_report import MilestoneRecord, RunReport
+from mcu_arms.supervise.progress import ArmProgress
 
 VIDEO_NOT_RUN = frozenset({"no_api_key", "failed"})
 
@@ -63,6 +64,17 @@ def apply_evaluation(report: RunReport, data: dict[str, Any]) -> list[str]:
     report.sim_fallbacks = dict(fallbacks)
     report.simulator_label = result.simulator.label
     return alerts
+
+
+def apply_progress(report: RunReport, progress: ArmProgress) -> None:
+    """Without an evaluation (the arm failed or was stopped), keep what the green's step logs showed before the end:
+    steps run, milestones reached with their step and noops by cause. Milestones not reached are not listed (only
+    the evaluation knows them)."""
+    report.steps_run = progress.steps_total
+    report.milestones = [
+        MilestoneRecord(task=task, identity=identity, step=step) for task, identity, step in progress.milestones
+    ]
+    report.noops = dict(progress.noops)
 
 
 def _task_alerts(name: str, metrics: Any, task_noops: dict[str, int], video_requested: bool) -> list[str]:
