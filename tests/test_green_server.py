@@ -1,6 +1,6 @@
 """The green agent end to end: the real server as a subprocess (`mcu-arms serve green`), real purple A2A servers, the
-embedded simulator, real files. Covers scoring (reward and milestone tasks), every noop cause, init refusal,
-rejections and the result file, and the `mcu-arms evaluate` client against it."""
+embedded simulator, real files. Covers scoring (reward and milestone tasks, video blending), every noop cause,
+init refusal, rejections, the result file (never overwritten), a 0.3 client, and the `mcu-arms evaluate` client."""
 
 from __future__ import annotations
 
@@ -17,8 +17,10 @@ import httpx
 import pytest
 from purples import SCRIPT, TABLE_SCRIPT, ScriptedPurple, build_test_purple
 from server_procs import HOST, ServerProcess, free_port, running_app
+from test_scoring import _FakeModelService, model_service  # noqa: F401 - model_service is a fixture
 
 from mcu_arms.green.protocol import BUTTON_KEYS
+from mcu_arms.green.scoring import CRITERIA
 from mcu_arms.green.sims.minestudio import minestudio_preflight
 
 pytestmark = pytest.mark.slow
@@ -138,6 +140,34 @@ def test_reward_task_is_scored_and_its_files_written(green: str, tmp_path: Path)
     assert frames == [f"{step:06d}.png" for step in range(5)]  # one per observation, plus the view after the last
     assert (task_dir / "frames" / "000000.png").read_bytes().startswith(b"\x89PNG")
 
+    again = evaluate(
+        green, request_for(purple_url, tmp_path, task_category="crafting", tasks=["craft_the_crafting_table"])
+    )
+    assert again.final_state == "rejected" and "already holds the results" in again.final_message
+    assert json.loads((tmp_path / "result.json").read_text()) == result  # a result is never overwritten
+
+
+def test_a_03_client_gets_the_streamed_evaluation(green: str, tmp_path: Path):
+    """The AgentBeats scenario runner and MCU tools speak a2a 0.3: no version header, `message/stream`, 0.3 names."""
+    card = httpx.get(f"{green}/.well-known/agent-card.json", timeout=5, trust_env=False).json()
+    assert card["protocolVersion"] == "0.3" and card["url"].startswith(green)
+    purple = ScriptedPurple(TABLE_SCRIPT)
+    with running_app(lambda url: build_test_purple(purple, url)) as purple_url:
+        request = request_for(purple_url, tmp_path, task_category="crafting", tasks=["craft_the_crafting_table"],
+                              max_steps=2, save_frames=False)
+        body = {"jsonrpc": "2.0", "id": 1, "method": "message/stream", "params": {"message": {
+            "kind": "message", "messageId": "m03", "role": "user", "parts": [{"kind": "text", "text": json.dumps(request)}],
+        }}}
+        with httpx.stream("POST", f"{green}/", json=body, timeout=120, trust_env=False) as response:
+            assert response.status_code == 200
+            events = [json.loads(line[5:])["result"] for line in response.iter_lines() if line.startswith("data:")]
+    kinds = [event["kind"] for event in events]
+    assert kinds[0] == "task" and kinds[-1] == "status-update" and "artifact-update" in kinds
+    assert events[-1]["status"]["state"] == "completed" and events[-1]["final"] is True
+    (artifact,) = [event["artifact"] for event in events if event["kind"] == "artifact-update"]
+    result = json.loads(artifact["parts"][1]["text"])
+    assert result["results"][0]["task_metrics"]["craft_the_crafting_table"]["score"] == 10.0
+
 
 def test_milestone_task_records_the_step_each_milestone_landed(green: str, tmp_path: Path):
     from mcu_arms.purple.registry import PurpleOptions
@@ -207,6 +237,34 @@ def test_every_noop_cause_is_counted_and_the_episode_goes_on(green: str, tmp_pat
     assert lines[6]["applied"]["jump"] == 1 and lines[6]["applied"]["camera"] == [0.0, 2.5]
     summary = next(text for media, text in evaluation.artifacts[0] if media == "text/plain")
     assert "noops 5 (" in summary and "dropped chat x1" in summary
+
+
+def test_video_evaluation_blends_into_a_partial_score_with_the_configured_model(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, model_service: str
+):
+    """video_eval on, a reward task below its maximum: score = (sim_score + Task Progress) / 2, graded by the model
+    the request names (the model service is a stand-in; the green runs in-process so it sees the test's env)."""
+    import mcu_arms.green.server as green_server
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setenv("OPENAI_BASE_URL", model_service)
+    _FakeModelService.answer = json.dumps({"scores": {name: 3 for name in CRITERIA} | {"task_progress": 6}})
+    purple = ScriptedPurple([])
+    with running_app(lambda url: build_test_purple(purple, url)) as purple_url, \
+            running_app(green_server.build_green_app) as green_url:
+        evaluation = evaluate(
+            green_url,
+            request_for(purple_url, tmp_path, task_category="crafting", tasks=["craft_furnace"], max_steps=3,
+                        video_eval=True, video_model="vision-test-model"),
+        )
+    assert evaluation.final_state == "completed", evaluation.statuses
+    metrics = evaluation.task("craft_furnace")
+    assert (metrics["sim_score"], metrics["score"], metrics["score_source"]) == (0.0, 3.0, "sim+video")
+    assert metrics["video"] == {"status": "ok", "reason": "", "task_progress": 6.0, "model": "vision-test-model"}
+    assert metrics["action_control"] == 3.0 and evaluation.result["results"][0]["avg_action_control"] == 3.0
+    (request,) = _FakeModelService.requests
+    assert request["model"] == "vision-test-model"
+    assert any("video evaluation on (vision-test-model)" in line for line in evaluation.statuses)
 
 
 def test_a_refused_init_is_recorded_loudly_and_the_episode_still_runs(green: str, tmp_path: Path):

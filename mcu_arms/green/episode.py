@@ -33,11 +33,10 @@ from pydantic import BaseModel, ValidationError
 from mcu_arms.catalog import SIMULATORS
 from mcu_arms.errors import UserError
 from mcu_arms.green.actions import ParsedAction, noop_result, parse_reply
-from mcu_arms.green.protocol import AckPayload, EnvAction, InitPayload, ObservationPayload
+from mcu_arms.green.protocol import DEFAULT_VIDEO_MODEL, AckPayload, EnvAction, InitPayload, ObservationPayload
 from mcu_arms.green.result import (
     InitOutcome,
     LatencyStats,
-    MilestoneResult,
     NoopCauseStats,
     TaskMetrics,
     VideoResult,
@@ -90,6 +89,7 @@ class EpisodeSettings:
     progress_every: int
     video_eval: bool
     env: Mapping[str, str]  # where video evaluation looks for OPENAI_API_KEY
+    video_model: str = DEFAULT_VIDEO_MODEL
 
 
 class AgentChannel:
@@ -134,18 +134,6 @@ def encode_png(frame: np.ndarray) -> bytes:
     buffer = io.BytesIO()
     Image.fromarray(frame).save(buffer, format="PNG", compress_level=PNG_COMPRESS_LEVEL)
     return buffer.getvalue()
-
-
-def counters_since_reset(
-    counters: Mapping[str, Mapping[str, int]], baseline: Mapping[str, Mapping[str, int]]
-) -> dict[str, dict[str, int]]:
-    """Counters relative to the reset, as MineStudio's RewardsCallback sees them (init commands pay nothing)."""
-    if not baseline:
-        return {event: dict(objects) for event, objects in counters.items()}
-    return {
-        event: {obj: value - baseline.get(event, {}).get(obj, 0) for obj, value in objects.items()}
-        for event, objects in counters.items()
-    }
 
 
 def _json_safe(value: Any) -> Any:
@@ -207,12 +195,11 @@ class Episode:
         try:
             first = self.sim.reset(self.task, self.settings.seed)
             png = encode_png(first.frame)
-            baseline = {event: dict(objects) for event, objects in first.counters.items()}
             async with AgentChannel(self.agent_url, self.settings.step_timeout) as channel:
                 self.init = await self._send_init(channel)
                 if not self.init.ok:
                     await self.report(f"{self.task.name}: agent init failed ({self.init.cause}: {self.init.message})")
-                await self._loop(channel, log, tracker, png, baseline)
+                await self._loop(channel, log, tracker, png)
         except AgentError as error:
             self.ended_by, self.error = "error", f"agent unreachable: {error}"
         except Exception as error:  # a simulator crash ends this task, loudly, not the evaluation
@@ -252,7 +239,6 @@ class Episode:
         log: StepLog,
         tracker: RewardTracker,
         png: bytes,
-        baseline: dict[str, dict[str, int]],
     ) -> None:
         settings = self.settings
         name, max_steps = self.task.name, settings.max_steps
@@ -264,7 +250,7 @@ class Episode:
             received, parsed = await self._ask(channel, step, png)
             agent_ms = (time.perf_counter() - started) * 1000
             sim_step, sim_ms, png = self._advance(parsed.action, step, png, log)
-            events = tracker.update(step, counters_since_reset(sim_step.counters, baseline))
+            events = tracker.update(step, sim_step.counters)  # backends count from their reset (sims/base.py)
             self._count(step, parsed, agent_ms, sim_ms)
             log.write(self._record(step, received, parsed, agent_ms, sim_ms, events, sim_step))
             self.steps_run = step + 1
@@ -362,6 +348,7 @@ class Episode:
             None,
             enabled=self.settings.video_eval,
             env=self.settings.env,
+            model=self.settings.video_model,
             needed=not tracker.is_perfect(),
             reached=set(tracker.reached),
         )
@@ -384,7 +371,7 @@ class Episode:
             scoring_kind=score.scoring_kind,
             scored=scored,
             score_source=source,
-            milestones=[MilestoneResult(**state.model_dump()) for state in score.milestones],
+            milestones=score.milestones,
             milestones_available=score.milestones_available,
             milestones_total=score.milestones_total,
             sim_reward=tracker.sim_reward,

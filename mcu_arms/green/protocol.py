@@ -38,6 +38,8 @@ CAMERA_KEY = "camera"
 # privileged. Everything not listed here is dropped by the green agent and counted.
 ALLOWED_ACTION_KEYS: frozenset[str] = frozenset(BUTTON_KEYS) | {CAMERA_KEY}
 CAMERA_LIMIT_DEGREES = 180.0
+# The vision model that grades episodes when video evaluation is on (the MCU green agent used GPT-4o).
+DEFAULT_VIDEO_MODEL = "gpt-4o"
 
 # An action as the simulator receives it, after validation: every button key with 0 or 1, and camera as
 # (pitch, yaw) degrees in MineStudio's env order.
@@ -100,6 +102,7 @@ class EvalConfig(BaseModel):
     seed: int = 0
     simulator: Literal["minestudio", "embedded"] = "minestudio"
     video_eval: bool = False
+    video_model: str = Field(default=DEFAULT_VIDEO_MODEL, min_length=1)
     output_dir: str | None = None
     save_frames: bool = True
     progress_every: int = Field(default=50, gt=0)

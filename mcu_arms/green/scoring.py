@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from mcu_arms.green.result import MilestoneResult
 from mcu_arms.green.tasks import RewardEntry, ScoringKind, TaskSpec
 
 CRITERIA: tuple[str, ...] = (
@@ -118,12 +119,6 @@ class VideoEvaluation(BaseModel):
     model: str | None = None
 
 
-class MilestoneState(BaseModel):
-    identity: str
-    step: int | None  # the step it was first reached, None when never
-    available: bool  # False: this simulator has no analogue, so it can never be reached here
-
-
 class TaskScore(BaseModel):
     task: str
     category: str
@@ -133,7 +128,7 @@ class TaskScore(BaseModel):
     score: float | None  # None: unscored (e.g. video-only without video evaluation), never a silent 0
     scored: bool
     score_source: ScoreSource
-    milestones: list[MilestoneState]
+    milestones: list[MilestoneResult]
     milestones_available: int
     milestones_total: int
     video: VideoEvaluation
@@ -145,7 +140,7 @@ def score_task(task: TaskSpec, tracker: RewardTracker, video: VideoEvaluation) -
     progress = video.task_progress if video.status == "ok" else None  # 0-10, only from a usable evaluation
     reached = tracker.reached
     milestones = [
-        MilestoneState(
+        MilestoneResult(
             identity=entry.identity,
             step=reached.get(entry.identity),
             available=entry.identity not in tracker.unavailable,

@@ -49,6 +49,7 @@ from mcu_arms.green.episode import (
 from mcu_arms.green.protocol import EvalRequest
 from mcu_arms.green.result import CategoryResult, EvaluationResult, SimulatorInfo, SkippedTask, summary_text
 from mcu_arms.green.sims.base import Simulator, SimulatorUnavailable
+from mcu_arms.green.steplog import STEPS_FILE
 from mcu_arms.green.tasks import TaskSpec, select_tasks
 
 AGENT_ROLE = "agent"
@@ -175,6 +176,7 @@ class GreenExecutor(AgentExecutor):
             output_dir.mkdir(parents=True, exist_ok=True)
         except OSError as error:
             raise RequestRejected(f"output_dir {output_dir} cannot be created: {error.strerror or error}") from None
+        self._check_nothing_to_overwrite(output_dir, tasks)
         try:
             simulator: Simulator = await asyncio.get_running_loop().run_in_executor(
                 sim_thread, make_simulator, config.simulator
@@ -194,6 +196,17 @@ class GreenExecutor(AgentExecutor):
             max_steps = cap
             note = f"max_steps {requested} capped at {cap} for category {config.task_category} (MCU's standard cap)"
         return _Plan(request, runnable, skipped, simulator, max_steps, note, output_dir)
+
+    @staticmethod
+    def _check_nothing_to_overwrite(output_dir: Path, tasks: list[TaskSpec]) -> None:
+        """A result is never overwritten: an output_dir that already holds one (or a task's step log) is refused."""
+        existing = [output_dir / RESULT_FILE, *(task_dir_for(output_dir, task) / STEPS_FILE for task in tasks)]
+        found = [str(path) for path in existing if path.exists()]
+        if found:
+            raise RequestRejected(
+                f"output_dir {output_dir} already holds the results of an earlier evaluation ({', '.join(found[:3])}"
+                f"{', ...' if len(found) > 3 else ''}); name a new output_dir"
+            )
 
     @staticmethod
     def _runnable(
@@ -238,7 +251,8 @@ class GreenExecutor(AgentExecutor):
         opening = (
             f"Starting MCU evaluation with {len(plan.tasks)} tasks from {config.task_category} "
             f"on {simulator.label()}; max_steps {plan.max_steps}, step_timeout {config.step_timeout:g} s, "
-            f"seed {config.seed}; output {plan.output_dir}"
+            f"seed {config.seed}; video evaluation {f'on ({config.video_model})' if config.video_eval else 'off'}; "
+            f"output {plan.output_dir}"
         )
         await report(opening)
         if plan.max_steps_note:
@@ -253,6 +267,7 @@ class GreenExecutor(AgentExecutor):
             progress_every=config.progress_every,
             video_eval=config.video_eval,
             env=dict(os.environ),
+            video_model=config.video_model,
         )
         agent_url = plan.request.participants[AGENT_ROLE]
         metrics = {}

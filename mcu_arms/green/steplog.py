@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 
 # Longest reply text kept verbatim in a step record; longer replies are cut and marked.
 MAX_RECEIVED_CHARS = 4000
+STEPS_FILE = "steps.jsonl"
 
 
 class StepRecord(BaseModel):
@@ -46,12 +47,12 @@ class StepLog:
 
     def __init__(self, task_dir: Path, *, save_frames: bool) -> None:
         self.task_dir = task_dir
-        self.path = task_dir / "steps.jsonl"
+        self.path = task_dir / STEPS_FILE
         self.frames_dir: Path | None = task_dir / "frames" if save_frames else None
         task_dir.mkdir(parents=True, exist_ok=True)
         if self.frames_dir is not None:
             self.frames_dir.mkdir(exist_ok=True)
-        self._file: IO[str] | None = self.path.open("w", encoding="utf-8")
+        self._file: IO[str] | None = self.path.open("x", encoding="utf-8")  # never over an earlier log
         self.lines_written = 0
 
     def write(self, record: StepRecord) -> None:

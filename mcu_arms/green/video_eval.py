@@ -14,6 +14,7 @@ from pathlib import Path
 
 import yaml
 
+from mcu_arms.green.protocol import DEFAULT_VIDEO_MODEL
 from mcu_arms.green.scoring import CRITERIA, VideoEvaluation
 from mcu_arms.green.tasks import TaskSpec
 
@@ -34,7 +35,7 @@ def evaluate_video(
     *,
     enabled: bool,
     env: Mapping[str, str],
-    model: str = "gpt-4o",
+    model: str = DEFAULT_VIDEO_MODEL,
     needed: bool,
     reached: Iterable[str] = (),
 ) -> VideoEvaluation:
