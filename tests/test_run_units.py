@@ -284,14 +284,16 @@ def test_the_terminal_view_shows_one_row_per_arm_with_progress_and_the_latest_al
     progress.state = "running"
     progress.add_steps([StepSample("craft_x", i, 10.0 + i, "timeout" if i == 3 else None, 12.0,
                                    [{"identity": "mine_log", "step": 4}] if i == 4 else []) for i in range(10)])  # fmt: skip
-    progress.alerts.append("craft_x: something degraded")
-    screen = io.StringIO()
-    view = LiveView(Console(file=screen, force_terminal=True, width=200, color_system=None))
-    view.refresh([progress, ArmProgress("arm_b", max_steps=50)])
-    view.close([progress])
-    drawn = screen.getvalue()
-    for expected in ("arm_a", "running", "craft_x", "10/100", "mine_log@4", "timeout 1", "something degraded", "arm_b"):
-        assert expected in drawn, expected
+    progress.alerts.append("craft_x: 3 of 40 steps were noops (> 5%; by cause so far: timeout 3)")
+    for width in (200, 80):  # one column per value; stacked on a default-size terminal, nothing cut short
+        screen = io.StringIO()
+        view = LiveView(Console(file=screen, force_terminal=True, width=width, color_system=None))
+        view.refresh([progress, ArmProgress("arm_b", max_steps=50)])
+        view.close([progress])
+        drawn = screen.getvalue()
+        for expected in ("arm_a", "running", "craft_x", "10/100", "mine_log@4", "timeout 1", "by cause so", "arm_b"):
+            assert expected in drawn, (width, expected)
+        assert "…" not in drawn, width
     line = progress_line(progress)
     assert "step 10/100" in line and "milestones mine_log@4" in line and "alerts 1" in line
 

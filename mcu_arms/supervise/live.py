@@ -20,6 +20,7 @@ from mcu_arms.supervise.process import utc_stamp
 from mcu_arms.supervise.progress import ArmProgress
 
 REFRESH_PER_SECOND = 2
+UNBOUNDED_WIDTH = 10_000
 STATE_STYLES = {
     "planning": "dim",
     "starting": "yellow",
@@ -78,7 +79,30 @@ def progress_line(progress: ArmProgress) -> str:
     return ", ".join(parts)
 
 
-def progress_table(arms: Sequence[ArmProgress]) -> Table:
+def _rate(progress: ArmProgress) -> str:
+    rate = progress.steps_per_minute()
+    return f"{rate:.0f}" if rate else "-"
+
+
+def _agent_ms(progress: ArmProgress) -> str:
+    return f"{progress.last_agent_ms:.0f}" if progress.last_agent_ms is not None else "-"
+
+
+def _eta(progress: ArmProgress) -> str:
+    return _duration(progress.eta_s()) if progress.state == "running" else "-"
+
+
+def _state(progress: ArmProgress) -> str:
+    style = STATE_STYLES.get(progress.state, "")
+    return f"[{style}]{progress.state}[/]" if style else progress.state
+
+
+def _latest_alert(progress: ArmProgress) -> str:
+    return f"[bold yellow]{escape(progress.alerts[-1])}[/] ({len(progress.alerts)})" if progress.alerts else ""
+
+
+def _wide_table(arms: Sequence[ArmProgress]) -> Table:
+    """One column per value: for a terminal wide enough to show each in full."""
     table = Table(expand=False, show_lines=False)
     arm_width = max((len(progress.arm) for progress in arms), default=3)
     table.add_column("arm", no_wrap=True, min_width=arm_width)
@@ -91,22 +115,50 @@ def progress_table(arms: Sequence[ArmProgress]) -> Table:
         table.add_column(column, no_wrap=True)
     table.add_column("alerts", max_width=40)
     for progress in arms:
-        rate = progress.steps_per_minute()
-        style = STATE_STYLES.get(progress.state, "")
         table.add_row(
             progress.arm,
-            f"[{style}]{progress.state}[/]" if style else progress.state,
+            _state(progress),
             escape(progress.task or "-"),
             f"{progress.step}/{progress.max_steps}",
-            f"{rate:.0f}" if rate else "-",
+            _rate(progress),
             escape(_milestones(progress)),
             escape(_noops(progress)),
-            f"{progress.last_agent_ms:.0f}" if progress.last_agent_ms is not None else "-",
+            _agent_ms(progress),
             _duration(progress.elapsed_s()),
-            _duration(progress.eta_s()) if progress.state == "running" else "-",
-            f"[bold yellow]{escape(progress.alerts[-1])}[/] ({len(progress.alerts)})" if progress.alerts else "",
+            _eta(progress),
+            _latest_alert(progress),
         )
     return table
+
+
+def _stacked_table(arms: Sequence[ArmProgress]) -> Table:
+    """The same values stacked in three columns, so that a narrow terminal (80 columns) cuts none of them short."""
+    table = Table(expand=False, show_lines=True)
+    table.add_column("arm", no_wrap=True)
+    table.add_column("progress", no_wrap=True)
+    table.add_column("task, milestones@step, noops, alerts", overflow="fold")
+    for progress in arms:
+        details = [
+            escape(progress.task or "-"),
+            f"milestones {escape(_milestones(progress))}",
+            f"noops {escape(_noops(progress))}",
+        ]
+        if progress.alerts:
+            details.append(_latest_alert(progress))
+        table.add_row(
+            f"{escape(progress.arm)}\n{_state(progress)}",
+            f"step {progress.step}/{progress.max_steps}\n{_rate(progress)} steps/min\nagent {_agent_ms(progress)} ms\n"
+            f"{_duration(progress.elapsed_s())}, ETA {_eta(progress)}",
+            "\n".join(details),
+        )
+    return table
+
+
+def progress_table(arms: Sequence[ArmProgress], console: Console) -> Table:
+    """One row per arm: one column per value when the console is wide enough to show them all, else stacked."""
+    wide = _wide_table(arms)
+    unbounded = console.options.update_width(UNBOUNDED_WIDTH)  # a measurement is otherwise capped at the width
+    return wide if console.measure(wide, options=unbounded).minimum <= console.width else _stacked_table(arms)
 
 
 class LiveView:
@@ -126,7 +178,7 @@ class LiveView:
 
     def refresh(self, arms: Sequence[ArmProgress]) -> None:
         with self._lock:
-            self._live.update(progress_table(arms), refresh=True)
+            self._live.update(progress_table(arms, self.console), refresh=True)
 
     def close(self, arms: Sequence[ArmProgress]) -> None:
         self.refresh(arms)
