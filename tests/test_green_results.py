@@ -1,4 +1,4 @@
-"""Step log, atomic result file and the category totals (unscored tasks are never a silent 0)."""
+"""Step log, atomic result file, the category totals (unscored tasks are never a silent 0) and the summary text."""
 
 from __future__ import annotations
 
@@ -6,7 +6,17 @@ import json
 from pathlib import Path
 
 from mcu_arms.files import write_json_atomic
-from mcu_arms.green.result import CategoryResult, LatencyStats, NoopCauseStats, TaskMetrics, VideoResult
+from mcu_arms.green.protocol import EvalConfig
+from mcu_arms.green.result import (
+    CategoryResult,
+    EvaluationResult,
+    LatencyStats,
+    NoopCauseStats,
+    SimulatorInfo,
+    TaskMetrics,
+    VideoResult,
+    summary_text,
+)
 from mcu_arms.green.steplog import MAX_RECEIVED_CHARS, StepLog, StepRecord, truncate_received
 
 
@@ -73,3 +83,22 @@ def test_latency_stats_and_noop_reasons_are_bounded():
     for step in range(20):
         causes.record(step, "late")
     assert causes.count == 20 and causes.first_reasons == [f"step {s}: late" for s in range(5)]
+
+
+def test_the_summary_names_every_fallback_of_a_task():
+    metrics = _metrics(2.5).model_copy(update={
+        "noops": {"timeout": NoopCauseStats(count=2)}, "noop_total": 2, "dropped_keys": {"chat": 1},
+        "action_adjustments": {"camera_meta_off": 3}, "sim_fallbacks": {"deaths": 1, "no_effect.camera": 40},
+        "unavailable_entries": ["iron_ingot"],
+    })
+    result = EvaluationResult(
+        participants={}, results=[CategoryResult.of("crafting", {"t": metrics}, skipped=[])],
+        simulator=SimulatorInfo(name="embedded", version="1.8.3", label="embedded (Crafter 1.8.3)"), seed=0,
+        max_steps=10, config=EvalConfig(task_category="crafting"), started_at="", finished_at="", duration_s=0.0,
+        output_dir="",
+    )
+    line = next(line for line in summary_text(result).splitlines() if line.startswith("Task 't'"))
+    for shown in ("noops 2 (timeout 2)", "dropped chat x1", "adjusted camera_meta_off x3",
+                  "simulator fallbacks deaths x1, no_effect.camera x40", "no analogue on this simulator: iron_ingot",
+                  "video evaluation disabled"):
+        assert shown in line, line

@@ -228,8 +228,17 @@ def _task_line(metrics: TaskMetrics) -> str:
     if metrics.noop_total:
         causes = ", ".join(f"{cause} {stats.count}" for cause, stats in metrics.noops.items())
         parts.append(f"noops {metrics.noop_total} ({causes})")
-    if metrics.dropped_keys:
-        parts.append("dropped " + ", ".join(f"{key} x{count}" for key, count in metrics.dropped_keys.items()))
+    for label, counts in (
+        ("dropped", metrics.dropped_keys),
+        ("adjusted", metrics.action_adjustments),
+        ("simulator fallbacks", metrics.sim_fallbacks),
+    ):
+        if counts:
+            parts.append(f"{label} " + ", ".join(f"{key} x{count}" for key, count in counts.items()))
+    if metrics.unavailable_entries:
+        parts.append("no analogue on this simulator: " + ", ".join(metrics.unavailable_entries))
+    if metrics.video.status not in ("ok", "skipped_perfect"):
+        parts.append(f"video evaluation {metrics.video.status}")
     if metrics.init is not None and not metrics.init.ok:
         parts.append(f"INIT FAILED ({metrics.init.cause}: {metrics.init.message})")
     if metrics.error:
