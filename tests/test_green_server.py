@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -118,7 +119,9 @@ def test_reward_task_is_scored_and_its_files_written(green: str, tmp_path: Path)
 
     result = evaluation.result
     assert result == json.loads((tmp_path / "result.json").read_text())
-    assert result["simulator"]["name"] == "embedded" and "not MCU scores" in result["simulator"]["label"]
+    assert result["simulator"] == {"name": "embedded", "version": "1.8.3",
+                                   "label": "embedded (Crafter 1.8.3): a Crafter analogue of MCU, not MCU scores"}
+    assert (result["seed"], result["max_steps"], result["config"]["step_timeout"]) == (0, 4, 5.0)
     category = result["results"][0]
     assert (category["num_tasks"], category["scored_tasks"], category["total_score"]) == (1, 1, 10.0)
     metrics = evaluation.task("craft_the_crafting_table")
@@ -127,6 +130,7 @@ def test_reward_task_is_scored_and_its_files_written(green: str, tmp_path: Path)
     assert metrics["steps_run"] == 4 and metrics["noop_total"] == 0
     assert metrics["init"]["ok"] is True
     assert metrics["video"]["status"] == "skipped_perfect"
+    assert 0 < metrics["duration_s"] <= result["duration_s"] and metrics["agent_latency"]["count"] == 4
     summary = next(text for media, text in evaluation.artifacts[0] if media == "text/plain")
     assert summary.startswith("MCU Evaluation Result") and "Task 'craft_the_crafting_table': 10.00 / 10" in summary
 
@@ -136,6 +140,8 @@ def test_reward_task_is_scored_and_its_files_written(green: str, tmp_path: Path)
     assert lines[1]["applied"]["use"] == 1 and lines[1]["events"][0]["identity"] == "craft_crafting_table"
     assert lines[1]["reward"] == 1.0 and lines[0]["reward"] == 0.0
     assert all(line["agent_ms"] > 0 and line["sim_ms"] > 0 for line in lines)
+    stamps = [line["t"] for line in lines]
+    assert stamps == sorted(stamps) and abs(stamps[-1] - time.time()) < 120  # wall-clock seconds, in step order
     frames = sorted(path.name for path in (task_dir / "frames").iterdir())
     assert frames == [f"{step:06d}.png" for step in range(5)]  # one per observation, plus the view after the last
     assert (task_dir / "frames" / "000000.png").read_bytes().startswith(b"\x89PNG")
