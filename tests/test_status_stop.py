@@ -94,3 +94,26 @@ def test_status_and_stop_refuse_an_unknown_arm_listing_the_known_ones(tmp_path: 
         assert "no runs of arm 'unknown'" in done.stderr and "allowed: known" in done.stderr
     listed = _status(project, state)
     assert listed["known"]["state"] == "no report"
+
+
+def test_the_status_table_fits_80_columns_with_every_column_shown() -> None:
+    import io
+
+    from rich.console import Console
+
+    from mcu_arms.cli.status import _render
+    from mcu_arms.environment import Environment
+    from mcu_arms.supervise.state import STALE, ArmState, ProcessState
+
+    screen = io.StringIO()
+    state = ArmState(
+        arm="demo_random", state=STALE, episode=7, task="mine_diamond_from_scratch", step=96, max_steps=3000,
+        milestones=["mine_log@5", "crafting_table@21"], failure="purple: was killed by SIGKILL while it ran",
+        processes=[ProcessState(role=role, pid=123456, create_time=1.0, alive=False) for role in ("mcu-arms", "green")],
+    )  # fmt: skip
+    _render([state], Environment(console=Console(file=screen, width=80, color_system=None)))
+    drawn = screen.getvalue()
+    table = drawn.splitlines()[1:]
+    assert all(len(line) <= 80 and line[-1] in "┓┃┩│┘" for line in table), drawn  # the right border: nothing cropped
+    for shown in ("note", "stale", "(supervisor gone)", "96/3000", "SIGKILL", "123456"):
+        assert shown in drawn, shown

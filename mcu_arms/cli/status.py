@@ -34,19 +34,18 @@ def _render(states: list[ArmState], env: Environment) -> None:
     table = Table(title="mcu-arms status", title_justify="left", show_lines=True)
     table.add_column("arm", no_wrap=True)
     table.add_column("state", no_wrap=True)
-    table.add_column("progress", overflow="fold", min_width=16)
-    table.add_column("milestones", overflow="fold", min_width=12)
-    table.add_column("processes", no_wrap=True)
-    table.add_column("note", overflow="fold", min_width=10)
+    for column in ("progress", "milestones", "processes", "note"):  # wrapped, so that 80 columns show them all
+        table.add_column(column, overflow="fold")
     for state in states:
         style = STATE_STYLES.get(state.state, "yellow")
         progress = [state.task or "-", f"step {state.step if state.step is not None else '-'}/{state.max_steps or '-'}"]
         if state.score is not None and state.max_score:
             progress.append(f"score {state.score:g} / {state.max_score:g}")
+        shown_state = state.state.replace(" (", "\n(")  # "stale\n(supervisor gone)" keeps the column narrow
         note = state.failure or (f"{state.alerts} alert(s)" if state.alerts else "")
         table.add_row(
             f"{escape(state.arm)}\nepisode {state.episode:03d}" if state.episode is not None else escape(state.arm),
-            f"[{style}]{escape(state.state)}[/]",
+            f"[{style}]{escape(shown_state)}[/]",
             escape("\n".join(progress)),
             escape("\n".join(state.milestones[-4:]) or "-"),
             _processes(state),

@@ -197,7 +197,7 @@ def _wait_finalised(path: Path, deadline: float) -> bool:
         try:
             if read_report(path).status != "started":
                 return True
-        except (OSError, ValueError):
+        except (OSError, UserError):  # not there or not a report (yet): ask again until the deadline
             pass
         pause.wait(0.2)
     return False
