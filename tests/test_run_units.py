@@ -319,3 +319,31 @@ def test_fail_fast_stops_the_other_arms_when_one_fails_and_the_run_exits_1(tmp_p
     for role in ("green", "purple"):
         record = reports[1]["processes"][role]
         assert verified_process(record["pid"], record["create_time"]) is None, role
+
+
+def test_a_failing_view_stops_the_arms_instead_of_leaving_them_running_unwatched(tmp_path: Path, monkeypatch) -> None:
+    import pytest
+
+    from mcu_arms.supervise import runner
+    from mcu_arms.supervise.live import PlainView
+
+    plan, project = _plan(tmp_path)
+
+    class BrokenView(PlainView):
+        def refresh(self, arms) -> None:
+            """Fails once green and purple are both started (and never ready: they are stand-ins)."""
+            try:
+                started = json.loads(Path(plan.result_path).read_text())["processes"]
+            except (OSError, ValueError):
+                return
+            if "green" in started and "purple" in started:
+                raise RuntimeError("the terminal went away")
+
+    monkeypatch.setattr(runner, "make_view", lambda console, interval_s: BrokenView(console, interval_s))
+    with pytest.raises(RuntimeError, match="terminal went away"):
+        _run_plans(tmp_path, project, [_stand_ins(plan, WAITS, WAITS)], ready_timeout_s=300)
+    report = json.loads(Path(plan.result_path).read_text())
+    assert report["status"] == "interrupted" and "supervising loop failed" in report["failure"]["reason"]
+    for role in ("green", "purple"):
+        record = report["processes"][role]
+        assert verified_process(record["pid"], record["create_time"]) is None, role

@@ -534,6 +534,10 @@ def _supervise(
             view.refresh(progresses)
             wake.wait(1.0 / REFRESH_PER_SECOND)
             wake.clear()
+    except BaseException as error:  # a failing view must not leave the arms running unwatched while we wait on them
+        for runner in runners:
+            runner.request_stop(f"mcu-arms: the supervising loop failed: {type(error).__name__}: {error}")
+        raise
     finally:
         for thread in threads:
             thread.join()
