@@ -48,6 +48,7 @@ def test_one_arm_end_to_end_then_rerun_skips_and_a_changed_fingerprint_is_announ
     assert (project / "logs" / "solo_result.json").resolve() == (episode / "result.json").resolve()
     assert "Running task: mine_diamond_from_scratch" in (episode / "logs" / "client.log").read_text()
     assert "solo" in done.stdout and "finished" in done.stdout
+    assert "output/solo/episode_001/result.json" in done.stdout and str(project) not in done.stdout, "path not relative"
 
     again = run_cli(project, state, "run", "--arm", "solo")
     assert again.returncode == 0, again.stdout + again.stderr

@@ -79,6 +79,16 @@ def register(app: typer.Typer) -> None:
         raise typer.Exit(outcome.exit_code)
 
 
+def _shown_path(path: str | None, cwd: Path) -> str:
+    """Relative to the project when inside it (short enough to read in a narrow table), else as it is."""
+    if not path:
+        return ""
+    try:
+        return str(Path(path).relative_to(cwd))
+    except ValueError:
+        return path
+
+
 def _render_outcome(outcome: RunOutcome, env: Environment) -> None:
     table = Table(title="mcu-arms run", title_justify="left")
     for column in ("arm", "status", "score", "steps", "milestones", "alerts"):
@@ -92,7 +102,7 @@ def _render_outcome(outcome: RunOutcome, env: Environment) -> None:
         elif arm.status == "skipped":
             where = arm.message
         else:
-            where = arm.report_path or ""
+            where = _shown_path(arm.report_path, env.cwd)
         table.add_row(
             arm.arm,
             f"[{styles[arm.status]}]{arm.status}[/]",
