@@ -324,7 +324,7 @@ print(json.dumps({"digest": digest.hexdigest(), "fallbacks": sim.fallback_counts
 
 
 def test_same_seed_same_trajectory_across_processes_and_hash_seeds():
-    steps = "2500"
+    steps = "800"  # with Crafter's own (address-ordered) balancing, these two runs diverge well before 800 steps
     runs = [
         subprocess.Popen(
             [sys.executable, "-c", TRAJECTORY_SCRIPT, steps, layout_noise],
