@@ -16,12 +16,24 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from mcu_arms.arms.spec import SESSION_TURNS_WARN_ABOVE, ArmSpec, arm_path, key_line, load_arm
+from mcu_arms.arms.spec import (
+    SESSION_TURNS_WARN_ABOVE,
+    ArmSpec,
+    arm_path,
+    key_line,
+    load_arm,
+)
 from mcu_arms.catalog import CODEX_AGENTS, default_max_steps, step_cap
 from mcu_arms.environment import Environment
 from mcu_arms.errors import UserError
 from mcu_arms.files import write_json_atomic, write_text_atomic
-from mcu_arms.isolation.codex_home import default_auth, default_root, plan_codex_home, temporary_dir_reason
+from mcu_arms.green.protocol import DEFAULT_VIDEO_MODEL
+from mcu_arms.isolation.codex_home import (
+    default_auth,
+    default_root,
+    plan_codex_home,
+    temporary_dir_reason,
+)
 
 FINGERPRINT_VERSION = "v1"
 # A planning turn carries the frame; measured: a constant ~0.48 MB at one turn per session, ~0.4 MB more per
@@ -82,6 +94,7 @@ class Settings(BaseModel):
     provider_base_url: str | None
     provider_wire_api: str | None
     video_eval: bool
+    video_model: str = DEFAULT_VIDEO_MODEL  # reports written before it was a setting read as the model then used
     save_frames: bool
     env: dict[str, str]
     cuda_device: str | None
@@ -240,6 +253,7 @@ def resolve_settings(spec: ArmSpec, warnings: list[str]) -> tuple[Settings, Comp
         provider_base_url=spec.codex.provider_base_url,
         provider_wire_api=spec.codex.provider_wire_api,
         video_eval=spec.video_eval,
+        video_model=spec.video_model,
         save_frames=spec.save_frames,
         env=dict(spec.env),
         cuda_device=spec.cuda_device,
@@ -422,6 +436,7 @@ def scenario_toml(plan: ArmPlan) -> str:
         "seed": settings.seed,
         "simulator": settings.simulator,
         "video_eval": settings.video_eval,
+        "video_model": settings.video_model,
         "save_frames": settings.save_frames,
         "output_dir": str(Path(plan.episode_dir) / "green"),
     }

@@ -8,7 +8,14 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from mcu_arms.catalog import (
     AGENT_KINDS,
@@ -17,6 +24,7 @@ from mcu_arms.catalog import (
     SIMULATORS,
 )
 from mcu_arms.errors import UserError
+from mcu_arms.green.protocol import DEFAULT_VIDEO_MODEL
 
 ARM_NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 DEFAULT_CONTEXT_WINDOW = 258_000
@@ -80,6 +88,7 @@ class ArmSpec(_Strict):
     env: dict[str, str] = Field(default_factory=dict)
     cuda_device: str | None = None
     video_eval: bool = False
+    video_model: str = Field(default=DEFAULT_VIDEO_MODEL, min_length=1)
     save_frames: bool = True
 
     @field_validator("session_turns")
