@@ -347,3 +347,20 @@ def test_a_failing_view_stops_the_arms_instead_of_leaving_them_running_unwatched
     for role in ("green", "purple"):
         record = report["processes"][role]
         assert verified_process(record["pid"], record["create_time"]) is None, role
+
+
+def test_a_purple_that_dies_leaving_a_process_in_its_own_session_gets_that_process_stopped_too(tmp_path: Path) -> None:
+    leaves_orphan = [sys.executable, "-c", (
+        "import subprocess, sys; orphan = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'], "
+        "start_new_session=True); print('orphan', orphan.pid, flush=True); sys.exit(3)"
+    )]  # fmt: skip
+    outcome, report, _ = _run_with_commands(tmp_path, WAITS, leaves_orphan, ready_timeout_s=60)
+    assert report["failure"]["process"] == "purple" and report["failure"]["exit_code"] == 3
+    try:
+        orphan = psutil.Process(int(report["failure"]["log_tail"][0].split()[1]))
+    except psutil.NoSuchProcess:
+        return
+    left = alive([orphan])
+    if left:
+        orphan.kill()
+    assert left == [], "the process the purple left behind lives on"

@@ -12,7 +12,9 @@ import os
 import signal
 import subprocess
 import threading
+import time
 import urllib.error
+import uuid
 import urllib.request
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -32,6 +34,11 @@ KILL_WAIT_S = 5.0
 # Create times agree to this many seconds (psutil rounds them from clock ticks).
 CREATE_TIME_TOLERANCE_S = 0.01
 LOG_TAIL_LINES = 20
+# How often a stop re-checks whether the processes it signalled have exited.
+EXIT_POLL_S = 0.05
+# Set to a fresh token in each child's environment: every descendant inherits it, so the ones that left the child's
+# process group or outlived it (reparented away) are still found, and proven ours, when the child is stopped.
+OWNER_TOKEN_ENV = "MCU_ARMS_OWNER_TOKEN"
 
 LineHook = Callable[[str], None]
 
@@ -78,30 +85,79 @@ def stop_process_group(
     *,
     grace_s: float = DEFAULT_STOP_GRACE_S,
     popen: subprocess.Popen | None = None,
+    token: str | None = None,
 ) -> StopOutcome:
     """TERM the group led by `pid` (started with start_new_session, so pgid == pid), wait, then KILL what remains.
 
     The leader is re-checked (is_running + create_time) before every group signal; descendants are collected before
     signalling, so ones that left the group or were orphaned are still stopped, each through its own psutil handle
     (which refuses a reused pid). `popen` (when this process started the leader) is used to reap it and keep its
-    exit code.
+    exit code. `token` (the leader's OWNER_TOKEN_ENV) also stops, the same way, descendants that no longer hang
+    below the leader: left behind when it died, or reparented away.
     """
     leader = verified_process(pid, create_time)
     if leader is None:
         if popen is not None:
             popen.poll()
-        return StopOutcome(was_running=False)
+        outcome = StopOutcome(was_running=False)
+    else:
+        outcome = _stop_group(leader, create_time, grace_s, popen)
+    if token:
+        _stop_stragglers(token, grace_s, outcome)
+    return outcome
+
+
+def _stop_group(
+    leader: psutil.Process, create_time: float, grace_s: float, popen: subprocess.Popen | None
+) -> StopOutcome:
     members = [leader, *_descendants(leader)]
     _signal_all(leader, members, signal.SIGTERM)
     alive = _wait_gone(members, grace_s, popen)
     outcome = StopOutcome(was_running=True, terminated=len(members) - len(alive))
     if alive:
-        alive += [p for p in _descendants(leader) if p not in alive] if verified_process(pid, create_time) else []
+        if verified_process(leader.pid, create_time):
+            alive += [p for p in _descendants(leader) if p not in alive]
         _signal_all(leader, alive, signal.SIGKILL)
         survivors = _wait_gone(alive, KILL_WAIT_S, popen)
         outcome.killed = len(alive) - len(survivors)
         outcome.survivors = [p.pid for p in survivors]
     return outcome
+
+
+def _carrying(token: str) -> list[psutil.Process]:
+    """Running processes whose environment holds `token` (only our own user's environments can be read)."""
+    found = []
+    for process in psutil.process_iter():
+        try:
+            if process.environ().get(OWNER_TOKEN_ENV) == token:
+                found.append(process)
+        except (psutil.Error, OSError):
+            continue
+    return found
+
+
+def _stop_stragglers(token: str, grace_s: float, outcome: StopOutcome) -> None:
+    """TERM, wait, KILL the processes still carrying `token`, each through its own psutil handle; add to `outcome`."""
+    stragglers = _carrying(token)
+    if not stragglers:
+        return
+    outcome.was_running = True
+    for process in stragglers:
+        _send(process, signal.SIGTERM)
+    alive = _wait_exited(stragglers, grace_s)
+    outcome.terminated += len(stragglers) - len(alive)
+    for process in alive:
+        _send(process, signal.SIGKILL)
+    survivors = _wait_exited(alive, KILL_WAIT_S)
+    outcome.killed += len(alive) - len(survivors)
+    outcome.survivors += [p.pid for p in survivors]
+
+
+def _send(process: psutil.Process, signum: int) -> None:
+    try:
+        process.send_signal(signum)  # psutil refuses a pid that now belongs to another process
+    except psutil.Error:
+        pass
 
 
 def _signal_all(leader: psutil.Process, members: list[psutil.Process], signum: int) -> None:
@@ -134,8 +190,19 @@ def _wait_gone(members: list[psutil.Process], timeout_s: float, popen: subproces
         except subprocess.TimeoutExpired:
             leader_alive = [p for p in members if p.pid == popen.pid]
         timeout_s = 0.5
-    _, alive = psutil.wait_procs(others, timeout=timeout_s)
-    return leader_alive + [p for p in alive if _still_running(p)]
+    return leader_alive + _wait_exited(others, timeout_s)
+
+
+def _wait_exited(processes: list[psutil.Process], timeout_s: float) -> list[psutil.Process]:
+    """Those still running after up to `timeout_s`. A zombie has exited: waiting on its parent (for an orphan, init)
+    to reap it, as psutil.wait_procs does, would spend the whole timeout."""
+    deadline = time.monotonic() + timeout_s
+    pause = threading.Event()
+    while True:
+        running = [p for p in processes if _still_running(p)]
+        if not running or time.monotonic() >= deadline:
+            return running
+        pause.wait(EXIT_POLL_S)
 
 
 def _still_running(process: psutil.Process) -> bool:
@@ -183,7 +250,8 @@ class Child:
         self.plan = plan
         self.role = plan.role
         self.log_path = Path(plan.log)
-        self.env = {**base_env, **plan.env, "PYTHONUNBUFFERED": "1"}
+        self.token = uuid.uuid4().hex
+        self.env = {**base_env, **plan.env, "PYTHONUNBUFFERED": "1", OWNER_TOKEN_ENV: self.token}
         self.on_line = on_line
         self.popen: subprocess.Popen | None = None
         self.pid: int | None = None
@@ -245,4 +313,4 @@ class Child:
         return verified_process(self.pid, self.create_time)
 
     def stop(self, grace_s: float = DEFAULT_STOP_GRACE_S) -> StopOutcome:
-        return stop_process_group(self.pid, self.create_time, grace_s=grace_s, popen=self.popen)
+        return stop_process_group(self.pid, self.create_time, grace_s=grace_s, popen=self.popen, token=self.token)
