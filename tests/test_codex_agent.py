@@ -195,6 +195,61 @@ def test_timeout_stops_only_the_turns_process_group(tmp_path, codex_home, capsys
         bystander.wait()
 
 
+def test_processes_a_finished_turn_leaves_in_its_group_are_stopped(tmp_path, codex_home, capsys):
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # in the test's own group
+    try:
+        policy = _policy(tmp_path, codex_home)
+        _init(policy)
+        _set_mode(policy, "leave-child")
+        assert _act(policy, 0).action["forward"] == 1, "the turn itself succeeded"
+        leftover = int((policy.workdir / "fake_codex_leftover.pid").read_text())
+        _wait_gone(leftover)
+        assert bystander.poll() is None, "a process outside the turn's group is untouched"
+        assert "1 process(es) left in group" in capsys.readouterr().out
+        report = _report(tmp_path)
+        assert report.leftover_processes_stopped == 1 and report.failed_turns == 0
+        assert len(report.warnings) == 1 and "left 1 process(es) running" in report.warnings[0]
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
+def test_cancelled_turn_stops_its_group_and_drops_the_session(tmp_path, codex_home, capsys):
+    policy = _policy(tmp_path, codex_home, session_turns=3, environ_extra={"FAKE_CODEX_ACTIONS": ONE_ACTION})
+    _init(policy)
+    _act(policy, 0)
+    _set_mode(policy, "hang")
+    grandchild_file = policy.workdir / "fake_codex_grandchild.pid"
+
+    async def cancel_mid_turn() -> None:
+        acting = asyncio.ensure_future(policy.act(ObservationPayload(step=1, obs=FRAME)))
+        give_up = time.monotonic() + 20
+        while not grandchild_file.exists():
+            assert time.monotonic() < give_up, "the fake codex never started hanging"
+            await asyncio.sleep(0.05)
+        acting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await acting
+
+    asyncio.run(cancel_mid_turn())
+    _wait_gone(int(grandchild_file.read_text()))
+    _wait_gone(_calls(codex_home)[1]["pid"])
+    assert "wrote no actions.json (rc=143); cancelled" in capsys.readouterr().out
+    report = _report(tmp_path)
+    assert report.failed_turns_by_reason == {"cancelled": 1} and report.sessions_discarded == 1
+    _set_mode(policy, "ok")
+    _act(policy, 2)
+    calls = _calls(codex_home)
+    assert calls[1]["resume"] == calls[0]["thread_id"] and calls[2]["resume"] is None, "then a cold start"
+
+
+def _wait_gone(pid: int) -> None:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _alive(pid):
+        time.sleep(0.05)
+    assert not _alive(pid), f"pid {pid} is still running"
+
+
 def _alive(pid: int) -> bool:
     try:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE

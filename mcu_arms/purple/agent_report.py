@@ -64,6 +64,7 @@ class EpisodeReport(BaseModel):
     overflow_resets: int = 0
     actions_truncated: int = 0
     camera_compensated: int = 0
+    leftover_processes_stopped: int = 0  # still running in a turn's group after codex exited
     warnings: list[str] = Field(default_factory=list)
     turn_records: list[TurnRecord] = Field(default_factory=list)
 
@@ -108,6 +109,7 @@ class AgentReport(BaseModel):
     sessions_discarded: int
     compactions: int
     overflow_resets: int
+    leftover_processes_stopped: int = 0
     compaction_limit: int | None
     noops: dict[str, int]
     latency: LatencySummary
@@ -148,6 +150,7 @@ def summarise(settings: AgentSettings, episodes: list[EpisodeReport]) -> AgentRe
         sessions_discarded=sum(episode.sessions_discarded for episode in episodes),
         compactions=sum(episode.compactions for episode in episodes),
         overflow_resets=sum(episode.overflow_resets for episode in episodes),
+        leftover_processes_stopped=sum(episode.leftover_processes_stopped for episode in episodes),
         compaction_limit=settings.compact_limit,
         noops=dict(noops),
         latency=LatencySummary(

@@ -9,6 +9,7 @@ Every failed turn, noop, compaction, overflow and slow or heavy turn is counted 
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import json
@@ -37,6 +38,7 @@ from mcu_arms.isolation.codex_home import audit_codex_home
 from mcu_arms.purple.agent_report import AgentSettings, EpisodeReport, TurnRecord, write_reports
 from mcu_arms.purple.base import Policy
 from mcu_arms.purple.codex_runner import (
+    CANCELLED_RC,
     TERM_GRACE_S,
     CodexCall,
     TurnRun,
@@ -344,15 +346,21 @@ class CodexPolicy(Policy):
             provider_wire_api=self.options.provider_wire_api,
         )
         _log(f"turn {turn} step {step} ({'resume' if resumed else 'new session'}): {call.shown()}")
-        run = await run_codex(
-            call.argv(),
-            cwd=self.workdir,
-            env=self.environ,
-            timeout_s=self.turn_timeout,
-            events_path=turn_dir / "events.jsonl",
-            stderr_path=turn_dir / "stderr.txt",
-        )
+        try:
+            run = await run_codex(
+                call.argv(),
+                cwd=self.workdir,
+                env=self.environ,
+                timeout_s=self.turn_timeout,
+                events_path=turn_dir / "events.jsonl",
+                stderr_path=turn_dir / "stderr.txt",
+            )
+        except asyncio.CancelledError:
+            self._cancelled(turn, step)
+            raise
         self.episode.turns += 1
+        if run.leftovers_stopped:
+            self._count_leftovers(turn, run)
         if run.thread_id and run.thread_id != self._thread_id:
             if resumed:
                 self._warn(f"turn {turn}: resuming {self._thread_id} started a new thread {run.thread_id}")
@@ -405,6 +413,28 @@ class CodexPolicy(Policy):
             self._end_session(clean=False)
         self._write_report()
         return bool(actions)
+
+    def _cancelled(self, turn: int, step: int) -> None:
+        """The request waiting on this turn was cancelled (superseded or shutdown); run_codex stopped its group."""
+        assert self.episode is not None
+        self.episode.turns += 1
+        self.episode.failed_turns_by_rc[str(CANCELLED_RC)] += 1
+        self.episode.failed_turns_by_reason["cancelled"] += 1
+        reason = "cancelled: the request waiting for it gave way (a newer observation, or shutdown); its group was stopped"
+        _log(f"wrote no actions.json (rc={CANCELLED_RC}); {reason}")
+        self._append_log(f"turn {turn} at step {step} cancelled: {reason}")
+        self._end_session(clean=False)
+        self._write_report()
+
+    def _count_leftovers(self, turn: int, run: TurnRun) -> None:
+        assert self.episode is not None
+        if not self.episode.leftover_processes_stopped:
+            self._warn(
+                f"turn {turn} left {run.leftovers_stopped} process(es) running in its group after codex exited; "
+                "they were stopped (every later case is counted in leftover_processes_stopped)"
+            )
+        self.episode.leftover_processes_stopped += run.leftovers_stopped
+        _log(f"turn {turn}: {'; '.join(run.stopped)}")
 
     def _judge(
         self, run: TurnRun, actions_path: Path, stderr_path: Path

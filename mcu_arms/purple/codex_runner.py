@@ -1,15 +1,22 @@
 """One `codex exec` turn as a subprocess: the command line, the run under a deadline, and what its events said.
 
 The turn runs in its own process group (start_new_session) with stdin from /dev/null and its JSONL events written to
-a file, so that a hung codex can neither block the event loop nor hold a pipe open. On timeout only that group is
-stopped: TERM, a grace period, then KILL, each signal re-checked against the pid and create time seen at spawn.
+a file, so that a hung codex can neither block the event loop nor hold a pipe open. On timeout (or when the waiting
+request is cancelled) only that group is stopped: TERM, a grace period, then KILL, each signal re-checked against the
+pid and create time seen at spawn. After EVERY turn, however it ended, what is still left in the group (a command the
+model put in the background, a helper server) is stopped too: a turn owns nothing once it is over, and a process left
+running would keep using the arm's CPU, files and model quota into the next turns.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
+import subprocess
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -21,6 +28,10 @@ from mcu_arms.supervise.process import stop_process_group
 TERM_GRACE_S = 2.0
 PROVIDER_NAME = "mcu_arms_provider"
 TIMEOUT_RC = 124  # what timeout(1) exits with; keeps "rc=N" a number users can grep
+CANCELLED_RC = 128 + signal.SIGTERM  # what a shell reports for a turn stopped by our SIGTERM when it was cancelled
+# Set in each turn's environment (inherited by everything it starts): a leftover is only ever signalled when it
+# carries this turn's token, so no process this turn did not start can be touched, whatever its pid or group.
+TURN_TOKEN_ENV = "MCU_ARMS_CODEX_TURN"
 OVERFLOW_MARKERS = ("ran out of room in the model's context window", "context_length_exceeded")
 
 
@@ -95,6 +106,7 @@ class TurnRun:
     events: int = 0
     unparsed_lines: int = 0
     stopped: list[str] = field(default_factory=list)
+    leftovers_stopped: int = 0  # processes still in the group after codex itself had exited
 
     @property
     def overflowed(self) -> bool:
@@ -104,26 +116,41 @@ class TurnRun:
 async def run_codex(
     argv: list[str], *, cwd: Path, env: dict[str, str], timeout_s: float, events_path: Path, stderr_path: Path
 ) -> TurnRun:
-    """Run one codex turn to completion or to its deadline; never raises for what the subprocess does."""
+    """Run one codex turn to completion or to its deadline; never raises for what the subprocess does.
+
+    Cancelled (the green gave up on this step, or the server is shutting down), it stops the turn's group before
+    letting the cancellation through: a turn nobody waits for must not go on writing into the workdir. A plain Popen
+    waited on in a thread (not an asyncio subprocess): the stop reaps it through its handle and keeps its exit code.
+    """
     started = time.monotonic()
+    token = uuid.uuid4().hex
     with open(events_path, "wb") as events_file, open(stderr_path, "wb") as stderr_file:
-        process = await asyncio.create_subprocess_exec(
-            *argv,
+        process = subprocess.Popen(
+            argv,
             cwd=str(cwd),
-            env=env,
-            stdin=asyncio.subprocess.DEVNULL,
+            env={**env, TURN_TOKEN_ENV: token},
+            stdin=subprocess.DEVNULL,
             stdout=events_file,
             stderr=stderr_file,
             start_new_session=True,
         )
     create_time = _create_time(process.pid)
+    timed_out = False
     try:
-        rc = await asyncio.wait_for(process.wait(), timeout=timeout_s)
-        timed_out, stopped = False, []
+        rc = await asyncio.wait_for(asyncio.to_thread(process.wait), timeout=timeout_s)
     except asyncio.TimeoutError:
-        stopped = await stop_turn(process, create_time)
-        rc, timed_out = TIMEOUT_RC, True
-    run = TurnRun(rc=rc, timed_out=timed_out, latency_s=time.monotonic() - started, stopped=stopped)
+        timed_out = True
+    except asyncio.CancelledError:
+        await asyncio.shield(stop_turn(process, create_time, token))
+        raise
+    stopped, leftovers = await stop_turn(process, create_time, token)
+    run = TurnRun(
+        rc=TIMEOUT_RC if timed_out else rc,
+        timed_out=timed_out,
+        latency_s=time.monotonic() - started,
+        stopped=stopped,
+        leftovers_stopped=leftovers,
+    )
     _read_events(events_path, run)
     return run
 
@@ -136,13 +163,54 @@ def _create_time(pid: int) -> float | None:
         return None
 
 
-async def stop_turn(process: asyncio.subprocess.Process, create_time: float | None) -> list[str]:
-    """TERM the turn's process group, wait, KILL what is left (the supervisor's stop, off the event loop)."""
-    outcome = await asyncio.to_thread(stop_process_group, process.pid, create_time, grace_s=TERM_GRACE_S)
-    await process.wait()
-    if not outcome.was_running:
-        return []
-    return [f"SIGTERM group {process.pid}: {outcome.terminated} exited, {outcome.killed} killed"]
+async def stop_turn(process: subprocess.Popen, create_time: float | None, token: str) -> tuple[list[str], int]:
+    """Stop what is left of a turn, off the event loop: its process group while codex still runs (the supervisor's
+    verified stop), then whatever is still in the group after codex exited. Returns (what was done, leftovers)."""
+    return await asyncio.to_thread(_stop_turn, process, create_time, token)
+
+
+def _stop_turn(process: subprocess.Popen, create_time: float | None, token: str) -> tuple[list[str], int]:
+    done: list[str] = []
+    if process.poll() is None:
+        outcome = stop_process_group(process.pid, create_time, grace_s=TERM_GRACE_S, popen=process)
+        if outcome.was_running:
+            done.append(f"SIGTERM group {process.pid}: {outcome.terminated} exited, {outcome.killed} killed")
+    leftovers, killed = _stop_leftovers(process.pid, token)
+    if leftovers:
+        done.append(f"{leftovers} process(es) left in group {process.pid} after codex exited stopped ({killed} killed)")
+    return done, leftovers
+
+
+def _stop_leftovers(group: int, token: str) -> tuple[int, int]:
+    """TERM, wait, KILL every process still in `group` that carries this turn's token. Returns (found, killed).
+
+    A group outlives its leader while a member lives, and its members were reparented away from codex, so they are
+    found by group id; the token in their environment proves each one was started by this turn.
+    """
+    members = [process for process in psutil.process_iter() if _in_turn(process, group, token)]
+    if not members:
+        return 0, 0
+    for member in members:
+        _signal(member, signal.SIGTERM)
+    _, alive = psutil.wait_procs(members, timeout=TERM_GRACE_S)
+    for member in alive:
+        _signal(member, signal.SIGKILL)
+    psutil.wait_procs(alive, timeout=TERM_GRACE_S)
+    return len(members), len(alive)
+
+
+def _in_turn(process: psutil.Process, group: int, token: str) -> bool:
+    try:
+        return os.getpgid(process.pid) == group and process.environ().get(TURN_TOKEN_ENV) == token
+    except (psutil.Error, ProcessLookupError, PermissionError):
+        return False
+
+
+def _signal(process: psutil.Process, signum: int) -> None:
+    try:
+        process.send_signal(signum)  # psutil refuses a pid that has since been reused
+    except psutil.Error:
+        pass
 
 
 def _read_events(path: Path, run: TurnRun) -> None:
@@ -219,7 +287,8 @@ async def codex_version(executable: str, env: dict[str, str], timeout_s: float =
     try:
         output, _ = await asyncio.wait_for(process.communicate(), timeout=timeout_s)
     except asyncio.TimeoutError:
-        await stop_turn(process, create_time)
+        await asyncio.to_thread(stop_process_group, process.pid, create_time, grace_s=TERM_GRACE_S)
+        await process.wait()
         return f"unavailable: `{executable} --version` did not answer in {timeout_s:.0f} s"
     text = output.decode(errors="replace").strip()
     if process.returncode != 0:
