@@ -94,6 +94,7 @@ def test_sigint_stops_every_child_and_marks_the_report_interrupted(tmp_path: Pat
         assert data["status"] == "interrupted"
         assert "SIGINT" in data["failure"]["reason"]
         assert data["finished_at"] and data["steps_run"]
+        assert "transport_error" not in data["noops"], "steps taken while stopping (purple gone) were logged as noops"
         assert all(data["processes"][role]["exit_code"] is not None for role in ("green", "purple", "client"))
         assert alive(family) == [], "children outlived the run"
         assert "interrupted by SIGINT" in run.output

@@ -44,6 +44,7 @@ from mcu_arms.supervise.process import (
 )
 from mcu_arms.supervise.progress import ArmProgress, StepsTail
 from mcu_arms.supervise.provenance import collect_provenance
+from mcu_arms.supervise.state import CHILD_ROLES
 from mcu_arms.supervise.summary import apply_evaluation, apply_progress, read_purple_report
 
 POLL_S = 0.5
@@ -380,7 +381,7 @@ class ArmRunner:
 
     # the end ----------------------------------------------------------------------------------------------
     def _stop_children(self) -> None:
-        for role in ("client", "purple", "green"):
+        for role in CHILD_ROLES:
             child = self.children.get(role)
             if child is None:
                 continue

@@ -26,7 +26,8 @@ from mcu_arms.supervise.process import DEFAULT_STOP_GRACE_S, stop_process_group,
 STALE = "stale (supervisor gone)"
 # How long `stop` waits for the supervisor to finalise the report before stopping the processes itself.
 SUPERVISOR_FINALISE_MARGIN_S = 20.0
-CHILD_ROLES = ("client", "purple", "green")
+# The green first: stepping on without its purple, it would log every remaining step as a transport-error noop.
+CHILD_ROLES = ("green", "purple", "client")
 
 
 class ProcessState(BaseModel):
