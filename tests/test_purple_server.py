@@ -110,16 +110,16 @@ def test_random_is_deterministic_per_seed_and_per_episode(tmp_path: Path):
     assert len({json.dumps(action["action"], sort_keys=True) for action in seed7}) > 5  # it does vary
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("mcu_arms.purple.scripted") is None, reason="mcu_arms.purple.scripted not in this build yet"
-)
-def test_scripted_server_answers_init_and_observations(tmp_path: Path):
+def test_scripted_server_answers_init_and_observations_and_reports_at_shutdown(tmp_path: Path):
     port = free_port()
-    with running_cli_server(purple_args("scripted", port, "--seed", "1"), tmp_path / "purple.log", port) as server:
+    args = purple_args("scripted", port, "--seed", "1", "--output-dir", str(tmp_path / "purple"))
+    with running_cli_server(args, tmp_path / "purple.log", port) as server:
         ack, actions = asyncio.run(play(server.url, 3, "episode"))
     assert ack["type"] == "ack" and ack["success"] is True
     assert [action["type"] for action in actions] == ["action"] * 3
     assert "internal error" not in server.log()
+    report = json.loads((tmp_path / "purple" / "scripted_report.json").read_text())
+    assert report["kind"] == "scripted" and report["seed"] == 1 and report["episodes"][0]["observations"] == 3
 
 
 def test_bad_payloads_get_a_reasoned_answer_without_hanging(tmp_path: Path):

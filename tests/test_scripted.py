@@ -25,7 +25,7 @@ from mcu_arms.purple.crafter_vision import (  # noqa: E402
     FrameReader,
     decode_observation,
 )
-from mcu_arms.purple.scripted import ScriptedPolicy  # noqa: E402
+from mcu_arms.purple.scripted import REPORT_NAME, ScriptedPolicy, ScriptedReport  # noqa: E402
 
 SEMANTIC_OBJECTS = {13: "player", 14: "cow", 15: "zombie", 16: "skeleton", 17: "arrow", 18: "plant"}
 WALKABLE = ("grass", "sand", "path")
@@ -142,16 +142,16 @@ def _png(frame: np.ndarray) -> str:
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def _play(seed: int, steps: int, until=None) -> tuple[list[dict], list[dict]]:
+def _play(seed: int, steps: int, until=None, output_dir=None) -> tuple[list[dict], list[dict]]:
     """The scripted policy on the real embedded simulator through PNG observations, as a served agent plays.
 
-    Stops early once `until(counters)` holds.
+    Stops early once `until(counters)` holds; the policy is closed at the end, as the server does.
     """
 
     async def episode() -> tuple[list[dict], list[dict]]:
         task = load_task(DIAMOND_TASK)
         simulator = EmbeddedSimulator()
-        policy = ScriptedPolicy(seed=seed)
+        policy = ScriptedPolicy(seed=seed, output_dir=output_dir)
         await policy.init(InitPayload(prompt=task.text, text=task.text))
         sim_step = simulator.reset(task, seed)
         actions, counters = [], []
@@ -164,6 +164,7 @@ def _play(seed: int, steps: int, until=None) -> tuple[list[dict], list[dict]]:
             if until is not None and until(sim_step.counters):
                 break
         simulator.close()
+        await policy.close()
         return actions, counters
 
     return asyncio.run(episode())
@@ -174,10 +175,28 @@ def _has_wood_and_table(counters: dict) -> bool:
     return wood >= 1 and counters.get("craft_item", {}).get("crafting_table", 0) >= 1
 
 
-def test_scripted_player_gets_wood_and_places_a_table_within_500_steps() -> None:
-    actions, counters = _play(seed=0, steps=500, until=_has_wood_and_table)
+def test_scripted_player_gets_wood_and_places_a_table_within_500_steps(tmp_path, capsys) -> None:
+    actions, counters = _play(seed=0, steps=500, until=_has_wood_and_table, output_dir=tmp_path)
     assert _has_wood_and_table(counters[-1]), f"not reached in {len(counters)} steps"
     assert all(set(action) <= set(BUTTON_KEYS) | {"camera"} for action in actions)
+    report = ScriptedReport.model_validate_json((tmp_path / REPORT_NAME).read_text())
+    (episode,) = report.episodes
+    assert episode.observations == len(actions) and report.seed == 0
+    assert f"{len(actions)} observations; self-observations:" in capsys.readouterr().out
+
+
+def test_self_observations_of_every_episode_are_reported_and_summed(tmp_path) -> None:
+    async def episode(task: str, respawns: int) -> None:
+        policy = ScriptedPolicy(seed=4, output_dir=tmp_path)
+        await policy.init(InitPayload(prompt=task, text=task))
+        policy.player.stats["respawns_detected"] += respawns  # what a death mid-episode would make it count
+        await policy.close()
+
+    asyncio.run(episode("first", 1))
+    asyncio.run(episode("second", 2))
+    report = ScriptedReport.model_validate_json((tmp_path / REPORT_NAME).read_text())
+    assert [e.task for e in report.episodes] == ["first", "second"]
+    assert report.stats == {"respawns_detected": 3}
 
 
 def test_same_seed_gives_identical_actions_and_rewards() -> None:

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 
 
 class PurpleOptions(BaseModel):
-    """Everything a purple server passes to its policies. Baselines read only `seed`; codex agents read the rest."""
+    """Everything a purple server passes to its policies. Baselines read `seed` (scripted also `output_dir`, for its
+    report); codex agents read the rest."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -70,7 +71,7 @@ def policy_factory(kind: str) -> PolicyFactory:
     if kind == "random":
         return lambda options: module.RandomPolicy(seed=options.seed)
     if kind == "scripted":
-        return lambda options: module.ScriptedPolicy(seed=options.seed)
+        return lambda options: module.ScriptedPolicy(seed=options.seed, output_dir=options.output_dir)
     if kind == "steve1":
         return lambda options: module.Steve1Policy(options)
     return lambda options: module.CodexPolicy(kind, options)

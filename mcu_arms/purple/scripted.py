@@ -15,9 +15,12 @@ from __future__ import annotations
 import random
 from collections import Counter
 from heapq import heappop, heappush
+from pathlib import Path
 
 import numpy as np
+from pydantic import BaseModel
 
+from mcu_arms.files import write_json_atomic
 from mcu_arms.green.protocol import AckPayload, ActionPayload, InitPayload, ObservationPayload
 from mcu_arms.green.sims.crafter_actions import env_action_for
 from mcu_arms.purple.base import Policy
@@ -59,6 +62,7 @@ TABLE_REUSE_COST = 30.0  # walk back to a known table when it is this close; oth
 THIRST_LIMIT, HUNGER_LIMIT, FATIGUE_LIMIT = 4, 4, 3
 NIGHT_DAYLIGHT = 0.3  # darker than this, zombies crowd the grass: sleep early if at all tired
 LOST_MISMATCHES = 8  # this many disagreeing tiles and the position is re-searched
+REPORT_NAME = "scripted_report.json"
 
 
 def _kind(obj_code: int) -> str:
@@ -565,17 +569,61 @@ class CrafterPlayer:
         return cells[::-1]
 
 
-class ScriptedPolicy(Policy):
-    """The scripted arm: one CrafterPlayer per episode, fresh on every init so a seed fixes the whole episode."""
+class ScriptedEpisode(BaseModel):
+    task: str
+    observations: int
+    stats: dict[str, int]
 
-    def __init__(self, seed: int = 0) -> None:
+
+class ScriptedReport(BaseModel):
+    """`scripted_report.json`: what the player noticed about itself (lost its place, respawned, slept exposed)."""
+
+    kind: str = "scripted"
+    seed: int
+    stats: dict[str, int]
+    episodes: list[ScriptedEpisode]
+
+
+class ScriptedPolicy(Policy):
+    """The scripted arm: one CrafterPlayer per episode, fresh on every init so a seed fixes the whole episode.
+
+    On close its self-observations (CrafterPlayer.stats) go to the purple log and, with an output directory, to
+    `scripted_report.json` there, one entry per episode, which `run` keeps in the arm's report.
+    """
+
+    def __init__(self, seed: int = 0, output_dir: Path | None = None) -> None:
         self.seed = seed
+        self.output_dir = output_dir
         self.player = CrafterPlayer(seed)
+        self.task: str | None = None
+        self.observations = 0
 
     async def init(self, payload: InitPayload) -> AckPayload:
         self.player = CrafterPlayer(self.seed)
+        self.task = payload.text
+        self.observations = 0
         return AckPayload(message=f"scripted Crafter player ready (seed {self.seed}); reads only the frame")
 
     async def act(self, payload: ObservationPayload) -> ActionPayload:
         frame = decode_observation(payload.obs)
+        self.observations += 1
         return ActionPayload(action_type="env", action=env_action_for(self.player.act(frame)))
+
+    async def close(self) -> None:
+        if self.task is None:
+            return
+        stats = dict(sorted(self.player.stats.items()))
+        shown = " ".join(f"{key}={value}" for key, value in stats.items()) or "none"
+        print(f"scripted episode {self.task!r}: {self.observations} observations; self-observations: {shown}", flush=True)
+        if self.output_dir is not None:
+            self._append_to_report(ScriptedEpisode(task=self.task, observations=self.observations, stats=stats))
+
+    def _append_to_report(self, episode: ScriptedEpisode) -> None:
+        """Episodes of one purple process close one at a time on its event loop, so read-append-write is safe."""
+        path = self.output_dir / REPORT_NAME
+        episodes = ScriptedReport.model_validate_json(path.read_text(encoding="utf-8")).episodes if path.exists() else []
+        episodes.append(episode)
+        totals: Counter[str] = Counter()
+        for each in episodes:
+            totals.update(each.stats)
+        write_json_atomic(path, ScriptedReport(seed=self.seed, stats=dict(sorted(totals.items())), episodes=episodes))
