@@ -89,7 +89,8 @@ def _set_mode(policy: CodexPolicy, mode: str) -> None:
 
 def test_successful_turn_plans_actions_that_are_replayed_before_the_next_turn(tmp_path, codex_home):
     policy = _policy(tmp_path, codex_home, model="gpt-test", provider_base_url="http://user:pw@127.0.0.1:1/v1",
-                     provider_wire_api="responses")
+                     provider_wire_api="responses", provider_env_key="LOCAL_LLM_KEY",
+                     environ_extra={"LOCAL_LLM_KEY": "sk-local-secret"})
     ack = _init(policy)
     assert ack.success and "codex-cli 0.0.0-fake" in ack.message
     answers = [_act(policy, step) for step in range(5)]
@@ -106,6 +107,8 @@ def test_successful_turn_plans_actions_that_are_replayed_before_the_next_turn(tm
     assert first["model"] == "gpt-test"
     assert 'model_providers.mcu_arms_provider.base_url="http://user:pw@127.0.0.1:1/v1"' in first["configs"]
     assert 'model_provider="mcu_arms_provider"' in first["configs"]
+    assert 'model_providers.mcu_arms_provider.env_key="LOCAL_LLM_KEY"' in first["configs"]
+    assert "sk-local-secret" not in json.dumps(first["argv"])
     argv = first["argv"]
     assert argv[:3] == ["exec", "--json", "--skip-git-repo-check"]
     assert argv[argv.index("-i") + 1] == str(policy.workdir / "frames" / "step_0.png")
@@ -365,6 +368,12 @@ def test_setup_errors_are_user_errors(tmp_path, codex_home):
         _init(CodexPolicy("prolong", PurpleOptions(), environ=_environ(codex_home)))
     with pytest.raises(UserError, match="does not exist"):
         _init(CodexPolicy("prolong", PurpleOptions(output_dir=tmp_path), environ=_environ(codex_home / "gone")))
+    keyed = PurpleOptions(output_dir=tmp_path, provider_base_url="http://127.0.0.1:1/v1", provider_env_key="NO_SUCH_KEY")
+    with pytest.raises(UserError, match="NO_SUCH_KEY is not set") as error:
+        _init(CodexPolicy("prolong", keyed, environ=_environ(codex_home)))
+    assert error.value.key == "--provider-env-key"
+    with pytest.raises(ValueError, match="should match pattern"):
+        PurpleOptions(provider_env_key="sk-the-key-itself")
 
 
 @pytest.mark.parametrize(

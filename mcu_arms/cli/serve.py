@@ -68,6 +68,14 @@ def serve_purple(
     provider_wire_api: Annotated[
         Optional[str], typer.Option("--provider-wire-api", help="Codex agents: provider wire API (e.g. responses).")
     ] = None,
+    provider_env_key: Annotated[
+        Optional[str],
+        typer.Option(
+            "--provider-env-key",
+            help="Codex agents: name of the environment variable holding the provider's API key (the key itself is "
+            "never passed on a command line).",
+        ),
+    ] = None,
     cuda_device: Annotated[
         Optional[str], typer.Option("--cuda-device", help="STEVE-1: CUDA device index to run on.")
     ] = None,
@@ -85,6 +93,7 @@ def serve_purple(
             model=model,
             provider_base_url=provider_base_url,
             provider_wire_api=provider_wire_api,
+            provider_env_key=provider_env_key,
             cuda_device=cuda_device,
         )
     except ValidationError as error:

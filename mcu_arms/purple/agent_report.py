@@ -80,6 +80,7 @@ class AgentSettings(BaseModel):
     model: str | None
     provider_base_url: str | None
     provider_wire_api: str | None
+    provider_env_key: str | None = None
     camera_quantised: bool
     codex_executable: str
     codex_version: str

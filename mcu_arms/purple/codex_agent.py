@@ -190,8 +190,14 @@ class CodexPolicy(Policy):
             raise UserError(f"'{self.kind}' is not a codex agent kind", key="--agent", allowed=", ".join(CODEX_KINDS))
         if self.options.output_dir is None:
             raise UserError("codex agents need a directory for their memory and reports", key="--output-dir")
-        if self.options.provider_wire_api and not self.options.provider_base_url:
-            raise UserError("a provider wire API needs a provider base URL", key="--provider-base-url")
+        if (self.options.provider_wire_api or self.options.provider_env_key) and not self.options.provider_base_url:
+            raise UserError("a provider wire API or key variable needs a provider base URL", key="--provider-base-url")
+        key_variable = self.options.provider_env_key
+        if key_variable and not self.environ.get(key_variable):
+            raise UserError(
+                f"the provider's API key variable {key_variable} is not set (or empty) in the purple's environment",
+                key="--provider-env-key",
+            )
         home = self.environ.get("CODEX_HOME")
         if not home:
             raise UserError(
@@ -245,6 +251,7 @@ class CodexPolicy(Policy):
             model=self.options.model,
             provider_base_url=self.options.provider_base_url,
             provider_wire_api=self.options.provider_wire_api,
+            provider_env_key=self.options.provider_env_key,
             camera_quantised=self.camera_quantised,
             codex_executable=executable,
             codex_version=version,
@@ -344,6 +351,7 @@ class CodexPolicy(Policy):
             model=self.options.model,
             provider_base_url=self.options.provider_base_url,
             provider_wire_api=self.options.provider_wire_api,
+            provider_env_key=self.options.provider_env_key,
         )
         _log(f"turn {turn} step {step} ({'resume' if resumed else 'new session'}): {call.shown()}")
         try:

@@ -47,6 +47,7 @@ class CodexCall:
     model: str | None = None
     provider_base_url: str | None = None
     provider_wire_api: str | None = None
+    provider_env_key: str | None = None  # the NAME of the variable holding the provider's API key, never the key
 
     def argv(self) -> list[str]:
         """`codex exec [options] [resume ID] -i FRAME -- PROMPT`.
@@ -70,6 +71,8 @@ class CodexCall:
         overrides = [f"{table}.name={json.dumps(PROVIDER_NAME)}", f"{table}.base_url={json.dumps(self.provider_base_url)}"]
         if self.provider_wire_api:
             overrides.append(f"{table}.wire_api={json.dumps(self.provider_wire_api)}")
+        if self.provider_env_key:
+            overrides.append(f"{table}.env_key={json.dumps(self.provider_env_key)}")
         overrides.append(f"model_provider={json.dumps(PROVIDER_NAME)}")
         return [part for override in overrides for part in ("-c", override)]
 

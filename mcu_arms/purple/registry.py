@@ -33,6 +33,7 @@ class PurpleOptions(BaseModel):
     model: str | None = None
     provider_base_url: str | None = None
     provider_wire_api: str | None = None
+    provider_env_key: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")  # a name, not the key
     cuda_device: str | None = None
 
 
