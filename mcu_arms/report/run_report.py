@@ -38,6 +38,7 @@ class ProcessRecord(BaseModel):
     argv: list[str] = Field(default_factory=list)
     log: str
     exit_code: int | None = None
+    owner_token: str | None = None  # in the process's environment and its descendants': how orphans are found
 
 
 class Failure(BaseModel):

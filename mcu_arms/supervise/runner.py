@@ -260,7 +260,12 @@ class ArmRunner:
             raise _ArmFailed(Failure(process=role, reason=f"{role} could not be started: {error}")) from None
         self.children[role] = child
         self.report.processes[role] = ProcessRecord(
-            role=role, pid=child.pid, create_time=child.create_time, argv=child.plan.argv, log=child.plan.log
+            role=role,
+            pid=child.pid,
+            create_time=child.create_time,
+            argv=child.plan.argv,
+            log=child.plan.log,
+            owner_token=child.token,
         )
         self._save()
         self._event(f"{role} started, pid {child.pid}")

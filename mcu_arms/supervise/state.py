@@ -224,7 +224,7 @@ def stop_arm(env: Environment, arm: str, names: list[str], grace_s: float = DEFA
         record = report.processes.get(role)
         if record is None:
             continue
-        outcome = stop_process_group(record.pid, record.create_time, grace_s=grace_s)
+        outcome = stop_process_group(record.pid, record.create_time, grace_s=grace_s, token=record.owner_token)
         if outcome.was_running:
             stopped.append(role)
             survivors += outcome.survivors
