@@ -1,10 +1,15 @@
-"""What a purple agent is to the server that hosts it: answer an init, then one action per observation."""
+"""What a purple agent is to the server that hosts it: answer an init, then one action per observation.
+
+Also the two things every purple answers and logs the same way: a noop that says why, and a timestamped stdout line
+(stdout is the arm's purple.log).
+"""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from datetime import datetime, timezone
 
-from mcu_arms.green.protocol import AckPayload, ActionPayload, InitPayload, ObservationPayload
+from mcu_arms.green.protocol import AckPayload, ActionPayload, InitPayload, ObservationPayload, noop_action
 
 
 class Policy(ABC):
@@ -18,3 +23,20 @@ class Policy(ABC):
 
     async def close(self) -> None:
         """Called when the episode's context is dropped; write reports here."""
+
+
+class NoopWithReason(ActionPayload):
+    """The noop sent when no action can be computed; `reason` says why (callers that do not know it ignore it)."""
+
+    reason: str
+
+
+def noop_with_reason(reason: str) -> NoopWithReason:
+    action = noop_action()
+    action["camera"] = list(action["camera"])
+    return NoopWithReason(action_type="env", action=action, reason=reason)
+
+
+def log_line(line: str) -> None:
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    print(f"{stamp} {line}", flush=True)

@@ -36,7 +36,7 @@ from mcu_arms.green.protocol import (
 )
 from mcu_arms.isolation.codex_home import audit_codex_home
 from mcu_arms.purple.agent_report import AgentSettings, EpisodeReport, TurnRecord, write_reports
-from mcu_arms.purple.base import Policy
+from mcu_arms.purple.base import NoopWithReason, Policy, log_line, noop_with_reason
 from mcu_arms.purple.codex_runner import (
     CANCELLED_RC,
     TERM_GRACE_S,
@@ -66,19 +66,8 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _versions: dict[str, str] = {}  # `codex --version`, read once per executable per process
 
 
-class NoopWithReason(ActionPayload):
-    """A noop that says why; the green ignores the extra field, a human reading the wire does not."""
-
-    reason: str
-
-
 class ActionsFileError(ValueError):
     """actions.json exists but cannot be replayed; the message says what is wrong and where."""
-
-
-def _log(line: str) -> None:
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    print(f"{stamp} {line}", flush=True)
 
 
 def turn_budget(step_timeout: float) -> float:
@@ -272,7 +261,7 @@ class CodexPolicy(Policy):
             )
         self._append_log(f"task: {payload.text}")
         self._write_report()
-        _log(
+        log_line(
             f"{self.kind} episode in {self.workdir}: codex {version}, session_turns={self.session_turns}, "
             f"compact_limit={self.options.compact_limit}, turn timeout {self.turn_timeout:.1f} s"
         )
@@ -318,13 +307,11 @@ class CodexPolicy(Policy):
         return ActionPayload(action_type="env", action=action)
 
     def _noop(self, counter: str, reason: str) -> NoopWithReason:
-        from mcu_arms.purple.baselines import env_action
-
         if self.episode is not None:
             self.episode.noops[counter] += 1
             self._append_log(f"noop: {reason}")
             self._write_report()
-        return NoopWithReason(action_type="env", action=env_action(), reason=reason)
+        return noop_with_reason(reason)
 
     async def _plan(self, step: int, frame: bytes) -> bool:
         """Run one model turn and queue what it wrote; False (logged, counted) when it wrote nothing usable."""
@@ -353,7 +340,7 @@ class CodexPolicy(Policy):
             provider_wire_api=self.options.provider_wire_api,
             provider_env_key=self.options.provider_env_key,
         )
-        _log(f"turn {turn} step {step} ({'resume' if resumed else 'new session'}): {call.shown()}")
+        log_line(f"turn {turn} step {step} ({'resume' if resumed else 'new session'}): {call.shown()}")
         try:
             run = await run_codex(
                 call.argv(),
@@ -399,7 +386,7 @@ class CodexPolicy(Policy):
             actions_queued=len(actions),
             compactions_in_thread=compactions,
         )
-        _log(
+        log_line(
             f"turn {turn} {outcome} in {run.latency_s:.1f} s; payload {record.payload_bytes / 1e6:.2f} MB; "
             f"frames in session {self._frames_in_session}; {len(actions)} actions"
         )
@@ -416,7 +403,7 @@ class CodexPolicy(Policy):
             self.episode.failed_turns_by_reason[category] += 1
             if outcome == "overflow":
                 self.episode.overflow_resets += 1
-            _log(f"wrote no actions.json (rc={run.rc}); {reason}")
+            log_line(f"wrote no actions.json (rc={run.rc}); {reason}")
             self._append_log(f"turn {turn} at step {step} failed (rc={run.rc}): {reason}")
             self._end_session(clean=False)
         self._write_report()
@@ -428,8 +415,8 @@ class CodexPolicy(Policy):
         self.episode.turns += 1
         self.episode.failed_turns_by_rc[str(CANCELLED_RC)] += 1
         self.episode.failed_turns_by_reason["cancelled"] += 1
-        reason = "cancelled: the request waiting for it gave way (a newer observation, or shutdown); its group was stopped"
-        _log(f"wrote no actions.json (rc={CANCELLED_RC}); {reason}")
+        reason = "cancelled: its request gave way (a newer observation, or shutdown); its group was stopped"
+        log_line(f"wrote no actions.json (rc={CANCELLED_RC}); {reason}")
         self._append_log(f"turn {turn} at step {step} cancelled: {reason}")
         self._end_session(clean=False)
         self._write_report()
@@ -442,7 +429,7 @@ class CodexPolicy(Policy):
                 "they were stopped (every later case is counted in leftover_processes_stopped)"
             )
         self.episode.leftover_processes_stopped += run.leftovers_stopped
-        _log(f"turn {turn}: {'; '.join(run.stopped)}")
+        log_line(f"turn {turn}: {'; '.join(run.stopped)}")
 
     def _judge(
         self, run: TurnRun, actions_path: Path, stderr_path: Path
@@ -498,7 +485,7 @@ class CodexPolicy(Policy):
             self.episode.sessions_completed += 1
         else:
             self.episode.sessions_discarded += 1
-            _log(f"session {self._session_index} (thread {self._thread_id}) discarded; the next turn starts cold")
+            log_line(f"session {self._session_index} (thread {self._thread_id}) discarded; the next turn starts cold")
         self._thread_id = None
 
     def _count_new_compactions(self, rollout: Path | None) -> int:
@@ -510,7 +497,7 @@ class CodexPolicy(Policy):
         if new > 0:
             assert self.episode is not None
             self.episode.compactions += new
-            _log(f"turn {self._turn}: {new} compaction(s) in thread {self._thread_id} ({total} so far)")
+            log_line(f"turn {self._turn}: {new} compaction(s) in thread {self._thread_id} ({total} so far)")
         return total
 
     def _check_cost(self, record: TurnRecord) -> None:
@@ -534,7 +521,7 @@ class CodexPolicy(Policy):
     def _warn(self, message: str) -> None:
         assert self.episode is not None
         self.episode.warnings.append(message)
-        _log(f"WARNING {message}")
+        log_line(f"WARNING {message}")
 
     # --- files -------------------------------------------------------------------------------------------------
 

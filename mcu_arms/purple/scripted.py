@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from mcu_arms.files import write_json_atomic
 from mcu_arms.green.protocol import AckPayload, ActionPayload, InitPayload, ObservationPayload
 from mcu_arms.green.sims.crafter_actions import env_action_for
-from mcu_arms.purple.base import Policy
+from mcu_arms.purple.base import Policy, log_line
 from mcu_arms.purple.crafter_vision import (
     MATERIAL_CODE,
     MATERIALS,
@@ -614,14 +614,16 @@ class ScriptedPolicy(Policy):
             return
         stats = dict(sorted(self.player.stats.items()))
         shown = " ".join(f"{key}={value}" for key, value in stats.items()) or "none"
-        print(f"scripted episode {self.task!r}: {self.observations} observations; self-observations: {shown}", flush=True)
+        log_line(f"scripted episode {self.task!r}: {self.observations} observations; self-observations: {shown}")
         if self.output_dir is not None:
             self._append_to_report(ScriptedEpisode(task=self.task, observations=self.observations, stats=stats))
 
     def _append_to_report(self, episode: ScriptedEpisode) -> None:
         """Episodes of one purple process close one at a time on its event loop, so read-append-write is safe."""
         path = self.output_dir / REPORT_NAME
-        episodes = ScriptedReport.model_validate_json(path.read_text(encoding="utf-8")).episodes if path.exists() else []
+        episodes = []
+        if path.exists():
+            episodes = ScriptedReport.model_validate_json(path.read_text(encoding="utf-8")).episodes
         episodes.append(episode)
         totals: Counter[str] = Counter()
         for each in episodes:

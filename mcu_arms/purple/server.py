@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter, OrderedDict
-from datetime import datetime, timezone
 from typing import Any
 
 from a2a.helpers import new_text_message
@@ -20,8 +19,8 @@ from a2a.server.events import EventQueue
 from pydantic import BaseModel, ValidationError
 
 from mcu_arms.a2a_support import Skill, build_app, build_card, card_url_for, message_payload, serve_app
-from mcu_arms.green.protocol import AckPayload, ActionPayload, InitPayload, ObservationPayload, noop_action
-from mcu_arms.purple.base import Policy
+from mcu_arms.green.protocol import AckPayload, ActionPayload, InitPayload, ObservationPayload
+from mcu_arms.purple.base import Policy, log_line, noop_with_reason
 from mcu_arms.purple.registry import PolicyFactory, PurpleOptions, policy_factory
 
 __all__ = ["PurpleExecutor", "PurpleOptions", "build_purple_app", "serve_purple"]
@@ -30,23 +29,6 @@ SUMMARY_INTERVAL_S = 60.0
 # Contexts whose policies stay open at once; the least recently used beyond this is closed. Sequential episodes
 # from one green need one; the headroom serves greens running episodes side by side.
 MAX_LIVE_CONTEXTS = 4
-
-
-class NoopWithReason(ActionPayload):
-    """The noop sent when no action can be computed; `reason` says why (callers that do not know it ignore it)."""
-
-    reason: str
-
-
-def _log(line: str) -> None:
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    print(f"{stamp} {line}", flush=True)
-
-
-def _noop(reason: str) -> NoopWithReason:
-    action = noop_action()
-    action["camera"] = list(action["camera"])
-    return NoopWithReason(action_type="env", action=action, reason=reason)
 
 
 class _Episode:
@@ -76,7 +58,7 @@ class PurpleExecutor(AgentExecutor):
             answer = await self._answer(context, context_id)
         except Exception as error:  # a bug here must still answer the caller, and be seen in the log
             self.counts["internal_error"] += 1
-            _log(f"internal error in context {context_id}: {type(error).__name__}: {error}")
+            log_line(f"internal error in context {context_id}: {type(error).__name__}: {error}")
             answer = AckPayload(success=False, message=f"purple internal error: {type(error).__name__}: {error}")
         await event_queue.enqueue_event(new_text_message(answer.model_dump_json(), context_id=context_id))
         self._maybe_summarise()
@@ -108,7 +90,7 @@ class PurpleExecutor(AgentExecutor):
             ack = await policy.init(init)
         except Exception as error:
             self.counts["init_failed"] += 1
-            _log(f"init failed in context {context_id}: {type(error).__name__}: {error}")
+            log_line(f"init failed in context {context_id}: {type(error).__name__}: {error}")
             if policy is not None:
                 await self._close_episode(context_id, _Episode(policy), why="its init failed")
             return AckPayload(success=False, message=f"{self.kind} could not start: {type(error).__name__}: {error}")
@@ -120,7 +102,7 @@ class PurpleExecutor(AgentExecutor):
         for old_context, episode in evicted:
             await self._close_episode(old_context, episode, why="least recently used beyond the live-context limit")
         self.counts["init"] += 1
-        _log(f"init context={context_id} agent={self.kind} task={init.text!r} ack={ack.success}")
+        log_line(f"init context={context_id} agent={self.kind} task={init.text!r} ack={ack.success}")
         return ack
 
     async def _act(self, payload: dict[str, Any], context_id: str) -> ActionPayload:
@@ -128,14 +110,14 @@ class PurpleExecutor(AgentExecutor):
             observation = ObservationPayload.model_validate(payload)
         except ValidationError as error:
             self.counts["bad_obs"] += 1
-            return _noop(f"invalid observation: {_first_error(error)}")
+            return noop_with_reason(f"invalid observation: {_first_error(error)}")
         async with self._episodes_lock:
             episode = self._episodes.get(context_id)
             if episode is not None:
                 self._episodes.move_to_end(context_id)
         if episode is None:
             self.counts["obs_without_init"] += 1
-            return _noop(f"no init received in context {context_id!r}")
+            return noop_with_reason(f"no init received in context {context_id!r}")
         stale = episode.in_flight
         if stale is not None and not stale.done():
             # The caller gave up on that observation (its step timed out) and sent this one: finishing the stale
@@ -152,11 +134,11 @@ class PurpleExecutor(AgentExecutor):
                 current = asyncio.current_task()
                 if current is not None and current.cancelling():
                     raise
-                return _noop(f"observation {observation.step} was superseded by a newer one before an action came")
+                return noop_with_reason(f"observation {observation.step} was superseded by a newer one before an action came")
             except Exception as error:
                 self.counts["act_failed"] += 1
-                _log(f"act failed in context {context_id} step {observation.step}: {type(error).__name__}: {error}")
-                return _noop(f"{self.kind} failed to act: {type(error).__name__}: {error}")
+                log_line(f"act failed in context {context_id} step {observation.step}: {type(error).__name__}: {error}")
+                return noop_with_reason(f"{self.kind} failed to act: {type(error).__name__}: {error}")
             finally:
                 self._act_seconds += time.monotonic() - started
             episode.observations += 1
@@ -174,8 +156,8 @@ class PurpleExecutor(AgentExecutor):
             await episode.policy.close()
         except Exception as error:
             self.counts["close_failed"] += 1
-            _log(f"close failed in context {context_id}: {type(error).__name__}: {error}")
-        _log(f"closed context={context_id} after {episode.observations} observations ({why})")
+            log_line(f"close failed in context {context_id}: {type(error).__name__}: {error}")
+        log_line(f"closed context={context_id} after {episode.observations} observations ({why})")
 
     async def close_all(self) -> None:
         """Close every open policy (server shutdown), then log the final summary."""
@@ -184,7 +166,7 @@ class PurpleExecutor(AgentExecutor):
             self._episodes.clear()
         for context_id, episode in episodes:
             await self._close_episode(context_id, episode, why="server shutdown")
-        _log(self.summary("final"))
+        log_line(self.summary("final"))
 
     def summary(self, label: str) -> str:
         answered = self.counts["obs"] + self.counts["act_failed"]
@@ -196,7 +178,7 @@ class PurpleExecutor(AgentExecutor):
         now = time.monotonic()
         if now - self._last_summary >= SUMMARY_INTERVAL_S:
             self._last_summary = now
-            _log(self.summary("periodic"))
+            log_line(self.summary("periodic"))
 
 
 def _first_error(error: ValidationError) -> str:
@@ -228,5 +210,5 @@ def serve_purple(kind: str, options: PurpleOptions, host: str, port: int, card_u
     """Serve a purple agent until SIGINT/SIGTERM; an unknown or unavailable kind fails before the port is bound."""
     url = card_url_for(host, port, card_url)
     app, executor = build_purple_app(kind, options, url)
-    _log(f"purple agent={kind} listening on {host}:{port} card_url={url} seed={options.seed}")
+    log_line(f"purple agent={kind} listening on {host}:{port} card_url={url} seed={options.seed}")
     serve_app(app, host, port, on_shutdown=executor.close_all)
