@@ -208,7 +208,7 @@ def test_processes_a_finished_turn_leaves_in_its_group_are_stopped(tmp_path, cod
         leftover = int((policy.workdir / "fake_codex_leftover.pid").read_text())
         _wait_gone(leftover)
         assert bystander.poll() is None, "a process outside the turn's group is untouched"
-        assert "1 process(es) left in group" in capsys.readouterr().out
+        assert "1 process(es) the turn left behind stopped" in capsys.readouterr().out
         report = _report(tmp_path)
         assert report.leftover_processes_stopped == 1 and report.failed_turns == 0
         assert len(report.warnings) == 1 and "left 1 process(es) running" in report.warnings[0]

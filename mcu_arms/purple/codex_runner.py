@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import subprocess
 import time
@@ -23,7 +22,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import psutil
 
-from mcu_arms.supervise.process import stop_process_group
+from mcu_arms.supervise.process import stop_process_group, stop_token_holders
 
 TERM_GRACE_S = 2.0
 PROVIDER_NAME = "mcu_arms_provider"
@@ -178,42 +177,11 @@ def _stop_turn(process: subprocess.Popen, create_time: float | None, token: str)
         outcome = stop_process_group(process.pid, create_time, grace_s=TERM_GRACE_S, popen=process)
         if outcome.was_running:
             done.append(f"SIGTERM group {process.pid}: {outcome.terminated} exited, {outcome.killed} killed")
-    leftovers, killed = _stop_leftovers(process.pid, token)
-    if leftovers:
-        done.append(f"{leftovers} process(es) left in group {process.pid} after codex exited stopped ({killed} killed)")
-    return done, leftovers
-
-
-def _stop_leftovers(group: int, token: str) -> tuple[int, int]:
-    """TERM, wait, KILL every process still in `group` that carries this turn's token. Returns (found, killed).
-
-    A group outlives its leader while a member lives, and its members were reparented away from codex, so they are
-    found by group id; the token in their environment proves each one was started by this turn.
-    """
-    members = [process for process in psutil.process_iter() if _in_turn(process, group, token)]
-    if not members:
-        return 0, 0
-    for member in members:
-        _signal(member, signal.SIGTERM)
-    _, alive = psutil.wait_procs(members, timeout=TERM_GRACE_S)
-    for member in alive:
-        _signal(member, signal.SIGKILL)
-    psutil.wait_procs(alive, timeout=TERM_GRACE_S)
-    return len(members), len(alive)
-
-
-def _in_turn(process: psutil.Process, group: int, token: str) -> bool:
-    try:
-        return os.getpgid(process.pid) == group and process.environ().get(TURN_TOKEN_ENV) == token
-    except (psutil.Error, ProcessLookupError, PermissionError):
-        return False
-
-
-def _signal(process: psutil.Process, signum: int) -> None:
-    try:
-        process.send_signal(signum)  # psutil refuses a pid that has since been reused
-    except psutil.Error:
-        pass
+    leftovers = stop_token_holders(token, variable=TURN_TOKEN_ENV, grace_s=TERM_GRACE_S)
+    found = leftovers.terminated + leftovers.killed + len(leftovers.survivors)
+    if found:
+        done.append(f"{found} process(es) the turn left behind stopped ({leftovers.killed} killed)")
+    return done, found
 
 
 def _read_events(path: Path, run: TurnRun) -> None:

@@ -124,21 +124,31 @@ def _stop_group(
     return outcome
 
 
-def _carrying(token: str) -> list[psutil.Process]:
-    """Running processes whose environment holds `token` (only our own user's environments can be read)."""
+def _carrying(token: str, variable: str) -> list[psutil.Process]:
+    """Running processes whose environment has `variable` = `token` (only our own user's environments are readable)."""
     found = []
     for process in psutil.process_iter():
         try:
-            if process.environ().get(OWNER_TOKEN_ENV) == token:
+            if process.environ().get(variable) == token:
                 found.append(process)
         except (psutil.Error, OSError):
             continue
     return found
 
 
-def _stop_stragglers(token: str, grace_s: float, outcome: StopOutcome) -> None:
+def stop_token_holders(
+    token: str, *, variable: str = OWNER_TOKEN_ENV, grace_s: float = DEFAULT_STOP_GRACE_S
+) -> StopOutcome:
+    """TERM, wait, KILL every process whose environment carries `token` in `variable`: a fresh token set by the code
+    that started them proves they are ours, wherever they were reparented."""
+    outcome = StopOutcome(was_running=False)
+    _stop_stragglers(token, grace_s, outcome, variable)
+    return outcome
+
+
+def _stop_stragglers(token: str, grace_s: float, outcome: StopOutcome, variable: str = OWNER_TOKEN_ENV) -> None:
     """TERM, wait, KILL the processes still carrying `token`, each through its own psutil handle; add to `outcome`."""
-    stragglers = _carrying(token)
+    stragglers = _carrying(token, variable)
     if not stragglers:
         return
     outcome.was_running = True
