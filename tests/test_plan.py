@@ -281,3 +281,21 @@ def test_an_override_that_breaks_a_rule_names_the_flag(project, env):
     write_arm(project, "a", text)
     outcome = invoke(project, env, "plan", "--dry-run", "--arm", "a", "--compact")
     assert outcome.exit_code == 2 and "with --compact" in outcome.err and "below context_window" in outcome.err
+
+
+def test_a_provider_is_passed_by_variable_name_and_fingerprinted(project, env):
+    base = EMBEDDED_ARM.format(green=9201, purple=9202).replace('"random"', '"prolong"')
+    write_arm(project, "plain", base)
+    provider = base.replace("9201", "9301").replace("9202", "9302") + (
+        '\n[codex]\nprovider_base_url = "http://127.0.0.1:8000/v1"\nprovider_wire_api = "chat"\n'
+        'provider_env_key = "LOCAL_API_KEY"\n'
+    )
+    write_arm(project, "local", provider)
+    plans = {p["arm"]: p for p in plan_json(project, env, "--dry-run", "--arm", "plain", "--arm", "local")["plans"]}
+    argv = plans["local"]["processes"][1]["argv"]
+    assert argv[argv.index("--provider-env-key") + 1] == "LOCAL_API_KEY"
+    assert argv[argv.index("--provider-base-url") + 1] == "http://127.0.0.1:8000/v1"
+    assert plans["local"]["fingerprint"] != plans["plain"]["fingerprint"]
+    write_arm(project, "pasted", provider.replace('"LOCAL_API_KEY"', '"sk-abc-123"'))
+    outcome = invoke(project, env, "plan", "--dry-run", "--arm", "pasted")
+    assert outcome.exit_code == 2 and "'codex.provider_env_key'" in outcome.err and "not the key" in outcome.err

@@ -93,6 +93,7 @@ class Settings(BaseModel):
     model: str | None
     provider_base_url: str | None
     provider_wire_api: str | None
+    provider_env_key: str | None = None
     video_eval: bool
     video_model: str = DEFAULT_VIDEO_MODEL  # reports written before it was a setting read as the model then used
     save_frames: bool
@@ -104,9 +105,12 @@ class Settings(BaseModel):
         return self.model_copy(update={"env": redact_env(self.env)})
 
     def fingerprinted(self) -> dict[str, Any]:
-        """What the fingerprint covers: every setting except where things run (cuda_device picks a device)."""
-        data = self.model_dump()
-        data.pop("cuda_device")
+        """What the fingerprint covers: every setting except where things run (cuda_device picks a device).
+
+        Unset (None) settings are left out, so a new optional setting does not change existing fingerprints.
+        """
+        data = {key: value for key, value in self.model_dump().items() if value is not None}
+        data.pop("cuda_device", None)
         return data
 
 
@@ -252,6 +256,7 @@ def resolve_settings(spec: ArmSpec, warnings: list[str]) -> tuple[Settings, Comp
         model=spec.codex.model,
         provider_base_url=spec.codex.provider_base_url,
         provider_wire_api=spec.codex.provider_wire_api,
+        provider_env_key=spec.codex.provider_env_key,
         video_eval=spec.video_eval,
         video_model=spec.video_model,
         save_frames=spec.save_frames,
@@ -357,6 +362,8 @@ def build_plan(
         purple_argv += ["--provider-base-url", settings.provider_base_url]
     if settings.provider_wire_api:
         purple_argv += ["--provider-wire-api", settings.provider_wire_api]
+    if settings.provider_env_key:
+        purple_argv += ["--provider-env-key", settings.provider_env_key]
     if settings.cuda_device is not None:
         purple_argv += ["--cuda-device", settings.cuda_device]
 

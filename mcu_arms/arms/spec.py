@@ -59,6 +59,7 @@ class CodexSpec(_Strict):
     model: str | None = None
     provider_base_url: str | None = None
     provider_wire_api: Literal["responses", "chat"] | None = None
+    provider_env_key: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
 
     @field_validator("auth", "root")
     @classmethod
@@ -149,6 +150,7 @@ ALLOWED: dict[str, str] = {
     "ports.green": "a port 1024-65535 or \"auto\"",
     "ports.purple": "a port 1024-65535 or \"auto\"",
     "codex.provider_wire_api": "responses, chat",
+    "codex.provider_env_key": "the NAME of the environment variable holding the provider's API key, not the key",
     "video_eval": "true or false",
 }
 TOP_LEVEL_KEYS = tuple(ArmSpec.model_fields)
