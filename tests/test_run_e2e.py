@@ -31,6 +31,8 @@ def test_one_arm_end_to_end_then_rerun_skips_and_a_changed_fingerprint_is_announ
     assert len(data["milestones"]) == len(evaluation["results"][0]["task_metrics"]["mine_diamond_from_scratch"]["milestones"])
     assert data["provenance"]["packages"]["crafter"] == "1.8.3"
     assert data["failure"] is None and data["ready_at"] and data["finished_at"]
+    assert any("iron_ingot has no Crafter analogue" in warning for warning in data["warnings"])
+    assert "warning: mine_diamond_from_scratch: iron_ingot has no Crafter analogue" in done.stdout
 
     processes = data["processes"]
     assert set(processes) == {"mcu-arms", "green", "purple", "client"}

@@ -84,6 +84,7 @@ class RunReport(BaseModel):
     sim_fallbacks: dict[str, int] = Field(default_factory=dict)
     evaluation: dict[str, Any] | None = None  # the green's EvaluationResult as JSON
     purple_report: dict[str, Any] | None = None  # worldmodel_report.json / prolong_report.json when present
+    warnings: list[str] = Field(default_factory=list)  # what the plan warned about before the run (caps, payload)
     alerts: list[str] = Field(default_factory=list)  # silent degradation made loud during the run
     logs: dict[str, str] = Field(default_factory=dict)
     output_dirs: dict[str, str] = Field(default_factory=dict)

@@ -178,6 +178,7 @@ class ArmRunner:
             settings=plan.settings.redacted(),
             overrides=plan.overrides,
             compaction_limit=plan.compaction.limit,
+            warnings=plan.warnings,
             provenance=collect_provenance(env.cwd),
             started_at=_iso(env.clock()),
             processes={SUPERVISOR_ROLE: supervisor.model_copy(update={"log": str(self._log_path)})},
@@ -236,6 +237,8 @@ class ArmRunner:
         failure: Failure | None = None
         try:
             self._save()
+            for warning in self.plan.warnings:
+                self._event(f"warning: {warning}", alert=True)
             repoint_links(self.plan, self._record_alert)
             self._start_servers()
             self._wait_ready()
