@@ -97,14 +97,38 @@ def test_scripted_needs_embedded_and_steve1_needs_minestudio():
 
 
 def test_cuda_device_only_for_steve1():
-    assert "cuda_device" in error_for(VALID.replace('agent = "noop"', 'agent = "noop"\ncuda_device = "0"'))
+    message = error_for(VALID.replace('agent = "noop"', 'agent = "noop"\ncuda_device = "0"'))
+    assert "arms/arm.toml:2: key 'cuda_device'" in message and 'only for agent = "steve1"' in message
 
 
 def test_compact_limit_must_match_compact():
     with_compact = VALID.replace('agent = "noop"', 'agent = "noop"\ncompact = true\ncompact_limit = 300000')
-    assert "below context_window" in error_for(with_compact)
+    message = error_for(with_compact)
+    assert "arms/arm.toml:3: key 'compact_limit'" in message and "below context_window" in message
     without = VALID.replace('agent = "noop"', 'agent = "noop"\ncompact_limit = 1000')
     assert "set compact = true" in error_for(without)
+
+
+def test_a_rule_between_settings_points_at_the_setting_to_change():
+    message = error_for(VALID.replace('"crafting"', '"building"'))
+    assert "arms/arm.toml:2: key 'task'" in message
+
+
+@pytest.mark.parametrize(
+    ("line", "key"),
+    [
+        ('compact = "yes"', "compact"),
+        ('video_eval = "true"', "video_eval"),
+        ('steps = "100"', "steps"),
+        ("steps = 100.0", "steps"),
+        ('step_timeout = "600"', "step_timeout"),
+        ('seed = "3"', "seed"),
+        ("context_window = 1e5", "context_window"),
+    ],
+)
+def test_a_value_of_the_wrong_toml_type_is_not_coerced(line: str, key: str):
+    message = error_for(VALID.replace('simulator = "embedded"', f'simulator = "embedded"\n{line}'))
+    assert f"arms/arm.toml:4: key '{key}'" in message and "allowed:" in message
 
 
 def test_toml_syntax_error_has_a_line():
@@ -114,6 +138,8 @@ def test_toml_syntax_error_has_a_line():
 
 def test_bad_env_names():
     assert "not a valid environment variable name" in error_for(VALID + '\n[env]\n"1BAD" = "x"\n')
+    message = error_for(VALID + "\n[env]\nLEVEL = 3\n")
+    assert "arms/arm.toml:10: key 'env.LEVEL'" in message and "string values" in message
 
 
 def test_missing_file(tmp_path: Path):

@@ -142,6 +142,7 @@ def test_two_arms_with_the_same_port_collide(project, env):
     write_arm(project, "b", EMBEDDED_ARM.format(green=9202, purple=9203))
     outcome = invoke(project, env, "plan", "--dry-run", "--arm", "a", "--arm", "b")
     assert outcome.exit_code == 2
+    assert "b.toml:7: key 'ports.green'" in outcome.err
     assert "port 9202" in outcome.err and "arm 'a'" in outcome.err
 
 
@@ -150,6 +151,7 @@ def test_two_arms_with_the_same_name_collide(project, env):
     write_arm(project, "b", 'name = "a"\n' + EMBEDDED_ARM.format(green=9301, purple=9302))
     outcome = invoke(project, env, "plan", "--dry-run", "--arm", "a", "--arm", "b")
     assert outcome.exit_code == 2 and "same arm name 'a'" in outcome.err
+    assert "a.toml and " in outcome.err and "b.toml share" in outcome.err
 
 
 def test_auto_ports_are_distinct(project, env):
@@ -281,6 +283,22 @@ def test_an_override_that_breaks_a_rule_names_the_flag(project, env):
     write_arm(project, "a", text)
     outcome = invoke(project, env, "plan", "--dry-run", "--arm", "a", "--compact")
     assert outcome.exit_code == 2 and "with --compact" in outcome.err and "below context_window" in outcome.err
+    assert "a.toml:4: key 'compact_limit'" in outcome.err
+
+
+@pytest.mark.parametrize(
+    ("args", "flag", "said"),
+    [
+        (["--green-port", "80"], "--green-port", "a port 1024-65535"),
+        (["--purple-port", "99999"], "--purple-port", "a port 1024-65535"),
+        (["--task", "cooking"], "--task", "mine_diamond_from_scratch"),
+        (["--task", "building", "--steps", "5"], "--task", "no Crafter analogue"),
+    ],
+)
+def test_a_bad_override_names_its_flag(project, env, args, flag, said):
+    write_arm(project, "a", EMBEDDED_ARM.format(green=9201, purple=9202))
+    outcome = invoke(project, env, "plan", "--dry-run", "--arm", "a", *args)
+    assert outcome.exit_code == 2 and f"key '{flag}'" in outcome.err and said in outcome.err
 
 
 def test_a_provider_is_passed_by_variable_name_and_fingerprinted(project, env):

@@ -207,6 +207,23 @@ def test_new_arm_from_template_keeps_comments_and_never_overwrites(tmp_path, env
     assert bad.exit_code == 2 and not (tmp_path / "arms" / "wrong.toml").exists()
 
 
+def test_new_arm_from_another_copies_its_settings_and_reports_a_broken_source_at_its_own_line(tmp_path, env):
+    source = tmp_path / "source.toml"
+    source.write_text(ARM.format(green=9500).replace('"embedded"', '"embedded"\nsteps = 77'))
+    outcome = invoke(tmp_path, env, "new", "copy", "--from", str(source))
+    assert outcome.exit_code == 0, outcome.err
+    text = (tmp_path / "arms" / "copy.toml").read_text()
+    assert 'name = "copy"' in text and "steps = 77" in text and "# Seconds the green waits" in text
+    missing = invoke(tmp_path, env, "new", "other", "--from", str(tmp_path / "nope.toml"))
+    assert missing.exit_code == 2 and "nope.toml: no such arm file" in missing.err
+    source.write_text(source.read_text().replace("steps = 77", "stepz = 77"))
+    broken = invoke(tmp_path, env, "new", "other", "--from", str(source))
+    assert broken.exit_code == 2 and "source.toml:" in broken.err and "'stepz'" in broken.err
+    directory = invoke(tmp_path, env, "new", "other", "--from", str(tmp_path))
+    assert directory.exit_code == 2 and "cannot read the arm file" in directory.err
+    assert not (tmp_path / "arms" / "other.toml").exists()
+
+
 def test_doctor_reports_missing_pieces_without_failing_hard(tmp_path, env):
     (tmp_path / "arms").mkdir()
     (tmp_path / "arms" / "ms.toml").write_text(ARM.format(green=9500).replace('"embedded"', '"minestudio"'))

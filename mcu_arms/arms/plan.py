@@ -20,6 +20,7 @@ from mcu_arms.arms.spec import (
     SESSION_TURNS_WARN_ABOVE,
     ArmSpec,
     arm_path,
+    describe_error,
     key_line,
     load_arm,
 )
@@ -198,30 +199,43 @@ def expected_payload_mb(session_turns: int) -> float:
     return FIRST_TURN_PAYLOAD_MB + PAYLOAD_GROWTH_MB * (session_turns - 1)
 
 
+# The arm-file key each CLI override (an Overrides field, flag --field-name) sets.
+OVERRIDDEN_KEYS: dict[str, str] = {
+    "task": "task",
+    "steps": "steps",
+    "step_timeout": "step_timeout",
+    "session_turns": "session_turns",
+    "compact": "compact",
+    "green_port": "ports.green",
+    "purple_port": "ports.purple",
+}
+
+
+def _flag(override: str) -> str:
+    return "--" + override.replace("_", "-")
+
+
 def apply_overrides(spec: ArmSpec, overrides: Overrides, source: Path) -> ArmSpec:
     """The arm with CLI overrides applied, validated by the same rules as the file."""
     given = overrides.given()
     if not given:
         return spec
     data = spec.model_dump()
-    for key in ("task", "steps", "step_timeout", "session_turns", "compact"):
-        if key in given:
-            data[key] = given[key]
+    for override, value in given.items():
+        table, _, key = OVERRIDDEN_KEYS[override].rpartition(".")
+        (data[table] if table else data)[key] = value
     if "task" in given and given["task"] != spec.task:
         data["tasks"] = None
-    for role in ("green", "purple"):
-        if f"{role}_port" in given:
-            data["ports"][role] = given[f"{role}_port"]
     try:
         return ArmSpec.model_validate(data)
     except ValidationError as error:
-        first = error.errors()[0]
-        if first["loc"]:
-            flags = "--" + ".".join(str(p) for p in first["loc"]).replace("_", "-").replace("ports.", "")
-        else:
-            flags = " ".join("--" + key.replace("_", "-") for key in given)
-        message = str(first["msg"]).removeprefix("Value error, ")
-        raise UserError(f"with {flags}: {message}", path=source) from None
+        key, message, allowed = describe_error(error.errors()[0])
+        culprit = next((override for override in given if OVERRIDDEN_KEYS[override] == key), None)
+        if culprit:
+            raise UserError(message, path=source, key=_flag(culprit), allowed=allowed) from None
+        flags = " ".join(_flag(override) for override in given)
+        line = key_line(source.read_text(encoding="utf-8"), key) if source.is_file() else None
+        raise UserError(f"with {flags}: {message}", path=source, line=line, key=key, allowed=allowed) from None
 
 
 def resolve_settings(spec: ArmSpec, warnings: list[str]) -> tuple[Settings, CompactionPlan]:
@@ -341,7 +355,8 @@ def build_plan(
         auth = Path(spec.codex.auth) if spec.codex.auth else default_auth(env.env)
         reason = temporary_dir_reason(root, env.env)
         if reason:
-            raise UserError(reason, path=source, key="codex.root")
+            line = key_line(source.read_text(encoding="utf-8"), "codex.root") if source.is_file() else None
+            raise UserError(reason, path=source, line=line, key="codex.root")
         home = plan_codex_home(spec.name, root, auth)
         codex_home, sqlite_dir, codex_auth = str(home.home), str(home.sqlite_dir), str(auth)
         purple_env.update(home.environment())
@@ -475,7 +490,7 @@ def plan_arms(
     specs = [(apply_overrides(load_arm(source), overrides, source), source) for source in sources]
     if len(specs) > 1 and (overrides.green_port or overrides.purple_port):
         raise UserError("--green-port/--purple-port apply to one arm; give ports in each arm file instead")
-    _check_unique([spec.name for spec, _ in specs], "arm name")
+    _check_unique([(spec.name, source) for spec, source in specs], "arm name", key="name")
 
     from mcu_arms.isolation.ports import pick_free_port
 
@@ -500,6 +515,7 @@ def plan_arms(
                 raise UserError(
                     f"{role} port {ports[role]} of arm '{spec.name}' is also used by {used[ports[role]]}",
                     path=source,
+                    line=key_line(source.read_text(encoding="utf-8"), f"ports.{role}") if source.is_file() else None,
                     key=f"ports.{role}",
                 )
             used[ports[role]] = f"arm '{spec.name}' ({role})"
@@ -516,16 +532,20 @@ def plan_arms(
                 episode=episode,
             )
         )
-    _check_unique([p.codex_home for p in plans if p.codex_home], "CODEX_HOME")
+    _check_unique([(p.codex_home, Path(p.source)) for p in plans if p.codex_home], "CODEX_HOME", key="codex.root")
     return plans
 
 
-def _check_unique(values: list[str], what: str) -> None:
-    seen: set[str] = set()
-    for value in values:
+def _check_unique(values: list[tuple[str, Path]], what: str, *, key: str) -> None:
+    """Each (value, arm file) pair's value is used by one arm only: two arms sharing it would mix their runs."""
+    seen: dict[str, Path] = {}
+    for value, source in values:
         if value in seen:
-            raise UserError(f"two arms share the same {what} '{value}'; each arm needs its own")
-        seen.add(value)
+            raise UserError(
+                f"{seen[value]} and {source} share the same {what} '{value}'; each arm needs its own",
+                key=key,
+            )
+        seen[value] = source
 
 
 def prepare_episode(plan: ArmPlan) -> ArmPlan:

@@ -37,7 +37,17 @@ SESSION_TURNS_ZERO_REASON = (
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """Unknown keys are errors, and so are wrong TOML types: `compact = "yes"` or `steps = "100"` is not coerced."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class SettingConflict(ValueError):
+    """A rule between two settings, reported at the key the user most likely has to change."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(message)
+        self.key = key
 
 
 class PortsSpec(_Strict):
@@ -112,26 +122,33 @@ class ArmSpec(_Strict):
     @model_validator(mode="after")
     def _consistent(self) -> "ArmSpec":
         if self.cuda_device is not None and self.agent != "steve1":
-            raise ValueError("cuda_device is only for agent = \"steve1\"")
+            raise SettingConflict("cuda_device", "cuda_device is only for agent = \"steve1\"")
         if self.agent == "scripted" and self.simulator != "embedded":
-            raise ValueError("agent \"scripted\" plays Crafter frames: it needs simulator = \"embedded\"")
+            raise SettingConflict(
+                "simulator", "agent \"scripted\" plays Crafter frames: it needs simulator = \"embedded\""
+            )
         if self.agent == "steve1" and self.simulator != "minestudio":
-            raise ValueError("agent \"steve1\" is a Minecraft policy: it needs simulator = \"minestudio\"")
+            raise SettingConflict(
+                "simulator", "agent \"steve1\" is a Minecraft policy: it needs simulator = \"minestudio\""
+            )
         if self.simulator == "embedded" and self.task not in EMBEDDED_CATEGORIES:
-            raise ValueError(
+            raise SettingConflict(
+                "task",
                 f"task category '{self.task}' has no Crafter analogue and needs simulator = \"minestudio\" "
-                f"(embedded runs: {', '.join(sorted(EMBEDDED_CATEGORIES))})"
+                f"(embedded runs: {', '.join(sorted(EMBEDDED_CATEGORIES))})",
             )
         if self.compact_limit is not None:
             if self.compact and self.compact_limit >= self.context_window:
-                raise ValueError(
+                raise SettingConflict(
+                    "compact_limit",
                     f"compact_limit {self.compact_limit} must be below context_window {self.context_window} "
-                    "for compaction to happen"
+                    "for compaction to happen",
                 )
             if not self.compact and self.compact_limit <= self.context_window:
-                raise ValueError(
+                raise SettingConflict(
+                    "compact_limit",
                     f"compact_limit {self.compact_limit} is within the context window {self.context_window}, so "
-                    "conversations would compact: set compact = true, or a limit above the window"
+                    "conversations would compact: set compact = true, or a limit above the window",
                 )
         return self
 
@@ -142,18 +159,30 @@ ALLOWED: dict[str, str] = {
     "agent": ", ".join(AGENT_KINDS),
     "task": ", ".join(CATEGORIES),
     "simulator": ", ".join(SIMULATORS),
+    "tasks": "a list of task names in the category (`mcu-arms tasks CATEGORY` lists them)",
     "seed": "an integer >= 0",
     "steps": "an integer > 0",
     "step_timeout": "seconds > 0",
     "session_turns": "an integer >= 1",
     "compact": "true or false",
+    "compact_limit": "tokens: below context_window with compact = true, above it without",
+    "context_window": "tokens, an integer > 0",
+    "env": "NAME = \"value\" pairs; names of letters, digits and '_', not starting with a digit; string values",
+    "cuda_device": "a CUDA device index or UUID as a string, for agent = \"steve1\" only",
     "ports.green": "a port 1024-65535 or \"auto\"",
     "ports.purple": "a port 1024-65535 or \"auto\"",
+    "ports.host": "the IP address both agents bind to and are reached at (default 127.0.0.1)",
     "codex.provider_wire_api": "responses, chat",
     "codex.provider_env_key": "the NAME of the environment variable holding the provider's API key, not the key",
     "video_eval": "true or false",
+    "video_model": "a vision model name, e.g. \"gpt-4o\"",
+    "save_frames": "true or false",
 }
-TOP_LEVEL_KEYS = tuple(ArmSpec.model_fields)
+
+
+def allowed_for(key: str) -> str | None:
+    """What a key accepts; an [env] entry ("env.NAME") accepts what [env] does."""
+    return ALLOWED.get(key) or ALLOWED.get(key.split(".", 1)[0])
 
 
 def key_line(text: str, dotted_key: str) -> int | None:
@@ -181,22 +210,25 @@ def key_line(text: str, dotted_key: str) -> int | None:
     return fallback
 
 
-def _describe(error: dict[str, Any]) -> tuple[str, str]:
-    """A pydantic error as (dotted key, message)."""
+def describe_error(error: dict[str, Any]) -> tuple[str, str, str | None]:
+    """A pydantic error as (dotted key, message, what the key allows when the message does not say)."""
     loc = [str(part) for part in error["loc"] if not isinstance(part, int)]
     key = ".".join(loc)
     kind = error["type"]
+    conflict = error.get("ctx", {}).get("error")
+    if isinstance(conflict, SettingConflict):
+        return conflict.key, str(conflict), None  # the message names the combination that is allowed
     if kind == "extra_forbidden":
         table = ".".join(loc[:-1])
         known = ArmSpec.model_fields if not table else None
         allowed_keys = ", ".join(known) if known else _table_keys(table)
-        return key, f"unknown key (known keys here: {allowed_keys})"
+        return key, f"unknown key (known keys here: {allowed_keys})", None
     if kind == "missing":
-        return key, "is required"
+        return key, "is required", None
     if kind == "literal_error":
-        return key, f"{error['input']!r} is not allowed"
+        return key, f"{error['input']!r} is not allowed", allowed_for(key)
     message = str(error["msg"]).removeprefix("Value error, ")
-    return key, message
+    return key, message, allowed_for(key)
 
 
 def _table_keys(table: str) -> str:
@@ -225,11 +257,10 @@ def parse_arm(text: str, path: Path) -> ArmSpec:
     except ValidationError as error:
         problems = []
         for item in error.errors():
-            key, message = _describe(item)
+            key, message, allowed = describe_error(item)
             if not key:
                 problems.append(UserError(message, path=path).render())
                 continue
-            allowed = ALLOWED.get(key) if item["type"] not in ("extra_forbidden", "missing") else None
             problems.append(UserError(message, path=path, line=key_line(text, key), key=key, allowed=allowed).render())
         raise UserError("\n".join(problems)) from None
 
@@ -239,6 +270,8 @@ def load_arm(path: Path) -> ArmSpec:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise UserError("no such arm file", path=path) from None
+    except OSError as error:
+        raise UserError(f"cannot read the arm file: {error.strerror or error}", path=path) from None
     except UnicodeDecodeError:
         raise UserError("not a UTF-8 text file", path=path) from None
     return parse_arm(text, path)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import tomlkit
 
-from mcu_arms.arms.spec import ALLOWED, ARM_NAME_PATTERN, parse_arm
+from mcu_arms.arms.spec import ALLOWED, ARM_NAME_PATTERN, load_arm, parse_arm
 from mcu_arms.environment import Environment
 from mcu_arms.errors import UserError
 
@@ -30,6 +30,7 @@ def new_arm_file(
         raise UserError("an arm with this name exists already; pick another name or edit it", path=target)
     document = tomlkit.parse(TEMPLATE.read_text(encoding="utf-8"))
     if from_arm is not None:
+        load_arm(from_arm)  # a broken source is reported at its own file and line, not at the copy
         source = tomlkit.parse(from_arm.read_text(encoding="utf-8"))
         for key, value in source.items():
             document[key] = value

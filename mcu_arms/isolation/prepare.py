@@ -8,6 +8,7 @@ from pathlib import Path
 
 from mcu_arms.arms.plan import ArmPlan, prepare_episode
 from mcu_arms.environment import Environment
+from mcu_arms.errors import UserError
 from mcu_arms.isolation.codex_home import STEPS_PER_TURN, CodexHome, build_codex_home
 from mcu_arms.isolation.ports import PortRegistry
 
@@ -31,14 +32,17 @@ def held_ports(plans: list[ArmPlan], env: Environment) -> Iterator[None]:
 def build_home_for(plan: ArmPlan, env: Environment) -> CodexHome | None:
     if not plan.codex_home:
         return None
-    return build_codex_home(
-        plan.arm,
-        Path(plan.codex_home).parent,
-        Path(plan.codex_auth or ""),
-        env.env,
-        env.clock(),
-        expected_turns=plan.settings.steps // STEPS_PER_TURN,
-    )
+    try:
+        return build_codex_home(
+            plan.arm,
+            Path(plan.codex_home).parent,
+            Path(plan.codex_auth or ""),
+            env.env,
+            env.clock(),
+            expected_turns=plan.settings.steps // STEPS_PER_TURN,
+        )
+    except UserError as error:  # point at the arm file whose [codex] settings to fix
+        raise UserError(error.message, path=error.path or plan.source, key=error.key, allowed=error.allowed) from None
 
 
 def prepare_arm(plan: ArmPlan, env: Environment) -> tuple[ArmPlan, CodexHome | None]:
