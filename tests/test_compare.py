@@ -221,6 +221,23 @@ def test_missing_purple_report_is_unknown_not_zero(tmp_path: Path) -> None:
     assert result.arms[0].compaction_limit == 206400
 
 
+def test_a_default_compaction_limit_moves_with_the_context_window_as_one_change(tmp_path: Path) -> None:
+    write_arm(tmp_path, "wide", agent="worldmodel", simulator="minestudio")
+    write_arm(tmp_path, "narrow", agent="worldmodel", simulator="minestudio", context_window=128000)
+    result = compare(tmp_path, "wide", "narrow")
+    assert result.verdict.text == "comparable: differs only in context_window"
+    limit = next(row for row in result.settings if row.key == "compact_limit")
+    assert limit.values == [516000, 256000] and limit.follows == "context_window"
+    write_arm(tmp_path, "narrow", agent="worldmodel", simulator="minestudio", context_window=128000,
+              compact_limit=600000)
+    assert compare(tmp_path, "wide", "narrow").verdict.differing == ["compact_limit", "context_window"]
+
+
+def test_agents_without_model_turns_show_na_for_turn_counters(pair: Path) -> None:
+    outcome = invoke(pair, {}, "compare", "scripted_arm", "random_arm")
+    assert _row(outcome.out, "failed turns") == ["n/a", "n/a"]
+
+
 def test_compaction_limit_reported_by_the_purple_wins_and_is_flagged(tmp_path: Path) -> None:
     write_arm(tmp_path, "wm", agent="worldmodel", simulator="minestudio")
     write_run(tmp_path, "wm", purple_report={"compaction_limit": 1000, "failed_turns": ["t3", "t9"]})

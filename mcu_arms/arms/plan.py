@@ -181,13 +181,18 @@ def fingerprint(settings: Settings) -> str:
     return f"{FINGERPRINT_VERSION}:{hashlib.sha256(canonical.encode()).hexdigest()[:16]}"
 
 
+def default_compact_limit(compact: bool, context_window: int) -> int:
+    """The limit when the arm file sets none: below the window to compact, above it so a full conversation overflows."""
+    return int(context_window * COMPACT_FRACTION) if compact else context_window * NO_COMPACT_FACTOR
+
+
 def _resolve_compaction(spec: ArmSpec) -> CompactionPlan:
     window = spec.context_window
     if spec.compact:
-        limit = spec.compact_limit or int(window * COMPACT_FRACTION)
+        limit = spec.compact_limit or default_compact_limit(True, window)
         explanation = f"compact: a full conversation is summarised at {limit} tokens (window {window})"
     else:
-        limit = spec.compact_limit or window * NO_COMPACT_FACTOR
+        limit = spec.compact_limit or default_compact_limit(False, window)
         explanation = (
             f"no compaction: the limit {limit} is above the window {window}, so a full conversation overflows "
             "and cold-starts onto the filesystem memory"

@@ -23,10 +23,12 @@ from mcu_arms.arms.plan import (
     Overrides,
     Settings,
     apply_overrides,
+    default_compact_limit,
     fingerprint,
     resolve_settings,
 )
 from mcu_arms.arms.spec import ARM_NAME_PATTERN, ArmSpec, load_arm
+from mcu_arms.catalog import CODEX_AGENTS
 from mcu_arms.environment import Environment
 from mcu_arms.errors import UserError
 from mcu_arms.report.run_report import RunReport, arm_episodes
@@ -34,9 +36,6 @@ from mcu_arms.report.run_report import RunReport, arm_episodes
 COMPARISON_SCHEMA_VERSION = 1
 # Where a setting only says where things run, not what ran: shown with --all, never counted as a difference.
 NOISE_SETTINGS: frozenset[str] = frozenset({"cuda_device"})
-# Settings derived from another: when the parent differs too, they are part of that one difference (turning
-# compaction on moves the limit below the window; that is what `compact` means, not a second change).
-DERIVED_SETTINGS: dict[str, str] = {"compact_limit": "compact"}
 # Counters a codex agent's report (worldmodel_report.json / prolong_report.json) carries.
 PURPLE_COUNTERS: tuple[str, ...] = ("failed_turns", "compactions", "overflow_resets")
 PURPLE_LIMIT_KEYS: tuple[str, ...] = ("compaction_limit", "compact_limit", "auto_compact_token_limit")
@@ -157,7 +156,7 @@ class ArmTarget(BaseModel):
 def resolve_targets(items: list[str], env: Environment) -> list[ArmTarget]:
     """Each item is an arm file, an output/<arm>/ dir, or a name (arms/NAME.toml, else output/NAME/)."""
     if not items:
-        raise UserError("name at least two arms to compare (arm files or names)", allowed=_known_arms(env))
+        raise UserError("name the arms to compare (arm files, names or output dirs)", allowed=_known_arms(env))
     targets: list[ArmTarget] = []
     for item in items:
         target = _resolve_target(item, env)
@@ -396,7 +395,6 @@ def _setting_rows(arms: list[ArmResult], show_all: bool) -> list[SettingRow]:
     rows = []
     for key in keys:
         ignored = key in NOISE_SETTINGS
-        parent = DERIVED_SETTINGS.get(key)
         if key in differing and not ignored or show_all:
             rows.append(
                 SettingRow(
@@ -404,10 +402,27 @@ def _setting_rows(arms: list[ArmResult], show_all: bool) -> list[SettingRow]:
                     values=[flat.get(key) for flat in flats],
                     differs=key in differing,
                     ignored=ignored,
-                    follows=parent if key in differing and parent in differing else None,
+                    follows=_compact_limit_follows(arms, differing) if key == "compact_limit" else None,
                 )
             )
     return rows
+
+
+def _compact_limit_follows(arms: list[ArmResult], differing: set[str]) -> str | None:
+    """The setting a differing compaction limit is part of, so that one change is not counted twice.
+
+    Turning compaction on moves the limit below the window: that is what `compact` means, not a second change. A
+    limit left at its default also moves with `context_window`; one set by hand differs on its own.
+    """
+    if "compact_limit" not in differing:
+        return None
+    if "compact" in differing:
+        return "compact"
+    defaults = all(
+        arm.settings.compact_limit == default_compact_limit(arm.settings.compact, arm.settings.context_window)
+        for arm in arms
+    )
+    return "context_window" if defaults and "context_window" in differing else None
 
 
 def _verdict(arms: list[ArmResult]) -> Verdict:
@@ -513,8 +528,11 @@ def _counts(counts: dict[str, int]) -> str:
 
 
 def _purple_counter(arm: ArmResult, key: str) -> str:
+    """A codex agent's counter; "n/a" for agents that take no model turns, so a blank never reads as zero."""
     if arm.status == "no run":
         return ""
+    if arm.settings.agent not in CODEX_AGENTS:
+        return UNAVAILABLE
     if not arm.purple_report:
         return "no purple report"
     value = getattr(arm, key)
