@@ -235,3 +235,40 @@ def test_doctor_reports_missing_pieces_without_failing_hard(tmp_path, env):
     assert "xvfb-run is not on PATH" in minestudio and "java is not on PATH" in minestudio
     assert "mcprec-6.13.jar" in minestudio
     assert any(c["name"] == "memory" and c["status"] in ("ok", "warn") for c in checks)
+
+
+def test_doctor_checks_codex_its_credential_and_the_root_disk(tmp_path, env, local_dir):
+    (tmp_path / "arms").mkdir()
+    (tmp_path / "arms" / "wm.toml").write_text(ARM.format(green=9500).replace('"noop"', '"worldmodel"'))
+    missing = invoke(tmp_path, {**env, "PATH": "/nonexistent"}, "doctor", "--json")
+    assert missing.exit_code == 1
+    checks = {c["name"]: c for c in json.loads(missing.out)["checks"]}
+    assert checks["codex CLI"]["status"] == "fail" and checks["codex credential"]["status"] == "fail"
+    assert checks[f"codex root {local_dir / 'codex'}"]["status"] == "ok"
+
+    make_auth(tmp_path)
+    fake_codex = Path(__file__).parent / "fake_codex"
+    ready = invoke(tmp_path, {**env, "PATH": f"{fake_codex}:{os.environ['PATH']}"}, "doctor", "--json")
+    checks = {c["name"]: c for c in json.loads(ready.out)["checks"]}
+    assert checks["codex CLI"]["status"] == "ok" and str(fake_codex / "codex") in checks["codex CLI"]["detail"]
+    assert checks["codex credential"]["status"] == "ok" and "(0o600)" in checks["codex credential"]["detail"]
+    assert ready.exit_code == 0, ready.out
+
+
+@pytest.mark.parametrize(
+    ("fstype", "refused"),
+    [("nfs4", True), ("cifs", True), ("fuse.sshfs", True), ("ext4", False), ("overlay", False)],
+)
+def test_sqlite_paths_on_a_network_filesystem_are_refused(fstype, refused, tmp_path):
+    from collections import namedtuple
+
+    from mcu_arms.isolation.host import network_filesystem_reason
+
+    Partition = namedtuple("Partition", "mountpoint fstype")
+    partitions = [Partition("/", "ext4"), Partition("/var", fstype), Partition(str(tmp_path), "ext4")]
+    reason = network_filesystem_reason(Path("/var/tmp/mcu-codex-x/arm"), partitions)  # not there yet: its parent
+    assert (reason is not None) == refused
+    if refused:
+        assert fstype in reason and "local disk" in reason
+    partitions[0] = Partition("/", fstype)
+    assert network_filesystem_reason(tmp_path / "home", partitions) is None  # the longest mount wins
