@@ -7,13 +7,16 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from pydantic import ValidationError
 from rich.console import Group
 from rich.panel import Panel
 from rich.table import Table
 
-from mcu_arms.arms.plan import ArmPlan, Overrides, plan_arms, resolve_sources
+from mcu_arms.arms.plan import OVERRIDDEN_KEYS, ArmPlan, Overrides, plan_arms, resolve_sources
+from mcu_arms.arms.spec import allowed_for
 from mcu_arms.cli.common import environment, print_json, reports_user_errors
 from mcu_arms.environment import Environment
+from mcu_arms.errors import UserError
 
 FILES_ARGUMENT = typer.Argument(None, help="Arm files (arms/NAME.toml).")
 ARM_OPTION = typer.Option([], "--arm", help="Arm by name: arms/NAME.toml. Repeatable.")
@@ -36,10 +39,6 @@ def override_options(
     green_port: Optional[int],
     purple_port: Optional[int],
 ) -> Overrides:
-    from pydantic import ValidationError
-
-    from mcu_arms.errors import UserError
-
     try:
         return Overrides(
             task=task,
@@ -52,7 +51,10 @@ def override_options(
         )
     except ValidationError as error:
         first = error.errors()[0]
-        raise UserError(str(first["msg"]), key="--" + str(first["loc"][0]).replace("_", "-")) from None
+        override = str(first["loc"][0])
+        raise UserError(
+            str(first["msg"]), key="--" + override.replace("_", "-"), allowed=allowed_for(OVERRIDDEN_KEYS[override])
+        ) from None
 
 
 def _short(text: str, env: Environment) -> str:
