@@ -162,3 +162,18 @@ def test_codex_paths_expand_the_home_directory():
     spec = parse_arm(VALID + '\n[codex]\nauth = "~/.codex/auth.json"\nroot = "/var/tmp/x"\n', Path("arms/a.toml"))
     assert spec.codex.auth == str(Path.home() / ".codex" / "auth.json")
     assert spec.codex.root == "/var/tmp/x"
+
+
+def test_the_template_documents_every_key():
+    import re
+
+    from mcu_arms.arms.spec import ArmSpec, CodexSpec, PortsSpec
+
+    text = (Path(__file__).resolve().parents[1] / "templates" / "arm.toml").read_text()
+    written = set(re.findall(r"^#? ?([a-z_]+) = ", text, flags=re.MULTILINE))
+    tables = set(re.findall(r"^\[([a-z_]+)\]", text, flags=re.MULTILINE))
+    expected = set(ArmSpec.model_fields) - {"ports", "codex", "env"}
+    assert expected <= written, f"missing from templates/arm.toml: {sorted(expected - written)}"
+    assert {"ports", "codex", "env"} <= tables
+    assert set(PortsSpec.model_fields) | set(CodexSpec.model_fields) <= written
+    assert parse_arm(text, Path("arms/my_arm.toml")).name == "my_arm"
