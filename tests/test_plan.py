@@ -317,3 +317,14 @@ def test_a_provider_is_passed_by_variable_name_and_fingerprinted(project, env):
     write_arm(project, "pasted", provider.replace('"LOCAL_API_KEY"', '"sk-abc-123"'))
     outcome = invoke(project, env, "plan", "--dry-run", "--arm", "pasted")
     assert outcome.exit_code == 2 and "'codex.provider_env_key'" in outcome.err and "not the key" in outcome.err
+
+
+def test_env_that_the_isolation_sets_is_refused_not_silently_dropped(project, env):
+    arm = EMBEDDED_ARM.format(green=9201, purple=9202).replace('"random"', '"worldmodel"')
+    write_arm(project, "w", arm + '\n[env]\nLEVEL = "3"\nCODEX_HOME = "/home/me/.codex"\n')
+    outcome = invoke(project, env, "plan", "--dry-run", "--arm", "w")
+    assert outcome.exit_code == 2
+    assert "w.toml:12: key 'env.CODEX_HOME'" in outcome.err and "remove it from [env]" in outcome.err
+    write_arm(project, "r", EMBEDDED_ARM.format(green=9301, purple=9302) + '\n[env]\nCODEX_HOME = "/var/tmp/x"\n')
+    plan = plan_json(project, env, "--dry-run", "--arm", "r")["plans"][0]
+    assert plan["processes"][1]["env"]["CODEX_HOME"] == "/var/tmp/x"  # not a codex agent: nothing overrides it

@@ -328,6 +328,20 @@ def check_tasks(spec: ArmSpec, source: Path, warnings: list[str]) -> None:
             )
 
 
+def _refuse_env_that_isolation_sets(arm_env: dict[str, str], purple_env: dict[str, str], source: Path) -> None:
+    """An [env] entry that the arm's isolation overrides (CODEX_HOME, HOME, CUDA_VISIBLE_DEVICES...) is an error:
+    silently dropping it would run the arm differently from what its file says."""
+    for name, value in arm_env.items():
+        if purple_env[name] != value:
+            raise UserError(
+                f"{name} is set by mcu-arms for this arm (to {purple_env[name]}); remove it from [env]",
+                path=source,
+                line=key_line(source.read_text(encoding="utf-8"), f"env.{name}") if source.is_file() else None,
+                key=f"env.{name}",
+                allowed="[codex] root for the codex home, cuda_device for the CUDA device",
+            )
+
+
 def _mcu_arms_argv() -> list[str]:
     return [sys.executable, "-m", "mcu_arms"]
 
@@ -369,6 +383,7 @@ def build_plan(
             warnings.append(f"the codex credential {auth} does not exist yet; `run` will refuse to start this arm")
     if spec.cuda_device is not None:
         purple_env["CUDA_VISIBLE_DEVICES"] = spec.cuda_device
+    _refuse_env_that_isolation_sets(settings.env, purple_env, source)
 
     purple_argv = _mcu_arms_argv() + [
         "serve", "purple", "--agent", settings.agent, "--host", host, "--port", str(purple_port),
