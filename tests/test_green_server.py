@@ -16,9 +16,9 @@ from typing import Any
 
 import httpx
 import pytest
+from model_service import FakeModelService
 from purples import SCRIPT, TABLE_SCRIPT, ScriptedPurple, build_test_purple
 from server_procs import HOST, ServerProcess, free_port, running_app
-from test_scoring import _FakeModelService, model_service  # noqa: F401 - model_service is a fixture
 
 from mcu_arms.green.protocol import BUTTON_KEYS
 from mcu_arms.green.scoring import CRITERIA
@@ -254,7 +254,7 @@ def test_video_evaluation_blends_into_a_partial_score_with_the_configured_model(
 
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     monkeypatch.setenv("OPENAI_BASE_URL", model_service)
-    _FakeModelService.answer = json.dumps({"scores": {name: 3 for name in CRITERIA} | {"task_progress": 6}})
+    FakeModelService.answer = json.dumps({"scores": {name: 3 for name in CRITERIA} | {"task_progress": 6}})
     purple = ScriptedPurple([])
     with running_app(lambda url: build_test_purple(purple, url)) as purple_url, \
             running_app(green_server.build_green_app) as green_url:
@@ -268,7 +268,7 @@ def test_video_evaluation_blends_into_a_partial_score_with_the_configured_model(
     assert (metrics["sim_score"], metrics["score"], metrics["score_source"]) == (0.0, 3.0, "sim+video")
     assert metrics["video"] == {"status": "ok", "reason": "", "task_progress": 6.0, "model": "vision-test-model"}
     assert metrics["action_control"] == 3.0 and evaluation.result["results"][0]["avg_action_control"] == 3.0
-    (request,) = _FakeModelService.requests
+    (request,) = FakeModelService.requests
     assert request["model"] == "vision-test-model"
     assert any("video evaluation on (vision-test-model)" in line for line in evaluation.statuses)
 

@@ -328,3 +328,14 @@ def test_env_that_the_isolation_sets_is_refused_not_silently_dropped(project, en
     write_arm(project, "r", EMBEDDED_ARM.format(green=9301, purple=9302) + '\n[env]\nCODEX_HOME = "/var/tmp/x"\n')
     plan = plan_json(project, env, "--dry-run", "--arm", "r")["plans"][0]
     assert plan["processes"][1]["env"]["CODEX_HOME"] == "/var/tmp/x"  # not a codex agent: nothing overrides it
+
+
+def test_two_arms_whose_homes_are_one_directory_collide(project, env):
+    root = Path(env["MCU_CODEX_ROOT"])
+    (root / "a").mkdir(parents=True)
+    (root / "b").symlink_to(root / "a", target_is_directory=True)  # b's home is a's, through a link
+    base = EMBEDDED_ARM.replace('"random"', '"prolong"')
+    write_arm(project, "a", base.format(green=9201, purple=9202))
+    write_arm(project, "b", base.format(green=9301, purple=9302))
+    outcome = invoke(project, env, "plan", "--dry-run", "--arm", "a", "--arm", "b")
+    assert outcome.exit_code == 2 and "share the same CODEX_HOME" in outcome.err

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 import yaml
+from model_service import FakeModelService
 
 from mcu_arms.green.scoring import CRITERIA, RewardTracker, VideoEvaluation, score_task
 from mcu_arms.green.tasks import TASKS_ROOT, RewardEntry, TaskSpec, load_task
@@ -130,54 +128,17 @@ def test_status_paths_never_touch_the_network(tmp_path: Path) -> None:
     assert nothing.status == "failed" and "no frames" in nothing.reason
 
 
-class _FakeModelService(BaseHTTPRequestHandler):
-    """A stand-in for the model service (which cannot run here): answers one chat completion with scores."""
-
-    requests: list[dict] = []
-    answer: str = ""
-
-    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).requests.append(body)
-        payload = {
-            "id": "c1", "object": "chat.completion", "created": 0, "model": body["model"],
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": type(self).answer}}],
-            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-        }
-        data = json.dumps(payload).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: object) -> None:
-        return
-
-
-@pytest.fixture
-def model_service() -> Iterator[str]:
-    _FakeModelService.requests = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _FakeModelService)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
-    thread.join()
-
-
 def test_ok_evaluation_over_a_real_http_round_trip(tmp_path: Path, model_service: str) -> None:
     task = _task(RewardEntry(event="craft_item", identity="a", objects=("x",)))
-    _FakeModelService.answer = json.dumps({"scores": {name: 4 for name in CRITERIA} | {"task_progress": 8}})
+    FakeModelService.answer = json.dumps({"scores": {name: 4 for name in CRITERIA} | {"task_progress": 8}})
     env = {"OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": model_service}
     result = evaluate_video(task, _frames(tmp_path, 40), None, enabled=True, env=env, needed=True, model="gpt-4o")
     assert result.status == "ok", result.reason
     assert result.task_progress == 8.0 and result.criteria["creative_attempts"] == 4.0
-    (request,) = _FakeModelService.requests
+    (request,) = FakeModelService.requests
     assert request["temperature"] == 0 and isinstance(request["seed"], int)
     images = [part for part in request["messages"][-1]["content"] if part["type"] == "image_url"]
     assert 1 < len(images) < 40  # sampled, not every frame
-    _FakeModelService.answer = "not json at all"
+    FakeModelService.answer = "not json at all"
     garbled = evaluate_video(task, tmp_path / "frames", None, enabled=True, env=env, needed=True)
     assert garbled.status == "failed" and garbled.task_progress is None

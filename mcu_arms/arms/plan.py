@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shlex
 import sys
@@ -552,7 +553,8 @@ def plan_arms(
                 episode=episode,
             )
         )
-    _check_unique([(p.codex_home, Path(p.source)) for p in plans if p.codex_home], "CODEX_HOME", key="codex.root")
+    homes = [(os.path.realpath(p.codex_home), Path(p.source)) for p in plans if p.codex_home]
+    _check_unique(homes, "CODEX_HOME (through a linked codex root)", key="codex.root")
     return plans
 
 
