@@ -12,7 +12,15 @@ from rich.table import Table
 from mcu_arms.cli.common import environment, print_json, reports_user_errors
 from mcu_arms.environment import Environment
 from mcu_arms.errors import UserError
-from mcu_arms.report.compare import ComparisonResult, compare_arms, milestone_text, result_rows, to_csv, to_markdown
+from mcu_arms.report.compare import (
+    ComparisonResult,
+    compare_arms,
+    milestone_text,
+    result_rows,
+    setting_text,
+    to_csv,
+    to_markdown,
+)
 
 HELP = """\
 Compare arms: the settings that differ, what each scored, and the step each milestone landed on.
@@ -40,14 +48,6 @@ def _header(result: ComparisonResult) -> Table:
     return table
 
 
-def _value(value: object) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, list):
-        return ",".join(str(v) for v in value)
-    return str(value).lower() if isinstance(value, bool) else str(value)
-
-
 def render(result: ComparisonResult, env: Environment) -> None:
     console = env.console
     style = "green" if result.verdict.comparable else "bold red"
@@ -65,7 +65,7 @@ def render(result: ComparisonResult, env: Environment) -> None:
                 mark = " [dim](ignored)[/]"
             elif row.follows:
                 mark = f" [dim](follows {row.follows})[/]"
-            settings.add_row(f"{row.key}{mark}", *(escape(_value(v)) for v in row.values))
+            settings.add_row(f"{row.key}{mark}", *(escape(setting_text(v)) for v in row.values))
         console.print(settings)
 
     console.print("[bold]results[/]")

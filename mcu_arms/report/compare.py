@@ -570,7 +570,8 @@ def milestone_text(cell: MilestoneCell, is_baseline: bool) -> str:
     return text
 
 
-def _setting_text(value: Any) -> str:
+def setting_text(value: Any) -> str:
+    """A setting as the tables, CSV and markdown show it: TOML-style booleans, lists joined, None blank."""
     if value is None:
         return ""
     if isinstance(value, list):
@@ -597,7 +598,7 @@ def to_csv(result: ComparisonResult) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["kind", "key", *names])
     for row in result.settings:
-        writer.writerow(["setting", row.key, *(_setting_text(v) for v in row.values)])
+        writer.writerow(["setting", row.key, *(setting_text(v) for v in row.values)])
     for key, cells in result_rows(result):
         writer.writerow(["result", key, *cells])
     for milestone in result.milestones:
@@ -631,7 +632,7 @@ def to_markdown(result: ComparisonResult) -> str:
         lines.append("")
     if result.settings:
         lines += ["## Settings", ""]
-        rows = [[_setting_label(row), *(_setting_text(v) for v in row.values)] for row in result.settings]
+        rows = [[_setting_label(row), *(setting_text(v) for v in row.values)] for row in result.settings]
         lines += _md_table(header, rows)
         lines.append("")
     lines += ["## Results", ""]
