@@ -14,7 +14,7 @@ import psutil
 from pydantic import BaseModel
 
 from mcu_arms.arms.spec import ArmSpec
-from mcu_arms.catalog import CODEX_AGENTS
+from mcu_arms.contracts.catalog import CODEX_AGENTS
 from mcu_arms.isolation.codex_home import default_auth, default_root, temporary_dir_reason
 from mcu_arms.isolation.host import network_filesystem_reason
 

@@ -14,8 +14,8 @@ from a2a.helpers import new_text_message
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 
-from mcu_arms.a2a_support import Skill, build_app, build_card, message_payload
-from mcu_arms.green.protocol import BUTTON_KEYS
+from mcu_arms.a2a_transport import Skill, build_app, build_card, message_payload
+from mcu_arms.contracts.wire import BUTTON_KEYS
 
 # Compact (VPT joint) button index with forward + attack pressed and the camera meta action off.
 COMPACT_FORWARD_ATTACK = (1 * 3 * 3 * 2 * 2 * 2 * 2 * 2) + (1 * 2 * 2)  # fore_back=forward, attack=attack

@@ -100,7 +100,7 @@ def running_app(make_app: Callable[[str], object]) -> Iterator[str]:
     """Serve, from a thread on a free port, the app `make_app(base_url)` builds (its card can name its own URL)."""
     import uvicorn
 
-    from mcu_arms.a2a_support import bind_socket
+    from mcu_arms.a2a_transport import bind_socket
 
     port = free_port()
     url = f"http://{HOST}:{port}"

@@ -15,7 +15,7 @@ from a2a.types import Message, Part, Role
 from google.protobuf import struct_pb2
 from server_procs import HOST, free_port, running_app
 
-from mcu_arms.a2a_support import (
+from mcu_arms.a2a_transport import (
     AgentTimeout,
     AgentTransportError,
     PortBusy,
@@ -30,7 +30,7 @@ from mcu_arms.a2a_support import (
     payload_to_message,
     send_and_collect,
 )
-from mcu_arms.green.protocol import ActionPayload, InitPayload, ObservationPayload
+from mcu_arms.contracts.wire import ActionPayload, InitPayload, ObservationPayload
 
 
 class EchoExecutor(AgentExecutor):

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from mcu_arms.arms.spec import load_arm, parse_arm
-from mcu_arms.errors import UserError
+from mcu_arms.contracts.errors import UserError
 
 VALID = """\
 agent = "noop"

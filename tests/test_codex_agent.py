@@ -16,9 +16,9 @@ import psutil
 import pytest
 from PIL import Image
 
-from mcu_arms.errors import UserError
-from mcu_arms.green.protocol import BUTTON_KEYS, InitPayload, ObservationPayload
-from mcu_arms.green.sims.quantise import quantise_degrees
+from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.wire import BUTTON_KEYS, InitPayload, ObservationPayload
+from mcu_arms.contracts.camera import quantise_degrees
 from mcu_arms.purple.agent_report import TurnRecord, load_report
 from mcu_arms.purple.codex_agent import ActionsFileError, CodexPolicy, parse_actions, turn_budget
 from mcu_arms.purple.codex_runner import CodexCall, redact_url

@@ -10,8 +10,8 @@ import sys
 import numpy as np
 import pytest
 
-from mcu_arms.catalog import CATEGORIES
-from mcu_arms.green.protocol import BUTTON_KEYS, noop_action
+from mcu_arms.contracts.catalog import CATEGORIES
+from mcu_arms.contracts.wire import BUTTON_KEYS, noop_action
 from mcu_arms.green.sims.crafter_actions import (
     CRAFT_RECIPES,
     MOVE_KEYS,
@@ -22,7 +22,7 @@ from mcu_arms.green.sims.crafter_actions import (
 )
 from mcu_arms.green.sims.crafter_world import HOSTILE_SAFETY_RADIUS
 from mcu_arms.green.sims.embedded import EmbeddedSimulator, support_for
-from mcu_arms.green.tasks import RewardEntry, TaskSpec
+from mcu_arms.contracts.tasks import RewardEntry, TaskSpec
 
 
 def press(*keys: str, camera: tuple[float, float] = (0.0, 0.0)) -> dict:
@@ -306,7 +306,7 @@ TRAJECTORY_SCRIPT = """
 import hashlib, json, random, sys
 from mcu_arms.green.sims.crafter_actions import env_action_for
 from mcu_arms.green.sims.embedded import EmbeddedSimulator
-from mcu_arms.green.tasks import TaskSpec
+from mcu_arms.contracts.tasks import TaskSpec
 steps, layout_noise = int(sys.argv[1]), int(sys.argv[2])
 memory_layout_shift = [object() for _ in range(layout_noise)]  # moves object addresses, hence set order
 sim = EmbeddedSimulator()

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mcu_arms.files import write_json_atomic
-from mcu_arms.green.protocol import EvalConfig
-from mcu_arms.green.result import (
+from mcu_arms.atomic import write_json_atomic
+from mcu_arms.contracts.wire import EvalConfig
+from mcu_arms.contracts.evaluation import (
     CategoryResult,
     EvaluationResult,
     LatencyStats,

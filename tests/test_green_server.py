@@ -20,7 +20,7 @@ from model_service import FakeModelService
 from purples import SCRIPT, TABLE_SCRIPT, ScriptedPurple, build_test_purple
 from server_procs import HOST, ServerProcess, free_port, running_app
 
-from mcu_arms.green.protocol import BUTTON_KEYS
+from mcu_arms.contracts.wire import BUTTON_KEYS
 from mcu_arms.green.scoring import CRITERIA
 from mcu_arms.green.sims.minestudio import minestudio_preflight
 
@@ -56,7 +56,7 @@ class Evaluation:
 async def _evaluate(green_url: str, request: dict[str, Any] | str) -> Evaluation:
     from a2a.types import Message, Part, Role, SendMessageRequest, TaskState
 
-    from mcu_arms.a2a_support import open_client
+    from mcu_arms.a2a_transport import open_client
 
     text = request if isinstance(request, str) else json.dumps(request)
     message = Message(role=Role.ROLE_USER, parts=[Part(text=text)], message_id="m1")

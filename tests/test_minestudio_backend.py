@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from mcu_arms.green.protocol import noop_action
+from mcu_arms.contracts.wire import noop_action
 from mcu_arms.green.sims.base import SimulatorUnavailable
 from mcu_arms.green.sims.minestudio import (
     ENGINE_JAR,
@@ -21,7 +21,7 @@ from mcu_arms.green.sims.minestudio import (
     SimulatorTimeout,
     minestudio_preflight,
 )
-from mcu_arms.green.sims.quantise import (
+from mcu_arms.contracts.camera import (
     NULL_CAMERA_INDEX,
     SURVIVING_DEGREES,
     camera_bins,
@@ -30,7 +30,7 @@ from mcu_arms.green.sims.quantise import (
     degrees_to_camera_index,
     quantise_degrees,
 )
-from mcu_arms.green.tasks import TaskSpec
+from mcu_arms.contracts.tasks import TaskSpec
 
 Partition = namedtuple("Partition", "device mountpoint fstype opts")
 LOCAL_DISK = [Partition("/dev/sda1", "/", "ext4", "rw")]

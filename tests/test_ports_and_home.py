@@ -16,7 +16,7 @@ import psutil
 import pytest
 from cli_support import invoke
 
-from mcu_arms.errors import UserError
+from mcu_arms.contracts.errors import UserError
 from mcu_arms.isolation.codex_home import PERSONAL_CONFIG_STUBS, audit_codex_home, build_codex_home
 from mcu_arms.isolation.ports import PortRegistry, busy_reason
 
@@ -95,7 +95,7 @@ def test_a_reserved_port_is_refused_to_another_process(local_dir):
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     code = (
-        "import sys\nfrom mcu_arms.isolation.ports import PortRegistry\nfrom mcu_arms.errors import UserError\n"
+        "import sys\nfrom mcu_arms.isolation.ports import PortRegistry\nfrom mcu_arms.contracts.errors import UserError\n"
         f"try:\n  PortRegistry({env!r}).reserve('127.0.0.1', {{{port}: 'green'}}, 'other').__enter__()\n"
         "except UserError as e:\n  print(e); sys.exit(3)\n"
     )

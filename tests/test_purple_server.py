@@ -16,7 +16,7 @@ from cli_support import invoke
 from PIL import Image
 from server_procs import HOST, ServerProcess, free_port, running_app, running_cli_server
 
-from mcu_arms.a2a_support import (
+from mcu_arms.a2a_transport import (
     AgentTimeout,
     Skill,
     build_app,
@@ -26,8 +26,8 @@ from mcu_arms.a2a_support import (
     payload_to_message,
     send_and_collect,
 )
-from mcu_arms.catalog import AGENT_KINDS
-from mcu_arms.green.protocol import BUTTON_KEYS, AckPayload, ActionPayload, InitPayload, ObservationPayload
+from mcu_arms.contracts.catalog import AGENT_KINDS
+from mcu_arms.contracts.wire import BUTTON_KEYS, AckPayload, ActionPayload, InitPayload, ObservationPayload
 from mcu_arms.purple.base import Policy
 from mcu_arms.purple.baselines import RANDOM_REPERTOIRE
 from mcu_arms.purple.registry import PurpleOptions

@@ -17,7 +17,7 @@ from run_helpers import alive, write_arm
 from mcu_arms.arms.plan import Overrides, plan_arms
 from mcu_arms.environment import Environment
 from mcu_arms.supervise.alerts import AlertMonitor
-from mcu_arms.supervise.process import listener_owner, stop_process_group, verified_process
+from mcu_arms.procs import listener_owner, stop_process_group, verified_process
 from mcu_arms.supervise.progress import ArmProgress, StepSample, StepsTail
 from mcu_arms.supervise.runner import describe_exit, repoint_links
 

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from mcu_arms.errors import UserError
+from mcu_arms.contracts.errors import UserError
 from mcu_arms.purple.registry import PurpleOptions, make_policy
 from mcu_arms.purple.steve1 import HF_REPO, check_requirements, huggingface_snapshot, resolve_weights
 

@@ -25,11 +25,11 @@ from mcu_arms.arms.spec import (
     key_line,
     load_arm,
 )
-from mcu_arms.catalog import CODEX_AGENTS, default_max_steps, step_cap
+from mcu_arms.contracts.catalog import CODEX_AGENTS, default_max_steps, step_cap
 from mcu_arms.environment import Environment
-from mcu_arms.errors import UserError
-from mcu_arms.files import write_json_atomic, write_text_atomic
-from mcu_arms.green.protocol import DEFAULT_VIDEO_MODEL
+from mcu_arms.contracts.errors import UserError
+from mcu_arms.atomic import write_json_atomic, write_text_atomic
+from mcu_arms.contracts.wire import DEFAULT_VIDEO_MODEL
 from mcu_arms.isolation.codex_home import (
     default_auth,
     default_root,
@@ -300,7 +300,7 @@ def check_tasks(spec: ArmSpec, source: Path, warnings: list[str]) -> None:
     On the embedded simulator a whole category may be partly runnable (the rest is skipped, and said so), and a
     milestone with no Crafter analogue still counts in the total but can never be reached (said so too).
     """
-    from mcu_arms.green.tasks import select_tasks
+    from mcu_arms.contracts.tasks import select_tasks
 
     try:
         tasks = select_tasks(spec.task, spec.tasks)

@@ -17,14 +17,14 @@ from pydantic import (
     model_validator,
 )
 
-from mcu_arms.catalog import (
+from mcu_arms.contracts.catalog import (
     AGENT_KINDS,
     CATEGORIES,
     EMBEDDED_CATEGORIES,
     SIMULATORS,
 )
-from mcu_arms.errors import UserError
-from mcu_arms.green.protocol import DEFAULT_VIDEO_MODEL
+from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.wire import DEFAULT_VIDEO_MODEL
 
 ARM_NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 DEFAULT_CONTEXT_WINDOW = 258_000

@@ -9,7 +9,7 @@ import tomlkit
 
 from mcu_arms.arms.spec import ALLOWED, ARM_NAME_PATTERN, load_arm, parse_arm
 from mcu_arms.environment import Environment
-from mcu_arms.errors import UserError
+from mcu_arms.contracts.errors import UserError
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "templates" / "arm.toml"
 

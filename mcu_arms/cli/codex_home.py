@@ -11,7 +11,7 @@ import typer
 
 from mcu_arms.arms.spec import ALLOWED, ARM_NAME_PATTERN
 from mcu_arms.cli.common import environment, reports_user_errors
-from mcu_arms.errors import UserError
+from mcu_arms.contracts.errors import UserError
 from mcu_arms.isolation.codex_home import build_codex_home, default_auth, default_root
 
 

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from rich.markup import escape
 
 from mcu_arms.environment import Environment
-from mcu_arms.errors import UserError
+from mcu_arms.contracts.errors import UserError
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -16,7 +16,7 @@ from mcu_arms.arms.plan import OVERRIDDEN_KEYS, ArmPlan, Overrides, plan_arms, r
 from mcu_arms.arms.spec import allowed_for
 from mcu_arms.cli.common import environment, print_json, reports_user_errors
 from mcu_arms.environment import Environment
-from mcu_arms.errors import UserError
+from mcu_arms.contracts.errors import UserError
 
 FILES_ARGUMENT = typer.Argument(None, help="Arm files (arms/NAME.toml).")
 ARM_OPTION = typer.Option([], "--arm", help="Arm by name: arms/NAME.toml. Repeatable.")
@@ -138,7 +138,7 @@ def register(app: typer.Typer) -> None:
         overrides = override_options(task, steps, step_timeout, session_turns, compact, green_port, purple_port)
         plans = plan_arms(resolve_sources(files or [], arm, env), overrides, env)
         if not dry_run:
-            from mcu_arms.isolation.prepare import prepare_arms
+            from mcu_arms.arms.prepare import prepare_arms
 
             plans = prepare_arms(plans, env)
         show_plans(plans, env, dry_run=dry_run, json_output=json_output)

@@ -12,9 +12,9 @@ from typing import Annotated, Optional
 import typer
 from pydantic import ValidationError
 
-from mcu_arms.catalog import AGENT_KINDS
+from mcu_arms.contracts.catalog import AGENT_KINDS
 from mcu_arms.cli.common import reports_user_errors
-from mcu_arms.errors import UserError
+from mcu_arms.contracts.errors import UserError
 
 serve_app = typer.Typer(help="Run an A2A server (green evaluator or purple agent) in the foreground.", no_args_is_help=True)
 

@@ -8,10 +8,10 @@ import typer
 from pydantic import BaseModel
 from rich.table import Table
 
-from mcu_arms import catalog
+from mcu_arms.contracts import catalog
 from mcu_arms.cli.common import environment, print_json, reports_user_errors
-from mcu_arms.errors import UserError
-from mcu_arms.green.tasks import TaskSpec, all_tasks, load_category, tasks_root
+from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.tasks import TaskSpec, all_tasks, load_category, tasks_root
 
 SCORING_LABELS = {"reward": "reward_cfg", "milestones": "milestones", "video": "video only"}
 

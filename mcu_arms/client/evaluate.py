@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from mcu_arms.client.scenario import Scenario, load_scenario
 from mcu_arms.environment import Environment
-from mcu_arms.errors import UserError
+from mcu_arms.contracts.errors import UserError
 
 CARD_PATH = "/.well-known/agent-card.json"
 DEFAULT_CARD_DEADLINE_S = 60.0
@@ -178,7 +178,7 @@ async def _stream_evaluation(scenario: Scenario, env: Environment, collected: _C
     from a2a.client import ClientCallContext
     from a2a.types import SendMessageRequest
 
-    from mcu_arms.a2a_support import open_client, payload_to_message
+    from mcu_arms.a2a_transport import open_client, payload_to_message
 
     message = payload_to_message(scenario.eval_request(), context_id=uuid.uuid4().hex)
     async with open_client(scenario.green_endpoint, STREAM_READ_TIMEOUT_S, streaming=True) as client:
@@ -222,7 +222,7 @@ async def evaluate_async(
     import httpx
     from a2a.utils.errors import A2AError
 
-    from mcu_arms.a2a_support import AgentError
+    from mcu_arms.a2a_transport import AgentError
 
     scenario = load_scenario(scenario_path)
     _refuse_existing(out_path)

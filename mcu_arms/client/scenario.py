@@ -24,9 +24,9 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ValidationError
 
-from mcu_arms.catalog import CATEGORIES
-from mcu_arms.errors import UserError
-from mcu_arms.green.protocol import EvalConfig, EvalRequest
+from mcu_arms.contracts.catalog import CATEGORIES
+from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.wire import EvalConfig, EvalRequest
 
 TOP_LEVEL_TABLES = ("green_agent", "participants", "config")
 AGENT_KEYS = ("endpoint", "cmd")

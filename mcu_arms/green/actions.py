@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from mcu_arms.green.protocol import (
+from mcu_arms.contracts.wire import (
     ALLOWED_ACTION_KEYS,
     BUTTON_KEYS,
     CAMERA_KEY,
@@ -26,7 +26,7 @@ from mcu_arms.green.protocol import (
     EnvAction,
     noop_action,
 )
-from mcu_arms.green.sims.quantise import MAX_CAMERA_INDEX, NULL_CAMERA_INDEX, camera_index_degrees
+from mcu_arms.contracts.camera import MAX_CAMERA_INDEX, NULL_CAMERA_INDEX, camera_index_degrees
 
 NoopCause = Literal["timeout", "transport_error", "unparseable", "invalid_action"]
 ActionFormat = Literal["compact", "expanded", "env"]

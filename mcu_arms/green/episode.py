@@ -30,11 +30,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
-from mcu_arms.catalog import SIMULATORS
-from mcu_arms.errors import UserError
+from mcu_arms.contracts.catalog import SIMULATORS
+from mcu_arms.contracts.errors import UserError
 from mcu_arms.green.actions import ParsedAction, noop_result, parse_reply
-from mcu_arms.green.protocol import DEFAULT_VIDEO_MODEL, AckPayload, EnvAction, InitPayload, ObservationPayload
-from mcu_arms.green.result import (
+from mcu_arms.contracts.wire import DEFAULT_VIDEO_MODEL, AckPayload, EnvAction, InitPayload, ObservationPayload
+from mcu_arms.contracts.evaluation import (
     InitOutcome,
     LatencyStats,
     NoopCauseStats,
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 
     from mcu_arms.green.scoring import MilestoneEvent, RewardTracker, TaskScore, VideoEvaluation
     from mcu_arms.green.sims.base import SimStep, Simulator
-    from mcu_arms.green.tasks import TaskSpec
+    from mcu_arms.contracts.tasks import TaskSpec
 
 ProgressReport = Callable[[str], Awaitable[None]]
 
@@ -106,7 +106,7 @@ class AgentChannel:
         self._opened: Any = None
 
     async def __aenter__(self) -> AgentChannel:
-        from mcu_arms.a2a_support import client_timeout_for_step, open_client
+        from mcu_arms.a2a_transport import client_timeout_for_step, open_client
 
         self._opened = open_client(self.url, client_timeout_for_step(self.step_timeout), streaming=False)
         self._client = await self._opened.__aenter__()
@@ -118,7 +118,7 @@ class AgentChannel:
             self._opened = None
 
     async def exchange(self, payload: BaseModel) -> str:
-        from mcu_arms.a2a_support import AgentTimeout, payload_to_message, send_and_collect
+        from mcu_arms.a2a_transport import AgentTimeout, payload_to_message, send_and_collect
 
         message = payload_to_message(payload, context_id=self.context_id)
         try:
@@ -185,7 +185,7 @@ class Episode:
         self.init: InitOutcome | None = None
 
     async def run(self) -> TaskMetrics:
-        from mcu_arms.a2a_support import AgentError
+        from mcu_arms.a2a_transport import AgentError
         from mcu_arms.green.scoring import RewardTracker
 
         started_at, started = _utc_iso(), time.monotonic()
@@ -210,7 +210,7 @@ class Episode:
         return self._metrics(tracker, video, log, started_at, time.monotonic() - started)
 
     async def _send_init(self, channel: AgentChannel) -> InitOutcome:
-        from mcu_arms.a2a_support import AgentTimeout, AgentTransportError
+        from mcu_arms.a2a_transport import AgentTimeout, AgentTransportError
 
         prompt = BASE_PROMPT
         extra = self.sim.agent_instructions()
@@ -269,7 +269,7 @@ class Episode:
             log.save_frame(self.steps_run, png)  # the view after the last action, for video evaluation
 
     async def _ask(self, channel: AgentChannel, step: int, png: bytes) -> tuple[str | None, ParsedAction]:
-        from mcu_arms.a2a_support import AgentTimeout, AgentTransportError
+        from mcu_arms.a2a_transport import AgentTimeout, AgentTransportError
 
         observation = ObservationPayload(step=step, obs=base64.b64encode(png).decode("ascii"))
         try:

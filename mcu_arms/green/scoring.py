@@ -11,8 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from mcu_arms.green.result import MilestoneResult
-from mcu_arms.green.tasks import RewardEntry, ScoringKind, TaskSpec
+from mcu_arms.contracts.evaluation import MilestoneResult
+from mcu_arms.contracts.tasks import RewardEntry, ScoringKind, TaskSpec
 
 CRITERIA: tuple[str, ...] = (
     "task_progress",

@@ -26,7 +26,7 @@ from a2a.server.tasks import TaskUpdater
 from a2a.types import Message, Part, Task, TaskState, TaskStatus
 from pydantic import ValidationError
 
-from mcu_arms.a2a_support import (
+from mcu_arms.a2a_transport import (
     AgentError,
     Skill,
     build_app,
@@ -35,9 +35,9 @@ from mcu_arms.a2a_support import (
     open_client,
     serve_app,
 )
-from mcu_arms.catalog import CATEGORIES, default_max_steps, step_cap
-from mcu_arms.errors import UserError
-from mcu_arms.files import write_json_atomic
+from mcu_arms.contracts.catalog import CATEGORIES, default_max_steps, step_cap
+from mcu_arms.contracts.errors import UserError
+from mcu_arms.atomic import write_json_atomic
 from mcu_arms.green.episode import (
     Episode,
     EpisodeSettings,
@@ -46,11 +46,11 @@ from mcu_arms.green.episode import (
     run_off_loop,
     task_dir_for,
 )
-from mcu_arms.green.protocol import EvalRequest
-from mcu_arms.green.result import CategoryResult, EvaluationResult, SimulatorInfo, SkippedTask, summary_text
+from mcu_arms.contracts.wire import EvalRequest
+from mcu_arms.contracts.evaluation import CategoryResult, EvaluationResult, SimulatorInfo, SkippedTask, summary_text
 from mcu_arms.green.sims.base import Simulator, SimulatorUnavailable
 from mcu_arms.green.steplog import STEPS_FILE
-from mcu_arms.green.tasks import TaskSpec, select_tasks
+from mcu_arms.contracts.tasks import TaskSpec, select_tasks
 
 AGENT_ROLE = "agent"
 RESULT_ARTIFACT = "Result"

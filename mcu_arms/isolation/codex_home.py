@@ -23,7 +23,7 @@ from pathlib import Path
 from filelock import FileLock
 from pydantic import BaseModel
 
-from mcu_arms.errors import UserError
+from mcu_arms.contracts.errors import UserError
 
 PERSONAL_CONFIG_STUBS = ("AGENTS.md", "AGENTS.override.md", "lessons.md", "RTK.md")
 BASE_BYTES = 6 * 1024 * 1024

@@ -20,8 +20,8 @@ from pathlib import Path
 import psutil
 from filelock import FileLock
 
-from mcu_arms.errors import UserError
-from mcu_arms.files import write_json_atomic
+from mcu_arms.contracts.errors import UserError
+from mcu_arms.atomic import write_json_atomic
 
 
 @dataclass(frozen=True)

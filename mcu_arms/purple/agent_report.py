@@ -16,7 +16,7 @@ from typing import Literal
 from filelock import FileLock
 from pydantic import BaseModel, Field
 
-from mcu_arms.files import write_json_atomic
+from mcu_arms.atomic import write_json_atomic
 
 REPORT_SCHEMA_VERSION = 1
 EPISODE_REPORT_NAME = "agent_report.json"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from datetime import datetime, timezone
 
-from mcu_arms.green.protocol import AckPayload, ActionPayload, InitPayload, ObservationPayload, noop_action
+from mcu_arms.contracts.wire import AckPayload, ActionPayload, InitPayload, ObservationPayload, noop_action
 
 
 class Policy(ABC):

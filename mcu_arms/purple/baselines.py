@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 
-from mcu_arms.green.protocol import (
+from mcu_arms.contracts.wire import (
     BUTTON_KEYS,
     CAMERA_KEY,
     AckPayload,

@@ -23,8 +23,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from mcu_arms.errors import UserError
-from mcu_arms.green.protocol import (
+from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.wire import (
     BUTTON_KEYS,
     CAMERA_KEY,
     CAMERA_LIMIT_DEGREES,
@@ -119,7 +119,7 @@ def parse_actions(text: str) -> list[EnvAction]:
 
 def nearest_surviving_degrees(degrees: float) -> float:
     """The camera value whose quantised move lands nearest the intended angle (MCU_CAMERA_QUANTISED=1 hosts)."""
-    from mcu_arms.green.sims.quantise import SURVIVING_DEGREES
+    from mcu_arms.contracts.camera import SURVIVING_DEGREES
 
     return min(SURVIVING_DEGREES, key=lambda value: abs(value - degrees))
 
@@ -273,7 +273,7 @@ class CodexPolicy(Policy):
     def _render_system_prompt(self, payload: InitPayload) -> str:
         template = string.Template((TEMPLATES / f"{self.kind}_system.md").read_text(encoding="utf-8"))
         if self.camera_quantised:
-            from mcu_arms.green.sims.quantise import SURVIVING_DEGREES
+            from mcu_arms.contracts.camera import SURVIVING_DEGREES
 
             values = ", ".join(f"{value:g}" for value in SURVIVING_DEGREES)
             camera_note = f"This host rounds every camera move to one of these degrees per axis: {values}."

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import psutil
 
-from mcu_arms.supervise.process import stop_process_group, stop_token_holders
+from mcu_arms.procs import stop_process_group, stop_token_holders
 
 TERM_GRACE_S = 2.0
 PROVIDER_NAME = "mcu_arms_provider"

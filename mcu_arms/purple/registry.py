@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mcu_arms.catalog import AGENT_KINDS
-from mcu_arms.errors import UserError
+from mcu_arms.contracts.catalog import AGENT_KINDS
+from mcu_arms.contracts.errors import UserError
 
 if TYPE_CHECKING:
     from mcu_arms.purple.base import Policy

@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel
 
-from mcu_arms.files import write_json_atomic
-from mcu_arms.green.protocol import AckPayload, ActionPayload, InitPayload, ObservationPayload
+from mcu_arms.atomic import write_json_atomic
+from mcu_arms.contracts.wire import AckPayload, ActionPayload, InitPayload, ObservationPayload
 from mcu_arms.green.sims.crafter_actions import env_action_for
 from mcu_arms.purple.base import Policy, log_line
 from mcu_arms.purple.crafter_vision import (

@@ -17,8 +17,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from mcu_arms.errors import UserError
-from mcu_arms.green.protocol import AckPayload, ActionPayload, InitPayload, ObservationPayload
+from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.wire import AckPayload, ActionPayload, InitPayload, ObservationPayload
 from mcu_arms.purple.base import Policy
 from mcu_arms.purple.registry import PurpleOptions
 

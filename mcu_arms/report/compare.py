@@ -28,9 +28,9 @@ from mcu_arms.arms.plan import (
     resolve_settings,
 )
 from mcu_arms.arms.spec import ARM_NAME_PATTERN, ArmSpec, load_arm
-from mcu_arms.catalog import CODEX_AGENTS
+from mcu_arms.contracts.catalog import CODEX_AGENTS
 from mcu_arms.environment import Environment
-from mcu_arms.errors import UserError
+from mcu_arms.contracts.errors import UserError
 from mcu_arms.report.run_report import RunReport, arm_episodes
 
 COMPARISON_SCHEMA_VERSION = 1

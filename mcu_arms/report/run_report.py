@@ -14,8 +14,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from mcu_arms.arms.plan import EPISODE_PATTERN, Settings
-from mcu_arms.errors import UserError
-from mcu_arms.files import write_json_atomic
+from mcu_arms.contracts.errors import UserError
+from mcu_arms.atomic import write_json_atomic
 
 RunStatus = Literal["started", "finished", "failed", "interrupted"]
 REPORT_SCHEMA_VERSION = 1

@@ -16,7 +16,7 @@ from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
 
-from mcu_arms.supervise.process import utc_stamp
+from mcu_arms.procs import utc_stamp
 from mcu_arms.supervise.progress import ArmProgress
 
 REFRESH_PER_SECOND = 2

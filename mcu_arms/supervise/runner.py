@@ -24,10 +24,10 @@ from rich.console import Console
 
 from mcu_arms.arms.plan import ArmPlan
 from mcu_arms.environment import Environment
-from mcu_arms.errors import UserError
+from mcu_arms.contracts.errors import UserError
 from mcu_arms.report.run_report import Failure, ProcessRecord, RunReport, write_report
 from mcu_arms.supervise.alerts import AlertMonitor
-from mcu_arms.supervise.history import (
+from mcu_arms.supervise.reruns import (
     STOP_REQUEST,
     SUPERVISOR_ROLE,
     latest_report,
@@ -35,7 +35,7 @@ from mcu_arms.supervise.history import (
     supervisor_alive,
 )
 from mcu_arms.supervise.live import REFRESH_PER_SECOND, View, make_view
-from mcu_arms.supervise.process import (
+from mcu_arms.procs import (
     DEFAULT_STOP_GRACE_S,
     Child,
     card_answers,
@@ -483,7 +483,7 @@ def run_arms(plans: list[ArmPlan], env: Environment, options: RunOptions, out: C
     if not to_run:
         return RunOutcome(arms=outcomes)
 
-    from mcu_arms.isolation.prepare import held_ports, prepare_arm
+    from mcu_arms.arms.prepare import held_ports, prepare_arm
 
     signalled: list[str] = []
     wake = threading.Event()

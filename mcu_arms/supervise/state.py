@@ -17,11 +17,11 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from mcu_arms.environment import Environment
-from mcu_arms.errors import UserError
-from mcu_arms.files import write_json_atomic
+from mcu_arms.contracts.errors import UserError
+from mcu_arms.atomic import write_json_atomic
 from mcu_arms.report.run_report import Episode, Failure, RunReport, arm_episodes, write_report
-from mcu_arms.supervise.history import STOP_REQUEST, SUPERVISOR_ROLE, supervisor_alive
-from mcu_arms.supervise.process import DEFAULT_STOP_GRACE_S, stop_process_group, verified_process
+from mcu_arms.supervise.reruns import STOP_REQUEST, SUPERVISOR_ROLE, supervisor_alive
+from mcu_arms.procs import DEFAULT_STOP_GRACE_S, stop_process_group, verified_process
 
 STALE = "stale (supervisor gone)"
 # How long `stop` waits for the supervisor to finalise the report before stopping the processes itself.

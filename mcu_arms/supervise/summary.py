@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from mcu_arms.green.result import EvaluationResult
+from mcu_arms.contracts.evaluation import EvaluationResult
 from mcu_arms.report.run_report import MilestoneRecord, RunReport
 from mcu_arms.supervise.progress import ArmProgress
 

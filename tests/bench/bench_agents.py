@@ -18,10 +18,10 @@ import time
 
 from PIL import Image
 
-from mcu_arms.green.protocol import ObservationPayload
+from mcu_arms.contracts.wire import ObservationPayload
 from mcu_arms.green.scoring import RewardTracker
 from mcu_arms.green.sims.embedded import EmbeddedSimulator
-from mcu_arms.green.tasks import TASKS_ROOT, load_task
+from mcu_arms.contracts.tasks import TASKS_ROOT, load_task
 from mcu_arms.purple.baselines import RandomPolicy
 from mcu_arms.purple.scripted import ScriptedPolicy
 
@@ -37,7 +37,7 @@ def _png_base64(frame) -> str:
 
 async def run_episode(agent: str, seed: int, steps: int) -> tuple[dict[str, int], list[str], float, dict[str, int]]:
     """One episode; returns (milestone -> first step, available milestones, steps/s, simulator fallback counts)."""
-    from mcu_arms.green.protocol import InitPayload
+    from mcu_arms.contracts.wire import InitPayload
 
     task = load_task(TASK_FILE)
     simulator = EmbeddedSimulator()

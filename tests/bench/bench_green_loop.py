@@ -24,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from server_procs import HOST, ServerProcess, free_port  # noqa: E402
 
 from mcu_arms.green.episode import Episode, EpisodeSettings, encode_png, make_simulator, run_off_loop  # noqa: E402
-from mcu_arms.green.protocol import InitPayload, ObservationPayload, noop_action  # noqa: E402
-from mcu_arms.green.tasks import select_tasks  # noqa: E402
+from mcu_arms.contracts.wire import InitPayload, ObservationPayload, noop_action  # noqa: E402
+from mcu_arms.contracts.tasks import select_tasks  # noqa: E402
 
 TASK = ("crafting", "craft_furnace")
 
@@ -42,7 +42,7 @@ def bare_sim_ms(steps: int) -> float:
 
 
 async def bare_round_trip_ms(purple_url: str, steps: int, png: bytes) -> float:
-    from mcu_arms.a2a_support import client_timeout_for_step, open_client, payload_to_message, send_and_collect
+    from mcu_arms.a2a_transport import client_timeout_for_step, open_client, payload_to_message, send_and_collect
 
     observation = ObservationPayload(step=0, obs=base64.b64encode(png).decode("ascii"))
     async with open_client(purple_url, client_timeout_for_step(30.0), streaming=False) as client:

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy as np
 
-    from mcu_arms.green.protocol import EnvAction
-    from mcu_arms.green.tasks import TaskSpec
+    from mcu_arms.contracts.wire import EnvAction
+    from mcu_arms.contracts.tasks import TaskSpec
 
 
 @dataclass

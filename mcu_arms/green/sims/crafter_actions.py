@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from mcu_arms.green.protocol import BUTTON_KEYS, CAMERA_KEY, EnvAction, noop_action
+from mcu_arms.contracts.wire import BUTTON_KEYS, CAMERA_KEY, EnvAction, noop_action
 
 # inventory + hotbar.N → Crafter's make_* recipes (pickaxes on 1-3, swords on 4-6).
 CRAFT_RECIPES: dict[str, str] = {

@@ -13,13 +13,13 @@ from collections import Counter
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
-from mcu_arms.catalog import EMBEDDED_CATEGORIES
+from mcu_arms.contracts.catalog import EMBEDDED_CATEGORIES
 from mcu_arms.green.sims.base import SimStep, Simulator, TaskSupport
 from mcu_arms.green.sims.crafter_actions import AGENT_INSTRUCTIONS, ActionAdapter
 
 if TYPE_CHECKING:
-    from mcu_arms.green.protocol import EnvAction
-    from mcu_arms.green.tasks import RewardEntry, TaskSpec
+    from mcu_arms.contracts.wire import EnvAction
+    from mcu_arms.contracts.tasks import RewardEntry, TaskSpec
 
 FRAME_SIZE = 128
 INVENTORY_CAP = 9  # Crafter caps every inventory counter at 9

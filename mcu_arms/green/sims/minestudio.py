@@ -24,14 +24,14 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from mcu_arms.green.protocol import BUTTON_KEYS, CAMERA_KEY
+from mcu_arms.contracts.wire import BUTTON_KEYS, CAMERA_KEY
 from mcu_arms.green.sims.base import SimStep, Simulator, SimulatorUnavailable, TaskSupport
-from mcu_arms.green.sims.quantise import quantise_camera
+from mcu_arms.contracts.camera import quantise_camera
 from mcu_arms.isolation.host import network_filesystem_reason
 
 if TYPE_CHECKING:
-    from mcu_arms.green.protocol import EnvAction
-    from mcu_arms.green.tasks import TaskSpec
+    from mcu_arms.contracts.wire import EnvAction
+    from mcu_arms.contracts.tasks import TaskSpec
 
 T = TypeVar("T")
 
@@ -303,7 +303,7 @@ class MineStudioSimulator(Simulator):
         re-checked with its create time (never by name)."""
         import psutil
 
-        from mcu_arms.supervise.process import stop_process_group
+        from mcu_arms.procs import stop_process_group
 
         for child in psutil.Process().children():
             try:

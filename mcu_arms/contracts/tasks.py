@@ -14,7 +14,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from mcu_arms.errors import UserError
+from mcu_arms.contracts.errors import UserError
 
 ScoringKind = Literal["reward", "milestones", "video"]
 

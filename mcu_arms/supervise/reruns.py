@@ -11,7 +11,7 @@ from pathlib import Path
 
 from mcu_arms.arms.plan import ArmPlan
 from mcu_arms.report.run_report import RunReport, arm_episodes
-from mcu_arms.supervise.process import verified_process
+from mcu_arms.procs import verified_process
 
 SUPERVISOR_ROLE = "mcu-arms"
 STOP_REQUEST = "stop.request"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from mcu_arms.arms.plan import ArmPlan, prepare_episode
 from mcu_arms.environment import Environment
-from mcu_arms.errors import UserError
+from mcu_arms.contracts.errors import UserError
 from mcu_arms.isolation.codex_home import STEPS_PER_TURN, CodexHome, build_codex_home
 from mcu_arms.isolation.ports import PortRegistry
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from mcu_arms.green.protocol import EvalConfig
+from mcu_arms.contracts.wire import EvalConfig
 
 # Reasons kept per noop cause: enough to diagnose, bounded for a 12,000-step episode.
 FIRST_REASONS_KEPT = 5

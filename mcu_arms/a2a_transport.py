@@ -43,7 +43,7 @@ from pydantic import BaseModel
 from starlette.applications import Starlette
 
 from mcu_arms import __version__
-from mcu_arms.errors import UserError
+from mcu_arms.contracts.errors import UserError
 
 PROTOCOL_VERSION = "1.0"
 LEGACY_PROTOCOL_VERSION = "0.3"
