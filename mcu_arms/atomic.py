@@ -1,26 +1,65 @@
-"""Writing files that someone may be reading at the same moment (a live view, `status`, a crash mid-write)."""
+"""Writing files that someone may be reading at the same moment (a live view, `status`, a crash mid-write).
+
+Every write goes to a temporary file beside the target, flushed to disk, then takes the target's name: a reader never
+sees half a file. `replace` writes (reports that are rewritten as a run goes) rename over the old file; `exclusive`
+writes (results, which are never overwritten) link the name and fail if it appeared meanwhile.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """A reader never sees half a file: write a temporary file beside it, flush it to disk, rename it over."""
+class AlreadyExists(FileExistsError):
+    """An exclusive write found its target already there: nothing was replaced."""
+
+
+def _json_text(data: BaseModel | Any) -> str:
+    text = data.model_dump_json(indent=2) if isinstance(data, BaseModel) else json.dumps(data, indent=2)
+    return text + "\n"
+
+
+def _temporary_beside(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with temporary.open("w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    temporary = Path(name)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    return temporary
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    temporary = _temporary_beside(path, text)
+    try:
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
 
 
 def write_json_atomic(path: Path, data: BaseModel | Any) -> None:
-    text = data.model_dump_json(indent=2) if isinstance(data, BaseModel) else json.dumps(data, indent=2)
-    write_text_atomic(path, text + "\n")
+    write_text_atomic(path, _json_text(data))
+
+
+def write_json_exclusive(path: Path, data: BaseModel | Any) -> None:
+    """Write a result that must never replace another: AlreadyExists if `path` exists, even if it appeared while
+    this was being written."""
+    temporary = _temporary_beside(path, _json_text(data))
+    try:
+        os.link(temporary, path)
+    except FileExistsError:
+        raise AlreadyExists(f"{path} exists already; refusing to overwrite a result") from None
+    finally:
+        temporary.unlink(missing_ok=True)

@@ -1,5 +1,6 @@
-"""The children of one `mcu-arms run`: started in their own process group, logged line by line with a timestamp,
-checked for readiness, and stopped TERM -> wait -> KILL.
+"""The process layer: children started in their own process group, logged line by line with a timestamp, and
+stopped TERM -> wait -> KILL. The supervisor, the codex agents and the MineStudio backend all use it from below;
+it knows nothing above it.
 
 Every signal goes to a process this code can prove it started: a pid is only signalled after psutil confirms it is
 still running with the create_time recorded at launch (pids are reused). Nothing here looks a process up by name.
@@ -7,26 +8,24 @@ still running with the create_time recorded at launch (pids are reused). Nothing
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import threading
 import time
-import urllib.error
 import uuid
-import urllib.request
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 
 import psutil
 
-from mcu_arms.arms.plan import ProcessPlan
+from mcu_arms.contracts.run_report import RunReport
+from mcu_arms.contracts.settings import ProcessPlan
+from mcu_arms.contracts.states import SUPERVISOR_ROLE
+from mcu_arms.contracts.timestamps import log_stamp
 
-CARD_PATH = "/.well-known/agent-card.json"
 # Seconds a stopped group gets to exit on SIGTERM before what remains of it is killed.
 DEFAULT_STOP_GRACE_S = 10.0
 # Seconds to wait for SIGKILLed processes to disappear.
@@ -40,11 +39,21 @@ EXIT_POLL_S = 0.05
 # process group or outlived it (reparented away) are still found, and proven ours, when the child is stopped.
 OWNER_TOKEN_ENV = "MCU_ARMS_OWNER_TOKEN"
 
-LineHook = Callable[[str], None]
 
 
-def utc_stamp() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+def log_line(line: str) -> None:
+    """One line on stdout, which is a child's log: stamped here only when no supervisor stamps it on copy."""
+    print(line if OWNER_TOKEN_ENV in os.environ else f"{log_stamp()} {line}", flush=True)
+
+
+def is_alive(pid: int | None, create_time: float | None) -> bool:
+    return verified_process(pid, create_time) is not None
+
+
+def supervisor_alive(report: RunReport) -> bool:
+    """Is the `mcu-arms run` that wrote this report still running (same pid and create_time)?"""
+    record = report.processes.get(SUPERVISOR_ROLE)
+    return record is not None and is_alive(record.pid, record.create_time)
 
 
 def verified_process(pid: int | None, create_time: float | None) -> psutil.Process | None:
@@ -62,7 +71,7 @@ def verified_process(pid: int | None, create_time: float | None) -> psutil.Proce
         return None
 
 
-def _descendants(process: psutil.Process) -> list[psutil.Process]:
+def descendants(process: psutil.Process) -> list[psutil.Process]:
     try:
         return process.children(recursive=True)
     except psutil.Error:
@@ -110,13 +119,13 @@ def stop_process_group(
 def _stop_group(
     leader: psutil.Process, create_time: float, grace_s: float, popen: subprocess.Popen | None
 ) -> StopOutcome:
-    members = [leader, *_descendants(leader)]
+    members = [leader, *descendants(leader)]
     _signal_all(leader, members, signal.SIGTERM)
     alive = _wait_gone(members, grace_s, popen)
     outcome = StopOutcome(was_running=True, terminated=len(members) - len(alive))
     if alive:
         if verified_process(leader.pid, create_time):
-            alive += [p for p in _descendants(leader) if p not in alive]
+            alive += [p for p in descendants(leader) if p not in alive]
         _signal_all(leader, alive, signal.SIGKILL)
         survivors = _wait_gone(alive, KILL_WAIT_S, popen)
         outcome.killed = len(alive) - len(survivors)
@@ -222,47 +231,15 @@ def _still_running(process: psutil.Process) -> bool:
         return False
 
 
-def card_answers(url: str, timeout_s: float = 1.0) -> bool:
-    """True when the A2A agent card at `url` answers with a JSON object."""
-    try:
-        with urllib.request.urlopen(url.rstrip("/") + CARD_PATH, timeout=timeout_s) as response:
-            return response.status == 200 and isinstance(json.loads(response.read()), dict)
-    except (urllib.error.URLError, OSError, ValueError):
-        return False
-
-
-def listener_owner(port: int, leader: psutil.Process) -> tuple[bool | None, int | None]:
-    """Is the listener on `port` the leader or one of its descendants?
-
-    Returns (True/False, listening pid) or (None, None) when the OS will not say (AccessDenied): the caller then
-    relies on the card alone and says so.
-    """
-    try:
-        connections = psutil.net_connections(kind="tcp")
-    except (psutil.AccessDenied, PermissionError):
-        return None, None
-    pids = {
-        conn.pid
-        for conn in connections
-        if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port and conn.pid is not None
-    }
-    if not pids:
-        return False, None
-    tree = {leader.pid, *(p.pid for p in _descendants(leader))}
-    ours = pids & tree
-    return (True, min(ours)) if ours else (False, min(pids))
-
-
 class Child:
-    """One started process of an arm: its Popen, identity, timestamped log, and a hook that sees every line."""
+    """One started process of an arm: its Popen, identity and timestamped log."""
 
-    def __init__(self, plan: ProcessPlan, base_env: Mapping[str, str], on_line: LineHook | None = None) -> None:
+    def __init__(self, plan: ProcessPlan, base_env: Mapping[str, str]) -> None:
         self.plan = plan
         self.role = plan.role
         self.log_path = Path(plan.log)
         self.token = uuid.uuid4().hex
         self.env = {**base_env, **plan.env, "PYTHONUNBUFFERED": "1", OWNER_TOKEN_ENV: self.token}
-        self.on_line = on_line
         self.popen: subprocess.Popen | None = None
         self.pid: int | None = None
         self.create_time: float | None = None
@@ -299,11 +276,9 @@ class Child:
         with log:
             for raw in iter(self.popen.stdout.readline, b""):
                 line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-                log.write(f"{utc_stamp()} {line}\n")
+                log.write(f"{log_stamp()} {line}\n")
                 log.flush()
                 self._tail.append(line)
-                if self.on_line is not None:
-                    self.on_line(line)
         self.popen.stdout.close()
 
     def poll(self) -> int | None:

@@ -8,8 +8,8 @@ import math
 import random
 from typing import Any
 
-from mcu_arms.green.actions import parse_payload, parse_reply
 from mcu_arms.contracts.wire import ALLOWED_ACTION_KEYS, BUTTON_KEYS, noop_action
+from mcu_arms.green.actions import parse_payload, parse_reply
 
 ITERATIONS = 6000
 _ODD_KEYS = ["chat", "mobs", "voxels", "pickItem", "camera", "forward", "hotbar.0", "", "ATTACK", "x" * 200]

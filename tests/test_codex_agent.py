@@ -16,13 +16,13 @@ import psutil
 import pytest
 from PIL import Image
 
-from mcu_arms.contracts.errors import UserError
-from mcu_arms.contracts.wire import BUTTON_KEYS, InitPayload, ObservationPayload
+from mcu_arms.contracts.agent_report import AgentReport, TurnRecord
 from mcu_arms.contracts.camera import quantise_degrees
-from mcu_arms.purple.agent_report import TurnRecord, load_report
+from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.settings import PurpleOptions
+from mcu_arms.contracts.wire import BUTTON_KEYS, InitPayload, ObservationPayload
 from mcu_arms.purple.codex_agent import ActionsFileError, CodexPolicy, parse_actions, turn_budget
 from mcu_arms.purple.codex_runner import CodexCall, redact_url
-from mcu_arms.purple.registry import PurpleOptions
 
 FAKE_CODEX_DIR = Path(__file__).parent / "fake_codex"
 ONE_ACTION = json.dumps([{"forward": 1}])
@@ -80,7 +80,7 @@ def _calls(home: Path) -> list[dict]:
 
 
 def _report(tmp_path: Path, kind: str = "worldmodel"):
-    return load_report(tmp_path / "purple" / f"{kind}_report.json")
+    return AgentReport.model_validate_json((tmp_path / "purple" / f"{kind}_report.json").read_text())
 
 
 def _set_mode(policy: CodexPolicy, mode: str) -> None:

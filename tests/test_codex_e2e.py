@@ -100,7 +100,7 @@ def test_prolong_and_worldmodel_arms_run_end_to_end_and_compare(tmp_path, codex_
         assert (task_dir / "memory").is_dir() == (kind == "worldmodel")
 
         run_report = json.loads((episode / "result.json").read_text())
-        assert run_report["purple_report"]["turns"] == report["turns"]
+        assert run_report["agent"]["turns"] == report["turns"]
         assert run_report["steps_run"] == STEPS
         purple_log = (episode / "logs" / "purple.log").read_text()
         assert "payload" in purple_log

@@ -15,10 +15,13 @@ from typing import Any
 import pytest
 from cli_support import invoke, make_environment
 
-from mcu_arms.arms.plan import fingerprint, resolve_settings
+from mcu_arms.arms.plan import resolve_settings
 from mcu_arms.arms.spec import load_arm
+from mcu_arms.contracts.agent_report import AgentSummary
+from mcu_arms.contracts.run_report import Failure, MilestoneRecord, Provenance, RunReport
+from mcu_arms.contracts.settings import fingerprint
+from mcu_arms.layout import RunDir
 from mcu_arms.report.compare import ComparisonResult, compare_arms
-from mcu_arms.report.run_report import Failure, MilestoneRecord, Provenance, RunReport, write_report
 
 EMBEDDED_LABEL = "embedded (Crafter analogue of MCU)"
 MILESTONES = ("collect_wood", "place_table", "make_wood_pickaxe", "collect_stone", "collect_diamond")
@@ -76,13 +79,12 @@ def write_run(
         "wall_s": 120.0,
         "noops": {"timeout": 2, "bad_action": 1},
         "simulator_label": EMBEDDED_LABEL if settings.simulator == "embedded" else "MineStudio 1.1.6",
-        "logs": {role: str(episode_dir / "logs" / f"{role}.log") for role in ("green", "purple", "client")},
+        "logs": {role: f"logs/{role}.log" for role in ("green", "purple", "client")},
     }
     report = RunReport(
         status=status,
         arm=name,
         episode=episode,
-        episode_dir=str(episode_dir),
         source=str(cwd / "arms" / f"{name}.toml"),
         fingerprint=fingerprint(settings),
         settings=settings,
@@ -100,7 +102,7 @@ def write_run(
         milestones=milestones,
         **{**defaults, **fields},
     )
-    write_report(report, episode_dir / "result.json")
+    RunDir(episode_dir).write_report(report)
     return report
 
 
@@ -206,8 +208,8 @@ def test_settings_come_from_the_report_in_force(tmp_path: Path) -> None:
 def test_missing_purple_report_is_unknown_not_zero(tmp_path: Path) -> None:
     write_arm(tmp_path, "wm", agent="worldmodel", simulator="minestudio", session_turns=3, compact=True)
     write_arm(tmp_path, "wm_plain", agent="worldmodel", simulator="minestudio", session_turns=3)
-    write_run(tmp_path, "wm", purple_report={"milestones": [], "codex": {"failed_turns": 4, "compactions": 2,
-                                                                         "overflow_resets": 0}})
+    write_run(tmp_path, "wm", agent=AgentSummary(kind="worldmodel", report_file="worldmodel_report.json",
+                                                 failed_turns=4, compactions=2, overflow_resets=0))
     write_run(tmp_path, "wm_plain")
     outcome = invoke(tmp_path, {}, "compare", "wm", "wm_plain")
     assert outcome.exit_code == 0
@@ -240,7 +242,8 @@ def test_agents_without_model_turns_show_na_for_turn_counters(pair: Path) -> Non
 
 def test_compaction_limit_reported_by_the_purple_wins_and_is_flagged(tmp_path: Path) -> None:
     write_arm(tmp_path, "wm", agent="worldmodel", simulator="minestudio")
-    write_run(tmp_path, "wm", purple_report={"compaction_limit": 1000, "failed_turns": ["t3", "t9"]})
+    write_run(tmp_path, "wm", agent=AgentSummary(kind="worldmodel", report_file="worldmodel_report.json",
+                                                 compaction_limit=1000, failed_turns=2))
     result = compare(tmp_path, "wm")
     assert result.arms[0].compaction_limit == 1000
     assert result.arms[0].failed_turns == 2

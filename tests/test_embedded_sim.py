@@ -11,18 +11,13 @@ import numpy as np
 import pytest
 
 from mcu_arms.contracts.catalog import CATEGORIES
-from mcu_arms.contracts.wire import BUTTON_KEYS, noop_action
-from mcu_arms.green.sims.crafter_actions import (
-    CRAFT_RECIPES,
-    MOVE_KEYS,
-    PLACE_ACTIONS,
-    PLACE_SELECTION,
-    ActionAdapter,
-    env_action_for,
-)
-from mcu_arms.green.sims.crafter_world import HOSTILE_SAFETY_RADIUS
-from mcu_arms.green.sims.embedded import EmbeddedSimulator, support_for
+from mcu_arms.contracts.crafter_keymap import CRAFT_RECIPES, MOVE_KEYS, PLACE_ACTIONS, PLACE_SELECTION, env_action_for
+from mcu_arms.contracts.support import task_support
 from mcu_arms.contracts.tasks import RewardEntry, TaskSpec
+from mcu_arms.contracts.wire import BUTTON_KEYS, noop_action
+from mcu_arms.green.sims.crafter_actions import ActionAdapter
+from mcu_arms.green.sims.crafter_world import HOSTILE_SAFETY_RADIUS
+from mcu_arms.green.sims.embedded import EmbeddedSimulator
 
 
 def press(*keys: str, camera: tuple[float, float] = (0.0, 0.0)) -> dict:
@@ -283,7 +278,7 @@ def test_support_cases_cover_every_category():
 
 @pytest.mark.parametrize("category", CATEGORIES)
 def test_supports_each_category(category):
-    support = support_for(task(category, *SUPPORT_CASES[category]))
+    support = task_support("embedded", task(category, *SUPPORT_CASES[category]))
     runnable = {"combat", "crafting", "mine_diamond_from_scratch", "mining_and_collecting"}
     assert support.runnable == (category in runnable)
     if support.runnable:
@@ -294,7 +289,7 @@ def test_supports_each_category(category):
 
 
 def test_embedded_category_without_any_analogue_is_not_runnable():
-    support = support_for(task("crafting", ("craft_item", "craft_ladder", ("ladder",))))
+    support = task_support("embedded", task("crafting", ("craft_item", "craft_ladder", ("ladder",))))
     assert not support.runnable
     assert "needs minestudio" in support.reason and "ladder" in support.reason
     assert support.unavailable == ["craft_ladder"]
@@ -304,7 +299,7 @@ def test_embedded_category_without_any_analogue_is_not_runnable():
 
 TRAJECTORY_SCRIPT = """
 import hashlib, json, random, sys
-from mcu_arms.green.sims.crafter_actions import env_action_for
+from mcu_arms.contracts.crafter_keymap import env_action_for
 from mcu_arms.green.sims.embedded import EmbeddedSimulator
 from mcu_arms.contracts.tasks import TaskSpec
 steps, layout_noise = int(sys.argv[1]), int(sys.argv[2])

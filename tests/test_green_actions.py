@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from mcu_arms.green.actions import COMPACT_INVENTORY_INDEX, decode_compact, parse_payload, parse_reply
-from mcu_arms.contracts.wire import BUTTON_KEYS, noop_action
 from mcu_arms.contracts.camera import NULL_CAMERA_INDEX as COMPACT_CAMERA_NULL
+from mcu_arms.contracts.wire import BUTTON_KEYS, noop_action
+from mcu_arms.green.actions import COMPACT_INVENTORY_INDEX, decode_compact, parse_payload, parse_reply
 
 # VPT's joint button space, rebuilt independently the way VPT builds it (itertools.product over the groups).
 _GROUPS = [

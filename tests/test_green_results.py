@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 from mcu_arms.atomic import write_json_atomic
-from mcu_arms.contracts.wire import EvalConfig
 from mcu_arms.contracts.evaluation import (
     CategoryResult,
     EvaluationResult,
@@ -17,7 +16,9 @@ from mcu_arms.contracts.evaluation import (
     VideoResult,
     summary_text,
 )
-from mcu_arms.green.steplog import MAX_RECEIVED_CHARS, StepLog, StepRecord, truncate_received
+from mcu_arms.contracts.steps import MAX_RECEIVED_CHARS, StepRecord, truncate_received
+from mcu_arms.contracts.wire import EvalConfig
+from mcu_arms.green.steplog import StepLog
 
 
 def _record(step: int, received: str | None = "{}") -> StepRecord:

@@ -118,7 +118,7 @@ def test_reward_task_is_scored_and_its_files_written(green: str, tmp_path: Path)
     assert purple.observations == [0, 1, 2, 3] and len(purple.contexts) == 1  # init and steps share one context
 
     result = evaluation.result
-    assert result == json.loads((tmp_path / "result.json").read_text())
+    assert result == json.loads((tmp_path / "evaluation.json").read_text())
     assert result["simulator"] == {"name": "embedded", "version": "1.8.3",
                                    "label": "embedded (Crafter 1.8.3): a Crafter analogue of MCU, not MCU scores"}
     assert (result["seed"], result["max_steps"], result["config"]["step_timeout"]) == (0, 4, 5.0)
@@ -150,7 +150,7 @@ def test_reward_task_is_scored_and_its_files_written(green: str, tmp_path: Path)
         green, request_for(purple_url, tmp_path, task_category="crafting", tasks=["craft_the_crafting_table"])
     )
     assert again.final_state == "rejected" and "already holds the results" in again.final_message
-    assert json.loads((tmp_path / "result.json").read_text()) == result  # a result is never overwritten
+    assert json.loads((tmp_path / "evaluation.json").read_text()) == result  # a result is never overwritten
 
 
 def test_a_03_client_gets_the_streamed_evaluation(green: str, tmp_path: Path):
@@ -176,7 +176,7 @@ def test_a_03_client_gets_the_streamed_evaluation(green: str, tmp_path: Path):
 
 
 def test_milestone_task_records_the_step_each_milestone_landed(green: str, tmp_path: Path):
-    from mcu_arms.purple.registry import PurpleOptions
+    from mcu_arms.contracts.settings import PurpleOptions
     from mcu_arms.purple.server import build_purple_app
 
     with running_app(lambda url: build_purple_app("random", PurpleOptions(seed=1), url)[0]) as purple_url:
@@ -314,7 +314,7 @@ def test_invalid_requests_are_rejected_saying_what_is_wrong(green, tmp_path, con
     evaluation = evaluate(green, request)
     assert evaluation.final_state == "rejected"
     assert expected in evaluation.final_message
-    assert not (tmp_path / "result.json").exists()
+    assert not (tmp_path / "evaluation.json").exists()
 
 
 @pytest.mark.parametrize(("text", "expected"), [("not json", "invalid evaluation request"), ("{}", "participants")])
@@ -340,5 +340,5 @@ def test_the_evaluate_cli_saves_the_green_result(green: str, tmp_path: Path):
     assert done.returncode == 0, done.stderr
     assert "Running task: craft_the_crafting_table" in done.stdout
     saved = json.loads((tmp_path / "evaluation.json").read_text())
-    assert saved == json.loads((output_dir / "result.json").read_text())
+    assert saved == json.loads((output_dir / "evaluation.json").read_text())
     assert saved["results"][0]["task_metrics"]["craft_the_crafting_table"]["score"] == 10.0

@@ -13,14 +13,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from mcu_arms.contracts.wire import noop_action
-from mcu_arms.green.sims.base import SimulatorUnavailable
-from mcu_arms.green.sims.minestudio import (
-    ENGINE_JAR,
-    MineStudioSimulator,
-    SimulatorTimeout,
-    minestudio_preflight,
-)
 from mcu_arms.contracts.camera import (
     NULL_CAMERA_INDEX,
     SURVIVING_DEGREES,
@@ -31,6 +23,14 @@ from mcu_arms.contracts.camera import (
     quantise_degrees,
 )
 from mcu_arms.contracts.tasks import TaskSpec
+from mcu_arms.contracts.wire import noop_action
+from mcu_arms.green.sims.base import SimulatorUnavailable
+from mcu_arms.green.sims.minestudio import (
+    ENGINE_JAR,
+    MineStudioSimulator,
+    SimulatorTimeout,
+    minestudio_preflight,
+)
 
 Partition = namedtuple("Partition", "device mountpoint fstype opts")
 LOCAL_DISK = [Partition("/dev/sda1", "/", "ext4", "rw")]

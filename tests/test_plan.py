@@ -178,7 +178,7 @@ def test_secrets_in_env_are_redacted(project, env):
 
 
 def test_redaction_is_stable_and_idempotent():
-    from mcu_arms.arms.plan import redact
+    from mcu_arms.contracts.settings import redact
 
     once = redact("OPENAI_API_KEY", "sk-one")
     assert once.startswith("***") and "sk-one" not in once

@@ -27,10 +27,10 @@ from mcu_arms.a2a_transport import (
     send_and_collect,
 )
 from mcu_arms.contracts.catalog import AGENT_KINDS
+from mcu_arms.contracts.settings import PurpleOptions
 from mcu_arms.contracts.wire import BUTTON_KEYS, AckPayload, ActionPayload, InitPayload, ObservationPayload
 from mcu_arms.purple.base import Policy
 from mcu_arms.purple.baselines import RANDOM_REPERTOIRE
-from mcu_arms.purple.registry import PurpleOptions
 from mcu_arms.purple.server import MAX_LIVE_CONTEXTS, PurpleExecutor
 
 STEP_TIMEOUT = 10.0

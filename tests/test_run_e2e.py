@@ -23,8 +23,9 @@ def test_one_arm_end_to_end_then_rerun_skips_and_a_changed_fingerprint_is_announ
     episode = project / "output" / "solo" / "episode_001"
     data = report(project, "solo")
     assert data is not None and data["status"] == "finished", data
-    evaluation = json.loads((episode / "evaluation.json").read_text())
-    assert data["evaluation"] == evaluation
+    assert data["evaluation_file"] == "green/evaluation.json"
+    evaluation = json.loads((episode / data["evaluation_file"]).read_text())
+    assert not (episode / "evaluation.json").exists(), "one evaluation file per episode"
     assert data["steps_run"] == 30
     assert data["score"] is not None and data["max_score"] == evaluation["results"][0]["total_max_score"]
     assert "Crafter" in data["simulator_label"]

@@ -14,12 +14,17 @@ import psutil
 from cli_support import invoke
 from run_helpers import alive, write_arm
 
-from mcu_arms.arms.plan import Overrides, plan_arms
+from mcu_arms.arms.plan import plan_arms
+from mcu_arms.contracts.agent_report import AgentSettings, EpisodeReport, TurnRecord, summarise
+from mcu_arms.contracts.settings import Overrides
+from mcu_arms.contracts.steps import StepProgress
 from mcu_arms.environment import Environment
+from mcu_arms.layout import RunDir, repoint_links
+from mcu_arms.procs import stop_process_group, verified_process
 from mcu_arms.supervise.alerts import AlertMonitor
-from mcu_arms.procs import listener_owner, stop_process_group, verified_process
 from mcu_arms.supervise.progress import ArmProgress, StepSample, StepsTail
-from mcu_arms.supervise.runner import describe_exit, repoint_links
+from mcu_arms.supervise.readiness import listener_owner
+from mcu_arms.supervise.runner import describe_exit
 
 # Ignores SIGTERM, starts a child that also ignores it, prints both pids, then waits forever.
 STUBBORN = """
@@ -34,6 +39,10 @@ sys.stdin.read()
 """
 
 
+def sample(task: str, step: int, t: float, noop: str | None, agent_ms: float | None, events: list) -> StepSample:
+    return StepSample(task, StepProgress(step=step, t=t, noop_cause=noop, agent_ms=agent_ms, events=events))
+
+
 def _record(step: int, t: float, noop: str | None = None, events: list | None = None) -> str:
     return json.dumps({"step": step, "t": t, "noop_cause": noop, "agent_ms": 1.5, "events": events or []}) + "\n"
 
@@ -45,11 +54,11 @@ def test_steps_tail_reads_only_new_complete_lines(tmp_path: Path) -> None:
     assert tail.poll() == []
     first, second = _record(0, 1.0), _record(1, 2.0, "timeout")
     log.write_text(first + second[:10])
-    assert [s.step for s in tail.poll()] == [0]
+    assert [s.record.step for s in tail.poll()] == [0]
     with log.open("a") as handle:
         handle.write(second[10:])
     samples = tail.poll()
-    assert [(s.task, s.step, s.noop_cause) for s in samples] == [("craft_x", 1, "timeout")]
+    assert [(s.task, s.record.step, s.record.noop_cause) for s in samples] == [("craft_x", 1, "timeout")]
     assert tail.poll() == []
 
 
@@ -62,7 +71,7 @@ def _progress_with(samples: list[StepSample]) -> tuple[ArmProgress, list[str], A
 
 
 def test_noops_past_five_percent_and_timeouts_in_a_row_are_alerted_once() -> None:
-    samples = [StepSample("t", i, 100.0 + i, "timeout" if i >= 37 else None, 5.0, []) for i in range(40)]
+    samples = [sample("t", i, 100.0 + i, "timeout" if i >= 37 else None, 5.0, []) for i in range(40)]
     progress, raised, monitor = _progress_with(samples)
     monitor.check_progress(now=140.0)
     monitor.check_progress(now=140.0)
@@ -73,37 +82,58 @@ def test_noops_past_five_percent_and_timeouts_in_a_row_are_alerted_once() -> Non
 
 
 def test_a_sharp_slowdown_without_errors_is_alerted() -> None:
-    samples = [StepSample("t", i, 1000.0 + i, None, 5.0, []) for i in range(60)]  # one step a second
+    samples = [sample("t", i, 1000.0 + i, None, 5.0, []) for i in range(60)]  # one step a second
     progress, raised, monitor = _progress_with(samples)
     monitor.check_progress(now=1060.0)
     assert raised == []
-    progress.add_steps([StepSample("t", 60, 1100.0, None, 40000.0, [])])  # then 40 s for one step
+    progress.add_steps([sample("t", 60, 1100.0, None, 40000.0, [])])  # then 40 s for one step
     monitor.check_progress(now=1160.0)  # and a minute with no step at all
     assert len(raised) == 1 and "below 1/3 of its running median 60.00 steps/min" in raised[0]
 
 
 def test_milestones_keep_their_step() -> None:
     event = {"identity": "mine_log", "step": 7}
-    progress, _, _ = _progress_with([StepSample("t", 7, 1.0, None, 1.0, [event])])
+    progress, _, _ = _progress_with([sample("t", 7, 1.0, None, 1.0, [event])])
     assert progress.milestones == [("t", "mine_log", 7)]
+
+
+def _write_agent_report(directory: Path, payloads_mb: list[float], warnings: list[str] = ()) -> None:
+    """A codex agent's typed report whose turns sent `payloads_mb`, as the purple writes it after every turn."""
+    turns = [
+        TurnRecord(
+            turn=i, step=i, session=1, thread_id="t", resumed=i > 0, outcome="ok", rc=0, latency_s=1.0,
+            prompt_bytes=1, frame_bytes=1, rollout_bytes_before=0, rollout_bytes_after=0,
+            payload_bytes=int(size * 1_000_000), frames_in_session=i + 1, actions_queued=1, compactions_in_thread=0,
+        )
+        for i, size in enumerate(payloads_mb)
+    ]  # fmt: skip
+    episode = EpisodeReport(task_dir=str(directory / "task_01"), task="t", started_at="now", turn_records=turns,
+                            warnings=list(warnings))
+    settings = AgentSettings(
+        kind="worldmodel", session_turns=20, compact_limit=None, step_timeout=60, turn_timeout=50, model=None,
+        provider_base_url=None, provider_wire_api=None, camera_quantised=False, codex_executable="codex",
+        codex_version="x", codex_home="h", codex_home_audit={},
+    )  # fmt: skip
+    path = directory / "worldmodel_report.json"
+    path.write_text(summarise(settings, [episode]).model_dump_json())
+    os.utime(path, (path.stat().st_atime, path.stat().st_mtime + len(payloads_mb)))  # a new mtime each rewrite
 
 
 def test_a_growing_purple_payload_and_report_warnings_are_alerted(tmp_path: Path) -> None:
     progress = ArmProgress("arm", max_steps=10)
     raised: list[str] = []
     monitor = AlertMonitor(progress, tmp_path, raised.append)
-    for size in (0.48, 0.88, 1.28):
-        monitor.purple_line(f"turn done, request payload {size} MB")
+    _write_agent_report(tmp_path, [0.48, 0.88, 1.28])
+    monitor.check_purple_reports()
     assert raised == []
-    monitor.purple_line("turn done, request payload 1.68 MB")
+    _write_agent_report(tmp_path, [0.48, 0.88, 1.28, 1.68])
+    monitor.check_purple_reports()
     assert raised == ["purple session payload keeps growing: 0.48 -> 0.88 -> 1.28 -> 1.68 MB"]
-    monitor.purple_line("payload 5.5 MB")
-    assert "reached 5.5 MB" in raised[-1]
-
-    (tmp_path / "worldmodel_report.json").write_text(json.dumps({"warnings": ["thread history unreadable"]}))
+    _write_agent_report(tmp_path, [0.48, 0.88, 1.28, 1.68, 5.5], warnings=["thread history unreadable"])
     monitor.check_purple_reports()
     monitor.check_purple_reports()
-    assert raised[-1] == "purple worldmodel_report.json: thread history unreadable" and len(raised) == 3
+    assert "reached 5.50 MB" in raised[1]
+    assert raised[-1] == "purple worldmodel_report.json: task_01: thread history unreadable" and len(raised) == 3
 
 
 def _plan(tmp_path: Path):
@@ -121,7 +151,7 @@ def test_links_are_repointed_and_a_regular_file_in_the_way_is_left_alone(tmp_pat
     (logs / "linked_purple.log").symlink_to("somewhere/old.log")
     warnings: list[str] = []
 
-    repoint_links(plan, warnings.append)
+    repoint_links(plan.links, warnings.append)
 
     assert (logs / "linked_green.log").read_text() == "my own notes"
     assert len(warnings) == 1 and "regular file" in warnings[0]
@@ -215,7 +245,7 @@ def _run_plans(tmp_path: Path, project: Path, plans: list, **options):
         env={**os.environ, "MCU_ARMS_STATE_DIR": str(tmp_path / "state")}, cwd=project,
     )  # fmt: skip
     outcome = run_arms(plans, env, RunOptions(stop_grace_s=2, **options), env.console)
-    return outcome, [json.loads(Path(plan.result_path).read_text()) for plan in plans], out.getvalue()
+    return outcome, [json.loads(RunDir(Path(plan.episode_dir)).report.read_text()) for plan in plans], out.getvalue()
 
 
 def _run_with_commands(tmp_path: Path, green: list[str], purple: list[str], ready_timeout_s: float):
@@ -266,7 +296,7 @@ def test_an_arm_that_ends_without_an_evaluation_keeps_the_steps_milestones_and_n
         tmp_path, project, [_stand_ins(plan, [sys.executable, "-c", logs_steps], WAITS)], ready_timeout_s=60
     )
     report = reports[0]
-    assert report["status"] == "failed" and report["failure"]["process"] == "green" and report["evaluation"] is None
+    assert report["status"] == "failed" and report["failure"]["process"] == "green" and report["evaluation_file"] is None
     assert report["steps_run"] == 3
     assert report["milestones"] == [{"task": "craft_x", "identity": "mine_log", "step": 1, "available": True}]
     assert report["noops"] == {"timeout": 1}
@@ -282,7 +312,7 @@ def test_the_terminal_view_shows_one_row_per_arm_with_progress_and_the_latest_al
 
     progress = ArmProgress("arm_a", max_steps=100)
     progress.state = "running"
-    progress.add_steps([StepSample("craft_x", i, 10.0 + i, "timeout" if i == 3 else None, 12.0,
+    progress.add_steps([sample("craft_x", i, 10.0 + i, "timeout" if i == 3 else None, 12.0,
                                    [{"identity": "mine_log", "step": 4}] if i == 4 else []) for i in range(10)])  # fmt: skip
     progress.alerts.append("craft_x: 3 of 40 steps were noops (> 5%; by cause so far: timeout 3)")
     for width in (200, 80):  # one column per value; stacked on a default-size terminal, nothing cut short
@@ -333,7 +363,7 @@ def test_a_failing_view_stops_the_arms_instead_of_leaving_them_running_unwatched
         def refresh(self, arms) -> None:
             """Fails once green and purple are both started (and never ready: they are stand-ins)."""
             try:
-                started = json.loads(Path(plan.result_path).read_text())["processes"]
+                started = json.loads(RunDir(Path(plan.episode_dir)).report.read_text())["processes"]
             except (OSError, ValueError):
                 return
             if "green" in started and "purple" in started:
@@ -342,7 +372,7 @@ def test_a_failing_view_stops_the_arms_instead_of_leaving_them_running_unwatched
     monkeypatch.setattr(runner, "make_view", lambda console, interval_s: BrokenView(console, interval_s))
     with pytest.raises(RuntimeError, match="terminal went away"):
         _run_plans(tmp_path, project, [_stand_ins(plan, WAITS, WAITS)], ready_timeout_s=300)
-    report = json.loads(Path(plan.result_path).read_text())
+    report = json.loads(RunDir(Path(plan.episode_dir)).report.read_text())
     assert report["status"] == "interrupted" and "supervising loop failed" in report["failure"]["reason"]
     for role in ("green", "purple"):
         record = report["processes"][role]

@@ -9,8 +9,8 @@ import pytest
 import yaml
 from model_service import FakeModelService
 
-from mcu_arms.green.scoring import CRITERIA, RewardTracker, VideoEvaluation, score_task
 from mcu_arms.contracts.tasks import TASKS_ROOT, RewardEntry, TaskSpec, load_task
+from mcu_arms.green.scoring import CRITERIA, RewardTracker, VideoEvaluation, score_task
 from mcu_arms.green.video_eval import CRITERIA_FILE, evaluate_video
 
 UNSCORED_VIDEO = VideoEvaluation(status="disabled", reason="video evaluation is off")

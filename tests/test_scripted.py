@@ -15,9 +15,9 @@ from PIL import Image
 
 crafter = pytest.importorskip("crafter")
 
+from mcu_arms.contracts.tasks import TASKS_ROOT, load_task  # noqa: E402
 from mcu_arms.contracts.wire import BUTTON_KEYS, InitPayload, ObservationPayload  # noqa: E402
 from mcu_arms.green.sims.embedded import EmbeddedSimulator  # noqa: E402
-from mcu_arms.contracts.tasks import TASKS_ROOT, load_task  # noqa: E402
 from mcu_arms.purple.crafter_vision import (  # noqa: E402
     INVENTORY_ITEMS,
     MATERIALS,

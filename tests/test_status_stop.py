@@ -99,11 +99,11 @@ def test_status_and_stop_refuse_an_unknown_arm_listing_the_known_ones(tmp_path: 
 def test_the_status_table_fits_80_columns_with_every_column_shown() -> None:
     import io
 
+    from mcu_arms.report.status import STALE, ArmState, ProcessState
     from rich.console import Console
 
     from mcu_arms.cli.status import _render
     from mcu_arms.environment import Environment
-    from mcu_arms.supervise.state import STALE, ArmState, ProcessState
 
     screen = io.StringIO()
     state = ArmState(

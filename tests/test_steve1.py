@@ -7,7 +7,8 @@ import sys
 import pytest
 
 from mcu_arms.contracts.errors import UserError
-from mcu_arms.purple.registry import PurpleOptions, make_policy
+from mcu_arms.contracts.settings import PurpleOptions
+from mcu_arms.purple.registry import policy_factory
 from mcu_arms.purple.steve1 import HF_REPO, check_requirements, huggingface_snapshot, resolve_weights
 
 
@@ -62,5 +63,5 @@ def test_huggingface_cache_snapshot_is_found(tmp_path):
                     reason="minestudio is installed here")
 def test_registry_refuses_steve1_without_the_extra_and_imports_nothing_heavy():
     with pytest.raises(UserError, match="minestudio extra"):
-        make_policy("steve1", PurpleOptions(cuda_device="0"))
+        policy_factory("steve1")(PurpleOptions(cuda_device="0"))
     assert "torch" not in sys.modules and "minestudio" not in sys.modules

@@ -12,11 +12,11 @@ import yaml
 from rich.console import Console
 from typer.testing import CliRunner
 
-from mcu_arms.contracts import catalog
 from mcu_arms.cli import tasks as tasks_cli
-from mcu_arms.environment import Environment
+from mcu_arms.contracts import catalog
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.tasks import TASKS_ROOT, all_tasks, load_category, load_task, select_tasks, tasks_root
+from mcu_arms.environment import Environment
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "mcu_tasks"
 

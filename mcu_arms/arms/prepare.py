@@ -6,11 +6,14 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from mcu_arms.arms.plan import ArmPlan, prepare_episode
-from mcu_arms.environment import Environment
+from mcu_arms.arms.plan import scenario_toml
+from mcu_arms.atomic import write_json_atomic, write_text_atomic
 from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.settings import ArmPlan
+from mcu_arms.environment import Environment
 from mcu_arms.isolation.codex_home import STEPS_PER_TURN, CodexHome, build_codex_home
 from mcu_arms.isolation.ports import PortRegistry
+from mcu_arms.layout import create_run_dir
 
 
 @contextmanager
@@ -42,7 +45,22 @@ def build_home_for(plan: ArmPlan, env: Environment) -> CodexHome | None:
             expected_turns=plan.settings.steps // STEPS_PER_TURN,
         )
     except UserError as error:  # point at the arm file whose [codex] settings to fix
-        raise UserError(error.message, path=error.path or plan.source, key=error.key, allowed=error.allowed) from None
+        raise error.at(path=error.path or plan.source) from None
+
+
+def prepare_episode(plan: ArmPlan) -> ArmPlan:
+    """Create the episode dir (never an existing one) and write plan.json and scenario.toml into it.
+
+    If another process took the planned number meanwhile, the next free number is used and the plan's paths follow.
+    """
+    planned = Path(plan.episode_dir)
+    run_dir = create_run_dir(planned.parent, plan.episode)
+    if run_dir.path != planned:
+        renumbered = plan.model_dump_json().replace(str(planned), str(run_dir.path))
+        plan = ArmPlan.model_validate_json(renumbered).model_copy(update={"episode": run_dir.number})
+    write_json_atomic(run_dir.plan, plan.public())
+    write_text_atomic(run_dir.scenario, scenario_toml(plan))
+    return plan
 
 
 def prepare_arm(plan: ArmPlan, env: Environment) -> tuple[ArmPlan, CodexHome | None]:

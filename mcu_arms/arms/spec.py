@@ -17,17 +17,13 @@ from pydantic import (
     model_validator,
 )
 
-from mcu_arms.contracts.catalog import (
-    AGENT_KINDS,
-    CATEGORIES,
-    EMBEDDED_CATEGORIES,
-    SIMULATORS,
-)
-from mcu_arms.contracts.errors import UserError
-from mcu_arms.contracts.wire import DEFAULT_VIDEO_MODEL
+from mcu_arms.contracts.catalog import AGENT_KINDS, CATEGORIES, SIMULATORS
+from mcu_arms.contracts.errors import Problem, UserError, toml_decode_line, user_error
+from mcu_arms.contracts.settings import DEFAULT_CONTEXT_WINDOW, ENV_NAME_PATTERN
+from mcu_arms.contracts.support import category_reason
+from mcu_arms.contracts.wire import DEFAULT_STEP_TIMEOUT_S, DEFAULT_VIDEO_MODEL
 
 ARM_NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
-DEFAULT_CONTEXT_WINDOW = 258_000
 SESSION_TURNS_WARN_ABOVE = 5
 
 SESSION_TURNS_ZERO_REASON = (
@@ -69,7 +65,7 @@ class CodexSpec(_Strict):
     model: str | None = None
     provider_base_url: str | None = None
     provider_wire_api: Literal["responses", "chat"] | None = None
-    provider_env_key: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    provider_env_key: str | None = Field(default=None, pattern=ENV_NAME_PATTERN)
 
     @field_validator("auth", "root")
     @classmethod
@@ -89,7 +85,7 @@ class ArmSpec(_Strict):
     simulator: Literal[SIMULATORS] = "minestudio"  # type: ignore[valid-type]
     seed: int = Field(default=0, ge=0)
     steps: int | None = Field(default=None, gt=0)
-    step_timeout: float = Field(default=600.0, gt=0)
+    step_timeout: float = Field(default=DEFAULT_STEP_TIMEOUT_S, gt=0)
     session_turns: int = 1
     compact: bool = False
     compact_limit: int | None = Field(default=None, gt=0)
@@ -115,7 +111,7 @@ class ArmSpec(_Strict):
     @classmethod
     def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
         for key in value:
-            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+            if not re.fullmatch(ENV_NAME_PATTERN, key):
                 raise ValueError(f"'{key}' is not a valid environment variable name")
         return value
 
@@ -131,12 +127,9 @@ class ArmSpec(_Strict):
             raise SettingConflict(
                 "simulator", "agent \"steve1\" is a Minecraft policy: it needs simulator = \"minestudio\""
             )
-        if self.simulator == "embedded" and self.task not in EMBEDDED_CATEGORIES:
-            raise SettingConflict(
-                "task",
-                f"task category '{self.task}' has no Crafter analogue and needs simulator = \"minestudio\" "
-                f"(embedded runs: {', '.join(sorted(EMBEDDED_CATEGORIES))})",
-            )
+        reason = category_reason(self.simulator, self.task)
+        if reason is not None:
+            raise SettingConflict("task", f"task {reason}: it needs simulator = \"minestudio\"")
         if self.compact_limit is not None:
             if self.compact and self.compact_limit >= self.context_window:
                 raise SettingConflict(
@@ -185,50 +178,25 @@ def allowed_for(key: str) -> str | None:
     return ALLOWED.get(key) or ALLOWED.get(key.split(".", 1)[0])
 
 
-def key_line(text: str, dotted_key: str) -> int | None:
-    """The line where `dotted_key` (e.g. "ports.green") is set, found by scanning table headers and keys."""
-    parts = dotted_key.split(".")
-    table: tuple[str, ...] = ()
-    fallback: int | None = None
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        header = re.fullmatch(r"\[\s*([A-Za-z0-9_.\-\s\"]+?)\s*\]", line)
-        if header:
-            table = tuple(p.strip().strip('"') for p in header.group(1).split("."))
-            if table == tuple(parts):
-                fallback = number
-            continue
-        assignment = re.match(r"([A-Za-z0-9_.\-\"]+)\s*=", line)
-        if not assignment:
-            continue
-        key = tuple(p.strip().strip('"') for p in assignment.group(1).split("."))
-        full = table + key
-        if full == tuple(parts):
-            return number
-        if full == tuple(parts[: len(full)]) and fallback is None:
-            fallback = number
-    return fallback
-
-
-def describe_error(error: dict[str, Any]) -> tuple[str, str, str | None]:
-    """A pydantic error as (dotted key, message, what the key allows when the message does not say)."""
+def describe_error(error: dict[str, Any]) -> Problem:
+    """An arm file's validation error: its dotted key, the message, and what the key allows."""
     loc = [str(part) for part in error["loc"] if not isinstance(part, int)]
     key = ".".join(loc)
     kind = error["type"]
     conflict = error.get("ctx", {}).get("error")
     if isinstance(conflict, SettingConflict):
-        return conflict.key, str(conflict), None  # the message names the combination that is allowed
+        return Problem(conflict.key, str(conflict))  # the message names the combination that is allowed
     if kind == "extra_forbidden":
         table = ".".join(loc[:-1])
         known = ArmSpec.model_fields if not table else None
         allowed_keys = ", ".join(known) if known else _table_keys(table)
-        return key, f"unknown key (known keys here: {allowed_keys})", None
+        return Problem(key, f"unknown key (known keys here: {allowed_keys})", kind=kind)
     if kind == "missing":
-        return key, "is required", None
+        return Problem(key, "is required", kind=kind)
     if kind == "literal_error":
-        return key, f"{error['input']!r} is not allowed", allowed_for(key)
+        return Problem(key, f"{error['input']!r} is not allowed", allowed_for(key), kind)
     message = str(error["msg"]).removeprefix("Value error, ")
-    return key, message, allowed_for(key)
+    return Problem(key, message, allowed_for(key), kind)
 
 
 def _table_keys(table: str) -> str:
@@ -247,22 +215,12 @@ def parse_arm(text: str, path: Path) -> ArmSpec:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
-        match = re.search(r"at line (\d+)", str(error))
-        raise UserError(
-            f"not valid TOML: {error}", path=path, line=int(match.group(1)) if match else None
-        ) from None
+        raise UserError(f"not valid TOML: {error}", path=path, line=toml_decode_line(error)) from None
     data.setdefault("name", path.stem)
     try:
         return ArmSpec.model_validate(data)
     except ValidationError as error:
-        problems = []
-        for item in error.errors():
-            key, message, allowed = describe_error(item)
-            if not key:
-                problems.append(UserError(message, path=path).render())
-                continue
-            problems.append(UserError(message, path=path, line=key_line(text, key), key=key, allowed=allowed).render())
-        raise UserError("\n".join(problems)) from None
+        raise user_error(error, path=path, text=text, describe=describe_error, every=True) from None
 
 
 def load_arm(path: Path) -> ArmSpec:

@@ -8,10 +8,9 @@ from pathlib import Path
 import tomlkit
 
 from mcu_arms.arms.spec import ALLOWED, ARM_NAME_PATTERN, load_arm, parse_arm
-from mcu_arms.environment import Environment
 from mcu_arms.contracts.errors import UserError
-
-TEMPLATE = Path(__file__).resolve().parents[2] / "templates" / "arm.toml"
+from mcu_arms.contracts.resources import ARM_TEMPLATE
+from mcu_arms.environment import Environment
 
 
 def new_arm_file(
@@ -28,7 +27,7 @@ def new_arm_file(
     target = env.arms_dir / f"{name}.toml"
     if target.exists():
         raise UserError("an arm with this name exists already; pick another name or edit it", path=target)
-    document = tomlkit.parse(TEMPLATE.read_text(encoding="utf-8"))
+    document = tomlkit.parse(ARM_TEMPLATE.read_text(encoding="utf-8"))
     if from_arm is not None:
         load_arm(from_arm)  # a broken source is reported at its own file and line, not at the copy
         source = tomlkit.parse(from_arm.read_text(encoding="utf-8"))

@@ -11,8 +11,8 @@ import typer
 from pydantic import BaseModel
 from rich.markup import escape
 
-from mcu_arms.environment import Environment
 from mcu_arms.contracts.errors import UserError
+from mcu_arms.environment import Environment
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -30,10 +30,16 @@ def evaluate_command(
     timeout: Annotated[
         Optional[float], typer.Option("--timeout", min=1.0, help="Overall limit in seconds (default: none).")
     ] = None,
+    events: Annotated[
+        Optional[Path],
+        typer.Option("--events", help="Append the green's typed progress events to this file, one JSON line each."),
+    ] = None,
 ) -> None:
     """Run one evaluation on a green agent, streaming its status lines, and save its JSON result."""
     env = environment(ctx)
-    outcome = evaluate(scenario, out, env, card_deadline_s=card_timeout, overall_timeout_s=timeout)
+    outcome = evaluate(
+        scenario, out, env, card_deadline_s=card_timeout, overall_timeout_s=timeout, events_path=events
+    )
     if outcome.summary:
         env.console.out(outcome.summary, highlight=False)
     if outcome.out_path is not None:

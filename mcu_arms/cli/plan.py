@@ -4,59 +4,21 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
-from pydantic import ValidationError
 from rich.console import Group
 from rich.panel import Panel
 from rich.table import Table
 
-from mcu_arms.arms.plan import OVERRIDDEN_KEYS, ArmPlan, Overrides, plan_arms, resolve_sources
-from mcu_arms.arms.spec import allowed_for
+from mcu_arms.arms.plan import plan_arms, resolve_sources
 from mcu_arms.cli.common import environment, print_json, reports_user_errors
+from mcu_arms.cli.options import with_overrides
+from mcu_arms.contracts.settings import ArmPlan, Overrides
 from mcu_arms.environment import Environment
-from mcu_arms.contracts.errors import UserError
 
 FILES_ARGUMENT = typer.Argument(None, help="Arm files (arms/NAME.toml).")
 ARM_OPTION = typer.Option([], "--arm", help="Arm by name: arms/NAME.toml. Repeatable.")
 DRY_RUN_OPTION = typer.Option(False, "--dry-run", help="Show the plans and touch nothing.")
-TASK_OPTION = typer.Option(None, "--task", help="Override the task category.")
-STEPS_OPTION = typer.Option(None, "--steps", help="Override max steps.")
-STEP_TIMEOUT_OPTION = typer.Option(None, "--step-timeout", help="Override seconds per step.")
-SESSION_TURNS_OPTION = typer.Option(None, "--session-turns", help="Override session turns.")
-COMPACT_OPTION = typer.Option(None, "--compact/--no-compact", help="Override compaction.")
-GREEN_PORT_OPTION = typer.Option(None, "--green-port", help="Override the green port (one arm).")
-PURPLE_PORT_OPTION = typer.Option(None, "--purple-port", help="Override the purple port (one arm).")
-
-
-def override_options(
-    task: Optional[str],
-    steps: Optional[int],
-    step_timeout: Optional[float],
-    session_turns: Optional[int],
-    compact: Optional[bool],
-    green_port: Optional[int],
-    purple_port: Optional[int],
-) -> Overrides:
-    try:
-        return Overrides(
-            task=task,
-            steps=steps,
-            step_timeout=step_timeout,
-            session_turns=session_turns,
-            compact=compact,
-            green_port=green_port,
-            purple_port=purple_port,
-        )
-    except ValidationError as error:
-        first = error.errors()[0]
-        override = str(first["loc"][0])
-        raise UserError(
-            str(first["msg"]), key="--" + override.replace("_", "-"), allowed=allowed_for(OVERRIDDEN_KEYS[override])
-        ) from None
-
-
 def _short(text: str, env: Environment) -> str:
     """Paths relative to the project and the interpreter as `python`, for reading; the plan keeps them whole."""
     return text.replace(sys.executable, "python").replace(str(env.cwd) + "/", "")
@@ -115,19 +77,14 @@ def show_plans(plans: list[ArmPlan], env: Environment, *, dry_run: bool, json_ou
 def register(app: typer.Typer) -> None:
     @app.command()
     @reports_user_errors
+    @with_overrides
     def plan(
         ctx: typer.Context,
+        overrides: Overrides,
         files: list[Path] = FILES_ARGUMENT,
         arm: list[str] = ARM_OPTION,
         dry_run: bool = DRY_RUN_OPTION,
         json_output: bool = typer.Option(False, "--json", help="Print the plans as JSON."),
-        task: Optional[str] = TASK_OPTION,
-        steps: Optional[int] = STEPS_OPTION,
-        step_timeout: Optional[float] = STEP_TIMEOUT_OPTION,
-        session_turns: Optional[int] = SESSION_TURNS_OPTION,
-        compact: Optional[bool] = COMPACT_OPTION,
-        green_port: Optional[int] = GREEN_PORT_OPTION,
-        purple_port: Optional[int] = PURPLE_PORT_OPTION,
     ) -> None:
         """Resolve arms into plans: commands, environment, ports, paths, fingerprint and warnings.
 
@@ -135,7 +92,6 @@ def register(app: typer.Typer) -> None:
         scenario.toml into a new episode dir.
         """
         env = environment(ctx)
-        overrides = override_options(task, steps, step_timeout, session_turns, compact, green_port, purple_port)
         plans = plan_arms(resolve_sources(files or [], arm, env), overrides, env)
         if not dry_run:
             from mcu_arms.arms.prepare import prepare_arms

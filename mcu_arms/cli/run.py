@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
@@ -11,20 +11,9 @@ from rich.table import Table
 
 from mcu_arms.arms.plan import plan_arms, resolve_sources
 from mcu_arms.cli.common import environment, print_json, reports_user_errors
-from mcu_arms.cli.plan import (
-    ARM_OPTION,
-    COMPACT_OPTION,
-    DRY_RUN_OPTION,
-    FILES_ARGUMENT,
-    GREEN_PORT_OPTION,
-    PURPLE_PORT_OPTION,
-    SESSION_TURNS_OPTION,
-    STEP_TIMEOUT_OPTION,
-    STEPS_OPTION,
-    TASK_OPTION,
-    override_options,
-    show_plans,
-)
+from mcu_arms.cli.options import with_overrides
+from mcu_arms.cli.plan import ARM_OPTION, DRY_RUN_OPTION, FILES_ARGUMENT, show_plans
+from mcu_arms.contracts.settings import Overrides
 from mcu_arms.environment import Environment
 
 if TYPE_CHECKING:
@@ -41,8 +30,10 @@ Exit codes: 0 every arm finished (or was skipped), 1 an arm failed, 130 interrup
 def register(app: typer.Typer) -> None:
     @app.command(help=RUN_HELP)
     @reports_user_errors
+    @with_overrides
     def run(
         ctx: typer.Context,
+        overrides: Overrides,
         files: list[Path] = FILES_ARGUMENT,
         arm: list[str] = ARM_OPTION,
         dry_run: bool = DRY_RUN_OPTION,
@@ -52,16 +43,8 @@ def register(app: typer.Typer) -> None:
         ),
         rerun: bool = typer.Option(False, "--rerun", help="Run arms whose latest run already finished."),
         json_output: bool = typer.Option(False, "--json", help="Print the outcome as JSON (progress on stderr)."),
-        task: Optional[str] = TASK_OPTION,
-        steps: Optional[int] = STEPS_OPTION,
-        step_timeout: Optional[float] = STEP_TIMEOUT_OPTION,
-        session_turns: Optional[int] = SESSION_TURNS_OPTION,
-        compact: Optional[bool] = COMPACT_OPTION,
-        green_port: Optional[int] = GREEN_PORT_OPTION,
-        purple_port: Optional[int] = PURPLE_PORT_OPTION,
     ) -> None:
         env = environment(ctx)
-        overrides = override_options(task, steps, step_timeout, session_turns, compact, green_port, purple_port)
         plans = plan_arms(resolve_sources(files or [], arm, env), overrides, env)
         if dry_run:
             show_plans(plans, env, dry_run=True, json_output=json_output)

@@ -12,9 +12,11 @@ from typing import Annotated, Optional
 import typer
 from pydantic import ValidationError
 
-from mcu_arms.contracts.catalog import AGENT_KINDS
 from mcu_arms.cli.common import reports_user_errors
-from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.catalog import AGENT_KINDS
+from mcu_arms.contracts.errors import UserError, user_error
+from mcu_arms.contracts.settings import PurpleOptions, flag_for
+from mcu_arms.contracts.wire import DEFAULT_STEP_TIMEOUT_S
 
 serve_app = typer.Typer(help="Run an A2A server (green evaluator or purple agent) in the foreground.", no_args_is_help=True)
 
@@ -48,13 +50,14 @@ def serve_purple(
     host: HostOption = "127.0.0.1",
     port: PortOption = 9019,
     card_url: CardUrlOption = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed for the policy's own randomness.")] = 0,
+    seed: Annotated[Optional[int], typer.Option("--seed", help="Seed for the policy's own randomness [0].")] = None,
     output_dir: Annotated[
         Optional[Path], typer.Option("--output-dir", help="Where the policy writes its reports.")
     ] = None,
     step_timeout: Annotated[
-        float, typer.Option("--step-timeout", help="Seconds the green waits for each action.")
-    ] = 600.0,
+        Optional[float],
+        typer.Option("--step-timeout", help=f"Seconds the green waits for each action [{DEFAULT_STEP_TIMEOUT_S:g}]."),
+    ] = None,
     session_turns: Annotated[
         Optional[int], typer.Option("--session-turns", help="Codex agents: turns per session before a new one.")
     ] = None,
@@ -81,25 +84,22 @@ def serve_purple(
     ] = None,
 ) -> None:
     """Serve a purple agent: answers the green's init with an ack and each observation with an action."""
-    from mcu_arms.purple.registry import PurpleOptions
-
-    try:
-        options = PurpleOptions(
-            seed=seed,
-            output_dir=output_dir,
-            step_timeout=step_timeout,
-            session_turns=session_turns,
-            compact_limit=compact_limit,
-            model=model,
-            provider_base_url=provider_base_url,
-            provider_wire_api=provider_wire_api,
-            provider_env_key=provider_env_key,
-            cuda_device=cuda_device,
-        )
+    given = {
+        "seed": seed,
+        "output_dir": output_dir,
+        "step_timeout": step_timeout,
+        "session_turns": session_turns,
+        "compact_limit": compact_limit,
+        "model": model,
+        "provider_base_url": provider_base_url,
+        "provider_wire_api": provider_wire_api,
+        "provider_env_key": provider_env_key,
+        "cuda_device": cuda_device,
+    }
+    try:  # options not given take PurpleOptions' own defaults
+        options = PurpleOptions(**{name: value for name, value in given.items() if value is not None})
     except ValidationError as error:
-        first = error.errors()[0]
-        option = "--" + str(first["loc"][0]).replace("_", "-")
-        raise UserError(first["msg"], key=option) from None
+        raise user_error(error, key_of=flag_for) from None
     if agent not in AGENT_KINDS:
         raise UserError(f"unknown agent kind '{agent}'", key="--agent", allowed=", ".join(AGENT_KINDS))
 

@@ -12,7 +12,7 @@ from mcu_arms.cli.common import environment, print_json, reports_user_errors
 from mcu_arms.environment import Environment
 
 if TYPE_CHECKING:
-    from mcu_arms.supervise.state import ArmState
+    from mcu_arms.report.status import ArmState
 
 STATE_STYLES = {"started": "cyan", "finished": "green", "failed": "bold red", "interrupted": "magenta"}
 
@@ -66,7 +66,7 @@ def register(app: typer.Typer) -> None:
         arm: list[str] = typer.Option([], "--arm", help="Only these arms. Repeatable."),
         json_output: bool = typer.Option(False, "--json", help="Print as JSON."),
     ) -> None:
-        from mcu_arms.supervise.state import arm_states
+        from mcu_arms.report.status import arm_states
 
         env = environment(ctx)
         states = arm_states(env, arm)
@@ -85,7 +85,7 @@ def register(app: typer.Typer) -> None:
         grace: float = typer.Option(10.0, "--grace", min=0.0, help="Seconds between SIGTERM and SIGKILL."),
         json_output: bool = typer.Option(False, "--json", help="Print as JSON."),
     ) -> None:
-        from mcu_arms.supervise.state import stop_arms
+        from mcu_arms.supervise.stop import stop_arms
 
         env = environment(ctx)
         results = stop_arms(env, arm, grace)

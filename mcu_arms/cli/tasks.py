@@ -5,69 +5,13 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from pydantic import BaseModel
 from rich.table import Table
 
-from mcu_arms.contracts import catalog
 from mcu_arms.cli.common import environment, print_json, reports_user_errors
+from mcu_arms.contracts import catalog
 from mcu_arms.contracts.errors import UserError
-from mcu_arms.contracts.tasks import TaskSpec, all_tasks, load_category, tasks_root
-
-SCORING_LABELS = {"reward": "reward_cfg", "milestones": "milestones", "video": "video only"}
-
-
-class TaskRow(BaseModel):
-    task: str
-    category: str
-    scoring: str  # reward_cfg | milestones | video only
-    entries: int  # reward or milestone entries
-    text: str
-    runs_on: dict[str, bool]
-    notes: dict[str, str] = {}  # per simulator: why not, or which entries have no analogue there
-
-
-def _embedded_support(tasks: list[TaskSpec]) -> dict[str, tuple[bool, str]]:
-    """Exact per-task support from the embedded backend; imported only when asked for (it pulls in crafter)."""
-    try:
-        from mcu_arms.green.sims.embedded import EmbeddedSimulator
-    except ImportError as error:
-        raise UserError(f"the embedded simulator cannot be loaded: {error}", key="--simulator") from None
-    simulator = EmbeddedSimulator()
-    support: dict[str, tuple[bool, str]] = {}
-    try:
-        for task in tasks:
-            result = simulator.supports(task)
-            note = result.reason if not result.runnable else ""
-            if result.runnable and result.unavailable:
-                note = "no analogue for: " + ", ".join(result.unavailable)
-            support[task.name] = (result.runnable, note)
-    finally:
-        simulator.close()
-    return support
-
-
-def task_rows(tasks: list[TaskSpec], simulator: str | None) -> list[TaskRow]:
-    exact = _embedded_support(tasks) if simulator == "embedded" else {}
-    rows = []
-    for task in tasks:
-        notes: dict[str, str] = {}
-        embedded_runs = task.category in catalog.EMBEDDED_CATEGORIES
-        if task.name in exact:
-            embedded_runs, note = exact[task.name]
-            if note:
-                notes["embedded"] = note
-        rows.append(
-            TaskRow(
-                task=task.name,
-                category=task.category,
-                scoring=SCORING_LABELS[task.scoring_kind],
-                entries=len(task.milestones or task.reward_cfg),
-                text=task.text,
-                runs_on={"minestudio": True, "embedded": embedded_runs},
-                notes=notes,
-            )
-        )
-    return rows
+from mcu_arms.contracts.tasks import all_tasks, load_category, tasks_root
+from mcu_arms.report.tasks import task_rows
 
 
 def register(app: typer.Typer) -> None:
@@ -78,7 +22,7 @@ def register(app: typer.Typer) -> None:
         category: Annotated[str | None, typer.Argument(help="Only this category.")] = None,
         simulator: Annotated[
             str | None,
-            typer.Option(help="Check exact per-task support on this simulator (embedded loads Crafter)."),
+            typer.Option(help="Notes for this simulator only (why a task cannot run, what it cannot observe)."),
         ] = None,
         as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
     ) -> None:
@@ -93,7 +37,7 @@ def register(app: typer.Typer) -> None:
             tasks = [task for group in all_tasks(root).values() for task in group]
         else:
             tasks = load_category(category, root)
-        rows = task_rows(tasks, simulator)
+        rows = task_rows(tasks, (simulator,) if simulator else catalog.SIMULATORS)
         if as_json:
             print_json(env, rows)
             return
@@ -111,7 +55,3 @@ def register(app: typer.Typer) -> None:
                 "; ".join(f"{sim}: {note}" for sim, note in row.notes.items()),
             )
         env.console.print(table)
-        if simulator != "embedded":
-            env.console.print(
-                "embedded = category has a Crafter analogue; `--simulator embedded` checks each task exactly."
-            )

@@ -2,15 +2,15 @@
 
 One long streaming request: the green streams status updates (printed as timestamped lines) and ends with an
 artifact holding a text summary and the JSON result. The result is written atomically and never over an existing
-file (a finished evaluation is never lost to a rerun). Heavy imports (a2a, httpx) stay inside the functions.
+file (a finished evaluation is never lost to a rerun). The typed events in the status updates (contracts/events.py)
+go to an events file when one is given, for whoever supervises the run. Heavy imports (a2a, httpx) stay inside the
+functions.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
-import tempfile
 import uuid
 from datetime import datetime
 from pathlib import Path
@@ -18,11 +18,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from mcu_arms.atomic import AlreadyExists, write_json_exclusive
 from mcu_arms.client.scenario import Scenario, load_scenario
-from mcu_arms.environment import Environment
 from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.events import EventRecord, parse_event
+from mcu_arms.contracts.timestamps import iso_seconds
+from mcu_arms.contracts.wire import AGENT_CARD_PATH
+from mcu_arms.environment import Environment
 
-CARD_PATH = "/.well-known/agent-card.json"
 DEFAULT_CARD_DEADLINE_S = 60.0
 CARD_POLL_INTERVAL_S = 0.25
 # The green's SSE stream pings every 15 s, so a read that sees nothing for this long means the connection is dead.
@@ -59,9 +62,10 @@ class EvaluationOutcome(BaseModel):
 
 
 class _Collected:
-    """What the stream has delivered so far."""
+    """What the stream has delivered so far; each typed event is appended to `events_path` as it arrives."""
 
-    def __init__(self) -> None:
+    def __init__(self, events_path: Path | None = None) -> None:
+        self.events_path = events_path
         self.state = ""
         self.reason = ""
         self.task_id = ""
@@ -105,9 +109,14 @@ def _print_status(env: Environment, line: StatusLine) -> None:
     env.console.out(text, highlight=False)
 
 
-def _record_status(env: Environment, collected: _Collected, state: str, text: str) -> None:
+def _record_status(env: Environment, collected: _Collected, state: str, text: str, data: list[Any]) -> None:
     line = StatusLine(at=env.clock(), state=state, text=text)
     collected.statuses.append(line)
+    if collected.events_path is not None:
+        records = [EventRecord(at=iso_seconds(line.at), event=event) for item in data if (event := parse_event(item))]
+        if records:
+            with collected.events_path.open("a", encoding="utf-8") as handle:
+                handle.write("".join(record.model_dump_json() + "\n" for record in records))
     collected.state = state
     if state in ("failed", "rejected", "canceled", "input_required", "auth_required"):
         collected.reason = text
@@ -125,12 +134,14 @@ def _absorb(env: Environment, collected: _Collected, event: Any) -> None:
         for artifact in task.artifacts:
             collected.artifact_texts[artifact.artifact_id] = list(get_text_parts(artifact.parts))
             collected.artifact_data.extend(d for d in get_data_parts(artifact.parts) if isinstance(d, dict))
-        text = "\n".join(get_text_parts(task.status.message.parts)) if task.status.HasField("message") else ""
-        _record_status(env, collected, _state_name(task.status.state), text)
+        parts = task.status.message.parts if task.status.HasField("message") else []
+        _record_status(env, collected, _state_name(task.status.state), "\n".join(get_text_parts(parts)),
+                       get_data_parts(parts))
     elif kind == "status_update":
         status = event.status_update.status
-        text = "\n".join(get_text_parts(status.message.parts)) if status.HasField("message") else ""
-        _record_status(env, collected, _state_name(status.state), text)
+        parts = status.message.parts if status.HasField("message") else []
+        _record_status(env, collected, _state_name(status.state), "\n".join(get_text_parts(parts)),
+                       get_data_parts(parts))
     elif kind == "artifact_update":
         update = event.artifact_update
         artifact = update.artifact
@@ -150,7 +161,8 @@ def _absorb(env: Environment, collected: _Collected, event: Any) -> None:
         texts = list(get_text_parts(event.message.parts))
         collected.artifact_texts[f"message-{len(collected.artifact_texts)}"] = texts
         result = next((d for t in texts if (d := _json_object(t)) is not None), None)
-        _record_status(env, collected, "completed" if result is not None else "failed", "" if result else "\n".join(texts))
+        state = "completed" if result is not None else "failed"
+        _record_status(env, collected, state, "" if result else "\n".join(texts), [])
 
 
 async def wait_for_card(url: str, deadline_s: float, env: Environment) -> None:
@@ -163,7 +175,7 @@ async def wait_for_card(url: str, deadline_s: float, env: Environment) -> None:
     async with httpx.AsyncClient(timeout=httpx.Timeout(5.0), trust_env=False) as http:
         while True:
             try:
-                response = await http.get(url.rstrip("/") + CARD_PATH)
+                response = await http.get(url.rstrip("/") + AGENT_CARD_PATH)
                 if response.status_code == 200:
                     return
                 last_error = f"HTTP {response.status_code}"
@@ -187,24 +199,6 @@ async def _stream_evaluation(scenario: Scenario, env: Environment, collected: _C
             _absorb(env, collected, event)
 
 
-def write_result_atomically(result: dict[str, Any], out_path: Path) -> None:
-    """Write via a temporary file and a hard link, which fails rather than replace a file that appeared meanwhile."""
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(prefix=f".{out_path.name}.", suffix=".tmp", dir=out_path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(result, handle, indent=2)
-            handle.write("\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        try:
-            os.link(temporary, out_path)
-        except FileExistsError:
-            raise UserError("exists already; refusing to overwrite a result", path=out_path) from None
-    finally:
-        os.unlink(temporary)
-
-
 def _refuse_existing(out_path: Path | None) -> None:
     if out_path is not None and out_path.exists():
         raise UserError("exists already; refusing to overwrite a result (choose another path)", path=out_path)
@@ -217,6 +211,7 @@ async def evaluate_async(
     *,
     card_deadline_s: float = DEFAULT_CARD_DEADLINE_S,
     overall_timeout_s: float | None = None,
+    events_path: Path | None = None,
 ) -> EvaluationOutcome:
     """Run one evaluation. A UserError for bad input; every other problem is an outcome with a reason."""
     import httpx
@@ -227,7 +222,7 @@ async def evaluate_async(
     scenario = load_scenario(scenario_path)
     _refuse_existing(out_path)
     started = env.clock()
-    collected = _Collected()
+    collected = _Collected(events_path)
     try:
         await wait_for_card(scenario.green_endpoint, card_deadline_s, env)
     except TimeoutError as error:
@@ -251,7 +246,10 @@ async def evaluate_async(
         state, reason = "incomplete", f"the stream ended in state '{state or 'none'}' without a final status"
     saved: Path | None = None
     if result is not None and out_path is not None:
-        write_result_atomically(result, out_path)
+        try:
+            write_json_exclusive(out_path, result)
+        except AlreadyExists:
+            raise UserError("exists already; refusing to overwrite a result", path=out_path) from None
         saved = out_path
     return _outcome(scenario, collected, started, env, state=state, reason=reason, result=result, summary=summary, saved=saved)
 
@@ -289,10 +287,16 @@ def evaluate(
     *,
     card_deadline_s: float = DEFAULT_CARD_DEADLINE_S,
     overall_timeout_s: float | None = None,
+    events_path: Path | None = None,
 ) -> EvaluationOutcome:
     """Blocking wrapper around evaluate_async (the CLI's entry point)."""
     return asyncio.run(
         evaluate_async(
-            scenario_path, out_path, env, card_deadline_s=card_deadline_s, overall_timeout_s=overall_timeout_s
+            scenario_path,
+            out_path,
+            env,
+            card_deadline_s=card_deadline_s,
+            overall_timeout_s=overall_timeout_s,
+            events_path=events_path,
         )
     )

@@ -1,7 +1,6 @@
-"""The fixed vocabularies every layer agrees on: categories, agent kinds, simulators.
+"""The fixed vocabularies every layer agrees on: categories, agent kinds, simulators, and MCU's step budget."""
 
-Kept free of heavy imports so that `plan` and the arm validator can use it.
-"""
+from __future__ import annotations
 
 CATEGORIES: tuple[str, ...] = (
     "building",
@@ -22,10 +21,6 @@ LONG_TERM_CATEGORIES: frozenset[str] = frozenset({"mine_diamond_from_scratch", "
 STANDARD_MAX_STEPS = 1200
 LONG_TERM_MAX_STEPS = 12000
 
-EMBEDDED_CATEGORIES: frozenset[str] = frozenset(
-    {"mine_diamond_from_scratch", "crafting", "mining_and_collecting", "combat"}
-)
-
 AGENT_KINDS: tuple[str, ...] = ("worldmodel", "prolong", "steve1", "scripted", "random", "noop")
 CODEX_AGENTS: frozenset[str] = frozenset({"worldmodel", "prolong"})
 
@@ -37,6 +32,14 @@ def default_max_steps(category: str) -> int:
     return LONG_TERM_MAX_STEPS if category in LONG_TERM_CATEGORIES else STANDARD_MAX_STEPS
 
 
-def step_cap(category: str) -> int | None:
-    """MCU caps standard categories at 1,200 steps; long-term ones are uncapped."""
-    return None if category in LONG_TERM_CATEGORIES else STANDARD_MAX_STEPS
+def capped_steps(category: str, requested: int | None) -> tuple[int, str | None]:
+    """The steps MCU runs for `requested` (None: its default), and a note when its 1,200-step cap cut them.
+
+    Standard categories are capped at 1,200 steps as MCU does; long-term ones are not. The planner and the green
+    agent both ask this one function.
+    """
+    steps = requested or default_max_steps(category)
+    if category not in LONG_TERM_CATEGORIES and steps > STANDARD_MAX_STEPS:
+        note = f"steps {steps} capped at {STANDARD_MAX_STEPS} for the standard category '{category}', as MCU does"
+        return STANDARD_MAX_STEPS, note
+    return steps, None

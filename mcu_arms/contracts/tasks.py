@@ -15,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.resources import TASKS_ROOT
 
 ScoringKind = Literal["reward", "milestones", "video"]
 
@@ -52,7 +53,6 @@ class TaskSpec(BaseModel):
         return "video"
 
 
-TASKS_ROOT: Path = Path(__file__).resolve().parents[2] / "MCU_benchmark" / "task_configs" / "tasks"
 TASKS_DIR_ENV = "MCU_TASKS_DIR"
 
 # File key -> TaskSpec field. The file keeps the benchmark's own key names so upstream files read unchanged.

@@ -1,6 +1,6 @@
 """The wire protocol between the green agent, the purple agents and the client.
 
-One module that all three share, so a payload has exactly one definition. Payloads travel as JSON text in an A2A
+The ground floor all three share, so a payload has exactly one definition. Payloads travel as JSON text in an A2A
 text part (a2a-sdk 1.x data parts turn integers into floats). Only pydantic here: light to import.
 """
 
@@ -34,12 +34,17 @@ BUTTON_KEYS: tuple[str, ...] = (
     "hotbar.9",
 )
 CAMERA_KEY = "camera"
+AGENT_CARD_PATH = "/.well-known/agent-card.json"
 # The only keys that ever reach a simulator. `chat` runs server commands; `mobs`, `voxels`, `pickItem` are
 # privileged. Everything not listed here is dropped by the green agent and counted.
 ALLOWED_ACTION_KEYS: frozenset[str] = frozenset(BUTTON_KEYS) | {CAMERA_KEY}
 CAMERA_LIMIT_DEGREES = 180.0
 # The vision model that grades episodes when video evaluation is on (the MCU green agent used GPT-4o).
 DEFAULT_VIDEO_MODEL = "gpt-4o"
+# Seconds the green waits for each answer. The benchmark's 60 s suits a reactive policy; a planning agent spends a
+# whole model turn on the step where it re-plans, and at 60 s those steps silently become noops.
+DEFAULT_STEP_TIMEOUT_S = 600.0
+DEFAULT_PROGRESS_EVERY = 50
 
 # An action as the simulator receives it, after validation: every button key with 0 or 1, and camera as
 # (pitch, yaw) degrees in MineStudio's env order.
@@ -98,14 +103,14 @@ class EvalConfig(BaseModel):
     task_category: str
     tasks: list[str] | None = None
     max_steps: int | None = Field(default=None, gt=0)
-    step_timeout: float = Field(default=600.0, gt=0)
+    step_timeout: float = Field(default=DEFAULT_STEP_TIMEOUT_S, gt=0)
     seed: int = 0
     simulator: Literal["minestudio", "embedded"] = "minestudio"
     video_eval: bool = False
     video_model: str = Field(default=DEFAULT_VIDEO_MODEL, min_length=1)
     output_dir: str | None = None
     save_frames: bool = True
-    progress_every: int = Field(default=50, gt=0)
+    progress_every: int = Field(default=DEFAULT_PROGRESS_EVERY, gt=0)
 
 
 class EvalRequest(BaseModel):

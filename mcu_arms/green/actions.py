@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from mcu_arms.contracts.camera import MAX_CAMERA_INDEX, NULL_CAMERA_INDEX, camera_index_degrees
 from mcu_arms.contracts.wire import (
     ALLOWED_ACTION_KEYS,
     BUTTON_KEYS,
@@ -26,7 +27,6 @@ from mcu_arms.contracts.wire import (
     EnvAction,
     noop_action,
 )
-from mcu_arms.contracts.camera import MAX_CAMERA_INDEX, NULL_CAMERA_INDEX, camera_index_degrees
 
 NoopCause = Literal["timeout", "transport_error", "unparseable", "invalid_action"]
 ActionFormat = Literal["compact", "expanded", "env"]

@@ -10,21 +10,19 @@ nothing escapes the executor, because the SDK would turn an exception into an op
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import sys
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
 from pathlib import Path
 
-from a2a.helpers import get_message_text
+from a2a.helpers import get_message_text, new_data_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 from a2a.types import Message, Part, Task, TaskState, TaskStatus
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from mcu_arms.a2a_transport import (
     AgentError,
@@ -35,50 +33,42 @@ from mcu_arms.a2a_transport import (
     open_client,
     serve_app,
 )
-from mcu_arms.contracts.catalog import CATEGORIES, default_max_steps, step_cap
-from mcu_arms.contracts.errors import UserError
-from mcu_arms.atomic import write_json_atomic
-from mcu_arms.green.episode import (
-    Episode,
-    EpisodeSettings,
+from mcu_arms.atomic import write_json_exclusive
+from mcu_arms.contracts.catalog import CATEGORIES, capped_steps
+from mcu_arms.contracts.errors import UserError, validation_summary
+from mcu_arms.contracts.evaluation import CategoryResult, EvaluationResult, SimulatorInfo, SkippedTask, summary_text
+from mcu_arms.contracts.events import (
+    EvaluationFinished,
+    EvaluationStarted,
+    GreenEvent,
+    Notice,
+    TaskFinished,
+    TaskSkipped,
+    TaskStarted,
+)
+from mcu_arms.contracts.steps import STEPS_FILE
+from mcu_arms.contracts.tasks import TaskSpec, select_tasks
+from mcu_arms.contracts.timestamps import iso_seconds
+from mcu_arms.contracts.wire import EvalRequest
+from mcu_arms.green.sims.base import Simulator, SimulatorUnavailable
+from mcu_arms.green.task_run import (
+    RunSettings,
+    TaskRun,
     default_output_dir,
     make_simulator,
     run_off_loop,
-    task_dir_for,
 )
-from mcu_arms.contracts.wire import EvalRequest
-from mcu_arms.contracts.evaluation import CategoryResult, EvaluationResult, SimulatorInfo, SkippedTask, summary_text
-from mcu_arms.green.sims.base import Simulator, SimulatorUnavailable
-from mcu_arms.green.steplog import STEPS_FILE
-from mcu_arms.contracts.tasks import TaskSpec, select_tasks
+from mcu_arms.layout import EVALUATION_FILE, task_dir
+from mcu_arms.procs import log_line
 
 AGENT_ROLE = "agent"
 RESULT_ARTIFACT = "Result"
-RESULT_FILE = "result.json"
 # How long the purple agent's card may take to arrive when the request is checked.
 PARTICIPANT_CHECK_TIMEOUT_S = 10.0
 
 
 class RequestRejected(Exception):
     """The request cannot be run as given; the message says what to change."""
-
-
-def _log(line: str) -> None:
-    """One timestamped line on stdout: it becomes the arm's green.log."""
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    print(f"{stamp} {line}", flush=True)
-
-
-def _utc_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def _validation_summary(error: ValidationError) -> str:
-    problems = []
-    for item in error.errors()[:8]:
-        where = ".".join(str(part) for part in item.get("loc", ())) or "request"
-        problems.append(f"{where}: {item.get('msg', 'invalid')}")
-    return "; ".join(problems)
 
 
 class _Plan:
@@ -91,7 +81,7 @@ class _Plan:
         skipped: list[SkippedTask],
         simulator: Simulator,
         max_steps: int,
-        max_steps_note: str,
+        max_steps_note: str | None,
         output_dir: Path,
     ) -> None:
         self.request = request
@@ -121,10 +111,10 @@ class GreenExecutor(AgentExecutor):
         try:
             await self._evaluate(message, updater)
         except RequestRejected as rejection:
-            _log(f"rejected: {rejection}")
+            log_line(f"rejected: {rejection}")
             await updater.reject(_text(updater, f"Rejected: {rejection}"))
         except Exception as error:  # never silent: the client sees FAILED with the reason, the log the traceback
-            _log(f"evaluation failed: {type(error).__name__}: {error}\n{traceback.format_exc()}")
+            log_line(f"evaluation failed: {type(error).__name__}: {error}\n{traceback.format_exc()}")
             try:
                 await updater.failed(_text(updater, f"Evaluation failed: {type(error).__name__}: {error}"))
             except RuntimeError:  # the task already reached a terminal state; the log above has the reason
@@ -132,7 +122,7 @@ class GreenExecutor(AgentExecutor):
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Mark the evaluation canceled; the SDK then cancels the running execute() and its episode."""
-        _log(f"cancel requested for task {context.task_id}")
+        log_line(f"cancel requested for task {context.task_id}")
         updater = TaskUpdater(event_queue, context.task_id or "", context.context_id or "")
         await updater.cancel(_text(updater, "Evaluation canceled by the client"))
 
@@ -156,7 +146,7 @@ class GreenExecutor(AgentExecutor):
         try:
             return EvalRequest.model_validate_json(text)
         except ValidationError as error:
-            raise RequestRejected(f"invalid evaluation request: {_validation_summary(error)}") from None
+            raise RequestRejected(f"invalid evaluation request: {validation_summary(error)}") from None
 
     async def _plan(self, request: EvalRequest, sim_thread: ThreadPoolExecutor) -> _Plan:
         config = request.config
@@ -189,18 +179,13 @@ class GreenExecutor(AgentExecutor):
         except RequestRejected:
             simulator.close()
             raise
-        requested = config.max_steps or default_max_steps(config.task_category)
-        cap = step_cap(config.task_category)
-        max_steps, note = requested, ""
-        if cap is not None and requested > cap:
-            max_steps = cap
-            note = f"max_steps {requested} capped at {cap} for category {config.task_category} (MCU's standard cap)"
+        max_steps, note = capped_steps(config.task_category, config.max_steps)
         return _Plan(request, runnable, skipped, simulator, max_steps, note, output_dir)
 
     @staticmethod
     def _check_nothing_to_overwrite(output_dir: Path, tasks: list[TaskSpec]) -> None:
         """A result is never overwritten: an output_dir that already holds one (or a task's step log) is refused."""
-        existing = [output_dir / RESULT_FILE, *(task_dir_for(output_dir, task) / STEPS_FILE for task in tasks)]
+        existing = [output_dir / EVALUATION_FILE, *(task_dir(output_dir, task.name) / STEPS_FILE for task in tasks)]
         found = [str(path) for path in existing if path.exists()]
         if found:
             raise RequestRejected(
@@ -242,24 +227,32 @@ class GreenExecutor(AgentExecutor):
     async def _run(self, plan: _Plan, updater: TaskUpdater, sim_thread: ThreadPoolExecutor) -> None:
         config = plan.request.config
         simulator = plan.simulator
-        started_at, started = _utc_iso(), time.monotonic()
+        started_at, started = iso_seconds(), time.monotonic()
 
-        async def report(line: str) -> None:
-            _log(line)
-            await updater.update_status(TaskState.TASK_STATE_WORKING, _text(updater, line))
+        async def emit(event: GreenEvent) -> None:
+            line = event.text()
+            log_line(line)
+            await updater.update_status(TaskState.TASK_STATE_WORKING, _event_message(updater, line, event))
 
-        opening = (
-            f"Starting MCU evaluation with {len(plan.tasks)} tasks from {config.task_category} "
-            f"on {simulator.label()}; max_steps {plan.max_steps}, step_timeout {config.step_timeout:g} s, "
-            f"seed {config.seed}; video evaluation {f'on ({config.video_model})' if config.video_eval else 'off'}; "
-            f"output {plan.output_dir}"
+        await emit(
+            EvaluationStarted(
+                category=config.task_category,
+                tasks=[task.name for task in plan.tasks],
+                skipped={entry.task: entry.reason for entry in plan.skipped},
+                simulator_label=simulator.label(),
+                max_steps=plan.max_steps,
+                max_steps_note=plan.max_steps_note,
+                step_timeout=config.step_timeout,
+                seed=config.seed,
+                video_model=config.video_model if config.video_eval else None,
+                output_dir=str(plan.output_dir),
+            )
         )
-        await report(opening)
         if plan.max_steps_note:
-            await report(plan.max_steps_note)
+            await emit(Notice(message=plan.max_steps_note))
         for skipped in plan.skipped:
-            await report(f"Skipping task {skipped.task}: {skipped.reason}")
-        settings = EpisodeSettings(
+            await emit(TaskSkipped(task=skipped.task, reason=skipped.reason))
+        settings = RunSettings(
             max_steps=plan.max_steps,
             step_timeout=config.step_timeout,
             seed=config.seed,
@@ -271,46 +264,54 @@ class GreenExecutor(AgentExecutor):
         )
         agent_url = plan.request.participants[AGENT_ROLE]
         metrics = {}
-        for task in plan.tasks:
-            await report(f"Running task: {task.name}")
-            episode = Episode(task, simulator, agent_url, settings, task_dir_for(plan.output_dir, task), report)
-            outcome = await run_off_loop(episode, sim_thread, report)
+        for index, task in enumerate(plan.tasks):
+            await emit(TaskStarted(task=task.name, index=index, count=len(plan.tasks)))
+            run = TaskRun(task, simulator, agent_url, settings, task_dir(plan.output_dir, task.name), emit)
+            outcome = await run_off_loop(run, sim_thread, emit)
             metrics[task.name] = outcome
-            score = "unscored" if outcome.score is None else f"{outcome.score:.2f} / {outcome.max_score:g}"
-            tail = f"; error: {outcome.error}" if outcome.error else ""
-            await report(
-                f"Task {task.name} finished: score {score} [{outcome.score_source}] after {outcome.steps_run} steps, "
-                f"noops {outcome.noop_total}{tail}"
-            )
+            await emit(
+                TaskFinished(
+                    task=task.name, score=outcome.score, max_score=outcome.max_score,
+                    score_source=outcome.score_source, steps_run=outcome.steps_run, noop_total=outcome.noop_total,
+                    error=outcome.error,
+                )
+            )  # fmt: skip
         result = EvaluationResult(
             participants=dict(plan.request.participants),
             results=[CategoryResult.of(config.task_category, metrics, plan.skipped)],
             simulator=SimulatorInfo(name=simulator.name, version=simulator.version(), label=simulator.label()),
             seed=config.seed,
             max_steps=plan.max_steps,
-            max_steps_note=plan.max_steps_note,
+            max_steps_note=plan.max_steps_note or "",
             config=config,
             started_at=started_at,
-            finished_at=_utc_iso(),
+            finished_at=iso_seconds(),
             duration_s=round(time.monotonic() - started, 3),
             output_dir=str(plan.output_dir),
         )
-        result_json = result.model_dump_json(indent=2)
-        write_json_atomic(plan.output_dir / RESULT_FILE, json.loads(result_json))
+        write_json_exclusive(plan.output_dir / EVALUATION_FILE, result)
         summary = summary_text(result)
-        _log(summary)
+        log_line(summary)
         await updater.add_artifact(
-            parts=[Part(text=summary, media_type="text/plain"), Part(text=result_json, media_type="application/json")],
+            parts=[
+                Part(text=summary, media_type="text/plain"),
+                Part(text=result.model_dump_json(indent=2), media_type="application/json"),
+            ],
             name=RESULT_ARTIFACT,
         )
         category = result.results[0]
-        await updater.complete(
-            _text(
-                updater,
-                f"Evaluation complete: total score {category.total_score:.2f} / {category.total_max_score:.2f} "
-                f"over {category.scored_tasks} scored of {category.num_tasks} tasks",
-            )
+        finished = EvaluationFinished(
+            total_score=category.total_score,
+            total_max_score=category.total_max_score,
+            scored_tasks=category.scored_tasks,
+            num_tasks=category.num_tasks,
         )
+        await updater.complete(_event_message(updater, finished.text(), finished))
+
+
+def _event_message(updater: TaskUpdater, text: str, event: BaseModel) -> Message:
+    """A status message for humans (text) and for programs (the same event as data)."""
+    return updater.new_agent_message(parts=[Part(text=text), new_data_part(event.model_dump(mode="json"))])
 
 
 def _text(updater: TaskUpdater, text: str) -> Message:
@@ -348,5 +349,5 @@ def serve(host: str, port: int, card_url: str | None) -> None:
     """Serve the green agent until SIGINT/SIGTERM (blocking). A busy port aborts with a UserError."""
     url = card_url_for(host, port, card_url)
     app = build_green_app(url)
-    _log(f"green agent listening on {host}:{port} card_url={url} python={sys.version.split()[0]}")
+    log_line(f"green agent listening on {host}:{port} card_url={url} python={sys.version.split()[0]}")
     serve_app(app, host, port)

@@ -1,45 +1,12 @@
-"""The per-task step log (`<task>/steps.jsonl`) and frame files, written as the episode runs.
-
-One JSON line per step, flushed at once, so that a live view can tail an episode and a crash loses at most the
-step in flight. What the agent sent is kept as received (truncated when huge) next to what was applied, so that a
-noop or a dropped key can be traced to the exact reply.
-"""
+"""Writing the per-task step log (`<task>/steps.jsonl`, records in contracts/steps.py) and frame files as the
+episode runs."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
-from pydantic import BaseModel, Field
-
-# Longest reply text kept verbatim in a step record; longer replies are cut and marked.
-MAX_RECEIVED_CHARS = 4000
-STEPS_FILE = "steps.jsonl"
-
-
-class StepRecord(BaseModel):
-    step: int
-    t: float  # wall-clock time (Unix seconds) when the step's simulator step finished
-    received: str | None  # the agent's reply text as received (truncated), None when no reply arrived
-    applied: dict[str, Any]  # the action the simulator got
-    noop_cause: str | None = None
-    reason: str = ""
-    dropped_keys: list[str] = Field(default_factory=list)
-    adjustments: list[str] = Field(default_factory=list)
-    action_format: str | None = None
-    agent_ms: float  # round trip to the agent, including parsing its reply
-    sim_ms: float  # the simulator step alone
-    reward: float = 0.0  # what this step paid
-    events: list[dict[str, Any]] = Field(default_factory=list)  # milestone/reward payouts on this step
-    done: bool = False
-    info: dict[str, Any] = Field(default_factory=dict)
-
-
-def truncate_received(text: str | None) -> str | None:
-    """The reply as it is logged: verbatim up to MAX_RECEIVED_CHARS, then cut with the original length noted."""
-    if text is None or len(text) <= MAX_RECEIVED_CHARS:
-        return text
-    return f"{text[:MAX_RECEIVED_CHARS]}...[truncated, {len(text)} chars in all]"
+from mcu_arms.contracts.steps import STEPS_FILE, StepRecord
 
 
 class StepLog:

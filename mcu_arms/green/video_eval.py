@@ -14,11 +14,11 @@ from pathlib import Path
 
 import yaml
 
+from mcu_arms.contracts.resources import AUTO_EVAL_DIR
+from mcu_arms.contracts.tasks import TaskSpec
 from mcu_arms.contracts.wire import DEFAULT_VIDEO_MODEL
 from mcu_arms.green.scoring import CRITERIA, VideoEvaluation
-from mcu_arms.contracts.tasks import TaskSpec
 
-AUTO_EVAL_DIR = Path(__file__).resolve().parents[2] / "MCU_benchmark" / "auto_eval"
 PROMPT_FILE = AUTO_EVAL_DIR / "prompt" / "video_eval.md"
 CRITERIA_FILE = AUTO_EVAL_DIR / "criteria.yaml"
 MAX_FRAMES = 16

@@ -24,6 +24,7 @@ from filelock import FileLock
 from pydantic import BaseModel
 
 from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.timestamps import file_stamp
 
 PERSONAL_CONFIG_STUBS = ("AGENTS.md", "AGENTS.override.md", "lessons.md", "RTK.md")
 BASE_BYTES = 6 * 1024 * 1024
@@ -92,10 +93,6 @@ def plan_codex_home(arm: str, root: Path, auth: Path) -> CodexHome:
     )
 
 
-def _stamp(now: datetime) -> str:
-    return now.strftime("%Y%m%dT%H%M%S")
-
-
 def _database_is_sound(path: Path) -> bool:
     try:
         connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
@@ -109,7 +106,7 @@ def _database_is_sound(path: Path) -> bool:
 
 
 def _move_aside(path: Path, now: datetime) -> Path:
-    target = path.with_name(f"{path.name}.corrupt-{_stamp(now)}")
+    target = path.with_name(f"{path.name}.corrupt-{file_stamp(now)}")
     path.rename(target)
     for suffix in ("-wal", "-shm"):
         sidecar = path.with_name(path.name + suffix)
@@ -157,7 +154,7 @@ def _link_credential(result: CodexHome, now: datetime) -> None:
         link.unlink()
         result.actions.append(f"auth.json pointed elsewhere; relinked to {target}")
     elif link.exists():
-        aside = link.with_name(f"auth.json.copy-{_stamp(now)}")
+        aside = link.with_name(f"auth.json.copy-{file_stamp(now)}")
         link.rename(aside)
         result.warnings.append(
             f"auth.json was a copy of a credential (copies break on the single-use refresh token); moved to {aside}"
@@ -173,7 +170,7 @@ def _write_stubs(result: CodexHome, now: datetime) -> None:
             stub.unlink()  # never write through a link into the user's real instructions
             result.actions.append(f"{name} was a symlink; replaced by an empty file")
         elif stub.exists() and stub.stat().st_size > 0:
-            aside = stub.with_name(f"{name}.moved-{_stamp(now)}")
+            aside = stub.with_name(f"{name}.moved-{file_stamp(now)}")
             stub.rename(aside)
             result.warnings.append(f"{name} had content (sent ahead of every turn); moved to {aside}")
         if not stub.exists():

@@ -9,19 +9,18 @@ lock on local disk.
 from __future__ import annotations
 
 import errno
-import getpass
 import json
 import socket
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 
 import psutil
 from filelock import FileLock
 
-from mcu_arms.contracts.errors import UserError
 from mcu_arms.atomic import write_json_atomic
+from mcu_arms.contracts.errors import UserError
+from mcu_arms.layout import state_dir
 
 
 @dataclass(frozen=True)
@@ -33,14 +32,6 @@ class PortHolder:
         if self.pid is None:
             return "another process (not visible to this user)"
         return f"pid {self.pid} ({self.name or 'unknown'})"
-
-
-def state_dir(env: Mapping[str, str]) -> Path:
-    """Host-wide state (the port registry): local disk, not $HOME, which may be a network filesystem."""
-    if env.get("MCU_ARMS_STATE_DIR"):
-        return Path(env["MCU_ARMS_STATE_DIR"])
-    user = env.get("USER") or getpass.getuser()
-    return Path("/var/tmp") / f"mcu-arms-{user}"
 
 
 def _bind_probe(host: str, port: int) -> OSError | None:

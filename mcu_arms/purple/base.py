@@ -1,13 +1,11 @@
 """What a purple agent is to the server that hosts it: answer an init, then one action per observation.
 
-Also the two things every purple answers and logs the same way: a noop that says why, and a timestamped stdout line
-(stdout is the arm's purple.log).
+Also the noop every purple answers the same way when it has no action: one that says why.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from datetime import datetime, timezone
 
 from mcu_arms.contracts.wire import AckPayload, ActionPayload, InitPayload, ObservationPayload, noop_action
 
@@ -35,8 +33,3 @@ def noop_with_reason(reason: str) -> NoopWithReason:
     action = noop_action()
     action["camera"] = list(action["camera"])
     return NoopWithReason(action_type="env", action=action, reason=reason)
-
-
-def log_line(line: str) -> None:
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    print(f"{stamp} {line}", flush=True)

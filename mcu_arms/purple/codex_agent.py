@@ -19,11 +19,14 @@ import shutil
 import statistics
 import string
 from collections import deque
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from mcu_arms.contracts.agent_report import AgentSettings, EpisodeReport, TurnRecord
 from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.resources import TEMPLATES_DIR
+from mcu_arms.contracts.settings import PurpleOptions
+from mcu_arms.contracts.timestamps import iso_seconds
 from mcu_arms.contracts.wire import (
     BUTTON_KEYS,
     CAMERA_KEY,
@@ -35,8 +38,8 @@ from mcu_arms.contracts.wire import (
     ObservationPayload,
 )
 from mcu_arms.isolation.codex_home import audit_codex_home
-from mcu_arms.purple.agent_report import AgentSettings, EpisodeReport, TurnRecord, write_reports
-from mcu_arms.purple.base import NoopWithReason, Policy, log_line, noop_with_reason
+from mcu_arms.procs import log_line
+from mcu_arms.purple.base import NoopWithReason, Policy, noop_with_reason
 from mcu_arms.purple.codex_runner import (
     CANCELLED_RC,
     TERM_GRACE_S,
@@ -47,9 +50,8 @@ from mcu_arms.purple.codex_runner import (
     find_rollout,
     run_codex,
 )
-from mcu_arms.purple.registry import PurpleOptions
+from mcu_arms.purple.report_writer import write_reports
 
-TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 CODEX_KINDS = ("worldmodel", "prolong")
 ACTIONS_FILE = "actions.json"
 LOG_FILE = "logs.txt"
@@ -226,7 +228,7 @@ class CodexPolicy(Policy):
         (self.workdir / "turns").mkdir()
         self._task = payload.text
         if self.kind == "worldmodel":
-            shutil.copytree(TEMPLATES / "worldmodel_memory", self.workdir / "memory")
+            shutil.copytree(TEMPLATES_DIR / "worldmodel_memory", self.workdir / "memory")
         else:
             (self.workdir / NOTES_FILE).write_text(f"# Notes for: {payload.text}\n", encoding="utf-8")
         self._system_prompt = self._render_system_prompt(payload)
@@ -250,7 +252,7 @@ class CodexPolicy(Policy):
         self.episode = EpisodeReport(
             task_dir=str(self.workdir),
             task=payload.text,
-            started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            started_at=iso_seconds(),
         )
         if version.startswith("unavailable"):
             self._warn(f"codex version {version}")
@@ -271,7 +273,7 @@ class CodexPolicy(Policy):
         )
 
     def _render_system_prompt(self, payload: InitPayload) -> str:
-        template = string.Template((TEMPLATES / f"{self.kind}_system.md").read_text(encoding="utf-8"))
+        template = string.Template((TEMPLATES_DIR / f"{self.kind}_system.md").read_text(encoding="utf-8"))
         if self.camera_quantised:
             from mcu_arms.contracts.camera import SURVIVING_DEGREES
 

@@ -1,40 +1,20 @@
 """Which Policy class serves which agent kind, imported only when that kind is asked for.
 
-Light to import: the CLI validates a kind and builds PurpleOptions without loading any agent's dependencies.
+Light to import: the CLI validates a kind without loading any agent's dependencies.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from mcu_arms.contracts.catalog import AGENT_KINDS
 from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.settings import PurpleOptions
 
 if TYPE_CHECKING:
     from mcu_arms.purple.base import Policy
-
-
-class PurpleOptions(BaseModel):
-    """Everything a purple server passes to its policies. Baselines read `seed` (scripted also `output_dir`, for its
-    report); codex agents read the rest."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    seed: int = 0
-    output_dir: Path | None = None
-    step_timeout: float = Field(default=600.0, gt=0)
-    session_turns: int | None = Field(default=None, gt=0)
-    compact_limit: int | None = Field(default=None, gt=0)
-    model: str | None = None
-    provider_base_url: str | None = None
-    provider_wire_api: str | None = None
-    provider_env_key: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")  # a name, not the key
-    cuda_device: str | None = None
 
 
 PolicyFactory = Callable[[PurpleOptions], "Policy"]
@@ -76,8 +56,3 @@ def policy_factory(kind: str) -> PolicyFactory:
     if kind == "steve1":
         return lambda options: module.Steve1Policy(options)
     return lambda options: module.CodexPolicy(kind, options)
-
-
-def make_policy(kind: str, options: PurpleOptions) -> Policy:
-    """A fresh policy for one episode."""
-    return policy_factory(kind)(options)

@@ -18,12 +18,13 @@ from heapq import heappop, heappush
 from pathlib import Path
 
 import numpy as np
-from pydantic import BaseModel
 
 from mcu_arms.atomic import write_json_atomic
+from mcu_arms.contracts.agent_report import ScriptedEpisode, ScriptedReport, report_name
+from mcu_arms.contracts.crafter_keymap import env_action_for
 from mcu_arms.contracts.wire import AckPayload, ActionPayload, InitPayload, ObservationPayload
-from mcu_arms.green.sims.crafter_actions import env_action_for
-from mcu_arms.purple.base import Policy, log_line
+from mcu_arms.procs import log_line
+from mcu_arms.purple.base import Policy
 from mcu_arms.purple.crafter_vision import (
     MATERIAL_CODE,
     MATERIALS,
@@ -62,7 +63,7 @@ TABLE_REUSE_COST = 30.0  # walk back to a known table when it is this close; oth
 THIRST_LIMIT, HUNGER_LIMIT, FATIGUE_LIMIT = 4, 4, 3
 NIGHT_DAYLIGHT = 0.3  # darker than this, zombies crowd the grass: sleep early if at all tired
 LOST_MISMATCHES = 8  # this many disagreeing tiles and the position is re-searched
-REPORT_NAME = "scripted_report.json"
+REPORT_NAME = report_name("scripted")
 
 
 def _kind(obj_code: int) -> str:
@@ -567,21 +568,6 @@ class CrafterPlayer:
             cells.append((index % width + left - ORIGIN, index // width + top - ORIGIN))
             index = previous[index]
         return cells[::-1]
-
-
-class ScriptedEpisode(BaseModel):
-    task: str
-    observations: int
-    stats: dict[str, int]
-
-
-class ScriptedReport(BaseModel):
-    """`scripted_report.json`: what the player noticed about itself (lost its place, respawned, slept exposed)."""
-
-    kind: str = "scripted"
-    seed: int
-    stats: dict[str, int]
-    episodes: list[ScriptedEpisode]
 
 
 class ScriptedPolicy(Policy):

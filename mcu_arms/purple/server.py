@@ -19,9 +19,11 @@ from a2a.server.events import EventQueue
 from pydantic import BaseModel, ValidationError
 
 from mcu_arms.a2a_transport import Skill, build_app, build_card, card_url_for, message_payload, serve_app
+from mcu_arms.contracts.settings import PurpleOptions
 from mcu_arms.contracts.wire import AckPayload, ActionPayload, InitPayload, ObservationPayload
-from mcu_arms.purple.base import Policy, log_line, noop_with_reason
-from mcu_arms.purple.registry import PolicyFactory, PurpleOptions, policy_factory
+from mcu_arms.procs import log_line
+from mcu_arms.purple.base import Policy, noop_with_reason
+from mcu_arms.purple.registry import PolicyFactory, policy_factory
 
 __all__ = ["PurpleExecutor", "PurpleOptions", "build_purple_app", "serve_purple"]
 

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.settings import PurpleOptions
 from mcu_arms.contracts.wire import AckPayload, ActionPayload, InitPayload, ObservationPayload
 from mcu_arms.purple.base import Policy
-from mcu_arms.purple.registry import PurpleOptions
 
 HF_REPO = "CraftJarvis/MineStudio_STEVE-1.official"
 WEIGHTS_ENV = "MCU_STEVE1_WEIGHTS"

@@ -18,27 +18,18 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from mcu_arms.arms.plan import (
-    EPISODE_PATTERN,
-    Overrides,
-    Settings,
-    apply_overrides,
-    default_compact_limit,
-    fingerprint,
-    resolve_settings,
-)
+from mcu_arms.arms.plan import apply_overrides, resolve_settings
 from mcu_arms.arms.spec import ARM_NAME_PATTERN, ArmSpec, load_arm
 from mcu_arms.contracts.catalog import CODEX_AGENTS
-from mcu_arms.environment import Environment
 from mcu_arms.contracts.errors import UserError
-from mcu_arms.report.run_report import RunReport, arm_episodes
+from mcu_arms.contracts.run_report import RunReport
+from mcu_arms.contracts.settings import Overrides, Settings, default_compact_limit, fingerprint
+from mcu_arms.environment import Environment
+from mcu_arms.layout import EPISODE_PATTERN, arm_runs
 
 COMPARISON_SCHEMA_VERSION = 1
 # Where a setting only says where things run, not what ran: shown with --all, never counted as a difference.
 NOISE_SETTINGS: frozenset[str] = frozenset({"cuda_device"})
-# Counters a codex agent's report (worldmodel_report.json / prolong_report.json) carries.
-PURPLE_COUNTERS: tuple[str, ...] = ("failed_turns", "compactions", "overflow_resets")
-PURPLE_LIMIT_KEYS: tuple[str, ...] = ("compaction_limit", "compact_limit", "auto_compact_token_limit")
 NOT_REACHED = "—"
 UNAVAILABLE = "n/a"
 NO_RUN = "no run"
@@ -203,11 +194,11 @@ def _known_arms(env: Environment) -> str:
 def episode_reports(output_dir: Path) -> dict[int, tuple[Path, RunReport]]:
     """Every run of an arm that wrote a report, by episode number (plan-only dirs have none and are skipped)."""
     found: dict[int, tuple[Path, RunReport]] = {}
-    for episode in arm_episodes(output_dir):
-        if episode.report_error:
-            raise UserError(episode.report_error)
-        if episode.report is not None:
-            found[episode.number] = (episode.report_path, episode.report)
+    for run in arm_runs(output_dir):
+        if run.report_error:
+            raise UserError(run.report_error)
+        if run.report is not None:
+            found[run.number] = (run.run_dir.report, run.report)
     return dict(sorted(found.items()))
 
 
@@ -240,30 +231,6 @@ def _settings_from_file(source: Path, overrides: dict[str, Any]) -> tuple[Settin
         spec = apply_overrides(spec, Overrides.model_validate(overrides), source)
     settings, compaction = resolve_settings(spec, [])
     return settings, compaction.limit
-
-
-def _find_counter(data: Any, key: str) -> Any:
-    """A counter at the top of the purple's report or one table down (e.g. {"codex": {"compactions": 3}})."""
-    if not isinstance(data, dict):
-        return None
-    if key in data:
-        return data[key]
-    for value in data.values():
-        if isinstance(value, dict) and key in value:
-            return value[key]
-    return None
-
-
-def _as_int(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, (list, dict)):
-        return len(value)  # e.g. a list of failed turns
-    return None
 
 
 def _arm_result(target: ArmTarget, episode: int | None, flags: list[Flag]) -> tuple[ArmResult, RunReport | None]:
@@ -302,11 +269,8 @@ def _arm_result(target: ArmTarget, episode: int | None, flags: list[Flag]) -> tu
                     "ones in force for that run",
                 )
             )
-    purple = report.purple_report
-    counters = {key: _as_int(_find_counter(purple, key)) for key in PURPLE_COUNTERS}
-    purple_limit = next(
-        (found for key in PURPLE_LIMIT_KEYS if (found := _as_int(_find_counter(purple, key))) is not None), None
-    )
+    agent = report.agent
+    purple_limit = agent.compaction_limit if agent is not None else None
     limit = report.compaction_limit
     if purple_limit is not None and purple_limit != limit:
         flags.append(
@@ -349,13 +313,15 @@ def _arm_result(target: ArmTarget, episode: int | None, flags: list[Flag]) -> tu
         noop_total=sum(report.noops.values()) if report.steps_run is not None else None,
         dropped_keys=dict(report.dropped_keys),
         sim_fallbacks=dict(report.sim_fallbacks),
-        purple_report=purple is not None,
+        purple_report=agent is not None,
+        failed_turns=agent.failed_turns if agent is not None else None,
+        compactions=agent.compactions if agent is not None else None,
+        overflow_resets=agent.overflow_resets if agent is not None else None,
         compaction_limit=limit,
         failure_reason=report.failure.reason if report.failure else None,
         failure_process=report.failure.process if report.failure else None,
-        logs=dict(report.logs),
+        logs={role: str(path.parent / log) for role, log in report.logs.items()},
         alerts=list(report.alerts),
-        **counters,
     )
     return ran, report
 

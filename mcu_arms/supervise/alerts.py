@@ -3,16 +3,16 @@
 The failures that cost this project most raised no error: steps that quietly became noops, and an agent whose
 session payload grew until each step took ten times longer. Each check here turns one of them into an alert line,
 raised once per cause and task, shown in the live view, printed in the run's output and kept in report.alerts.
+Every check reads typed records (the progress, the purple's own report), never a log line.
 """
 
 from __future__ import annotations
 
-import json
-import re
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from mcu_arms.contracts.agent_report import AGENT_REPORT_SUFFIX, AgentReport, read_agent_report
+from mcu_arms.contracts.settings import PAYLOAD_WALL_BYTES
 from mcu_arms.supervise.progress import ArmProgress
 
 NOOP_FRACTION = 0.05
@@ -21,36 +21,36 @@ TIMEOUTS_IN_A_ROW = 3
 SLOWDOWN_FACTOR = 3.0
 SLOWDOWN_WINDOW_STEPS = 5
 SLOWDOWN_MIN_SPAN_S = 10.0
-PAYLOAD_GROWTH_REPORTS = 3
-PAYLOAD_LIMIT_MB = 5.0
-PAYLOAD_MB = re.compile(r"payload\D{0,40}?([0-9]+(?:\.[0-9]+)?)\s*MB", re.IGNORECASE)
+PAYLOAD_GROWTH_TURNS = 3
+MB = 1_000_000
 
 AlertSink = Callable[[str], None]
 
 
 class AlertMonitor:
-    """Watches one arm's progress, its purple's log lines and its purple's report; raises each alert once."""
+    """Watches one arm's progress and its purple's report; raises each alert once. Called by the arm's thread."""
 
     def __init__(self, progress: ArmProgress, purple_dir: Path, sink: AlertSink) -> None:
         self.progress = progress
         self.purple_dir = purple_dir
         self.sink = sink
         self._raised: set[str] = set()
-        self._payloads: list[float] = []
         self._report_mtimes: dict[Path, float] = {}
-        self._report_warnings: set[str] = set()
-        self._lock = threading.Lock()  # log reader threads raise alerts too
+        self._init_failures_seen = 0
 
     def _raise(self, key: str, message: str) -> None:
-        with self._lock:
-            if key in self._raised:
-                return
-            self._raised.add(key)
-            self.progress.alerts.append(message)
+        if key in self._raised:
+            return
+        self._raised.add(key)
+        self.progress.alerts.append(message)
         self.sink(message)
 
     def check_progress(self, now: float | None = None) -> None:
-        progress, task = self.progress, self.progress.task
+        progress = self.progress
+        for failure in progress.init_failures[self._init_failures_seen :]:
+            self._raise(f"init:{failure.task}", f"client: {failure.text()}")
+        self._init_failures_seen = len(progress.init_failures)
+        task = progress.task
         if task is None:
             return
         if progress.step >= NOOP_MIN_STEPS and progress.task_noops > NOOP_FRACTION * progress.step:
@@ -76,43 +76,35 @@ class AlertMonitor:
                 "(slow without any error)",
             )
 
-    def purple_line(self, line: str) -> None:
-        """A purple log line; codex agents log their request payload in MB on lines that say 'payload'."""
-        match = PAYLOAD_MB.search(line)
-        if not match:
-            return
-        size = float(match.group(1))
-        self._payloads.append(size)
-        recent = self._payloads[-(PAYLOAD_GROWTH_REPORTS + 1) :]
-        growing = len(recent) > PAYLOAD_GROWTH_REPORTS and all(b > a for a, b in zip(recent, recent[1:]))
-        if growing:
-            trail = " -> ".join(f"{value:g}" for value in recent)
-            self._raise("payload:growing", f"purple session payload keeps growing: {trail} MB")
-        if size >= PAYLOAD_LIMIT_MB:
-            self._raise(
-                "payload:limit",
-                f"purple session payload reached {size:g} MB (past ~{PAYLOAD_LIMIT_MB:g} MB a turn takes ~600 s)",
-            )
-
     def check_purple_reports(self) -> None:
-        """New `warnings` in E/purple/*_report.json (re-read only when a file changed)."""
+        """New warnings and payload growth in E/purple/*_report.json (re-read only when a file changed)."""
         if not self.purple_dir.is_dir():
             return
-        for path in sorted(self.purple_dir.glob("*_report.json")):
+        for path in sorted(self.purple_dir.glob(f"*{AGENT_REPORT_SUFFIX}")):
             try:
                 mtime = path.stat().st_mtime
                 if self._report_mtimes.get(path) == mtime:
                     continue
                 self._report_mtimes[path] = mtime
-                warnings = json.loads(path.read_text(encoding="utf-8")).get("warnings") or []
-            except (OSError, ValueError, AttributeError):
+                report = read_agent_report(path)
+            except (OSError, ValueError):
                 continue
-            for warning in warnings:
-                text = str(warning)
-                if text not in self._report_warnings:
-                    self._report_warnings.add(text)
-                    self._raise(f"report:{path.name}:{text}", f"purple {path.name}: {text}")
+            if isinstance(report, AgentReport):
+                self._check_payloads(report)
+            for warning in getattr(report, "warnings", []):
+                self._raise(f"report:{path.name}:{warning}", f"purple {path.name}: {warning}")
 
-    def client_line(self, line: str) -> None:
-        if "init failed" in line:
-            self._raise(f"init:{line}", f"client: {line.strip()}")
+    def _check_payloads(self, report: AgentReport) -> None:
+        """Each turn's request size: a session that keeps growing, or one past the measured ~5 MB wall."""
+        for episode in report.episodes:
+            sizes = [record.payload_bytes for record in episode.turn_records]
+            recent = sizes[-(PAYLOAD_GROWTH_TURNS + 1) :]
+            if len(recent) > PAYLOAD_GROWTH_TURNS and all(b > a for a, b in zip(recent, recent[1:])):
+                trail = " -> ".join(f"{size / MB:.2f}" for size in recent)
+                self._raise("payload:growing", f"purple session payload keeps growing: {trail} MB")
+            if sizes and max(sizes) >= PAYLOAD_WALL_BYTES:
+                self._raise(
+                    "payload:limit",
+                    f"purple session payload reached {max(sizes) / MB:.2f} MB (past ~{PAYLOAD_WALL_BYTES / MB:g} MB "
+                    "a turn takes ~600 s)",
+                )

@@ -16,7 +16,7 @@ from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
 
-from mcu_arms.procs import utc_stamp
+from mcu_arms.contracts.timestamps import log_stamp
 from mcu_arms.supervise.progress import ArmProgress
 
 REFRESH_PER_SECOND = 2
@@ -174,7 +174,7 @@ class LiveView:
         style = "bold yellow" if alert else "dim"
         label = "ALERT " if alert else ""
         with self._lock:
-            self.console.print(f"[{style}]{utc_stamp()} {label}{escape(arm)}: {escape(text)}[/]", highlight=False)
+            self.console.print(f"[{style}]{log_stamp()} {label}{escape(arm)}: {escape(text)}[/]", highlight=False)
 
     def refresh(self, arms: Sequence[ArmProgress]) -> None:
         with self._lock:
@@ -197,7 +197,7 @@ class PlainView:
 
     def _print(self, text: str) -> None:
         with self._lock:
-            self.console.out(f"{utc_stamp()} {text}", highlight=False)
+            self.console.out(f"{log_stamp()} {text}", highlight=False)
 
     def line(self, arm: str, text: str, *, alert: bool = False) -> None:
         self._print(f"{'ALERT ' if alert else ''}{arm}: {text}")

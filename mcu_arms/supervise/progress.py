@@ -1,82 +1,51 @@
-"""Live progress of one arm, fed by tailing the green's `<task>/steps.jsonl` files (only new bytes are read) and by
-the green's status lines that the client prints. Cheap enough to poll twice a second for many arms.
+"""Live progress of one arm, fed by typed records only: the green's step logs (`<task>/steps.jsonl`, tailed for new
+bytes) and its progress events (the episode's `events.jsonl`). Cheap enough to poll twice a second for many arms.
 """
 
 from __future__ import annotations
 
-import json
-import re
 import statistics
 import time
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+
+from mcu_arms.contracts.events import EvaluationStarted, EventRecord, InitFailed, TaskStarted
+from mcu_arms.contracts.states import ArmPhase
+from mcu_arms.contracts.steps import STEPS_FILE, JsonlTail, StepProgress
 
 # Steps that make up the "recent" rate window, and how many step intervals the running median looks back on.
 RATE_WINDOW_STEPS = 20
 MEDIAN_HISTORY_STEPS = 2000
-TASK_COUNT = re.compile(r"with (\d+) tasks?")
 
 
-@dataclass
+@dataclass(frozen=True)
 class StepSample:
+    """One step of one task, as progress needs it."""
+
     task: str
-    step: int
-    t: float
-    noop_cause: str | None
-    agent_ms: float | None
-    events: list[dict[str, Any]]
+    record: StepProgress
 
 
 class StepsTail:
-    """Reads new complete lines from every `<green_dir>/<task>/steps.jsonl`, remembering its offset in each."""
+    """Reads the new complete records of every `<green_dir>/<task>/steps.jsonl`."""
 
     def __init__(self, green_dir: Path) -> None:
         self.green_dir = green_dir
-        self._offsets: dict[Path, int] = {}
-        self._partial: dict[Path, bytes] = {}
+        self._tails: dict[Path, JsonlTail[StepProgress]] = {}
 
     def poll(self) -> list[StepSample]:
         samples: list[StepSample] = []
         if not self.green_dir.is_dir():
             return samples
-        for path in sorted(self.green_dir.glob("*/steps.jsonl"), key=_mtime):
-            samples += self._read_new(path)
+        for path in sorted(self.green_dir.glob(f"*/{STEPS_FILE}"), key=_mtime):
+            tail = self._tails.setdefault(path, JsonlTail(path, StepProgress))
+            samples += [StepSample(path.parent.name, record) for record in tail.poll()]
         return samples
 
-    def _read_new(self, path: Path) -> list[StepSample]:
-        offset = self._offsets.get(path, 0)
-        try:
-            with path.open("rb") as handle:
-                handle.seek(offset)
-                chunk = handle.read()
-        except OSError:
-            return []
-        if not chunk:
-            return []
-        self._offsets[path] = offset + len(chunk)
-        data = self._partial.pop(path, b"") + chunk
-        lines = data.split(b"\n")
-        if lines[-1]:
-            self._partial[path] = lines[-1]
-        samples = []
-        for line in lines[:-1]:
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            samples.append(
-                StepSample(
-                    task=path.parent.name,
-                    step=int(record.get("step", 0)),
-                    t=float(record.get("t", 0.0)),
-                    noop_cause=record.get("noop_cause"),
-                    agent_ms=record.get("agent_ms"),
-                    events=list(record.get("events") or []),
-                )
-            )
-        return samples
+    @property
+    def invalid_lines(self) -> int:
+        return sum(tail.invalid for tail in self._tails.values())
 
 
 def _mtime(path: Path) -> float:
@@ -88,21 +57,23 @@ def _mtime(path: Path) -> float:
 
 @dataclass
 class ArmProgress:
-    """What the live view shows for one arm; updated by the arm's own thread, read by the view."""
+    """What the live view shows for one arm; updated by the arm's own thread only, read by the view."""
 
     arm: str
     max_steps: int
-    state: str = "planning"
+    tasks_total: int | None = None
+    state: ArmPhase = "planning"
     task: str | None = None
     step: int = 0  # steps done in the current task
-    tasks_total: int | None = None
     tasks_done: int = 0
     steps_total: int = 0  # over all tasks
     milestones: list[tuple[str, str, int]] = field(default_factory=list)  # (task, identity, step)
+    milestones_total: int | None = None  # in the current task, from the green's events
     noops: Counter[str] = field(default_factory=Counter)
     task_noops: int = 0
     timeouts_in_a_row: int = 0
     last_agent_ms: float | None = None
+    init_failures: list[InitFailed] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
     finished: float | None = None
     alerts: list[str] = field(default_factory=list)
@@ -110,27 +81,33 @@ class ArmProgress:
 
     def add_steps(self, samples: list[StepSample]) -> None:
         for sample in samples:
+            record = sample.record
             if sample.task != self.task:
                 if self.task is not None:
                     self.tasks_done += 1
                 self.task, self.task_noops, self.timeouts_in_a_row = sample.task, 0, 0
                 self._times.clear()
-            self.step = sample.step + 1
+            self.step = record.step + 1
             self.steps_total += 1
-            self._times.append(sample.t)
-            if sample.agent_ms is not None:
-                self.last_agent_ms = sample.agent_ms
-            if sample.noop_cause:
-                self.noops[sample.noop_cause] += 1
+            self._times.append(record.t)
+            if record.agent_ms is not None:
+                self.last_agent_ms = record.agent_ms
+            if record.noop_cause:
+                self.noops[record.noop_cause] += 1
                 self.task_noops += 1
-            self.timeouts_in_a_row = self.timeouts_in_a_row + 1 if sample.noop_cause == "timeout" else 0
-            for event in sample.events:
-                self.milestones.append((sample.task, str(event.get("identity")), int(event.get("step", sample.step))))
+            self.timeouts_in_a_row = self.timeouts_in_a_row + 1 if record.noop_cause == "timeout" else 0
+            for event in record.events:
+                self.milestones.append((sample.task, str(event.get("identity")), int(event.get("step", record.step))))
 
-    def add_client_line(self, line: str) -> None:
-        """The green's streamed status says how many tasks the evaluation runs (for the ETA)."""
-        if (match := TASK_COUNT.search(line)) and self.tasks_total is None:
-            self.tasks_total = int(match.group(1))
+    def add_events(self, records: list[EventRecord]) -> None:
+        for record in records:
+            event = record.event
+            if isinstance(event, EvaluationStarted):
+                self.tasks_total = len(event.tasks)
+            elif isinstance(event, TaskStarted):
+                self.tasks_total = event.count
+            elif isinstance(event, InitFailed):
+                self.init_failures.append(event)
 
     def elapsed_s(self) -> float:
         return (self.finished or time.monotonic()) - self.started

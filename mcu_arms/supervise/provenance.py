@@ -15,7 +15,7 @@ from importlib import metadata
 from pathlib import Path
 
 from mcu_arms import __version__
-from mcu_arms.report.run_report import Provenance
+from mcu_arms.contracts.run_report import Provenance
 
 KEY_PACKAGES = (
     "a2a-sdk",

@@ -1,7 +1,5 @@
-"""What earlier runs of an arm left behind: its episode dirs and their reports, newest first.
-
-Used by `run` (skip an arm whose latest run finished with the same fingerprint; refuse one that is running now) and
-by `status`/`stop`. Light: pydantic and psutil only.
+"""What earlier runs of an arm decide about this one: skip it (its latest run finished with the same fingerprint),
+or announce a changed fingerprint.
 """
 
 from __future__ import annotations
@@ -9,26 +7,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from mcu_arms.arms.plan import ArmPlan
-from mcu_arms.report.run_report import RunReport, arm_episodes
-from mcu_arms.procs import verified_process
-
-SUPERVISOR_ROLE = "mcu-arms"
-STOP_REQUEST = "stop.request"
+from mcu_arms.contracts.run_report import RunReport
+from mcu_arms.contracts.settings import ArmPlan
+from mcu_arms.layout import arm_runs, episode_name
 
 
-def latest_report(arm_output: Path) -> RunReport | None:
-    return next((e.report for e in arm_episodes(arm_output) if e.report is not None), None)
+def latest_report(arm_dir: Path) -> RunReport | None:
+    return next((run.report for run in arm_runs(arm_dir) if run.report is not None), None)
 
 
-def latest_finished(arm_output: Path) -> RunReport | None:
-    return next((e.report for e in arm_episodes(arm_output) if e.report and e.report.status == "finished"), None)
-
-
-def supervisor_alive(report: RunReport) -> bool:
-    """Is the `mcu-arms run` that wrote this `started` report still running (same pid and create_time)?"""
-    record = report.processes.get(SUPERVISOR_ROLE)
-    return record is not None and verified_process(record.pid, record.create_time) is not None
+def latest_finished(arm_dir: Path) -> RunReport | None:
+    return next((run.report for run in arm_runs(arm_dir) if run.report and run.report.status == "finished"), None)
 
 
 @dataclass(frozen=True)
@@ -37,23 +26,23 @@ class RerunDecision:
     message: str | None  # said to the user: why skipped, or which settings changed since the last finished run
 
 
-def rerun_decision(plan: ArmPlan, arm_output: Path, *, rerun: bool) -> RerunDecision:
+def rerun_decision(plan: ArmPlan, arm_dir: Path, *, rerun: bool) -> RerunDecision:
     """Skip when the latest run of this arm finished with the same fingerprint; announce a changed fingerprint."""
-    latest = latest_report(arm_output)
+    latest = latest_report(arm_dir)
     if latest is not None and latest.status == "finished" and latest.fingerprint == plan.fingerprint:
-        where = f"episode_{latest.episode:03d}"
+        where = episode_name(latest.episode)
         if rerun:
             return RerunDecision(False, f"{plan.arm}: {where} already finished with this fingerprint; --rerun runs it again")
         return RerunDecision(
             True, f"{plan.arm}: skipped, {where} already finished with fingerprint {plan.fingerprint} (--rerun to run again)"
         )
-    finished = latest_finished(arm_output)
+    finished = latest_finished(arm_dir)
     if finished is not None and finished.fingerprint != plan.fingerprint:
         changed = changed_settings(finished, plan)
         shown = "; ".join(f"{key}: {old!r} -> {new!r}" for key, (old, new) in changed.items()) or "fingerprint version"
         return RerunDecision(
             False,
-            f"{plan.arm}: fingerprint changed since episode_{finished.episode:03d} "
+            f"{plan.arm}: fingerprint changed since {episode_name(finished.episode)} "
             f"({finished.fingerprint} -> {plan.fingerprint}): {shown}",
         )
     return RerunDecision(False, None)

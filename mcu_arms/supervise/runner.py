@@ -1,7 +1,9 @@
 """Running arms side by side: each arm's lifecycle on its own thread, the view and the signals on the main one.
 
 One arm: report `started` -> green and purple in their own process groups -> both ready (card answers AND the
-listener is that child) -> client -> evaluation.json -> report `finished`. Any child that dies early fails the arm at
+listener is that child) -> client -> the green's evaluation.json -> report `finished`. The arm's thread alone
+reads what its children write (typed step records, typed events, the purple's typed report) and updates its
+progress; nothing is learned from a log line. Any child that dies early fails the arm at
 once, naming it, with its exit code and the last lines of its log. Ctrl-C/SIGTERM, `mcu-arms stop` or --fail-fast
 stop this invocation's own children only and finalise the report as `interrupted`.
 """
@@ -9,43 +11,33 @@ stop this invocation's own children only and finalise the report as `interrupted
 from __future__ import annotations
 
 import json
-import os
 import signal
 import threading
 import time
-from collections.abc import Callable
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Literal
 
 import psutil
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from rich.console import Console
 
-from mcu_arms.arms.plan import ArmPlan
-from mcu_arms.environment import Environment
+from mcu_arms.contracts.agent_report import AGENT_REPORT_SUFFIX, AgentSummary, agent_summary
 from mcu_arms.contracts.errors import UserError
-from mcu_arms.report.run_report import Failure, ProcessRecord, RunReport, write_report
+from mcu_arms.contracts.evaluation import EvaluationResult
+from mcu_arms.contracts.events import EventRecord
+from mcu_arms.contracts.run_report import Failure, MilestoneRecord, ProcessRecord, RunReport, summarise_evaluation
+from mcu_arms.contracts.settings import ArmPlan
+from mcu_arms.contracts.states import SERVER_ROLES, STOP_ORDER, SUPERVISOR_ROLE, ArmOutcomeStatus, ArmPhase, ProcessRole
+from mcu_arms.contracts.steps import JsonlTail
+from mcu_arms.contracts.timestamps import iso_seconds, log_stamp
+from mcu_arms.environment import Environment
+from mcu_arms.layout import RunDir, episode_name, repoint_links, supervisor_log
+from mcu_arms.procs import DEFAULT_STOP_GRACE_S, Child, supervisor_alive
 from mcu_arms.supervise.alerts import AlertMonitor
-from mcu_arms.supervise.reruns import (
-    STOP_REQUEST,
-    SUPERVISOR_ROLE,
-    latest_report,
-    rerun_decision,
-    supervisor_alive,
-)
 from mcu_arms.supervise.live import REFRESH_PER_SECOND, View, make_view
-from mcu_arms.procs import (
-    DEFAULT_STOP_GRACE_S,
-    Child,
-    card_answers,
-    listener_owner,
-    utc_stamp,
-)
 from mcu_arms.supervise.progress import ArmProgress, StepsTail
 from mcu_arms.supervise.provenance import collect_provenance
-from mcu_arms.supervise.state import CHILD_ROLES
-from mcu_arms.supervise.summary import apply_evaluation, apply_progress, read_purple_report
+from mcu_arms.supervise.readiness import card_answers, listener_owner
+from mcu_arms.supervise.reruns import latest_report, rerun_decision
 
 POLL_S = 0.5
 READY_POLL_S = 0.2
@@ -53,9 +45,6 @@ DEFAULT_READY_TIMEOUT_S = 120.0
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_INTERRUPTED = 130
-SERVER_ROLES = ("green", "purple")
-
-ArmStatus = Literal["finished", "failed", "interrupted", "skipped"]
 
 
 class RunOptions(BaseModel):
@@ -68,7 +57,7 @@ class RunOptions(BaseModel):
 
 class ArmOutcome(BaseModel):
     arm: str
-    status: ArmStatus
+    status: ArmOutcomeStatus
     message: str = ""
     episode_dir: str | None = None
     report_path: str | None = None
@@ -107,10 +96,6 @@ class _ArmFailed(Exception):
         self.failure = failure
 
 
-def _iso(moment: datetime) -> str:
-    return moment.astimezone(timezone.utc).isoformat(timespec="seconds")
-
-
 def describe_exit(code: int | None) -> str:
     if code is None:
         return "is still running"
@@ -122,22 +107,12 @@ def describe_exit(code: int | None) -> str:
     return f"exited with code {code}"
 
 
-def repoint_links(plan: ArmPlan, warn: Callable[[str], None]) -> None:
-    """Point logs/<arm>_*.log and _result.json at this episode: a temp symlink moved over the old one atomically.
-
-    A regular file in the way is left alone (never overwritten) with a warning.
-    """
-    for link, target in plan.links.items():
-        path = Path(link)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if os.path.lexists(path) and not path.is_symlink():
-            warn(f"{path} is a regular file, not a link: left as it is (not pointed at episode_{plan.episode:03d})")
-            continue
-        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        if os.path.lexists(temporary):
-            temporary.unlink()
-        temporary.symlink_to(os.path.relpath(target, path.parent))
-        os.replace(temporary, path)
+def _shown_source(source: str, cwd: Path) -> str:
+    """The arm file as the report keeps it: relative to the project when inside it."""
+    try:
+        return str(Path(source).resolve().relative_to(cwd.resolve()))
+    except ValueError:
+        return source
 
 
 def supervisor_record() -> ProcessRecord:
@@ -155,45 +130,42 @@ class ArmRunner:
         self.env = env
         self.options = options
         self.view = view
-        self.episode_dir = Path(plan.episode_dir)
-        self.progress = ArmProgress(plan.arm, plan.settings.steps)
-        self.alerts = AlertMonitor(self.progress, self.episode_dir / "purple", self._announce)
-        self.steps_tail = StepsTail(self.episode_dir / "green")
-        self.children: dict[str, Child] = {}
-        self.evaluation: dict | None = None
+        self.run_dir = RunDir(Path(plan.episode_dir))
+        self.progress = ArmProgress(plan.arm, plan.settings.steps, tasks_total=len(plan.tasks) or None)
+        self.alerts = AlertMonitor(self.progress, self.run_dir.purple, self._announce)
+        self.steps_tail = StepsTail(self.run_dir.green)
+        self.events_tail = JsonlTail(self.run_dir.events, EventRecord)
+        self.children: dict[ProcessRole, Child] = {}
+        self.evaluation: EvaluationResult | None = None
         self._alerts_saved = 0  # alerts already in result.json
         self._stop = threading.Event()
         self._stop_reason = ""
-        self._log_path = self.episode_dir / "logs" / f"{SUPERVISOR_ROLE}.log"
+        self._log_path = supervisor_log(self.run_dir)
         self._started = time.monotonic()
-        logs = {process.role: process.log for process in plan.processes}
-        logs[SUPERVISOR_ROLE] = str(self._log_path)
+        logs = {process.role: self.run_dir.relative(process.log) for process in plan.processes}
+        logs[SUPERVISOR_ROLE] = self.run_dir.relative(self._log_path)
         self.report = RunReport(
             status="started",
             arm=plan.arm,
             episode=plan.episode,
-            episode_dir=plan.episode_dir,
-            source=plan.source,
+            source=_shown_source(plan.source, env.cwd),
             fingerprint=plan.fingerprint,
             settings=plan.settings.redacted(),
             overrides=plan.overrides,
             compaction_limit=plan.compaction.limit,
             warnings=plan.warnings,
             provenance=collect_provenance(env.cwd),
-            started_at=_iso(env.clock()),
-            processes={SUPERVISOR_ROLE: supervisor.model_copy(update={"log": str(self._log_path)})},
+            started_at=iso_seconds(env.clock()),
+            processes={SUPERVISOR_ROLE: supervisor.model_copy(update={"log": logs[SUPERVISOR_ROLE]})},
             logs=logs,
-            output_dirs={
-                "episode": plan.episode_dir,
-                "green": str(self.episode_dir / "green"),
-                "purple": str(self.episode_dir / "purple"),
-            },
+            output_dirs={role: self.run_dir.relative(path) for role, path in (("green", self.run_dir.green),
+                                                                             ("purple", self.run_dir.purple))},
         )
 
     # events -----------------------------------------------------------------------------------------------
     def _event(self, text: str, *, alert: bool = False) -> None:
         with self._log_path.open("a", encoding="utf-8") as log:
-            log.write(f"{utc_stamp()} {'ALERT ' if alert else ''}{text}\n")
+            log.write(f"{log_stamp()} {'ALERT ' if alert else ''}{text}\n")
         self.view.line(self.plan.arm, text, alert=alert)
 
     def _announce(self, text: str) -> None:
@@ -201,7 +173,7 @@ class ArmRunner:
         saves it into the report on its next poll."""
         self._event(text, alert=True)
 
-    def _state(self, state: str) -> None:
+    def _state(self, state: ArmPhase) -> None:
         self.progress.state = state
         self._event(f"state {state}")
 
@@ -209,7 +181,7 @@ class ArmRunner:
         """Write result.json; only the arm's own thread calls this, so the report never changes while it is dumped."""
         self.report.alerts = list(self.progress.alerts)
         self._alerts_saved = len(self.report.alerts)
-        write_report(self.report, Path(self.plan.result_path))
+        self.run_dir.write_report(self.report)
 
     def _save_new_alerts(self) -> None:
         if self._alerts_saved != len(self.progress.alerts):
@@ -221,7 +193,7 @@ class ArmRunner:
             self._stop.set()
 
     def _check_stop(self) -> None:
-        request = self.episode_dir / STOP_REQUEST
+        request = self.run_dir.stop_request
         if not self._stop.is_set() and request.exists():
             try:
                 who = json.loads(request.read_text(encoding="utf-8")).get("requested_by", "mcu-arms stop")
@@ -233,13 +205,13 @@ class ArmRunner:
 
     # lifecycle --------------------------------------------------------------------------------------------
     def run(self) -> ArmOutcome:
-        status: ArmStatus = "failed"
+        status: ArmOutcomeStatus = "failed"
         failure: Failure | None = None
         try:
             self._save()
             for warning in self.plan.warnings:
                 self._event(f"warning: {warning}", alert=True)
-            repoint_links(self.plan, self._record_alert)
+            repoint_links(self.plan.links, self._record_alert)
             self._start_servers()
             self._wait_ready()
             self._run_client()
@@ -254,9 +226,8 @@ class ArmRunner:
         self._finalise(status, failure)
         return self._outcome()
 
-    def _start(self, role: str) -> Child:
-        hooks = {"purple": self.alerts.purple_line, "client": self._client_line}
-        child = Child(self.plan.process(role), self.env.env, hooks.get(role))
+    def _start(self, role: ProcessRole) -> Child:
+        child = Child(self.plan.process(role), self.env.env)
         try:
             child.start()
         except OSError as error:
@@ -267,16 +238,12 @@ class ArmRunner:
             pid=child.pid,
             create_time=child.create_time,
             argv=child.plan.argv,
-            log=child.plan.log,
+            log=self.run_dir.relative(child.plan.log),
             owner_token=child.token,
         )
         self._save()
         self._event(f"{role} started, pid {child.pid}")
         return child
-
-    def _client_line(self, line: str) -> None:
-        self.progress.add_client_line(line)
-        self.alerts.client_line(line)
 
     def _start_servers(self) -> None:
         self._state("starting")
@@ -324,7 +291,7 @@ class ArmRunner:
                     )
                 )
             self._stop.wait(READY_POLL_S)
-        self.report.ready_at = _iso(self.env.clock())
+        self.report.ready_at = iso_seconds(self.env.clock())
         self._state("ready")
         self._save()
 
@@ -351,45 +318,46 @@ class ArmRunner:
         self._check_stop()
         client = self._start("client")
         self._state("running")
-        tail = self.steps_tail
         while True:
             self._check_stop()
             for role in SERVER_ROLES:
                 if self.children[role].poll() is not None:
                     raise self._died(self.children[role], "while the evaluation ran")
-            self.progress.add_steps(tail.poll())
+            self._read_progress()
             self.alerts.check_progress()
             self.alerts.check_purple_reports()
             self._save_new_alerts()
             code = client.poll()
             if code is not None:
-                self.progress.add_steps(tail.poll())
+                self._read_progress()
                 if code != 0:
                     raise self._died(client, "before the evaluation completed")
                 self.evaluation = self._read_evaluation(client)
                 return
             self._stop.wait(POLL_S)
 
-    def _read_evaluation(self, client: Child) -> dict:
-        path = Path(self.plan.evaluation_path)
+    def _read_progress(self) -> None:
+        self.progress.add_steps(self.steps_tail.poll())
+        self.progress.add_events(self.events_tail.poll())
+
+    def _read_evaluation(self, client: Child) -> EvaluationResult:
+        path = self.run_dir.evaluation
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as error:
+            return EvaluationResult.model_validate_json(path.read_bytes())
+        except (OSError, ValidationError) as error:
+            reason = error.strerror if isinstance(error, OSError) else error.errors()[0]["msg"]
             raise _ArmFailed(
                 Failure(
                     process="client",
-                    reason=f"client exited 0 but {path} cannot be read: {error}",
+                    reason=f"the evaluation completed but {path} cannot be read as an evaluation result: {reason}",
                     exit_code=0,
                     log_tail=client.log_tail(),
                 )
             ) from None
-        if not isinstance(data, dict):
-            raise _ArmFailed(Failure(process="client", reason=f"{path} holds no JSON object", exit_code=0))
-        return data
 
     # the end ----------------------------------------------------------------------------------------------
     def _stop_children(self) -> None:
-        for role in CHILD_ROLES:
+        for role in STOP_ORDER:
             child = self.children.get(role)
             if child is None:
                 continue
@@ -402,28 +370,25 @@ class ArmRunner:
             if outcome.survivors:
                 self._record_alert(f"{role}: pids {outcome.survivors} survived SIGKILL")
 
-    def _finalise(self, status: ArmStatus, failure: Failure | None) -> None:
+    def _finalise(self, status: ArmOutcomeStatus, failure: Failure | None) -> None:
         try:
             self._stop_children()
         except Exception as error:  # reported, and the report is still written
             self._record_alert(f"stopping children failed: {type(error).__name__}: {error}")
-        self.progress.add_steps(self.steps_tail.poll())  # what the green logged since the last poll
+        self._read_progress()  # what the green logged since the last poll
         report = self.report
         if failure is not None and failure.process in self.children:
             failure.exit_code = self.children[failure.process].exit_code
         report.status = status  # type: ignore[assignment]
         report.failure = failure
-        report.finished_at = _iso(self.env.clock())
+        report.finished_at = iso_seconds(self.env.clock())
         report.wall_s = round(time.monotonic() - self._started, 3)
         if self.evaluation is not None:
-            for alert in apply_evaluation(report, self.evaluation):
+            for alert in summarise_evaluation(report, self.evaluation, self.run_dir.relative(self.run_dir.evaluation)):
                 self._record_alert(alert)
         elif self.progress.steps_total:
-            apply_progress(report, self.progress)
-        purple_report, problems = read_purple_report(self.episode_dir / "purple")
-        report.purple_report = purple_report
-        for problem in problems:
-            self._record_alert(problem)
+            self._keep_progress(report)
+        report.agent = self._agent_summary()
         self.progress.finished = time.monotonic()
         self.progress.state = status
         self._save()
@@ -433,6 +398,27 @@ class ArmRunner:
                 self._event(f"  | {line}")
         else:
             self._event(f"state {status}")
+
+    def _keep_progress(self, report: RunReport) -> None:
+        """Without an evaluation (the arm failed or was stopped), keep what the green's step logs showed before the
+        end: steps run, milestones reached with their step and noops by cause. Milestones not reached are not listed
+        (only the evaluation knows them)."""
+        progress = self.progress
+        report.steps_run = progress.steps_total
+        report.milestones = [
+            MilestoneRecord(task=task, identity=identity, step=step) for task, identity, step in progress.milestones
+        ]
+        report.noops = dict(progress.noops)
+
+    def _agent_summary(self) -> AgentSummary | None:
+        """The purple's own report, when it wrote one (an agent of a kind that writes none has no summary)."""
+        found = sorted(self.run_dir.purple.glob(f"*{AGENT_REPORT_SUFFIX}")) if self.run_dir.purple.is_dir() else []
+        for path in found:
+            try:
+                return agent_summary(path)
+            except ValueError as error:
+                self._record_alert(str(error))
+        return None
 
     def _record_alert(self, text: str) -> None:
         self.progress.alerts.append(text)
@@ -444,7 +430,7 @@ class ArmRunner:
             arm=self.plan.arm,
             status=report.status,  # type: ignore[arg-type]
             episode_dir=self.plan.episode_dir,
-            report_path=self.plan.result_path,
+            report_path=str(self.run_dir.report),
             failure=report.failure,
             score=report.score,
             max_score=report.max_score,
@@ -461,7 +447,7 @@ def _refuse_running(plans: list[ArmPlan], env: Environment) -> None:
         if latest is not None and latest.status == "started" and supervisor_alive(latest):
             pid = latest.processes[SUPERVISOR_ROLE].pid
             raise UserError(
-                f"arm '{plan.arm}' is running now (episode_{latest.episode:03d}, mcu-arms pid {pid}); "
+                f"arm '{plan.arm}' is running now ({episode_name(latest.episode)}, mcu-arms pid {pid}); "
                 f"see `mcu-arms status --arm {plan.arm}` or stop it with `mcu-arms stop --arm {plan.arm}`",
                 path=plan.source,
             )

@@ -42,9 +42,9 @@ def time_resets(pure_python: bool) -> dict:
 
 
 def time_steps(steps: int) -> tuple[float, dict[str, int]]:
+    from mcu_arms.contracts.tasks import TaskSpec
     from mcu_arms.contracts.wire import BUTTON_KEYS, noop_action
     from mcu_arms.green.sims.embedded import EmbeddedSimulator
-    from mcu_arms.contracts.tasks import TaskSpec
 
     sim = EmbeddedSimulator()
     sim.reset(TaskSpec(name="bench", category="crafting", text="bench"), seed=0)

@@ -23,9 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from server_procs import HOST, ServerProcess, free_port  # noqa: E402
 
-from mcu_arms.green.episode import Episode, EpisodeSettings, encode_png, make_simulator, run_off_loop  # noqa: E402
-from mcu_arms.contracts.wire import InitPayload, ObservationPayload, noop_action  # noqa: E402
 from mcu_arms.contracts.tasks import select_tasks  # noqa: E402
+from mcu_arms.contracts.wire import InitPayload, ObservationPayload, noop_action  # noqa: E402
+from mcu_arms.green.task_run import Episode, EpisodeSettings, encode_png, make_simulator, run_off_loop  # noqa: E402
 
 TASK = ("crafting", "craft_furnace")
 

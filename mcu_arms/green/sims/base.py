@@ -12,11 +12,13 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from mcu_arms.contracts.support import TaskSupport
+
 if TYPE_CHECKING:
     import numpy as np
 
-    from mcu_arms.contracts.wire import EnvAction
     from mcu_arms.contracts.tasks import TaskSpec
+    from mcu_arms.contracts.wire import EnvAction
 
 
 @dataclass
@@ -27,15 +29,6 @@ class SimStep:
     counters: dict[str, dict[str, int]]  # cumulative event counters since reset
     done: bool = False  # the simulator itself ended the episode (max_steps is enforced by the loop, not here)
     info: dict[str, Any] = field(default_factory=dict)  # non-privileged extras for the step log (health, deaths)
-
-
-@dataclass
-class TaskSupport:
-    """Which of a task's reward entries this simulator can observe at all."""
-
-    runnable: bool
-    reason: str = ""  # why not, when not runnable
-    unavailable: list[str] = field(default_factory=list)  # identities of entries with no analogue here
 
 
 class SimulatorUnavailable(Exception):

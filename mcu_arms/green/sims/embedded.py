@@ -13,43 +13,17 @@ from collections import Counter
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
-from mcu_arms.contracts.catalog import EMBEDDED_CATEGORIES
-from mcu_arms.green.sims.base import SimStep, Simulator, TaskSupport
+from mcu_arms.contracts.support import ACHIEVEMENT_COUNTERS, TaskSupport, task_support
+from mcu_arms.green.sims.base import SimStep, Simulator
 from mcu_arms.green.sims.crafter_actions import AGENT_INSTRUCTIONS, ActionAdapter
 
 if TYPE_CHECKING:
+    from mcu_arms.contracts.tasks import TaskSpec
     from mcu_arms.contracts.wire import EnvAction
-    from mcu_arms.contracts.tasks import RewardEntry, TaskSpec
 
 FRAME_SIZE = 128
 INVENTORY_CAP = 9  # Crafter caps every inventory counter at 9
 VITALS = ("health", "food", "drink", "energy")
-
-# Each occurrence of a Crafter achievement adds one to these MineStudio (event, object) counters.
-ACHIEVEMENT_COUNTERS: dict[str, tuple[tuple[str, str], ...]] = {
-    "collect_wood": (("mine_block", "log"), ("mine_block", "oak_log"), ("pickup", "oak_log")),
-    "place_table": (("craft_item", "crafting_table"), ("use_item", "crafting_table")),
-    "make_wood_pickaxe": (("craft_item", "wooden_pickaxe"),),
-    "make_stone_pickaxe": (("craft_item", "stone_pickaxe"),),
-    "make_iron_pickaxe": (("craft_item", "iron_pickaxe"),),
-    "make_wood_sword": (("craft_item", "wooden_sword"),),
-    "make_stone_sword": (("craft_item", "stone_sword"),),
-    "make_iron_sword": (("craft_item", "iron_sword"),),
-    "collect_stone": (("mine_block", "stone"), ("mine_block", "cobblestone"), ("pickup", "cobblestone")),
-    "collect_coal": (("mine_block", "coal_ore"), ("pickup", "coal")),
-    "collect_iron": (("mine_block", "iron_ore"), ("pickup", "iron_ore")),
-    "collect_diamond": (("mine_block", "diamond_ore"), ("pickup", "diamond")),
-    "place_furnace": (("craft_item", "furnace"), ("use_item", "furnace")),
-    "place_stone": (("use_item", "cobblestone"),),
-    "place_plant": (("use_item", "oak_sapling"),),
-    "collect_sapling": (("pickup", "oak_sapling"),),
-    "defeat_zombie": (("kill_entity", "zombie"),),
-    "defeat_skeleton": (("kill_entity", "skeleton"),),
-    "eat_cow": (("kill_entity", "cow"),),
-}
-OBSERVABLE_COUNTERS: frozenset[tuple[str, str]] = frozenset(
-    pair for pairs in ACHIEVEMENT_COUNTERS.values() for pair in pairs
-)
 
 # Minecraft items that /give (or a main-hand replaceitem) can grant, by their Crafter inventory analogue.
 GIVE_ITEMS: dict[str, str] = {
@@ -83,32 +57,8 @@ def crafter_item_for(minecraft_item: str) -> str | None:
     return None
 
 
-def has_analogue(entry: "RewardEntry") -> bool:
-    return any((entry.event, obj) in OBSERVABLE_COUNTERS for obj in entry.objects)
-
-
 def crafter_version() -> str:
     return metadata.version("crafter")
-
-
-def support_for(task: "TaskSpec") -> TaskSupport:
-    """Whether the embedded backend can score `task`, and which of its entries it cannot observe."""
-    if task.category not in EMBEDDED_CATEGORIES:
-        return TaskSupport(
-            runnable=False,
-            reason=f"needs minestudio: category {task.category!r} has no Crafter analogue "
-            f"(embedded runs {', '.join(sorted(EMBEDDED_CATEGORIES))})",
-        )
-    entries = (*task.reward_cfg, *task.milestones)
-    unavailable = [entry.identity for entry in entries if not has_analogue(entry)]
-    if len(unavailable) == len(entries):
-        wanted = "; ".join(f"{e.event} {'/'.join(e.objects)}" for e in entries) or "video evaluation only"
-        return TaskSupport(
-            runnable=False,
-            reason=f"needs minestudio: task {task.name!r} has no Crafter analogue ({wanted})",
-            unavailable=unavailable,
-        )
-    return TaskSupport(runnable=True, unavailable=unavailable)
 
 
 class EmbeddedSimulator(Simulator):
@@ -134,7 +84,7 @@ class EmbeddedSimulator(Simulator):
         return f"embedded (Crafter {self.version()}): a Crafter analogue of MCU, not MCU scores"
 
     def supports(self, task: "TaskSpec") -> TaskSupport:
-        return support_for(task)
+        return task_support(self.name, task)
 
     def agent_instructions(self) -> str:
         return AGENT_INSTRUCTIONS

@@ -24,14 +24,15 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from mcu_arms.contracts.wire import BUTTON_KEYS, CAMERA_KEY
-from mcu_arms.green.sims.base import SimStep, Simulator, SimulatorUnavailable, TaskSupport
 from mcu_arms.contracts.camera import quantise_camera
+from mcu_arms.contracts.support import TaskSupport, task_support
+from mcu_arms.contracts.wire import BUTTON_KEYS, CAMERA_KEY
+from mcu_arms.green.sims.base import SimStep, Simulator, SimulatorUnavailable
 from mcu_arms.isolation.host import network_filesystem_reason
 
 if TYPE_CHECKING:
-    from mcu_arms.contracts.wire import EnvAction
     from mcu_arms.contracts.tasks import TaskSpec
+    from mcu_arms.contracts.wire import EnvAction
 
 T = TypeVar("T")
 
@@ -178,7 +179,7 @@ class MineStudioSimulator(Simulator):
         return f"minestudio (MineStudio {self.version()}): MCU on Minecraft, {camera}"
 
     def supports(self, task: "TaskSpec") -> TaskSupport:
-        return TaskSupport(runnable=True)
+        return task_support(self.name, task)
 
     def agent_instructions(self) -> str:
         if self.quantised:

@@ -1,4 +1,4 @@
-"""One MCU task, one episode: init the purple agent, then observation -> action -> simulator step up to max_steps.
+"""One MCU task's run: init the purple agent, then observation -> action -> simulator step up to max_steps.
 
 The loop does not care which simulator runs underneath (see sims/base.py). It talks to the purple agent over ONE
 long-lived non-streaming A2A client per episode with one context_id (the purple keys its episode state by context),
@@ -8,7 +8,7 @@ reasons kept; it never ends the episode.
 
 The whole episode runs on the evaluation's simulator thread, in that thread's own event loop (`run_off_loop`): the
 server's event loop stays responsive, and a step costs no thread hand-off (two extra wake-ups per step measurably
-slow a loaded 2-core host). Status lines are relayed to the server's loop.
+slow a loaded 2-core host). Progress events (contracts/events.py) are relayed to the server's loop.
 """
 
 from __future__ import annotations
@@ -32,8 +32,6 @@ from pydantic import BaseModel, ValidationError
 
 from mcu_arms.contracts.catalog import SIMULATORS
 from mcu_arms.contracts.errors import UserError
-from mcu_arms.green.actions import ParsedAction, noop_result, parse_reply
-from mcu_arms.contracts.wire import DEFAULT_VIDEO_MODEL, AckPayload, EnvAction, InitPayload, ObservationPayload
 from mcu_arms.contracts.evaluation import (
     InitOutcome,
     LatencyStats,
@@ -41,16 +39,21 @@ from mcu_arms.contracts.evaluation import (
     TaskMetrics,
     VideoResult,
 )
-from mcu_arms.green.steplog import StepLog, StepRecord, truncate_received
+from mcu_arms.contracts.events import GreenEvent, InitFailed, MilestoneReached, TaskProgress
+from mcu_arms.contracts.steps import StepRecord, truncate_received
+from mcu_arms.contracts.timestamps import iso_seconds
+from mcu_arms.contracts.wire import DEFAULT_VIDEO_MODEL, AckPayload, EnvAction, InitPayload, ObservationPayload
+from mcu_arms.green.actions import ParsedAction, noop_result, parse_reply
+from mcu_arms.green.steplog import StepLog
 
 if TYPE_CHECKING:
     import numpy as np
 
+    from mcu_arms.contracts.tasks import TaskSpec
     from mcu_arms.green.scoring import MilestoneEvent, RewardTracker, TaskScore, VideoEvaluation
     from mcu_arms.green.sims.base import SimStep, Simulator
-    from mcu_arms.contracts.tasks import TaskSpec
 
-ProgressReport = Callable[[str], Awaitable[None]]
+EventSink = Callable[[GreenEvent], Awaitable[None]]
 
 BASE_PROMPT = """You are an AI agent playing Minecraft. Each turn you receive one observation: a JSON object
 {"type": "obs", "step": N, "obs": "<base64 PNG of your first-person view>"}; answer with exactly one action as a JSON
@@ -81,7 +84,7 @@ def make_simulator(name: str) -> Simulator:
 
 
 @dataclass(frozen=True)
-class EpisodeSettings:
+class RunSettings:
     max_steps: int
     step_timeout: float
     seed: int
@@ -149,11 +152,7 @@ def _json_safe(value: Any) -> Any:
     return repr(value)
 
 
-def _utc_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-class Episode:
+class TaskRun:
     """Runs one task against one purple agent and returns its TaskMetrics. Construct, then `await run()`."""
 
     def __init__(
@@ -161,16 +160,16 @@ class Episode:
         task: TaskSpec,
         simulator: Simulator,
         agent_url: str,
-        settings: EpisodeSettings,
+        settings: RunSettings,
         task_dir: Path,
-        report: ProgressReport,
+        emit: EventSink,
     ) -> None:
         self.task = task
         self.sim = simulator
         self.agent_url = agent_url
         self.settings = settings
         self.task_dir = task_dir
-        self.report = report
+        self.emit = emit
         self.stop_requested = threading.Event()  # set from the server's thread when the evaluation is canceled
         self.noops: dict[str, NoopCauseStats] = {}
         self.dropped_keys: Counter[str] = Counter()
@@ -188,7 +187,7 @@ class Episode:
         from mcu_arms.a2a_transport import AgentError
         from mcu_arms.green.scoring import RewardTracker
 
-        started_at, started = _utc_iso(), time.monotonic()
+        started_at, started = iso_seconds(), time.monotonic()
         support = self.sim.supports(self.task)
         tracker = RewardTracker(self.task, support.unavailable)
         log = StepLog(self.task_dir, save_frames=self.settings.save_frames)
@@ -198,7 +197,7 @@ class Episode:
             async with AgentChannel(self.agent_url, self.settings.step_timeout) as channel:
                 self.init = await self._send_init(channel)
                 if not self.init.ok:
-                    await self.report(f"{self.task.name}: agent init failed ({self.init.cause}: {self.init.message})")
+                    await self.emit(InitFailed(task=self.task.name, cause=self.init.cause or "", message=self.init.message))
                 await self._loop(channel, log, tracker, png)
         except AgentError as error:
             self.ended_by, self.error = "error", f"agent unreachable: {error}"
@@ -255,13 +254,15 @@ class Episode:
             log.write(self._record(step, received, parsed, agent_ms, sim_ms, events, sim_step))
             self.steps_run = step + 1
             for event in events:
-                reached = len(tracker.reached)
-                await self.report(
-                    f"{name}: step {step} {event.kind} {event.identity} reached "
-                    f"({reached}/{len(tracker.entries)}, reward {tracker.sim_reward:g}/{tracker.max_reward:g})"
-                )
+                await self.emit(
+                    MilestoneReached(
+                        task=name, step=step, entry_kind=event.kind, identity=event.identity,
+                        reached=len(tracker.reached), total=len(tracker.entries), reward=tracker.sim_reward,
+                        max_reward=tracker.max_reward,
+                    )
+                )  # fmt: skip
             if self.steps_run % settings.progress_every == 0 and self.steps_run < max_steps:
-                await self.report(self._progress_line(tracker))
+                await self.emit(self._progress(tracker))
             if sim_step.done:
                 self.ended_by = "simulator_done"
                 break
@@ -330,12 +331,16 @@ class Episode:
             info=_json_safe(sim_step.info),
         )
 
-    def _progress_line(self, tracker: RewardTracker) -> str:
-        noops = sum(stats.count for stats in self.noops.values())
-        return (
-            f"{self.task.name}: step {self.steps_run}/{self.settings.max_steps}, "
-            f"reward {tracker.sim_reward:g}/{tracker.max_reward:g}, "
-            f"reached {len(tracker.reached)}/{len(tracker.entries)}, noops {noops}"
+    def _progress(self, tracker: RewardTracker) -> TaskProgress:
+        return TaskProgress(
+            task=self.task.name,
+            steps_done=self.steps_run,
+            max_steps=self.settings.max_steps,
+            reward=tracker.sim_reward,
+            max_reward=tracker.max_reward,
+            reached=len(tracker.reached),
+            total=len(tracker.entries),
+            noops=sum(stats.count for stats in self.noops.values()),
         )
 
     async def _evaluate_video(self, tracker: RewardTracker, log: StepLog) -> VideoEvaluation:
@@ -396,37 +401,33 @@ class Episode:
             sim_step_ms_mean=round(sum(self.sim_ms) / len(self.sim_ms), 3) if self.sim_ms else None,
             duration_s=round(duration_s, 3),
             started_at=started_at,
-            finished_at=_utc_iso(),
+            finished_at=iso_seconds(),
             error=self.error,
             steps_log=str(log.path),
             frames_dir=str(log.frames_dir) if log.frames_dir is not None else None,
         )
 
 
-async def run_off_loop(episode: Episode, worker: Executor, report: ProgressReport) -> TaskMetrics:
-    """Run `episode` on `worker` (the evaluation's simulator thread) in an event loop of its own.
+async def run_off_loop(run: TaskRun, worker: Executor, emit: EventSink) -> TaskMetrics:
+    """Run `run` on `worker` (the evaluation's simulator thread) in an event loop of its own.
 
-    `report` runs on the calling loop; the episode's lines are relayed to it in order. Canceling the caller asks the
-    episode to stop at its next step and waits for it, so the simulator is never used by two threads at once.
+    `emit` runs on the calling loop; the run's events are relayed to it in order. Canceling the caller asks the run
+    to stop at its next step and waits for it, so the simulator is never used by two threads at once.
     """
     caller_loop = asyncio.get_running_loop()
 
-    async def relay(line: str) -> None:
-        if not episode.stop_requested.is_set():
-            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(report(line), caller_loop))
+    async def relay(event: GreenEvent) -> None:
+        if not run.stop_requested.is_set():
+            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(emit(event), caller_loop))
 
-    episode.report = relay
-    running = caller_loop.run_in_executor(worker, asyncio.run, episode.run())
+    run.emit = relay
+    running = caller_loop.run_in_executor(worker, asyncio.run, run.run())
     try:
         return await asyncio.shield(running)
     except asyncio.CancelledError:
-        episode.stop_requested.set()
+        run.stop_requested.set()
         await asyncio.wait([running])
         raise
-
-
-def task_dir_for(output_dir: Path, task: TaskSpec) -> Path:
-    return output_dir / task.name
 
 
 def default_output_dir() -> Path:

@@ -1,26 +1,27 @@
-"""The codex agents' report: `<output_dir>/worldmodel_report.json` (prolong: `prolong_report.json`).
+"""The purple agents' own reports, as every reader sees them.
 
-Each episode (one A2A context) writes its own `task_NN/agent_report.json` after every turn, then rebuilds the
-output directory's report from all of them under a file lock: several episodes share one output directory, and a
-report written after every turn survives a crash of the purple process. Light: pydantic and filelock only.
+A codex agent writes `<purple dir>/worldmodel_report.json` (prolong: `prolong_report.json`) after every turn; the
+scripted player writes `scripted_report.json` as each episode closes. `AgentSummary` is the one shape the run report,
+`status` and `compare` read, whichever kind wrote the file: no reader guesses keys.
 """
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections import Counter
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Literal
 
-from filelock import FileLock
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
-from mcu_arms.atomic import write_json_atomic
+from mcu_arms.contracts.states import TurnOutcome
+from mcu_arms.contracts.timestamps import iso_seconds
 
-REPORT_SCHEMA_VERSION = 1
+AGENT_REPORT_SUFFIX = "_report.json"
+
+
+AGENT_REPORT_SCHEMA_VERSION = 1
 EPISODE_REPORT_NAME = "agent_report.json"
-TurnOutcome = Literal["ok", "failed", "timeout", "overflow"]
 
 
 class TurnRecord(BaseModel):
@@ -97,7 +98,7 @@ class LatencySummary(BaseModel):
 
 
 class AgentReport(BaseModel):
-    schema_version: int = REPORT_SCHEMA_VERSION
+    schema_version: int = AGENT_REPORT_SCHEMA_VERSION
     kind: str
     written_at: str
     settings: AgentSettings
@@ -119,7 +120,7 @@ class AgentReport(BaseModel):
 
 
 def report_name(kind: str) -> str:
-    return f"{kind}_report.json"
+    return f"{kind}{AGENT_REPORT_SUFFIX}"
 
 
 def _percentile(values: list[float], fraction: float) -> float:
@@ -140,7 +141,7 @@ def summarise(settings: AgentSettings, episodes: list[EpisodeReport]) -> AgentRe
     latencies = [record.latency_s for record in records]
     return AgentReport(
         kind=settings.kind,
-        written_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        written_at=iso_seconds(),
         settings=settings,
         turns=sum(episode.turns for episode in episodes),
         failed_turns=sum(by_rc.values()),
@@ -166,19 +167,78 @@ def summarise(settings: AgentSettings, episodes: list[EpisodeReport]) -> AgentRe
     )
 
 
-def write_reports(output_dir: Path, settings: AgentSettings, episode: EpisodeReport) -> Path:
-    """Write this episode's report, then rebuild the output directory's report from every episode's file."""
-    write_json_atomic(Path(episode.task_dir) / EPISODE_REPORT_NAME, episode.model_dump(mode="json"))
-    target = output_dir / report_name(settings.kind)
-    with FileLock(str(output_dir / ".agent_report.lock")):
-        episodes = [
-            EpisodeReport.model_validate_json(path.read_text(encoding="utf-8"))
-            for path in sorted(output_dir.glob(f"task_*/{EPISODE_REPORT_NAME}"))
-        ]
-        write_json_atomic(target, summarise(settings, episodes).model_dump(mode="json"))
-    return target
+class ScriptedEpisode(BaseModel):
+    task: str
+    observations: int
+    stats: dict[str, int]
 
 
-def load_report(path: Path) -> AgentReport:
-    """Read a report back (compare and tests use this)."""
-    return AgentReport.model_validate_json(path.read_text(encoding="utf-8"))
+class ScriptedReport(BaseModel):
+    """`scripted_report.json`: what the player noticed about itself (lost its place, respawned, slept exposed)."""
+
+    kind: str = "scripted"
+    seed: int
+    stats: dict[str, int]
+    episodes: list[ScriptedEpisode]
+
+
+class AgentSummary(BaseModel):
+    """What the run report keeps of an agent's own report: its counters, typed, whatever the agent's kind.
+
+    None means "this agent does not report it", never zero.
+    """
+
+    kind: str
+    report_file: str
+    turns: int | None = None
+    failed_turns: int | None = None
+    failed_turns_by_reason: dict[str, int] = Field(default_factory=dict)
+    compactions: int | None = None
+    overflow_resets: int | None = None
+    compaction_limit: int | None = None
+    max_payload_bytes: int | None = None
+    median_turn_s: float | None = None
+    counters: dict[str, int] = Field(default_factory=dict)  # kind-specific (e.g. the scripted player's respawns)
+    warnings: list[str] = Field(default_factory=list)
+
+
+def summary_of_codex(report: AgentReport, report_file: str) -> AgentSummary:
+    return AgentSummary(
+        kind=report.kind,
+        report_file=report_file,
+        turns=report.turns,
+        failed_turns=report.failed_turns,
+        failed_turns_by_reason=dict(report.failed_turns_by_reason),
+        compactions=report.compactions,
+        overflow_resets=report.overflow_resets,
+        compaction_limit=report.compaction_limit,
+        max_payload_bytes=report.latency.max_payload_bytes,
+        median_turn_s=report.latency.median_s,
+        warnings=list(report.warnings),
+    )
+
+
+def summary_of_scripted(report: ScriptedReport, report_file: str) -> AgentSummary:
+    return AgentSummary(kind=report.kind, report_file=report_file, counters=dict(report.stats))
+
+
+def read_agent_report(path: Path) -> AgentReport | ScriptedReport:
+    """A purple report file as its typed model; ValueError naming the file when it is neither."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"purple report {path} cannot be read: {error}") from None
+    model = ScriptedReport if isinstance(data, dict) and data.get("kind") == "scripted" else AgentReport
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise ValueError(f"purple report {path} is not a {model.__name__} ({where}: {first['msg']})") from None
+
+
+def agent_summary(path: Path) -> AgentSummary:
+    report = read_agent_report(path)
+    if isinstance(report, ScriptedReport):
+        return summary_of_scripted(report, path.name)
+    return summary_of_codex(report, path.name)

@@ -1,0 +1,66 @@
+"""Options several commands share, declared once: the arm-file overrides `plan` and `run` both take.
+
+Each override mirrors a flag of the old run-arm.sh and can also come from the environment (MCU_ARMS_STEPS=100 is
+--steps 100), so a campaign script can set them once.
+"""
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Annotated, Any, Optional, TypeVar
+
+import typer
+from pydantic import ValidationError
+
+from mcu_arms.arms.spec import allowed_for
+from mcu_arms.contracts.errors import UserError, user_error
+from mcu_arms.contracts.settings import OVERRIDDEN_KEYS, Overrides, flag_for
+
+ENV_PREFIX = "MCU_ARMS_"
+F = TypeVar("F", bound=Callable[..., Any])
+
+_HELP: dict[str, tuple[type, str]] = {
+    "task": (str, "Override the task category."),
+    "steps": (int, "Override max steps."),
+    "step_timeout": (float, "Override seconds per step."),
+    "session_turns": (int, "Override session turns."),
+    "compact": (bool, "Override compaction."),
+    "green_port": (int, "Override the green port (one arm)."),
+    "purple_port": (int, "Override the purple port (one arm)."),
+}
+
+
+def _option(field: str) -> inspect.Parameter:
+    kind, help_text = _HELP[field]
+    flag = flag_for(field)
+    declarations = (f"{flag}/--no-{flag[2:]}",) if kind is bool else (flag,)
+    option = typer.Option(*declarations, help=help_text, envvar=f"{ENV_PREFIX}{field.upper()}", show_envvar=True)
+    return inspect.Parameter(
+        field, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[Optional[kind], option]
+    )
+
+
+def overrides_from(values: dict[str, Any]) -> Overrides:
+    """The Overrides the flags give; a bad value names its flag and what the arm-file key allows."""
+    try:
+        return Overrides(**values)
+    except ValidationError as error:
+        problem = user_error(error, key_of=flag_for)
+        field = next(name for name in OVERRIDDEN_KEYS if flag_for(name) == problem.key)
+        raise UserError(problem.message, key=problem.key, allowed=allowed_for(OVERRIDDEN_KEYS[field])) from None
+
+
+def with_overrides(command: F) -> F:
+    """Give a command the override flags; it receives them as one `overrides: Overrides` keyword argument."""
+    signature = inspect.signature(command, eval_str=True)
+    kept = [parameter for name, parameter in signature.parameters.items() if name != "overrides"]
+    added = [_option(field) for field in OVERRIDDEN_KEYS]
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        given = {field: kwargs.pop(field) for field in OVERRIDDEN_KEYS}
+        return command(*args, overrides=overrides_from(given), **kwargs)
+
+    wrapper.__signature__ = signature.replace(parameters=kept + added)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {parameter.name: parameter.annotation for parameter in kept + added}
+    return wrapper  # type: ignore[return-value]

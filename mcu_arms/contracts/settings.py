@@ -1,0 +1,218 @@
+"""The settings in force for an arm, its plan, and the purple agent's options: what `plan` decides, `run` starts,
+and every report records.
+
+`Settings` holds everything that can change a result; its fingerprint says "these two runs are the same
+experiment". `PurpleOptions` is what a purple server receives, and it writes its own command line, so that a setting
+crosses from the plan to the purple process in one place. Every default below is stated once, here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mcu_arms.contracts.states import ProcessRole
+from mcu_arms.contracts.wire import DEFAULT_STEP_TIMEOUT_S, DEFAULT_VIDEO_MODEL
+
+FINGERPRINT_VERSION = "v1"
+DEFAULT_CONTEXT_WINDOW = 258_000
+# A planning turn carries the frame; measured: a constant ~0.48 MB at one turn per session, ~0.4 MB more per
+# resumed turn, and a flat ~600 s per turn once a request passes ~5.15-6.15 MB (with no error in any log).
+FIRST_TURN_PAYLOAD_BYTES = 480_000
+PAYLOAD_GROWTH_BYTES = 400_000
+PAYLOAD_WALL_BYTES = 5_150_000
+COMPACT_FRACTION = 0.8
+NO_COMPACT_FACTOR = 2
+ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|AUTH|CREDENTIAL", re.IGNORECASE)
+
+
+def redact(key: str, value: str) -> str:
+    """A secret-looking variable's value as *** plus a short hash: never shown, yet two secrets still differ.
+
+    Idempotent, so a value read back from a saved plan or report stays as it is.
+    """
+    if not SECRET_NAME.search(key) or value.startswith("***"):
+        return value
+    return "***" + hashlib.sha256(value.encode()).hexdigest()[:6]
+
+
+def redact_env(env: dict[str, str]) -> dict[str, str]:
+    return {key: redact(key, value) for key, value in env.items()}
+
+
+def expected_payload_bytes(session_turns: int) -> int:
+    """The request size of a session's last turn: the frame-carrying first turn plus what each resumed turn adds."""
+    return FIRST_TURN_PAYLOAD_BYTES + PAYLOAD_GROWTH_BYTES * (session_turns - 1)
+
+
+def default_compact_limit(compact: bool, context_window: int) -> int:
+    """The limit when the arm file sets none: below the window to compact, above it so a full conversation overflows."""
+    return int(context_window * COMPACT_FRACTION) if compact else context_window * NO_COMPACT_FACTOR
+
+
+class Overrides(BaseModel):
+    """CLI overrides, mirroring run-arm.sh's flags. None means "as the file says"."""
+
+    task: str | None = None
+    steps: int | None = Field(default=None, gt=0)
+    step_timeout: float | None = Field(default=None, gt=0)
+    session_turns: int | None = None
+    compact: bool | None = None
+    green_port: int | None = None
+    purple_port: int | None = None
+
+    def given(self) -> dict[str, Any]:
+        return {key: value for key, value in self.model_dump().items() if value is not None}
+
+
+# The arm-file key each CLI override (an Overrides field, flag --field-name) sets.
+OVERRIDDEN_KEYS: dict[str, str] = {
+    "task": "task",
+    "steps": "steps",
+    "step_timeout": "step_timeout",
+    "session_turns": "session_turns",
+    "compact": "compact",
+    "green_port": "ports.green",
+    "purple_port": "ports.purple",
+}
+
+
+def flag_for(field: str) -> str:
+    """The command-line flag of an options field: `step_timeout` -> `--step-timeout`."""
+    return "--" + field.replace("_", "-")
+
+
+class Settings(BaseModel):
+    """The values in force for one arm; everything that can change a result is here."""
+
+    agent: str
+    task: str
+    tasks: list[str] | None
+    simulator: str
+    seed: int
+    steps: int
+    step_timeout: float
+    session_turns: int
+    compact: bool
+    compact_limit: int
+    context_window: int
+    model: str | None
+    provider_base_url: str | None
+    provider_wire_api: str | None
+    provider_env_key: str | None = None
+    video_eval: bool
+    video_model: str = DEFAULT_VIDEO_MODEL  # reports written before it was a setting read as the model then used
+    save_frames: bool
+    env: dict[str, str]
+    cuda_device: str | None
+
+    def redacted(self) -> Settings:
+        """These settings as saved and shown: secret environment values masked."""
+        return self.model_copy(update={"env": redact_env(self.env)})
+
+    def fingerprinted(self) -> dict[str, Any]:
+        """What the fingerprint covers: every setting except where things run (cuda_device picks a device).
+
+        Unset (None) settings are left out, so a new optional setting does not change existing fingerprints.
+        """
+        data = {key: value for key, value in self.model_dump().items() if value is not None}
+        data.pop("cuda_device", None)
+        return data
+
+
+def fingerprint(settings: Settings) -> str:
+    """A versioned hash of what changes results. Name, ports and paths are left out on purpose."""
+    canonical = json.dumps(settings.fingerprinted(), sort_keys=True, separators=(",", ":"))
+    return f"{FINGERPRINT_VERSION}:{hashlib.sha256(canonical.encode()).hexdigest()[:16]}"
+
+
+class PurpleOptions(BaseModel):
+    """Everything a purple server passes to its policies. Baselines read `seed` (scripted also `output_dir`, for its
+    report); codex agents read the rest."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    seed: int = 0
+    output_dir: Path | None = None
+    step_timeout: float = Field(default=DEFAULT_STEP_TIMEOUT_S, gt=0)
+    session_turns: int | None = Field(default=None, gt=0)
+    compact_limit: int | None = Field(default=None, gt=0)
+    model: str | None = None
+    provider_base_url: str | None = None
+    provider_wire_api: str | None = None
+    provider_env_key: str | None = Field(default=None, pattern=ENV_NAME_PATTERN)  # a name, never the key
+    cuda_device: str | None = None
+
+    def argv(self) -> list[str]:
+        """The `serve purple` flags that give a purple exactly these options (unset ones are left to the default)."""
+        flags: list[str] = []
+        for field, value in self.model_dump().items():
+            if value is not None:
+                flags += [flag_for(field), str(value)]
+        return flags
+
+
+class ProcessPlan(BaseModel):
+    role: ProcessRole
+    argv: list[str]
+    env: dict[str, str]  # added to the inherited environment
+    cwd: str
+    log: str
+    port: int | None = None
+    url: str | None = None
+
+    def redacted_env(self) -> dict[str, str]:
+        return redact_env(self.env)
+
+    def command_line(self) -> str:
+        return shlex.join(self.argv)
+
+
+class CompactionPlan(BaseModel):
+    compact: bool
+    limit: int
+    context_window: int
+    explanation: str
+
+
+class ArmPlan(BaseModel):
+    """One arm, resolved: what will run, where, with which settings. Saved as the episode's plan.json."""
+
+    schema_version: int = 2
+    arm: str
+    source: str
+    fingerprint: str
+    settings: Settings
+    overrides: dict[str, Any]
+    tasks: list[str] = Field(default_factory=list)  # the tasks the simulator will run, in order
+    host: str
+    green_port: int
+    purple_port: int
+    ports_auto: list[str]
+    episode: int
+    episode_dir: str
+    links: dict[str, str]  # logs/<arm>_*.log and _result.json -> files in the episode dir
+    codex_home: str | None
+    sqlite_dir: str | None
+    codex_auth: str | None
+    compaction: CompactionPlan
+    processes: list[ProcessPlan]
+    warnings: list[str]
+
+    def process(self, role: ProcessRole) -> ProcessPlan:
+        return next(p for p in self.processes if p.role == role)
+
+    def public(self) -> dict[str, Any]:
+        """The plan as shown and saved: secrets in environments redacted."""
+        data = self.model_dump(mode="json")
+        for process, shown in zip(self.processes, data["processes"]):
+            shown["env"] = process.redacted_env()
+        data["settings"]["env"] = redact_env(self.settings.env)
+        return data

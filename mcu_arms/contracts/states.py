@@ -1,0 +1,47 @@
+"""The state vocabularies every part agrees on, one Literal each (the way supervisor's states.py keeps its own).
+
+Nothing here imports anything: any module may use these names.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+# The processes of an arm. The supervisor itself is recorded in a report under SUPERVISOR_ROLE.
+ProcessRole = Literal["green", "purple", "client"]
+PROCESS_ROLES: tuple[ProcessRole, ...] = get_args(ProcessRole)
+SERVER_ROLES: tuple[ProcessRole, ...] = ("green", "purple")
+# Stop order: the green first, else it steps on without its purple and logs every remaining step as a
+# transport-error noop.
+STOP_ORDER: tuple[ProcessRole, ...] = ("green", "purple", "client")
+SUPERVISOR_ROLE = "mcu-arms"
+
+# A run report's status: written `started`, finalised once.
+RunStatus = Literal["started", "finished", "failed", "interrupted"]
+FINAL_STATUSES: frozenset[str] = frozenset({"finished", "failed", "interrupted"})
+
+# What `run` says of each arm it was given.
+ArmOutcomeStatus = Literal["finished", "failed", "interrupted", "skipped"]
+
+# An arm's place in its lifecycle, as the live view shows it.
+ArmPhase = Literal["planning", "starting", "ready", "running", "finished", "failed", "interrupted"]
+
+# Why a step's action was the noop. Infrastructure causes: the agent could not be reached or could not answer.
+# Behaviour causes: it answered, with something that cannot be applied.
+InfrastructureCause = Literal["timeout", "transport_error", "failed_turn"]
+BehaviourCause = Literal["unparseable", "invalid_action"]
+NoopCause = Literal["timeout", "transport_error", "failed_turn", "unparseable", "invalid_action"]
+INFRASTRUCTURE_CAUSES: frozenset[str] = frozenset(get_args(InfrastructureCause))
+
+# How the agent answered the init message, when it did not ack it.
+InitFailure = Literal["timeout", "transport_error", "unparseable", "refused"]
+
+# How a task's episode ended.
+EndedBy = Literal["max_steps", "simulator_done", "canceled", "error"]
+
+# One codex model turn.
+TurnOutcome = Literal["ok", "failed", "timeout", "overflow"]
+
+# What a status line of an arm's latest episode says (the report's status, or why there is none to read).
+ArmStatusText = Literal["started", "finished", "failed", "interrupted", "stale (supervisor gone)", "no report",
+                        "unreadable report"]

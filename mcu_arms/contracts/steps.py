@@ -1,0 +1,109 @@
+"""The per-task step log (`<task>/steps.jsonl`): one typed record per step, and the one reader of such logs.
+
+The green writes a line per step, flushed at once, so that a live view can tail an episode and a crash loses at most
+the step in flight. What the agent sent is kept as received (truncated when huge) next to what was applied, so that
+a noop or a dropped key can be traced to the exact reply. Readers never trust a last line that has no newline yet:
+it may be half written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+STEPS_SCHEMA_VERSION = 1
+# Longest reply text kept verbatim in a step record; longer replies are cut and marked.
+MAX_RECEIVED_CHARS = 4000
+STEPS_FILE = "steps.jsonl"
+
+
+class StepRecord(BaseModel):
+    step: int
+    t: float  # wall-clock time (Unix seconds) when the step's simulator step finished
+    received: str | None  # the agent's reply text as received (truncated), None when no reply arrived
+    applied: dict[str, Any]  # the action the simulator got
+    noop_cause: str | None = None
+    reason: str = ""
+    dropped_keys: list[str] = Field(default_factory=list)
+    adjustments: list[str] = Field(default_factory=list)
+    action_format: str | None = None
+    agent_ms: float  # round trip to the agent, including parsing its reply
+    sim_ms: float  # the simulator step alone
+    reward: float = 0.0  # what this step paid
+    events: list[dict[str, Any]] = Field(default_factory=list)  # milestone/reward payouts on this step
+    done: bool = False
+    info: dict[str, Any] = Field(default_factory=dict)
+
+
+class StepProgress(BaseModel):
+    """The part of a StepRecord that progress and status need; parsing skips the rest (the reply, the info)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    step: int
+    t: float
+    noop_cause: str | None = None
+    agent_ms: float | None = None
+    events: list[dict[str, Any]] = Field(default_factory=list)
+
+
+def truncate_received(text: str | None) -> str | None:
+    """The reply as it is logged: verbatim up to MAX_RECEIVED_CHARS, then cut with the original length noted."""
+    if text is None or len(text) <= MAX_RECEIVED_CHARS:
+        return text
+    return f"{text[:MAX_RECEIVED_CHARS]}...[truncated, {len(text)} chars in all]"
+
+
+Record = TypeVar("Record", bound=BaseModel)
+
+
+class JsonlTail(Generic[Record]):
+    """Reads the complete new lines of one JSON-lines file as `model` records, remembering where it stopped.
+
+    A line without its newline is kept until the rest arrives; a line that is not a valid record is skipped and
+    counted in `invalid` (a torn tail after a crash, or a writer that is not ours).
+    """
+
+    def __init__(self, path: Path, model: type[Record]) -> None:
+        self.path = path
+        self.model = model
+        self.offset = 0
+        self.invalid = 0
+        self._partial = b""
+
+    def poll(self) -> list[Record]:
+        try:
+            with self.path.open("rb") as handle:
+                handle.seek(self.offset)
+                chunk = handle.read()
+        except OSError:
+            return []
+        if not chunk:
+            return []
+        self.offset += len(chunk)
+        lines = (self._partial + chunk).split(b"\n")
+        self._partial = lines.pop()
+        return list(self._parse(lines))
+
+    def _parse(self, lines: list[bytes]) -> Iterator[Record]:
+        for line in lines:
+            if not line.strip():
+                continue
+            try:
+                yield self.model.model_validate_json(line)
+            except ValidationError:
+                self.invalid += 1
+
+    @property
+    def torn_tail(self) -> bool:
+        """A last line is there without its newline (being written, or cut short by a crash)."""
+        return bool(self._partial.strip())
+
+
+def read_jsonl(path: Path, model: type[Record]) -> tuple[list[Record], JsonlTail[Record]]:
+    """Every complete record of a JSON-lines file, and the tail that read them (for its `invalid` count)."""
+    tail = JsonlTail(path, model)
+    return tail.poll(), tail

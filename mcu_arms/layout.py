@@ -1,0 +1,230 @@
+"""The on-disk layout: every path of the episode tree, the `logs/` links and the host's state dir, built here only.
+
+    output/<arm>/episode_NNN/         one run; a new run never reuses an existing dir
+        plan.json  scenario.toml      what was planned
+        result.json                   the run report (contracts/run_report.py)
+        events.jsonl                  the green's typed progress events, as the client received them
+        logs/{green,purple,client,mcu-arms}.log
+        green/evaluation.json         the green's result (contracts/evaluation.py)
+        green/<task>/steps.jsonl      one record per step (contracts/steps.py), frames/ beside it
+        purple/                       the agent's own files and report
+    logs/<arm>_{green,purple,client}.log, logs/<arm>_result.json   links to the latest episode's files
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from mcu_arms.atomic import write_json_atomic
+from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.run_report import RunReport, read_report
+from mcu_arms.contracts.states import PROCESS_ROLES, SUPERVISOR_ROLE
+
+EPISODE_PATTERN = re.compile(r"^episode_(\d{3,})$")
+RESULT_FILE = "result.json"
+PLAN_FILE = "plan.json"
+SCENARIO_FILE = "scenario.toml"
+EVENTS_FILE = "events.jsonl"
+EVALUATION_FILE = "evaluation.json"
+STOP_REQUEST = "stop.request"
+GREEN_DIR = "green"
+PURPLE_DIR = "purple"
+LOGS_DIR = "logs"
+STATE_DIR_ENV = "MCU_ARMS_STATE_DIR"
+
+
+def episode_name(number: int) -> str:
+    return f"episode_{number:03d}"
+
+
+def state_dir(env: Mapping[str, str]) -> Path:
+    """Host-wide state (the port registry, locks): local disk, not $HOME, which may be a network filesystem."""
+    if env.get(STATE_DIR_ENV):
+        return Path(env[STATE_DIR_ENV])
+    user = env.get("USER") or getpass.getuser()
+    return Path("/var/tmp") / f"mcu-arms-{user}"
+
+
+@dataclass(frozen=True)
+class RunDir:
+    """One episode directory of an arm and the files in it."""
+
+    path: Path
+
+    @property
+    def number(self) -> int:
+        match = EPISODE_PATTERN.match(self.path.name)
+        if match is None:
+            raise ValueError(f"{self.path} is not an episode directory")
+        return int(match.group(1))
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def report(self) -> Path:
+        return self.path / RESULT_FILE
+
+    @property
+    def plan(self) -> Path:
+        return self.path / PLAN_FILE
+
+    @property
+    def scenario(self) -> Path:
+        return self.path / SCENARIO_FILE
+
+    @property
+    def events(self) -> Path:
+        return self.path / EVENTS_FILE
+
+    @property
+    def stop_request(self) -> Path:
+        return self.path / STOP_REQUEST
+
+    @property
+    def logs(self) -> Path:
+        return self.path / LOGS_DIR
+
+    def log(self, role: str) -> Path:
+        return self.logs / f"{role}.log"
+
+    @property
+    def green(self) -> Path:
+        return self.path / GREEN_DIR
+
+    @property
+    def purple(self) -> Path:
+        return self.path / PURPLE_DIR
+
+    @property
+    def evaluation(self) -> Path:
+        return self.green / EVALUATION_FILE
+
+    def relative(self, path: Path | str) -> str:
+        """A path inside the episode as stored in its report: relative, so a moved `output/` still resolves."""
+        try:
+            return str(Path(path).relative_to(self.path))
+        except ValueError:
+            return str(path)
+
+    def resolve(self, stored: str) -> Path:
+        """A path read from the report, wherever the episode directory now is (absolute ones stay as they are)."""
+        return self.path / stored
+
+    def write_report(self, report: RunReport) -> None:
+        """Atomic: a reader never sees half a report."""
+        write_json_atomic(self.report, report)
+
+
+def task_dir(green_dir: Path, task: str) -> Path:
+    return green_dir / task
+
+
+@dataclass(frozen=True)
+class RunOnDisk:
+    """An episode directory and its report, when it has a readable one."""
+
+    run_dir: RunDir
+    report: RunReport | None
+    report_error: str | None = None  # a result.json that exists but cannot be read
+
+    @property
+    def number(self) -> int:
+        return self.run_dir.number
+
+
+def run_dirs(arm_dir: Path) -> list[RunDir]:
+    """An arm's episode dirs (output/<arm>/episode_NNN), newest first, without reading anything in them."""
+    if not arm_dir.is_dir():
+        return []
+    found = [RunDir(path) for path in arm_dir.iterdir() if EPISODE_PATTERN.match(path.name) and path.is_dir()]
+    return sorted(found, key=lambda run: run.number, reverse=True)
+
+
+def arm_runs(arm_dir: Path) -> list[RunOnDisk]:
+    """An arm's episode dirs, newest first, each with its report when readable."""
+    runs = []
+    for run_dir in run_dirs(arm_dir):
+        report, error = None, None
+        if run_dir.report.is_file():
+            try:
+                report = read_report(run_dir.report)
+            except (OSError, UserError) as problem:
+                error = problem.render() if isinstance(problem, UserError) else f"{run_dir.report}: {problem}"
+        runs.append(RunOnDisk(run_dir, report, error))
+    return runs
+
+
+def next_episode(arm_dir: Path) -> int:
+    """The next free episode number: one above any that exists, so an earlier run is never reused."""
+    numbers = [0]
+    if arm_dir.is_dir():
+        numbers += [int(m.group(1)) for p in arm_dir.iterdir() if (m := EPISODE_PATTERN.match(p.name))]
+    return max(numbers) + 1
+
+
+def create_run_dir(arm_dir: Path, number: int) -> RunDir:
+    """Create episode `number` (or, if another process took it meanwhile, the next free one) and its logs dir."""
+    while True:
+        path = arm_dir / episode_name(number)
+        try:
+            arm_dir.mkdir(parents=True, exist_ok=True)
+            path.mkdir()
+            break
+        except FileExistsError:
+            number = next_episode(arm_dir)
+    (path / LOGS_DIR).mkdir()
+    return RunDir(path)
+
+
+def known_arms(output_dir: Path) -> list[str]:
+    """Arms with at least one episode dir under `output_dir`."""
+    if not output_dir.is_dir():
+        return []
+    return sorted(p.name for p in output_dir.iterdir() if p.is_dir() and run_dirs(p))
+
+
+def selected_arms(output_dir: Path, names: list[str]) -> list[str]:
+    """The arms named (each must have run), or every arm that has."""
+    known = known_arms(output_dir)
+    for name in names:
+        if name not in known:
+            raise UserError(
+                f"no runs of arm '{name}' in {output_dir}", key="--arm", allowed=", ".join(known) or "none yet"
+            )
+    return names or known
+
+
+def log_links(logs_dir: Path, arm: str, run_dir: RunDir) -> dict[str, str]:
+    """logs/<arm>_<role>.log and logs/<arm>_result.json -> this episode's files."""
+    links = {str(logs_dir / f"{arm}_{role}.log"): str(run_dir.log(role)) for role in PROCESS_ROLES}
+    links[str(logs_dir / f"{arm}_{RESULT_FILE}")] = str(run_dir.report)
+    return links
+
+
+def repoint_links(links: Mapping[str, str], warn: Callable[[str], None]) -> None:
+    """Point each link at its target with a relative symlink moved over the old one atomically.
+
+    A regular file in the way is left alone (never overwritten), with a warning.
+    """
+    for link, target in links.items():
+        path = Path(link)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if os.path.lexists(path) and not path.is_symlink():
+            warn(f"{path} is a regular file, not a link: left as it is (not pointed at {target})")
+            continue
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        if os.path.lexists(temporary):
+            temporary.unlink()
+        temporary.symlink_to(os.path.relpath(target, path.parent))
+        os.replace(temporary, path)
+
+
+def supervisor_log(run_dir: RunDir) -> Path:
+    return run_dir.log(SUPERVISOR_ROLE)

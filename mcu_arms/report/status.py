@@ -1,0 +1,113 @@
+"""`status`: what each arm's latest episode is doing, from its report, its step logs and its recorded processes.
+
+Reading only: nothing here signals anything. A `started` report whose supervising `mcu-arms run` is gone is shown
+as stale.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from mcu_arms.contracts.states import ArmStatusText
+from mcu_arms.contracts.steps import STEPS_FILE, StepProgress, read_jsonl
+from mcu_arms.environment import Environment
+from mcu_arms.layout import RunOnDisk, arm_runs, selected_arms
+from mcu_arms.procs import is_alive, supervisor_alive
+
+STALE: ArmStatusText = "stale (supervisor gone)"
+
+
+class ProcessState(BaseModel):
+    role: str
+    pid: int | None
+    create_time: float | None
+    alive: bool
+
+
+class ArmState(BaseModel):
+    arm: str
+    state: ArmStatusText
+    episode: int | None = None
+    episode_dir: str | None = None
+    result_path: str | None = None
+    fingerprint: str | None = None
+    task: str | None = None
+    step: int | None = None
+    max_steps: int | None = None
+    milestones: list[str] = []  # "identity@step"
+    started_at: str | None = None
+    finished_at: str | None = None
+    score: float | None = None
+    max_score: float | None = None
+    failure: str | None = None
+    alerts: int = 0
+    processes: list[ProcessState] = []
+
+
+def steps_progress(green_dir: Path) -> tuple[str | None, int | None, list[str]]:
+    """(latest task, steps done in it, milestones 'identity@step') from the green's steps.jsonl files."""
+    files = sorted(green_dir.glob(f"*/{STEPS_FILE}"), key=lambda p: p.stat().st_mtime) if green_dir.is_dir() else []
+    task, step, milestones = None, None, []
+    for path in files:
+        records, _ = read_jsonl(path, StepProgress)
+        for record in records:
+            milestones += [f"{event.get('identity')}@{event.get('step')}" for event in record.events]
+        if records:
+            task, step = path.parent.name, records[-1].step + 1
+    return task, step, milestones
+
+
+def _state_of(arm: str, run: RunOnDisk) -> ArmState:
+    report = run.report
+    run_dir = run.run_dir
+    task, step, milestones = steps_progress(run_dir.green)
+    base = ArmState(
+        arm=arm, state="no report", episode=run.number, episode_dir=str(run_dir.path), task=task, step=step,
+        milestones=milestones,
+    )  # fmt: skip
+    if run.report_error:
+        return base.model_copy(update={"state": "unreadable report", "failure": run.report_error})
+    if report is None:
+        return base
+    state: ArmStatusText = report.status
+    if state == "started" and not supervisor_alive(report):
+        state = STALE
+    processes = [
+        ProcessState(
+            role=role,
+            pid=record.pid,
+            create_time=record.create_time,
+            alive=is_alive(record.pid, record.create_time),
+        )
+        for role, record in report.processes.items()
+    ]
+    if report.status != "started" and report.milestones:
+        milestones = [f"{m.identity}@{m.step}" for m in report.milestones if m.step is not None]
+    return base.model_copy(
+        update={
+            "state": state,
+            "result_path": str(run_dir.report),
+            "fingerprint": report.fingerprint,
+            "max_steps": report.settings.steps,
+            "milestones": milestones,
+            "started_at": report.started_at,
+            "finished_at": report.finished_at,
+            "score": report.score,
+            "max_score": report.max_score,
+            "failure": f"{report.failure.process or 'mcu-arms'}: {report.failure.reason}" if report.failure else None,
+            "alerts": len(report.alerts),
+            "processes": processes,
+        }
+    )
+
+
+def arm_states(env: Environment, names: list[str]) -> list[ArmState]:
+    """Each arm's latest episode: its state, progress and recorded processes (alive or not)."""
+    states = []
+    for arm in selected_arms(env.output_dir, names):
+        found = arm_runs(env.output_dir / arm)
+        if found:
+            states.append(_state_of(arm, found[0]))
+    return states

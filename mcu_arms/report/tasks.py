@@ -1,0 +1,49 @@
+"""The MCU task catalogue as a table: each task's scoring kind and, per simulator, whether it runs and what it
+cannot observe there (from contracts/support.py, the one place that decides)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from mcu_arms.contracts.catalog import SIMULATORS
+from mcu_arms.contracts.support import task_support
+from mcu_arms.contracts.tasks import TaskSpec
+
+SCORING_LABELS = {"reward": "reward_cfg", "milestones": "milestones", "video": "video only"}
+
+
+class TaskRow(BaseModel):
+    task: str
+    category: str
+    scoring: str  # a SCORING_LABELS value
+    entries: int  # reward or milestone entries
+    text: str
+    runs_on: dict[str, bool]
+    notes: dict[str, str] = {}  # per simulator: why not, or which entries can never pay there
+
+
+def task_rows(tasks: list[TaskSpec], simulators: tuple[str, ...] = SIMULATORS) -> list[TaskRow]:
+    rows = []
+    for task in tasks:
+        runs_on: dict[str, bool] = {}
+        notes: dict[str, str] = {}
+        for simulator in SIMULATORS:
+            support = task_support(simulator, task)
+            runs_on[simulator] = support.runnable
+            note = support.reason if not support.runnable else ""
+            if support.runnable and support.unavailable:
+                note = "no analogue for: " + ", ".join(support.unavailable)
+            if note and simulator in simulators:
+                notes[simulator] = note
+        rows.append(
+            TaskRow(
+                task=task.name,
+                category=task.category,
+                scoring=SCORING_LABELS[task.scoring_kind],
+                entries=len(task.milestones or task.reward_cfg),
+                text=task.text,
+                runs_on=runs_on,
+                notes=notes,
+            )
+        )
+    return rows
