@@ -337,7 +337,7 @@ def test_cost_warnings_for_payload_and_latency_jumps(tmp_path, codex_home, capsy
     policy._check_cost(record(5, 31.0, 6_000_000))
     warnings = policy.episode.warnings
     assert len(warnings) == 2
-    assert "payload 6.00 MB is past ~5 MB" in warnings[0] and "latency 31.0 s is over 3x" in warnings[1]
+    assert "payload 6.00 MB is past ~5.15 MB" in warnings[0] and "latency 31.0 s is over 3x" in warnings[1]
     out = capsys.readouterr().out
     assert "WARNING turn 5: session payload" in out and "WARNING turn 5: latency" in out
 

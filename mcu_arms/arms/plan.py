@@ -95,28 +95,10 @@ def resolve_settings(spec: ArmSpec, warnings: list[str]) -> tuple[Settings, Comp
     if spec.compact and spec.session_turns == 1 and spec.agent in CODEX_AGENTS:
         warnings.append("compact is inert at session_turns 1: a one-turn session can never fill up")
     compaction = _resolve_compaction(spec)
-    settings = Settings(
-        agent=spec.agent,
-        task=spec.task,
-        tasks=spec.tasks,
-        simulator=spec.simulator,
-        seed=spec.seed,
-        steps=steps,
-        step_timeout=spec.step_timeout,
-        session_turns=spec.session_turns,
-        compact=spec.compact,
-        compact_limit=compaction.limit,
-        context_window=spec.context_window,
-        model=spec.codex.model,
-        provider_base_url=spec.codex.provider_base_url,
-        provider_wire_api=spec.codex.provider_wire_api,
-        provider_env_key=spec.codex.provider_env_key,
-        video_eval=spec.video_eval,
-        video_model=spec.video_model,
-        save_frames=spec.save_frames,
-        env=dict(spec.env),
-        cuda_device=spec.cuda_device,
+    as_written = spec.model_dump(include=set(Settings.model_fields)) | spec.codex.model_dump(
+        include=set(Settings.model_fields)
     )
+    settings = Settings.model_validate({**as_written, "steps": steps, "compact_limit": compaction.limit})
     return settings, compaction
 
 
@@ -168,19 +150,9 @@ def _mcu_arms_argv() -> list[str]:
     return [sys.executable, "-m", "mcu_arms"]
 
 
-def purple_options(settings: Settings, compaction: CompactionPlan, run_dir: RunDir) -> PurpleOptions:
-    return PurpleOptions(
-        seed=settings.seed,
-        output_dir=run_dir.purple,
-        step_timeout=settings.step_timeout,
-        session_turns=settings.session_turns,
-        compact_limit=compaction.limit,
-        model=settings.model,
-        provider_base_url=settings.provider_base_url,
-        provider_wire_api=settings.provider_wire_api,
-        provider_env_key=settings.provider_env_key,
-        cuda_device=settings.cuda_device,
-    )
+def purple_options(settings: Settings, run_dir: RunDir) -> PurpleOptions:
+    """The purple's options: the settings it reads, and where it writes its own files."""
+    return PurpleOptions(output_dir=run_dir.purple, **settings.model_dump(include=set(PurpleOptions.model_fields)))
 
 
 def build_plan(
@@ -221,7 +193,7 @@ def build_plan(
 
     serve = _mcu_arms_argv() + ["serve"]
     purple_argv = serve + ["purple", "--agent", settings.agent, "--host", host, "--port", str(purple_port),
-                           "--card-url", purple_url] + purple_options(settings, compaction, run_dir).argv()
+                           "--card-url", purple_url] + purple_options(settings, run_dir).argv()
     green_argv = serve + ["green", "--host", host, "--port", str(green_port), "--card-url", green_url]
     client_argv = _mcu_arms_argv() + ["evaluate", str(run_dir.scenario), "--events", str(run_dir.events)]
     processes = [

@@ -16,7 +16,6 @@ accepted and ignored: `mcu-arms run` starts the processes.
 
 from __future__ import annotations
 
-import re
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ValidationError
 
 from mcu_arms.contracts.catalog import CATEGORIES
-from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.errors import Problem, UserError, plain_problem, toml_decode_line, toml_line, user_error
 from mcu_arms.contracts.wire import EvalConfig, EvalRequest
 
 TOP_LEVEL_TABLES = ("green_agent", "participants", "config")
@@ -49,36 +48,6 @@ class Scenario(BaseModel):
             participants={participant.role: participant.endpoint for participant in self.participants},
             config=self.config,
         )
-
-
-class _Locator:
-    """Finds the line of a key inside a table of the TOML text (tomllib keeps no positions)."""
-
-    _HEADER = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\"-]+)\s*\]\]?")
-    _KEY = re.compile(r"^\s*\"?([A-Za-z0-9_.-]+)\"?\s*=")
-
-    def __init__(self, text: str) -> None:
-        self.lines = text.splitlines()
-
-    def line_of(self, table: str | None, key: str | None = None, index: int = 0) -> int | None:
-        """Line of `key` in the index-th `[table]`/`[[table]]` (or of the header itself when key is None)."""
-        current: str | None = None
-        seen = -1
-        for number, line in enumerate(self.lines, start=1):
-            header = self._HEADER.match(line)
-            if header:
-                current = header.group(2).strip('"')
-                if current == table:
-                    seen += 1
-                    if key is None and seen == index:
-                        return number
-                continue
-            if key is None or current != table or seen != index:
-                continue
-            found = self._KEY.match(line)
-            if found and found.group(1) == key:
-                return number
-        return None
 
 
 def _check_endpoint(value: Any, *, path: Path, line: int | None, key: str) -> str:
@@ -113,16 +82,13 @@ def load_scenario(path: Path) -> Scenario:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
-        line = _decode_error_line(error)
-        raise UserError(f"not valid TOML: {error}", path=path, line=line) from None
-    locator = _Locator(text)
-
+        raise UserError(f"not valid TOML: {error}", path=path, line=toml_decode_line(error)) from None
     for key in data:
         if key not in TOP_LEVEL_TABLES:
             raise UserError(
                 "unknown top-level entry",
                 path=path,
-                line=locator.line_of(key) or _top_level_line(locator, key),
+                line=toml_line(text, key),
                 key=key,
                 allowed="[green_agent], [[participants]], [config]",
             )
@@ -130,35 +96,35 @@ def load_scenario(path: Path) -> Scenario:
     green = data.get("green_agent")
     if not isinstance(green, dict):
         raise UserError("missing [green_agent] table with an endpoint", path=path, key="green_agent")
-    _check_keys(green, AGENT_KEYS, path=path, locate=lambda k: locator.line_of("green_agent", k), name="green_agent")
+    _check_keys(green, AGENT_KEYS, path=path, locate=lambda k: toml_line(text, f"green_agent.{k}"), name="green_agent")
     if "endpoint" not in green:
         raise UserError(
-            "missing", path=path, line=locator.line_of("green_agent"), key="green_agent.endpoint", allowed="http://HOST:PORT"
+            "missing", path=path, line=toml_line(text, "green_agent"), key="green_agent.endpoint", allowed="http://HOST:PORT"
         )
     green_endpoint = _check_endpoint(
-        green["endpoint"], path=path, line=locator.line_of("green_agent", "endpoint"), key="green_agent.endpoint"
+        green["endpoint"], path=path, line=toml_line(text, "green_agent.endpoint"), key="green_agent.endpoint"
     )
 
-    participants = _load_participants(data.get("participants"), path=path, locator=locator)
+    participants = _load_participants(data.get("participants"), path=path, text=text)
 
     config_table = data.get("config")
     if not isinstance(config_table, dict):
         raise UserError("missing [config] table (at least task_category)", path=path, key="config")
-    config = _load_config(config_table, path=path, locator=locator)
+    config = _load_config(config_table, path=path, text=text)
     return Scenario(path=path, green_endpoint=green_endpoint, participants=participants, config=config)
 
 
-def _load_participants(raw: Any, *, path: Path, locator: _Locator) -> list[Participant]:
+def _load_participants(raw: Any, *, path: Path, text: str) -> list[Participant]:
     if not isinstance(raw, list) or not raw:
         raise UserError(
             "at least one [[participants]] entry with role and endpoint is required", path=path, key="participants"
         )
     participants: list[Participant] = []
     for index, entry in enumerate(raw):
-        header_line = locator.line_of("participants", index=index)
+        header_line = toml_line(text, f"participants[{index}]")
 
         def locate(key: str, index: int = index) -> int | None:
-            return locator.line_of("participants", key, index)
+            return toml_line(text, f"participants[{index}].{key}")
 
         if not isinstance(entry, dict):
             raise UserError("must be a table", path=path, line=header_line, key=f"participants[{index}]")
@@ -184,40 +150,28 @@ def _load_participants(raw: Any, *, path: Path, locator: _Locator) -> list[Parti
     return participants
 
 
-def _load_config(table: dict[str, Any], *, path: Path, locator: _Locator) -> EvalConfig:
-    allowed = ", ".join(EvalConfig.model_fields)
+def _describe_config_error(error: dict[str, Any]) -> Problem:
+    problem = plain_problem(error)
+    if problem.kind == "extra_forbidden":
+        return Problem(problem.key, "unknown key", ", ".join(EvalConfig.model_fields), problem.kind)
+    if problem.kind == "missing":
+        return Problem(problem.key, "missing", kind=problem.kind)
+    return problem
+
+
+def _load_config(table: dict[str, Any], *, path: Path, text: str) -> EvalConfig:
     try:
         config = EvalConfig.model_validate(table)
     except ValidationError as error:
-        first = error.errors()[0]
-        field = str(first["loc"][0]) if first.get("loc") else ""
-        line = locator.line_of("config", field) if field else locator.line_of("config")
-        if first["type"] == "extra_forbidden":
-            raise UserError("unknown key", path=path, line=line, key=f"config.{field}", allowed=allowed) from None
-        if first["type"] == "missing":
-            raise UserError("missing", path=path, line=locator.line_of("config"), key=f"config.{field}") from None
-        raise UserError(first["msg"], path=path, line=line, key=f"config.{field}") from None
+        raise user_error(
+            error, path=path, text=text, key_of=lambda key: f"config.{key}", describe=_describe_config_error
+        ) from None
     if config.task_category not in CATEGORIES:
         raise UserError(
             f"unknown category {config.task_category!r}",
             path=path,
-            line=locator.line_of("config", "task_category"),
+            line=toml_line(text, "config.task_category"),
             key="config.task_category",
             allowed=", ".join(CATEGORIES),
         )
     return config
-
-
-def _decode_error_line(error: tomllib.TOMLDecodeError) -> int | None:
-    found = re.search(r"line (\d+)", str(error))
-    return int(found.group(1)) if found else None
-
-
-def _top_level_line(locator: _Locator, key: str) -> int | None:
-    """Line of a bare key before the first table."""
-    for number, line in enumerate(locator.lines, start=1):
-        if line.lstrip().startswith("["):
-            return None
-        if re.match(rf"^\s*\"?{re.escape(key)}\"?\s*=", line):
-            return number
-    return None

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
+from mcu_arms.contracts.errors import validation_summary
 from mcu_arms.contracts.states import TurnOutcome
 from mcu_arms.contracts.timestamps import iso_seconds
 
@@ -232,9 +233,7 @@ def read_agent_report(path: Path) -> AgentReport | ScriptedReport:
     try:
         return model.model_validate(data)
     except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        raise ValueError(f"purple report {path} is not a {model.__name__} ({where}: {first['msg']})") from None
+        raise ValueError(f"purple report {path} is not a {model.__name__} ({validation_summary(error, limit=1)})") from None
 
 
 def agent_summary(path: Path) -> AgentSummary:

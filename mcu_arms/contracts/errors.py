@@ -70,10 +70,16 @@ class Problem:
 
 
 def dotted(location: tuple[Any, ...] | list[Any]) -> str:
+    """`("participants", 1, "role")` -> `participants[1].role`."""
     text = ""
     for part in location:
         text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
     return text
+
+
+def key_parts(dotted_key: str) -> tuple[str | int, ...]:
+    """The inverse of `dotted`: `participants[1].role` -> `("participants", 1, "role")`."""
+    return tuple(int(part) if part.isdigit() else part for part in re.findall(r"[^.\[\]]+", dotted_key))
 
 
 def plain_problem(error: dict[str, Any]) -> Problem:
@@ -99,25 +105,33 @@ def user_error(
     *,
     path: Path | str | None = None,
     text: str | None = None,
+    line_of: Callable[[str], int | None] | None = None,
     key_of: Callable[[str], str] = lambda key: key,
     describe: Describe = plain_problem,
     every: bool = False,
 ) -> UserError:
     """The UserError for a ValidationError: the first problem (or `every` one, a line each) with its file line.
 
-    `text` is the TOML the data came from (its lines are looked up); `key_of` renames a key for the user, e.g. a
-    field to its `--flag`, or `max_steps` to `config.max_steps`.
+    `text` is the TOML the data came from (its lines are looked up), or `line_of` finds a key's line in another
+    format; `key_of` renames a key for the user, e.g. a field to its `--flag`, or `max_steps` to `config.max_steps`.
     """
+    if line_of is None and text is not None:
+        line_of = lambda key: toml_line(text, key)  # noqa: E731
     found = problems(error, describe) if every else problems(error, describe)[:1]
-    rendered = [_as_user_error(problem, path, text, key_of) for problem in found]
+    rendered = [_as_user_error(problem, path, line_of, key_of) for problem in found]
     if len(rendered) == 1:
         return rendered[0]
     return UserError("\n".join(item.render() for item in rendered))
 
 
-def _as_user_error(problem: Problem, path: Path | str | None, text: str | None, key_of: Callable[[str], str]) -> UserError:
+def _as_user_error(
+    problem: Problem,
+    path: Path | str | None,
+    line_of: Callable[[str], int | None] | None,
+    key_of: Callable[[str], str],
+) -> UserError:
     key = key_of(problem.key) if problem.key else ""
-    line = toml_line(text, key) if text is not None and key else None
+    line = line_of(key) if line_of is not None and key else None
     return UserError(problem.message, path=path, line=line, key=key or None, allowed=problem.allowed)
 
 

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from mcu_arms.contracts.agent_report import AgentSummary
-from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.errors import UserError, user_error
 from mcu_arms.contracts.evaluation import EvaluationResult, TaskMetrics
 from mcu_arms.contracts.settings import Settings
 from mcu_arms.contracts.states import ProcessRole, RunStatus
@@ -149,9 +149,8 @@ def read_report(path: Path) -> RunReport:
     try:
         return RunReport.model_validate(data)
     except ValidationError as error:
-        first = error.errors()[0]
-        key = ".".join(str(part) for part in first["loc"])
-        raise UserError(f"not a run report: {first['msg']}", path=path, key=key or None) from None
+        problem = user_error(error, path=path)
+        raise UserError(f"not a run report: {problem.message}", path=path, key=problem.key) from None
 
 
 def summarise_evaluation(report: RunReport, result: EvaluationResult, evaluation_file: str) -> list[str]:

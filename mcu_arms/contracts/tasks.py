@@ -14,7 +14,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.errors import UserError, key_parts, user_error
 from mcu_arms.contracts.resources import TASKS_ROOT
 
 ScoringKind = Literal["reward", "milestones", "video"]
@@ -64,6 +64,13 @@ _FILE_KEYS: dict[str, str] = {
     "thinking": "thinking",
 }
 _FIELD_TO_FILE_KEY: dict[str, str] = {field: key for key, field in _FILE_KEYS.items()}
+
+
+def _file_key(field_key: str) -> str:
+    """A TaskSpec field's dotted key as the task file spells it (`milestones[0].event` -> `milestone_reward_cfg...`)."""
+    head, _, rest = field_key.partition("[")
+    head, dot, tail = head.partition(".")
+    return _FIELD_TO_FILE_KEY.get(head, head) + (dot + tail if dot else "") + (f"[{rest}" if rest else "")
 # Hydra composition lists in upstream MCU files; they carry no task facts.
 _IGNORED_KEYS: frozenset[str] = frozenset({"defaults"})
 
@@ -95,13 +102,6 @@ def _line_of(node: yaml.Node | None, path: tuple[Any, ...]) -> int | None:
         node = child
         line = node.start_mark.line + 1
     return line
-
-
-def _dotted(path: tuple[Any, ...]) -> str:
-    text = ""
-    for part in path:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text
 
 
 def load_task(path: Path | str) -> TaskSpec:
@@ -140,11 +140,8 @@ def load_task(path: Path | str) -> TaskSpec:
     try:
         task = TaskSpec.model_validate(fields)
     except ValidationError as error:
-        first = error.errors()[0]
-        loc = tuple(first["loc"])
-        file_path = (_FIELD_TO_FILE_KEY.get(str(loc[0]), str(loc[0])), *loc[1:]) if loc else ()
-        raise UserError(
-            first["msg"], path=path, line=_line_of(root_node, file_path), key=_dotted(file_path) or None
+        raise user_error(
+            error, path=path, key_of=_file_key, line_of=lambda key: _line_of(root_node, key_parts(key))
         ) from None
     for file_key, entries in (("reward_cfg", task.reward_cfg), ("milestone_reward_cfg", task.milestones)):
         seen: set[str] = set()

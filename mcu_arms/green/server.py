@@ -15,6 +15,7 @@ import sys
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from a2a.helpers import get_message_text, new_data_part
@@ -71,26 +72,17 @@ class RequestRejected(Exception):
     """The request cannot be run as given; the message says what to change."""
 
 
-class _Plan:
+@dataclass(frozen=True)
+class _ValidRequest:
     """A validated request: what to run, where, and how long."""
 
-    def __init__(
-        self,
-        request: EvalRequest,
-        tasks: list[TaskSpec],
-        skipped: list[SkippedTask],
-        simulator: Simulator,
-        max_steps: int,
-        max_steps_note: str | None,
-        output_dir: Path,
-    ) -> None:
-        self.request = request
-        self.tasks = tasks
-        self.skipped = skipped
-        self.simulator = simulator
-        self.max_steps = max_steps
-        self.max_steps_note = max_steps_note
-        self.output_dir = output_dir
+    request: EvalRequest
+    tasks: list[TaskSpec]
+    skipped: list[SkippedTask]
+    simulator: Simulator
+    max_steps: int
+    max_steps_note: str | None
+    output_dir: Path
 
 
 class GreenExecutor(AgentExecutor):
@@ -130,7 +122,7 @@ class GreenExecutor(AgentExecutor):
         request = self._parse(message)
         sim_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="simulator")
         try:
-            plan = await self._plan(request, sim_thread)
+            plan = await self._validate(request, sim_thread)
             try:
                 await self._run(plan, updater, sim_thread)
             finally:
@@ -148,7 +140,7 @@ class GreenExecutor(AgentExecutor):
         except ValidationError as error:
             raise RequestRejected(f"invalid evaluation request: {validation_summary(error)}") from None
 
-    async def _plan(self, request: EvalRequest, sim_thread: ThreadPoolExecutor) -> _Plan:
+    async def _validate(self, request: EvalRequest, sim_thread: ThreadPoolExecutor) -> _ValidRequest:
         config = request.config
         if AGENT_ROLE not in request.participants:
             roles = ", ".join(sorted(request.participants)) or "none"
@@ -180,7 +172,7 @@ class GreenExecutor(AgentExecutor):
             simulator.close()
             raise
         max_steps, note = capped_steps(config.task_category, config.max_steps)
-        return _Plan(request, runnable, skipped, simulator, max_steps, note, output_dir)
+        return _ValidRequest(request, runnable, skipped, simulator, max_steps, note, output_dir)
 
     @staticmethod
     def _check_nothing_to_overwrite(output_dir: Path, tasks: list[TaskSpec]) -> None:
@@ -224,7 +216,7 @@ class GreenExecutor(AgentExecutor):
         except AgentError as error:
             raise RequestRejected(f"participant '{AGENT_ROLE}' at {url} is unreachable: {error}") from None
 
-    async def _run(self, plan: _Plan, updater: TaskUpdater, sim_thread: ThreadPoolExecutor) -> None:
+    async def _run(self, plan: _ValidRequest, updater: TaskUpdater, sim_thread: ThreadPoolExecutor) -> None:
         config = plan.request.config
         simulator = plan.simulator
         started_at, started = iso_seconds(), time.monotonic()
@@ -253,14 +245,7 @@ class GreenExecutor(AgentExecutor):
         for skipped in plan.skipped:
             await emit(TaskSkipped(task=skipped.task, reason=skipped.reason))
         settings = RunSettings(
-            max_steps=plan.max_steps,
-            step_timeout=config.step_timeout,
-            seed=config.seed,
-            save_frames=config.save_frames,
-            progress_every=config.progress_every,
-            video_eval=config.video_eval,
-            env=dict(os.environ),
-            video_model=config.video_model,
+            max_steps=plan.max_steps, env=dict(os.environ), **config.model_dump(include=RunSettings.from_config)
         )
         agent_url = plan.request.participants[AGENT_ROLE]
         metrics = {}

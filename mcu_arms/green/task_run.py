@@ -26,12 +26,12 @@ from concurrent.futures import Executor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ValidationError
 
 from mcu_arms.contracts.catalog import SIMULATORS
-from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.errors import UserError, validation_summary
 from mcu_arms.contracts.evaluation import (
     InitOutcome,
     LatencyStats,
@@ -85,6 +85,12 @@ def make_simulator(name: str) -> Simulator:
 
 @dataclass(frozen=True)
 class RunSettings:
+    """How one task runs; all but max_steps and env come as they are from the request's EvalConfig."""
+
+    from_config: ClassVar[set[str]] = {
+        "step_timeout", "seed", "save_frames", "progress_every", "video_eval", "video_model"
+    }
+
     max_steps: int
     step_timeout: float
     seed: int
@@ -226,7 +232,7 @@ class TaskRun:
         try:
             ack = AckPayload.model_validate_json(text)
         except ValidationError as error:
-            reason = f"no ack in reply {truncate_received(text)!r}: {error.errors()[0]['msg']}"
+            reason = f"no ack in reply {truncate_received(text)!r}: {validation_summary(error, limit=1)}"
             return InitOutcome(ok=False, cause="unparseable", message=reason, round_trip_ms=round_trip_ms)
         if not ack.success:
             return InitOutcome(ok=False, cause="refused", message=ack.message, round_trip_ms=round_trip_ms)

@@ -25,7 +25,7 @@ from typing import Any
 from mcu_arms.contracts.agent_report import AgentSettings, EpisodeReport, TurnRecord
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.resources import TEMPLATES_DIR
-from mcu_arms.contracts.settings import PurpleOptions
+from mcu_arms.contracts.settings import PAYLOAD_WALL_BYTES, PurpleOptions
 from mcu_arms.contracts.timestamps import iso_seconds
 from mcu_arms.contracts.wire import (
     BUTTON_KEYS,
@@ -58,7 +58,6 @@ LOG_FILE = "logs.txt"
 NOTES_FILE = "notes.md"
 MAX_ACTIONS_PER_TURN = 64
 HISTORY_LINES = 40
-PAYLOAD_WARN_BYTES = 5_000_000
 LATENCY_JUMP_FACTOR = 3.0
 LATENCY_MIN_HISTORY = 3
 DEFAULT_SESSION_TURNS = 1
@@ -505,10 +504,10 @@ class CodexPolicy(Policy):
     def _check_cost(self, record: TurnRecord) -> None:
         """Loud on what stalls arms silently: a session payload past ~5 MB, or a turn far slower than usual."""
         assert self.episode is not None
-        if record.payload_bytes > PAYLOAD_WARN_BYTES and self._payload_warned_session != record.session:
+        if record.payload_bytes > PAYLOAD_WALL_BYTES and self._payload_warned_session != record.session:
             self._payload_warned_session = record.session
             self._warn(
-                f"turn {record.turn}: session payload {record.payload_bytes / 1e6:.2f} MB is past ~5 MB; "
+                f"turn {record.turn}: session payload {record.payload_bytes / 1e6:.2f} MB is past ~{PAYLOAD_WALL_BYTES / 1e6:g} MB; "
                 "turns beyond it have taken a flat ~600 s (lower session_turns)"
             )
         earlier = [previous.latency_s for previous in self.episode.turn_records]

@@ -19,6 +19,7 @@ from a2a.server.events import EventQueue
 from pydantic import BaseModel, ValidationError
 
 from mcu_arms.a2a_transport import Skill, build_app, build_card, card_url_for, message_payload, serve_app
+from mcu_arms.contracts.errors import validation_summary
 from mcu_arms.contracts.settings import PurpleOptions
 from mcu_arms.contracts.wire import AckPayload, ActionPayload, InitPayload, ObservationPayload
 from mcu_arms.procs import log_line
@@ -84,7 +85,7 @@ class PurpleExecutor(AgentExecutor):
             init = InitPayload.model_validate(payload)
         except ValidationError as error:
             self.counts["bad_init"] += 1
-            return AckPayload(success=False, message=f"invalid init: {_first_error(error)}")
+            return AckPayload(success=False, message=f"invalid init: {validation_summary(error, limit=1)}")
         await self._close_context(context_id, why="re-initialised")
         policy: Policy | None = None
         try:
@@ -112,7 +113,7 @@ class PurpleExecutor(AgentExecutor):
             observation = ObservationPayload.model_validate(payload)
         except ValidationError as error:
             self.counts["bad_obs"] += 1
-            return noop_with_reason(f"invalid observation: {_first_error(error)}")
+            return noop_with_reason(f"invalid observation: {validation_summary(error, limit=1)}")
         async with self._episodes_lock:
             episode = self._episodes.get(context_id)
             if episode is not None:
@@ -181,12 +182,6 @@ class PurpleExecutor(AgentExecutor):
         if now - self._last_summary >= SUMMARY_INTERVAL_S:
             self._last_summary = now
             log_line(self.summary("periodic"))
-
-
-def _first_error(error: ValidationError) -> str:
-    first = error.errors()[0]
-    where = ".".join(str(part) for part in first.get("loc", ())) or "payload"
-    return f"{where}: {first.get('msg', 'invalid')}"
 
 
 def build_purple_app(kind: str, options: PurpleOptions, url: str):  # noqa: ANN201 - a Starlette app

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ValidationError
 from rich.console import Console
 
 from mcu_arms.contracts.agent_report import AGENT_REPORT_SUFFIX, AgentSummary, agent_summary
-from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.errors import UserError, validation_summary
 from mcu_arms.contracts.evaluation import EvaluationResult
 from mcu_arms.contracts.events import EventRecord
 from mcu_arms.contracts.run_report import Failure, MilestoneRecord, ProcessRecord, RunReport, summarise_evaluation
@@ -345,7 +345,7 @@ class ArmRunner:
         try:
             return EvaluationResult.model_validate_json(path.read_bytes())
         except (OSError, ValidationError) as error:
-            reason = error.strerror if isinstance(error, OSError) else error.errors()[0]["msg"]
+            reason = error.strerror if isinstance(error, OSError) else validation_summary(error, limit=1)
             raise _ArmFailed(
                 Failure(
                     process="client",

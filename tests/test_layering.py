@@ -1,0 +1,122 @@
+"""The floors of the package, checked on its real import graph (every import statement, at any depth, read with ast).
+
+Contracts are the ground floor and import nothing else of mcu-arms; the process layer and the on-disk layout sit on
+them; green, purple and client are siblings that never import each other nor anything that supervises them; light
+commands load no heavy stack.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "mcu_arms"
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """Every mcu_arms module `path` imports, wherever the import statement stands."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found |= {f"{node.module}.{alias.name}" for alias in node.names}
+    return {name for name in found if name.startswith("mcu_arms.")}
+
+
+GRAPH: dict[str, set[str]] = {_module_name(path): _imports(path) for path in PACKAGE.rglob("*.py")}
+
+
+def _under(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def _violations(importers: str, forbidden: tuple[str, ...]) -> list[str]:
+    return sorted(
+        f"{module} imports {target}"
+        for module, targets in GRAPH.items()
+        if _under(module, importers)
+        for target in targets
+        if any(_under(target, package) for package in forbidden)
+    )
+
+
+def test_the_graph_was_read() -> None:
+    assert "mcu_arms.contracts.wire" in GRAPH and "mcu_arms.supervise.runner" in GRAPH
+    assert "mcu_arms.contracts.settings" in GRAPH["mcu_arms.arms.plan"]
+
+
+def test_contracts_import_nothing_else_of_mcu_arms() -> None:
+    outside = sorted(
+        f"{module} imports {target}"
+        for module, targets in GRAPH.items()
+        if _under(module, "mcu_arms.contracts")
+        for target in targets
+        if not _under(target, "mcu_arms.contracts")
+    )
+    assert outside == []
+
+
+@pytest.mark.parametrize("floor", ["mcu_arms.procs", "mcu_arms.layout", "mcu_arms.atomic", "mcu_arms.environment"])
+def test_the_process_layer_and_the_layout_stand_on_the_contracts_only(floor: str) -> None:
+    allowed = ("mcu_arms.contracts", "mcu_arms.atomic")
+    assert [target for target in GRAPH[floor] if not any(_under(target, a) for a in allowed)] == []
+
+
+@pytest.mark.parametrize("part", ["mcu_arms.green", "mcu_arms.purple", "mcu_arms.client"])
+def test_the_three_processes_never_import_what_supervises_or_reports_them(part: str) -> None:
+    assert _violations(part, ("mcu_arms.supervise", "mcu_arms.cli", "mcu_arms.report", "mcu_arms.arms")) == []
+
+
+@pytest.mark.parametrize(
+    ("part", "siblings"),
+    [
+        ("mcu_arms.green", ("mcu_arms.purple", "mcu_arms.client")),
+        ("mcu_arms.purple", ("mcu_arms.green", "mcu_arms.client")),
+        ("mcu_arms.client", ("mcu_arms.green", "mcu_arms.purple")),
+    ],
+)
+def test_green_purple_and_client_are_siblings(part: str, siblings: tuple[str, ...]) -> None:
+    assert _violations(part, siblings) == []
+
+
+def test_isolation_imports_nothing_from_the_arm_planner() -> None:
+    assert _violations("mcu_arms.isolation", ("mcu_arms.arms", "mcu_arms.supervise", "mcu_arms.report")) == []
+
+
+def test_supervise_and_report_do_not_import_each_other() -> None:
+    assert _violations("mcu_arms.supervise", ("mcu_arms.report", "mcu_arms.cli")) == []
+    assert _violations("mcu_arms.report", ("mcu_arms.supervise", "mcu_arms.cli")) == []
+
+
+HEAVY = ("a2a", "numpy", "crafter", "openai", "matplotlib", "httpx", "uvicorn", "minestudio", "pandas", "PIL")
+
+
+@pytest.mark.parametrize("command", ["plan", "status", "compare", "tasks", "new", "doctor", "stop"])
+def test_light_commands_load_no_heavy_stack(command: str) -> None:
+    """Importing the CLI and the core a light command uses loads none of the heavy libraries."""
+    cores = {
+        "plan": "mcu_arms.arms.plan, mcu_arms.arms.prepare",
+        "status": "mcu_arms.report.status",
+        "compare": "mcu_arms.report.compare",
+        "tasks": "mcu_arms.report.tasks",
+        "new": "mcu_arms.arms.template",
+        "doctor": "mcu_arms.doctor",
+        "stop": "mcu_arms.supervise.stop",
+    }
+    code = (
+        f"import sys, mcu_arms.cli, {cores[command]}\n"
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "[]"
