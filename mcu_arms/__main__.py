@@ -1,3 +1,3 @@
-from mcu_arms.cli import main
+from mcu_arms.entry import main
 
 main()

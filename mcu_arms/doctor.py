@@ -1,4 +1,8 @@
-"""`mcu-arms doctor`: does this host have what the arms need? Checks only; it changes nothing."""
+"""`mcu-arms doctor`: does this host have what the arms need? Checks only; it changes nothing.
+
+`plan` and `run` make the same checks for the arms they are given (`preflight`) and refuse an arm whose check
+fails, before anything starts: a codex arm without codex would otherwise run to a clean-looking 0.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ import importlib.util
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
@@ -15,6 +20,7 @@ from pydantic import BaseModel
 
 from mcu_arms.arms.spec import ArmSpec
 from mcu_arms.contracts.catalog import CODEX_AGENTS
+from mcu_arms.contracts.errors import UserError
 from mcu_arms.isolation.codex_home import default_auth, default_root, temporary_dir_reason
 from mcu_arms.isolation.host import network_filesystem_reason
 
@@ -58,13 +64,36 @@ def minestudio_checks(env: Mapping[str, str], names: list[str]) -> list[Check]:
     return [Check(name="MineStudio", status="fail", detail=problem, needed_by=names) for problem in problems]
 
 
+def _codex_version(codex: str, env: Mapping[str, str]) -> str | None:
+    """`codex --version` with a scratch CODEX_HOME removed afterwards: it creates $CODEX_HOME/tmp/, and neither the
+    user's own ~/.codex nor any arm's home is written."""
+    with tempfile.TemporaryDirectory(prefix="mcu-arms-codex-version-") as scratch:
+        try:
+            done = subprocess.run(
+                [codex, "--version"],
+                capture_output=True,
+                text=True,
+                timeout=20,
+                stdin=subprocess.DEVNULL,
+                env={**env, "CODEX_HOME": scratch, "HOME": scratch},
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+    return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else None
+
+
 def codex_checks(env: Mapping[str, str], specs: list[ArmSpec]) -> list[Check]:
     names = [spec.name for spec in specs]
     checks = []
     codex = shutil.which("codex", path=env.get("PATH"))
-    if codex:
-        version = _run_version([codex, "--version"]) or "no version printed"
+    roots = sorted({Path(s.codex.root) if s.codex.root else default_root(env) for s in specs})
+    version = _codex_version(codex, env) if codex else None
+    if codex and version:
         checks.append(Check(name="codex CLI", status="ok", detail=f"{codex}: {version}", needed_by=names))
+    elif codex:
+        checks.append(
+            Check(name="codex CLI", status="fail", detail=f"{codex} --version failed", needed_by=names)
+        )
     else:
         checks.append(
             Check(
@@ -74,7 +103,7 @@ def codex_checks(env: Mapping[str, str], specs: list[ArmSpec]) -> list[Check]:
                 needed_by=names,
             )
         )
-    for root in sorted({Path(s.codex.root) if s.codex.root else default_root(env) for s in specs}):
+    for root in roots:
         reason = temporary_dir_reason(root, env) or network_filesystem_reason(root)
         checks.append(
             Check(name=f"codex root {root}", status="fail" if reason else "ok", detail=reason or "local disk", needed_by=names)
@@ -90,6 +119,19 @@ def codex_checks(env: Mapping[str, str], specs: list[ArmSpec]) -> list[Check]:
                 Check(name="codex credential", status="fail", detail=f"{auth} missing: run `codex login`", needed_by=names)
             )
     return checks
+
+
+def steve1_check(env: Mapping[str, str], specs: list[ArmSpec]) -> Check:
+    """The STEVE-1 purple's own requirement check (extra, weights, CUDA), made before anything starts."""
+    from mcu_arms.contracts.settings import PurpleOptions
+    from mcu_arms.purple.steve1 import check_requirements
+
+    names = [spec.name for spec in specs]
+    try:
+        weights = check_requirements(PurpleOptions(cuda_device=specs[0].cuda_device), env)
+    except UserError as error:
+        return Check(name="STEVE-1", status="fail", detail=error.message, needed_by=names)
+    return Check(name="STEVE-1", status="ok", detail=f"weights {weights}", needed_by=names)
 
 
 def cuda_check(env: Mapping[str, str], specs: list[ArmSpec]) -> Check:
@@ -145,7 +187,27 @@ def run_doctor(specs: list[ArmSpec], env: Mapping[str, str]) -> DoctorReport:
         checks += codex_checks(env, codex_specs)
     steve1_specs = [s for s in specs if s.agent == "steve1"]
     if steve1_specs:
-        checks.append(cuda_check(env, steve1_specs))
+        checks += [steve1_check(env, steve1_specs), cuda_check(env, steve1_specs)]
     if specs:
         checks.append(memory_check(specs))
     return DoctorReport(checks=checks)
+
+
+def preflight(specs: list[ArmSpec], env: Mapping[str, str]) -> dict[str, list[str]]:
+    """What stops each arm from running on this host: every failed doctor check, with its fix (empty: nothing)."""
+    blocked: dict[str, list[str]] = {spec.name: [] for spec in specs}
+    for check in run_doctor(specs, env).checks:
+        if check.status == "fail":
+            for name in check.needed_by:
+                blocked[name].append(f"{check.name}: {check.detail}")
+    return blocked
+
+
+def refuse_blocked(blocked: dict[str, list[str]]) -> None:
+    """`run` starts nothing when any arm it was given cannot run here."""
+    lines = [f"{arm}: {problem}" for arm, problems in blocked.items() for problem in problems]
+    if lines:
+        raise UserError(
+            "this host cannot run these arms; nothing was started (`mcu-arms doctor` shows every check):\n  "
+            + "\n  ".join(lines)
+        )

@@ -32,6 +32,9 @@ SCENARIO_FILE = "scenario.toml"
 EVENTS_FILE = "events.jsonl"
 EVALUATION_FILE = "evaluation.json"
 STOP_REQUEST = "stop.request"
+SPACE_RESERVE = ".space-reserve"
+# Disk the supervisor holds back while an arm runs, so that a disk filled by the run still takes its final report.
+SPACE_RESERVE_BYTES = 1024 * 1024
 GREEN_DIR = "green"
 PURPLE_DIR = "purple"
 LOGS_DIR = "logs"
@@ -48,6 +51,11 @@ def state_dir(env: Mapping[str, str]) -> Path:
         return Path(env[STATE_DIR_ENV])
     user = env.get("USER") or getpass.getuser()
     return Path("/var/tmp") / f"mcu-arms-{user}"
+
+
+def lost_reports_dir(env: Mapping[str, str]) -> Path:
+    """Where a run report goes when its episode directory can no longer be written (disk full, output/ deleted)."""
+    return state_dir(env) / "lost-reports"
 
 
 @dataclass(frozen=True)
@@ -86,6 +94,10 @@ class RunDir:
     @property
     def stop_request(self) -> Path:
         return self.path / STOP_REQUEST
+
+    @property
+    def space_reserve(self) -> Path:
+        return self.path / SPACE_RESERVE
 
     @property
     def logs(self) -> Path:

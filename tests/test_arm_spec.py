@@ -168,12 +168,14 @@ def test_the_template_documents_every_key():
     import re
 
     from mcu_arms.arms.spec import ArmSpec, CodexSpec, PortsSpec
+    from mcu_arms.contracts.settings import Thresholds
 
     text = (Path(__file__).resolve().parents[1] / "templates" / "arm.toml").read_text()
     written = set(re.findall(r"^#? ?([a-z_]+) = ", text, flags=re.MULTILINE))
     tables = set(re.findall(r"^\[([a-z_]+)\]", text, flags=re.MULTILINE))
-    expected = set(ArmSpec.model_fields) - {"ports", "codex", "env"}
+    tables_of_the_arm = {"ports", "codex", "env", "thresholds"}
+    expected = set(ArmSpec.model_fields) - tables_of_the_arm
     assert expected <= written, f"missing from templates/arm.toml: {sorted(expected - written)}"
-    assert {"ports", "codex", "env"} <= tables
-    assert set(PortsSpec.model_fields) | set(CodexSpec.model_fields) <= written
+    assert tables_of_the_arm <= tables
+    assert set(PortsSpec.model_fields) | set(CodexSpec.model_fields) | set(Thresholds.model_fields) <= written
     assert parse_arm(text, Path("arms/my_arm.toml")).name == "my_arm"

@@ -215,7 +215,7 @@ def test_missing_purple_report_is_unknown_not_zero(tmp_path: Path) -> None:
     assert outcome.exit_code == 0
     assert "comparable: differs only in compact\n" in outcome.out
     assert _row(outcome.out, "compact_limit (follows compact)") == ["206400", "516000"]
-    assert _row(outcome.out, "failed turns") == ["4", "no purple report"]
+    assert _row(outcome.out, "failed turns") == ["4 (1.0% of steps)", "no purple report"]
     assert _row(outcome.out, "compactions") == ["2", "no purple report"]
     assert _row(outcome.out, "overflow resets") == ["0", "no purple report"]
     result = compare(tmp_path, "wm", "wm_plain")

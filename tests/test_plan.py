@@ -207,20 +207,16 @@ def test_dry_run_touches_nothing(project, env):
     assert not state.exists() and not codex.exists()
 
 
-def test_prepare_writes_plan_and_scenario_and_builds_the_home(project, env):
+def test_plan_without_dry_run_prepares_the_host_and_leaves_no_episode(project, env):
     Path(env["MCU_CODEX_AUTH"]).write_text("{}")
     write_arm(project, "w", EMBEDDED_ARM.format(green='"auto"', purple='"auto"').replace('"random"', '"worldmodel"'))
     outcome = invoke(project, env, "plan", "--arm", "w")
     assert outcome.exit_code == 0, outcome.err
-    episode = project / "output" / "w" / "episode_001"
-    plan = json.loads((episode / "plan.json").read_text())
-    assert plan["arm"] == "w"
-    scenario = (episode / "scenario.toml").read_text()
-    assert 'task_category = "mine_diamond_from_scratch"' in scenario and "[[participants]]" in scenario
+    assert "`mcu-arms run` creates the episode" in outcome.out
     home = Path(env["MCU_CODEX_ROOT"]) / "w"
     assert (home / "auth.json").is_symlink()
-    second = invoke(project, env, "plan", "--arm", "w")
-    assert second.exit_code == 0 and (project / "output" / "w" / "episode_002" / "plan.json").exists()
+    assert not (project / "output").exists(), "only `run` makes episode directories"
+    assert invoke(project, env, "plan", "--arm", "w").exit_code == 0
 
 
 LIGHT_COMMANDS = [

@@ -325,7 +325,8 @@ def test_the_terminal_view_shows_one_row_per_arm_with_progress_and_the_latest_al
             assert expected in drawn, (width, expected)
         assert "…" not in drawn, width
     line = progress_line(progress)
-    assert "step 10/100" in line and "milestones mine_log@4" in line and "alerts 1" in line
+    assert "step 10/100" in line and "milestones 1: mine_log@4" in line and "alerts 1" in line
+    assert "noops infra 1 (10%): timeout 1" in line
 
     plain = io.StringIO()
     PlainView(Console(file=plain, width=200), interval_s=0).refresh([progress])

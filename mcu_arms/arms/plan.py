@@ -221,6 +221,7 @@ def build_plan(
         sqlite_dir=sqlite_dir,
         codex_auth=codex_auth,
         compaction=compaction,
+        thresholds=spec.thresholds,
         processes=processes,
         warnings=warnings,
     )
@@ -267,13 +268,18 @@ def resolve_sources(files: list[Path], arm_names: list[str], env: Environment) -
     return unique
 
 
+def load_specs(sources: list[Path], overrides: Overrides) -> list[tuple[ArmSpec, Path]]:
+    """Each arm file as it will run: loaded, with the CLI overrides applied (and validated like the file)."""
+    return [(apply_overrides(load_arm(source), overrides, source), source) for source in sources]
+
+
 def plan_arms(
     sources: list[Path],
     overrides: Overrides,
     env: Environment,
 ) -> list[ArmPlan]:
     """Load, resolve and cross-check a set of arms. Raises UserError on any collision before anything happens."""
-    specs = [(apply_overrides(load_arm(source), overrides, source), source) for source in sources]
+    specs = load_specs(sources, overrides)
     if len(specs) > 1 and (overrides.green_port or overrides.purple_port):
         raise UserError("--green-port/--purple-port apply to one arm; give ports in each arm file instead")
     _check_unique([(spec.name, source) for spec, source in specs], "arm name", key="name")

@@ -73,8 +73,13 @@ def prepare_arm(plan: ArmPlan, env: Environment) -> tuple[ArmPlan, CodexHome | N
     return prepare_episode(plan), home
 
 
-def prepare_arms(plans: list[ArmPlan], env: Environment) -> list[ArmPlan]:
-    """What `plan` (without --dry-run) does: check ports, then prepare each arm."""
+def prepare_hosts(plans: list[ArmPlan], env: Environment) -> list[ArmPlan]:
+    """What `plan` (without --dry-run) does: check the ports are free now and build each codex arm's home. No episode
+    directory is made: only `run` makes one, so every episode under output/ is a run."""
     with held_ports(plans, env):
         pass
-    return [prepare_arm(plan, env)[0] for plan in plans]
+    prepared = []
+    for plan in plans:
+        home = build_home_for(plan, env)
+        prepared.append(plan.model_copy(update={"warnings": plan.warnings + home.warnings}) if home else plan)
+    return prepared

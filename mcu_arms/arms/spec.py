@@ -19,7 +19,7 @@ from pydantic import (
 
 from mcu_arms.contracts.catalog import AGENT_KINDS, CATEGORIES, SIMULATORS
 from mcu_arms.contracts.errors import Problem, UserError, toml_decode_line, user_error
-from mcu_arms.contracts.settings import DEFAULT_CONTEXT_WINDOW, ENV_NAME_PATTERN
+from mcu_arms.contracts.settings import DEFAULT_CONTEXT_WINDOW, ENV_NAME_PATTERN, Thresholds
 from mcu_arms.contracts.support import category_reason
 from mcu_arms.contracts.wire import DEFAULT_STEP_TIMEOUT_S, DEFAULT_VIDEO_MODEL
 
@@ -97,6 +97,7 @@ class ArmSpec(_Strict):
     video_eval: bool = False
     video_model: str = Field(default=DEFAULT_VIDEO_MODEL, min_length=1)
     save_frames: bool = True
+    thresholds: Thresholds = Field(default_factory=Thresholds)
 
     @field_validator("session_turns")
     @classmethod
@@ -170,6 +171,11 @@ ALLOWED: dict[str, str] = {
     "video_eval": "true or false",
     "video_model": "a vision model name, e.g. \"gpt-4o\"",
     "save_frames": "true or false",
+    "thresholds.infrastructure_share": "a share of a task's steps, 0 to 1",
+    "thresholds.infrastructure_in_a_row": "an integer >= 1",
+    "thresholds.init_must_succeed": "true or false",
+    "thresholds.task_error_fails": "true or false",
+    "thresholds.min_steps_for_share": "an integer >= 1",
 }
 
 

@@ -45,7 +45,3 @@ def _root(
 
 for command_module in (plan, run, compare, status, new, codex_home, doctor, tasks, serve, evaluate):
     command_module.register(app)
-
-
-def main() -> None:
-    app()

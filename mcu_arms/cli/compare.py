@@ -36,7 +36,7 @@ negative is earlier.
 CSV (--csv) is one table: kind, key, then one column per arm; kinds are setting, result, milestone (step, "—" \
 not reached, "n/a" unavailable on that simulator), milestone_delta, verdict and flag.
 
-Exit code: 0 comparable (at most one setting differs), 1 not comparable, 2 user error.
+Exit code: 0 comparable (at most one setting differs), 1 not comparable, 3 not trustworthy (an arm's numbers are dominated by infrastructure trouble: it failed its thresholds, or its infrastructure noops are above its share), 2 user error.
 """
 
 
@@ -50,7 +50,7 @@ def _header(result: ComparisonResult) -> Table:
 
 def render(result: ComparisonResult, env: Environment) -> None:
     console = env.console
-    style = "green" if result.verdict.comparable else "bold red"
+    style = "green" if result.verdict.comparable and result.verdict.trustworthy else "bold red"
     console.print(f"[{style}]{escape(result.verdict.text)}[/]", highlight=False)
     for flag in result.flags:
         who = f" {escape(flag.arm)}:" if flag.arm else ""

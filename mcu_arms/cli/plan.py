@@ -7,14 +7,17 @@ from pathlib import Path
 
 import typer
 from rich.console import Group
+from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
-from mcu_arms.arms.plan import plan_arms, resolve_sources
+from mcu_arms.arms.plan import load_specs, plan_arms, resolve_sources
 from mcu_arms.cli.common import environment, print_json, reports_user_errors
 from mcu_arms.cli.options import with_overrides
 from mcu_arms.contracts.settings import ArmPlan, Overrides
+from mcu_arms.doctor import preflight
 from mcu_arms.environment import Environment
+from mcu_arms.supervise.reruns import RerunDecision
 
 FILES_ARGUMENT = typer.Argument(None, help="Arm files (arms/NAME.toml).")
 ARM_OPTION = typer.Option([], "--arm", help="Arm by name: arms/NAME.toml. Repeatable.")
@@ -60,16 +63,39 @@ def render_plan(plan: ArmPlan, env: Environment) -> None:
 
     parts: list = [settings, "", processes, "", links]
     for warning in plan.warnings:
-        parts.append(f"[yellow]warning:[/] {warning}")
+        parts.append(f"[yellow]warning:[/] {escape(warning)}")
+    for problem in plan.blocked:
+        parts.append(f"[bold red]cannot run here:[/] {escape(problem)}")
     env.console.print(Panel(Group(*parts), title=f"arm [bold]{plan.arm}[/] ({plan.source})", title_align="left"))
 
 
-def show_plans(plans: list[ArmPlan], env: Environment, *, dry_run: bool, json_output: bool) -> None:
+def with_preflight(plans: list[ArmPlan], sources: list[Path], overrides: Overrides, env: Environment) -> list[ArmPlan]:
+    """The plans with what stops each from running on this host (doctor's failed checks), for the plan to show."""
+    blocked = preflight([spec for spec, _ in load_specs(sources, overrides)], env.env)
+    return [plan.model_copy(update={"blocked": blocked.get(plan.arm, [])}) for plan in plans]
+
+
+def show_plans(
+    plans: list[ArmPlan],
+    env: Environment,
+    *,
+    dry_run: bool,
+    json_output: bool,
+    decisions: dict[str, RerunDecision] | None = None,
+) -> None:
+    """The plans; for `run --dry-run` also what run would do with each arm (run, skip as finished, retry)."""
     if json_output:
-        print_json(env, {"dry_run": dry_run, "plans": [p.public() for p in plans]})
+        shown: dict = {"dry_run": dry_run, "plans": [p.public() for p in plans]}
+        if decisions is not None:
+            shown["decisions"] = {arm: {"action": d.action, "message": d.message} for arm, d in decisions.items()}
+        print_json(env, shown)
         return
     for arm_plan in plans:
         render_plan(arm_plan, env)
+    for arm, decision in (decisions or {}).items():
+        blocked = next(plan.blocked for plan in plans if plan.arm == arm)
+        action = "refuse (this host cannot run it)" if blocked else decision.action
+        env.console.print(f"[bold]{escape(arm)}[/]: would {action}" + (f" — {escape(decision.message)}" if decision.message else ""))
     if dry_run:
         env.console.print("[bold]dry run:[/] nothing was created, reserved or started.")
 
@@ -92,11 +118,14 @@ def register(app: typer.Typer) -> None:
         scenario.toml into a new episode dir.
         """
         env = environment(ctx)
-        plans = plan_arms(resolve_sources(files or [], arm, env), overrides, env)
+        sources = resolve_sources(files or [], arm, env)
+        plans = with_preflight(plan_arms(sources, overrides, env), sources, overrides, env)
         if not dry_run:
-            from mcu_arms.arms.prepare import prepare_arms
+            from mcu_arms.arms.prepare import prepare_hosts
 
-            plans = prepare_arms(plans, env)
+            plans = prepare_hosts(plans, env)
         show_plans(plans, env, dry_run=dry_run, json_output=json_output)
         if not dry_run and not json_output:
-            env.console.print(f"prepared {len(plans)} arm(s): ports free, plan.json and scenario.toml written.")
+            env.console.print(
+                f"prepared {len(plans)} arm(s): ports free now, codex homes built; `mcu-arms run` creates the episode."
+            )

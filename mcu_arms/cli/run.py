@@ -12,12 +12,13 @@ from rich.table import Table
 from mcu_arms.arms.plan import plan_arms, resolve_sources
 from mcu_arms.cli.common import environment, print_json, reports_user_errors
 from mcu_arms.cli.options import with_overrides
-from mcu_arms.cli.plan import ARM_OPTION, DRY_RUN_OPTION, FILES_ARGUMENT, show_plans
+from mcu_arms.cli.plan import ARM_OPTION, DRY_RUN_OPTION, FILES_ARGUMENT, show_plans, with_preflight
 from mcu_arms.contracts.settings import Overrides
+from mcu_arms.doctor import refuse_blocked
 from mcu_arms.environment import Environment
 
 if TYPE_CHECKING:
-    from mcu_arms.supervise.runner import RunOutcome
+    from mcu_arms.supervise.runner import ArmOutcome, RunOutcome
 
 RUN_HELP = """Run arms: plan them, start each arm's green and purple agents, wait until both are ready, run the evaluation client, and write output/ARM/episode_NNN/result.json (linked as logs/ARM_result.json).
 
@@ -45,13 +46,18 @@ def register(app: typer.Typer) -> None:
         json_output: bool = typer.Option(False, "--json", help="Print the outcome as JSON (progress on stderr)."),
     ) -> None:
         env = environment(ctx)
-        plans = plan_arms(resolve_sources(files or [], arm, env), overrides, env)
+        sources = resolve_sources(files or [], arm, env)
+        plans = with_preflight(plan_arms(sources, overrides, env), sources, overrides, env)
         if dry_run:
-            show_plans(plans, env, dry_run=True, json_output=json_output)
+            from mcu_arms.supervise.reruns import rerun_decision
+
+            decisions = {p.arm: rerun_decision(p, env.output_dir / p.arm, rerun=rerun) for p in plans}
+            show_plans(plans, env, dry_run=True, json_output=json_output, decisions=decisions)
             return
 
         from mcu_arms.supervise.runner import RunOptions, run_arms
 
+        refuse_blocked({plan.arm: plan.blocked for plan in plans})
         options = RunOptions(fail_fast=fail_fast, ready_timeout_s=ready_timeout, rerun=rerun)
         human = env.err_console if json_output else env.console
         outcome = run_arms(plans, env, options, human)
@@ -70,6 +76,16 @@ def _shown_path(path: str | None, cwd: Path) -> str:
         return str(Path(path).relative_to(cwd))
     except ValueError:
         return path
+
+
+def _milestones(arm: ArmOutcome) -> str:
+    """k/n, and how many this simulator can reach at all when that is fewer (a perfect run reaches only those)."""
+    if arm.milestones_reached is None or not arm.milestones_total:
+        return "-"
+    shown = f"{arm.milestones_reached}/{arm.milestones_total}"
+    if arm.milestones_reachable is not None and arm.milestones_reachable < arm.milestones_total:
+        shown += f" ({arm.milestones_reachable} reachable)"
+    return shown
 
 
 def _render_outcome(outcome: RunOutcome, env: Environment) -> None:
@@ -91,7 +107,7 @@ def _render_outcome(outcome: RunOutcome, env: Environment) -> None:
             f"[{styles[arm.status]}]{arm.status}[/]",
             score,
             str(arm.steps_run) if arm.steps_run is not None else "-",
-            str(arm.milestones_reached) if arm.milestones_reached is not None else "-",
+            _milestones(arm),
             str(len(arm.alerts)),
             escape(where),
         )

@@ -30,6 +30,16 @@ def _processes(state: ArmState) -> str:
     return "\n".join(parts) or "-"
 
 
+def _milestones(state: ArmState) -> str:
+    """Every milestone reached, with the count against the total (and what this simulator can reach)."""
+    count = str(len(state.milestones))
+    if state.milestones_total:
+        count += f"/{state.milestones_total}"
+        if state.milestones_reachable is not None and state.milestones_reachable < state.milestones_total:
+            count += f" ({state.milestones_reachable} reachable)"
+    return "\n".join([count, *state.milestones]) if state.milestones or state.milestones_total else "-"
+
+
 def _render(states: list[ArmState], env: Environment) -> None:
     table = Table(title="mcu-arms status", title_justify="left", show_lines=True)
     table.add_column("arm", no_wrap=True)
@@ -47,7 +57,7 @@ def _render(states: list[ArmState], env: Environment) -> None:
             f"{escape(state.arm)}\nepisode {state.episode:03d}" if state.episode is not None else escape(state.arm),
             f"[{style}]{escape(shown_state)}[/]",
             escape("\n".join(progress)),
-            escape("\n".join(state.milestones[-4:]) or "-"),
+            escape(_milestones(state)),
             _processes(state),
             escape(note),
         )

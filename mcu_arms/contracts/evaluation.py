@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from mcu_arms.contracts.states import EndedBy, InitFailure
 from mcu_arms.contracts.wire import EvalConfig
 
 # Reasons kept per noop cause: enough to diagnose, bounded for a 12,000-step episode.
@@ -65,7 +66,7 @@ class InitOutcome(BaseModel):
     """How the agent answered the init message. `ok` False is loud in the summary; the episode still runs."""
 
     ok: bool
-    cause: str | None = None  # timeout | transport_error | unparseable | refused
+    cause: InitFailure | None = None
     message: str = ""
     round_trip_ms: float | None = None
 
@@ -107,7 +108,7 @@ class TaskMetrics(BaseModel):
     reward_events: list[dict[str, Any]] = Field(default_factory=list)
     steps_run: int = 0
     max_steps: int = 0
-    ended_by: str = "max_steps"  # max_steps | simulator_done | canceled | error
+    ended_by: EndedBy = "max_steps"
     noops: dict[str, NoopCauseStats] = Field(default_factory=dict)
     noop_total: int = 0
     agent_reported_noops: NoopCauseStats | None = None  # the agent itself answered a noop and said why
@@ -126,6 +127,11 @@ class TaskMetrics(BaseModel):
     error: str | None = None  # the episode could not run to its end (e.g. the agent's card was unreachable)
     steps_log: str | None = None
     frames_dir: str | None = None
+    # Infrastructure (the agent could not be reached or could not answer) apart from behaviour (what it answered).
+    infrastructure_noops: int = 0  # steps whose noop cause is an infrastructure cause (contracts/states.py)
+    longest_infrastructure_run: int = 0  # the most of those in a row
+    agent_failures: dict[str, int] = Field(default_factory=dict)  # the agent's own failure causes (AgentFailure)
+    no_effect_steps: int = 0  # steps where an input had no effect on this simulator (behaviour)
 
 
 class SkippedTask(BaseModel):

@@ -63,6 +63,8 @@ class TaskStarted(_Event):
     task: str
     index: int  # 0-based, in EvaluationStarted.tasks
     count: int
+    entries: int = 0  # reward or milestone entries the task scores
+    reachable: int = 0  # of those, the ones this simulator can observe at all
 
     def text(self) -> str:
         return f"Running task: {self.task}"

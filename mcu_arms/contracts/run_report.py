@@ -20,8 +20,8 @@ from pydantic import BaseModel, Field, ValidationError, model_validator
 from mcu_arms.contracts.agent_report import AgentSummary
 from mcu_arms.contracts.errors import UserError, user_error
 from mcu_arms.contracts.evaluation import EvaluationResult, TaskMetrics
-from mcu_arms.contracts.settings import Settings
-from mcu_arms.contracts.states import ProcessRole, RunStatus
+from mcu_arms.contracts.settings import Settings, Thresholds
+from mcu_arms.contracts.states import INFRASTRUCTURE_CAUSES, ProcessRole, RunStatus
 
 RUN_REPORT_SCHEMA_VERSION = 2
 VIDEO_NOT_RUN = frozenset({"no_api_key", "failed"})
@@ -87,10 +87,15 @@ class RunReport(BaseModel):
     noops: dict[str, int] = Field(default_factory=dict)
     dropped_keys: dict[str, int] = Field(default_factory=dict)
     sim_fallbacks: dict[str, int] = Field(default_factory=dict)
+    # Trouble by cause, never mixed: infrastructure can fail the arm (thresholds), behaviour is information.
+    infrastructure: dict[str, int] = Field(default_factory=dict)
+    behaviour: dict[str, int] = Field(default_factory=dict)
+    thresholds: Thresholds = Field(default_factory=Thresholds)
+    notes: list[str] = Field(default_factory=list)  # behaviour worth reading (no-effect inputs, deaths): not alerts
     evaluation_file: str | None = None  # the green's EvaluationResult, relative to the episode directory
     agent: AgentSummary | None = None  # from the purple's own report, when it writes one
     warnings: list[str] = Field(default_factory=list)  # what the plan warned about before the run (caps, payload)
-    alerts: list[str] = Field(default_factory=list)  # silent degradation made loud during the run
+    alerts: list[str] = Field(default_factory=list)  # infrastructure trouble and silent degradation, made loud
     logs: dict[str, str] = Field(default_factory=dict)  # role -> log, relative to the episode directory
     output_dirs: dict[str, str] = Field(default_factory=dict)  # green / purple -> dir, relative likewise
 
@@ -110,7 +115,21 @@ class RunReport(BaseModel):
             data["agent"] = _summary_from_schema_1(purple)
         output_dirs = data.get("output_dirs") or {}
         output_dirs.pop("episode", None)
+        noops = data.get("noops") or {}
+        data["infrastructure"] = {cause: n for cause, n in noops.items() if cause in INFRASTRUCTURE_CAUSES}
+        data["behaviour"] = {cause: n for cause, n in noops.items() if cause not in INFRASTRUCTURE_CAUSES}
         return data
+
+    @property
+    def infrastructure_share(self) -> float | None:
+        """Infrastructure noops over the steps run, or None before any step."""
+        noops = sum(self.infrastructure.get(cause, 0) for cause in INFRASTRUCTURE_CAUSES)
+        return noops / self.steps_run if self.steps_run else None
+
+    def milestone_counts(self) -> tuple[int, int, int]:
+        """(reached, total, reachable on this simulator) over every task's milestones or reward entries."""
+        reached = sum(1 for m in self.milestones if m.step is not None)
+        return reached, len(self.milestones), sum(1 for m in self.milestones if m.available)
 
 
 def _summary_from_schema_1(purple: dict[str, Any]) -> dict[str, Any]:
@@ -154,12 +173,16 @@ def read_report(path: Path) -> RunReport:
 
 
 def summarise_evaluation(report: RunReport, result: EvaluationResult, evaluation_file: str) -> list[str]:
-    """Fill the report's summary from the evaluation; returns alert lines for every fallback it counted.
+    """Fill the report's summary from the evaluation; returns alert lines for the infrastructure trouble it counted.
 
-    Every fallback the evaluation counted (noops, dropped keys, simulator fallbacks, unscored tasks, failed inits,
-    video evaluation that was asked for and did not run) becomes an alert line, so that it is read, not just stored.
+    Infrastructure trouble (noops the agent could not help, failed inits, task errors, video evaluation that was
+    asked for and did not run) becomes an alert line, so that it is read, not just stored; agent behaviour (invalid
+    answers, dropped keys, inputs without effect, deaths) goes to the report's notes, counted by cause.
     """
     alerts: list[str] = []
+    notes: list[str] = []
+    infrastructure: Counter[str] = Counter()
+    behaviour: Counter[str] = Counter()
     noops: Counter[str] = Counter()
     dropped: Counter[str] = Counter()
     fallbacks: Counter[str] = Counter()
@@ -179,7 +202,16 @@ def summarise_evaluation(report: RunReport, result: EvaluationResult, evaluation
             noops.update(task_noops)
             dropped.update(metrics.dropped_keys)
             fallbacks.update(metrics.sim_fallbacks)
+            for cause, count in task_noops.items():
+                (infrastructure if cause in INFRASTRUCTURE_CAUSES else behaviour)[cause] += count
+            if metrics.init is not None and not metrics.init.ok:
+                infrastructure["init_failed"] += 1
+            if metrics.error:
+                infrastructure["task_error"] += 1
+            behaviour.update({f"dropped.{key}": count for key, count in metrics.dropped_keys.items()})
+            behaviour.update({key: count for key, count in metrics.sim_fallbacks.items() if count})
             alerts += _task_alerts(name, metrics, task_noops, report.settings.video_eval)
+            notes += _task_notes(name, metrics, task_noops)
         if category.unscored_tasks:
             alerts.append(f"{category.task_category}: unscored, left out of the total: {', '.join(category.unscored_tasks)}")
         for skipped in category.skipped_tasks:
@@ -193,21 +225,25 @@ def summarise_evaluation(report: RunReport, result: EvaluationResult, evaluation
     report.noops = dict(noops)
     report.dropped_keys = dict(dropped)
     report.sim_fallbacks = dict(fallbacks)
+    report.infrastructure = dict(sorted(infrastructure.items()))
+    report.behaviour = dict(sorted(behaviour.items()))
+    report.notes = notes
     report.simulator_label = result.simulator.label
     return alerts
 
 
 def _task_alerts(name: str, metrics: TaskMetrics, task_noops: dict[str, int], video_requested: bool) -> list[str]:
     alerts = []
-    if metrics.noop_total:
-        causes = ", ".join(f"{cause} {count}" for cause, count in task_noops.items())
-        alerts.append(f"{name}: {metrics.noop_total} of {metrics.steps_run} steps were noops ({causes})")
-    if metrics.dropped_keys:
-        keys = ", ".join(f"{key} x{count}" for key, count in metrics.dropped_keys.items())
-        alerts.append(f"{name}: action keys dropped: {keys}")
-    if any(metrics.sim_fallbacks.values()):
-        shown = ", ".join(f"{key} x{count}" for key, count in metrics.sim_fallbacks.items() if count)
-        alerts.append(f"{name}: simulator fallbacks: {shown}")
+    infrastructure = {cause: count for cause, count in task_noops.items() if cause in INFRASTRUCTURE_CAUSES}
+    if infrastructure:
+        causes = ", ".join(f"{cause} {count}" for cause, count in infrastructure.items())
+        share = metrics.infrastructure_noops / metrics.steps_run if metrics.steps_run else 0.0
+        failures = ", ".join(f"{cause} x{count}" for cause, count in metrics.agent_failures.items())
+        alerts.append(
+            f"{name}: {metrics.infrastructure_noops} of {metrics.steps_run} steps ({share:.0%}) were infrastructure "
+            f"noops ({causes}{'; the agent reported: ' + failures if failures else ''}), "
+            f"at most {metrics.longest_infrastructure_run} in a row"
+        )
     if metrics.init is not None and not metrics.init.ok:
         alerts.append(f"{name}: agent init failed ({metrics.init.cause}: {metrics.init.message})")
     if metrics.error:
@@ -215,3 +251,44 @@ def _task_alerts(name: str, metrics: TaskMetrics, task_noops: dict[str, int], vi
     if video_requested and metrics.video.status in VIDEO_NOT_RUN:
         alerts.append(f"{name}: video evaluation did not run ({metrics.video.status}: {metrics.video.reason})")
     return alerts
+
+
+def _task_notes(name: str, metrics: TaskMetrics, task_noops: dict[str, int]) -> list[str]:
+    """What the agent did that could not be applied or had no effect: information, shown, never an alert."""
+    notes = []
+    behaviour = {cause: count for cause, count in task_noops.items() if cause not in INFRASTRUCTURE_CAUSES}
+    if behaviour:
+        causes = ", ".join(f"{cause} {count}" for cause, count in behaviour.items())
+        notes.append(f"{name}: {sum(behaviour.values())} of {metrics.steps_run} answers could not be applied ({causes})")
+    if metrics.dropped_keys:
+        keys = ", ".join(f"{key} x{count}" for key, count in metrics.dropped_keys.items())
+        notes.append(f"{name}: action keys dropped: {keys}")
+    if metrics.no_effect_steps:
+        notes.append(f"{name}: {metrics.no_effect_steps} of {metrics.steps_run} steps had an input with no effect here")
+    fallbacks = {key: count for key, count in metrics.sim_fallbacks.items() if count}
+    if fallbacks:
+        notes.append(f"{name}: simulator fallbacks: " + ", ".join(f"{key} x{count}" for key, count in fallbacks.items()))
+    return notes
+
+
+def threshold_breaches(result: EvaluationResult, thresholds: Thresholds) -> list[str]:
+    """Why this evaluation's infrastructure trouble fails its arm (empty: it does not)."""
+    breaches = []
+    for category in result.results:
+        for name, metrics in category.task_metrics.items():
+            if thresholds.init_must_succeed and metrics.init is not None and not metrics.init.ok:
+                breaches.append(f"{name}: the agent's init did not succeed ({metrics.init.cause}: {metrics.init.message})")
+            if thresholds.task_error_fails and metrics.error:
+                breaches.append(f"{name}: the task ended through an error: {metrics.error}")
+            share = metrics.infrastructure_noops / metrics.steps_run if metrics.steps_run else 0.0
+            if share > thresholds.infrastructure_share:
+                breaches.append(
+                    f"{name}: {metrics.infrastructure_noops} of {metrics.steps_run} steps ({share:.0%}) were "
+                    f"infrastructure noops, above the threshold of {thresholds.infrastructure_share:.0%}"
+                )
+            if metrics.longest_infrastructure_run >= thresholds.infrastructure_in_a_row:
+                breaches.append(
+                    f"{name}: {metrics.longest_infrastructure_run} infrastructure noops in a row "
+                    f"(threshold {thresholds.infrastructure_in_a_row})"
+                )
+    return breaches

@@ -57,6 +57,19 @@ def default_compact_limit(compact: bool, context_window: int) -> int:
     return int(context_window * COMPACT_FRACTION) if compact else context_window * NO_COMPACT_FACTOR
 
 
+class Thresholds(BaseModel):
+    """When infrastructure trouble fails an arm. Agent behaviour (invalid or no-effect actions, deaths) never does:
+    it is counted and shown. Supervision policy, not a result: left out of the fingerprint."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    infrastructure_share: float = Field(default=0.05, ge=0.0, le=1.0)  # of a task's steps
+    infrastructure_in_a_row: int = Field(default=20, ge=1)
+    init_must_succeed: bool = True
+    task_error_fails: bool = True
+    min_steps_for_share: int = Field(default=100, ge=1)  # while running, the share is judged after this many steps
+
+
 class Overrides(BaseModel):
     """CLI overrides, mirroring run-arm.sh's flags. None means "as the file says"."""
 
@@ -203,8 +216,10 @@ class ArmPlan(BaseModel):
     sqlite_dir: str | None
     codex_auth: str | None
     compaction: CompactionPlan
+    thresholds: Thresholds = Field(default_factory=Thresholds)
     processes: list[ProcessPlan]
     warnings: list[str]
+    blocked: list[str] = Field(default_factory=list)  # failed host checks: `run` refuses this arm
 
     def process(self, role: ProcessRole) -> ProcessPlan:
         return next(p for p in self.processes if p.role == role)

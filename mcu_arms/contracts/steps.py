@@ -34,6 +34,7 @@ class StepRecord(BaseModel):
     sim_ms: float  # the simulator step alone
     reward: float = 0.0  # what this step paid
     events: list[dict[str, Any]] = Field(default_factory=list)  # milestone/reward payouts on this step
+    no_effect: list[str] = Field(default_factory=list)  # inputs this simulator could not carry out (behaviour)
     done: bool = False
     info: dict[str, Any] = Field(default_factory=dict)
 
@@ -48,6 +49,7 @@ class StepProgress(BaseModel):
     noop_cause: str | None = None
     agent_ms: float | None = None
     events: list[dict[str, Any]] = Field(default_factory=list)
+    no_effect: list[str] = Field(default_factory=list)
 
 
 def truncate_received(text: str | None) -> str | None:

@@ -80,12 +80,26 @@ class ObservationPayload(_Payload):
     obs: str = Field(description="base64-encoded PNG of the RGB frame (128x128 on the embedded simulator)")
 
 
+class AgentFailure(BaseModel):
+    """Why an agent could not produce an action: trouble on its side of the wire (a failed model turn, a crashed
+    tool, an observation it could not use), not a choice it made. The green counts the step as an infrastructure
+    noop under this cause."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    cause: str = Field(min_length=1, max_length=64)
+    detail: str = ""
+
+
 class ActionPayload(_Payload):
     """An agent's answer in one of the three formats of the MCU green agent.
 
     compact agent: action_type="agent", buttons=[int 0..8640], camera=[int 0..120]
     expanded agent: action_type="agent", buttons=[20 x 0/1], camera=[pitch, yaw] degrees
     env: action_type="env", action={button: 0/1, ..., "camera": [pitch, yaw]}
+
+    `reason` and `failure` are mcu-arms additions that greens not knowing them ignore: a noop sent because the
+    agent could not act says why, and `failure` says it was infrastructure.
     """
 
     type: Literal["action"] = "action"
@@ -93,6 +107,8 @@ class ActionPayload(_Payload):
     buttons: list[Any] | None = None
     camera: list[Any] | None = None
     action: dict[str, Any] | None = None
+    reason: str | None = None
+    failure: AgentFailure | None = None
 
 
 class EvalConfig(BaseModel):

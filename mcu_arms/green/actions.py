@@ -19,6 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from mcu_arms.contracts.camera import MAX_CAMERA_INDEX, NULL_CAMERA_INDEX, camera_index_degrees
+from mcu_arms.contracts.states import NoopCause
 from mcu_arms.contracts.wire import (
     ALLOWED_ACTION_KEYS,
     BUTTON_KEYS,
@@ -28,7 +29,6 @@ from mcu_arms.contracts.wire import (
     noop_action,
 )
 
-NoopCause = Literal["timeout", "transport_error", "unparseable", "invalid_action"]
 ActionFormat = Literal["compact", "expanded", "env"]
 
 # Replies longer than this are not parsed: no legitimate action is anywhere near it.
@@ -60,7 +60,8 @@ class ParsedAction(BaseModel):
     reason: str = ""
     dropped_keys: list[str] = Field(default_factory=list)
     adjustments: list[str] = Field(default_factory=list)  # legal inputs the decoder had to override, e.g. camera
-    agent_note: str | None = None  # the agent's own `reason` beside its action (e.g. "noop: model call failed")
+    agent_note: str | None = None  # the agent's own `reason` beside its action
+    failure_cause: str | None = None  # the agent said it could not act (AgentFailure.cause): an infrastructure noop
 
 
 class _Invalid(Exception):
@@ -117,7 +118,18 @@ def parse_reply(text: str | None) -> ParsedAction:
 
 
 def parse_payload(data: dict[str, Any]) -> ParsedAction:
-    """Parse a decoded ActionPayload dict in any of the three formats. Never raises."""
+    """Parse a decoded ActionPayload dict in any of the three formats. Never raises.
+
+    An answer carrying a `failure` is the agent saying it could not act (a failed model turn, a crashed tool): the
+    step is a `failed_turn` noop under the agent's own cause, whatever action came with it.
+    """
+    failure = data.get("failure")
+    if isinstance(failure, dict) and isinstance(failure.get("cause"), str) and failure["cause"]:
+        cause = failure["cause"][:64]
+        detail = str(failure.get("detail") or "")[:500]
+        parsed = noop_result("failed_turn", f"{cause}: {detail}" if detail else cause)
+        parsed.failure_cause = cause
+        return parsed
     try:
         parsed = _parse_payload(data)
     except _Invalid as invalid:

@@ -250,7 +250,13 @@ class GreenExecutor(AgentExecutor):
         agent_url = plan.request.participants[AGENT_ROLE]
         metrics = {}
         for index, task in enumerate(plan.tasks):
-            await emit(TaskStarted(task=task.name, index=index, count=len(plan.tasks)))
+            entries = len(task.reward_cfg) + len(task.milestones)
+            unavailable = len(simulator.supports(task).unavailable)
+            await emit(
+                TaskStarted(
+                    task=task.name, index=index, count=len(plan.tasks), entries=entries, reachable=entries - unavailable
+                )
+            )
             run = TaskRun(task, simulator, agent_url, settings, task_dir(plan.output_dir, task.name), emit)
             outcome = await run_off_loop(run, sim_thread, emit)
             metrics[task.name] = outcome

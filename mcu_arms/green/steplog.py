@@ -1,10 +1,14 @@
 """Writing the per-task step log (`<task>/steps.jsonl`, records in contracts/steps.py) and frame files as the
-episode runs."""
+episode runs.
+
+A line is written whole or not at all: when the disk fills mid-line, the file is cut back to the end of the last
+whole line before the error goes on, so a reader never meets a torn record.
+"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from typing import IO
 
 from mcu_arms.contracts.steps import STEPS_FILE, StepRecord
 
@@ -19,14 +23,23 @@ class StepLog:
         task_dir.mkdir(parents=True, exist_ok=True)
         if self.frames_dir is not None:
             self.frames_dir.mkdir(exist_ok=True)
-        self._file: IO[str] | None = self.path.open("x", encoding="utf-8")  # never over an earlier log
+        # never over an earlier log
+        self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+        self._size = 0
         self.lines_written = 0
 
     def write(self, record: StepRecord) -> None:
-        if self._file is None:
+        if self._fd is None:
             raise ValueError(f"step log {self.path} is closed")
-        self._file.write(record.model_dump_json() + "\n")
-        self._file.flush()
+        line = (record.model_dump_json() + "\n").encode("utf-8")
+        written = 0
+        try:
+            while written < len(line):
+                written += os.write(self._fd, line[written:])
+        except OSError:
+            os.ftruncate(self._fd, self._size)
+            raise
+        self._size += written
         self.lines_written += 1
 
     def save_frame(self, step: int, png: bytes) -> None:
@@ -35,9 +48,9 @@ class StepLog:
             (self.frames_dir / f"{step:06d}.png").write_bytes(png)
 
     def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
     def __enter__(self) -> StepLog:
         return self

@@ -40,6 +40,7 @@ from mcu_arms.contracts.evaluation import (
     VideoResult,
 )
 from mcu_arms.contracts.events import GreenEvent, InitFailed, MilestoneReached, TaskProgress
+from mcu_arms.contracts.states import INFRASTRUCTURE_CAUSES
 from mcu_arms.contracts.steps import StepRecord, truncate_received
 from mcu_arms.contracts.timestamps import iso_seconds
 from mcu_arms.contracts.wire import DEFAULT_VIDEO_MODEL, AckPayload, EnvAction, InitPayload, ObservationPayload
@@ -182,6 +183,11 @@ class TaskRun:
         self.adjustments: Counter[str] = Counter()
         self.formats: Counter[str] = Counter()
         self.agent_notes = NoopCauseStats()
+        self.agent_failures: Counter[str] = Counter()
+        self.infrastructure_noops = 0
+        self.infrastructure_run = 0
+        self.longest_infrastructure_run = 0
+        self.no_effect_steps = 0
         self.agent_ms: list[float] = []
         self.sim_ms: list[float] = []
         self.steps_run = 0
@@ -256,7 +262,7 @@ class TaskRun:
             agent_ms = (time.perf_counter() - started) * 1000
             sim_step, sim_ms, png = self._advance(parsed.action, step, png, log)
             events = tracker.update(step, sim_step.counters)  # backends count from their reset (sims/base.py)
-            self._count(step, parsed, agent_ms, sim_ms)
+            self._count(step, parsed, agent_ms, sim_ms, sim_step)
             log.write(self._record(step, received, parsed, agent_ms, sim_ms, events, sim_step))
             self.steps_run = step + 1
             for event in events:
@@ -285,6 +291,10 @@ class TaskRun:
             return None, noop_result("timeout", str(error))
         except AgentTransportError as error:
             return None, noop_result("transport_error", str(error))
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            raise
+        except BaseException as error:  # noqa: BLE001 - a reply that crashes a parser must not end the task unscored
+            return None, noop_result("transport_error", f"the reply could not be read: {type(error).__name__}")
         return received, parse_reply(received)
 
     def _advance(self, action: EnvAction, step: int, png: bytes, log: StepLog) -> tuple[SimStep, float, bytes]:
@@ -295,11 +305,21 @@ class TaskRun:
         sim_ms = (time.perf_counter() - started) * 1000
         return sim_step, sim_ms, encode_png(sim_step.frame)
 
-    def _count(self, step: int, parsed: ParsedAction, agent_ms: float, sim_ms: float) -> None:
+    def _count(self, step: int, parsed: ParsedAction, agent_ms: float, sim_ms: float, sim_step: SimStep) -> None:
         self.agent_ms.append(agent_ms)
         self.sim_ms.append(sim_ms)
         if parsed.noop_cause is not None:
             self.noops.setdefault(parsed.noop_cause, NoopCauseStats()).record(step, parsed.reason)
+        if parsed.noop_cause in INFRASTRUCTURE_CAUSES:
+            self.infrastructure_noops += 1
+            self.infrastructure_run += 1
+            self.longest_infrastructure_run = max(self.longest_infrastructure_run, self.infrastructure_run)
+        else:
+            self.infrastructure_run = 0
+        if parsed.failure_cause is not None:
+            self.agent_failures[parsed.failure_cause] += 1
+        if sim_step.no_effect:
+            self.no_effect_steps += 1
         if parsed.format is not None:
             self.formats[parsed.format] += 1
         if parsed.agent_note:
@@ -333,6 +353,7 @@ class TaskRun:
             sim_ms=round(sim_ms, 3),
             reward=sum(event.reward for event in events),
             events=[event.model_dump() for event in events],
+            no_effect=sim_step.no_effect,
             done=sim_step.done,
             info=_json_safe(sim_step.info),
         )
@@ -411,6 +432,10 @@ class TaskRun:
             error=self.error,
             steps_log=str(log.path),
             frames_dir=str(log.frames_dir) if log.frames_dir is not None else None,
+            infrastructure_noops=self.infrastructure_noops,
+            longest_infrastructure_run=self.longest_infrastructure_run,
+            agent_failures=dict(sorted(self.agent_failures.items())),
+            no_effect_steps=self.no_effect_steps,
         )
 
 

@@ -1,13 +1,20 @@
 """What a purple agent is to the server that hosts it: answer an init, then one action per observation.
 
-Also the noop every purple answers the same way when it has no action: one that says why.
+Also the noop every purple answers the same way when it cannot act: a typed failure that says why.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
-from mcu_arms.contracts.wire import AckPayload, ActionPayload, InitPayload, ObservationPayload, noop_action
+from mcu_arms.contracts.wire import (
+    AckPayload,
+    ActionPayload,
+    AgentFailure,
+    InitPayload,
+    ObservationPayload,
+    noop_action,
+)
 
 
 class Policy(ABC):
@@ -23,13 +30,9 @@ class Policy(ABC):
         """Called when the episode's context is dropped; write reports here."""
 
 
-class NoopWithReason(ActionPayload):
-    """The noop sent when no action can be computed; `reason` says why (callers that do not know it ignore it)."""
-
-    reason: str
-
-
-def noop_with_reason(reason: str) -> NoopWithReason:
+def failure_noop(cause: str, detail: str) -> ActionPayload:
+    """The noop sent when no action can be computed: typed as an agent-side failure, so the green counts it as
+    infrastructure under `cause`, never as the agent's choice."""
     action = noop_action()
     action["camera"] = list(action["camera"])
-    return NoopWithReason(action_type="env", action=action, reason=reason)
+    return ActionPayload(action_type="env", action=action, reason=detail, failure=AgentFailure(cause=cause, detail=detail))

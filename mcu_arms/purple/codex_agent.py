@@ -39,7 +39,7 @@ from mcu_arms.contracts.wire import (
 )
 from mcu_arms.isolation.codex_home import audit_codex_home
 from mcu_arms.procs import log_line
-from mcu_arms.purple.base import NoopWithReason, Policy, noop_with_reason
+from mcu_arms.purple.base import Policy, failure_noop
 from mcu_arms.purple.codex_runner import (
     CANCELLED_RC,
     TERM_GRACE_S,
@@ -301,18 +301,20 @@ class CodexPolicy(Policy):
             except ValueError as error:
                 return self._noop("bad_frame", f"step {payload.step}: {error}")
             if not await self._plan(payload.step, frame):
-                return self._noop("failed_turn", f"step {payload.step}: the model turn produced no actions")
+                why = self.episode.turn_records[-1].reason if self.episode.turn_records else None
+                return self._noop("failed_turn", f"step {payload.step}: the model turn produced no actions ({why})")
         action, source = self._queue.popleft()
         self.episode.actions_replayed += 1
         self._append_log(f"step {payload.step}: {describe(action)} [{source}]")
         return ActionPayload(action_type="env", action=action)
 
-    def _noop(self, counter: str, reason: str) -> NoopWithReason:
+    def _noop(self, cause: str, reason: str) -> ActionPayload:
+        """A noop the green counts as this agent's infrastructure failure, under `cause`."""
         if self.episode is not None:
-            self.episode.noops[counter] += 1
+            self.episode.noops[cause] += 1
             self._append_log(f"noop: {reason}")
             self._write_report()
-        return noop_with_reason(reason)
+        return failure_noop(cause, reason)
 
     async def _plan(self, step: int, frame: bytes) -> bool:
         """Run one model turn and queue what it wrote; False (logged, counted) when it wrote nothing usable."""

@@ -23,7 +23,7 @@ from mcu_arms.contracts.errors import validation_summary
 from mcu_arms.contracts.settings import PurpleOptions
 from mcu_arms.contracts.wire import AckPayload, ActionPayload, InitPayload, ObservationPayload
 from mcu_arms.procs import log_line
-from mcu_arms.purple.base import Policy, noop_with_reason
+from mcu_arms.purple.base import Policy, failure_noop
 from mcu_arms.purple.registry import PolicyFactory, policy_factory
 
 __all__ = ["PurpleExecutor", "PurpleOptions", "build_purple_app", "serve_purple"]
@@ -113,14 +113,14 @@ class PurpleExecutor(AgentExecutor):
             observation = ObservationPayload.model_validate(payload)
         except ValidationError as error:
             self.counts["bad_obs"] += 1
-            return noop_with_reason(f"invalid observation: {validation_summary(error, limit=1)}")
+            return failure_noop("bad_observation", f"invalid observation: {validation_summary(error, limit=1)}")
         async with self._episodes_lock:
             episode = self._episodes.get(context_id)
             if episode is not None:
                 self._episodes.move_to_end(context_id)
         if episode is None:
             self.counts["obs_without_init"] += 1
-            return noop_with_reason(f"no init received in context {context_id!r}")
+            return failure_noop("no_init", f"no init received in context {context_id!r}")
         stale = episode.in_flight
         if stale is not None and not stale.done():
             # The caller gave up on that observation (its step timed out) and sent this one: finishing the stale
@@ -137,11 +137,13 @@ class PurpleExecutor(AgentExecutor):
                 current = asyncio.current_task()
                 if current is not None and current.cancelling():
                     raise
-                return noop_with_reason(f"observation {observation.step} was superseded by a newer one before an action came")
+                return failure_noop(
+                    "superseded", f"observation {observation.step} was superseded by a newer one before an action came"
+                )
             except Exception as error:
                 self.counts["act_failed"] += 1
                 log_line(f"act failed in context {context_id} step {observation.step}: {type(error).__name__}: {error}")
-                return noop_with_reason(f"{self.kind} failed to act: {type(error).__name__}: {error}")
+                return failure_noop("act_crashed", f"{self.kind} failed to act: {type(error).__name__}: {error}")
             finally:
                 self._act_seconds += time.monotonic() - started
             episode.observations += 1

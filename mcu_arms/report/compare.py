@@ -23,7 +23,8 @@ from mcu_arms.arms.spec import ARM_NAME_PATTERN, ArmSpec, load_arm
 from mcu_arms.contracts.catalog import CODEX_AGENTS
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.run_report import RunReport
-from mcu_arms.contracts.settings import Overrides, Settings, default_compact_limit, fingerprint
+from mcu_arms.contracts.settings import Overrides, Settings, Thresholds, default_compact_limit, fingerprint
+from mcu_arms.contracts.states import INFRASTRUCTURE_CAUSES
 from mcu_arms.environment import Environment
 from mcu_arms.layout import EPISODE_PATTERN, arm_runs
 
@@ -35,6 +36,7 @@ UNAVAILABLE = "n/a"
 NO_RUN = "no run"
 EXIT_COMPARABLE = 0
 EXIT_NOT_COMPARABLE = 1
+EXIT_NOT_TRUSTWORTHY = 3
 
 ArmStatus = Literal["finished", "failed", "interrupted", "started", "no run"]
 CellState = Literal["reached", "not reached", "unavailable", "no run", "not in run"]
@@ -74,6 +76,10 @@ class ArmResult(BaseModel):
     sim_fallbacks: dict[str, int] = Field(default_factory=dict)
     purple_report: bool = False  # False: the counters below are unknown, not zero
     failed_turns: int | None = None
+    infrastructure: dict[str, int] = Field(default_factory=dict)  # noops and failures the agent could not help
+    infrastructure_share: float | None = None  # of the steps run
+    behaviour: dict[str, int] = Field(default_factory=dict)
+    thresholds: Thresholds = Field(default_factory=Thresholds)
     compactions: int | None = None
     overflow_resets: int | None = None
     compaction_limit: int
@@ -116,6 +122,8 @@ class Verdict(BaseModel):
     identical: bool
     differing: list[str]
     text: str
+    trustworthy: bool = True  # False: an arm's numbers are dominated by infrastructure trouble
+    untrusted: list[str] = Field(default_factory=list)  # why, per arm
 
 
 class ComparisonResult(BaseModel):
@@ -130,6 +138,8 @@ class ComparisonResult(BaseModel):
 
     @property
     def exit_code(self) -> int:
+        if not self.verdict.trustworthy:
+            return EXIT_NOT_TRUSTWORTHY
         return EXIT_COMPARABLE if self.verdict.comparable else EXIT_NOT_COMPARABLE
 
     def arm_names(self) -> list[str]:
@@ -315,6 +325,10 @@ def _arm_result(target: ArmTarget, episode: int | None, flags: list[Flag]) -> tu
         sim_fallbacks=dict(report.sim_fallbacks),
         purple_report=agent is not None,
         failed_turns=agent.failed_turns if agent is not None else None,
+        infrastructure=dict(report.infrastructure),
+        infrastructure_share=report.infrastructure_share,
+        behaviour=dict(report.behaviour),
+        thresholds=report.thresholds,
         compactions=agent.compactions if agent is not None else None,
         overflow_resets=agent.overflow_resets if agent is not None else None,
         compaction_limit=limit,
@@ -391,7 +405,7 @@ def _compact_limit_follows(arms: list[ArmResult], differing: set[str]) -> str | 
     return "context_window" if defaults and "context_window" in differing else None
 
 
-def _verdict(arms: list[ArmResult]) -> Verdict:
+def _settings_verdict(arms: list[ArmResult]) -> Verdict:
     differing = [row.key for row in _setting_rows(arms, show_all=False) if row.counted()]
     if not differing:
         return Verdict(comparable=True, identical=True, differing=[], text="identical settings")
@@ -400,6 +414,36 @@ def _verdict(arms: list[ArmResult]) -> Verdict:
         return Verdict(comparable=True, identical=False, differing=differing, text=text)
     text = f"NOT comparable: differs in {', '.join(differing)}"
     return Verdict(comparable=False, identical=False, differing=differing, text=text)
+
+
+def _untrusted(arm: ArmResult) -> str | None:
+    """Why an arm's numbers say more about the infrastructure than about the agent, or None."""
+    if arm.status == "no run":
+        return None
+    if arm.failure_reason and arm.failure_reason.startswith("infrastructure:"):
+        return f"{arm.arm} failed for infrastructure reasons ({arm.failure_reason.removeprefix('infrastructure: ')})"
+    share = arm.infrastructure_share
+    if share is not None and share > arm.thresholds.infrastructure_share:
+        return (
+            f"{arm.arm}: {share:.0%} of its steps were infrastructure noops "
+            f"(threshold {arm.thresholds.infrastructure_share:.0%})"
+        )
+    return None
+
+
+def _verdict(arms: list[ArmResult]) -> Verdict:
+    """Do the arms differ in one setting only, and can their numbers be trusted at all?"""
+    verdict = _settings_verdict(arms)
+    untrusted = [reason for arm in arms if (reason := _untrusted(arm)) is not None]
+    if untrusted:
+        verdict = verdict.model_copy(
+            update={
+                "trustworthy": False,
+                "untrusted": untrusted,
+                "text": f"NOT trustworthy: {'; '.join(untrusted)} ({verdict.text})",
+            }
+        )
+    return verdict
 
 
 def _milestone_rows(arms: list[ArmResult], reports: list[RunReport | None], baseline: int) -> list[MilestoneRow]:
@@ -505,6 +549,22 @@ def _purple_counter(arm: ArmResult, key: str) -> str:
     return "not reported" if value is None else str(value)
 
 
+def _share(arm: ArmResult) -> str:
+    """Infrastructure noops with their share of the steps run."""
+    if arm.infrastructure_share is None:
+        return ""
+    noops = sum(count for cause, count in arm.infrastructure.items() if cause in INFRASTRUCTURE_CAUSES)
+    return f"{noops} ({arm.infrastructure_share:.1%})"
+
+
+def _failed_turns(arm: ArmResult) -> str:
+    """A codex agent's failed turns, with their share of the steps when any failed."""
+    shown = _purple_counter(arm, "failed_turns")
+    if arm.failed_turns and arm.steps_run:
+        shown += f" ({arm.failed_turns / arm.steps_run:.1%} of steps)"
+    return shown
+
+
 def result_rows(result: ComparisonResult) -> list[tuple[str, list[str]]]:
     """The results table as text cells, one row per metric, one cell per arm (shared by the console, CSV, markdown)."""
     arms = result.arms
@@ -520,9 +580,11 @@ def result_rows(result: ComparisonResult) -> list[tuple[str, list[str]]]:
         ("steps/min", [_number(arm.steps_per_minute, 1) for arm in arms]),
         ("noops", [_number(arm.noop_total) for arm in arms]),
         ("noops by cause", [_counts(arm.noops) for arm in arms]),
+        ("infrastructure", [_share(arm) for arm in arms]),
+        ("infrastructure by cause", [_counts(arm.infrastructure) for arm in arms]),
         ("dropped keys", [_counts(arm.dropped_keys) for arm in arms]),
         ("sim fallbacks", [_counts(arm.sim_fallbacks) for arm in arms]),
-        ("failed turns", [_purple_counter(arm, "failed_turns") for arm in arms]),
+        ("failed turns", [_failed_turns(arm) for arm in arms]),
         ("compactions", [_purple_counter(arm, "compactions") for arm in arms]),
         ("overflow resets", [_purple_counter(arm, "overflow_resets") for arm in arms]),
         ("compaction limit", [str(arm.compaction_limit) for arm in arms]),

@@ -37,6 +37,9 @@ class ArmState(BaseModel):
     step: int | None = None
     max_steps: int | None = None
     milestones: list[str] = []  # "identity@step"
+    milestones_total: int | None = None  # from the finished report: every milestone or reward entry
+    milestones_reachable: int | None = None  # of those, the ones this simulator can reach at all
+    infrastructure: dict[str, int] = {}
     started_at: str | None = None
     finished_at: str | None = None
     score: float | None = None
@@ -92,6 +95,9 @@ def _state_of(arm: str, run: RunOnDisk) -> ArmState:
             "fingerprint": report.fingerprint,
             "max_steps": report.settings.steps,
             "milestones": milestones,
+            "milestones_total": report.milestone_counts()[1] or None,
+            "milestones_reachable": report.milestone_counts()[2] if report.milestones else None,
+            "infrastructure": dict(report.infrastructure),
             "started_at": report.started_at,
             "finished_at": report.finished_at,
             "score": report.score,

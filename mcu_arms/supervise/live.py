@@ -50,13 +50,33 @@ def _duration(seconds: float | None) -> str:
 
 
 def _milestones(progress: ArmProgress) -> str:
-    if not progress.milestones:
-        return "-"
-    return ", ".join(f"{identity}@{step}" for _, identity, step in progress.milestones[-4:])
+    """Every milestone reached in the current task, with a count against the task's total (and what this simulator
+    can reach at all, when that is less)."""
+    reached = [(identity, step) for task, identity, step in progress.milestones if task == progress.task]
+    count = str(len(reached))
+    if progress.milestone_entries:
+        count += f"/{progress.milestone_entries}"
+        if progress.milestones_reachable is not None and progress.milestones_reachable < progress.milestone_entries:
+            count += f" ({progress.milestones_reachable} reachable here)"
+    if not reached:
+        return count if progress.milestone_entries else "-"
+    return f"{count}: " + ", ".join(f"{identity}@{step}" for identity, step in reached)
 
 
 def _noops(progress: ArmProgress) -> str:
-    return ", ".join(f"{cause} {count}" for cause, count in progress.noops.most_common()) or "0"
+    """Infrastructure trouble (what can fail the arm) apart from behaviour (shown, never alerted)."""
+    infrastructure = sum(progress.infrastructure.values())
+    parts = []
+    if infrastructure:
+        share = f" ({infrastructure / progress.steps_total:.0%})" if progress.steps_total else ""
+        causes = ", ".join(f"{cause} {count}" for cause, count in progress.infrastructure.most_common())
+        parts.append(f"infra {infrastructure}{share}: {causes}")
+    invalid = sum(count for cause, count in progress.behaviour.items() if not cause.startswith("no_effect."))
+    if invalid:
+        parts.append(f"invalid {invalid}")
+    if progress.no_effect_steps:
+        parts.append(f"no effect {progress.no_effect_steps}")
+    return "; ".join(parts) or "0"
 
 
 def progress_line(progress: ArmProgress) -> str:
@@ -107,11 +127,12 @@ def _wide_table(arms: Sequence[ArmProgress]) -> Table:
     arm_width = max((len(progress.arm) for progress in arms), default=3)
     table.add_column("arm", no_wrap=True, min_width=arm_width)
     table.add_column("state", no_wrap=True, min_width=len("interrupted"))
-    table.add_column("task", no_wrap=True, max_width=22)
+    table.add_column("task", no_wrap=True)
     for column in ("step", "/min"):
         table.add_column(column, no_wrap=True)
-    table.add_column("milestones@step", max_width=30)
-    for column in ("noops", "agent ms", "elapsed", "ETA"):
+    table.add_column("milestones@step", max_width=40)
+    table.add_column("noops", max_width=30)
+    for column in ("agent ms", "elapsed", "ETA"):
         table.add_column(column, no_wrap=True)
     table.add_column("alerts", max_width=40)
     for progress in arms:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcu_arms.contracts.events import EvaluationStarted, EventRecord, InitFailed, TaskStarted
-from mcu_arms.contracts.states import ArmPhase
+from mcu_arms.contracts.states import INFRASTRUCTURE_CAUSES, ArmPhase
 from mcu_arms.contracts.steps import STEPS_FILE, JsonlTail, StepProgress
 
 # Steps that make up the "recent" rate window, and how many step intervals the running median looks back on.
@@ -72,6 +72,13 @@ class ArmProgress:
     noops: Counter[str] = field(default_factory=Counter)
     task_noops: int = 0
     timeouts_in_a_row: int = 0
+    infrastructure: Counter[str] = field(default_factory=Counter)  # noops by infrastructure cause, all tasks
+    task_infrastructure: int = 0
+    infrastructure_in_a_row: int = 0
+    behaviour: Counter[str] = field(default_factory=Counter)  # invalid answers and inputs without effect
+    no_effect_steps: int = 0
+    milestone_entries: int | None = None  # of the current task, from its TaskStarted event
+    milestones_reachable: int | None = None
     last_agent_ms: float | None = None
     init_failures: list[InitFailed] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
@@ -86,6 +93,7 @@ class ArmProgress:
                 if self.task is not None:
                     self.tasks_done += 1
                 self.task, self.task_noops, self.timeouts_in_a_row = sample.task, 0, 0
+                self.task_infrastructure = self.infrastructure_in_a_row = 0
                 self._times.clear()
             self.step = record.step + 1
             self.steps_total += 1
@@ -95,6 +103,17 @@ class ArmProgress:
             if record.noop_cause:
                 self.noops[record.noop_cause] += 1
                 self.task_noops += 1
+            if record.noop_cause in INFRASTRUCTURE_CAUSES:
+                self.infrastructure[record.noop_cause] += 1
+                self.task_infrastructure += 1
+                self.infrastructure_in_a_row += 1
+            else:
+                self.infrastructure_in_a_row = 0
+                if record.noop_cause:
+                    self.behaviour[record.noop_cause] += 1
+            if record.no_effect:
+                self.no_effect_steps += 1
+                self.behaviour.update(f"no_effect.{key}" for key in record.no_effect)
             self.timeouts_in_a_row = self.timeouts_in_a_row + 1 if record.noop_cause == "timeout" else 0
             for event in record.events:
                 self.milestones.append((sample.task, str(event.get("identity")), int(event.get("step", record.step))))
@@ -106,6 +125,7 @@ class ArmProgress:
                 self.tasks_total = len(event.tasks)
             elif isinstance(event, TaskStarted):
                 self.tasks_total = event.count
+                self.milestone_entries, self.milestones_reachable = event.entries, event.reachable
             elif isinstance(event, InitFailed):
                 self.init_failures.append(event)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from mcu_arms.contracts.run_report import RunReport
 from mcu_arms.contracts.settings import ArmPlan
@@ -20,32 +21,45 @@ def latest_finished(arm_dir: Path) -> RunReport | None:
     return next((run.report for run in arm_runs(arm_dir) if run.report and run.report.status == "finished"), None)
 
 
+RerunAction = Literal["run", "skip", "retry"]
+
+
 @dataclass(frozen=True)
 class RerunDecision:
-    skip: bool
-    message: str | None  # said to the user: why skipped, or which settings changed since the last finished run
+    action: RerunAction  # skip: finished with this fingerprint; retry: its latest run did not finish
+    message: str | None  # said to the user: why skipped or retried, or which settings changed since the last run
+
+    @property
+    def skip(self) -> bool:
+        return self.action == "skip"
 
 
 def rerun_decision(plan: ArmPlan, arm_dir: Path, *, rerun: bool) -> RerunDecision:
-    """Skip when the latest run of this arm finished with the same fingerprint; announce a changed fingerprint."""
+    """Skip when the latest run of this arm finished with the same fingerprint; retry one that failed or was
+    interrupted (never skip it); announce a changed fingerprint."""
     latest = latest_report(arm_dir)
     if latest is not None and latest.status == "finished" and latest.fingerprint == plan.fingerprint:
         where = episode_name(latest.episode)
         if rerun:
-            return RerunDecision(False, f"{plan.arm}: {where} already finished with this fingerprint; --rerun runs it again")
+            return RerunDecision("run", f"{plan.arm}: {where} already finished with this fingerprint; --rerun runs it again")
         return RerunDecision(
-            True, f"{plan.arm}: skipped, {where} already finished with fingerprint {plan.fingerprint} (--rerun to run again)"
+            "skip", f"{plan.arm}: skipped, {where} already finished with fingerprint {plan.fingerprint} (--rerun to run again)"
+        )
+    if latest is not None and latest.status in ("failed", "interrupted") and latest.fingerprint == plan.fingerprint:
+        why = latest.failure.reason if latest.failure else "no reason recorded"
+        return RerunDecision(
+            "retry", f"{plan.arm}: retried, {episode_name(latest.episode)} ended {latest.status} ({why})"
         )
     finished = latest_finished(arm_dir)
     if finished is not None and finished.fingerprint != plan.fingerprint:
         changed = changed_settings(finished, plan)
         shown = "; ".join(f"{key}: {old!r} -> {new!r}" for key, (old, new) in changed.items()) or "fingerprint version"
         return RerunDecision(
-            False,
+            "run",
             f"{plan.arm}: fingerprint changed since {episode_name(finished.episode)} "
             f"({finished.fingerprint} -> {plan.fingerprint}): {shown}",
         )
-    return RerunDecision(False, None)
+    return RerunDecision("run", None)
 
 
 def changed_settings(report: RunReport, plan: ArmPlan) -> dict[str, tuple[object, object]]:

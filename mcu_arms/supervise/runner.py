@@ -11,6 +11,7 @@ stop this invocation's own children only and finalise the report as `interrupted
 from __future__ import annotations
 
 import json
+import os
 import signal
 import threading
 import time
@@ -20,17 +21,32 @@ import psutil
 from pydantic import BaseModel, ValidationError
 from rich.console import Console
 
+from mcu_arms.atomic import write_json_exclusive
 from mcu_arms.contracts.agent_report import AGENT_REPORT_SUFFIX, AgentSummary, agent_summary
 from mcu_arms.contracts.errors import UserError, validation_summary
 from mcu_arms.contracts.evaluation import EvaluationResult
 from mcu_arms.contracts.events import EventRecord
-from mcu_arms.contracts.run_report import Failure, MilestoneRecord, ProcessRecord, RunReport, summarise_evaluation
+from mcu_arms.contracts.run_report import (
+    Failure,
+    MilestoneRecord,
+    ProcessRecord,
+    RunReport,
+    summarise_evaluation,
+    threshold_breaches,
+)
 from mcu_arms.contracts.settings import ArmPlan
 from mcu_arms.contracts.states import SERVER_ROLES, STOP_ORDER, SUPERVISOR_ROLE, ArmOutcomeStatus, ArmPhase, ProcessRole
 from mcu_arms.contracts.steps import JsonlTail
 from mcu_arms.contracts.timestamps import iso_seconds, log_stamp
 from mcu_arms.environment import Environment
-from mcu_arms.layout import RunDir, episode_name, repoint_links, supervisor_log
+from mcu_arms.layout import (
+    SPACE_RESERVE_BYTES,
+    RunDir,
+    episode_name,
+    lost_reports_dir,
+    repoint_links,
+    supervisor_log,
+)
 from mcu_arms.procs import DEFAULT_STOP_GRACE_S, Child, supervisor_alive
 from mcu_arms.supervise.alerts import AlertMonitor
 from mcu_arms.supervise.live import REFRESH_PER_SECOND, View, make_view
@@ -66,6 +82,9 @@ class ArmOutcome(BaseModel):
     max_score: float | None = None
     steps_run: int | None = None
     milestones_reached: int | None = None
+    milestones_total: int | None = None
+    milestones_reachable: int | None = None  # on this simulator: what a perfect run reaches
+    infrastructure: dict[str, int] = {}
     simulator_label: str | None = None
     alerts: list[str] = []
 
@@ -141,6 +160,8 @@ class ArmRunner:
         self._stop = threading.Event()
         self._stop_reason = ""
         self._log_path = supervisor_log(self.run_dir)
+        self._log_broken = False
+        self.report_path: Path | None = self.run_dir.report
         self._started = time.monotonic()
         logs = {process.role: self.run_dir.relative(process.log) for process in plan.processes}
         logs[SUPERVISOR_ROLE] = self.run_dir.relative(self._log_path)
@@ -153,6 +174,7 @@ class ArmRunner:
             settings=plan.settings.redacted(),
             overrides=plan.overrides,
             compaction_limit=plan.compaction.limit,
+            thresholds=plan.thresholds,
             warnings=plan.warnings,
             provenance=collect_provenance(env.cwd),
             started_at=iso_seconds(env.clock()),
@@ -164,9 +186,16 @@ class ArmRunner:
 
     # events -----------------------------------------------------------------------------------------------
     def _event(self, text: str, *, alert: bool = False) -> None:
-        with self._log_path.open("a", encoding="utf-8") as log:
-            log.write(f"{log_stamp()} {'ALERT ' if alert else ''}{text}\n")
+        """Shown at once, and kept in the supervisor's log while that can still be written."""
         self.view.line(self.plan.arm, text, alert=alert)
+        if self._log_broken:
+            return
+        try:
+            with self._log_path.open("a", encoding="utf-8") as log:
+                log.write(f"{log_stamp()} {'ALERT ' if alert else ''}{text}\n")
+        except OSError as error:
+            self._log_broken = True
+            self.view.line(self.plan.arm, f"cannot write {self._log_path}: {error.strerror or error}", alert=True)
 
     def _announce(self, text: str) -> None:
         """The alert monitor's sink (it already keeps the alert): print and log it at once; the arm's own thread
@@ -178,10 +207,19 @@ class ArmRunner:
         self._event(f"state {state}")
 
     def _save(self) -> None:
-        """Write result.json; only the arm's own thread calls this, so the report never changes while it is dumped."""
+        """Write result.json; only the arm's own thread calls this, so the report never changes while it is dumped.
+
+        A report that cannot be written (disk full, output/ gone, read-only) fails the arm now: a run whose record
+        is lost must not go on as if it were kept.
+        """
         self.report.alerts = list(self.progress.alerts)
         self._alerts_saved = len(self.report.alerts)
-        self.run_dir.write_report(self.report)
+        try:
+            self.run_dir.write_report(self.report)
+        except OSError as error:
+            raise _ArmFailed(
+                Failure(process=None, reason=f"cannot write {self.run_dir.report}: {error.strerror or error}")
+            ) from None
 
     def _save_new_alerts(self) -> None:
         if self._alerts_saved != len(self.progress.alerts):
@@ -209,6 +247,7 @@ class ArmRunner:
         failure: Failure | None = None
         try:
             self._save()
+            self._reserve_space()
             for warning in self.plan.warnings:
                 self._event(f"warning: {warning}", alert=True)
             repoint_links(self.plan.links, self._record_alert)
@@ -327,6 +366,7 @@ class ArmRunner:
             self.alerts.check_progress()
             self.alerts.check_purple_reports()
             self._save_new_alerts()
+            self._check_thresholds()
             code = client.poll()
             if code is not None:
                 self._read_progress()
@@ -335,6 +375,29 @@ class ArmRunner:
                 self.evaluation = self._read_evaluation(client)
                 return
             self._stop.wait(POLL_S)
+
+    def _check_thresholds(self) -> None:
+        """Fail the arm as soon as its infrastructure trouble passes a threshold, not 200 hours later."""
+        thresholds, progress = self.plan.thresholds, self.progress
+        reason = None
+        if thresholds.init_must_succeed and progress.init_failures:
+            reason = progress.init_failures[0].text()
+        elif progress.infrastructure_in_a_row >= thresholds.infrastructure_in_a_row:
+            causes = ", ".join(f"{cause} {count}" for cause, count in progress.infrastructure.most_common())
+            reason = (
+                f"{progress.task}: {progress.infrastructure_in_a_row} infrastructure noops in a row at step "
+                f"{progress.step} (threshold {thresholds.infrastructure_in_a_row}; so far: {causes})"
+            )
+        elif (
+            progress.step >= thresholds.min_steps_for_share
+            and progress.task_infrastructure > thresholds.infrastructure_share * progress.step
+        ):
+            reason = (
+                f"{progress.task}: {progress.task_infrastructure} of {progress.step} steps were infrastructure noops, "
+                f"above the threshold of {thresholds.infrastructure_share:.0%}"
+            )
+        if reason is not None:
+            raise _ArmFailed(Failure(process=None, reason=f"infrastructure: {reason}"))
 
     def _read_progress(self) -> None:
         self.progress.add_steps(self.steps_tail.poll())
@@ -376,6 +439,10 @@ class ArmRunner:
         except Exception as error:  # reported, and the report is still written
             self._record_alert(f"stopping children failed: {type(error).__name__}: {error}")
         self._read_progress()  # what the green logged since the last poll
+        if status == "interrupted" and self.evaluation is None and self.run_dir.evaluation.is_file():
+            self.evaluation = self._evaluation_on_disk()
+            if self.evaluation is not None:  # complete before the stop took effect: a result, not an interruption
+                status, failure = "finished", None
         report = self.report
         if failure is not None and failure.process in self.children:
             failure.exit_code = self.children[failure.process].exit_code
@@ -386,18 +453,62 @@ class ArmRunner:
         if self.evaluation is not None:
             for alert in summarise_evaluation(report, self.evaluation, self.run_dir.relative(self.run_dir.evaluation)):
                 self._record_alert(alert)
+            breaches = threshold_breaches(self.evaluation, self.plan.thresholds)
+            if breaches and status == "finished":
+                status = "failed"
+                failure = Failure(process=None, reason="infrastructure: " + "; ".join(breaches))
+                report.status, report.failure = status, failure
         elif self.progress.steps_total:
             self._keep_progress(report)
         report.agent = self._agent_summary()
         self.progress.finished = time.monotonic()
         self.progress.state = status
-        self._save()
+        self._save_final()
         if failure is not None:
             self._event(f"{status}: {failure.reason}", alert=status == "failed")
             for line in failure.log_tail[-5:]:
                 self._event(f"  | {line}")
         else:
             self._event(f"state {status}")
+
+    def _evaluation_on_disk(self) -> EvaluationResult | None:
+        try:
+            return EvaluationResult.model_validate_json(self.run_dir.evaluation.read_bytes())
+        except (OSError, ValidationError):
+            return None
+
+    def _reserve_space(self) -> None:
+        """Hold back a little disk in the episode while the arm runs (released for the final report)."""
+        try:
+            with self.run_dir.space_reserve.open("xb") as reserve:
+                reserve.write(b"\0" * SPACE_RESERVE_BYTES)
+        except OSError as error:
+            self._record_alert(f"cannot reserve disk for the final report: {error.strerror or error}")
+
+    def _save_final(self) -> None:
+        """The final report, in the episode if it can be written there (the disk held back at the start is released
+        for it), else in the state dir — never lost."""
+        try:
+            self.run_dir.space_reserve.unlink(missing_ok=True)
+        except OSError:
+            pass
+        try:
+            self._save()
+            return
+        except _ArmFailed as unwritable:
+            reason = unwritable.failure.reason
+        self.report.status = "failed"
+        if self.report.failure is None or not self.report.failure.reason.startswith("cannot write"):
+            self.report.alerts.append(reason)
+        self.report.failure = self.report.failure or Failure(process=None, reason=reason)
+        fallback = lost_reports_dir(self.env.env) / f"{self.plan.arm}-{self.run_dir.name}-{os.getpid()}.json"
+        try:
+            write_json_exclusive(fallback, self.report)
+            self._event(f"{reason}; the report was written to {fallback} instead", alert=True)
+            self.report_path = fallback
+        except OSError as error:
+            self._event(f"{reason}; the report could not be written anywhere ({error.strerror or error})", alert=True)
+            self.report_path = None
 
     def _keep_progress(self, report: RunReport) -> None:
         """Without an evaluation (the arm failed or was stopped), keep what the green's step logs showed before the
@@ -409,6 +520,8 @@ class ArmRunner:
             MilestoneRecord(task=task, identity=identity, step=step) for task, identity, step in progress.milestones
         ]
         report.noops = dict(progress.noops)
+        report.infrastructure = dict(progress.infrastructure)
+        report.behaviour = dict(progress.behaviour)
 
     def _agent_summary(self) -> AgentSummary | None:
         """The purple's own report, when it wrote one (an agent of a kind that writes none has no summary)."""
@@ -426,16 +539,20 @@ class ArmRunner:
 
     def _outcome(self) -> ArmOutcome:
         report = self.report
+        reached, total, reachable = report.milestone_counts()
         return ArmOutcome(
             arm=self.plan.arm,
             status=report.status,  # type: ignore[arg-type]
             episode_dir=self.plan.episode_dir,
-            report_path=str(self.run_dir.report),
+            report_path=str(self.report_path) if self.report_path else None,
             failure=report.failure,
             score=report.score,
             max_score=report.max_score,
             steps_run=report.steps_run,
-            milestones_reached=sum(1 for m in report.milestones if m.step is not None),
+            milestones_reached=reached,
+            milestones_total=total or None,
+            milestones_reachable=reachable if total else None,
+            infrastructure=dict(report.infrastructure),
             simulator_label=report.simulator_label,
             alerts=list(report.alerts),
         )

@@ -29,6 +29,7 @@ class SimStep:
     counters: dict[str, dict[str, int]]  # cumulative event counters since reset
     done: bool = False  # the simulator itself ended the episode (max_steps is enforced by the loop, not here)
     info: dict[str, Any] = field(default_factory=dict)  # non-privileged extras for the step log (health, deaths)
+    no_effect: list[str] = field(default_factory=list)  # inputs of this step the simulator could not carry out
 
 
 class SimulatorUnavailable(Exception):

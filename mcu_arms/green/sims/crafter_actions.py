@@ -45,6 +45,7 @@ class ActionAdapter:
     def __init__(self) -> None:
         self.selected_item = DEFAULT_SELECTED_ITEM
         self.counts: Counter[str] = Counter()
+        self.last_no_effect: list[str] = []  # the inputs of the latest translated action that had no effect
 
     def reset(self) -> None:
         self.selected_item = DEFAULT_SELECTED_ITEM
@@ -52,12 +53,13 @@ class ActionAdapter:
 
     def translate(self, action: EnvAction) -> str:
         """Return the Crafter action name for this env action (e.g. "move_up", "noop")."""
+        self.last_no_effect = []
         pressed = [key for key in BUTTON_KEYS if _pressed(action, key)]
         if _camera_moved(action):
-            self.counts["no_effect.camera"] += 1
+            self._no_effect("camera")
         for key in NO_EFFECT_KEYS:
             if key in pressed:
-                self.counts[f"no_effect.{key}"] += 1
+                self._no_effect(key)
         hotbars = [key for key in pressed if key in CRAFT_RECIPES]
         candidates: list[tuple[str, str]] = []  # (key that triggers it, crafter action), highest precedence first
         if "inventory" in pressed:
@@ -65,7 +67,7 @@ class ActionAdapter:
                 candidates.append((hotbars[0], CRAFT_RECIPES[hotbars[0]]))
                 self._count_overridden(hotbars[1:])
             else:
-                self.counts["no_effect.inventory"] += 1
+                self._no_effect("inventory")
         else:
             selectable = [key for key in hotbars if key in PLACE_SELECTION]
             if selectable:
@@ -73,7 +75,7 @@ class ActionAdapter:
                 self._count_overridden(selectable[1:])
             for key in hotbars:
                 if key not in PLACE_SELECTION:
-                    self.counts[f"no_effect.{key}"] += 1
+                    self._no_effect(key)
         if "use" in pressed:
             candidates.append(("use", PLACE_ACTIONS[self.selected_item]))
         if "attack" in pressed:
@@ -85,6 +87,10 @@ class ActionAdapter:
             return "noop"
         self._count_overridden([key for key, _ in candidates[1:]])
         return candidates[0][1]
+
+    def _no_effect(self, key: str) -> None:
+        self.counts[f"no_effect.{key}"] += 1
+        self.last_no_effect.append(key)
 
     def _count_overridden(self, keys: list[str]) -> None:
         for key in keys:

@@ -119,7 +119,13 @@ class EmbeddedSimulator(Simulator):
             if outcome != "safe":
                 self._fallbacks[f"respawn_{outcome}"] += 1
             frame = self._env.render()
-        return SimStep(frame=frame, counters=self._copy_counters(), done=False, info=self._info(crafter_action))
+        return SimStep(
+            frame=frame,
+            counters=self._copy_counters(),
+            done=False,
+            info=self._info(crafter_action),
+            no_effect=list(self._adapter.last_no_effect),
+        )
 
     def fallback_counts(self) -> dict[str, int]:
         counts = Counter(self._adapter.counts)
