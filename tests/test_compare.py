@@ -169,7 +169,7 @@ def test_not_comparable_lists_every_difference_and_exits_1(tmp_path: Path) -> No
     write_arm(tmp_path, "b", agent="random", step_timeout=60, seed=3)
     outcome = invoke(tmp_path, {}, "compare", "arms/a.toml", "arms/b.toml")
     assert outcome.exit_code == 1
-    assert "NOT comparable: differs in agent, seed, step_timeout" in outcome.out
+    assert "NOT comparable: differs in agent, step_timeout" in outcome.out, "the seed is the replicate axis"
     assert _row(outcome.out, "status") == ["no run", "no run"]
 
 
@@ -288,7 +288,7 @@ def test_arm_that_never_ran_or_is_still_running(pair: Path) -> None:
     assert [arm.status for arm in result.arms] == ["finished", "no run", "started"]
     assert [cell.text() for cell in result.milestones[0].cells] == ["12", "no run", "—"]
     assert {(f.kind, f.arm) for f in result.flags} >= {("no_run", "fresh"), ("started", "live")}
-    assert result.verdict.text == "comparable: differs only in seed"
+    assert result.verdict.text == "identical settings", "seeds are replicates of one arm, not a difference"
 
     from mcu_arms.report.plot import plot_data
 

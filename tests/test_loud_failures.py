@@ -221,8 +221,10 @@ def test_a_full_disk_fails_the_arm_with_its_record_kept_and_no_torn_line(tmp_pat
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("delay_s", [0.05, 0.3, 0.8, 2.0])
+@pytest.mark.parametrize("delay_s", [0.3, 0.8, 2.0])
 def test_ctrl_c_at_any_moment_exits_130_without_a_traceback(tmp_path: Path, delay_s: float) -> None:
+    """From the moment mcu-arms' own code runs (the interpreter's first few tens of milliseconds are Python's):
+    while the CLI imports, while it plans, while the arm starts and while it runs."""
     project, state = tmp_path / "project", tmp_path / "state"
     write_arm(project, "interrupted", steps=2000)
     running = subprocess.Popen(

@@ -81,7 +81,7 @@ def test_plan_contents(project, env):
     assert plan["links"][str(project / "logs" / "a_green.log")].endswith("episode_001/logs/green.log")
     assert plan["settings"]["steps"] == 100
     assert plan["compaction"]["limit"] > plan["compaction"]["context_window"]
-    assert plan["fingerprint"].startswith("v1:")
+    assert plan["fingerprint"].startswith("v2:")
 
 
 def test_next_episode_never_reuses_an_existing_dir(project, env):

@@ -61,12 +61,16 @@ def apply_overrides(spec: ArmSpec, overrides: Overrides, source: Path) -> ArmSpe
     given = overrides.given()
     if not given:
         return spec
-    data = spec.model_dump()
+    data = spec.model_dump(exclude_unset=True)
     for override, value in given.items():
         table, _, key = OVERRIDDEN_KEYS[override].rpartition(".")
-        (data[table] if table else data)[key] = value
+        target = data.setdefault(table, {}) if table else data
+        target[key] = value
     if "task" in given and given["task"] != spec.task:
         data["tasks"] = None
+    if "seeds" in given:  # the flag's seeds replace the file's seed, seeds or replicates
+        data.pop("seed", None)
+        data.pop("replicates", None)
     try:
         return ArmSpec.model_validate(data)
     except ValidationError as error:
@@ -165,7 +169,10 @@ def build_plan(
     purple_port: int,
     ports_auto: list[str],
     episode: int,
+    home_name: str | None = None,
 ) -> ArmPlan:
+    """One episode of an arm. `home_name` is its CODEX_HOME's name under the codex root (the arm's own name unless
+    its replicates need one home each)."""
     warnings: list[str] = []
     tasks = check_tasks(spec, source, warnings)
     settings, compaction = resolve_settings(spec, warnings)
@@ -182,7 +189,7 @@ def build_plan(
         reason = temporary_dir_reason(root, env.env)
         if reason:
             raise UserError(reason, path=source, line=_line(source, "codex.root"), key="codex.root")
-        home = plan_codex_home(spec.name, root, auth)
+        home = plan_codex_home(home_name or spec.name, root, auth)
         codex_home, sqlite_dir, codex_auth = str(home.home), str(home.sqlite_dir), str(auth)
         purple_env.update(home.environment())
         if not auth.exists():
@@ -278,8 +285,14 @@ def plan_arms(
     overrides: Overrides,
     env: Environment,
 ) -> list[ArmPlan]:
-    """Load, resolve and cross-check a set of arms. Raises UserError on any collision before anything happens."""
-    specs = load_specs(sources, overrides)
+    """Load, resolve and cross-check a set of arms, one plan per episode (per seed of each arm). Raises UserError on
+    any collision before anything happens."""
+    return plan_specs(load_specs(sources, overrides), overrides, env)
+
+
+def plan_specs(specs: list[tuple[ArmSpec, Path]], overrides: Overrides, env: Environment) -> list[ArmPlan]:
+    """One plan per (arm, seed): the episodes to run. Replicates of one arm with fixed ports share them (they run one
+    after another); every other port is one arm's only."""
     if len(specs) > 1 and (overrides.green_port or overrides.purple_port):
         raise UserError("--green-port/--purple-port apply to one arm; give ports in each arm file instead")
     _check_unique([(spec.name, source) for spec, source in specs], "arm name", key="name")
@@ -294,35 +307,41 @@ def plan_arms(
     plans: list[ArmPlan] = []
     used: dict[int, str] = {}
     for spec, source in specs:
-        auto: list[str] = []
-        ports: dict[str, int] = {}
-        for role in ("green", "purple"):
-            declared = getattr(spec.ports, role)
-            if declared == "auto":
-                ports[role] = pick_free_port(spec.ports.host, avoid=fixed | set(used))
-                auto.append(role)
-            else:
-                ports[role] = declared
-            if ports[role] in used:
-                raise UserError(
-                    f"{role} port {ports[role]} of arm '{spec.name}' is also used by {used[ports[role]]}",
-                    path=source,
-                    line=_line(source, f"ports.{role}"),
-                    key=f"ports.{role}",
-                )
-            used[ports[role]] = f"arm '{spec.name}' ({role})"
-        plans.append(
-            build_plan(
-                spec,
-                source,
-                overrides,
-                env,
-                green_port=ports["green"],
-                purple_port=ports["purple"],
-                ports_auto=auto,
-                episode=next_episode(env.output_dir / spec.name),
+        seeds = spec.replicate_seeds()
+        first_episode = next_episode(env.output_dir / spec.name)
+        for index, seed in enumerate(seeds):
+            auto: list[str] = []
+            ports: dict[str, int] = {}
+            for role in ("green", "purple"):
+                declared = getattr(spec.ports, role)
+                if declared == "auto":
+                    ports[role] = pick_free_port(spec.ports.host, avoid=fixed | set(used))
+                    auto.append(role)
+                else:
+                    ports[role] = declared
+                holder = used.get(ports[role])
+                if holder is not None and holder != spec.name:
+                    raise UserError(
+                        f"{role} port {ports[role]} of arm '{spec.name}' is also used by arm '{holder}'",
+                        path=source,
+                        line=_line(source, f"ports.{role}"),
+                        key=f"ports.{role}",
+                    )
+                used[ports[role]] = spec.name
+            replicate = spec.model_copy(update={"seed": seed})
+            plans.append(
+                build_plan(
+                    replicate,
+                    source,
+                    overrides,
+                    env,
+                    green_port=ports["green"],
+                    purple_port=ports["purple"],
+                    ports_auto=auto,
+                    episode=first_episode + index,
+                    home_name=spec.name if len(seeds) == 1 else f"{spec.name}-seed{seed}",
+                ).model_copy(update={"replicates": len(seeds)})
             )
-        )
     homes = [(os.path.realpath(p.codex_home), Path(p.source)) for p in plans if p.codex_home]
     _check_unique(homes, "CODEX_HOME (through a linked codex root)", key="codex.root")
     return plans

@@ -18,17 +18,19 @@ from mcu_arms.layout import create_run_dir
 
 @contextmanager
 def held_ports(plans: list[ArmPlan], env: Environment) -> Iterator[None]:
-    """Check every arm's ports and reserve them for as long as the block runs. Busy → UserError, nothing killed."""
+    """Check every episode's ports and reserve them for as long as the block runs (replicates of one arm may share
+    fixed ports: they run one after another). Busy → UserError, nothing killed."""
     registry = PortRegistry(env.env)
+    by_host: dict[str, dict[int, str]] = {}
+    owners: dict[str, str] = {}
+    for plan in plans:
+        ports = by_host.setdefault(plan.host, {})
+        ports.setdefault(plan.green_port, f"arm '{plan.arm}' green")
+        ports.setdefault(plan.purple_port, f"arm '{plan.arm}' purple")
+        owners.setdefault(plan.host, ", ".join(dict.fromkeys(p.arm for p in plans if p.host == plan.host)))
     with ExitStack() as stack:
-        for plan in plans:
-            stack.enter_context(
-                registry.reserve(
-                    plan.host,
-                    {plan.green_port: f"arm '{plan.arm}' green", plan.purple_port: f"arm '{plan.arm}' purple"},
-                    owner=plan.arm,
-                )
-            )
+        for host, ports in by_host.items():
+            stack.enter_context(registry.reserve(host, ports, owner=owners[host]))
         yield
 
 
@@ -37,7 +39,7 @@ def build_home_for(plan: ArmPlan, env: Environment) -> CodexHome | None:
         return None
     try:
         return build_codex_home(
-            plan.arm,
+            Path(plan.codex_home).name,
             Path(plan.codex_home).parent,
             Path(plan.codex_auth or ""),
             env.env,

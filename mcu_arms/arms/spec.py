@@ -84,6 +84,8 @@ class ArmSpec(_Strict):
     tasks: list[str] | None = None
     simulator: Literal[SIMULATORS] = "minestudio"  # type: ignore[valid-type]
     seed: int = Field(default=0, ge=0)
+    seeds: list[int] | None = Field(default=None, min_length=1)  # replicates: one episode per seed
+    replicates: int | None = Field(default=None, ge=1)  # or: this many seeds counting up from `seed`
     steps: int | None = Field(default=None, gt=0)
     step_timeout: float = Field(default=DEFAULT_STEP_TIMEOUT_S, gt=0)
     session_turns: int = 1
@@ -116,8 +118,28 @@ class ArmSpec(_Strict):
                 raise ValueError(f"'{key}' is not a valid environment variable name")
         return value
 
+    @field_validator("seeds")
+    @classmethod
+    def _distinct_seeds(cls, value: list[int] | None) -> list[int] | None:
+        if value is not None:
+            if any(seed < 0 for seed in value):
+                raise ValueError("seeds must be integers >= 0")
+            if len(set(value)) != len(value):
+                raise ValueError("each seed may appear once")
+        return value
+
+    def replicate_seeds(self) -> list[int]:
+        """The seeds this arm runs, one episode each: the replicate axis, never a difference between arms."""
+        if self.seeds is not None:
+            return list(self.seeds)
+        return list(range(self.seed, self.seed + (self.replicates or 1)))
+
     @model_validator(mode="after")
     def _consistent(self) -> "ArmSpec":
+        if self.seeds is not None and self.replicates is not None:
+            raise SettingConflict("replicates", "give seeds = [...] or replicates = N (counting up from seed), not both")
+        if self.seeds is not None and "seed" in self.model_fields_set:
+            raise SettingConflict("seeds", "give seeds = [...] or seed = N, not both")
         if self.cuda_device is not None and self.agent != "steve1":
             raise SettingConflict("cuda_device", "cuda_device is only for agent = \"steve1\"")
         if self.agent == "scripted" and self.simulator != "embedded":
@@ -155,6 +177,8 @@ ALLOWED: dict[str, str] = {
     "simulator": ", ".join(SIMULATORS),
     "tasks": "a list of task names in the category (`mcu-arms tasks CATEGORY` lists them)",
     "seed": "an integer >= 0",
+    "seeds": "a list of distinct integers >= 0, one episode each, e.g. [0, 1, 2]",
+    "replicates": "an integer >= 1: that many seeds counting up from `seed`",
     "steps": "an integer > 0",
     "step_timeout": "seconds > 0",
     "session_turns": "an integer >= 1",

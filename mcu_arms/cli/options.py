@@ -21,6 +21,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 _HELP: dict[str, tuple[type, str]] = {
     "task": (str, "Override the task category."),
+    "seeds": (str, "Run these seeds, one episode each: 0-4, or 0,2,5, or 1-3,7."),
     "steps": (int, "Override max steps."),
     "step_timeout": (float, "Override seconds per step."),
     "session_turns": (int, "Override session turns."),
@@ -40,8 +41,21 @@ def _option(field: str) -> inspect.Parameter:
     )
 
 
+def parse_seeds(text: str) -> list[int]:
+    """`0-4` / `0,2,5` / `1-3,7` as a list of seeds, in order; a bad spelling names the flag."""
+    seeds: list[int] = []
+    for part in (piece.strip() for piece in text.split(",")):
+        low, dash, high = part.partition("-")
+        if not low.isdigit() or (dash and not high.isdigit()) or (dash and int(high) < int(low)):
+            raise UserError(f"{text!r} is not a list of seeds", key="--seeds", allowed="0-4, 0,2,5 or 1-3,7")
+        seeds += list(range(int(low), int(high) + 1)) if dash else [int(low)]
+    return seeds
+
+
 def overrides_from(values: dict[str, Any]) -> Overrides:
     """The Overrides the flags give; a bad value names its flag and what the arm-file key allows."""
+    if values.get("seeds") is not None:
+        values = {**values, "seeds": parse_seeds(values["seeds"])}
     try:
         return Overrides(**values)
     except ValidationError as error:

@@ -21,7 +21,7 @@ from mcu_arms.contracts.agent_report import AgentSummary
 from mcu_arms.contracts.errors import UserError, user_error
 from mcu_arms.contracts.evaluation import EvaluationResult, TaskMetrics
 from mcu_arms.contracts.settings import Settings, Thresholds
-from mcu_arms.contracts.states import INFRASTRUCTURE_CAUSES, ProcessRole, RunStatus
+from mcu_arms.contracts.states import INFRASTRUCTURE_CAUSES, FailureKind, ProcessRole, RunStatus
 
 RUN_REPORT_SCHEMA_VERSION = 2
 VIDEO_NOT_RUN = frozenset({"no_api_key", "failed"})
@@ -49,6 +49,7 @@ class ProcessRecord(BaseModel):
 
 class Failure(BaseModel):
     process: ProcessRole | None  # None: mcu-arms itself
+    kind: FailureKind = "infrastructure"
     reason: str
     exit_code: int | None = None
     log_tail: list[str] = Field(default_factory=list)
@@ -66,6 +67,7 @@ class RunReport(BaseModel):
     status: RunStatus
     arm: str
     episode: int
+    attempt: int = 1  # >1: a retry of an episode of the same arm and seed that failed for infrastructure reasons
     source: str  # the arm file, relative to the project when inside it
     fingerprint: str
     settings: Settings

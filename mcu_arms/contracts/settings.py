@@ -20,7 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from mcu_arms.contracts.states import ProcessRole
 from mcu_arms.contracts.wire import DEFAULT_STEP_TIMEOUT_S, DEFAULT_VIDEO_MODEL
 
-FINGERPRINT_VERSION = "v1"
+# v2: the seed is the replicate axis, not part of what makes two runs the same experiment.
+FINGERPRINT_VERSION = "v2"
 DEFAULT_CONTEXT_WINDOW = 258_000
 # A planning turn carries the frame; measured: a constant ~0.48 MB at one turn per session, ~0.4 MB more per
 # resumed turn, and a flat ~600 s per turn once a request passes ~5.15-6.15 MB (with no error in any log).
@@ -74,6 +75,7 @@ class Overrides(BaseModel):
     """CLI overrides, mirroring run-arm.sh's flags. None means "as the file says"."""
 
     task: str | None = None
+    seeds: list[int] | None = Field(default=None, min_length=1)
     steps: int | None = Field(default=None, gt=0)
     step_timeout: float | None = Field(default=None, gt=0)
     session_turns: int | None = None
@@ -88,6 +90,7 @@ class Overrides(BaseModel):
 # The arm-file key each CLI override (an Overrides field, flag --field-name) sets.
 OVERRIDDEN_KEYS: dict[str, str] = {
     "task": "task",
+    "seeds": "seeds",
     "steps": "steps",
     "step_timeout": "step_timeout",
     "session_turns": "session_turns",
@@ -100,6 +103,10 @@ OVERRIDDEN_KEYS: dict[str, str] = {
 def flag_for(field: str) -> str:
     """The command-line flag of an options field: `step_timeout` -> `--step-timeout`."""
     return "--" + field.replace("_", "-")
+
+
+# Settings that vary between the replicates of one arm, or say only where it runs: never a difference between arms.
+REPLICATE_AND_PLACEMENT_KEYS: frozenset[str] = frozenset({"seed", "cuda_device"})
 
 
 class Settings(BaseModel):
@@ -131,12 +138,14 @@ class Settings(BaseModel):
         return self.model_copy(update={"env": redact_env(self.env)})
 
     def fingerprinted(self) -> dict[str, Any]:
-        """What the fingerprint covers: every setting except where things run (cuda_device picks a device).
+        """What the fingerprint covers: every setting except where things run (cuda_device picks a device) and the
+        seed (the replicate axis: runs of one arm with different seeds are replicates of one experiment).
 
         Unset (None) settings are left out, so a new optional setting does not change existing fingerprints.
         """
         data = {key: value for key, value in self.model_dump().items() if value is not None}
-        data.pop("cuda_device", None)
+        for key in REPLICATE_AND_PLACEMENT_KEYS:
+            data.pop(key, None)
         return data
 
 
@@ -205,6 +214,7 @@ class ArmPlan(BaseModel):
     settings: Settings
     overrides: dict[str, Any]
     tasks: list[str] = Field(default_factory=list)  # the tasks the simulator will run, in order
+    replicates: int = 1  # how many seeds this arm runs (this plan is the episode of settings.seed)
     host: str
     green_port: int
     purple_port: int

@@ -26,6 +26,10 @@ ArmOutcomeStatus = Literal["finished", "failed", "interrupted", "skipped"]
 # An arm's place in its lifecycle, as the live view shows it.
 ArmPhase = Literal["planning", "starting", "ready", "running", "finished", "failed", "interrupted"]
 
+# Why an arm's episode failed: infrastructure (retried by a campaign), the agent under test, mcu-arms itself, or a
+# stop asked for.
+FailureKind = Literal["infrastructure", "agent", "supervisor", "stopped"]
+
 # Why a step's action was the noop. Infrastructure causes: the agent could not be reached or could not answer.
 # Behaviour causes: it answered, with something that cannot be applied.
 InfrastructureCause = Literal["timeout", "transport_error", "failed_turn"]

@@ -23,14 +23,21 @@ from mcu_arms.arms.spec import ARM_NAME_PATTERN, ArmSpec, load_arm
 from mcu_arms.contracts.catalog import CODEX_AGENTS
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.run_report import RunReport
-from mcu_arms.contracts.settings import Overrides, Settings, Thresholds, default_compact_limit, fingerprint
+from mcu_arms.contracts.settings import (
+    REPLICATE_AND_PLACEMENT_KEYS,
+    Overrides,
+    Settings,
+    Thresholds,
+    default_compact_limit,
+    fingerprint,
+)
 from mcu_arms.contracts.states import INFRASTRUCTURE_CAUSES
 from mcu_arms.environment import Environment
 from mcu_arms.layout import EPISODE_PATTERN, arm_runs
 
 COMPARISON_SCHEMA_VERSION = 1
-# Where a setting only says where things run, not what ran: shown with --all, never counted as a difference.
-NOISE_SETTINGS: frozenset[str] = frozenset({"cuda_device"})
+# Where a setting only says where things run, or which replicate ran: shown with --all, never a difference.
+NOISE_SETTINGS: frozenset[str] = REPLICATE_AND_PLACEMENT_KEYS
 NOT_REACHED = "—"
 UNAVAILABLE = "n/a"
 NO_RUN = "no run"

@@ -15,10 +15,11 @@ import os
 import signal
 import threading
 import time
+from collections import deque
 from pathlib import Path
 
 import psutil
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 from rich.console import Console
 
 from mcu_arms.atomic import write_json_exclusive
@@ -35,7 +36,15 @@ from mcu_arms.contracts.run_report import (
     threshold_breaches,
 )
 from mcu_arms.contracts.settings import ArmPlan
-from mcu_arms.contracts.states import SERVER_ROLES, STOP_ORDER, SUPERVISOR_ROLE, ArmOutcomeStatus, ArmPhase, ProcessRole
+from mcu_arms.contracts.states import (
+    SERVER_ROLES,
+    STOP_ORDER,
+    SUPERVISOR_ROLE,
+    ArmOutcomeStatus,
+    ArmPhase,
+    FailureKind,
+    ProcessRole,
+)
 from mcu_arms.contracts.steps import JsonlTail
 from mcu_arms.contracts.timestamps import iso_seconds, log_stamp
 from mcu_arms.environment import Environment
@@ -65,6 +74,8 @@ EXIT_INTERRUPTED = 130
 
 class RunOptions(BaseModel):
     fail_fast: bool = False
+    max_parallel: int = Field(default=1_000, ge=1)  # episodes at once; the CLI sets it from the host
+    retries: int = Field(default=0, ge=0)  # extra attempts for an episode that failed for infrastructure reasons
     ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S
     rerun: bool = False
     stop_grace_s: float = DEFAULT_STOP_GRACE_S
@@ -73,6 +84,10 @@ class RunOptions(BaseModel):
 
 class ArmOutcome(BaseModel):
     arm: str
+    seed: int | None = None
+    episode: int | None = None
+    attempt: int = 1
+    retried: bool = False  # a later attempt of this episode was run: this outcome does not decide the exit code
     status: ArmOutcomeStatus
     message: str = ""
     episode_dir: str | None = None
@@ -96,8 +111,9 @@ class RunOutcome(BaseModel):
     @property
     def exit_code(self) -> int:
         """130 for a signal; else 1 when an arm failed (arms --fail-fast then stopped count as that failure); else
-        130 when an arm was stopped (`mcu-arms stop`); else 0."""
-        statuses = {arm.status for arm in self.arms}
+        130 when an arm was stopped (`mcu-arms stop`); else 0. An attempt that was retried does not count: its
+        retry does."""
+        statuses = {arm.status for arm in self.arms if not arm.retried}
         if self.interrupted_by:
             return EXIT_INTERRUPTED
         if "failed" in statuses:
@@ -143,14 +159,23 @@ class ArmRunner:
     """One arm's lifecycle. `run()` on its own thread; `request_stop()` from any thread."""
 
     def __init__(
-        self, plan: ArmPlan, env: Environment, options: RunOptions, view: View, supervisor: ProcessRecord
+        self,
+        plan: ArmPlan,
+        env: Environment,
+        options: RunOptions,
+        view: View,
+        supervisor: ProcessRecord,
+        *,
+        attempt: int = 1,
     ) -> None:
         self.plan = plan
+        self.attempt = attempt
+        self.label = plan.arm if plan.replicates == 1 else f"{plan.arm} s{plan.settings.seed}"
         self.env = env
         self.options = options
         self.view = view
         self.run_dir = RunDir(Path(plan.episode_dir))
-        self.progress = ArmProgress(plan.arm, plan.settings.steps, tasks_total=len(plan.tasks) or None)
+        self.progress = ArmProgress(self.label, plan.settings.steps, tasks_total=len(plan.tasks) or None)
         self.alerts = AlertMonitor(self.progress, self.run_dir.purple, self._announce)
         self.steps_tail = StepsTail(self.run_dir.green)
         self.events_tail = JsonlTail(self.run_dir.events, EventRecord)
@@ -169,6 +194,7 @@ class ArmRunner:
             status="started",
             arm=plan.arm,
             episode=plan.episode,
+            attempt=attempt,
             source=_shown_source(plan.source, env.cwd),
             fingerprint=plan.fingerprint,
             settings=plan.settings.redacted(),
@@ -187,7 +213,7 @@ class ArmRunner:
     # events -----------------------------------------------------------------------------------------------
     def _event(self, text: str, *, alert: bool = False) -> None:
         """Shown at once, and kept in the supervisor's log while that can still be written."""
-        self.view.line(self.plan.arm, text, alert=alert)
+        self.view.line(self.label, text, alert=alert)
         if self._log_broken:
             return
         try:
@@ -195,7 +221,7 @@ class ArmRunner:
                 log.write(f"{log_stamp()} {'ALERT ' if alert else ''}{text}\n")
         except OSError as error:
             self._log_broken = True
-            self.view.line(self.plan.arm, f"cannot write {self._log_path}: {error.strerror or error}", alert=True)
+            self.view.line(self.label, f"cannot write {self._log_path}: {error.strerror or error}", alert=True)
 
     def _announce(self, text: str) -> None:
         """The alert monitor's sink (it already keeps the alert): print and log it at once; the arm's own thread
@@ -256,12 +282,12 @@ class ArmRunner:
             self._run_client()
             status = "finished"
         except _Stopped as stopped:
-            status, failure = "interrupted", Failure(process=None, reason=str(stopped))
+            status, failure = "interrupted", Failure(process=None, kind="stopped", reason=str(stopped))
         except _ArmFailed as failed:
             status, failure = "failed", failed.failure
         except Exception as error:  # a supervisor bug still ends the arm cleanly, reported, children stopped
             status = "failed"
-            failure = Failure(process=None, reason=f"mcu-arms: {type(error).__name__}: {error}")
+            failure = Failure(process=None, kind="supervisor", reason=f"mcu-arms: {type(error).__name__}: {error}")
         self._finalise(status, failure)
         return self._outcome()
 
@@ -295,6 +321,7 @@ class ArmRunner:
         return _ArmFailed(
             Failure(
                 process=child.role,
+                kind=_kind_of(child.role),
                 reason=f"{child.role} {describe_exit(code)} {when}",
                 exit_code=code,
                 log_tail=child.log_tail(),
@@ -325,6 +352,7 @@ class ArmRunner:
                 raise _ArmFailed(
                     Failure(
                         process=role,
+                        kind=_kind_of(role),
                         reason=f"{role} not ready within {self.options.ready_timeout_s:g} s: {detail}",
                         log_tail=child.log_tail(wait_s=0),
                     )
@@ -542,6 +570,9 @@ class ArmRunner:
         reached, total, reachable = report.milestone_counts()
         return ArmOutcome(
             arm=self.plan.arm,
+            seed=self.plan.settings.seed,
+            episode=report.episode,
+            attempt=self.attempt,
             status=report.status,  # type: ignore[arg-type]
             episode_dir=self.plan.episode_dir,
             report_path=str(self.report_path) if self.report_path else None,
@@ -580,13 +611,15 @@ def run_arms(plans: list[ArmPlan], env: Environment, options: RunOptions, out: C
         if decision.message:
             out.print(f"[{'dim' if decision.skip else 'yellow'}]{decision.message}[/]", highlight=False)
         if decision.skip:
-            outcomes.append(ArmOutcome(arm=plan.arm, status="skipped", message=decision.message or ""))
+            outcomes.append(
+                ArmOutcome(arm=plan.arm, seed=plan.settings.seed, status="skipped", message=decision.message or "")
+            )
         else:
             to_run.append(plan)
     if not to_run:
         return RunOutcome(arms=outcomes)
 
-    from mcu_arms.arms.prepare import held_ports, prepare_arm
+    from mcu_arms.arms.prepare import held_ports
 
     signalled: list[str] = []
     wake = threading.Event()
@@ -600,14 +633,28 @@ def run_arms(plans: list[ArmPlan], env: Environment, options: RunOptions, out: C
         previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         with held_ports(to_run, env):
-            prepared = [prepare_arm(plan, env)[0] for plan in to_run]
-            outcomes += _supervise(prepared, env, options, out, signalled, wake)
+            outcomes += _supervise(to_run, env, options, out, signalled, wake)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    order = {plan.arm: index for index, plan in enumerate(plans)}
-    outcomes.sort(key=lambda outcome: order[outcome.arm])
+    order = {(plan.arm, plan.settings.seed): index for index, plan in enumerate(plans)}
+    outcomes.sort(key=lambda outcome: (order.get((outcome.arm, outcome.seed), 0), outcome.attempt))
     return RunOutcome(arms=outcomes, interrupted_by=signalled[0] if signalled else None)
+
+
+def _kind_of(role: ProcessRole) -> FailureKind:
+    """A process that dies or never gets ready: the agent under test when it is the purple, else infrastructure."""
+    return "agent" if role == "purple" else "infrastructure"
+
+
+def _ports_of(plan: ArmPlan) -> set[tuple[str, int]]:
+    return {(plan.host, plan.green_port), (plan.host, plan.purple_port)}
+
+
+def _retryable(outcome: ArmOutcome) -> bool:
+    """Only an episode that failed for infrastructure reasons is run again; one that failed because of the agent
+    under test, or was stopped, is kept as it is."""
+    return outcome.status == "failed" and outcome.failure is not None and outcome.failure.kind == "infrastructure"
 
 
 def _supervise(
@@ -618,40 +665,86 @@ def _supervise(
     signalled: list[str],
     wake: threading.Event,
 ) -> list[ArmOutcome]:
+    """Run the episodes at most `options.max_parallel` at a time (never two on one port at once), retrying one that
+    failed for infrastructure reasons up to `options.retries` times; the view shows every episode started."""
+    from mcu_arms.arms.prepare import prepare_arm
+
     view = make_view(out, options.progress_interval_s)
     supervisor = supervisor_record()
-    runners = [ArmRunner(plan, env, options, view, supervisor) for plan in plans]
-    results: dict[str, ArmOutcome] = {}
+    pending: deque[tuple[ArmPlan, int]] = deque((plan, 1) for plan in plans)
+    running: dict[threading.Thread, ArmRunner] = {}
+    finished: list[tuple[ArmRunner, ArmOutcome]] = []
+    progresses: list[ArmProgress] = []
+    done_lock = threading.Lock()
+    stop_reason: str | None = None
 
     def run_one(runner: ArmRunner) -> None:
-        results[runner.plan.arm] = runner.run()
+        outcome = runner.run()
+        with done_lock:
+            finished.append((runner, outcome))
         wake.set()
 
-    threads = [threading.Thread(target=run_one, args=(r,), name=f"arm-{r.plan.arm}", daemon=True) for r in runners]
-    for thread in threads:
-        thread.start()
-    progresses = [runner.progress for runner in runners]
-    stop_reason: str | None = None
+    def start_next() -> None:
+        busy = set().union(*(_ports_of(runner.plan) for runner in running.values()))
+        for _ in range(len(pending)):
+            if len(running) >= options.max_parallel:
+                return
+            plan, attempt = pending.popleft()
+            if _ports_of(plan) & busy:
+                pending.append((plan, attempt))
+                continue
+            prepared = prepare_arm(plan, env)[0]
+            runner = ArmRunner(prepared, env, options, view, supervisor, attempt=attempt)
+            thread = threading.Thread(target=run_one, args=(runner,), name=f"arm-{runner.label}", daemon=True)
+            running[thread] = runner
+            progresses.append(runner.progress)
+            busy |= _ports_of(plan)
+            thread.start()
+
+    outcomes: list[ArmOutcome] = []
     try:
-        while any(thread.is_alive() for thread in threads):
+        while pending or running:
             if signalled and stop_reason is None:
                 stop_reason = f"interrupted by {signalled[0]}"
-            if options.fail_fast and stop_reason is None:
-                failed = [arm for arm, outcome in results.items() if outcome.status == "failed"]
-                if failed:
-                    stop_reason = f"stopped by --fail-fast: arm '{failed[0]}' failed"
+            if options.fail_fast and stop_reason is None and any(o.status == "failed" for o in outcomes):
+                stop_reason = f"stopped by --fail-fast: arm '{next(o.arm for o in outcomes if o.status == 'failed')}' failed"
             if stop_reason is not None:
-                for runner in runners:
+                for runner in running.values():
                     runner.request_stop(stop_reason)
+                outcomes += [_not_started(plan, stop_reason) for plan, _ in pending]
+                pending.clear()
+            with done_lock:
+                completed, finished[:] = list(finished), []
+            for runner, outcome in completed:
+                thread = next(thread for thread, r in running.items() if r is runner)
+                thread.join()
+                del running[thread]
+                if _retryable(outcome) and runner.attempt <= options.retries and stop_reason is None:
+                    outcome = outcome.model_copy(update={"retried": True})
+                    view.line(runner.label, f"retrying: attempt {runner.attempt + 1} of {options.retries + 1}")
+                    pending.append((runner.plan, runner.attempt + 1))
+                outcomes.append(outcome)
+            if stop_reason is None:
+                start_next()
             view.refresh(progresses)
             wake.wait(1.0 / REFRESH_PER_SECOND)
             wake.clear()
     except BaseException as error:  # a failing view must not leave the arms running unwatched while we wait on them
-        for runner in runners:
+        for runner in running.values():
             runner.request_stop(f"mcu-arms: the supervising loop failed: {type(error).__name__}: {error}")
         raise
     finally:
-        for thread in threads:
+        for thread in list(running):
             thread.join()
         view.close(progresses)
-    return [results[runner.plan.arm] for runner in runners]
+    return outcomes
+
+
+def _not_started(plan: ArmPlan, reason: str) -> ArmOutcome:
+    return ArmOutcome(
+        arm=plan.arm,
+        seed=plan.settings.seed,
+        status="interrupted",
+        message=f"not started: {reason}",
+        failure=Failure(process=None, kind="stopped", reason=f"not started: {reason}"),
+    )
