@@ -35,13 +35,15 @@ def test_partial_and_full_reward_scores() -> None:
     tracker = RewardTracker(task)
     assert tracker.update(1, {"craft_item": {"oak_planks": 4}})[0].identity == "planks"
     partial = score_task(task, tracker, UNSCORED_VIDEO)
-    assert (partial.sim_score, partial.score, partial.score_source) == (2.5, 2.5, "sim")
+    assert (partial.normalised_sim_score, partial.score, partial.score_source) == (2.5, 2.5, "sim")
+    assert partial.sim_score == 1.0  # upstream's meaning: the raw reward sum
     blended = score_task(task, tracker, _video(6.0))
     assert (blended.score, blended.score_source) == ((2.5 + 6.0) / 2, "sim+video")
     assert blended.criteria["action_control"] == 6.0
     tracker.update(7, {"craft_item": {"oak_planks": 4, "crafting_table": 1}})
     full = score_task(task, tracker, _video(2.0))
-    assert (full.sim_score, full.score, full.score_source) == (10.0, 10.0, "sim")
+    assert (full.normalised_sim_score, full.score, full.score_source) == (10.0, 10.0, "sim")
+    assert full.sim_score == 4.0
     assert tracker.reached == {"planks": 1, "table": 7} and tracker.is_perfect()
     assert [(m.identity, m.step) for m in full.milestones] == [("planks", 1), ("table", 7)]
 
@@ -85,7 +87,7 @@ def test_video_only_task_is_unscored_without_video_never_zero() -> None:
     assert tracker.update(1, {"craft_item": {"anything": 3}}) == []
     unscored = score_task(task, tracker, VideoEvaluation(status="no_api_key", reason="no key"))
     assert (unscored.score, unscored.scored, unscored.score_source) == (None, False, "unscored")
-    assert unscored.sim_score is None
+    assert unscored.normalised_sim_score is None and unscored.sim_score == 0.0  # upstream: no reward, 0.0
     scored = score_task(task, tracker, _video(7.0))
     assert (scored.score, scored.scored, scored.score_source, scored.max_score) == (7.0, True, "video", 10.0)
 
