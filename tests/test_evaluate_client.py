@@ -206,7 +206,8 @@ def test_a_good_scenario_becomes_an_eval_request(tmp_path: Path):
 def test_an_agentbeats_scenario_with_ids_and_foreign_config_keys_is_accepted_and_the_keys_named(tmp_path: Path):
     """AgentBeats scenarios carry `agentbeats_id` and config keys for other greens (upstream ignores unknown keys)."""
     path = tmp_path / "scenario.toml"
-    text = GOOD.replace('endpoint = "http://127.0.0.1:9009"\n', 'endpoint = "http://127.0.0.1:9009"\nagentbeats_id = "g-1"\n')
+    green = 'endpoint = "http://127.0.0.1:9009"\n'
+    text = GOOD.replace(green, green + 'agentbeats_id = "g-1"\n')
     path.write_text(text.replace('role = "agent"\n', 'role = "agent"\nagentbeats_id = "p-7"\n') + 'difficulty = "hard"\n')
     scenario = load_scenario(path)
     assert scenario.green_agentbeats_id == "g-1" and scenario.participants[0].agentbeats_id == "p-7"

@@ -1,10 +1,10 @@
 """The evaluation client: send a scenario's EvalRequest to the green agent, follow its stream, keep its result.
 
 One long streaming request: the green streams status updates (printed as timestamped lines) and ends with an
-artifact holding a text summary and the result (contracts/evaluation.py: evaluation_from_artifact). The result is written atomically and never over an existing
-file (a finished evaluation is never lost to a rerun). The typed events in the status updates (contracts/events.py)
-go to an events file when one is given, for whoever supervises the run. Heavy imports (a2a, httpx) stay inside the
-functions.
+artifact holding a text summary and the result (contracts/evaluation.py: evaluation_from_artifact). The result is
+written atomically and never over an existing file (a finished evaluation is never lost to a rerun). The typed
+events in the status updates (contracts/events.py) go to an events file when one is given, for whoever supervises
+the run. Heavy imports (a2a, httpx) stay inside the functions.
 """
 
 from __future__ import annotations

@@ -167,7 +167,8 @@ class EvaluationFinished(_Event):
 
 
 GreenEvent = Annotated[
-    EvaluationStarted | ConfigKeysIgnored | TaskSkipped | Notice | TaskStarted | InitFailed | MilestoneReached | TaskProgress
+    EvaluationStarted | ConfigKeysIgnored | TaskSkipped | Notice | TaskStarted | InitFailed | MilestoneReached
+    | TaskProgress
     | TaskFinished | EvaluationFinished,
     Field(discriminator="kind"),
 ]

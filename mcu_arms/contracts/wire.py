@@ -51,8 +51,6 @@ DEFAULT_PROGRESS_EVERY = 50
 ObsEncoding = Literal["png", "jpeg", "jpeg_bgr"]
 DEFAULT_OBS_SIZE: tuple[int, int] = (128, 128)
 DEFAULT_OBS_ENCODING: ObsEncoding = "png"
-UPSTREAM_OBS_SIZE: tuple[int, int] = (640, 360)
-UPSTREAM_OBS_ENCODING: ObsEncoding = "jpeg_bgr"
 OBS_SIDE_MIN, OBS_SIDE_MAX = 16, 4096
 
 # An action as the simulator receives it, after validation: every button key with 0 or 1, and camera as

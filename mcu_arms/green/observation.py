@@ -68,5 +68,6 @@ def _jpeg(array: np.ndarray) -> bytes:
     from PIL import Image
 
     buffer = io.BytesIO()
-    Image.fromarray(np.ascontiguousarray(array)).save(buffer, format="JPEG", quality=CV2_JPEG_QUALITY, subsampling=CV2_JPEG_SUBSAMPLING)
+    image = Image.fromarray(np.ascontiguousarray(array))
+    image.save(buffer, format="JPEG", quality=CV2_JPEG_QUALITY, subsampling=CV2_JPEG_SUBSAMPLING)
     return buffer.getvalue()

@@ -4,8 +4,9 @@ One evaluation is one A2A task. The executor enqueues the Task first (the SDK's 
 updates: evaluation started, each task started, progress every `progress_every` steps and on every milestone, each
 task finished with its score; it ends with one artifact ("Result": the text summary, then the result as a DataPart
 shaped as upstream's, contracts/evaluation.py) and COMPLETED. Config keys it does not know are accepted and named
-(a ConfigKeysIgnored event, and the result's `ignored_config_keys`). A request it cannot run is REJECTED saying what is wrong; a crash becomes FAILED with the reason —
-nothing escapes the executor, because the SDK would turn an exception into an opaque InternalError.
+(a ConfigKeysIgnored event, and the result's `ignored_config_keys`). A request it cannot run is REJECTED saying
+what is wrong; a crash becomes FAILED with the reason — nothing escapes the executor, because the SDK would turn an
+exception into an opaque InternalError.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ from mcu_arms.contracts.events import (
     TaskSkipped,
     TaskStarted,
 )
-from mcu_arms.contracts.rubric import auto_eval_problem, chosen_auto_eval_dir, rubric_of
+from mcu_arms.contracts.rubric import AUTO_EVAL_ENV, auto_eval_problem, chosen_auto_eval_dir, rubric_of
 from mcu_arms.contracts.steps import STEPS_FILE
 from mcu_arms.contracts.tasks import TaskSpec, select_tasks
 from mcu_arms.contracts.timestamps import iso_seconds
@@ -167,7 +168,7 @@ class GreenExecutor(AgentExecutor):
         auto_eval_dir = chosen_auto_eval_dir(config.auto_eval_dir, os.environ)
         problem = auto_eval_problem(auto_eval_dir) if auto_eval_dir is not None else None
         if problem:
-            source = "config auto_eval_dir" if config.auto_eval_dir else "MCU_AUTO_EVAL_DIR"
+            source = "config auto_eval_dir" if config.auto_eval_dir else AUTO_EVAL_ENV
             raise RequestRejected(f"{source}: {problem}")
         try:
             simulator: Simulator = await asyncio.get_running_loop().run_in_executor(

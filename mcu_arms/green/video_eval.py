@@ -54,7 +54,8 @@ MCU_CRITERION_NAMES: dict[str, str] = {
     "Material Selection and Usage": "material_selection_and_usage",
 }
 _MCU_SCORE_LINE = re.compile(
-    r"^(?:-\s*)?(?P<name>" + "|".join(map(re.escape, MCU_CRITERION_NAMES)) + r")\s*:\s*(?P<value>[-+]?\d+(?:\.\d+)?)\s*$"
+    r"^(?:-\s*)?(?P<name>" + "|".join(map(re.escape, MCU_CRITERION_NAMES)) + r")"
+    r"\s*:\s*(?P<value>[-+]?\d+(?:\.\d+)?)\s*$"
 )
 
 
