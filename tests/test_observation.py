@@ -88,3 +88,8 @@ def test_the_green_sends_jpeg_bgr_that_cv2_decodes_to_the_simulators_frame(tmp_p
         assert seen.shape == logged.shape == (360, 640, 3)
         assert np.abs(seen.astype(int) - logged.astype(int)).mean() < 3.0
     assert evaluation.result["config"]["obs_encoding"] == "jpeg_bgr"
+
+
+def test_without_kept_frames_the_jpeg_modes_encode_once():
+    encoded = FrameEncoder((640, 360), "jpeg_bgr", keep_frames=False).encode(_frame())
+    assert encoded.png is None and encoded.obs.startswith(b"\xff\xd8")

@@ -26,7 +26,7 @@ CV2_JPEG_SUBSAMPLING = 2  # Pillow's code for 4:2:0, libjpeg's (and so cv2's) de
 @dataclass(frozen=True)
 class EncodedFrame:
     obs: bytes  # what the agent is sent
-    png: bytes  # the RGB frame as PNG, for the step log
+    png: bytes | None  # the RGB frame as PNG for the step log; None when frames are not kept
 
 
 def encode_png(frame: np.ndarray) -> bytes:
@@ -40,17 +40,24 @@ def encode_png(frame: np.ndarray) -> bytes:
 class FrameEncoder:
     """Encodes each frame for the agent; at the default (the frame's own size, PNG) one encoding serves both uses."""
 
-    def __init__(self, size: tuple[int, int] = DEFAULT_OBS_SIZE, encoding: ObsEncoding = DEFAULT_OBS_ENCODING) -> None:
+    def __init__(
+        self,
+        size: tuple[int, int] = DEFAULT_OBS_SIZE,
+        encoding: ObsEncoding = DEFAULT_OBS_ENCODING,
+        *,
+        keep_frames: bool = True,
+    ) -> None:
         self.size = tuple(size)
         self.encoding = encoding
+        self.keep_frames = keep_frames
 
     def encode(self, frame: np.ndarray) -> EncodedFrame:
         sized = self._resized(frame)
-        png = encode_png(sized)
         if self.encoding == "png":
+            png = encode_png(sized)
             return EncodedFrame(obs=png, png=png)
         channels = sized[..., ::-1] if self.encoding == "jpeg_bgr" else sized
-        return EncodedFrame(obs=_jpeg(channels), png=png)
+        return EncodedFrame(obs=_jpeg(channels), png=encode_png(sized) if self.keep_frames else None)
 
     def _resized(self, frame: np.ndarray) -> np.ndarray:
         """The frame at (width, height); a backend that renders at that size already is passed through untouched."""

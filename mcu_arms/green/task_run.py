@@ -183,7 +183,7 @@ class TaskRun:
         self.settings = settings
         self.task_dir = task_dir
         self.emit = emit
-        self.encoder = FrameEncoder(settings.obs_size, settings.obs_encoding)
+        self.encoder = FrameEncoder(settings.obs_size, settings.obs_encoding, keep_frames=settings.save_frames)
         self.stop_requested = threading.Event()  # set from the server's thread when the evaluation is canceled
         self.noops: dict[str, NoopCauseStats] = {}
         self.dropped_keys: Counter[str] = Counter()
@@ -285,7 +285,7 @@ class TaskRun:
             if sim_step.done:
                 self.ended_by = "simulator_done"
                 break
-        if self.settings.save_frames:
+        if frame.png is not None:
             log.save_frame(self.steps_run, frame.png)  # the view after the last action, for video evaluation
 
     async def _ask(self, channel: AgentChannel, step: int, frame: EncodedFrame) -> tuple[str | None, ParsedAction]:
@@ -310,7 +310,8 @@ class TaskRun:
         self, action: EnvAction, step: int, frame: EncodedFrame, log: StepLog
     ) -> tuple[SimStep, float, EncodedFrame]:
         """Keep the frame the agent saw, step, and encode the next observation."""
-        log.save_frame(step, frame.png)
+        if frame.png is not None:
+            log.save_frame(step, frame.png)
         started = time.perf_counter()
         sim_step = self.sim.step(action)
         sim_ms = (time.perf_counter() - started) * 1000
