@@ -208,8 +208,8 @@ def payload_to_message(
     context_id: str | None = None,
     role: Literal["user", "agent"] = "user",
 ) -> Message:
-    """A message holding one text part: the payload as JSON text."""
-    text = payload.model_dump_json() if isinstance(payload, BaseModel) else json.dumps(payload)
+    """A message holding one text part: the payload as JSON text, unset (None) fields left out as upstream sends."""
+    text = payload.model_dump_json(exclude_none=True) if isinstance(payload, BaseModel) else json.dumps(payload)
     return Message(
         role=Role.ROLE_USER if role == "user" else Role.ROLE_AGENT,
         parts=[Part(text=text)],

@@ -65,6 +65,7 @@ class ScriptedPurple(AgentExecutor):
         self.refuse_init = refuse_init
         self.sleep_s = sleep_s
         self.observations: list[int] = []
+        self.payloads: list[dict[str, Any]] = []  # every observation payload as received
         self.contexts: set[str] = set()
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
@@ -77,6 +78,7 @@ class ScriptedPurple(AgentExecutor):
         else:
             step = int(payload.get("step", -1))
             self.observations.append(step)
+            self.payloads.append(payload)
             reply = self.script[step] if 0 <= step < len(self.script) else NOOP
             if reply == "sleep":
                 await asyncio.sleep(self.sleep_s)

@@ -89,6 +89,46 @@ asyncio.run(main(sys.argv[1]))
 """
 
 
+# An AgentBeats-style evaluation client on a2a-sdk 0.3, as MCU-AgentBeats' own client reads a green's artifact: every
+# DataPart (and every text part that parses as JSON) of the final task's artifacts becomes one entry of `results`.
+LEGACY_EVAL_CLIENT = """
+import asyncio, json, sys, uuid
+import httpx
+from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+from a2a.types import DataPart, Message, Part, Role, TextPart
+
+
+def entries(parts):
+    found = []
+    for part in parts:
+        if isinstance(part.root, DataPart):
+            found.append(part.root.data)
+        elif isinstance(part.root, TextPart):
+            try:
+                found.append(json.loads(part.root.text))
+            except ValueError:
+                pass
+    return found
+
+
+async def main(url, request):
+    async with httpx.AsyncClient(timeout=300) as http:
+        card = await A2ACardResolver(http, url).get_agent_card()
+        client = ClientFactory(ClientConfig(httpx_client=http, streaming=True)).create(card)
+        message = Message(role=Role.user, parts=[Part(root=TextPart(text=request))], message_id=uuid.uuid4().hex)
+        final = None
+        async for event in client.send_message(message):
+            task = event[0] if isinstance(event, tuple) else None
+            if task is not None and task.status.state.value == "completed":
+                final = task
+    results = [entry for artifact in final.artifacts for entry in entries(artifact.parts)]
+    print(json.dumps({"results": results}))
+
+
+asyncio.run(main(sys.argv[1], sys.argv[2]))
+"""
+
+
 def _legacy_python() -> Path:
     """A venv with a2a-sdk 0.3, built once per machine; skip (saying why) when it cannot be built."""
     python = LEGACY_VENV / "bin" / "python"
@@ -182,3 +222,38 @@ def test_our_client_plays_against_a_real_03_server(tmp_path: Path, legacy_python
     assert replies[0] == {"type": "ack", "success": True, "message": "legacy ready"}
     assert [reply["step_seen"] for reply in replies[1:]] == [0, 1]
     assert all(reply["task_seen"] == "from 1.x" for reply in replies[1:])  # one context across the episode
+
+
+@pytest.mark.slow
+def test_a_real_03_agentbeats_client_reads_results0_total_score_from_our_artifact(tmp_path: Path, legacy_python: Path):
+    """What an AgentBeats leaderboard reads: `results[0].total_score`, the category total, from the artifact's
+    DataPart, collected the way MCU-AgentBeats' own client collects it."""
+    from purples import TABLE_SCRIPT, ScriptedPurple, build_test_purple
+    from server_procs import running_app
+
+    script = tmp_path / "legacy_eval_client.py"
+    script.write_text(LEGACY_EVAL_CLIENT)
+    port = free_port()
+    green = ServerProcess(["serve", "green", "--host", HOST, "--port", str(port)], tmp_path / "green.log", port)
+    purple = ScriptedPurple(TABLE_SCRIPT)
+    try:
+        green.wait_ready()
+        with running_app(lambda url: build_test_purple(purple, url)) as purple_url:
+            request = {"participants": {"agent": purple_url}, "config": {
+                "task_category": "crafting", "tasks": ["craft_the_crafting_table", "craft_furnace"], "max_steps": 3,
+                "simulator": "embedded", "step_timeout": 5.0, "save_frames": False,
+                "output_dir": str(tmp_path / "out"), "difficulty": "hard"}}
+            done = subprocess.run([str(legacy_python), str(script), green.url, json.dumps(request)],
+                                  capture_output=True, text=True, timeout=240)
+    finally:
+        green.stop()
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = json.loads(done.stdout)["results"]
+    category = results[0]
+    assert category["task_category"] == "crafting" and category["num_tasks"] == 2
+    assert (category["total_score"], category["total_max_score"]) == (10.0, 20.0)
+    assert category["task_metrics"]["craft_the_crafting_table"]["sim_score"] == 1.0  # the raw reward sum
+    assert category["mcu_arms"]["ignored_config_keys"] == ["difficulty"]
+    saved = json.loads((tmp_path / "out" / "evaluation.json").read_text())
+    assert saved["results"][0]["total_score"] == category["total_score"]
+    assert len(results) == 1  # the summary is plain text, not a second result

@@ -203,12 +203,28 @@ def test_a_good_scenario_becomes_an_eval_request(tmp_path: Path):
     assert request.config.task_category == "crafting" and request.config.max_steps is None
 
 
+def test_an_agentbeats_scenario_with_ids_and_foreign_config_keys_is_accepted_and_the_keys_named(tmp_path: Path):
+    """AgentBeats scenarios carry `agentbeats_id` and config keys for other greens (upstream ignores unknown keys)."""
+    path = tmp_path / "scenario.toml"
+    green = 'endpoint = "http://127.0.0.1:9009"\n'
+    text = GOOD.replace(green, green + 'agentbeats_id = "g-1"\n')
+    path.write_text(text.replace('role = "agent"\n', 'role = "agent"\nagentbeats_id = "p-7"\n') + 'difficulty = "hard"\n')
+    scenario = load_scenario(path)
+    assert scenario.green_agentbeats_id == "g-1" and scenario.participants[0].agentbeats_id == "p-7"
+    assert scenario.config.ignored_keys() == ["difficulty"]
+    (warning,) = scenario.warnings()
+    assert "config.difficulty is not a key the mcu-arms green knows" in warning and "max_steps" in warning
+    request = json.loads(scenario.eval_request().model_dump_json())
+    assert request["config"]["difficulty"] == "hard"  # sent on: another green may use it
+    assert request["participants"] == {"agent": "http://127.0.0.1:9019"}
+
+    error = scenario_error(tmp_path, GOOD.replace('role = "agent"\n', 'role = "agent"\nagentbeats_id = ""\n'))
+    assert (error.line, error.key) == (6, "participants[0].agentbeats_id")
+
+
 def test_scenario_errors_name_file_line_and_key(tmp_path: Path):
     error = scenario_error(tmp_path, GOOD.replace('"http://127.0.0.1:9009"', '"127.0.0.1:9009"'))
     assert (error.line, error.key) == (2, "green_agent.endpoint") and "http://HOST:PORT" in error.render()
-
-    error = scenario_error(tmp_path, GOOD + "max_step = 900\n")
-    assert (error.line, error.key) == (10, "config.max_step") and "max_steps" in (error.allowed or "")
 
     error = scenario_error(tmp_path, GOOD.replace('"crafting"', '"crafts"'))
     assert (error.line, error.key) == (9, "config.task_category")

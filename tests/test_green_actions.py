@@ -35,11 +35,17 @@ def test_compact_button_space_matches_vpt_product_order():
         assert pressed == {choice for choice in combination if choice not in ("none", "camera")}
 
 
-def test_compact_inventory_index_presses_only_inventory_and_never_moves_camera():
-    action, adjustments = decode_compact(COMPACT_INVENTORY_INDEX, 0)
+@pytest.mark.parametrize(
+    ("camera_index", "camera"),
+    [(0, (-10.0, -10.0)), (60, (0.0, 0.0)), (120, (10.0, 10.0)), (10, (-10.0, 10.0))],
+)
+def test_compact_inventory_index_turns_the_camera_as_minestudio_does(camera_index, camera):
+    """Measured on MineStudio 1.1.6's own CameraHierarchicalMapping + ActionTransformer: its camera-meta-off table
+    covers only the 8640 product combinations, so 8640 (inventory) keeps the camera index."""
+    action, adjustments = decode_compact(COMPACT_INVENTORY_INDEX, camera_index)
     assert {key for key in BUTTON_KEYS if action[key]} == {"inventory"}
-    assert action["camera"] == (0.0, 0.0)
-    assert adjustments == ["camera_meta_off"]
+    assert action["camera"] == pytest.approx(camera)
+    assert adjustments == []
 
 
 def test_compact_camera_decodes_to_the_values_measured_on_minestudio():
@@ -69,7 +75,8 @@ def test_compact_noop_is_the_noop():
 
 @pytest.mark.parametrize(
     ("buttons", "camera"),
-    [([123], [61]), ([123.0], [61.0]), ([[123]], [[61]]), (123, 61)],
+    [([123], [61]), ([123.0], [61.0]), ([[123]], [[61]]), ([[[123]]], [[[61]]]), ([[[[[123.0]]]]], [[[[61]]]]),
+     (123, 61), ([[[123]]], 61)],
 )
 def test_compact_accepts_the_shapes_policies_emit(buttons, camera):
     parsed = parse_payload({"action_type": "agent", "buttons": buttons, "camera": camera})
@@ -88,6 +95,9 @@ def test_compact_accepts_the_shapes_policies_emit(buttons, camera):
         (["3"], [60], "must be an integer"),
         ([0, 1], [60], "buttons has 2 entries"),
         ([0], [1, 2], "single index"),
+        ([[[0, 1]]], [60], "single index"),
+        ([[[0]]], [[[60, 61]]], "single index"),
+        ([[[]]], [60], "single index"),
         ([0], None, "needs both"),
     ],
 )

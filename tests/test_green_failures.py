@@ -53,7 +53,7 @@ def test_a_crash_in_the_evaluator_is_a_failed_status_with_the_reason(monkeypatch
 
 
 def test_a_simulator_crash_leaves_the_task_unscored_and_the_evaluation_completes(monkeypatch, tmp_path: Path):
-    monkeypatch.setattr(green_server, "make_simulator", lambda name: SimulatorThatDies())
+    monkeypatch.setattr(green_server, "make_simulator", lambda name, **_: SimulatorThatDies())
     purple = ScriptedPurple(TABLE_SCRIPT)
     with running_app(lambda url: build_test_purple(purple, url)) as purple_url, \
             running_app(green_server.build_green_app) as green_url:

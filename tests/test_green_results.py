@@ -58,7 +58,7 @@ def test_result_file_is_replaced_whole_and_no_temporary_is_left(tmp_path: Path):
 
 def _metrics(score: float | None, max_score: float = 10.0, **criteria: float) -> TaskMetrics:
     return TaskMetrics(
-        max_score=max_score, sim_score=score, score=score, category="crafting", scoring_kind="reward",
+        max_score=max_score, normalised_sim_score=score, score=score, category="crafting", scoring_kind="reward",
         scored=score is not None, score_source="sim" if score is not None else "unscored",
         video=VideoResult(status="disabled"), **criteria,
     )
@@ -103,3 +103,56 @@ def test_the_summary_names_every_fallback_of_a_task():
                   "simulator fallbacks deaths x1, no_effect.camera x40", "no analogue on this simulator: iron_ingot",
                   "video evaluation disabled"):
         assert shown in line, line
+
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def test_upstream_totals_count_every_task_and_unscored_ones_as_zero():
+    """Held against an AgentBeats leaderboard: MCU-AgentBeats counts a video-only task without video as 0 / 10."""
+    result = CategoryResult.of("crafting", {"a": _metrics(4.0), "b": _metrics(None), "c": _metrics(10.0)}, skipped=[])
+    assert (result.total_score, result.total_max_score) == (14.0, 20.0)
+    assert (result.upstream_total_score, result.upstream_total_max_score) == (14.0, 30.0)
+    assert result.task_metrics["b"].upstream_score == 0.0 and result.task_metrics["b"].score is None
+    dumped = result.model_dump(mode="json")
+    assert dumped["upstream_total_score"] == 14.0 and dumped["task_metrics"]["b"]["upstream_score"] == 0.0
+
+
+def test_a_schema_1_evaluation_is_migrated_on_read():
+    """The fixture is a real schema-1 file: its sim_score was normalised (10.0 for 1 of 1 reward)."""
+    from mcu_arms.contracts.evaluation import EVALUATION_SCHEMA_VERSION
+
+    raw = json.loads((FIXTURES / "evaluation_v1.json").read_text())
+    assert "schema_version" not in raw
+    result = EvaluationResult.model_validate(raw)
+    assert result.schema_version == EVALUATION_SCHEMA_VERSION == 2
+    table = result.results[0].task_metrics["craft_the_crafting_table"]
+    assert (table.sim_score, table.normalised_sim_score, table.score) == (1.0, 10.0, 10.0)
+    furnace = result.results[0].task_metrics["craft_furnace"]
+    assert (furnace.sim_score, furnace.normalised_sim_score) == (0.0, 0.0)
+    assert table.video.rubric == "mcu_arms" and result.video_rubric == "mcu_arms"
+    assert result.ignored_config_keys == [] and result.config.obs_size == (128, 128)
+    again = EvaluationResult.model_validate_json(result.model_dump_json())
+    assert again == result  # a migrated file reads back as itself
+
+
+def test_the_artifact_data_part_is_upstreams_shape_and_reads_back_through_protobuf():
+    """A2A data parts are protobuf Structs: every number comes back a float. Ours must still read it."""
+    from a2a.helpers import get_data_parts, new_data_part
+    from a2a.types import Part
+
+    from mcu_arms.contracts.evaluation import evaluation_from_artifact
+
+    result = EvaluationResult.model_validate_json((FIXTURES / "evaluation_v1.json").read_text())
+    part = Part.FromString(new_data_part(result.artifact_data()).SerializeToString())
+    (data,) = get_data_parts([part])
+    assert data["total_score"] == 10.0 and data["num_tasks"] == 2.0 and isinstance(data["num_tasks"], float)
+    assert data["task_metrics"]["craft_the_crafting_table"]["sim_score"] == 1.0
+    assert {"task_category", "total_max_score", "avg_action_control", "task_metrics"} <= set(data)
+    assert data["mcu_arms"]["simulator"]["name"] == "embedded" and "results" not in data["mcu_arms"]
+    read = evaluation_from_artifact(data)
+    assert read == result
+    assert isinstance(read.results[0].num_tasks, int) and read.max_steps == 6
+    assert evaluation_from_artifact(json.loads((FIXTURES / "evaluation_v1.json").read_text())) == result  # old shape
+    upstream_only = {key: value for key, value in data.items() if key != "mcu_arms"}
+    assert evaluation_from_artifact(upstream_only) is None  # upstream's green: not ours, kept as it came

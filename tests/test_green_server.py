@@ -34,6 +34,7 @@ class Evaluation:
     states: list[str] = field(default_factory=list)
     statuses: list[str] = field(default_factory=list)
     artifacts: list[list[tuple[str, str]]] = field(default_factory=list)  # per artifact: (media_type, text)
+    artifact_data: list[list[dict[str, Any]]] = field(default_factory=list)  # per artifact: its data parts
 
     @property
     def final_state(self) -> str:
@@ -45,15 +46,25 @@ class Evaluation:
 
     @property
     def result(self) -> dict[str, Any]:
-        (artifact,) = self.artifacts
-        (json_text,) = [text for media, text in artifact if media == "application/json"]
-        return json.loads(json_text)
+        """Our whole result, read back from the artifact's one DataPart (upstream's shape, ours under mcu_arms)."""
+        from mcu_arms.contracts.evaluation import evaluation_from_artifact
+
+        (data_parts,) = self.artifact_data
+        (data,) = data_parts
+        return evaluation_from_artifact(data).model_dump(mode="json")
+
+    @property
+    def upstream_view(self) -> dict[str, Any]:
+        """The artifact's DataPart as it came: what an AgentBeats client stores as results[0]."""
+        ((data,),) = self.artifact_data
+        return data
 
     def task(self, name: str) -> dict[str, Any]:
         return self.result["results"][0]["task_metrics"][name]
 
 
 async def _evaluate(green_url: str, request: dict[str, Any] | str) -> Evaluation:
+    from a2a.helpers import get_data_parts
     from a2a.types import Message, Part, Role, SendMessageRequest, TaskState
 
     from mcu_arms.a2a_transport import open_client
@@ -70,7 +81,8 @@ async def _evaluate(green_url: str, request: dict[str, Any] | str) -> Evaluation
                 collected.statuses.append("".join(part.text for part in status.message.parts))
             elif kind == "artifact_update":
                 parts = event.artifact_update.artifact.parts
-                collected.artifacts.append([(part.media_type, part.text) for part in parts])
+                collected.artifacts.append([(part.media_type, part.text) for part in parts if part.text])
+                collected.artifact_data.append(get_data_parts(parts))
     return collected
 
 
@@ -125,7 +137,11 @@ def test_reward_task_is_scored_and_its_files_written(green: str, tmp_path: Path)
     category = result["results"][0]
     assert (category["num_tasks"], category["scored_tasks"], category["total_score"]) == (1, 1, 10.0)
     metrics = evaluation.task("craft_the_crafting_table")
-    assert (metrics["max_score"], metrics["sim_score"], metrics["score"]) == (10.0, 10.0, 10.0)
+    assert (metrics["max_score"], metrics["normalised_sim_score"], metrics["score"]) == (10.0, 10.0, 10.0)
+    assert metrics["sim_score"] == 1.0  # upstream's meaning: the raw reward sum
+    upstream = evaluation.upstream_view  # an AgentBeats client's results[0]
+    assert (upstream["task_category"], upstream["total_score"], upstream["total_max_score"]) == ("crafting", 10.0, 10.0)
+    assert upstream["task_metrics"]["craft_the_crafting_table"]["score"] == 10.0
     assert metrics["milestones"] == [{"identity": "craft_crafting_table", "step": 1, "available": True}]
     assert metrics["steps_run"] == 4 and metrics["noop_total"] == 0
     assert metrics["init"]["ok"] is True
@@ -171,8 +187,10 @@ def test_a_03_client_gets_the_streamed_evaluation(green: str, tmp_path: Path):
     assert kinds[0] == "task" and kinds[-1] == "status-update" and "artifact-update" in kinds
     assert events[-1]["status"]["state"] == "completed" and events[-1]["final"] is True
     (artifact,) = [event["artifact"] for event in events if event["kind"] == "artifact-update"]
-    result = json.loads(artifact["parts"][1]["text"])
-    assert result["results"][0]["task_metrics"]["craft_the_crafting_table"]["score"] == 10.0
+    assert artifact["parts"][0]["kind"] == "text" and artifact["parts"][1]["kind"] == "data"
+    category = artifact["parts"][1]["data"]  # upstream's shape: what an AgentBeats client stores as results[0]
+    assert category["total_score"] == 10.0
+    assert category["task_metrics"]["craft_the_crafting_table"]["score"] == 10.0
 
 
 def test_milestone_task_records_the_step_each_milestone_landed(green: str, tmp_path: Path):
@@ -266,11 +284,65 @@ def test_video_evaluation_blends_into_a_partial_score_with_the_configured_model(
     assert evaluation.final_state == "completed", evaluation.statuses
     metrics = evaluation.task("craft_furnace")
     assert (metrics["sim_score"], metrics["score"], metrics["score_source"]) == (0.0, 3.0, "sim+video")
-    assert metrics["video"] == {"status": "ok", "reason": "", "task_progress": 6.0, "model": "vision-test-model"}
+    assert metrics["video"] == {"status": "ok", "reason": "", "task_progress": 6.0, "model": "vision-test-model",
+                                "rubric": "mcu_arms"}
+    assert evaluation.result["video_rubric"] == "mcu_arms"
     assert metrics["action_control"] == 3.0 and evaluation.result["results"][0]["avg_action_control"] == 3.0
     (request,) = FakeModelService.requests
     assert request["model"] == "vision-test-model"
-    assert any("video evaluation on (vision-test-model)" in line for line in evaluation.statuses)
+    assert any("video evaluation on (vision-test-model, mcu_arms rubric)" in line for line in evaluation.statuses)
+
+
+def test_mcu_auto_eval_dir_switches_the_rubric_and_every_result_names_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, model_service: str
+):
+    """MCU_AUTO_EVAL_DIR on the green's host: MCU's prompt + the task's criteria file grade, and the result says so
+    (the prompt and criteria here are our own test files in MCU's layout)."""
+    import mcu_arms.green.server as green_server
+
+    auto_eval = tmp_path / "auto_eval"
+    (auto_eval / "prompt").mkdir(parents=True)
+    (auto_eval / "prompt" / "single_rating_prompt.txt").write_text("TEST RATING PROMPT")
+    (auto_eval / "criteria_files").mkdir()
+    (auto_eval / "criteria_files" / "craft_furnace.txt").write_text("**Task Progress:** furnace crafted?\n")
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setenv("OPENAI_BASE_URL", model_service)
+    monkeypatch.setenv("MCU_AUTO_EVAL_DIR", str(auto_eval))
+    FakeModelService.answer = "Task Progress:\n- evidence: walked about\n- Task Progress: 4\n- Action Control: 5\n"
+    purple = ScriptedPurple([])
+    with running_app(lambda url: build_test_purple(purple, url)) as purple_url, \
+            running_app(green_server.build_green_app) as green_url:
+        evaluation = evaluate(
+            green_url,
+            request_for(purple_url, tmp_path / "out", task_category="crafting", tasks=["craft_furnace"], max_steps=3,
+                        video_eval=True),
+        )
+    assert evaluation.final_state == "completed", evaluation.statuses
+    metrics = evaluation.task("craft_furnace")
+    assert metrics["video"]["rubric"] == "mcu" and evaluation.result["video_rubric"] == "mcu"
+    assert (metrics["score"], metrics["action_control"], metrics["score_source"]) == (2.0, 5.0, "sim+video")
+    (request,) = FakeModelService.requests
+    assert request["messages"][0] == {"role": "system", "content": "TEST RATING PROMPT"}
+    assert any("mcu rubric" in line for line in evaluation.statuses)
+    summary = next(text for media, text in evaluation.artifacts[0] if media == "text/plain")
+    assert "video graded by the mcu rubric" in summary
+
+
+def test_unknown_config_keys_are_accepted_recorded_and_said(green: str, tmp_path: Path):
+    """Upstream's green ignores config keys it does not use; ours does too, and names them in the stream and result."""
+    purple = ScriptedPurple(TABLE_SCRIPT)
+    with running_app(lambda url: build_test_purple(purple, url)) as purple_url:
+        evaluation = evaluate(
+            green,
+            request_for(purple_url, tmp_path, task_category="crafting", tasks=["craft_the_crafting_table"],
+                        max_steps=2, save_frames=False, difficulty="hard", api_token="s3cret-value"),
+        )
+    assert evaluation.final_state == "completed", evaluation.statuses
+    assert "Ignoring config keys this green does not use: api_token, difficulty" in evaluation.statuses
+    result = json.loads((tmp_path / "evaluation.json").read_text())
+    assert result["ignored_config_keys"] == ["api_token", "difficulty"]
+    assert "difficulty" not in result["config"] and "s3cret-value" not in json.dumps(result)  # names, never values
+    assert evaluation.result == result
 
 
 def test_a_refused_init_is_recorded_loudly_and_the_episode_still_runs(green: str, tmp_path: Path):
@@ -300,7 +372,9 @@ def test_a_refused_init_is_recorded_loudly_and_the_episode_still_runs(green: str
         ({"task_category": "motion"}, None, "needs minestudio: category 'motion' has no Crafter analogue"),
         ({"task_category": "crafting", "tasks": ["craft_nothing"]}, None, "unknown task 'craft_nothing'"),
         ({"task_category": "crafting", "max_steps": 0}, None, "config.max_steps: Input should be greater than 0"),
-        ({"task_category": "crafting", "bogus": 1}, None, "config.bogus: Extra inputs are not permitted"),
+        ({"task_category": "crafting", "auto_eval_dir": "/nonexistent/auto_eval"}, None,
+         "config auto_eval_dir: /nonexistent/auto_eval is not a directory"),
+        ({"task_category": "crafting", "obs_encoding": "gif"}, None, "config.obs_encoding: Input should be 'png'"),
         ({"task_category": "crafting"}, {"judge": "http://127.0.0.1:1"}, "must name the role 'agent'"),
         ({"task_category": "crafting"}, {"agent": "http://127.0.0.1:1"}, "participant 'agent' at http://127.0.0.1:1"),
         pytest.param({"task_category": "crafting", "simulator": "minestudio"}, None,
@@ -329,9 +403,10 @@ def test_the_evaluate_cli_saves_the_green_result(green: str, tmp_path: Path):
     scenario = tmp_path / "scenario.toml"
     with running_app(lambda url: build_test_purple(purple, url)) as purple_url:
         scenario.write_text(
-            f'[green_agent]\nendpoint = "{green}"\n\n[[participants]]\nrole = "agent"\nendpoint = "{purple_url}"\n\n'
-            f'[config]\ntask_category = "crafting"\ntasks = ["craft_the_crafting_table"]\nsimulator = "embedded"\n'
+            f'[green_agent]\nendpoint = "{green}"\n\n[[participants]]\nrole = "agent"\nagentbeats_id = "purple-1"\n'
+            f'endpoint = "{purple_url}"\n\n[config]\ntask_category = "crafting"\ntasks = ["craft_the_crafting_table"]\nsimulator = "embedded"\n'
             f'max_steps = 3\nstep_timeout = 5.0\noutput_dir = "{output_dir}"\nsave_frames = false\n'
+            'difficulty = "hard"\n'
         )
         done = subprocess.run(
             [sys.executable, "-m", "mcu_arms", "evaluate", str(scenario), str(tmp_path / "evaluation.json")],
@@ -339,6 +414,10 @@ def test_the_evaluate_cli_saves_the_green_result(green: str, tmp_path: Path):
         )
     assert done.returncode == 0, done.stderr
     assert "Running task: craft_the_crafting_table" in done.stdout
+    assert "warning:" in done.stderr and "config.difficulty" in done.stderr
+    assert "Ignoring config keys this green does not use: difficulty" in done.stdout
     saved = json.loads((tmp_path / "evaluation.json").read_text())
     assert saved == json.loads((output_dir / "evaluation.json").read_text())
     assert saved["results"][0]["task_metrics"]["craft_the_crafting_table"]["score"] == 10.0
+    assert isinstance(saved["results"][0]["num_tasks"], int)  # the DataPart's floats read back as the model's ints
+    assert saved["ignored_config_keys"] == ["difficulty"]

@@ -226,3 +226,15 @@ def test_env_mode_passes_exact_degrees(host: dict[str, Any]) -> None:
     assert host["calls"]["actions"][-1]["camera"].tolist() == pytest.approx([4.32, -90.0], abs=1e-5)
     assert simulator.fallback_counts() == {}
     simulator.close()
+
+
+def test_the_green_asks_minestudio_to_render_the_observation_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Upstream's green builds MinecraftSim(obs_size=(640, 360)); ours passes the request's obs_size the same way, so
+    a 640x360 frame is rendered, not resized from 128x128."""
+    import mcu_arms.green.sims.minestudio as backend
+    from mcu_arms.green.task_run import make_simulator
+
+    built: dict[str, Any] = {}
+    monkeypatch.setattr(backend, "MineStudioSimulator", lambda **kwargs: built.update(kwargs) or "minestudio")
+    assert make_simulator("minestudio", obs_size=(640, 360)) == "minestudio"
+    assert built == {"obs_size": (640, 360)}

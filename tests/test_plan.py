@@ -335,3 +335,59 @@ def test_two_arms_whose_homes_are_one_directory_collide(project, env):
     write_arm(project, "b", base.format(green=9301, purple=9302))
     outcome = invoke(project, env, "plan", "--dry-run", "--arm", "a", "--arm", "b")
     assert outcome.exit_code == 2 and "share the same CODEX_HOME" in outcome.err
+
+
+def _auto_eval_checkout(folder: Path) -> Path:
+    (folder / "prompt").mkdir(parents=True)
+    (folder / "prompt" / "single_rating_prompt.txt").write_text("test prompt")
+    (folder / "criteria_files").mkdir()
+    return folder
+
+
+def test_observation_and_rubric_settings_reach_the_scenario_and_the_fingerprint(project, env, tmp_path):
+    """Existing arms keep their fingerprints (the defaults are left out); a setting that changes what the agent
+    sees or which rubric grades changes it; the checkout's path does not."""
+    write_arm(project, "plain", EMBEDDED_ARM.format(green=9201, purple=9202))
+    write_arm(project, "explicit", 'obs_size = [128, 128]\nobs_encoding = "png"\n' + EMBEDDED_ARM.format(green=9203, purple=9204))
+    upstream = 'obs_size = [640, 360]\nobs_encoding = "jpeg_bgr"\n'
+    write_arm(project, "upstream", upstream + EMBEDDED_ARM.format(green=9205, purple=9206))
+    one, two = _auto_eval_checkout(tmp_path / "mcu1" / "auto_eval"), _auto_eval_checkout(tmp_path / "mcu2" / "auto_eval")
+    write_arm(project, "mcu1", f'auto_eval_dir = "{one}"\n' + EMBEDDED_ARM.format(green=9207, purple=9208))
+    write_arm(project, "mcu2", f'auto_eval_dir = "{two}"\n' + EMBEDDED_ARM.format(green=9209, purple=9210))
+    names = ["plain", "explicit", "upstream", "mcu1", "mcu2"]
+    plans = {p["arm"]: p for p in plan_json(project, env, "--dry-run", *(f"--arm={n}" for n in names))["plans"]}
+    prints = {name: plan["fingerprint"] for name, plan in plans.items()}
+    assert prints["plain"] == prints["explicit"] != prints["upstream"]
+    assert prints["mcu1"] == prints["mcu2"] != prints["plain"]
+    assert plans["upstream"]["settings"]["obs_size"] == [640, 360]
+    assert plans["mcu1"]["settings"]["auto_eval_dir"] == str(one)
+
+    from mcu_arms.arms.plan import scenario_toml
+    from mcu_arms.contracts.settings import ArmPlan
+
+    scenario = scenario_toml(ArmPlan.model_validate(plans["upstream"]))
+    assert "obs_size = [640, 360]" in scenario and 'obs_encoding = "jpeg_bgr"' in scenario
+    assert "auto_eval_dir" not in scenario
+    assert f'auto_eval_dir = "{one}"' in scenario_toml(ArmPlan.model_validate(plans["mcu1"]))
+
+
+def test_bad_observation_and_rubric_settings_name_their_line(project, env, tmp_path):
+    write_arm(project, "s", 'obs_size = [640]\n' + EMBEDDED_ARM.format(green=9201, purple=9202))
+    outcome = invoke(project, env, "plan", "--dry-run", "--arm", "s")
+    assert outcome.exit_code == 2 and "s.toml:1" in outcome.err and "obs_size" in outcome.err
+    write_arm(project, "e", 'obs_encoding = "webp"\n' + EMBEDDED_ARM.format(green=9201, purple=9202))
+    outcome = invoke(project, env, "plan", "--dry-run", "--arm", "e")
+    assert outcome.exit_code == 2 and "jpeg_bgr" in outcome.err
+    write_arm(project, "r", f'auto_eval_dir = "{tmp_path}"\n' + EMBEDDED_ARM.format(green=9201, purple=9202))
+    outcome = invoke(project, env, "plan", "--dry-run", "--arm", "r")
+    assert outcome.exit_code == 2 and "r.toml:1" in outcome.err and "single_rating_prompt.txt" in outcome.err
+
+
+def test_the_shells_auto_eval_dir_never_picks_an_arms_rubric(project, env, tmp_path):
+    checkout = _auto_eval_checkout(tmp_path / "auto_eval")
+    write_arm(project, "a", 'obs_encoding = "jpeg_bgr"\n' + EMBEDDED_ARM.format(green=9201, purple=9202).replace('"random"', '"scripted"'))
+    (plan,) = plan_json(project, {**env, "MCU_AUTO_EVAL_DIR": str(checkout)}, "--dry-run", "--arm", "a")["plans"]
+    green = next(process for process in plan["processes"] if process["role"] == "green")
+    assert green["env"] == {"MCU_AUTO_EVAL_DIR": ""}
+    assert any("MCU_AUTO_EVAL_DIR is set here" in warning for warning in plan["warnings"])
+    assert any("decodes with Pillow and will see red and blue swapped" in w for w in plan["warnings"])

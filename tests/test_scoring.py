@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 from pathlib import Path
 
@@ -35,13 +37,15 @@ def test_partial_and_full_reward_scores() -> None:
     tracker = RewardTracker(task)
     assert tracker.update(1, {"craft_item": {"oak_planks": 4}})[0].identity == "planks"
     partial = score_task(task, tracker, UNSCORED_VIDEO)
-    assert (partial.sim_score, partial.score, partial.score_source) == (2.5, 2.5, "sim")
+    assert (partial.normalised_sim_score, partial.score, partial.score_source) == (2.5, 2.5, "sim")
+    assert partial.sim_score == 1.0  # upstream's meaning: the raw reward sum
     blended = score_task(task, tracker, _video(6.0))
     assert (blended.score, blended.score_source) == ((2.5 + 6.0) / 2, "sim+video")
     assert blended.criteria["action_control"] == 6.0
     tracker.update(7, {"craft_item": {"oak_planks": 4, "crafting_table": 1}})
     full = score_task(task, tracker, _video(2.0))
-    assert (full.sim_score, full.score, full.score_source) == (10.0, 10.0, "sim")
+    assert (full.normalised_sim_score, full.score, full.score_source) == (10.0, 10.0, "sim")
+    assert full.sim_score == 4.0
     assert tracker.reached == {"planks": 1, "table": 7} and tracker.is_perfect()
     assert [(m.identity, m.step) for m in full.milestones] == [("planks", 1), ("table", 7)]
 
@@ -85,7 +89,7 @@ def test_video_only_task_is_unscored_without_video_never_zero() -> None:
     assert tracker.update(1, {"craft_item": {"anything": 3}}) == []
     unscored = score_task(task, tracker, VideoEvaluation(status="no_api_key", reason="no key"))
     assert (unscored.score, unscored.scored, unscored.score_source) == (None, False, "unscored")
-    assert unscored.sim_score is None
+    assert unscored.normalised_sim_score is None and unscored.sim_score == 0.0  # upstream: no reward, 0.0
     scored = score_task(task, tracker, _video(7.0))
     assert (scored.score, scored.scored, scored.score_source, scored.max_score) == (7.0, True, "video", 10.0)
 
@@ -142,3 +146,79 @@ def test_ok_evaluation_over_a_real_http_round_trip(tmp_path: Path, model_service
     FakeModelService.answer = "not json at all"
     garbled = evaluate_video(task, tmp_path / "frames", None, enabled=True, env=env, needed=True)
     assert garbled.status == "failed" and garbled.task_progress is None
+
+
+def _auto_eval(tmp_path: Path, *tasks: str) -> Path:
+    """A folder in the layout of MCU's auto_eval, with our own small prompt and criteria files."""
+    folder = tmp_path / "auto_eval"
+    (folder / "prompt").mkdir(parents=True)
+    (folder / "prompt" / "single_rating_prompt.txt").write_text("You rate Minecraft videos. Answer '- Key: value'.")
+    (folder / "criteria_files").mkdir()
+    for task in tasks:
+        (folder / "criteria_files" / f"{task}.txt").write_text(f"**Task Progress:** how far {task} got.\n")
+    return folder
+
+
+def _sized_frames(folder: Path, count: int) -> Path:
+    from PIL import Image
+
+    folder.mkdir()
+    for index in range(count):
+        Image.new("RGB", (16, 16), (200, index % 256, 10)).save(folder / f"{index:06d}.png")
+    return folder
+
+
+def test_mcu_rubric_request_uses_the_checkout_and_upstreams_sampling(tmp_path: Path, model_service: str) -> None:
+    from PIL import Image
+
+    from mcu_arms.contracts.rubric import auto_eval_problem
+
+    task = _task(RewardEntry(event="craft_item", identity="a", objects=("x",)))
+    folder = _auto_eval(tmp_path, task.name)
+    assert auto_eval_problem(folder) is None
+    env = {"OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": model_service}
+    FakeModelService.answer = (
+        "Task Progress:\n- evidence: it tried\n- Task Progress: 7\n- Action Control: 12\nCreative Attempts: 2.5\n"
+        "- Material Selection and Usage: not applicable\n"
+    )
+    result = evaluate_video(task, _sized_frames(tmp_path / "short", 45), None, enabled=True, env=env, needed=True,
+                            auto_eval_dir=folder)
+    assert (result.status, result.rubric) == ("ok", "mcu"), result.reason
+    assert result.task_progress == 7.0
+    assert result.criteria == {"task_progress": 7.0, "action_control": 10.0, "creative_attempts": 2.5}  # clipped
+    (request,) = FakeModelService.requests
+    assert (request["model"], request["temperature"], request["top_p"], request["seed"]) == ("gpt-4o", 0, 1, 42)
+    system, text, images = request["messages"]
+    assert system == {"role": "system", "content": "You rate Minecraft videos. Answer '- Key: value'."}
+    assert text["content"].startswith(f"Task: {task.name}") and f"how far {task.name} got" in text["content"]
+    urls = [part["image_url"]["url"] for part in images["content"]]
+    assert len(urls) == 3  # frames 0, 20, 40
+    assert all(url.startswith("data:image/jpeg;base64,") for url in urls)
+    first = Image.open(io.BytesIO(base64.b64decode(urls[0].split(",", 1)[1])))
+    assert first.format == "JPEG" and first.getpixel((8, 8))[0] > 150  # RGB kept: red stays red
+
+    FakeModelService.requests.clear()
+    evaluate_video(task, _sized_frames(tmp_path / "long", 1300), None, enabled=True, env=env, needed=True,
+                   auto_eval_dir=folder)
+    (request,) = FakeModelService.requests
+    assert len(request["messages"][2]["content"]) == 22  # from 1,200 frames on, every 60th: 0..1260
+
+
+def test_mcu_rubric_failures_are_loud(tmp_path: Path, model_service: str) -> None:
+    from mcu_arms.contracts.rubric import auto_eval_problem
+
+    task = _task(RewardEntry(event="craft_item", identity="a", objects=("x",)))
+    env = {"OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": model_service}
+    frames = _sized_frames(tmp_path / "frames", 5)
+    no_criteria = evaluate_video(task, frames, None, enabled=True, env=env, needed=True,
+                                 auto_eval_dir=_auto_eval(tmp_path, "another_task"))
+    assert (no_criteria.status, no_criteria.rubric) == ("failed", "mcu") and "no criteria file" in no_criteria.reason
+    assert FakeModelService.requests == []
+    folder = _auto_eval(tmp_path / "second", task.name)
+    FakeModelService.answer = "The agent did well. Score: 8"
+    unparsed = evaluate_video(task, frames, None, enabled=True, env=env, needed=True, auto_eval_dir=folder)
+    assert unparsed.status == "failed" and "Task Progress" in unparsed.reason and unparsed.task_progress is None
+    off = evaluate_video(task, frames, None, enabled=False, env=env, needed=True, auto_eval_dir=folder)
+    assert (off.status, off.rubric) == ("disabled", "mcu")
+    assert "is not a directory" in auto_eval_problem(tmp_path / "missing")
+    assert "prompt/single_rating_prompt.txt" in auto_eval_problem(folder / "criteria_files")

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from mcu_arms.arms.spec import SESSION_TURNS_WARN_ABOVE, ArmSpec, arm_path, describe_error, load_arm
-from mcu_arms.contracts.catalog import CODEX_AGENTS, capped_steps
+from mcu_arms.contracts.catalog import CODEX_AGENTS, FRAME_READING_AGENTS, capped_steps
 from mcu_arms.contracts.errors import UserError, toml_line, user_error
+from mcu_arms.contracts.rubric import AUTO_EVAL_ENV
 from mcu_arms.contracts.settings import (
     OVERRIDDEN_KEYS,
     PAYLOAD_GROWTH_BYTES,
@@ -150,6 +152,18 @@ def _refuse_env_that_isolation_sets(arm_env: dict[str, str], purple_env: dict[st
             )
 
 
+def _green_rubric_env(settings: Settings, environment: Mapping[str, str], warnings: list[str]) -> dict[str, str]:
+    """An arm's rubric is its file's `auto_eval_dir`, never the shell's MCU_AUTO_EVAL_DIR, which the fingerprint
+    cannot see: the green of an arm without one gets the variable blanked, and the plan says so."""
+    if settings.auto_eval_dir or not environment.get(AUTO_EVAL_ENV):
+        return {}
+    warnings.append(
+        f"{AUTO_EVAL_ENV} is set here, but an arm takes its video rubric from its file: this arm grades with "
+        f"mcu-arms' rubric (set auto_eval_dir = \"{environment[AUTO_EVAL_ENV]}\" for MCU's)"
+    )
+    return {AUTO_EVAL_ENV: ""}
+
+
 def _mcu_arms_argv() -> list[str]:
     return [sys.executable, "-m", "mcu_arms"]
 
@@ -197,6 +211,12 @@ def build_plan(
     if spec.cuda_device is not None:
         purple_env["CUDA_VISIBLE_DEVICES"] = spec.cuda_device
     _refuse_env_that_isolation_sets(settings.env, purple_env, source)
+    green_env = _green_rubric_env(settings, env.env, warnings)
+    if settings.obs_encoding == "jpeg_bgr" and settings.agent in FRAME_READING_AGENTS:
+        warnings.append(
+            f"obs_encoding jpeg_bgr is for purples that decode with cv2 (MCU-AgentBeats'); agent '{settings.agent}' "
+            "decodes with Pillow and will see red and blue swapped"
+        )
 
     serve = _mcu_arms_argv() + ["serve"]
     purple_argv = serve + ["purple", "--agent", settings.agent, "--host", host, "--port", str(purple_port),
@@ -204,7 +224,7 @@ def build_plan(
     green_argv = serve + ["green", "--host", host, "--port", str(green_port), "--card-url", green_url]
     client_argv = _mcu_arms_argv() + ["evaluate", str(run_dir.scenario), "--events", str(run_dir.events)]
     processes = [
-        ProcessPlan(role="green", argv=green_argv, env={}, cwd=str(env.cwd), log=str(run_dir.log("green")),
+        ProcessPlan(role="green", argv=green_argv, env=green_env, cwd=str(env.cwd), log=str(run_dir.log("green")),
                     port=green_port, url=green_url),
         ProcessPlan(role="purple", argv=purple_argv, env=purple_env, cwd=str(env.cwd), log=str(run_dir.log("purple")),
                     port=purple_port, url=purple_url),
@@ -254,10 +274,14 @@ def scenario_toml(plan: ArmPlan) -> str:
         "video_eval": settings.video_eval,
         "video_model": settings.video_model,
         "save_frames": settings.save_frames,
+        "obs_size": list(settings.obs_size),
+        "obs_encoding": settings.obs_encoding,
         "output_dir": str(RunDir(Path(plan.episode_dir)).green),
     }
     if settings.tasks:
         config["tasks"] = settings.tasks
+    if settings.auto_eval_dir:
+        config["auto_eval_dir"] = settings.auto_eval_dir
     document["config"] = config
     return tomlkit.dumps(document)
 

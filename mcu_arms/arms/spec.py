@@ -19,9 +19,18 @@ from pydantic import (
 
 from mcu_arms.contracts.catalog import AGENT_KINDS, CATEGORIES, SIMULATORS
 from mcu_arms.contracts.errors import Problem, UserError, toml_decode_line, user_error
+from mcu_arms.contracts.rubric import auto_eval_problem
 from mcu_arms.contracts.settings import DEFAULT_CONTEXT_WINDOW, ENV_NAME_PATTERN, Thresholds
 from mcu_arms.contracts.support import category_reason
-from mcu_arms.contracts.wire import DEFAULT_STEP_TIMEOUT_S, DEFAULT_VIDEO_MODEL
+from mcu_arms.contracts.wire import (
+    DEFAULT_OBS_ENCODING,
+    DEFAULT_OBS_SIZE,
+    DEFAULT_STEP_TIMEOUT_S,
+    DEFAULT_VIDEO_MODEL,
+    OBS_SIDE_MAX,
+    OBS_SIDE_MIN,
+    ObsEncoding,
+)
 
 ARM_NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 SESSION_TURNS_WARN_ABOVE = 5
@@ -98,8 +107,30 @@ class ArmSpec(_Strict):
     cuda_device: str | None = None
     video_eval: bool = False
     video_model: str = Field(default=DEFAULT_VIDEO_MODEL, min_length=1)
+    auto_eval_dir: str | None = None
     save_frames: bool = True
     thresholds: Thresholds = Field(default_factory=Thresholds)
+    obs_size: list[int] = Field(default_factory=lambda: list(DEFAULT_OBS_SIZE))
+    obs_encoding: ObsEncoding = DEFAULT_OBS_ENCODING
+
+    @field_validator("obs_size")
+    @classmethod
+    def _obs_size(cls, value: list[int]) -> list[int]:
+        if len(value) != 2 or not all(OBS_SIDE_MIN <= side <= OBS_SIDE_MAX for side in value):
+            raise ValueError(f"{value} is not [width, height] with each side in {OBS_SIDE_MIN}..{OBS_SIDE_MAX}")
+        return value
+
+    @field_validator("auto_eval_dir")
+    @classmethod
+    def _auto_eval_checkout(cls, value: str | None) -> str | None:
+        """A checkout of MCU's auto_eval folder, checked now rather than when the first video is graded."""
+        if value is None:
+            return None
+        folder = Path(os.path.expanduser(value)).resolve()
+        problem = auto_eval_problem(folder)
+        if problem:
+            raise ValueError(problem)
+        return str(folder)
 
     @field_validator("session_turns")
     @classmethod
@@ -200,6 +231,9 @@ ALLOWED: dict[str, str] = {
     "thresholds.init_must_succeed": "true or false",
     "thresholds.task_error_fails": "true or false",
     "thresholds.min_steps_for_share": "an integer >= 1",
+    "auto_eval_dir": "a checkout of MCU's auto_eval folder (prompt/, criteria_files/): grade video with MCU's rubric",
+    "obs_size": f"[width, height], each {OBS_SIDE_MIN}..{OBS_SIDE_MAX}; [640, 360] as MCU-AgentBeats sends",
+    "obs_encoding": "png, jpeg, jpeg_bgr (MCU-AgentBeats' cv2-encoded JPEG)",
 }
 
 

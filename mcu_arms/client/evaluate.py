@@ -1,10 +1,10 @@
 """The evaluation client: send a scenario's EvalRequest to the green agent, follow its stream, keep its result.
 
 One long streaming request: the green streams status updates (printed as timestamped lines) and ends with an
-artifact holding a text summary and the JSON result. The result is written atomically and never over an existing
-file (a finished evaluation is never lost to a rerun). The typed events in the status updates (contracts/events.py)
-go to an events file when one is given, for whoever supervises the run. Heavy imports (a2a, httpx) stay inside the
-functions.
+artifact holding a text summary and the result (contracts/evaluation.py: evaluation_from_artifact). The result is
+written atomically and never over an existing file (a finished evaluation is never lost to a rerun). The typed
+events in the status updates (contracts/events.py) go to an events file when one is given, for whoever supervises
+the run. Heavy imports (a2a, httpx) stay inside the functions.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from pydantic import BaseModel
 from mcu_arms.atomic import AlreadyExists, write_json_exclusive
 from mcu_arms.client.scenario import Scenario, load_scenario
 from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.evaluation import evaluation_from_artifact
 from mcu_arms.contracts.events import EventRecord, parse_event
 from mcu_arms.contracts.timestamps import iso_seconds
 from mcu_arms.contracts.wire import AGENT_CARD_PATH
@@ -74,19 +75,26 @@ class _Collected:
         self.statuses: list[StatusLine] = []
 
     def result_and_summary(self) -> tuple[dict[str, Any] | None, str]:
-        """The last JSON object found in the artifacts, and the rest of their text as the summary."""
-        result: dict[str, Any] | None = None
+        """The green's result and the artifacts' plain text as the summary.
+
+        Our green sends the result as a DataPart shaped as upstream's; earlier versions sent it whole as JSON text.
+        Either is read back as our EvaluationResult (integers restored from the data part's floats); a green that
+        is not ours (upstream's) has its last JSON object kept as it came.
+        """
+        found: list[dict[str, Any]] = []
         summary: list[str] = []
         for chunks in self.artifact_texts.values():
             for text in chunks:
                 decoded = _json_object(text)
                 if decoded is not None:
-                    result = decoded
+                    found.append(decoded)
                 elif text.strip():
                     summary.append(text.strip())
-        if result is None and self.artifact_data:
-            result = self.artifact_data[-1]
-        return result, "\n".join(summary)
+        found += self.artifact_data
+        ours = [evaluation for data in found if (evaluation := evaluation_from_artifact(data)) is not None]
+        if ours:
+            return ours[-1].model_dump(mode="json"), "\n".join(summary)
+        return (found[-1] if found else None), "\n".join(summary)
 
 
 def _json_object(text: str) -> dict[str, Any] | None:
@@ -221,6 +229,8 @@ async def evaluate_async(
 
     scenario = load_scenario(scenario_path)
     _refuse_existing(out_path)
+    for warning in scenario.warnings():
+        env.err_console.out(f"warning: {warning}", highlight=False)
     started = env.clock()
     collected = _Collected(events_path)
     try:

@@ -11,7 +11,9 @@
     task_category = "crafting"
 
 Every mistake is a UserError naming the file, the line and the key. `cmd` entries (AgentBeats' own launcher) are
-accepted and ignored: `mcu-arms run` starts the processes.
+accepted and ignored: `mcu-arms run` starts the processes. `agentbeats_id` (the platform's id of an agent) is
+accepted and kept. Config keys our green does not know are sent as they are, as AgentBeats does (another green may
+use them; ours names them as ignored), and the client warns about each, since a typo would otherwise go unseen.
 """
 
 from __future__ import annotations
@@ -28,20 +30,31 @@ from mcu_arms.contracts.errors import Problem, UserError, plain_problem, toml_de
 from mcu_arms.contracts.wire import EvalConfig, EvalRequest
 
 TOP_LEVEL_TABLES = ("green_agent", "participants", "config")
-AGENT_KEYS = ("endpoint", "cmd")
-PARTICIPANT_KEYS = ("role", "endpoint", "cmd")
+AGENT_KEYS = ("endpoint", "cmd", "agentbeats_id")
+PARTICIPANT_KEYS = ("role", "endpoint", "cmd", "agentbeats_id")
 
 
 class Participant(BaseModel):
     role: str
     endpoint: str
+    agentbeats_id: str | None = None
 
 
 class Scenario(BaseModel):
     path: Path
     green_endpoint: str
+    green_agentbeats_id: str | None = None
     participants: list[Participant]
     config: EvalConfig
+
+    def warnings(self) -> list[str]:
+        """Config keys our green does not know: sent anyway, named here so that a misspelt key is seen."""
+        known = ", ".join(EvalConfig.model_fields)
+        return [
+            f"{self.path}: config.{key} is not a key the mcu-arms green knows; sent as written, a green that does "
+            f"not use it ignores it (known keys: {known})"
+            for key in self.config.ignored_keys()
+        ]
 
     def eval_request(self) -> EvalRequest:
         return EvalRequest(
@@ -104,6 +117,7 @@ def load_scenario(path: Path) -> Scenario:
     green_endpoint = _check_endpoint(
         green["endpoint"], path=path, line=toml_line(text, "green_agent.endpoint"), key="green_agent.endpoint"
     )
+    green_id = _check_agentbeats_id(green.get("agentbeats_id"), path=path, text=text, key="green_agent.agentbeats_id")
 
     participants = _load_participants(data.get("participants"), path=path, text=text)
 
@@ -111,7 +125,16 @@ def load_scenario(path: Path) -> Scenario:
     if not isinstance(config_table, dict):
         raise UserError("missing [config] table (at least task_category)", path=path, key="config")
     config = _load_config(config_table, path=path, text=text)
-    return Scenario(path=path, green_endpoint=green_endpoint, participants=participants, config=config)
+    return Scenario(
+        path=path, green_endpoint=green_endpoint, green_agentbeats_id=green_id, participants=participants, config=config
+    )
+
+
+def _check_agentbeats_id(value: Any, *, path: Path, text: str, key: str) -> str | None:
+    if value is None or (isinstance(value, str) and value.strip()):
+        return value
+    raise UserError("must be a non-empty string", path=path, line=toml_line(text, key), key=key,
+                    allowed="the agent's AgentBeats id")
 
 
 def _load_participants(raw: Any, *, path: Path, text: str) -> list[Participant]:
@@ -146,14 +169,15 @@ def _load_participants(raw: Any, *, path: Path, text: str) -> list[Participant]:
         endpoint = _check_endpoint(
             entry["endpoint"], path=path, line=locate("endpoint"), key=f"participants[{index}].endpoint"
         )
-        participants.append(Participant(role=role, endpoint=endpoint))
+        agentbeats_id = _check_agentbeats_id(
+            entry.get("agentbeats_id"), path=path, text=text, key=f"participants[{index}].agentbeats_id"
+        )
+        participants.append(Participant(role=role, endpoint=endpoint, agentbeats_id=agentbeats_id))
     return participants
 
 
 def _describe_config_error(error: dict[str, Any]) -> Problem:
     problem = plain_problem(error)
-    if problem.kind == "extra_forbidden":
-        return Problem(problem.key, "unknown key", ", ".join(EvalConfig.model_fields), problem.kind)
     if problem.kind == "missing":
         return Problem(problem.key, "missing", kind=problem.kind)
     return problem

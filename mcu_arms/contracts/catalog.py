@@ -23,6 +23,8 @@ LONG_TERM_MAX_STEPS = 12000
 
 AGENT_KINDS: tuple[str, ...] = ("worldmodel", "prolong", "steve1", "scripted", "random", "noop")
 CODEX_AGENTS: frozenset[str] = frozenset({"worldmodel", "prolong"})
+# The built-in agents that read the frame's pixels (the baselines ignore it).
+FRAME_READING_AGENTS: frozenset[str] = frozenset({"worldmodel", "prolong", "steve1", "scripted"})
 
 SIMULATORS: tuple[str, ...] = ("minestudio", "embedded")
 

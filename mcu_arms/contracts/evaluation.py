@@ -1,10 +1,16 @@
 """The evaluation result: the MCU green agent's shape, plus everything needed to trust a number.
 
-`results[].task_metrics[task]` keeps the seed's keys (max_score, sim_score, score, the video criteria) so existing
-readers work; the extra keys say how each score was made (source, milestones with their steps, noops by cause,
-dropped keys, simulator fallbacks, video status, latencies). An unscored task is never a silent 0: it is left out
-of `total_score` and `total_max_score`, counted in `scored_tasks` and listed in `unscored_tasks`.
-Only pydantic here: light to import (`compare` and `status` read these files).
+`results[].task_metrics[task]` keeps upstream's keys with upstream's meaning (max_score, sim_score = the raw reward
+sum, score, the video criteria) so existing readers work; the extra keys say how each score was made (source,
+normalised sim score, milestones with their steps, noops by cause, dropped keys, simulator fallbacks, video status
+and rubric, latencies). An unscored task is never a silent 0: it is left out of `total_score` and
+`total_max_score`, counted in `scored_tasks` and listed in `unscored_tasks`; `upstream_total_score` is the total as
+MCU-AgentBeats computes it (every task, unscored ones as 0), to hold against an AgentBeats leaderboard.
+
+On the wire the result is one A2A DataPart shaped as upstream's (`artifact_data`): the category result at the top,
+where an AgentBeats client reads `results[0].total_score`, and the rest of ours under `mcu_arms`. Data parts carry
+numbers as protobuf doubles, so integers arrive as floats; pydantic reads 3.0 as 3.
+Versioned: a file of an older schema is migrated when read. Only pydantic here: light to import.
 """
 
 from __future__ import annotations
@@ -12,10 +18,15 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError, computed_field, model_validator
 
+from mcu_arms.contracts.rubric import VideoRubric
 from mcu_arms.contracts.states import EndedBy, InitFailure
 from mcu_arms.contracts.wire import EvalConfig
+
+EVALUATION_SCHEMA_VERSION = 2
+# The key of the artifact's DataPart that holds everything of ours that is not the category result.
+ARTIFACT_ENVELOPE_KEY = "mcu_arms"
 
 # Reasons kept per noop cause: enough to diagnose, bounded for a 12,000-step episode.
 FIRST_REASONS_KEPT = 5
@@ -82,14 +93,16 @@ class VideoResult(BaseModel):
     reason: str = ""
     task_progress: float | None = None
     model: str | None = None
+    rubric: VideoRubric = "mcu_arms"  # schema 1 had only ours
 
 
 class TaskMetrics(BaseModel):
     """One task's entry in `task_metrics`."""
 
     max_score: float
-    sim_score: float | None
+    sim_score: float = 0.0  # upstream's meaning: the raw sum of simulator rewards (cut_stone: 5.0, not 10.0)
     score: float | None  # None: unscored, not counted in the category total
+    normalised_sim_score: float | None = None  # ours: the simulator's share scaled to max_score; None: video-only
     task_progress: float | None = None
     action_control: float | None = None
     error_recognition_and_correction: float | None = None
@@ -133,6 +146,12 @@ class TaskMetrics(BaseModel):
     agent_failures: dict[str, int] = Field(default_factory=dict)  # the agent's own failure causes (AgentFailure)
     no_effect_steps: int = 0  # steps where an input had no effect on this simulator (behaviour)
 
+    @computed_field
+    @property
+    def upstream_score(self) -> float:
+        """The score as MCU-AgentBeats counts it: an unscored task (video-only without video, an episode error) is 0."""
+        return self.score if self.score is not None else 0.0
+
 
 class SkippedTask(BaseModel):
     task: str
@@ -154,6 +173,17 @@ class CategoryResult(BaseModel):
     avg_material_selection_and_usage: float | None = None
     note: str = ""
     task_metrics: dict[str, TaskMetrics]
+
+    @computed_field
+    @property
+    def upstream_total_score(self) -> float:
+        """The total as MCU-AgentBeats computes it: every task counted, unscored ones as 0."""
+        return round(sum(m.upstream_score for m in self.task_metrics.values()), 3)
+
+    @computed_field
+    @property
+    def upstream_total_max_score(self) -> float:
+        return round(sum(m.max_score for m in self.task_metrics.values()), 3)
 
     @classmethod
     def of(cls, category: str, metrics: dict[str, TaskMetrics], skipped: list[SkippedTask]) -> CategoryResult:
@@ -192,6 +222,7 @@ class SimulatorInfo(BaseModel):
 
 
 class EvaluationResult(BaseModel):
+    schema_version: int = EVALUATION_SCHEMA_VERSION
     participants: dict[str, str]
     results: list[CategoryResult]
     simulator: SimulatorInfo
@@ -199,10 +230,54 @@ class EvaluationResult(BaseModel):
     max_steps: int
     max_steps_note: str = ""
     config: EvalConfig
+    ignored_config_keys: list[str] = Field(default_factory=list)  # names only: their values may be secrets
+    video_rubric: VideoRubric = "mcu_arms"
     started_at: str
     finished_at: str
     duration_s: float
     output_dir: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def _migrate(cls, data: Any) -> Any:
+        """Schema 1 called the normalised simulator score `sim_score`; upstream's sim_score is the raw reward sum."""
+        if not isinstance(data, dict) or data.get("schema_version", 1) >= EVALUATION_SCHEMA_VERSION:
+            return data
+        data = {**data, "schema_version": EVALUATION_SCHEMA_VERSION}
+        data["results"] = [_category_from_schema_1(category) for category in data.get("results") or []]
+        return data
+
+    def artifact_data(self) -> dict[str, Any]:
+        """The result as upstream's green sends it: the category result at the top, ours under `mcu_arms`."""
+        (category,) = self.results  # one evaluation request is one category
+        envelope = self.model_dump(mode="json", exclude={"results"})
+        return {**category.model_dump(mode="json"), ARTIFACT_ENVELOPE_KEY: envelope}
+
+
+def _category_from_schema_1(category: Any) -> Any:
+    if not isinstance(category, dict) or not isinstance(category.get("task_metrics"), dict):
+        return category
+    migrated = {}
+    for name, metrics in category["task_metrics"].items():
+        if isinstance(metrics, dict):
+            metrics = {**metrics, "normalised_sim_score": metrics.get("sim_score"),
+                       "sim_score": metrics.get("sim_reward", 0.0)}
+        migrated[name] = metrics
+    return {**category, "task_metrics": migrated}
+
+
+def evaluation_from_artifact(data: dict[str, Any]) -> EvaluationResult | None:
+    """Our result from an artifact's data, in the DataPart shape or the older whole-result JSON text; None when the
+    data is not ours (e.g. from upstream's green, which sends only the category result)."""
+    if isinstance(data.get(ARTIFACT_ENVELOPE_KEY), dict):
+        category = {key: value for key, value in data.items() if key != ARTIFACT_ENVELOPE_KEY}
+        data = {**data[ARTIFACT_ENVELOPE_KEY], "results": [category]}
+    elif not ("results" in data and "simulator" in data):
+        return None
+    try:
+        return EvaluationResult.model_validate(data)
+    except ValidationError:
+        return None
 
 
 def summary_text(result: EvaluationResult) -> str:
@@ -213,6 +288,8 @@ def summary_text(result: EvaluationResult) -> str:
             f"Category: {category.task_category}",
             f"Number of Tasks: {category.num_tasks} (scored: {category.scored_tasks})",
             f"Total Score: {category.total_score:.2f} / {category.total_max_score:.2f}",
+            f"Total as MCU-AgentBeats counts it (unscored tasks as 0): {category.upstream_total_score:.2f} / "
+            f"{category.upstream_total_max_score:.2f}",
         ]
         if category.note:
             lines.append(f"Note: {category.note}")
@@ -243,7 +320,9 @@ def _task_line(metrics: TaskMetrics) -> str:
             parts.append(f"{label} " + ", ".join(f"{key} x{count}" for key, count in counts.items()))
     if metrics.unavailable_entries:
         parts.append("no analogue on this simulator: " + ", ".join(metrics.unavailable_entries))
-    if metrics.video.status not in ("ok", "skipped_perfect"):
+    if metrics.video.status == "ok":
+        parts.append(f"video graded by the {metrics.video.rubric} rubric")
+    elif metrics.video.status != "skipped_perfect":
         parts.append(f"video evaluation {metrics.video.status}")
     if metrics.init is not None and not metrics.init.ok:
         parts.append(f"INIT FAILED ({metrics.init.cause}: {metrics.init.message})")

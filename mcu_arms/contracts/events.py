@@ -12,6 +12,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from mcu_arms.contracts.rubric import VideoRubric
+from mcu_arms.contracts.wire import DEFAULT_OBS_ENCODING, DEFAULT_OBS_SIZE, ObsEncoding
+
 
 class _Event(BaseModel):
     model_config = ConfigDict(extra="ignore")
@@ -28,15 +31,29 @@ class EvaluationStarted(_Event):
     step_timeout: float
     seed: int
     video_model: str | None = None  # None: video evaluation off
+    video_rubric: VideoRubric = "mcu_arms"
+    obs_size: tuple[int, int] = DEFAULT_OBS_SIZE
+    obs_encoding: ObsEncoding = DEFAULT_OBS_ENCODING
     output_dir: str
 
     def text(self) -> str:
-        video = f"on ({self.video_model})" if self.video_model else "off"
+        video = f"on ({self.video_model}, {self.video_rubric} rubric)" if self.video_model else "off"
+        width, height = self.obs_size
         return (
             f"Starting MCU evaluation with {len(self.tasks)} tasks from {self.category} on {self.simulator_label}; "
             f"max_steps {self.max_steps}, step_timeout {self.step_timeout:g} s, seed {self.seed}; "
-            f"video evaluation {video}; output {self.output_dir}"
+            f"observations {width}x{height} {self.obs_encoding}; video evaluation {video}; output {self.output_dir}"
         )
+
+
+class ConfigKeysIgnored(_Event):
+    """The request's config named keys this green does not use: accepted, as upstream's green accepts them."""
+
+    kind: Literal["config_keys_ignored"] = "config_keys_ignored"
+    keys: list[str]
+
+    def text(self) -> str:
+        return f"Ignoring config keys this green does not use: {', '.join(self.keys)}"
 
 
 class TaskSkipped(_Event):
@@ -150,7 +167,8 @@ class EvaluationFinished(_Event):
 
 
 GreenEvent = Annotated[
-    EvaluationStarted | TaskSkipped | Notice | TaskStarted | InitFailed | MilestoneReached | TaskProgress
+    EvaluationStarted | ConfigKeysIgnored | TaskSkipped | Notice | TaskStarted | InitFailed | MilestoneReached
+    | TaskProgress
     | TaskFinished | EvaluationFinished,
     Field(discriminator="kind"),
 ]

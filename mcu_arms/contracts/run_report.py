@@ -83,7 +83,7 @@ class RunReport(BaseModel):
     failure: Failure | None = None
     score: float | None = None
     max_score: float | None = None
-    sim_score: float | None = None
+    sim_score: float | None = None  # the tasks' normalised_sim_score summed (each scaled to its max_score)
     steps_run: int | None = None
     milestones: list[MilestoneRecord] = Field(default_factory=list)
     noops: dict[str, int] = Field(default_factory=dict)
@@ -194,8 +194,8 @@ def summarise_evaluation(report: RunReport, result: EvaluationResult, evaluation
     for category in result.results:
         for name, metrics in category.task_metrics.items():
             steps += metrics.steps_run
-            if metrics.sim_score is not None:
-                sim_scores.append(metrics.sim_score)
+            if metrics.normalised_sim_score is not None:
+                sim_scores.append(metrics.normalised_sim_score)
             milestones += [
                 MilestoneRecord(task=name, identity=m.identity, step=m.step, available=m.available)
                 for m in metrics.milestones

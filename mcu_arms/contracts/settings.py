@@ -17,8 +17,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mcu_arms.contracts.rubric import rubric_of
 from mcu_arms.contracts.states import ProcessRole
-from mcu_arms.contracts.wire import DEFAULT_STEP_TIMEOUT_S, DEFAULT_VIDEO_MODEL
+from mcu_arms.contracts.wire import (
+    DEFAULT_OBS_ENCODING,
+    DEFAULT_OBS_SIZE,
+    DEFAULT_STEP_TIMEOUT_S,
+    DEFAULT_VIDEO_MODEL,
+    ObsEncoding,
+)
 
 # v2: the seed is the replicate axis, not part of what makes two runs the same experiment.
 FINGERPRINT_VERSION = "v2"
@@ -129,7 +136,10 @@ class Settings(BaseModel):
     provider_env_key: str | None = None
     video_eval: bool
     video_model: str = DEFAULT_VIDEO_MODEL  # reports written before it was a setting read as the model then used
+    auto_eval_dir: str | None = None  # MCU's video rubric from this checkout; None: ours
     save_frames: bool
+    obs_size: tuple[int, int] = DEFAULT_OBS_SIZE  # (width, height) of the frames the agent is sent
+    obs_encoding: ObsEncoding = DEFAULT_OBS_ENCODING
     env: dict[str, str]
     cuda_device: str | None
 
@@ -141,11 +151,18 @@ class Settings(BaseModel):
         """What the fingerprint covers: every setting except where things run (cuda_device picks a device) and the
         seed (the replicate axis: runs of one arm with different seeds are replicates of one experiment).
 
-        Unset (None) settings are left out, so a new optional setting does not change existing fingerprints.
+        Unset (None) settings are left out, and so are the observation settings at their defaults, so a setting
+        added later does not change existing fingerprints. The auto_eval checkout counts as the rubric it selects,
+        not as a path.
         """
         data = {key: value for key, value in self.model_dump().items() if value is not None}
         for key in REPLICATE_AND_PLACEMENT_KEYS:
             data.pop(key, None)
+        if data.pop("auto_eval_dir", None) is not None:
+            data["video_rubric"] = rubric_of(self.auto_eval_dir)
+        for key, default in (("obs_size", DEFAULT_OBS_SIZE), ("obs_encoding", DEFAULT_OBS_ENCODING)):
+            if data.get(key) == default:
+                data.pop(key)
         return data
 
 

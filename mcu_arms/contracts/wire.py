@@ -6,7 +6,7 @@ text part (a2a-sdk 1.x data parts turn integers into floats). Only pydantic here
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -45,6 +45,13 @@ DEFAULT_VIDEO_MODEL = "gpt-4o"
 # whole model turn on the step where it re-plans, and at 60 s those steps silently become noops.
 DEFAULT_STEP_TIMEOUT_S = 600.0
 DEFAULT_PROGRESS_EVERY = 50
+# The observation the green sends: (width, height) and encoding. The default is the seed's documented 128x128 PNG;
+# MCU-AgentBeats' current green sends 640x360 JPEG made by cv2.imencode from an RGB frame, so its bytes hold the
+# channels in BGR order and a purple that decodes with cv2 gets the simulator's RGB array back ("jpeg_bgr").
+ObsEncoding = Literal["png", "jpeg", "jpeg_bgr"]
+DEFAULT_OBS_SIZE: tuple[int, int] = (128, 128)
+DEFAULT_OBS_ENCODING: ObsEncoding = "png"
+OBS_SIDE_MIN, OBS_SIDE_MAX = 16, 4096
 
 # An action as the simulator receives it, after validation: every button key with 0 or 1, and camera as
 # (pitch, yaw) degrees in MineStudio's env order.
@@ -77,7 +84,8 @@ class AckPayload(_Payload):
 class ObservationPayload(_Payload):
     type: Literal["obs"] = "obs"
     step: int
-    obs: str = Field(description="base64-encoded PNG of the RGB frame (128x128 on the embedded simulator)")
+    obs: str = Field(description="base64-encoded image of the frame, as `encoding` says (default 128x128 PNG)")
+    encoding: ObsEncoding | None = None  # added beside upstream's fields; None from greens that do not say
 
 
 class AgentFailure(BaseModel):
@@ -112,9 +120,13 @@ class ActionPayload(_Payload):
 
 
 class EvalConfig(BaseModel):
-    """The `config` block of an evaluation request (AgentBeats EvalRequest)."""
+    """The `config` block of an evaluation request (AgentBeats EvalRequest).
 
-    model_config = ConfigDict(extra="forbid")
+    Keys this green does not know are accepted, as upstream's green accepts them (AgentBeats scenarios carry keys
+    for other greens, e.g. `difficulty`): they travel with the request, and the green names them as ignored.
+    """
+
+    model_config = ConfigDict(extra="allow")
 
     task_category: str
     tasks: list[str] | None = None
@@ -127,6 +139,19 @@ class EvalConfig(BaseModel):
     output_dir: str | None = None
     save_frames: bool = True
     progress_every: int = Field(default=DEFAULT_PROGRESS_EVERY, gt=0)
+    obs_size: tuple[
+        Annotated[int, Field(ge=OBS_SIDE_MIN, le=OBS_SIDE_MAX)], Annotated[int, Field(ge=OBS_SIDE_MIN, le=OBS_SIDE_MAX)]
+    ] = DEFAULT_OBS_SIZE  # (width, height), as MineStudio's obs_size
+    obs_encoding: ObsEncoding = DEFAULT_OBS_ENCODING
+    auto_eval_dir: str | None = None  # a checkout of MCU's auto_eval folder on the green's host: MCU's video rubric
+
+    def ignored_keys(self) -> list[str]:
+        """The keys this green does not know, in order."""
+        return sorted(self.model_extra or {})
+
+    def known(self) -> EvalConfig:
+        """This config without the keys it does not know (their values are never stored: they may be secrets)."""
+        return EvalConfig.model_validate(self.model_dump(exclude=set(self.model_extra or {})))
 
 
 class EvalRequest(BaseModel):

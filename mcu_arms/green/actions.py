@@ -7,7 +7,8 @@ noop with its cause and a reason; parsing never raises, because one bad turn mus
 
 The compact format is VPT's hierarchical joint action space, as MineStudio's `agent` action type uses it: one button
 index over the product of mutually exclusive button groups plus a camera on/off meta action (8640 combinations, and
-index 8640 for "inventory alone"), and one camera index over 11 x 11 mu-law bins of (pitch, yaw) (sims/quantise.py).
+index 8640 for "inventory alone"), and one camera index over 11 x 11 mu-law bins of (pitch, yaw) (contracts/camera.py).
+MineStudio policies emit both with batch and time dimensions (`[[[n]]]`); any depth of one-element lists is unwrapped.
 """
 
 from __future__ import annotations
@@ -78,14 +79,16 @@ def noop_result(cause: NoopCause, reason: str, dropped_keys: list[str] | None = 
 def decode_compact(button_index: int, camera_index: int) -> tuple[EnvAction, list[str]]:
     """Decode a compact (joint) agent action into an env action; also returns the adjustments made.
 
-    As in MineStudio, the camera index only counts when the button index has the camera meta action on; the
-    "inventory alone" index never moves the camera.
+    As in MineStudio 1.1.6, the camera index only counts when the button index has the camera meta action on. Its
+    mapping marks the meta action off only for the 8640 product combinations, never for the extra "inventory alone"
+    index, so 8640 turns the camera by its index (8640 with camera 0 opens the inventory and turns (-10, -10)).
     """
     action = noop_action()
     adjustments: list[str] = []
     camera_on = False
     if button_index == COMPACT_INVENTORY_INDEX:
         action["inventory"] = 1
+        camera_on = True
     else:
         remainder = button_index
         for group in reversed(_BUTTON_GROUPS):
@@ -189,8 +192,8 @@ def _parse_agent(buttons: Any, camera: Any) -> ParsedAction:
         action[CAMERA_KEY] = _camera_degrees(camera)
         return ParsedAction(action=action, applied=True, format="expanded")
     if len(button_list) == 1:
-        button_index = _index("buttons", _single(button_list[0]), COMPACT_BUTTON_MAX)
-        camera_index = _index("camera", _single(_single(_as_list("camera", camera))), MAX_CAMERA_INDEX)
+        button_index = _index("buttons", _single(button_list), COMPACT_BUTTON_MAX)
+        camera_index = _index("camera", _single(_as_list("camera", camera)), MAX_CAMERA_INDEX)
         action, adjustments = decode_compact(button_index, camera_index)
         return ParsedAction(action=action, applied=True, format="compact", adjustments=adjustments)
     raise _Invalid(
@@ -207,11 +210,11 @@ def _as_list(name: str, value: Any) -> list[Any]:
 
 
 def _single(value: Any) -> Any:
-    """Unwrap a one-element list ([[123]] is how batched policies emit one index)."""
-    if isinstance(value, list):
+    """Unwrap one-element lists to any depth ([[[123]]] is how batched, time-stepped policies emit one index)."""
+    while isinstance(value, list):
         if len(value) != 1:
             raise _Invalid(f"expected a single index, got a list of {len(value)}")
-        return value[0]
+        value = value[0]
     return value
 
 

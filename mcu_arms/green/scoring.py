@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from mcu_arms.contracts.evaluation import MilestoneResult
+from mcu_arms.contracts.rubric import VideoRubric
 from mcu_arms.contracts.tasks import RewardEntry, ScoringKind, TaskSpec
 
 CRITERIA: tuple[str, ...] = (
@@ -117,6 +118,7 @@ class VideoEvaluation(BaseModel):
     task_progress: float | None = Field(default=None, ge=0, le=10)
     criteria: dict[str, float] = Field(default_factory=dict)
     model: str | None = None
+    rubric: VideoRubric = "mcu_arms"
 
 
 class TaskScore(BaseModel):
@@ -124,7 +126,8 @@ class TaskScore(BaseModel):
     category: str
     scoring_kind: ScoringKind
     max_score: float
-    sim_score: float | None  # None for a video-only task: there is nothing the simulator scores
+    sim_score: float  # the raw reward sum, upstream's meaning
+    normalised_sim_score: float | None  # scaled to max_score; None for a video-only task: the simulator scores nothing
     score: float | None  # None: unscored (e.g. video-only without video evaluation), never a silent 0
     scored: bool
     score_source: ScoreSource
@@ -148,7 +151,7 @@ def score_task(task: TaskSpec, tracker: RewardTracker, video: VideoEvaluation) -
         for entry in tracker.entries
     ]
     kind = task.scoring_kind
-    sim_score: float | None
+    sim_score: float | None  # normalised: the simulator's share of max_score
     score: float | None
     if kind == "reward":
         max_score = REWARD_MAX_SCORE
@@ -176,7 +179,8 @@ def score_task(task: TaskSpec, tracker: RewardTracker, video: VideoEvaluation) -
         category=task.category,
         scoring_kind=kind,
         max_score=max_score,
-        sim_score=sim_score,
+        sim_score=tracker.sim_reward,
+        normalised_sim_score=sim_score,
         score=score,
         scored=score is not None,
         score_source=source,

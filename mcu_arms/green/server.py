@@ -2,9 +2,11 @@
 
 One evaluation is one A2A task. The executor enqueues the Task first (the SDK's streaming rule), then status
 updates: evaluation started, each task started, progress every `progress_every` steps and on every milestone, each
-task finished with its score; it ends with one artifact ("Result": the text summary, then the JSON result) and
-COMPLETED. A request it cannot run is REJECTED saying what is wrong; a crash becomes FAILED with the reason —
-nothing escapes the executor, because the SDK would turn an exception into an opaque InternalError.
+task finished with its score; it ends with one artifact ("Result": the text summary, then the result as a DataPart
+shaped as upstream's, contracts/evaluation.py) and COMPLETED. Config keys it does not know are accepted and named
+(a ConfigKeysIgnored event, and the result's `ignored_config_keys`). A request it cannot run is REJECTED saying
+what is wrong; a crash becomes FAILED with the reason — nothing escapes the executor, because the SDK would turn an
+exception into an opaque InternalError.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from a2a.helpers import get_message_text, new_data_part
@@ -39,6 +42,7 @@ from mcu_arms.contracts.catalog import CATEGORIES, capped_steps
 from mcu_arms.contracts.errors import UserError, validation_summary
 from mcu_arms.contracts.evaluation import CategoryResult, EvaluationResult, SimulatorInfo, SkippedTask, summary_text
 from mcu_arms.contracts.events import (
+    ConfigKeysIgnored,
     EvaluationFinished,
     EvaluationStarted,
     GreenEvent,
@@ -47,6 +51,7 @@ from mcu_arms.contracts.events import (
     TaskSkipped,
     TaskStarted,
 )
+from mcu_arms.contracts.rubric import AUTO_EVAL_ENV, auto_eval_problem, chosen_auto_eval_dir, rubric_of
 from mcu_arms.contracts.steps import STEPS_FILE
 from mcu_arms.contracts.tasks import TaskSpec, select_tasks
 from mcu_arms.contracts.timestamps import iso_seconds
@@ -83,6 +88,7 @@ class _ValidRequest:
     max_steps: int
     max_steps_note: str | None
     output_dir: Path
+    auto_eval_dir: Path | None  # MCU's rubric for video evaluation; None: ours
 
 
 class GreenExecutor(AgentExecutor):
@@ -159,9 +165,14 @@ class GreenExecutor(AgentExecutor):
         except OSError as error:
             raise RequestRejected(f"output_dir {output_dir} cannot be created: {error.strerror or error}") from None
         self._check_nothing_to_overwrite(output_dir, tasks)
+        auto_eval_dir = chosen_auto_eval_dir(config.auto_eval_dir, os.environ)
+        problem = auto_eval_problem(auto_eval_dir) if auto_eval_dir is not None else None
+        if problem:
+            source = "config auto_eval_dir" if config.auto_eval_dir else AUTO_EVAL_ENV
+            raise RequestRejected(f"{source}: {problem}")
         try:
             simulator: Simulator = await asyncio.get_running_loop().run_in_executor(
-                sim_thread, make_simulator, config.simulator
+                sim_thread, partial(make_simulator, config.simulator, obs_size=config.obs_size)
             )
         except (SimulatorUnavailable, UserError) as error:
             raise RequestRejected(f"simulator '{config.simulator}' cannot run here: {error}") from None
@@ -172,7 +183,7 @@ class GreenExecutor(AgentExecutor):
             simulator.close()
             raise
         max_steps, note = capped_steps(config.task_category, config.max_steps)
-        return _ValidRequest(request, runnable, skipped, simulator, max_steps, note, output_dir)
+        return _ValidRequest(request, runnable, skipped, simulator, max_steps, note, output_dir, auto_eval_dir)
 
     @staticmethod
     def _check_nothing_to_overwrite(output_dir: Path, tasks: list[TaskSpec]) -> None:
@@ -237,15 +248,21 @@ class GreenExecutor(AgentExecutor):
                 step_timeout=config.step_timeout,
                 seed=config.seed,
                 video_model=config.video_model if config.video_eval else None,
+                video_rubric=rubric_of(plan.auto_eval_dir),
+                obs_size=config.obs_size,
+                obs_encoding=config.obs_encoding,
                 output_dir=str(plan.output_dir),
             )
         )
+        if config.ignored_keys():
+            await emit(ConfigKeysIgnored(keys=config.ignored_keys()))
         if plan.max_steps_note:
             await emit(Notice(message=plan.max_steps_note))
         for skipped in plan.skipped:
             await emit(TaskSkipped(task=skipped.task, reason=skipped.reason))
         settings = RunSettings(
-            max_steps=plan.max_steps, env=dict(os.environ), **config.model_dump(include=RunSettings.from_config)
+            max_steps=plan.max_steps, env=dict(os.environ), auto_eval_dir=plan.auto_eval_dir,
+            **config.model_dump(include=RunSettings.from_config),
         )
         agent_url = plan.request.participants[AGENT_ROLE]
         metrics = {}
@@ -274,7 +291,9 @@ class GreenExecutor(AgentExecutor):
             seed=config.seed,
             max_steps=plan.max_steps,
             max_steps_note=plan.max_steps_note or "",
-            config=config,
+            config=config.known(),
+            ignored_config_keys=config.ignored_keys(),
+            video_rubric=rubric_of(plan.auto_eval_dir),
             started_at=started_at,
             finished_at=iso_seconds(),
             duration_s=round(time.monotonic() - started, 3),
@@ -284,10 +303,7 @@ class GreenExecutor(AgentExecutor):
         summary = summary_text(result)
         log_line(summary)
         await updater.add_artifact(
-            parts=[
-                Part(text=summary, media_type="text/plain"),
-                Part(text=result.model_dump_json(indent=2), media_type="application/json"),
-            ],
+            parts=[Part(text=summary, media_type="text/plain"), new_data_part(result.artifact_data())],
             name=RESULT_ARTIFACT,
         )
         category = result.results[0]

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import io
 import os
 import threading
 import time
@@ -43,13 +42,21 @@ from mcu_arms.contracts.events import GreenEvent, InitFailed, MilestoneReached, 
 from mcu_arms.contracts.states import INFRASTRUCTURE_CAUSES
 from mcu_arms.contracts.steps import StepRecord, truncate_received
 from mcu_arms.contracts.timestamps import iso_seconds
-from mcu_arms.contracts.wire import DEFAULT_VIDEO_MODEL, AckPayload, EnvAction, InitPayload, ObservationPayload
+from mcu_arms.contracts.wire import (
+    DEFAULT_OBS_ENCODING,
+    DEFAULT_OBS_SIZE,
+    DEFAULT_VIDEO_MODEL,
+    AckPayload,
+    EnvAction,
+    InitPayload,
+    ObsEncoding,
+    ObservationPayload,
+)
 from mcu_arms.green.actions import ParsedAction, noop_result, parse_reply
+from mcu_arms.green.observation import EncodedFrame, FrameEncoder
 from mcu_arms.green.steplog import StepLog
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from mcu_arms.contracts.tasks import TaskSpec
     from mcu_arms.green.scoring import MilestoneEvent, RewardTracker, TaskScore, VideoEvaluation
     from mcu_arms.green.sims.base import SimStep, Simulator
@@ -57,8 +64,9 @@ if TYPE_CHECKING:
 EventSink = Callable[[GreenEvent], Awaitable[None]]
 
 BASE_PROMPT = """You are an AI agent playing Minecraft. Each turn you receive one observation: a JSON object
-{"type": "obs", "step": N, "obs": "<base64 PNG of your first-person view>"}; answer with exactly one action as a JSON
-object, in one of three formats:
+{"type": "obs", "step": N, "obs": "<base64 image of your first-person view>", "encoding": "png" | "jpeg" |
+"jpeg_bgr"} ("jpeg_bgr": a JPEG whose channels are in BGR order, as cv2.imencode writes an RGB array); answer with
+exactly one action as a JSON object, in one of three formats:
 1. env:      {"type": "action", "action_type": "env", "action": {"forward": 1, ..., "camera": [pitch, yaw]}}
 2. expanded: {"type": "action", "action_type": "agent", "buttons": [20 values of 0/1], "camera": [pitch, yaw]}
 3. compact:  {"type": "action", "action_type": "agent", "buttons": [index 0..8640], "camera": [index 0..120]}
@@ -68,11 +76,13 @@ degrees, pitch then yaw, each within -180..180. The compact format is VPT's join
 "agent" action type). Any other key (chat, commands, mobs, voxels, pickItem) is dropped and counted. An answer that
 is late, malformed or invalid is replaced by a no-op for that step and counted against you."""
 
-PNG_COMPRESS_LEVEL = 1  # frames are small; speed matters more than bytes on loopback
 
+def make_simulator(name: str, obs_size: tuple[int, int] = DEFAULT_OBS_SIZE) -> Simulator:
+    """The named simulator backend, imported only now (MineStudio is an optional, heavy extra).
 
-def make_simulator(name: str) -> Simulator:
-    """The named simulator backend, imported only now (MineStudio is an optional, heavy extra)."""
+    MineStudio renders the observation at `obs_size` itself (as upstream's green asks it to); the embedded backend
+    draws 128x128 Crafter frames, which the frame encoder resizes.
+    """
     if name == "embedded":
         from mcu_arms.green.sims.embedded import EmbeddedSimulator
 
@@ -80,7 +90,7 @@ def make_simulator(name: str) -> Simulator:
     if name == "minestudio":
         from mcu_arms.green.sims.minestudio import MineStudioSimulator
 
-        return MineStudioSimulator()
+        return MineStudioSimulator(obs_size=obs_size)
     raise UserError(f"unknown simulator '{name}'", key="simulator", allowed=", ".join(SIMULATORS))
 
 
@@ -89,7 +99,8 @@ class RunSettings:
     """How one task runs; all but max_steps and env come as they are from the request's EvalConfig."""
 
     from_config: ClassVar[set[str]] = {
-        "step_timeout", "seed", "save_frames", "progress_every", "video_eval", "video_model"
+        "step_timeout", "seed", "save_frames", "progress_every", "video_eval", "video_model", "obs_size",
+        "obs_encoding",
     }
 
     max_steps: int
@@ -100,6 +111,9 @@ class RunSettings:
     video_eval: bool
     env: Mapping[str, str]  # where video evaluation looks for OPENAI_API_KEY
     video_model: str = DEFAULT_VIDEO_MODEL
+    obs_size: tuple[int, int] = DEFAULT_OBS_SIZE
+    obs_encoding: ObsEncoding = DEFAULT_OBS_ENCODING
+    auto_eval_dir: Path | None = None  # MCU's auto_eval checkout: grade video with MCU's rubric; None: ours
 
 
 class AgentChannel:
@@ -138,14 +152,6 @@ class AgentChannel:
             raise AgentTimeout(f"no answer within {self.step_timeout:g} s") from error
 
 
-def encode_png(frame: np.ndarray) -> bytes:
-    from PIL import Image
-
-    buffer = io.BytesIO()
-    Image.fromarray(frame).save(buffer, format="PNG", compress_level=PNG_COMPRESS_LEVEL)
-    return buffer.getvalue()
-
-
 def _json_safe(value: Any) -> Any:
     """Simulator info as plain JSON types (numpy scalars and arrays appear in backends' info)."""
     if isinstance(value, dict):
@@ -177,6 +183,7 @@ class TaskRun:
         self.settings = settings
         self.task_dir = task_dir
         self.emit = emit
+        self.encoder = FrameEncoder(settings.obs_size, settings.obs_encoding, keep_frames=settings.save_frames)
         self.stop_requested = threading.Event()  # set from the server's thread when the evaluation is canceled
         self.noops: dict[str, NoopCauseStats] = {}
         self.dropped_keys: Counter[str] = Counter()
@@ -205,12 +212,12 @@ class TaskRun:
         log = StepLog(self.task_dir, save_frames=self.settings.save_frames)
         try:
             first = self.sim.reset(self.task, self.settings.seed)
-            png = encode_png(first.frame)
+            frame = self.encoder.encode(first.frame)
             async with AgentChannel(self.agent_url, self.settings.step_timeout) as channel:
                 self.init = await self._send_init(channel)
                 if not self.init.ok:
                     await self.emit(InitFailed(task=self.task.name, cause=self.init.cause or "", message=self.init.message))
-                await self._loop(channel, log, tracker, png)
+                await self._loop(channel, log, tracker, frame)
         except AgentError as error:
             self.ended_by, self.error = "error", f"agent unreachable: {error}"
         except Exception as error:  # a simulator crash ends this task, loudly, not the evaluation
@@ -249,7 +256,7 @@ class TaskRun:
         channel: AgentChannel,
         log: StepLog,
         tracker: RewardTracker,
-        png: bytes,
+        frame: EncodedFrame,
     ) -> None:
         settings = self.settings
         name, max_steps = self.task.name, settings.max_steps
@@ -258,9 +265,9 @@ class TaskRun:
                 self.ended_by = "canceled"
                 break
             started = time.perf_counter()
-            received, parsed = await self._ask(channel, step, png)
+            received, parsed = await self._ask(channel, step, frame)
             agent_ms = (time.perf_counter() - started) * 1000
-            sim_step, sim_ms, png = self._advance(parsed.action, step, png, log)
+            sim_step, sim_ms, frame = self._advance(parsed.action, step, frame, log)
             events = tracker.update(step, sim_step.counters)  # backends count from their reset (sims/base.py)
             self._count(step, parsed, agent_ms, sim_ms, sim_step)
             log.write(self._record(step, received, parsed, agent_ms, sim_ms, events, sim_step))
@@ -278,13 +285,15 @@ class TaskRun:
             if sim_step.done:
                 self.ended_by = "simulator_done"
                 break
-        if self.settings.save_frames:
-            log.save_frame(self.steps_run, png)  # the view after the last action, for video evaluation
+        if frame.png is not None:
+            log.save_frame(self.steps_run, frame.png)  # the view after the last action, for video evaluation
 
-    async def _ask(self, channel: AgentChannel, step: int, png: bytes) -> tuple[str | None, ParsedAction]:
+    async def _ask(self, channel: AgentChannel, step: int, frame: EncodedFrame) -> tuple[str | None, ParsedAction]:
         from mcu_arms.a2a_transport import AgentTimeout, AgentTransportError
 
-        observation = ObservationPayload(step=step, obs=base64.b64encode(png).decode("ascii"))
+        observation = ObservationPayload(
+            step=step, obs=base64.b64encode(frame.obs).decode("ascii"), encoding=self.encoder.encoding
+        )
         try:
             received = await channel.exchange(observation)
         except AgentTimeout as error:
@@ -297,13 +306,16 @@ class TaskRun:
             return None, noop_result("transport_error", f"the reply could not be read: {type(error).__name__}")
         return received, parse_reply(received)
 
-    def _advance(self, action: EnvAction, step: int, png: bytes, log: StepLog) -> tuple[SimStep, float, bytes]:
+    def _advance(
+        self, action: EnvAction, step: int, frame: EncodedFrame, log: StepLog
+    ) -> tuple[SimStep, float, EncodedFrame]:
         """Keep the frame the agent saw, step, and encode the next observation."""
-        log.save_frame(step, png)
+        if frame.png is not None:
+            log.save_frame(step, frame.png)
         started = time.perf_counter()
         sim_step = self.sim.step(action)
         sim_ms = (time.perf_counter() - started) * 1000
-        return sim_step, sim_ms, encode_png(sim_step.frame)
+        return sim_step, sim_ms, self.encoder.encode(sim_step.frame)
 
     def _count(self, step: int, parsed: ParsedAction, agent_ms: float, sim_ms: float, sim_step: SimStep) -> None:
         self.agent_ms.append(agent_ms)
@@ -383,6 +395,7 @@ class TaskRun:
             model=self.settings.video_model,
             needed=not tracker.is_perfect(),
             reached=set(tracker.reached),
+            auto_eval_dir=self.settings.auto_eval_dir,
         )
 
     def _metrics(
@@ -397,6 +410,7 @@ class TaskRun:
         return TaskMetrics(
             max_score=score.max_score,
             sim_score=score.sim_score,
+            normalised_sim_score=score.normalised_sim_score,
             score=value,
             **dict(score.criteria),
             category=self.task.category,
@@ -422,7 +436,8 @@ class TaskRun:
             unavailable_entries=sorted(tracker.unavailable),
             init=self.init,
             video=VideoResult(
-                status=video.status, reason=video.reason, task_progress=video.task_progress, model=video.model
+                status=video.status, reason=video.reason, task_progress=video.task_progress, model=video.model,
+                rubric=video.rubric,
             ),
             agent_latency=LatencyStats.of(self.agent_ms),
             sim_step_ms_mean=round(sum(self.sim_ms) / len(self.sim_ms), 3) if self.sim_ms else None,

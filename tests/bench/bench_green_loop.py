@@ -29,7 +29,8 @@ from mcu_arms.contracts.steps import StepRecord  # noqa: E402
 from mcu_arms.contracts.tasks import select_tasks  # noqa: E402
 from mcu_arms.contracts.wire import InitPayload, ObservationPayload, noop_action  # noqa: E402
 from mcu_arms.green.actions import parse_reply  # noqa: E402
-from mcu_arms.green.task_run import RunSettings, TaskRun, encode_png, make_simulator, run_off_loop  # noqa: E402
+from mcu_arms.green.observation import encode_png  # noqa: E402
+from mcu_arms.green.task_run import RunSettings, TaskRun, make_simulator, run_off_loop  # noqa: E402
 
 TASK = ("crafting", "craft_furnace")
 
