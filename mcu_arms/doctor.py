@@ -64,10 +64,12 @@ def minestudio_checks(env: Mapping[str, str], names: list[str]) -> list[Check]:
     return [Check(name="MineStudio", status="fail", detail=problem, needed_by=names) for problem in problems]
 
 
-def _codex_version(codex: str, env: Mapping[str, str]) -> str | None:
+def _codex_version(codex: str, env: Mapping[str, str], root: Path) -> str | None:
     """`codex --version` with a scratch CODEX_HOME removed afterwards: it creates $CODEX_HOME/tmp/, and neither the
-    user's own ~/.codex nor any arm's home is written."""
-    with tempfile.TemporaryDirectory(prefix="mcu-arms-codex-version-") as scratch:
+    user's own ~/.codex nor any arm's home is written. The scratch sits in the codex root (or the nearest directory
+    above it that exists): local disk, where codex will run, and not under /tmp, where it refuses its helpers."""
+    parent = next(directory for directory in (root, *root.parents) if directory.is_dir())
+    with tempfile.TemporaryDirectory(prefix=".doctor-codex-version-", dir=parent) as scratch:
         try:
             done = subprocess.run(
                 [codex, "--version"],
@@ -87,7 +89,7 @@ def codex_checks(env: Mapping[str, str], specs: list[ArmSpec]) -> list[Check]:
     checks = []
     codex = shutil.which("codex", path=env.get("PATH"))
     roots = sorted({Path(s.codex.root) if s.codex.root else default_root(env) for s in specs})
-    version = _codex_version(codex, env) if codex else None
+    version = _codex_version(codex, env, roots[0]) if codex else None
     if codex and version:
         checks.append(Check(name="codex CLI", status="ok", detail=f"{codex}: {version}", needed_by=names))
     elif codex:

@@ -50,6 +50,13 @@ def test_wrong_type_names_key_and_allowed():
     assert "worldmodel, prolong, steve1, scripted, random, noop" in message
 
 
+def test_the_chat_wire_api_is_refused_naming_the_key_and_why():
+    message = error_for(VALID + '\n[codex]\nprovider_base_url = "http://127.0.0.1:8000/v1"\nprovider_wire_api = "chat"\n')
+    assert "key 'codex.provider_wire_api'" in message and "is no longer supported" in message
+    assert "allowed: responses" in message
+    assert "allowed: responses" in error_for(VALID + '\n[codex]\nprovider_wire_api = "completions"\n')
+
+
 def test_unknown_category_lists_the_valid_ones():
     message = error_for(VALID.replace('"crafting"', '"minecraft"'))
     assert "'task'" in message and "mine_diamond_from_scratch" in message and "trapping" in message

@@ -22,7 +22,7 @@ from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.settings import PurpleOptions
 from mcu_arms.contracts.wire import BUTTON_KEYS, InitPayload, ObservationPayload
 from mcu_arms.purple.codex_agent import ActionsFileError, CodexPolicy, parse_actions, turn_budget
-from mcu_arms.purple.codex_runner import CodexCall, redact_url
+from mcu_arms.purple.codex_runner import CodexCall
 
 FAKE_CODEX_DIR = Path(__file__).parent / "fake_codex"
 ONE_ACTION = json.dumps([{"forward": 1}])
@@ -103,12 +103,15 @@ def test_successful_turn_plans_actions_that_are_replayed_before_the_next_turn(tm
     first = calls[0]
     assert first["stdin_is_devnull"] and first["own_process_group"]
     assert first["cwd"] == str(policy.workdir)
-    assert "model_auto_compact_token_limit=200000" in first["configs"]
+    assert first["configs"] == ["project_doc_max_bytes=0", "model_context_window=258000",
+                                "model_auto_compact_token_limit=200000"]  # fmt: skip
     assert first["model"] == "gpt-test"
-    assert 'model_providers.mcu_arms_provider.base_url="http://user:pw@127.0.0.1:1/v1"' in first["configs"]
-    assert 'model_provider="mcu_arms_provider"' in first["configs"]
-    assert 'model_providers.mcu_arms_provider.env_key="LOCAL_LLM_KEY"' in first["configs"]
-    assert "sk-local-secret" not in json.dumps(first["argv"])
+    provider = first["config"]["model_providers"]["mcu_arms_provider"]
+    assert provider == {"name": "mcu_arms_provider", "base_url": "http://user:pw@127.0.0.1:1/v1",
+                        "wire_api": "responses", "env_key": "LOCAL_LLM_KEY"}  # fmt: skip
+    assert first["config"]["model_provider"] == "mcu_arms_provider"
+    assert (codex_home / "config.toml").stat().st_mode & 0o777 == 0o600
+    assert "pw@" not in json.dumps(first["argv"]) and "sk-local-secret" not in json.dumps(first["argv"])
     argv = first["argv"]
     assert argv[:3] == ["exec", "--json", "--skip-git-repo-check"]
     assert argv[argv.index("-i") + 1] == str(policy.workdir / "frames" / "step_0.png")
@@ -125,12 +128,17 @@ def test_successful_turn_plans_actions_that_are_replayed_before_the_next_turn(tm
     assert report.kind == "worldmodel" and report.turns == 2 and report.failed_turns == 0
     assert report.sessions_started == 2 and report.sessions_completed == 2 and report.sessions_discarded == 0
     assert report.compaction_limit == 200_000
+    assert report.compaction_in_force.codex_compacts_at == 200_000 and report.compaction_in_force.codex_window == 258_000
     assert report.settings.codex_version == "codex-cli 0.0.0-fake"
     assert report.settings.codex_home_audit["private_mode"] is True
+    assert report.settings.provider_config == str(codex_home / "config.toml")
     record = report.episodes[0].turn_records[0]
     assert record.frame_bytes == len(base64.b64decode(FRAME)) and record.prompt_bytes > 1000
-    assert record.payload_bytes == record.prompt_bytes + record.frame_bytes
+    assert record.requests == 1 and record.payload_basis == "rollout" and record.request_bytes == record.payload_bytes
+    assert record.payload_bytes > 20_000 + record.prompt_bytes, "codex's own tools and instructions travel too"
     assert record.rollout_bytes_after > 0 and record.actions_queued == 4
+    assert record.usage.input_tokens == 988 and record.usage.output_tokens == 12 and record.last_total_tokens == 1000
+    assert report.tokens.input_tokens == 2 * 988
 
 
 def test_prolong_keeps_notes_and_no_memory_dir(tmp_path, codex_home):
@@ -278,7 +286,9 @@ def test_sessions_are_resumed_for_session_turns_then_dropped(tmp_path, codex_hom
     first, resumed = report.episodes[0].turn_records[:2]
     assert resumed.resumed and resumed.frames_in_session == 2 and resumed.session == first.session
     assert resumed.rollout_bytes_before == first.rollout_bytes_after
-    assert resumed.payload_bytes == resumed.prompt_bytes + resumed.frame_bytes + resumed.rollout_bytes_before
+    # the resumed request re-sends the whole thread, the first frame included
+    assert resumed.payload_bytes > first.payload_bytes + resumed.frame_bytes
+    assert resumed.thread_usage.input_tokens == 2 * 988 and resumed.usage.input_tokens == 988
 
 
 def test_overflow_drops_the_session_and_the_next_turn_starts_cold(tmp_path, codex_home, capsys):
@@ -374,6 +384,10 @@ def test_setup_errors_are_user_errors(tmp_path, codex_home):
     assert error.value.key == "--provider-env-key"
     with pytest.raises(ValueError, match="should match pattern"):
         PurpleOptions(provider_env_key="sk-the-key-itself")
+    chat = PurpleOptions(output_dir=tmp_path, provider_base_url="http://127.0.0.1:1/v1", provider_wire_api="chat")
+    with pytest.raises(UserError, match="no longer speaks wire API 'chat'") as error:
+        _init(CodexPolicy("prolong", chat, environ=_environ(codex_home)))
+    assert error.value.key == "--provider-wire-api"
 
 
 @pytest.mark.parametrize(
@@ -402,8 +416,101 @@ def test_valid_actions_fill_every_key():
     assert set(action) == set(BUTTON_KEYS) | {"camera"}
 
 
-def test_shown_command_masks_provider_credentials():
-    call = CodexCall(executable="codex", prompt="secret plan", image=Path("f.png"),
-                     provider_base_url="https://user:hunter2@example.com/v1")
-    assert "hunter2" not in call.shown() and "secret plan" not in call.shown()
-    assert redact_url("https://user:pw@host:8443/v1") == "https://***@host:8443/v1"
+def test_the_command_line_carries_no_provider_and_elides_the_prompt():
+    call = CodexCall(executable="codex", prompt="secret plan", image=Path("f.png"), thread_id="t",
+                     overrides=("project_doc_max_bytes=0",))
+    assert "secret plan" not in call.shown() and "<prompt 11 bytes>" in call.shown()
+    argv = call.argv()
+    assert argv.index("-c") < argv.index("resume") < argv.index("-i"), "options before resume, or codex refuses them"
+
+
+def test_the_reason_of_a_startup_failure_is_codexs_error_line_not_the_last_stderr_line(tmp_path, codex_home, capsys):
+    policy = _policy(tmp_path, codex_home)
+    _init(policy)
+    _set_mode(policy, "startup-error")
+    assert _act(policy, 0).action["forward"] == 0
+    (record,) = _report(tmp_path).episodes[0].turn_records
+    assert record.reason == 'codex failed: Error loading config.toml: `wire_api = "chat"` is no longer supported.'
+    assert "in `model_providers" not in capsys.readouterr().out
+    assert record.requests == 0 and record.payload_bytes == 0, "codex sent nothing"
+
+
+def test_a_resume_codex_refuses_is_a_lost_session_and_the_step_plans_from_a_cold_start(tmp_path, codex_home, capsys):
+    policy = _policy(tmp_path, codex_home, session_turns=3, environ_extra={"FAKE_CODEX_ACTIONS": ONE_ACTION})
+    _init(policy)
+    _act(policy, 0)
+    lost = _calls(codex_home)[0]["thread_id"]
+    for rollout in (codex_home / "sessions").rglob(f"rollout-*-{lost}.jsonl"):
+        rollout.unlink()
+    answer = _act(policy, 1)
+    assert answer.action["forward"] == 1, "the step still gets the cold start's actions, not a noop"
+    calls = _calls(codex_home)
+    assert [call["resume"] for call in calls] == [None, lost, None]
+    out = capsys.readouterr().out
+    assert f"session lost (Error: thread/resume: thread/resume failed: no rollout found for thread id {lost}" in out
+    report = _report(tmp_path)
+    assert report.sessions_lost == 1 and report.failed_turns_by_reason == {"session_lost": 1}
+    assert report.noops == {} and report.sessions_discarded == 1
+    assert report.episodes[0].turn_records[2].cold_start == "session_lost"
+
+
+def test_a_thread_that_fills_a_no_compaction_window_is_dropped_before_codex_could_compact_it(tmp_path, codex_home):
+    policy = _policy(tmp_path, codex_home, session_turns=3, compact_limit=200_000, context_window=100_000,
+                     environ_extra={"FAKE_CODEX_ACTIONS": ONE_ACTION, "FAKE_CODEX_TOKENS": "150000"})
+    _init(policy)
+    _act(policy, 0)
+    _act(policy, 1)
+    calls = _calls(codex_home)
+    assert [call["resume"] for call in calls] == [None, None], "150,000 reported tokens fill a 100,000 window"
+    assert "model_context_window=1000000000000000" in calls[0]["configs"], "codex is told no bound of its own"
+    report = _report(tmp_path)
+    assert report.window_full_resets == 1 and report.compactions == 0 and report.failed_turns == 0
+    assert report.episodes[0].turn_records[1].cold_start == "window_full"
+    in_force = report.compaction_in_force
+    assert not in_force.compact and in_force.codex_window == 272_000 and in_force.codex_compacts_at == 244_800
+    assert in_force.cold_start_at == 100_000
+
+
+def test_a_compaction_codex_forces_on_a_no_compaction_arm_is_loud_and_drops_the_thread(tmp_path, codex_home):
+    policy = _policy(tmp_path, codex_home, session_turns=3, compact_limit=600_000, context_window=300_000,
+                     environ_extra={"FAKE_CODEX_ACTIONS": ONE_ACTION, "FAKE_CODEX_MODE": "compact:2"})
+    _init(policy)
+    for step in range(3):
+        _act(policy, step)
+    calls = _calls(codex_home)
+    assert [call["resume"] for call in calls] == [None, calls[0]["thread_id"], None], "compacted on its 2nd turn"
+    report = _report(tmp_path)
+    assert report.unwanted_compactions == 1 and report.compactions == 1
+    assert any("codex compacted a thread of an arm that does not compact" in w for w in report.warnings)
+    assert any("threads are dropped at 244800 tokens, below the stated window 300000" in w for w in report.warnings)
+
+
+def test_a_config_file_mcu_arms_did_not_write_is_moved_aside_and_no_provider_leaves_none(tmp_path, codex_home):
+    (codex_home / "config.toml").write_text('model = "someone-elses"\n')
+    policy = _policy(tmp_path, codex_home)
+    _init(policy)
+    _act(policy, 0)
+    assert not (codex_home / "config.toml").exists() and "model_providers" not in _calls(codex_home)[0]["config"]
+    (aside,) = codex_home.glob("config.toml.moved-*")
+    assert aside.read_text() == 'model = "someone-elses"\n'
+    assert any("was not written by mcu-arms" in warning for warning in _report(tmp_path).warnings)
+
+
+def test_a_schema_1_report_reads_with_its_payloads_marked_as_the_old_sum():
+    record = {"turn": 1, "step": 0, "session": 1, "thread_id": "t", "resumed": False, "outcome": "ok", "rc": 0,
+              "latency_s": 1.0, "prompt_bytes": 10, "frame_bytes": 20, "rollout_bytes_before": 0,
+              "rollout_bytes_after": 50, "payload_bytes": 30, "frames_in_session": 1, "actions_queued": 1,
+              "compactions_in_thread": 0}  # fmt: skip
+    episode = {"task_dir": "task_01", "task": "t", "started_at": "now", "turn_records": [record]}
+    settings = {"kind": "worldmodel", "session_turns": 1, "compact_limit": None, "step_timeout": 60, "turn_timeout": 50,
+                "model": None, "provider_base_url": None, "provider_wire_api": None, "camera_quantised": False,
+                "codex_executable": "codex", "codex_version": "x", "codex_home": "h", "codex_home_audit": {}}  # fmt: skip
+    data = {"schema_version": 1, "kind": "worldmodel", "written_at": "now", "settings": settings, "turns": 1,
+            "failed_turns": 0, "failed_turns_by_rc": {}, "failed_turns_by_reason": {}, "sessions_started": 1,
+            "sessions_completed": 1, "sessions_discarded": 0, "compactions": 0, "overflow_resets": 0,
+            "compaction_limit": None, "noops": {}, "warnings": [], "episodes": [episode],
+            "latency": {"turns": 1, "median_s": 1.0, "p90_s": 1.0, "max_s": 1.0, "max_payload_bytes": 30}}  # fmt: skip
+    report = AgentReport.model_validate(data)
+    assert report.schema_version == 2
+    (migrated,) = report.episodes[0].turn_records
+    assert migrated.payload_bytes == 30 and migrated.payload_basis == "legacy" and migrated.requests is None

@@ -65,7 +65,7 @@ def test_seed_arms_dry_run_prints_three_plans(env):
         assert f"arm {arm}" in outcome.out
     assert "model_auto_compact" not in outcome.out  # the limit is stated in words and numbers, not flags
     assert "summarised at 206400 tokens" in outcome.out  # dm_wmc compacts below the window
-    assert "overflows and cold-starts" in outcome.out  # dm_pl/dm_wm do not
+    assert "dropped before its next turn" in outcome.out  # dm_pl/dm_wm do not
     assert "session_turns 12" in outcome.out  # the payload warning
     assert "dry run: nothing was created" in outcome.out
 
@@ -301,8 +301,8 @@ def test_a_provider_is_passed_by_variable_name_and_fingerprinted(project, env):
     base = EMBEDDED_ARM.format(green=9201, purple=9202).replace('"random"', '"prolong"')
     write_arm(project, "plain", base)
     provider = base.replace("9201", "9301").replace("9202", "9302") + (
-        '\n[codex]\nprovider_base_url = "http://127.0.0.1:8000/v1"\nprovider_wire_api = "chat"\n'
-        'provider_env_key = "LOCAL_API_KEY"\n'
+        '\n[codex]\nprovider_base_url = "http://127.0.0.1:8000/v1"\nprovider_wire_api = "responses"\n'
+        'provider_env_key = "LOCAL_API_KEY"\nmodel = "local-model"\n'
     )
     write_arm(project, "local", provider)
     plans = {p["arm"]: p for p in plan_json(project, env, "--dry-run", "--arm", "plain", "--arm", "local")["plans"]}
@@ -310,9 +310,34 @@ def test_a_provider_is_passed_by_variable_name_and_fingerprinted(project, env):
     assert argv[argv.index("--provider-env-key") + 1] == "LOCAL_API_KEY"
     assert argv[argv.index("--provider-base-url") + 1] == "http://127.0.0.1:8000/v1"
     assert plans["local"]["fingerprint"] != plans["plain"]["fingerprint"]
+    assert not any("[codex] model is unset" in warning for warning in plans["local"]["warnings"])
     write_arm(project, "pasted", provider.replace('"LOCAL_API_KEY"', '"sk-abc-123"'))
     outcome = invoke(project, env, "plan", "--dry-run", "--arm", "pasted")
     assert outcome.exit_code == 2 and "'codex.provider_env_key'" in outcome.err and "not the key" in outcome.err
+
+
+def test_a_local_provider_without_a_model_is_warned_about(project, env):
+    arm = EMBEDDED_ARM.format(green=9201, purple=9202).replace('"random"', '"worldmodel"')
+    write_arm(project, "local", arm + '\n[codex]\nprovider_base_url = "http://127.0.0.1:8000/v1"\n')
+    (plan,) = plan_json(project, env, "--dry-run", "--arm", "local")["plans"]
+    assert any("[codex] model is unset with a local provider" in warning for warning in plan["warnings"])
+    write_arm(project, "hosted", EMBEDDED_ARM.format(green=9301, purple=9302).replace('"random"', '"worldmodel"'))
+    (plan,) = plan_json(project, env, "--dry-run", "--arm", "hosted")["plans"]
+    assert not any("[codex] model is unset" in warning for warning in plan["warnings"]), "codex's own provider"
+
+
+def test_the_plan_states_the_limit_codex_applies_and_warns_when_its_cap_moves_it(project, env):
+    base = EMBEDDED_ARM.format(green=9201, purple=9202).replace('"random"', '"prolong"')
+    write_arm(project, "c", base.replace("steps = 100", "steps = 100\ncompact = true\ncontext_window = 100000\n"
+                                                    "compact_limit = 95000\nsession_turns = 2"))
+    (plan,) = plan_json(project, env, "--dry-run", "--arm", "c")["plans"]
+    assert plan["compaction"]["limit"] == 95_000 and plan["compaction"]["codex_compacts_at"] == 90_000
+    assert any("codex caps its limit there and compacts at 90000 tokens" in w for w in plan["warnings"])
+    argv = plan["processes"][1]["argv"]
+    assert argv[argv.index("--context-window") + 1] == "100000" and argv[argv.index("--compact-limit") + 1] == "95000"
+    write_arm(project, "n", base.replace("steps = 100", "steps = 100\ncontext_window = 100000"))
+    (plan,) = plan_json(project, env, "--dry-run", "--arm", "n")["plans"]
+    assert plan["compaction"]["codex_compacts_at"] is None and "reaches 100000 tokens" in plan["compaction"]["explanation"]
 
 
 def test_env_that_the_isolation_sets_is_refused_not_silently_dropped(project, env):

@@ -248,11 +248,20 @@ def test_doctor_checks_codex_its_credential_and_the_root_disk(tmp_path, env, loc
 
     make_auth(tmp_path)
     fake_codex = Path(__file__).parent / "fake_codex"
-    ready = invoke(tmp_path, {**env, "PATH": f"{fake_codex}:{os.environ['PATH']}"}, "doctor", "--json")
+    versions = tmp_path / "versions.jsonl"
+    user_home = tmp_path / "user"
+    user_home.mkdir()
+    ready = invoke(tmp_path, {**env, "PATH": f"{fake_codex}:{os.environ['PATH']}", "HOME": str(user_home),
+                              "FAKE_CODEX_VERSION_LOG": str(versions)}, "doctor", "--json")  # fmt: skip
     checks = {c["name"]: c for c in json.loads(ready.out)["checks"]}
     assert checks["codex CLI"]["status"] == "ok" and str(fake_codex / "codex") in checks["codex CLI"]["detail"]
     assert checks["codex credential"]["status"] == "ok" and "(0o600)" in checks["codex credential"]["detail"]
     assert ready.exit_code == 0, ready.out
+    (asked,) = [json.loads(line) for line in versions.read_text().splitlines()]
+    scratch = Path(asked["CODEX_HOME"])
+    assert scratch.parent == local_dir / "codex" or local_dir in scratch.parents, "a scratch home by the codex root"
+    assert asked["HOME"] == str(scratch) and not scratch.exists(), "removed afterwards"
+    assert not (user_home / ".codex").exists()
 
 
 @pytest.mark.parametrize(

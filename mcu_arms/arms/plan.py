@@ -18,6 +18,7 @@ from mcu_arms.contracts.catalog import CODEX_AGENTS, FRAME_READING_AGENTS, cappe
 from mcu_arms.contracts.errors import UserError, toml_line, user_error
 from mcu_arms.contracts.rubric import AUTO_EVAL_ENV
 from mcu_arms.contracts.settings import (
+    CODEX_COMPACT_PERCENT,
     OVERRIDDEN_KEYS,
     PAYLOAD_GROWTH_BYTES,
     PAYLOAD_WALL_BYTES,
@@ -27,6 +28,7 @@ from mcu_arms.contracts.settings import (
     ProcessPlan,
     PurpleOptions,
     Settings,
+    codex_compacts_at,
     default_compact_limit,
     expected_payload_bytes,
     fingerprint,
@@ -45,17 +47,28 @@ def _line(source: Path, key: str) -> int | None:
     return toml_line(source.read_text(encoding="utf-8"), key) if source.is_file() else None
 
 
-def _resolve_compaction(spec: ArmSpec) -> CompactionPlan:
+def _resolve_compaction(spec: ArmSpec, warnings: list[str]) -> CompactionPlan:
+    """The limit in force, as codex will apply it: told the window and the limit, it compacts at the lower of the
+    limit and 90 % of the window; it cannot be told not to compact at all."""
     window = spec.context_window
     limit = spec.compact_limit or default_compact_limit(spec.compact, window)
-    if spec.compact:
-        explanation = f"compact: a full conversation is summarised at {limit} tokens (window {window})"
-    else:
+    if not spec.compact:
         explanation = (
-            f"no compaction: the limit {limit} is above the window {window}, so a full conversation overflows "
-            "and cold-starts onto the filesystem memory"
+            f"no compaction: codex is told an unbounded window and limit, leaving only its own cap "
+            f"({CODEX_COMPACT_PERCENT} % of its model's largest window); a conversation that reaches {window} tokens "
+            "(or that cap, when lower) is dropped before its next turn, as is one that overflows, and the next turn "
+            f"cold-starts onto the filesystem memory (the stated limit {limit} is above the window)"
         )
-    return CompactionPlan(compact=spec.compact, limit=limit, context_window=window, explanation=explanation)
+        return CompactionPlan(compact=False, limit=limit, context_window=window, explanation=explanation)
+    at = codex_compacts_at(limit, window)
+    explanation = f"compact: a conversation is summarised at {at} tokens (limit {limit}, window {window})"
+    if at != limit:
+        warnings.append(
+            f"compact_limit {limit} is above {CODEX_COMPACT_PERCENT} % of context_window {window}: codex caps its "
+            f"limit there and compacts at {at} tokens"
+        )
+    return CompactionPlan(compact=True, limit=limit, context_window=window, codex_compacts_at=at,
+                          explanation=explanation)  # fmt: skip
 
 
 def apply_overrides(spec: ArmSpec, overrides: Overrides, source: Path) -> ArmSpec:
@@ -100,7 +113,12 @@ def resolve_settings(spec: ArmSpec, warnings: list[str]) -> tuple[Settings, Comp
         )
     if spec.compact and spec.session_turns == 1 and spec.agent in CODEX_AGENTS:
         warnings.append("compact is inert at session_turns 1: a one-turn session can never fill up")
-    compaction = _resolve_compaction(spec)
+    compaction = _resolve_compaction(spec, warnings)
+    if spec.agent in CODEX_AGENTS and spec.codex.provider_base_url and not spec.codex.model:
+        warnings.append(
+            "[codex] model is unset with a local provider (provider_base_url): codex sends its own default model "
+            "name (gpt-6.2-sol with codex-cli 0.171), which a local server rarely serves; set [codex] model"
+        )
     as_written = spec.model_dump(include=set(Settings.model_fields)) | spec.codex.model_dump(
         include=set(Settings.model_fields)
     )

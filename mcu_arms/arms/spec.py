@@ -35,6 +35,11 @@ from mcu_arms.contracts.wire import (
 ARM_NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 SESSION_TURNS_WARN_ABOVE = 5
 
+WIRE_API_REASON = (
+    "codex-cli 0.171 refuses wire_api = \"chat\" before it sends anything (\"`wire_api = \"chat\"` is no longer "
+    "supported\"): every turn would fail"
+)
+
 SESSION_TURNS_ZERO_REASON = (
     "0 (unbounded sessions) is refused: every turn re-sends the whole conversation with its frames, ~0.4 MB more "
     "per turn, and past ~5-6 MB each turn takes a flat ~600 s with no error; use a bounded number (1 is the default)"
@@ -73,8 +78,15 @@ class CodexSpec(_Strict):
     root: str | None = None
     model: str | None = None
     provider_base_url: str | None = None
-    provider_wire_api: Literal["responses", "chat"] | None = None
+    provider_wire_api: Literal["responses"] | None = None
     provider_env_key: str | None = Field(default=None, pattern=ENV_NAME_PATTERN)
+
+    @field_validator("provider_wire_api", mode="before")
+    @classmethod
+    def _only_responses(cls, value: Any) -> Any:
+        if value == "chat":
+            raise ValueError(WIRE_API_REASON)
+        return value
 
     @field_validator("auth", "root")
     @classmethod
@@ -221,7 +233,7 @@ ALLOWED: dict[str, str] = {
     "ports.green": "a port 1024-65535 or \"auto\"",
     "ports.purple": "a port 1024-65535 or \"auto\"",
     "ports.host": "the IP address both agents bind to and are reached at (default 127.0.0.1)",
-    "codex.provider_wire_api": "responses, chat",
+    "codex.provider_wire_api": "responses (the only wire API codex still speaks)",
     "codex.provider_env_key": "the NAME of the environment variable holding the provider's API key, not the key",
     "video_eval": "true or false",
     "video_model": "a vision model name, e.g. \"gpt-4o\"",

@@ -64,6 +64,11 @@ def serve_purple(
     compact_limit: Annotated[
         Optional[int], typer.Option("--compact-limit", help="Codex agents: auto-compaction token limit.")
     ] = None,
+    context_window: Annotated[
+        Optional[int],
+        typer.Option("--context-window", help="Codex agents: the model's context window in tokens; a limit below it "
+                     "compacts, one above it never does."),
+    ] = None,
     model: Annotated[Optional[str], typer.Option("--model", help="Codex agents: model name.")] = None,
     provider_base_url: Annotated[
         Optional[str], typer.Option("--provider-base-url", help="Codex agents: model provider base URL.")
@@ -90,6 +95,7 @@ def serve_purple(
         "step_timeout": step_timeout,
         "session_turns": session_turns,
         "compact_limit": compact_limit,
+        "context_window": context_window,
         "model": model,
         "provider_base_url": provider_base_url,
         "provider_wire_api": provider_wire_api,

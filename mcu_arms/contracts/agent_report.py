@@ -11,18 +11,70 @@ import json
 import statistics
 from collections import Counter
 from pathlib import Path
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from mcu_arms.contracts.errors import validation_summary
+from mcu_arms.contracts.settings import CODEX_UNBOUNDED_TOKENS, codex_compacts_at, compacts
 from mcu_arms.contracts.states import TurnOutcome
 from mcu_arms.contracts.timestamps import iso_seconds
 
 AGENT_REPORT_SUFFIX = "_report.json"
 
 
-AGENT_REPORT_SCHEMA_VERSION = 1
+# Schema 2: payload_bytes is the largest request body a turn sent (schema 1: prompt + frame + rollout, not a request
+# size at all); turns carry their requests and token usage.
+AGENT_REPORT_SCHEMA_VERSION = 2
 EPISODE_REPORT_NAME = "agent_report.json"
+
+# How a turn's payload_bytes was found: rebuilt from the thread's rollout (what codex re-sends, request by request);
+# the prompt and the base64 frame only, when codex ran a thread but its rollout could not be read (a lower bound);
+# or schema 1's prompt + frame + rollout size.
+PayloadBasis = Literal["rollout", "lower_bound", "legacy"]
+# Why a turn started a new thread although its session had turns left: codex no longer had the thread
+# (`exec resume` failed), or the thread had reached the limit in force of an arm that does not compact.
+ColdStart = Literal["session_lost", "window_full"]
+
+
+class TokenUsage(BaseModel):
+    """Tokens as codex counts them (`turn.completed.usage`, the rollout's usage records)."""
+
+    input_tokens: int = 0
+    cached_input_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_output_tokens: int = 0
+
+    def minus(self, earlier: "TokenUsage") -> "TokenUsage":
+        return TokenUsage(**{key: value - getattr(earlier, key) for key, value in self})
+
+    def plus(self, other: "TokenUsage") -> "TokenUsage":
+        return TokenUsage(**{key: value + getattr(other, key) for key, value in self})
+
+
+class CompactionInForce(BaseModel):
+    """What decided compaction for a purple's turns, with codex's own clamps applied."""
+
+    compact: bool
+    limit: int  # as the plan states it
+    context_window: int  # as the plan states it
+    # the window codex used: the one it was told, clamped to its model's largest (None: no turn has run yet)
+    codex_window: int | None
+    codex_compacts_at: int | None  # the reported total_tokens at which codex compacts (None: not known before a turn)
+    # Arms that do not compact: a thread whose last response reported this many tokens is dropped before codex could
+    # compact it (the stated window, or codex's own cap when that is lower).
+    cold_start_at: int | None
+
+    @classmethod
+    def of(cls, limit: int, context_window: int, codex_window: int | None) -> "CompactionInForce":
+        compact = compacts(limit, context_window)
+        if compact:
+            at = codex_compacts_at(limit, codex_window or context_window)
+            return cls(compact=True, limit=limit, context_window=context_window, codex_window=codex_window,
+                       codex_compacts_at=at, cold_start_at=None)  # fmt: skip
+        at = codex_compacts_at(CODEX_UNBOUNDED_TOKENS, codex_window) if codex_window else None
+        return cls(compact=False, limit=limit, context_window=context_window, codex_window=codex_window,
+                   codex_compacts_at=at, cold_start_at=min(context_window, at or context_window))  # fmt: skip
 
 
 class TurnRecord(BaseModel):
@@ -41,10 +93,18 @@ class TurnRecord(BaseModel):
     frame_bytes: int
     rollout_bytes_before: int
     rollout_bytes_after: int
-    payload_bytes: int = Field(description="prompt + attached frame + the rollout a resumed session re-sends")
+    payload_bytes: int = Field(description="the largest request body the turn sent to the model (see payload_basis)")
     frames_in_session: int
     actions_queued: int
     compactions_in_thread: int
+    payload_basis: PayloadBasis = "rollout"
+    requests: int | None = None  # model requests the turn sent, compaction requests included
+    compaction_requests: int | None = None
+    request_bytes: int | None = None  # every request body of the turn together
+    usage: TokenUsage | None = None  # this turn's own tokens: the difference of the thread's running totals
+    thread_usage: TokenUsage | None = None  # the thread's running total, as turn.completed reports it
+    last_total_tokens: int | None = None  # total_tokens of the thread's last response: what codex holds to its limit
+    cold_start: ColdStart | None = None
 
 
 class EpisodeReport(BaseModel):
@@ -67,6 +127,11 @@ class EpisodeReport(BaseModel):
     actions_truncated: int = 0
     camera_compensated: int = 0
     leftover_processes_stopped: int = 0  # still running in a turn's group after codex exited
+    sessions_lost: int = 0  # `exec resume` failed: codex no longer had the thread (a cold start followed)
+    window_full_resets: int = 0  # a no-compaction arm's thread reached its limit: dropped before codex compacted it
+    unwanted_compactions: int = 0  # codex compacted a no-compaction arm's thread mid-turn (its cap cannot be lifted)
+    codex_window: int | None = None  # the window codex used, read from the rollout (its clamp applied)
+    tokens: TokenUsage = Field(default_factory=TokenUsage)
     warnings: list[str] = Field(default_factory=list)
     turn_records: list[TurnRecord] = Field(default_factory=list)
 
@@ -88,6 +153,9 @@ class AgentSettings(BaseModel):
     codex_version: str
     codex_home: str
     codex_home_audit: dict[str, bool | str]
+    context_window: int | None = None
+    codex_overrides: list[str] = Field(default_factory=list)  # the `-c` settings every turn carries
+    provider_config: str | None = None  # the 0600 config file that carries the provider to codex
 
 
 class LatencySummary(BaseModel):
@@ -113,11 +181,36 @@ class AgentReport(BaseModel):
     compactions: int
     overflow_resets: int
     leftover_processes_stopped: int = 0
+    sessions_lost: int = 0
+    window_full_resets: int = 0
+    unwanted_compactions: int = 0
     compaction_limit: int | None
+    compaction_in_force: CompactionInForce | None = None
+    tokens: TokenUsage = Field(default_factory=TokenUsage)
     noops: dict[str, int]
     latency: LatencySummary
     warnings: list[str]
     episodes: list[EpisodeReport]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _migrate(cls, data: Any) -> Any:
+        """Read a schema-1 report as schema 2: its payload_bytes stay as written, marked as the old sum."""
+        if not isinstance(data, dict) or data.get("schema_version", 1) >= AGENT_REPORT_SCHEMA_VERSION:
+            return data
+        data = {**data, "schema_version": AGENT_REPORT_SCHEMA_VERSION}
+        episodes = data.get("episodes")
+        if isinstance(episodes, list):
+            data["episodes"] = [_legacy_payloads(episode) for episode in episodes]
+        return data
+
+
+def _legacy_payloads(episode: Any) -> Any:
+    if not isinstance(episode, dict) or not isinstance(episode.get("turn_records"), list):
+        return episode
+    records = [{**record, "payload_basis": "legacy"} if isinstance(record, dict) else record
+               for record in episode["turn_records"]]  # fmt: skip
+    return {**episode, "turn_records": records}
 
 
 def report_name(kind: str) -> str:
@@ -140,6 +233,13 @@ def summarise(settings: AgentSettings, episodes: list[EpisodeReport]) -> AgentRe
         noops.update(episode.noops)
     records = [record for episode in episodes for record in episode.turn_records]
     latencies = [record.latency_s for record in records]
+    tokens = TokenUsage()
+    for episode in episodes:
+        tokens = tokens.plus(episode.tokens)
+    codex_window = next((e.codex_window for e in reversed(episodes) if e.codex_window is not None), None)
+    in_force = None
+    if settings.compact_limit is not None and settings.context_window is not None:
+        in_force = CompactionInForce.of(settings.compact_limit, settings.context_window, codex_window)
     return AgentReport(
         kind=settings.kind,
         written_at=iso_seconds(),
@@ -154,7 +254,12 @@ def summarise(settings: AgentSettings, episodes: list[EpisodeReport]) -> AgentRe
         compactions=sum(episode.compactions for episode in episodes),
         overflow_resets=sum(episode.overflow_resets for episode in episodes),
         leftover_processes_stopped=sum(episode.leftover_processes_stopped for episode in episodes),
+        sessions_lost=sum(episode.sessions_lost for episode in episodes),
+        window_full_resets=sum(episode.window_full_resets for episode in episodes),
+        unwanted_compactions=sum(episode.unwanted_compactions for episode in episodes),
         compaction_limit=settings.compact_limit,
+        compaction_in_force=in_force,
+        tokens=tokens,
         noops=dict(noops),
         latency=LatencySummary(
             turns=len(latencies),
@@ -196,9 +301,13 @@ class AgentSummary(BaseModel):
     failed_turns_by_reason: dict[str, int] = Field(default_factory=dict)
     compactions: int | None = None
     overflow_resets: int | None = None
+    sessions_lost: int | None = None
+    window_full_resets: int | None = None
     compaction_limit: int | None = None
+    codex_compacts_at: int | None = None  # the limit codex applied (its clamps included), when the agent knows it
     max_payload_bytes: int | None = None
     median_turn_s: float | None = None
+    tokens: TokenUsage | None = None
     counters: dict[str, int] = Field(default_factory=dict)  # kind-specific (e.g. the scripted player's respawns)
     warnings: list[str] = Field(default_factory=list)
 
@@ -212,9 +321,13 @@ def summary_of_codex(report: AgentReport, report_file: str) -> AgentSummary:
         failed_turns_by_reason=dict(report.failed_turns_by_reason),
         compactions=report.compactions,
         overflow_resets=report.overflow_resets,
+        sessions_lost=report.sessions_lost,
+        window_full_resets=report.window_full_resets,
         compaction_limit=report.compaction_limit,
+        codex_compacts_at=report.compaction_in_force.codex_compacts_at if report.compaction_in_force else None,
         max_payload_bytes=report.latency.max_payload_bytes,
         median_turn_s=report.latency.median_s,
+        tokens=report.tokens,
         warnings=list(report.warnings),
     )
 

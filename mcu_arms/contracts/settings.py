@@ -37,6 +37,12 @@ PAYLOAD_GROWTH_BYTES = 400_000
 PAYLOAD_WALL_BYTES = 5_150_000
 COMPACT_FRACTION = 0.8
 NO_COMPACT_FACTOR = 2
+# codex compacts once a response reports total_tokens >= min(its limit, 90 % of its window), and it clamps the window
+# it is told to the model's largest (measured with codex-cli 0.171: 872,000 for gpt-6.2-sol, 272,000 for a model name
+# it does not know), so compaction cannot be switched off: a no-compaction arm tells it this for both, which leaves
+# only that clamp in force.
+CODEX_COMPACT_PERCENT = 90
+CODEX_UNBOUNDED_TOKENS = 10**15
 ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|AUTH|CREDENTIAL", re.IGNORECASE)
 
@@ -63,6 +69,16 @@ def expected_payload_bytes(session_turns: int) -> int:
 def default_compact_limit(compact: bool, context_window: int) -> int:
     """The limit when the arm file sets none: below the window to compact, above it so a full conversation overflows."""
     return int(context_window * COMPACT_FRACTION) if compact else context_window * NO_COMPACT_FACTOR
+
+
+def codex_compacts_at(limit: int, window: int) -> int:
+    """The reported total_tokens at which codex compacts, told this limit and (after its own clamp) this window."""
+    return min(limit, window * CODEX_COMPACT_PERCENT // 100)
+
+
+def compacts(compact_limit: int, context_window: int) -> bool:
+    """The arm compacts when its limit is below its window (arms/spec.py holds every arm to exactly this)."""
+    return compact_limit < context_window
 
 
 class Thresholds(BaseModel):
@@ -183,6 +199,7 @@ class PurpleOptions(BaseModel):
     step_timeout: float = Field(default=DEFAULT_STEP_TIMEOUT_S, gt=0)
     session_turns: int | None = Field(default=None, gt=0)
     compact_limit: int | None = Field(default=None, gt=0)
+    context_window: int = Field(default=DEFAULT_CONTEXT_WINDOW, gt=0)
     model: str | None = None
     provider_base_url: str | None = None
     provider_wire_api: str | None = None
@@ -218,6 +235,8 @@ class CompactionPlan(BaseModel):
     compact: bool
     limit: int
     context_window: int
+    # compact: the reported tokens at which codex compacts (its 90 % cap applied); None: the arm never asks it to
+    codex_compacts_at: int | None = None
     explanation: str
 
 

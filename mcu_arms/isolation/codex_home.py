@@ -16,6 +16,7 @@ import os
 import shutil
 import sqlite3
 import stat
+import tempfile
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
@@ -27,6 +28,8 @@ from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.timestamps import file_stamp
 
 PERSONAL_CONFIG_STUBS = ("AGENTS.md", "AGENTS.override.md", "lessons.md", "RTK.md")
+CODEX_CONFIG_NAME = "config.toml"
+CODEX_CONFIG_HEADER = "# Written by mcu-arms: this arm's model provider. Rewritten at every episode; edits are lost.\n"
 BASE_BYTES = 6 * 1024 * 1024
 BYTES_PER_TURN = 20 * 1024
 STEPS_PER_TURN = 6  # a planning turn queues several actions; 12,000 steps took 1,500-2,000 turns
@@ -211,3 +214,42 @@ def audit_codex_home(home: Path) -> dict[str, bool | str]:
         "private_mode": stat.S_IMODE(home.stat().st_mode) == 0o700 if home.exists() else False,
         "under_tmp": temporary_dir_reason(home, os.environ) is not None,
     }
+
+
+def write_codex_config(home: Path, provider: str | None, table: Mapping[str, str | int], now: datetime) -> str | None:
+    """$CODEX_HOME/config.toml holding the arm's model provider, mode 0600: a base URL that carries a credential
+    (userinfo, a query parameter) reaches codex through a private file, never a command line anyone can read.
+
+    Without a provider the file is removed. One that mcu-arms did not write (settings codex would apply to every
+    turn) or a link in its place is moved aside, never written through; returns the warning saying so, else None.
+    """
+    import tomlkit
+
+    path = home / CODEX_CONFIG_NAME
+    header = CODEX_CONFIG_HEADER.encode()
+    warning = None
+    try:
+        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb") as found:
+            ours = stat.S_ISREG(os.fstat(found.fileno()).st_mode) and found.read(len(header)) == header
+    except FileNotFoundError:
+        ours = None
+    except OSError:  # ELOOP: a link stands there
+        ours = False
+    if ours is False:
+        aside = path.with_name(f"{CODEX_CONFIG_NAME}.moved-{file_stamp(now)}")
+        while os.path.lexists(aside):
+            aside = aside.with_name(aside.name + "+")
+        path.rename(aside)
+        warning = f"{path} was not written by mcu-arms (codex applies it to every turn); moved to {aside}"
+    elif ours and provider is None:
+        path.unlink()
+    if provider is None:
+        return warning
+    document = tomlkit.document()
+    document["model_provider"] = provider
+    document["model_providers"] = {provider: dict(table)}
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{CODEX_CONFIG_NAME}.", dir=home)  # mode 0600, O_EXCL
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(CODEX_CONFIG_HEADER + tomlkit.dumps(document))
+    os.replace(temporary, path)  # replaces a name, never follows one
+    return warning

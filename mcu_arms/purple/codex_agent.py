@@ -18,14 +18,24 @@ import os
 import shutil
 import statistics
 import string
+import time
 from collections import deque
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from mcu_arms.contracts.agent_report import AgentSettings, EpisodeReport, TurnRecord
+from mcu_arms.contracts.agent_report import (
+    AgentSettings,
+    ColdStart,
+    CompactionInForce,
+    EpisodeReport,
+    PayloadBasis,
+    TokenUsage,
+    TurnRecord,
+)
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.resources import TEMPLATES_DIR
-from mcu_arms.contracts.settings import PAYLOAD_WALL_BYTES, PurpleOptions
+from mcu_arms.contracts.settings import PAYLOAD_WALL_BYTES, PurpleOptions, compacts
 from mcu_arms.contracts.timestamps import iso_seconds
 from mcu_arms.contracts.wire import (
     BUTTON_KEYS,
@@ -37,17 +47,21 @@ from mcu_arms.contracts.wire import (
     InitPayload,
     ObservationPayload,
 )
-from mcu_arms.isolation.codex_home import audit_codex_home
+from mcu_arms.isolation.codex_home import CODEX_CONFIG_NAME, audit_codex_home, write_codex_config
 from mcu_arms.procs import log_line
 from mcu_arms.purple.base import Policy, failure_noop
 from mcu_arms.purple.codex_runner import (
     CANCELLED_RC,
+    PROVIDER_NAME,
     TERM_GRACE_S,
     CodexCall,
+    RolloutReading,
     TurnRun,
+    codex_overrides,
     codex_version,
-    count_compactions,
     find_rollout,
+    provider_table,
+    read_rollout,
     run_codex,
 )
 from mcu_arms.purple.report_writer import write_reports
@@ -63,6 +77,7 @@ LATENCY_MIN_HISTORY = 3
 DEFAULT_SESSION_TURNS = 1
 QUANTISED_ENV = "MCU_CAMERA_QUANTISED"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+DATA_URL_PREFIX_BYTES = len('{"type":"input_image","image_url":"data:image/png;base64,"}')
 
 _versions: dict[str, str] = {}  # `codex --version`, read once per executable per process
 
@@ -172,6 +187,11 @@ class CodexPolicy(Policy):
         self._frames_in_session = 0
         self._payload_warned_session = -1
         self._compactions_by_thread: dict[str, int] = {}
+        self._thread_usage = TokenUsage()  # the current thread's running total, as codex last reported it
+        self._last_total_tokens: int | None = None  # the current thread's last response, as its rollout says
+        self._drop_thread = False  # the current thread must not be resumed (codex compacted it against the arm)
+        self._overrides = codex_overrides(options.compact_limit, options.context_window)
+        self._warned: set[str] = set()
 
     # --- setup -------------------------------------------------------------------------------------------------
 
@@ -182,6 +202,12 @@ class CodexPolicy(Policy):
             raise UserError("codex agents need a directory for their memory and reports", key="--output-dir")
         if (self.options.provider_wire_api or self.options.provider_env_key) and not self.options.provider_base_url:
             raise UserError("a provider wire API or key variable needs a provider base URL", key="--provider-base-url")
+        if self.options.provider_wire_api not in (None, "responses"):
+            raise UserError(
+                f"codex no longer speaks wire API '{self.options.provider_wire_api}' (it exits before sending anything)",
+                key="--provider-wire-api",
+                allowed="responses",
+            )
         key_variable = self.options.provider_env_key
         if key_variable and not self.environ.get(key_variable):
             raise UserError(
@@ -232,6 +258,10 @@ class CodexPolicy(Policy):
             (self.workdir / NOTES_FILE).write_text(f"# Notes for: {payload.text}\n", encoding="utf-8")
         self._system_prompt = self._render_system_prompt(payload)
         (self.workdir / "system_prompt.md").write_text(self._system_prompt, encoding="utf-8")
+        base_url = self.options.provider_base_url
+        table = provider_table(base_url, self.options.provider_env_key) if base_url else {}
+        provider = PROVIDER_NAME if base_url else None
+        config_warning = write_codex_config(home, provider, table, datetime.now(timezone.utc))
         self.settings = AgentSettings(
             kind=self.kind,
             session_turns=self.session_turns,
@@ -247,12 +277,17 @@ class CodexPolicy(Policy):
             codex_version=version,
             codex_home=str(home),
             codex_home_audit=audit_codex_home(home),
+            context_window=self.options.context_window,
+            codex_overrides=self._overrides,
+            provider_config=str(home / CODEX_CONFIG_NAME) if base_url else None,
         )
         self.episode = EpisodeReport(
             task_dir=str(self.workdir),
             task=payload.text,
             started_at=iso_seconds(),
         )
+        if config_warning:
+            self._warn(config_warning)
         if version.startswith("unavailable"):
             self._warn(f"codex version {version}")
         if self.options.compact_limit is None:
@@ -317,7 +352,51 @@ class CodexPolicy(Policy):
         return failure_noop(cause, reason)
 
     async def _plan(self, step: int, frame: bytes) -> bool:
-        """Run one model turn and queue what it wrote; False (logged, counted) when it wrote nothing usable."""
+        """Run one model turn and queue what it wrote; False (logged, counted) when it wrote nothing usable.
+
+        A thread that filled a no-compaction arm's window is dropped before codex could compact it, and a resume
+        that codex refuses (it no longer has the thread) is a lost session: both are counted, and the step is
+        planned from a cold start instead, within the same time budget.
+        """
+        assert self.episode is not None
+        started = time.monotonic()
+        cold_start: ColdStart | None = None
+        if self._thread_id is not None and self._window_full():
+            self.episode.window_full_resets += 1
+            log_line(
+                f"thread {self._thread_id} reached {self._last_total_tokens} tokens, the limit in force of an arm "
+                "that does not compact; dropped before its next turn"
+            )
+            self._end_session(clean=False)
+            cold_start = "window_full"
+        run, actions = await self._run_turn(step, frame, self.turn_timeout, cold_start)
+        if run.resume_refused:
+            self.episode.sessions_lost += 1
+            self._end_session(clean=False)
+            remaining = self.turn_timeout - (time.monotonic() - started)
+            run, actions = await self._run_turn(step, frame, max(remaining, TERM_GRACE_S), "session_lost")
+        if actions and not self._drop_thread:
+            self._session_turns_done += 1
+            if self._session_turns_done >= self.session_turns:
+                self._end_session(clean=True)
+        else:
+            self._end_session(clean=False)
+        self._write_report()
+        return bool(actions)
+
+    def _window_full(self) -> bool:
+        """Whether the current thread's last response reached the cold-start point of an arm that does not compact."""
+        assert self.episode is not None
+        limit = self.options.compact_limit
+        if limit is None or self._last_total_tokens is None or compacts(limit, self.options.context_window):
+            return False
+        in_force = CompactionInForce.of(limit, self.options.context_window, self.episode.codex_window)
+        return in_force.cold_start_at is not None and self._last_total_tokens >= in_force.cold_start_at
+
+    async def _run_turn(
+        self, step: int, frame: bytes, timeout_s: float, cold_start: ColdStart | None
+    ) -> tuple[TurnRun, list[EnvAction]]:
+        """One codex process: run, read its events and its thread's rollout, record and count it."""
         assert self.workdir is not None and self.episode is not None and self.settings is not None
         self._turn += 1
         turn = self._turn
@@ -337,11 +416,8 @@ class CodexPolicy(Policy):
             prompt=prompt,
             image=frame_path,
             thread_id=self._thread_id,
-            compact_limit=self.options.compact_limit,
+            overrides=tuple(self._overrides),
             model=self.options.model,
-            provider_base_url=self.options.provider_base_url,
-            provider_wire_api=self.options.provider_wire_api,
-            provider_env_key=self.options.provider_env_key,
         )
         log_line(f"turn {turn} step {step} ({'resume' if resumed else 'new session'}): {call.shown()}")
         try:
@@ -349,7 +425,7 @@ class CodexPolicy(Policy):
                 call.argv(),
                 cwd=self.workdir,
                 env=self.environ,
-                timeout_s=self.turn_timeout,
+                timeout_s=timeout_s,
                 events_path=turn_dir / "events.jsonl",
                 stderr_path=turn_dir / "stderr.txt",
             )
@@ -366,10 +442,15 @@ class CodexPolicy(Policy):
         if run.thread_id or resumed:
             self._frames_in_session += 1
         rollout = find_rollout(home, self._thread_id) if self._thread_id else None
-        compactions = self._count_new_compactions(rollout)
+        reading = read_rollout(rollout, since=rollout_before if resumed else 0)
+        compactions = self._count_new_compactions(reading)
+        self._learn_window(reading)
+        self._last_total_tokens = reading.last_total_tokens
+        usage = self._usage(run)
         if actions_path.exists():
             shutil.move(str(actions_path), str(turn_dir / ACTIONS_FILE))
         outcome, category, reason, actions = self._judge(run, turn_dir / ACTIONS_FILE, turn_dir / "stderr.txt")
+        payload_bytes, basis = self._payload(run, reading, rollout, prompt, frame)
         record = TurnRecord(
             turn=turn,
             step=step,
@@ -384,22 +465,27 @@ class CodexPolicy(Policy):
             frame_bytes=len(frame),
             rollout_bytes_before=rollout_before,
             rollout_bytes_after=_file_size(rollout),
-            payload_bytes=len(prompt.encode()) + len(frame) + (rollout_before if resumed else 0),
+            payload_bytes=payload_bytes,
+            payload_basis=basis,
+            requests=len(reading.requests),
+            compaction_requests=sum(1 for request in reading.requests if request.kind == "compaction"),
+            request_bytes=sum(request.body_bytes for request in reading.requests),
+            usage=usage,
+            thread_usage=run.thread_usage,
+            last_total_tokens=reading.last_total_tokens,
+            cold_start=cold_start,
             frames_in_session=self._frames_in_session,
             actions_queued=len(actions),
             compactions_in_thread=compactions,
         )
         log_line(
-            f"turn {turn} {outcome} in {run.latency_s:.1f} s; payload {record.payload_bytes / 1e6:.2f} MB; "
-            f"frames in session {self._frames_in_session}; {len(actions)} actions"
+            f"turn {turn} {outcome} in {run.latency_s:.1f} s; payload {record.payload_bytes / 1e6:.2f} MB in "
+            f"{record.requests} request(s); frames in session {self._frames_in_session}; {len(actions)} actions"
         )
         self._check_cost(record)
         self.episode.turn_records.append(record)
         if actions:
             self._queue.extend((action, f"turn {turn} {i + 1}/{len(actions)}") for i, action in enumerate(actions))
-            self._session_turns_done += 1
-            if self._session_turns_done >= self.session_turns:
-                self._end_session(clean=True)
             self._append_log(f"turn {turn} at step {step}: {len(actions)} actions planned ({run.latency_s:.1f} s)")
         else:
             self.episode.failed_turns_by_rc[str(run.rc)] += 1
@@ -408,9 +494,58 @@ class CodexPolicy(Policy):
                 self.episode.overflow_resets += 1
             log_line(f"wrote no actions.json (rc={run.rc}); {reason}")
             self._append_log(f"turn {turn} at step {step} failed (rc={run.rc}): {reason}")
-            self._end_session(clean=False)
-        self._write_report()
-        return bool(actions)
+        return run, actions
+
+    def _usage(self, run: TurnRun) -> TokenUsage | None:
+        """This turn's tokens: codex reports the thread's running total, carried across `exec resume` processes."""
+        assert self.episode is not None
+        if run.thread_usage is None:
+            return None
+        usage = run.thread_usage.minus(self._thread_usage)
+        self._thread_usage = run.thread_usage
+        self.episode.tokens = self.episode.tokens.plus(usage)
+        return usage
+
+    def _payload(
+        self, run: TurnRun, reading: RolloutReading, rollout: Path | None, prompt: str, frame: bytes
+    ) -> tuple[int, PayloadBasis]:
+        """The largest request the turn sent, rebuilt from the rollout; a lower bound (this prompt and frame) when
+        codex ran a thread whose rollout cannot be read; 0 when codex sent nothing (it failed before a thread)."""
+        if reading.requests:
+            return max(request.body_bytes for request in reading.requests), "rollout"
+        if rollout is None and run.thread_id is not None:
+            self._warn_once(
+                "no_rollout",
+                f"codex ran thread {run.thread_id} but its rollout is not under the home's sessions/: payload_bytes "
+                "is a lower bound (this prompt and frame) from here on",
+            )
+            return len(prompt.encode()) + DATA_URL_PREFIX_BYTES + 4 * math.ceil(len(frame) / 3), "lower_bound"
+        return 0, "rollout"
+
+    def _learn_window(self, reading: RolloutReading) -> None:
+        """The window codex actually used (it clamps the one it is told to its model's largest), and loud when that
+        moves the limit in force away from the plan's."""
+        assert self.episode is not None
+        if reading.codex_window is None or reading.codex_window == self.episode.codex_window:
+            return
+        self.episode.codex_window = reading.codex_window
+        limit = self.options.compact_limit
+        if limit is None:
+            return
+        in_force = CompactionInForce.of(limit, self.options.context_window, reading.codex_window)
+        if in_force.compact and in_force.codex_compacts_at != limit:
+            self._warn_once(
+                "window_clamped",
+                f"codex uses a window of {reading.codex_window} tokens (told {self.options.context_window}): it "
+                f"compacts at {in_force.codex_compacts_at}, not at the stated limit {limit}",
+            )
+        elif not in_force.compact and in_force.cold_start_at != self.options.context_window:
+            self._warn_once(
+                "window_clamped",
+                f"codex caps its window at {reading.codex_window} tokens and compacts at {in_force.codex_compacts_at} "
+                f"whatever it is told: threads are dropped at {in_force.cold_start_at} tokens, below the stated "
+                f"window {self.options.context_window}",
+            )
 
     def _cancelled(self, turn: int, step: int) -> None:
         """The request waiting on this turn was cancelled (superseded or shutdown); run_codex stopped its group."""
@@ -443,8 +578,10 @@ class CodexPolicy(Policy):
             return "timeout", "timeout", f"timed out after {self.turn_timeout:.1f} s ({stopped})", []
         if run.overflowed:
             return "overflow", "overflow", f"context window overflow ({run.failure}); session dropped, next turn starts cold", []
+        if run.resume_refused:
+            return "failed", "session_lost", f"session lost ({run.reason}); the step is planned from a cold start", []
         if run.rc != 0:
-            detail = run.failure or _last_line(stderr_path) or "no error event"
+            detail = run.reason or f"no error event and no Error line on stderr (see {stderr_path})"
             return "failed", "codex_error", f"codex failed: {detail}", []
         if not actions_path.exists():
             return "failed", "no_file", "codex exited cleanly without writing it", []
@@ -477,6 +614,9 @@ class CodexPolicy(Policy):
         self._session_index += 1
         self._session_turns_done = 0
         self._frames_in_session = 0
+        self._thread_usage = TokenUsage()
+        self._last_total_tokens = None
+        self._drop_thread = False
         self.episode.sessions_started += 1
 
     def _end_session(self, *, clean: bool) -> None:
@@ -491,16 +631,28 @@ class CodexPolicy(Policy):
             log_line(f"session {self._session_index} (thread {self._thread_id}) discarded; the next turn starts cold")
         self._thread_id = None
 
-    def _count_new_compactions(self, rollout: Path | None) -> int:
+    def _count_new_compactions(self, reading: RolloutReading) -> int:
+        """New `compacted` records in the thread; in an arm that does not compact, each one is loud and its thread
+        is dropped after this turn (codex compacted mid-turn, at its own cap, which it cannot be told to lift)."""
         if self._thread_id is None:
             return 0
-        total = count_compactions(rollout)
+        assert self.episode is not None
+        total = reading.compactions
         new = total - self._compactions_by_thread.get(self._thread_id, 0)
         self._compactions_by_thread[self._thread_id] = total
         if new > 0:
-            assert self.episode is not None
             self.episode.compactions += new
             log_line(f"turn {self._turn}: {new} compaction(s) in thread {self._thread_id} ({total} so far)")
+            limit = self.options.compact_limit
+            if limit is not None and not compacts(limit, self.options.context_window):
+                self.episode.unwanted_compactions += new
+                self._drop_thread = True
+                self._warn_once(
+                    "unwanted_compaction",
+                    f"turn {self._turn}: codex compacted a thread of an arm that does not compact (a response inside "
+                    "the turn passed its own cap, 90 % of its model's largest window); such threads are dropped "
+                    "after the turn (counted in unwanted_compactions)",
+                )
         return total
 
     def _check_cost(self, record: TurnRecord) -> None:
@@ -525,6 +677,11 @@ class CodexPolicy(Policy):
         assert self.episode is not None
         self.episode.warnings.append(message)
         log_line(f"WARNING {message}")
+
+    def _warn_once(self, topic: str, message: str) -> None:
+        if topic not in self._warned:
+            self._warned.add(topic)
+            self._warn(message)
 
     # --- files -------------------------------------------------------------------------------------------------
 
@@ -579,10 +736,3 @@ class CodexPolicy(Policy):
             self._append_log(f"episode ended with {len(self._queue)} planned actions unplayed")
         self._write_report()
 
-
-def _last_line(path: Path) -> str:
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
-    except FileNotFoundError:
-        return ""
-    return lines[-1][:300] if lines else ""

@@ -18,10 +18,12 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from typing import Literal
 
 import psutil
 
+from mcu_arms.contracts.agent_report import TokenUsage
+from mcu_arms.contracts.settings import CODEX_UNBOUNDED_TOKENS, compacts
 from mcu_arms.procs import stop_process_group, stop_token_holders
 
 TERM_GRACE_S = 2.0
@@ -32,67 +34,66 @@ CANCELLED_RC = 128 + signal.SIGTERM  # what a shell reports for a turn stopped b
 # carries this turn's token, so no process this turn did not start can be touched, whatever its pid or group.
 TURN_TOKEN_ENV = "MCU_ARMS_CODEX_TURN"
 OVERFLOW_MARKERS = ("ran out of room in the model's context window", "context_length_exceeded")
+# `exec resume` of a thread codex no longer has: rc 1 and "Error: thread/resume: thread/resume failed: no rollout
+# found for thread id ... (code -32600)" on stderr, before any request (codex-cli 0.171).
+RESUME_REFUSED_MARKER = "thread/resume failed"
+ERROR_LINE_PREFIXES = ("Error", "ERROR:")
+# A project AGENTS.md (read from the git root down to the turn's directory, which sits in the user's checkout)
+# would reach the model ahead of every turn; 0 bytes of project docs keeps it out.
+BLOCK_PROJECT_DOCS = "project_doc_max_bytes=0"
+USAGE_KEYS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens")
+
+
+def codex_overrides(compact_limit: int | None, context_window: int) -> list[str]:
+    """The `-c` settings of every turn: no project docs, and the window and limit that make codex compact exactly
+    where the arm says (an arm that does not compact tells it no bound of its own: see CODEX_UNBOUNDED_TOKENS)."""
+    overrides = [BLOCK_PROJECT_DOCS]
+    if compact_limit is None:
+        return overrides
+    if compacts(compact_limit, context_window):
+        window, limit = context_window, compact_limit
+    else:
+        window = limit = CODEX_UNBOUNDED_TOKENS
+    return overrides + [f"model_context_window={window}", f"model_auto_compact_token_limit={limit}"]
+
+
+def provider_table(base_url: str, env_key: str | None) -> dict[str, str]:
+    """The provider as codex's config file declares it (written by isolation.codex_home.write_codex_config)."""
+    table = {"name": PROVIDER_NAME, "base_url": base_url, "wire_api": "responses"}
+    if env_key:
+        table["env_key"] = env_key  # the NAME of the variable holding the key; codex reads the key from it
+    return table
 
 
 @dataclass(frozen=True)
 class CodexCall:
-    """Everything that decides one turn's command line."""
+    """Everything that decides one turn's command line. The provider is not here: it reaches codex through the
+    home's private config file, so that no credential in its URL is ever on a command line."""
 
     executable: str
     prompt: str
     image: Path
     thread_id: str | None = None
-    compact_limit: int | None = None
+    overrides: tuple[str, ...] = ()
     model: str | None = None
-    provider_base_url: str | None = None
-    provider_wire_api: str | None = None
-    provider_env_key: str | None = None  # the NAME of the variable holding the provider's API key, never the key
 
     def argv(self) -> list[str]:
         """`codex exec [options] [resume ID] -i FRAME -- PROMPT`.
 
-        Options go before `resume`: the sandbox and `-c` overrides are not accepted after it. `-i` takes several
-        values, hence the `--` that ends it.
+        Options go before `resume`: the sandbox and `-c` overrides are not accepted after it (and a resumed turn
+        without its sandbox option is read-only). `-i` takes several values, hence the `--` that ends it.
         """
         options = ["--json", "--skip-git-repo-check", "--sandbox", "workspace-write"]
-        if self.compact_limit is not None:
-            options += ["-c", f"model_auto_compact_token_limit={self.compact_limit}"]
+        for override in self.overrides:
+            options += ["-c", override]
         if self.model:
             options += ["-m", self.model]
-        options += self._provider_overrides()
         resume = ["resume", self.thread_id] if self.thread_id else []
         return [self.executable, "exec", *options, *resume, "-i", str(self.image), "--", self.prompt]
 
-    def _provider_overrides(self) -> list[str]:
-        if not self.provider_base_url:
-            return []
-        table = f"model_providers.{PROVIDER_NAME}"
-        overrides = [f"{table}.name={json.dumps(PROVIDER_NAME)}", f"{table}.base_url={json.dumps(self.provider_base_url)}"]
-        if self.provider_wire_api:
-            overrides.append(f"{table}.wire_api={json.dumps(self.provider_wire_api)}")
-        if self.provider_env_key:
-            overrides.append(f"{table}.env_key={json.dumps(self.provider_env_key)}")
-        overrides.append(f"model_provider={json.dumps(PROVIDER_NAME)}")
-        return [part for override in overrides for part in ("-c", override)]
-
     def shown(self) -> str:
-        """The command line for a log: the prompt elided, credentials in a provider URL masked."""
-        shown = []
-        for part in self.argv()[:-1]:
-            if self.provider_base_url and self.provider_base_url in part:
-                part = part.replace(self.provider_base_url, redact_url(self.provider_base_url))
-            shown.append(part)
-        return " ".join(shown + [f"<prompt {len(self.prompt.encode())} bytes>"])
-
-
-def redact_url(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if parts.port:
-        host += f":{parts.port}"
-    return urlunsplit((parts.scheme, f"***@{host}", parts.path, parts.query, parts.fragment))
+        """The command line for a log, the prompt elided."""
+        return " ".join(self.argv()[:-1] + [f"<prompt {len(self.prompt.encode())} bytes>"])
 
 
 @dataclass
@@ -104,15 +105,27 @@ class TurnRun:
     latency_s: float
     thread_id: str | None = None
     completed: bool = False
-    failure: str | None = None
+    failure: str | None = None  # codex's own words: turn.failed's message, else the last error event's
+    error_line: str | None = None  # the first stderr line starting with "Error" (startup failures write no JSON)
+    thread_usage: TokenUsage | None = None  # turn.completed's usage: the THREAD's running total
     events: int = 0
     unparsed_lines: int = 0
     stopped: list[str] = field(default_factory=list)
     leftovers_stopped: int = 0  # processes still in the group after codex itself had exited
 
     @property
+    def reason(self) -> str | None:
+        """Why codex says the turn failed: its event text, else its stderr error line."""
+        return self.failure or self.error_line
+
+    @property
     def overflowed(self) -> bool:
         return self.failure is not None and any(marker in self.failure for marker in OVERFLOW_MARKERS)
+
+    @property
+    def resume_refused(self) -> bool:
+        """codex no longer has the thread: it failed before starting one (a dropped session, not a model failure)."""
+        return self.thread_id is None and RESUME_REFUSED_MARKER in (self.reason or "")
 
 
 async def run_codex(
@@ -154,6 +167,7 @@ async def run_codex(
         leftovers_stopped=leftovers,
     )
     _read_events(events_path, run)
+    run.error_line = codex_error_line(stderr_path)
     return run
 
 
@@ -186,6 +200,7 @@ def _stop_turn(process: subprocess.Popen, create_time: float | None, token: str)
 
 def _read_events(path: Path, run: TurnRun) -> None:
     """thread.started gives the thread; turn.completed / turn.failed / error say how the turn ended."""
+    failed = last_error = None
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
         if not line.strip():
             continue
@@ -203,8 +218,32 @@ def _read_events(path: Path, run: TurnRun) -> None:
             run.thread_id = event["thread_id"]
         elif kind == "turn.completed":
             run.completed = True
-        elif kind in ("turn.failed", "error"):
-            run.failure = _error_message(event) or run.failure
+            run.thread_usage = token_usage(event.get("usage"))
+        elif kind == "turn.failed":
+            failed = _error_message(event)
+        elif kind == "error":
+            last_error = _error_message(event) or last_error
+    run.failure = failed or last_error
+
+
+def token_usage(usage: object) -> TokenUsage | None:
+    if not isinstance(usage, dict):
+        return None
+    counts = {key: usage[key] for key in USAGE_KEYS if isinstance(usage.get(key), int)}
+    return TokenUsage(**counts)
+
+
+def codex_error_line(stderr_path: Path) -> str | None:
+    """Codex's own error line: the first stderr line starting with "Error" (a startup failure, such as a config it
+    refuses or a thread it cannot resume, prints one and more lines after it; the last line says nothing)."""
+    try:
+        with open(stderr_path, encoding="utf-8", errors="replace") as lines:
+            for line in lines:
+                if line.startswith(ERROR_LINE_PREFIXES):
+                    return line.strip()[:500]
+    except FileNotFoundError:
+        return None
+    return None
 
 
 def _error_message(event: dict) -> str | None:
@@ -222,22 +261,125 @@ def find_rollout(codex_home: Path, thread_id: str) -> Path | None:
     return matches[-1] if matches else None
 
 
-def count_compactions(rollout: Path | None) -> int:
-    """Codex's --json stream shows no compaction; the rollout gains a `compacted` record for each one."""
-    if rollout is None or not rollout.exists():
-        return 0
-    count = 0
-    with open(rollout, encoding="utf-8", errors="replace") as lines:
-        for line in lines:
-            if '"compacted"' not in line:
-                continue
+# Rebuilding request sizes from a rollout (measured with codex-cli 0.171 against a mock that logged every body, to
+# within 0.2 %): a request carries the thread's history as its `input` (the rollout's response_item records, less
+# the one key codex keeps to itself) inside a small envelope; a compaction request carries the history plus
+# codex's compaction prompt, and the rollout's `compacted` record then replaces the history. For a model codex
+# knows, its tools and instructions travel in the history (an `additional_tools` item, a developer message); for
+# one it does not (a local model's name) they travel as the request's top-level `tools` (empty in a compaction
+# request) and a developer message, neither of which the rollout records: constants of this codex version, measured.
+ROLLOUT_ONLY_KEYS = ("internal_chat_message_metadata_passthrough",)
+REQUEST_ENVELOPE_BYTES = 1_500  # model, reasoning, include, prompt_cache_key, client_metadata ... (1,482 measured)
+UNRECORDED_TOOLS_BYTES = 18_200  # 18,198 measured with codex-cli 0.171
+UNRECORDED_INSTRUCTIONS_BYTES = 17_470
+COMPACTION_PROMPT_BYTES = 511
+OUTPUT_ITEM_TYPES = frozenset({"function_call", "custom_tool_call", "local_shell_call", "reasoning", "web_search_call"})
+CODEX_EFFECTIVE_WINDOW_PERCENT = 95  # task_started.model_context_window is this share of the window in force
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    kind: Literal["turn", "compaction"]
+    body_bytes: int
+
+
+@dataclass
+class RolloutReading:
+    """What a thread's rollout says: the requests sent since an offset, and the thread's state at its end."""
+
+    requests: list[ModelRequest] = field(default_factory=list)
+    compactions: int = 0  # `compacted` records in the whole thread
+    last_total_tokens: int | None = None  # the last response's total_tokens: what codex holds to its limit
+    codex_window: int | None = None  # the window codex used (the one it was told, clamped to its model's largest)
+
+
+def _item_bytes(item: dict) -> int:
+    sent = {key: value for key, value in item.items() if key not in ROLLOUT_ONLY_KEYS}
+    return len(json.dumps(sent, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+def _is_output(item: dict) -> bool:
+    return item.get("type") in OUTPUT_ITEM_TYPES or (item.get("type") == "message" and item.get("role") == "assistant")
+
+
+def _rollout_records(path: Path) -> list[tuple[int, dict]]:
+    """(byte offset, record) for each line of a rollout; a torn last line (codex killed mid-write) is skipped."""
+    records = []
+    offset = 0
+    with open(path, "rb") as lines:
+        for raw in lines:
+            start, offset = offset, offset + len(raw)
             try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
+                record = json.loads(raw)
+            except (json.JSONDecodeError, UnicodeDecodeError):
                 continue
-            if isinstance(record, dict) and record.get("type") == "compacted":
-                count += 1
-    return count
+            if isinstance(record, dict) and isinstance(record.get("payload"), dict):
+                records.append((start, record))
+    return records
+
+
+def read_rollout(path: Path | None, since: int = 0) -> RolloutReading:
+    """The requests codex sent from byte `since` of the thread's rollout on (a turn's), rebuilt from the history it
+    re-sends with each one, and where the thread stands: compactions, the last reported total, codex's window.
+
+    Codex reports no byte counts anywhere; this is what its requests carried, as the mock server received them.
+    """
+    reading = RolloutReading()
+    if path is None or not path.exists():
+        return reading
+    records = _rollout_records(path)
+    summaries = set()  # the compaction replies: the response item right before each `compacted` record
+    last_item = None
+    for index, (_, record) in enumerate(records):
+        if record.get("type") == "response_item":
+            last_item = index
+        elif record.get("type") == "compacted" and last_item is not None:
+            if _is_output(records[last_item][1]["payload"]):
+                summaries.add(last_item)
+    history: list[int] = []
+    tools_in_history = False
+    pending = False  # input was added since the last response: the next response answers a request with it all
+
+    def send(kind: Literal["turn", "compaction"], at: int, extra: int = 0) -> None:
+        if at >= since:
+            envelope = REQUEST_ENVELOPE_BYTES
+            if not tools_in_history:
+                envelope += UNRECORDED_INSTRUCTIONS_BYTES + (UNRECORDED_TOOLS_BYTES if kind == "turn" else 0)
+            reading.requests.append(ModelRequest(kind, envelope + sum(history) + extra))
+
+    for index, (offset, record) in enumerate(records):
+        kind, payload = record.get("type"), record["payload"]
+        if kind == "response_item":
+            if index in summaries:
+                send("compaction", offset, COMPACTION_PROMPT_BYTES)
+                pending = False
+                continue
+            if _is_output(payload):
+                if pending:
+                    send("turn", offset)
+                pending = False
+            else:
+                pending = True
+            history.append(_item_bytes(payload))
+            tools_in_history = tools_in_history or payload.get("type") == "additional_tools"
+        elif kind == "compacted":
+            reading.compactions += 1
+            replacement = payload.get("replacement_history")
+            kept = [item for item in replacement if isinstance(item, dict)] if isinstance(replacement, list) else []
+            history = [_item_bytes(item) for item in kept]
+            tools_in_history = any(item.get("type") == "additional_tools" for item in kept)
+            pending = True
+        elif kind == "token_usage_record":
+            total = (payload.get("usage") or {}).get("total_tokens")
+            reading.last_total_tokens = total if isinstance(total, int) else reading.last_total_tokens
+        elif kind == "event_msg" and payload.get("type") == "task_started":
+            window = payload.get("model_context_window")
+            if isinstance(window, int):
+                reading.codex_window = round(window * 100 / CODEX_EFFECTIVE_WINDOW_PERCENT)
+    end = path.stat().st_size
+    if pending and end > since:  # a request that got no answer (a failed or stopped turn)
+        send("turn", end)
+    return reading
 
 
 async def codex_version(executable: str, env: dict[str, str], timeout_s: float = 30.0) -> str:
