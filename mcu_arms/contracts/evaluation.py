@@ -10,10 +10,12 @@ Only pydantic here: light to import (`compare` and `status` read these files).
 from __future__ import annotations
 
 import statistics
+from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
+from mcu_arms.contracts.errors import UserError, user_error
 from mcu_arms.contracts.states import EndedBy, InitFailure
 from mcu_arms.contracts.wire import EvalConfig
 
@@ -203,6 +205,17 @@ class EvaluationResult(BaseModel):
     finished_at: str
     duration_s: float
     output_dir: str
+
+
+def read_evaluation(path: Path) -> EvaluationResult:
+    """The green's `evaluation.json`, or a UserError naming the file (and the key) when it is not one."""
+    try:
+        return EvaluationResult.model_validate_json(path.read_bytes())
+    except OSError as error:
+        raise UserError(f"cannot read the evaluation: {error.strerror or error}", path=path) from None
+    except ValidationError as error:
+        problem = user_error(error, path=path)
+        raise UserError(f"not an evaluation result: {problem.message}", path=path, key=problem.key) from None
 
 
 def summary_text(result: EvaluationResult) -> str:
