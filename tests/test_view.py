@@ -320,3 +320,10 @@ def test_view_refuses_another_interface_without_a_token_and_a_busy_port(tmp_path
         port = holder.getsockname()[1]
         outcome = invoke(tmp_path, {}, "view", "cx", "--port", str(port))
     assert outcome.exit_code == 2 and f"port {port} on 127.0.0.1 is in use by pid {os.getpid()}" in outcome.err
+
+
+def test_a_bundle_that_cannot_be_written_is_a_clear_error(tmp_path: Path) -> None:
+    write_episode(tmp_path, "cx", steps=10)
+    (tmp_path / "a-file").write_text("not a directory")
+    outcome = invoke(tmp_path, {}, "report", "cx", "--html", "a-file/bundle")
+    assert outcome.exit_code == 2 and "cannot write the bundle" in outcome.err and "a-file" in outcome.err

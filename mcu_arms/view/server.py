@@ -127,6 +127,8 @@ def _handler(holder: SiteHolder, token: str | None, port_of: Callable[[], int]) 
                 content = site.get(path)
             except UserError as error:
                 return self._refuse(HTTPStatus.INTERNAL_SERVER_ERROR, error.render())
+            except OSError as error:  # a file removed or unreadable since the site was listed
+                return self._refuse(HTTPStatus.NOT_FOUND, f"{path}: {error.strerror or error}")
             if content is None:
                 return self._refuse(HTTPStatus.NOT_FOUND, f"no such page: {path}")
             self._send(content, path, set_cookie)

@@ -305,10 +305,10 @@ def write_bundle(site: Site, target: Path) -> BundleSummary:
             path=target,
             key="--html",
         )
-    target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.parent / f".{target.name}.partial-{os.getpid()}"
     files = size = frames = 0
     try:
+        target.parent.mkdir(parents=True, exist_ok=True)
         partial.mkdir()
         for relative in site.paths():
             content = site.get(relative)
@@ -326,6 +326,10 @@ def write_bundle(site: Site, target: Path) -> BundleSummary:
         if target.exists():
             target.rmdir()
         partial.rename(target)
+    except OSError as error:
+        shutil.rmtree(partial, ignore_errors=True)
+        where = error.filename or target
+        raise UserError(f"cannot write the bundle: {error.strerror or error}", path=where, key="--html") from None
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
