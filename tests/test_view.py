@@ -108,11 +108,17 @@ def test_episode_view_of_a_codex_run(tmp_path: Path) -> None:
     records = step_records(1200)
     assert view.noops["timeout"].x == [r.step for r in records if r.noop_cause == "timeout"]
     assert view.noop_kinds == {"timeout": "infrastructure", "invalid_action": "behaviour"}
-    kinds = {row.what: row.kind for row in view.counts}
-    assert kinds["noop: timeout"] == "infrastructure" and kinds["noop: invalid_action"] == "behaviour"
-    assert kinds["failed model turn: timeout"] == "infrastructure" and kinds["action key dropped: chat"] == "behaviour"
-    assert view.counts_source == "the green's evaluation"
-    assert any("steps were noops" in alert for alert in view.alerts)
+    counted = {row.what: (row.kind, row.count) for row in view.counts}
+    report = site.sources[only_episode(site)].report
+    for kind, causes in (("infrastructure", report.infrastructure), ("behaviour", report.behaviour)):
+        assert {cause: counted[cause] for cause in causes} == {cause: (kind, n) for cause, n in causes.items()}
+    assert counted["timeout"][0] == "infrastructure" and counted["invalid_action"][0] == "behaviour"
+    assert counted["dropped.chat"] == ("behaviour", 3) and counted["failed model turn: timeout"][0] == "infrastructure"
+    assert counted["steps with an input that had no effect"] == ("behaviour", 24)
+    assert "the green's evaluation" in view.counts_source
+    assert view.alerts == report.alerts and any("infrastructure noops" in alert for alert in view.alerts)
+    assert view.notes == report.notes and any("could not be applied" in note for note in view.notes)
+    assert view.no_effect.x == [s for s in range(1200) if s % 50 == 7]
     assert [m.identity for m in view.milestones if m.step is not None] == ["mine_log", "crafting_table"]
     assert view.agent_files == ["logs.txt", "memory/hypotheses.json"]
 

@@ -246,7 +246,7 @@ def test_the_bundle_works_from_file_with_the_server_stopped(project: Path) -> No
     finally:
         assert stop_view(started) == 0
         started.kill_if_running()
-    assert "mcu-arms view: stopped" in started.output
+    assert "mcu-arms view: stopped (SIGINT)" in started.output
     with socket.socket() as probe:
         assert probe.connect_ex(("127.0.0.1", port)) != 0  # nothing serves the pages any more
     with start_browser(window=(1400, 1000)) as browser:

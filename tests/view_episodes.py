@@ -32,8 +32,9 @@ from mcu_arms.contracts.evaluation import (
     TaskMetrics,
     VideoResult,
 )
-from mcu_arms.contracts.run_report import MilestoneRecord, Provenance, RunReport
+from mcu_arms.contracts.run_report import Provenance, RunReport, summarise_evaluation
 from mcu_arms.contracts.settings import fingerprint
+from mcu_arms.contracts.states import INFRASTRUCTURE_CAUSES
 from mcu_arms.contracts.steps import StepRecord
 from mcu_arms.contracts.wire import EvalConfig
 from mcu_arms.layout import RunDir, frame_file, steps_log, turn_dir, turn_frame
@@ -111,6 +112,7 @@ def step_records(steps: int, seed: int = 1) -> list[StepRecord]:
                 sim_ms=round(rnd.uniform(2, 6), 2),
                 reward=1.0 if identity else 0.0,
                 events=[{"identity": identity, "kind": "milestone"}] if identity else [],
+                no_effect=["jump"] if step % 50 == 7 else [],
                 info={
                     "health": health,
                     "food": food,
@@ -178,9 +180,12 @@ def write_episode(
         for step in range(steps + 1):
             frame_file(run_dir.green, TASK, step).write_bytes(colours[step % len(colours)])
     noops: dict[str, NoopCauseStats] = {}
+    run = longest = 0
     for record in records:
         if record.noop_cause:
             noops.setdefault(record.noop_cause, NoopCauseStats()).record(record.step, record.reason)
+        run = run + 1 if record.noop_cause in INFRASTRUCTURE_CAUSES else 0
+        longest = max(longest, run)
     milestones = [
         MilestoneResult(identity=m, step=s if s < steps else None, available=True) for m, s in MILESTONE_STEPS.items()
     ]
@@ -189,7 +194,9 @@ def write_episode(
         category=TASK, scoring_kind="milestones", scored=True, score_source="milestones", milestones=milestones,
         steps_run=steps, max_steps=steps, noops=noops, noop_total=sum(s.count for s in noops.values()),
         sim_fallbacks={"deaths": records[-1].info["deaths"]}, dropped_keys={"chat": 3},
-        video=VideoResult(status="skipped"),
+        video=VideoResult(status="skipped"), longest_infrastructure_run=longest,
+        infrastructure_noops=sum(s.count for c, s in noops.items() if c in INFRASTRUCTURE_CAUSES),
+        no_effect_steps=sum(1 for record in records if record.no_effect),
     )  # fmt: skip
     evaluation = EvaluationResult(
         participants={"agent": "http://127.0.0.1:1/"},
@@ -202,16 +209,12 @@ def write_episode(
     run_dir.evaluation.write_text(evaluation.model_dump_json(), encoding="utf-8")
     report = RunReport(
         status="finished", arm=arm, episode=episode, source=str(source), fingerprint=fingerprint(settings),
-        settings=settings, compaction_limit=compaction.limit, simulator_label=LABEL,
+        settings=settings, compaction_limit=compaction.limit,
         provenance=Provenance(mcu_arms_version="0.1.0", git_sha=None, git_dirty=None, python=sys.version.split()[0],
                               packages={}, host="test", platform="test"),
         started_at="2026-11-30T12:00:00+00:00", finished_at="2026-11-30T13:00:00+00:00", wall_s=3600.0,
-        score=metrics.score, max_score=metrics.max_score, sim_score=metrics.sim_score, steps_run=steps,
-        milestones=[MilestoneRecord(task=TASK, identity=m.identity, step=m.step) for m in milestones],
-        noops={cause: stats.count for cause, stats in noops.items()},
-        evaluation_file=run_dir.relative(run_dir.evaluation),
-        alerts=[f"{TASK}: {metrics.noop_total} of {steps} steps were noops"],
     )  # fmt: skip
+    report.alerts = summarise_evaluation(report, evaluation, run_dir.relative(run_dir.evaluation))  # as `run` does
     run_dir.write_report(report)
     if agent in ("worldmodel", "prolong"):
         write_turns(run_dir, steps, turn_every)

@@ -23,8 +23,12 @@ as files. Needs the optional extra 'view' (jinja2, plotly).
 """
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
+class Stopped(BaseException):
+    """SIGINT or SIGTERM while serving."""
+
+
+def _stop(signum: int, _frame: object) -> None:
+    raise Stopped(signal.Signals(signum).name)
 
 
 def register(app: typer.Typer) -> None:
@@ -61,12 +65,13 @@ def register(app: typer.Typer) -> None:
             highlight=False,
             soft_wrap=True,
         )
-        previous = signal.signal(signal.SIGTERM, _interrupt)  # `kill PID` stops it as cleanly as Ctrl-C
+        # Ctrl-C and `kill PID` are how a viewer is meant to end: a clean stop and exit 0, not an interruption
+        previous = {signum: signal.signal(signum, _stop) for signum in (signal.SIGINT, signal.SIGTERM)}
         try:
             server.serve_forever()
-        except KeyboardInterrupt:
-            pass
+        except Stopped as stopped:
+            env.console.print(f"mcu-arms view: stopped ({stopped})", highlight=False)
         finally:
-            signal.signal(signal.SIGTERM, previous)
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
             server.server_close()
-        env.console.print("mcu-arms view: stopped", highlight=False)

@@ -33,7 +33,7 @@ from mcu_arms.contracts.agent_report import (
 from mcu_arms.contracts.catalog import CODEX_AGENTS
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.evaluation import TaskMetrics
-from mcu_arms.contracts.run_report import RunReport
+from mcu_arms.contracts.run_report import RunReport, task_trouble
 from mcu_arms.contracts.states import INFRASTRUCTURE_CAUSES
 from mcu_arms.contracts.steps import DEATHS_KEY, INVENTORY_KEY, VITAL_KEYS, StepRecord, frame_step, read_jsonl
 from mcu_arms.contracts.tasks import load_category
@@ -135,7 +135,9 @@ class EpisodeView(BaseModel):
     agent_files: list[str]
     counts: list[CountRow]
     counts_source: str
-    alerts: list[str]
+    alerts: list[str]  # infrastructure trouble, made loud
+    notes: list[str]  # agent behaviour worth reading: shown, never alerted
+    no_effect: Events  # steps with an input this simulator could not carry out
     chunk_size: int = STEP_CHUNK  # details of steps k*chunk_size .. (k+1)*chunk_size - 1 are in chunk k
     chunks: int
 
@@ -148,6 +150,7 @@ class StepDetail(BaseModel):
     reason: str
     dropped_keys: list[str]
     adjustments: list[str]
+    no_effect: list[str]
     agent_ms: float
     sim_ms: float
     reward: float
@@ -202,6 +205,7 @@ def step_detail(record: StepRecord) -> StepDetail:
         reason=record.reason,
         dropped_keys=record.dropped_keys,
         adjustments=record.adjustments,
+        no_effect=record.no_effect,
         agent_ms=record.agent_ms,
         sim_ms=record.sim_ms,
         reward=record.reward,
@@ -286,22 +290,23 @@ def _counts(
             rows.append(CountRow(kind=kind, what=what, count=count, detail=detail))
 
     if metrics is not None:
-        counts_source = "the green's evaluation"
-        for cause, stats in metrics.noops.items():
-            add(_noop_kind(cause), f"noop: {cause}", stats.count, "; ".join(stats.first_reasons))
+        counts_source = "the green's evaluation, by the causes the run report counts"
+        infrastructure, behaviour = task_trouble(metrics)
+        details = {cause: "; ".join(stats.first_reasons) for cause, stats in metrics.noops.items()}
         if metrics.init is not None and not metrics.init.ok:
-            add("infrastructure", f"agent init failed ({metrics.init.cause})", 1, metrics.init.message)
-        if metrics.error:
-            add("infrastructure", "episode error", 1, metrics.error)
+            details["init_failed"] = f"{metrics.init.cause}: {metrics.init.message}"
+        details["task_error"] = metrics.error or ""
+        for cause, count in infrastructure.items():
+            add("infrastructure", cause, count, details.get(cause, ""))
+        add("infrastructure", "longest run of infrastructure noops", metrics.longest_infrastructure_run, "steps in a row")
+        for cause, count in metrics.agent_failures.items():
+            add("infrastructure", f"agent failure: {cause}", count, "as the agent reported it, beside its noop")
+        for cause, count in behaviour.items():
+            add("behaviour", cause, count, details.get(cause, ""))
+        add("behaviour", "steps with an input that had no effect", metrics.no_effect_steps)
         if metrics.agent_reported_noops is not None:
             stats = metrics.agent_reported_noops
-            add("behaviour", "noop the agent chose", stats.count, "; ".join(stats.first_reasons))
-        for key, count in metrics.dropped_keys.items():
-            add("behaviour", f"action key dropped: {key}", count)
-        for key, count in metrics.action_adjustments.items():
-            add("behaviour", f"action adjusted: {key}", count)
-        for key, count in metrics.sim_fallbacks.items():
-            add("behaviour", f"simulator fallback: {key}", count)
+            add("behaviour", "noops the agent chose", stats.count, "; ".join(stats.first_reasons))
     else:
         counts_source = "the step log (this run has no evaluation for the task)"
         for cause, steps in noop_steps.items():
@@ -309,7 +314,7 @@ def _counts(
     episode = source.purple_episode
     if episode is not None:
         for reason, count in episode.failed_turns_by_reason.items():
-            add("infrastructure", f"failed model turn: {reason}", count)
+            add("infrastructure", f"failed model turn: {reason}", count, "the purple's own report")
         add("infrastructure", "processes left behind by a turn (stopped)", episode.leftover_processes_stopped)
     add("infrastructure", "step log lines that are not step records", invalid_lines)
     if source.report.status != "started":  # while the run goes on, a half-written last line is normal
@@ -470,6 +475,8 @@ def read_episode(source: EpisodeSource) -> EpisodeData:
         counts=counts,
         counts_source=counts_source,
         alerts=_alerts(source, view_alerts),
+        notes=list(report.notes),
+        no_effect=events([record.step for record in records if record.no_effect], len(records)),
         chunks=steps[-1] // STEP_CHUNK + 1 if steps else 0,
     )
     return EpisodeData(source=source, view=view, records=records)

@@ -73,6 +73,7 @@
     if (d.noop_cause) rows.push(row('noop', d.noop_cause + (d.reason ? ': ' + d.reason : ''), 'bad'));
     if (d.dropped_keys.length) rows.push(row('dropped keys', d.dropped_keys.join(', '), 'warn'));
     if (d.adjustments.length) rows.push(row('adjusted', d.adjustments.join('; '), 'warn'));
+    if (d.no_effect.length) rows.push(row('no effect', d.no_effect.join(', '), 'warn'));
     if (d.reward) rows.push(row('reward', d.reward));
     if (d.events.length) rows.push(row('reached', d.events.join(', '), 'good'));
     const info = Object.entries(d.info).map(([k, v]) => k + ' ' + (typeof v === 'object' ? JSON.stringify(v) : v));
@@ -210,6 +211,9 @@
   if (reached.length) events.push(marks('milestone', reached.map(m => m.step), 'milestone',
                                         { symbol: 'star', size: 11, color: '#2a8' }, reached.map(m => m.identity)));
   if (E.deaths.x.length) events.push(marks('death', E.deaths.x, 'death', { symbol: 'x', size: 9, color: '#c00' }));
+  if (E.no_effect.x.length) {
+    events.push(marks('no effect', E.no_effect.x, 'no effect', { symbol: 'line-ns-open', size: 8, color: '#a60' }));
+  }
   Object.entries(E.noops).forEach(([cause, ev]) => {
     const label = 'noop: ' + cause + (E.noop_kinds[cause] === 'infrastructure' ? ' (infra)' : '');
     const text = ev.counts ? ev.counts.map(c => c + ' noops from here') : undefined;
