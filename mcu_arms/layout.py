@@ -7,7 +7,7 @@
         logs/{green,purple,client,mcu-arms}.log
         green/evaluation.json         the green's result (contracts/evaluation.py)
         green/<task>/steps.jsonl      one record per step (contracts/steps.py), frames/ beside it
-        purple/                       the agent's own files and report
+        purple/                       the agent's own files and report; a codex agent's episodes in task_NN/
     logs/<arm>_{green,purple,client}.log, logs/<arm>_result.json   links to the latest episode's files
 """
 
@@ -21,11 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mcu_arms.atomic import write_json_atomic
+from mcu_arms.contracts.agent_report import TURN_FRAMES_DIR, TURNS_DIR, turn_dir_name, turn_frame_name
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.run_report import RunReport, read_report
+from mcu_arms.contracts.steps import FRAMES_DIR, STEPS_FILE, frame_name
 from mcu_arms.contracts.states import PROCESS_ROLES, SUPERVISOR_ROLE
 
 EPISODE_PATTERN = re.compile(r"^episode_(\d{3,})$")
+PURPLE_TASK_PATTERN = re.compile(r"^task_(\d{2,})$")
 RESULT_FILE = "result.json"
 PLAN_FILE = "plan.json"
 SCENARIO_FILE = "scenario.toml"
@@ -136,6 +139,41 @@ class RunDir:
 
 def task_dir(green_dir: Path, task: str) -> Path:
     return green_dir / task
+
+
+def logged_tasks(green_dir: Path) -> list[str]:
+    """The tasks of an episode that have a step log, in name order (a run cut short may lack its evaluation)."""
+    if not green_dir.is_dir():
+        return []
+    return sorted(p.name for p in green_dir.iterdir() if p.is_dir() and (p / STEPS_FILE).is_file())
+
+
+def steps_log(green_dir: Path, task: str) -> Path:
+    return task_dir(green_dir, task) / STEPS_FILE
+
+
+def frames_dir(green_dir: Path, task: str) -> Path:
+    return task_dir(green_dir, task) / FRAMES_DIR
+
+
+def frame_file(green_dir: Path, task: str, step: int) -> Path:
+    return frames_dir(green_dir, task) / frame_name(step)
+
+
+def purple_task_dirs(purple_dir: Path) -> list[Path]:
+    """A codex agent's episode dirs (purple/task_NN), in the order the episodes started."""
+    if not purple_dir.is_dir():
+        return []
+    found = [(int(m.group(1)), p) for p in purple_dir.iterdir() if (m := PURPLE_TASK_PATTERN.match(p.name))]
+    return [path for _, path in sorted(found) if path.is_dir()]
+
+
+def turn_dir(purple_task_dir: Path, turn: int) -> Path:
+    return purple_task_dir / TURNS_DIR / turn_dir_name(turn)
+
+
+def turn_frame(purple_task_dir: Path, step: int) -> Path:
+    return purple_task_dir / TURN_FRAMES_DIR / turn_frame_name(step)
 
 
 @dataclass(frozen=True)

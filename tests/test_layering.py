@@ -99,7 +99,18 @@ def test_supervise_and_report_do_not_import_each_other() -> None:
     assert _violations("mcu_arms.report", ("mcu_arms.supervise", "mcu_arms.cli")) == []
 
 
-HEAVY = ("a2a", "numpy", "crafter", "openai", "matplotlib", "httpx", "uvicorn", "minestudio", "pandas", "PIL")
+def test_the_results_browser_reads_results_and_runs_nothing() -> None:
+    """view/ sits beside report/ (it shows its comparison): it never starts or stops arms; only the CLI uses it."""
+    runners = ("mcu_arms.supervise", "mcu_arms.cli", "mcu_arms.green", "mcu_arms.purple", "mcu_arms.client",
+               "mcu_arms.a2a_transport", "mcu_arms.procs")  # fmt: skip
+    assert _violations("mcu_arms.view", runners) == []
+    users = {module for module, targets in GRAPH.items() if any(_under(target, "mcu_arms.view") for target in targets)}
+    outside = {module for module in users if not _under(module, "mcu_arms.view")}
+    assert outside <= {"mcu_arms.cli.view", "mcu_arms.cli.report"}
+
+
+HEAVY = ("a2a", "numpy", "crafter", "openai", "matplotlib", "httpx", "uvicorn", "minestudio", "pandas", "PIL", "jinja2",
+         "plotly")
 
 
 @pytest.mark.parametrize("command", ["plan", "status", "compare", "tasks", "new", "doctor", "stop"])

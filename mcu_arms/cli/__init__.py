@@ -12,10 +12,12 @@ from mcu_arms.cli import (
     evaluate,
     new,
     plan,
+    report,
     run,
     serve,
     status,
     tasks,
+    view,
 )
 
 app = typer.Typer(
@@ -43,5 +45,5 @@ def _root(
     """Run comparison arms of Minecraft agents on the MCU benchmark."""
 
 
-for command_module in (plan, run, compare, status, new, codex_home, doctor, tasks, serve, evaluate):
+for command_module in (plan, run, compare, view, report, status, new, codex_home, doctor, tasks, serve, evaluate):
     command_module.register(app)

@@ -78,3 +78,16 @@ def with_overrides(command: F) -> F:
     wrapper.__signature__ = signature.replace(parameters=kept + added)  # type: ignore[attr-defined]
     wrapper.__annotations__ = {parameter.name: parameter.annotation for parameter in kept + added}
     return wrapper  # type: ignore[return-value]
+
+
+# Which runs the results browser shows (`view`, `report --html`): the same choice as `compare` makes.
+ArmsArgument = Annotated[
+    Optional[list[str]],
+    typer.Argument(help="Arm files, names or output dirs (default: every arm that has run).", show_default=False),
+]
+RunOption = Annotated[
+    Optional[int], typer.Option("--run", help="Show episode N of each arm (default: its latest finished).")
+]
+BaselineOption = Annotated[
+    Optional[str], typer.Option("--baseline", help="Arm the deltas are against (default: first).")
+]

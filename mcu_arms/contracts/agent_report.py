@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from mcu_arms.contracts.errors import validation_summary
 from mcu_arms.contracts.settings import CODEX_UNBOUNDED_TOKENS, codex_compacts_at, compacts
@@ -27,6 +27,14 @@ AGENT_REPORT_SUFFIX = "_report.json"
 # size at all); turns carry their requests and token usage.
 AGENT_REPORT_SCHEMA_VERSION = 2
 EPISODE_REPORT_NAME = "agent_report.json"
+# A codex episode's directory (`<purple dir>/task_NN/`): besides its report and the agent's own files (logs.txt,
+# notes, memory/), one directory per model turn with what went in and came out, and the frames it was shown.
+TURNS_DIR = "turns"
+TURN_PROMPT_FILE = "prompt.md"
+TURN_ACTIONS_FILE = "actions.json"
+TURN_STDERR_FILE = "stderr.txt"
+TURN_EVENTS_FILE = "events.jsonl"  # codex's own --json event stream
+TURN_FRAMES_DIR = "frames"
 
 # How a turn's payload_bytes was found: rebuilt from the thread's rollout (what codex re-sends, request by request);
 # the prompt and the base64 frame only, when codex ran a thread but its rollout could not be read (a lower bound);
@@ -105,6 +113,62 @@ class TurnRecord(BaseModel):
     thread_usage: TokenUsage | None = None  # the thread's running total, as turn.completed reports it
     last_total_tokens: int | None = None  # total_tokens of the thread's last response: what codex holds to its limit
     cold_start: ColdStart | None = None
+
+
+def turn_dir_name(turn: int) -> str:
+    return f"turn_{turn:04d}"
+
+
+def turn_frame_name(step: int) -> str:
+    """The frame attached to the turn taken at `step`, in the episode's TURN_FRAMES_DIR."""
+    return f"step_{step}.png"
+
+
+def turn_at_step(records: list[TurnRecord], step: int) -> TurnRecord | None:
+    """The turn whose plan the agent was following at `step`: the latest turn taken at or before it.
+
+    A turn is taken when the queue of planned actions runs dry, at the step whose observation it answers; the
+    actions it queued are replayed on the steps after it until the next turn. A failed turn is the one in force for
+    the noop it caused.
+    """
+    taken = [record for record in records if record.step <= step]
+    return max(taken, key=lambda record: (record.step, record.turn)) if taken else None
+
+
+class CodexItem(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    type: str
+    text: str | None = None
+
+
+class CodexEvent(BaseModel):
+    """One line of codex's --json event stream, as far as a reader of answers needs it."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    type: str
+    item: CodexItem | None = None
+
+
+def agent_messages(events_path: Path) -> list[str]:
+    """The messages the model wrote in one turn (codex's completed `agent_message` items), in order.
+
+    Lines that are not events (a torn tail, codex's own noise) are skipped: the turn's outcome is in its TurnRecord.
+    """
+    try:
+        lines = events_path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+    messages = []
+    for line in lines:
+        try:
+            event = CodexEvent.model_validate_json(line)
+        except ValidationError:
+            continue
+        if event.type == "item.completed" and event.item and event.item.type == "agent_message" and event.item.text:
+            messages.append(event.item.text)
+    return messages
 
 
 class EpisodeReport(BaseModel):
@@ -347,6 +411,17 @@ def read_agent_report(path: Path) -> AgentReport | ScriptedReport:
         return model.model_validate(data)
     except ValidationError as error:
         raise ValueError(f"purple report {path} is not a {model.__name__} ({validation_summary(error, limit=1)})") from None
+
+
+def read_episode_report(path: Path) -> EpisodeReport:
+    """One episode's `agent_report.json`; ValueError naming the file when it is not one."""
+    try:
+        return EpisodeReport.model_validate_json(path.read_bytes())
+    except OSError as error:
+        raise ValueError(f"episode report {path} cannot be read: {error.strerror or error}") from None
+    except ValidationError as error:
+        problem = validation_summary(error, limit=1)
+        raise ValueError(f"episode report {path} is not an EpisodeReport ({problem})") from None
 
 
 def agent_summary(path: Path) -> AgentSummary:

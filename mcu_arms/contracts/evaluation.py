@@ -16,10 +16,12 @@ Versioned: a file of an older schema is migrated when read. Only pydantic here: 
 from __future__ import annotations
 
 import statistics
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError, computed_field, model_validator
 
+from mcu_arms.contracts.errors import UserError, user_error
 from mcu_arms.contracts.rubric import VideoRubric
 from mcu_arms.contracts.states import EndedBy, InitFailure
 from mcu_arms.contracts.wire import EvalConfig
@@ -278,6 +280,17 @@ def evaluation_from_artifact(data: dict[str, Any]) -> EvaluationResult | None:
         return EvaluationResult.model_validate(data)
     except ValidationError:
         return None
+
+
+def read_evaluation(path: Path) -> EvaluationResult:
+    """The green's `evaluation.json`, or a UserError naming the file (and the key) when it is not one."""
+    try:
+        return EvaluationResult.model_validate_json(path.read_bytes())
+    except OSError as error:
+        raise UserError(f"cannot read the evaluation: {error.strerror or error}", path=path) from None
+    except ValidationError as error:
+        problem = user_error(error, path=path)
+        raise UserError(f"not an evaluation result: {problem.message}", path=path, key=problem.key) from None
 
 
 def summary_text(result: EvaluationResult) -> str:

@@ -174,6 +174,21 @@ def read_report(path: Path) -> RunReport:
         raise UserError(f"not a run report: {problem.message}", path=path, key=problem.key) from None
 
 
+def task_trouble(metrics: TaskMetrics) -> tuple[dict[str, int], dict[str, int]]:
+    """One task's infrastructure trouble and agent behaviour, each counted by cause (a run's are their sums)."""
+    infrastructure: Counter[str] = Counter()
+    behaviour: Counter[str] = Counter()
+    for cause, stats in metrics.noops.items():
+        (infrastructure if cause in INFRASTRUCTURE_CAUSES else behaviour)[cause] += stats.count
+    if metrics.init is not None and not metrics.init.ok:
+        infrastructure["init_failed"] += 1
+    if metrics.error:
+        infrastructure["task_error"] += 1
+    behaviour.update({f"dropped.{key}": count for key, count in metrics.dropped_keys.items()})
+    behaviour.update({key: count for key, count in metrics.sim_fallbacks.items() if count})
+    return dict(infrastructure), dict(behaviour)
+
+
 def summarise_evaluation(report: RunReport, result: EvaluationResult, evaluation_file: str) -> list[str]:
     """Fill the report's summary from the evaluation; returns alert lines for the infrastructure trouble it counted.
 
@@ -204,14 +219,9 @@ def summarise_evaluation(report: RunReport, result: EvaluationResult, evaluation
             noops.update(task_noops)
             dropped.update(metrics.dropped_keys)
             fallbacks.update(metrics.sim_fallbacks)
-            for cause, count in task_noops.items():
-                (infrastructure if cause in INFRASTRUCTURE_CAUSES else behaviour)[cause] += count
-            if metrics.init is not None and not metrics.init.ok:
-                infrastructure["init_failed"] += 1
-            if metrics.error:
-                infrastructure["task_error"] += 1
-            behaviour.update({f"dropped.{key}": count for key, count in metrics.dropped_keys.items()})
-            behaviour.update({key: count for key, count in metrics.sim_fallbacks.items() if count})
+            task_infrastructure, task_behaviour = task_trouble(metrics)
+            infrastructure.update(task_infrastructure)
+            behaviour.update(task_behaviour)
             alerts += _task_alerts(name, metrics, task_noops, report.settings.video_eval)
             notes += _task_notes(name, metrics, task_noops)
         if category.unscored_tasks:

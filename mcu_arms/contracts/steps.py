@@ -8,6 +8,7 @@ it may be half written.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -18,6 +19,15 @@ STEPS_SCHEMA_VERSION = 1
 # Longest reply text kept verbatim in a step record; longer replies are cut and marked.
 MAX_RECEIVED_CHARS = 4000
 STEPS_FILE = "steps.jsonl"
+# Beside the step log when the arm saves frames: the frame the agent saw at step N is FRAMES_DIR/frame_name(N), and
+# one more after the last step (the view after the last action).
+FRAMES_DIR = "frames"
+FRAME_NAME = re.compile(r"^(\d{6,})\.png$")
+# The keys of a record's `info` (the simulator's own dict) that readers chart: the vitals each backend reports
+# (embedded: health, food, drink, energy; MineStudio: health, food_level), the item counts and the death counter.
+VITAL_KEYS: tuple[str, ...] = ("health", "food", "food_level", "drink", "energy")
+INVENTORY_KEY = "inventory"
+DEATHS_KEY = "deaths"
 
 
 class StepRecord(BaseModel):
@@ -50,6 +60,16 @@ class StepProgress(BaseModel):
     agent_ms: float | None = None
     events: list[dict[str, Any]] = Field(default_factory=list)
     no_effect: list[str] = Field(default_factory=list)
+
+
+def frame_name(step: int) -> str:
+    return f"{step:06d}.png"
+
+
+def frame_step(name: str) -> int | None:
+    """The step a frame file shows, or None when the name is not a frame's."""
+    match = FRAME_NAME.match(name)
+    return int(match.group(1)) if match else None
 
 
 def truncate_received(text: str | None) -> str | None:

@@ -1,0 +1,507 @@
+"""One task of one run, as the episode page shows it: timelines, frames, the agent's turns, and what went wrong.
+
+Everything is read through the contracts (StepRecord, TaskMetrics, RunReport, EpisodeReport, TurnRecord); nothing
+is recomputed that a report already says. The page gets an `EpisodeView` (small: downsampled series, the frame
+index, one line per turn); per-step details, each turn's files and the agent's memory files are separate payloads
+the page loads when it needs them, so a 12,000-step episode opens as fast as a short one.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from bisect import bisect_left
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from mcu_arms.contracts.agent_report import (
+    EPISODE_REPORT_NAME,
+    TURN_ACTIONS_FILE,
+    TURN_EVENTS_FILE,
+    TURN_FRAMES_DIR,
+    TURN_PROMPT_FILE,
+    TURN_STDERR_FILE,
+    TURNS_DIR,
+    EpisodeReport,
+    TurnRecord,
+    agent_messages,
+    read_episode_report,
+)
+from mcu_arms.contracts.catalog import CODEX_AGENTS
+from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.evaluation import TaskMetrics
+from mcu_arms.contracts.run_report import RunReport, task_trouble
+from mcu_arms.contracts.states import INFRASTRUCTURE_CAUSES
+from mcu_arms.contracts.steps import DEATHS_KEY, INVENTORY_KEY, VITAL_KEYS, StepRecord, frame_step, read_jsonl
+from mcu_arms.contracts.tasks import load_category
+from mcu_arms.layout import RunDir, frames_dir, purple_task_dirs, steps_log, turn_dir, turn_frame
+from mcu_arms.view.downsample import Events, Series, change_points, events, minmax_buckets
+
+EPISODE_VIEW_SCHEMA_VERSION = 1
+STEP_CHUNK = 500  # steps per lazily loaded detail payload
+RECEIVED_SHOWN = 1000  # characters of the agent's reply shown per step (the step log keeps up to 4,000)
+TEXT_SHOWN = 64_000  # characters of a turn's prompt or an agent file shown
+STDERR_SHOWN = 4_000  # characters of the end of a turn's stderr shown
+AGENT_FILES_SHOWN = 200
+
+CountKind = Literal["infrastructure", "behaviour"]
+
+
+@dataclass(frozen=True)
+class EpisodeSource:
+    """Where one task of one run is on disk, and what the comparison already knows about it."""
+
+    arm: str
+    run_dir: RunDir
+    task: str
+    report: RunReport
+    metrics: TaskMetrics | None
+    arm_file: str | None
+    purple_task_dir: Path | None = None
+    turn_records: list[TurnRecord] = field(default_factory=list)
+    purple_episode: EpisodeReport | None = None
+
+    @property
+    def green_dir(self) -> Path:
+        return self.run_dir.green
+
+
+class FrameIndex(BaseModel):
+    ranges: list[tuple[int, int]]  # runs of consecutive steps that have a frame, inclusive
+    count: int
+    hint: str | None = None  # how to get frames, when there are none
+
+
+class TurnMark(BaseModel):
+    """One model turn, as the timeline and the turn panel list it (its files come with TurnDetail)."""
+
+    turn: int
+    step: int
+    session: int
+    resumed: bool
+    outcome: str
+    rc: int | None
+    reason: str | None
+    latency_s: float
+    payload_bytes: int
+    actions_queued: int
+
+
+class CountRow(BaseModel):
+    kind: CountKind
+    what: str
+    count: int
+    detail: str = ""
+
+
+class MilestoneMark(BaseModel):
+    identity: str
+    step: int | None
+    available: bool
+
+
+class EpisodeView(BaseModel):
+    """What the episode page is drawn from (its data.js)."""
+
+    schema_version: int = EPISODE_VIEW_SCHEMA_VERSION
+    title: str
+    arm: str
+    episode: int
+    task: str
+    agent: str
+    simulator: str
+    status: str
+    steps: int
+    first_step: int
+    last_step: int
+    max_steps: int
+    score: float | None
+    max_score: float | None
+    vitals: dict[str, Series]
+    inventory: dict[str, Series]
+    reward: Series
+    latency: dict[str, Series]
+    deaths: Events
+    noops: dict[str, Events]
+    noop_kinds: dict[str, CountKind]
+    milestones: list[MilestoneMark]
+    frames: FrameIndex
+    takes_turns: bool  # a codex agent: the turn at each step is shown
+    turns: list[TurnMark]
+    turns_note: str | None = None  # why there are no turns to show
+    agent_files: list[str]
+    counts: list[CountRow]
+    counts_source: str
+    alerts: list[str]  # infrastructure trouble, made loud
+    notes: list[str]  # agent behaviour worth reading: shown, never alerted
+    no_effect: Events  # steps with an input this simulator could not carry out
+    chunk_size: int = STEP_CHUNK  # details of steps k*chunk_size .. (k+1)*chunk_size - 1 are in chunk k
+    chunks: int
+
+
+class StepDetail(BaseModel):
+    step: int
+    received: str | None
+    applied: dict[str, Any]  # only the keys that are not at rest (0, [0, 0])
+    noop_cause: str | None
+    reason: str
+    dropped_keys: list[str]
+    adjustments: list[str]
+    no_effect: list[str]
+    agent_ms: float
+    sim_ms: float
+    reward: float
+    events: list[str]
+    info: dict[str, Any]
+
+
+class TurnDetail(BaseModel):
+    turn: int
+    step: int
+    prompt: str | None
+    answer: list[str]
+    actions: str | None
+    stderr_tail: str | None
+    frame: bool  # the frame attached to the turn is there
+
+
+class AgentFile(BaseModel):
+    name: str  # relative to the episode's purple dir
+    bytes: int
+    text: str
+    cut: bool
+
+
+@dataclass
+class EpisodeData:
+    """An episode read once: the page's view and what its lazy payloads are cut from."""
+
+    source: EpisodeSource
+    view: EpisodeView
+    records: list[StepRecord]
+
+    def chunk(self, index: int) -> list[StepDetail]:
+        steps = [record.step for record in self.records]
+        low, high = bisect_left(steps, index * STEP_CHUNK), bisect_left(steps, (index + 1) * STEP_CHUNK)
+        return [step_detail(record) for record in self.records[low:high]]
+
+
+def _at_rest(value: Any) -> bool:
+    return value in (0, None, False) or (isinstance(value, list) and all(v == 0 for v in value))
+
+
+def step_detail(record: StepRecord) -> StepDetail:
+    received = record.received
+    if received is not None and len(received) > RECEIVED_SHOWN:
+        received = f"{received[:RECEIVED_SHOWN]}… [{len(received)} chars in the step log]"
+    return StepDetail(
+        step=record.step,
+        received=received,
+        applied={key: value for key, value in record.applied.items() if not _at_rest(value)},
+        noop_cause=record.noop_cause,
+        reason=record.reason,
+        dropped_keys=record.dropped_keys,
+        adjustments=record.adjustments,
+        no_effect=record.no_effect,
+        agent_ms=record.agent_ms,
+        sim_ms=record.sim_ms,
+        reward=record.reward,
+        events=[str(event.get("identity", event)) for event in record.events],
+        info=record.info,
+    )
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _series(records: list[StepRecord]) -> tuple[dict[str, Series], dict[str, Series], Series, Events]:
+    steps = [record.step for record in records]
+    vitals: dict[str, Series] = {}
+    for key in VITAL_KEYS:
+        values = [_number(record.info.get(key)) for record in records]
+        if any(value is not None for value in values):
+            vitals[key] = change_points(steps, [value if value is not None else 0.0 for value in values])
+    items = sorted({item for record in records for item in (record.info.get(INVENTORY_KEY) or {})})
+    inventory = {
+        item: change_points(steps, [float((record.info.get(INVENTORY_KEY) or {}).get(item, 0)) for record in records])
+        for item in items
+    }
+    total, cumulative = 0.0, []
+    for record in records:
+        total += record.reward
+        cumulative.append(total)
+    died, previous = [], 0
+    for record in records:
+        deaths = record.info.get(DEATHS_KEY)
+        if isinstance(deaths, int) and deaths > previous:
+            died.append(record.step)
+            previous = deaths
+    return vitals, inventory, change_points(steps, cumulative), events(died, len(records))
+
+
+def _frame_index(source: EpisodeSource) -> FrameIndex:
+    folder = frames_dir(source.green_dir, source.task)
+    found: list[int] = []
+    if folder.is_dir() and not folder.is_symlink():
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                step = frame_step(entry.name)
+                if step is not None and entry.is_file(follow_symlinks=False):
+                    found.append(step)
+    found.sort()
+    ranges: list[tuple[int, int]] = []
+    for step in found:
+        if ranges and step == ranges[-1][1] + 1:
+            ranges[-1] = (ranges[-1][0], step)
+        else:
+            ranges.append((step, step))
+    hint = None
+    if not found:
+        saved = source.report.settings.save_frames
+        where = source.arm_file or f"the arm file of {source.arm}"
+        hint = (
+            f"save_frames was on, yet {folder} holds no frames"
+            if saved
+            else f"no frames were saved for this run: set `save_frames = true` in {where} and run the arm again "
+            "(each step's 128x128 PNG is then kept beside its step log)"
+        )
+    return FrameIndex(ranges=ranges, count=len(found), hint=hint)
+
+
+def _noop_kind(cause: str) -> CountKind:
+    return "infrastructure" if cause in INFRASTRUCTURE_CAUSES else "behaviour"
+
+
+def _counts(
+    source: EpisodeSource, noop_steps: dict[str, list[int]], invalid_lines: int, torn: bool
+) -> tuple[list[CountRow], str]:
+    """Infrastructure trouble and agent behaviour, never mixed: from the evaluation when there is one."""
+    rows: list[CountRow] = []
+    metrics = source.metrics
+
+    def add(kind: CountKind, what: str, count: int, detail: str = "") -> None:
+        if count:
+            rows.append(CountRow(kind=kind, what=what, count=count, detail=detail))
+
+    if metrics is not None:
+        counts_source = "the green's evaluation, by the causes the run report counts"
+        infrastructure, behaviour = task_trouble(metrics)
+        details = {cause: "; ".join(stats.first_reasons) for cause, stats in metrics.noops.items()}
+        if metrics.init is not None and not metrics.init.ok:
+            details["init_failed"] = f"{metrics.init.cause}: {metrics.init.message}"
+        details["task_error"] = metrics.error or ""
+        for cause, count in infrastructure.items():
+            add("infrastructure", cause, count, details.get(cause, ""))
+        add("infrastructure", "longest run of infrastructure noops", metrics.longest_infrastructure_run, "steps in a row")
+        for cause, count in metrics.agent_failures.items():
+            add("infrastructure", f"agent failure: {cause}", count, "as the agent reported it, beside its noop")
+        for cause, count in behaviour.items():
+            add("behaviour", cause, count, details.get(cause, ""))
+        add("behaviour", "steps with an input that had no effect", metrics.no_effect_steps)
+        if metrics.agent_reported_noops is not None:
+            stats = metrics.agent_reported_noops
+            add("behaviour", "noops the agent chose", stats.count, "; ".join(stats.first_reasons))
+    else:
+        counts_source = "the step log (this run has no evaluation for the task)"
+        for cause, steps in noop_steps.items():
+            add(_noop_kind(cause), f"noop: {cause}", len(steps), f"first at step {steps[0]}")
+    episode = source.purple_episode
+    if episode is not None:
+        for reason, count in episode.failed_turns_by_reason.items():
+            add("infrastructure", f"failed model turn: {reason}", count, "the purple's own report")
+        add("infrastructure", "processes left behind by a turn (stopped)", episode.leftover_processes_stopped)
+    add("infrastructure", "step log lines that are not step records", invalid_lines)
+    if source.report.status != "started":  # while the run goes on, a half-written last line is normal
+        add("infrastructure", "step log ends in a torn line", int(torn), "cut short when the run ended")
+    return rows, counts_source
+
+
+def _alerts(source: EpisodeSource, view_alerts: list[str]) -> list[str]:
+    report = source.report
+    alerts = list(view_alerts)
+    if report.status == "started":
+        alerts.append("the run is still going, or its supervisor died before finalising the report")
+    if report.failure is not None:
+        who = f" ({report.failure.process})" if report.failure.process else ""
+        alerts.append(f"the run {report.status}{who}: {report.failure.reason}")
+    return [*report.alerts, *alerts]
+
+
+def _turns_note(source: EpisodeSource, agent: str) -> str | None:
+    if agent not in CODEX_AGENTS:
+        return f"a {agent} agent takes no model turns: what it answered at each step is in the step's reply"
+    if source.purple_task_dir is None:
+        return "no turns recorded: the purple wrote no episode report for this task"
+    if not source.turn_records:
+        return "the agent took no model turn in this task"
+    return None
+
+
+def _agent_file_names(task_dir: Path | None) -> list[str]:
+    """The agent's own files (memory, notes, logs) as the run left them; not the per-turn files written for it."""
+    if task_dir is None or not task_dir.is_dir():
+        return []
+    names: list[str] = []
+    skipped = {TURNS_DIR, TURN_FRAMES_DIR, EPISODE_REPORT_NAME}
+    for root, dirs, files in os.walk(task_dir):  # os.walk never descends into a linked directory
+        relative = Path(root).relative_to(task_dir)
+        if relative == Path("."):
+            dirs[:] = [d for d in dirs if d not in skipped]
+        dirs.sort()
+        for name in sorted(files):
+            path = Path(root) / name
+            if name in skipped or not regular_file(path):
+                continue
+            names.append(str(relative / name) if relative != Path(".") else name)
+    return names[:AGENT_FILES_SHOWN]
+
+
+def _cut(text: str, limit: int) -> tuple[str, bool]:
+    if len(text) <= limit:
+        return text, False
+    return f"{text[:limit]}\n… [cut: {len(text)} characters in all]", True
+
+
+def regular_file(path: Path) -> bool:
+    """A plain file, not reached through a link: the viewer never follows a link it did not make."""
+    try:
+        return stat.S_ISREG(path.lstat().st_mode)
+    except OSError:
+        return False
+
+
+def read_text_file(path: Path, limit: int = TEXT_SHOWN) -> tuple[str, bool] | None:
+    """A plain file's text (never through a link), cut to `limit`; None when absent or not a plain file."""
+    if not regular_file(path):
+        return None
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if b"\0" in data[:4096]:
+        return f"[binary file, {len(data)} bytes]", False
+    return _cut(data.decode("utf-8", errors="replace"), limit)
+
+
+def agent_files(source: EpisodeSource) -> list[AgentFile]:
+    task_dir = source.purple_task_dir
+    if task_dir is None:
+        return []
+    shown = []
+    for name in _agent_file_names(task_dir):
+        path = task_dir / name
+        read = read_text_file(path)
+        if read is not None:
+            shown.append(AgentFile(name=name, bytes=path.lstat().st_size, text=read[0], cut=read[1]))
+    return shown
+
+
+def turn_detail(source: EpisodeSource, record: TurnRecord) -> TurnDetail:
+    assert source.purple_task_dir is not None
+    folder = turn_dir(source.purple_task_dir, record.turn)
+    prompt = read_text_file(folder / TURN_PROMPT_FILE)
+    actions = read_text_file(folder / TURN_ACTIONS_FILE)
+    stderr = read_text_file(folder / TURN_STDERR_FILE, limit=10**9)
+    stderr_tail = stderr[0][-STDERR_SHOWN:] if stderr and stderr[0].strip() else None
+    frame = turn_frame(source.purple_task_dir, record.step)
+    return TurnDetail(
+        turn=record.turn,
+        step=record.step,
+        prompt=prompt[0] if prompt else None,
+        answer=agent_messages(folder / TURN_EVENTS_FILE),
+        actions=actions[0] if actions else None,
+        stderr_tail=stderr_tail,
+        frame=regular_file(frame),
+    )
+
+
+def read_episode(source: EpisodeSource) -> EpisodeData:
+    log = steps_log(source.green_dir, source.task)
+    if log.is_symlink():
+        raise UserError("the step log is a link this project did not make: not followed", path=log)
+    records, tail = read_jsonl(log, StepRecord)
+    records.sort(key=lambda record: record.step)
+    report = source.report
+    agent = report.settings.agent
+    vitals, inventory, reward, deaths = _series(records)
+    steps = [record.step for record in records]
+    noop_steps: dict[str, list[int]] = {}
+    for record in records:
+        if record.noop_cause:
+            noop_steps.setdefault(record.noop_cause, []).append(record.step)
+    counts, counts_source = _counts(source, noop_steps, tail.invalid, tail.torn_tail)
+    view_alerts = []
+    if tail.invalid:
+        view_alerts.append(f"{tail.invalid} line(s) of {log} are not step records and are not shown")
+    if not records:
+        view_alerts.append(f"{log} holds no step yet")
+    metrics = source.metrics
+    view = EpisodeView(
+        title=f"{source.arm} · episode {source.run_dir.number:03d} · {source.task}",
+        arm=source.arm,
+        episode=source.run_dir.number,
+        task=source.task,
+        agent=agent,
+        simulator=report.simulator_label or report.settings.simulator,
+        status=report.status,
+        steps=len(records),
+        first_step=steps[0] if steps else 0,
+        last_step=steps[-1] if steps else 0,
+        max_steps=metrics.max_steps if metrics else report.settings.steps,
+        score=metrics.score if metrics else None,
+        max_score=metrics.max_score if metrics else None,
+        vitals=vitals,
+        inventory=inventory,
+        reward=reward,
+        latency={
+            "agent_ms": minmax_buckets(steps, [record.agent_ms for record in records]),
+            "sim_ms": minmax_buckets(steps, [record.sim_ms for record in records]),
+        },
+        deaths=deaths,
+        noops={cause: events(found, len(records)) for cause, found in sorted(noop_steps.items())},
+        noop_kinds={cause: _noop_kind(cause) for cause in noop_steps},
+        milestones=[MilestoneMark.model_validate(m.model_dump()) for m in metrics.milestones] if metrics else [],
+        frames=_frame_index(source),
+        takes_turns=agent in CODEX_AGENTS,
+        turns=[TurnMark.model_validate(r.model_dump()) for r in sorted(source.turn_records, key=lambda r: r.turn)],
+        turns_note=_turns_note(source, agent),
+        agent_files=_agent_file_names(source.purple_task_dir),
+        counts=counts,
+        counts_source=counts_source,
+        alerts=_alerts(source, view_alerts),
+        notes=list(report.notes),
+        no_effect=events([record.step for record in records if record.no_effect], len(records)),
+        chunks=steps[-1] // STEP_CHUNK + 1 if steps else 0,
+    )
+    return EpisodeData(source=source, view=view, records=records)
+
+
+def purple_episodes(run_dir: RunDir, tasks: list[str], category: str | None) -> dict[str, tuple[Path, EpisodeReport]]:
+    """Each task's codex episode (purple/task_NN), by task name.
+
+    The green runs its tasks one after another and each init claims the next task_NN, so with as many purple
+    episodes as tasks they pair in order; otherwise (an init that never reached the purple) they are paired by the
+    task text the purple recorded.
+    """
+    found: list[tuple[Path, EpisodeReport]] = []
+    for folder in purple_task_dirs(run_dir.purple):
+        try:
+            found.append((folder, read_episode_report(folder / EPISODE_REPORT_NAME)))
+        except ValueError:
+            continue
+    if len(found) == len(tasks):
+        return dict(zip(tasks, found))
+    if not found or category is None:
+        return {}
+    try:
+        texts = {spec.name: spec.text for spec in load_category(category)}
+    except UserError:
+        return {}
+    by_text = {report.task: (folder, report) for folder, report in found}
+    return {task: by_text[texts[task]] for task in tasks if texts.get(task) in by_text}

@@ -1,0 +1,81 @@
+"""The pages as HTML: jinja2 templates (autoescaped, undefined names are errors) over the typed results.
+
+jinja2 is imported here only, when a page is rendered: the light commands never load it.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mcu_arms import __version__
+from mcu_arms.report.compare import milestone_text, result_rows, setting_text
+from mcu_arms.view.downsample import LATENCY_BUCKETS
+from mcu_arms.view.episode import EpisodeView
+
+if TYPE_CHECKING:
+    from mcu_arms.view.site import Site
+
+TEMPLATES_DIR = Path(__file__).parent / "templates"
+# Also sent as a header by the server. 'self' covers sibling files under file:// too; plotly adds <style> elements.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "connect-src 'none'; font-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'none'"
+)
+
+
+@functools.cache
+def _templates() -> Any:
+    from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+
+    return Environment(
+        loader=FileSystemLoader(TEMPLATES_DIR),
+        autoescape=select_autoescape(default=True),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def _common(site: Site, root: str) -> dict[str, Any]:
+    return {
+        "root": root,
+        "csp": CONTENT_SECURITY_POLICY,
+        "version": __version__,
+        "generated_at": site.generated_at.strftime("%Y-%m-%d %H:%M:%S %Z"),
+    }
+
+
+def render_comparison(site: Site) -> str:
+    result = site.comparison
+    names = result.arm_names()
+    links: dict[str, list[Any]] = {name: [] for name in names}
+    for link in site.links():
+        links[link.arm].append(link)
+    milestones = [
+        (row, [milestone_text(cell, name == result.baseline) for cell, name in zip(row.cells, names)])
+        for row in result.milestones
+    ]
+    return (
+        _templates()
+        .get_template("comparison.html.j2")
+        .render(
+            **_common(site, ""),
+            result=result,
+            names=names,
+            links=links,
+            results=result_rows(result),
+            settings=[(row, [setting_text(value) for value in row.values]) for row in result.settings],
+            milestones=milestones,
+            one_task=len({row.task for row in result.milestones}) <= 1,
+        )
+    )
+
+
+def render_episode(site: Site, view: EpisodeView) -> str:
+    return (
+        _templates()
+        .get_template("episode.html.j2")
+        .render(**_common(site, "../../"), view=view, latency_buckets=LATENCY_BUCKETS)
+    )

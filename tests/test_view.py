@@ -1,0 +1,335 @@
+"""The results browser without a browser: downsampling, what an episode page is built from, the site's files, the
+static bundle, the loopback server's guards and the CLI's errors. Episodes are typed records written directly
+(tests/view_episodes.py); tests/test_view_browser.py drives the pages of real runs in Chromium."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import threading
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from cli_support import invoke, make_environment
+from view_episodes import TASK, step_records, turn_records, write_episode
+
+from mcu_arms.contracts.agent_report import agent_messages, turn_at_step
+from mcu_arms.contracts.steps import frame_step
+from mcu_arms.layout import frame_file, steps_log
+from mcu_arms.view import downsample, extra
+from mcu_arms.view.server import SiteHolder, open_server, view_token
+from mcu_arms.view.site import Site, write_bundle
+
+
+def build(project: Path, *arms: str) -> Site:
+    env, _, _ = make_environment(project, {})
+    return Site.build(list(arms), env)
+
+
+def only_episode(site: Site) -> str:
+    (key,) = site.sources
+    return key
+
+
+# --- downsampling ------------------------------------------------------------------------------------------------
+
+
+def test_change_points_are_lossless_and_keep_the_last_step() -> None:
+    steps = list(range(12_000))
+    values = [float((s // 37) % 5) for s in steps]
+    series = downsample.change_points(steps, values)
+    assert series.encoding == "change_points" and series.x[-1] == 11_999 and len(series.x) < 400
+    for step in range(0, 12_000, 7):  # the value at a step is the last kept point at or before it
+        kept = max(i for i, x in enumerate(series.x) if x <= step)
+        assert series.y[kept] == values[step]
+
+
+def test_latency_is_kept_whole_up_to_the_limit_then_min_max_per_bucket_keeps_every_spike() -> None:
+    short = downsample.minmax_buckets(list(range(2000)), [1.0] * 2000)
+    assert short.encoding == "raw" and len(short.x) == 2000
+    latency = [1.0] * 12_000
+    latency[7777], latency[3] = 600_000.0, 0.5
+    series = downsample.minmax_buckets(list(range(12_000)), latency)
+    assert series.encoding == "minmax_buckets" and len(series.x) <= 2 * downsample.LATENCY_BUCKETS
+    assert 7777 in series.x and max(series.y) == 600_000.0 and min(series.y) == 0.5
+    assert series.x == sorted(series.x)
+
+
+def test_events_become_bucket_counts_past_the_limit() -> None:
+    few = downsample.events([5, 9], 100)
+    assert few.encoding == "events" and few.x == [5, 9]
+    many = downsample.events(list(range(12_000)), 12_000)
+    assert many.encoding == "bucket_counts" and sum(many.counts or []) == 12_000 and many.total == 12_000
+
+
+# --- the contracts' readers --------------------------------------------------------------------------------------
+
+
+def test_the_turn_at_a_step_is_the_latest_taken_at_or_before_it() -> None:
+    turns = turn_records(40, every=4)
+    assert turn_at_step(turns, 0).turn == 1
+    assert turn_at_step(turns, 7).turn == 2 and turn_at_step(turns, 8).turn == 3
+    assert turn_at_step(turns[1:], 2) is None
+
+
+def test_agent_messages_are_the_completed_agent_message_items(tmp_path: Path) -> None:
+    events = tmp_path / "events.jsonl"
+    events.write_text(
+        '{"type": "thread.started", "thread_id": "t"}\n'
+        '{"type": "item.completed", "item": {"type": "reasoning", "text": "hmm"}}\n'
+        '{"type": "item.completed", "item": {"type": "agent_message", "text": "planned"}}\n'
+        "not json\n"
+    )
+    assert agent_messages(events) == ["planned"]
+    assert agent_messages(tmp_path / "missing.jsonl") == []
+
+
+def test_frame_names() -> None:
+    assert frame_step("000012.png") == 12 and frame_step("1234567.png") == 1234567
+    assert frame_step("12.png") is None and frame_step("000012.png.bak") is None
+
+
+# --- an episode page's data --------------------------------------------------------------------------------------
+
+
+def test_episode_view_of_a_codex_run(tmp_path: Path) -> None:
+    write_episode(tmp_path, "cx", steps=1200)
+    site = build(tmp_path, "cx")
+    view = site.episode(only_episode(site)).view
+    assert view.steps == 1200 and view.agent == "worldmodel" and view.takes_turns
+    assert set(view.vitals) == {"health", "food", "drink", "energy"}
+    assert view.latency["agent_ms"].encoding == "raw" and len(view.latency["agent_ms"].x) == 1200
+    assert view.frames.ranges == [(0, 1200)] and view.frames.hint is None
+    assert [t.turn for t in view.turns] == list(range(1, 301))
+    records = step_records(1200)
+    assert view.noops["timeout"].x == [r.step for r in records if r.noop_cause == "timeout"]
+    assert view.noop_kinds == {"timeout": "infrastructure", "invalid_action": "behaviour"}
+    counted = {row.what: (row.kind, row.count) for row in view.counts}
+    report = site.sources[only_episode(site)].report
+    for kind, causes in (("infrastructure", report.infrastructure), ("behaviour", report.behaviour)):
+        assert {cause: counted[cause] for cause in causes} == {cause: (kind, n) for cause, n in causes.items()}
+    assert counted["timeout"][0] == "infrastructure" and counted["invalid_action"][0] == "behaviour"
+    assert counted["dropped.chat"] == ("behaviour", 3) and counted["failed model turn: timeout"][0] == "infrastructure"
+    assert counted["steps with an input that had no effect"] == ("behaviour", 24)
+    assert "the green's evaluation" in view.counts_source
+    assert view.alerts == report.alerts and any("infrastructure noops" in alert for alert in view.alerts)
+    assert view.notes == report.notes and any("could not be applied" in note for note in view.notes)
+    assert view.no_effect.x == [s for s in range(1200) if s % 50 == 7]
+    assert [m.identity for m in view.milestones if m.step is not None] == ["mine_log", "crafting_table"]
+    assert view.agent_files == ["logs.txt", "memory/hypotheses.json"]
+
+
+def test_episode_without_frames_says_how_to_get_them(tmp_path: Path) -> None:
+    write_episode(tmp_path, "rnd", steps=50, agent="random", frames=False)
+    site = build(tmp_path, "rnd")
+    view = site.episode(only_episode(site)).view
+    assert view.frames.count == 0 and "save_frames = true" in (view.frames.hint or "")
+    assert str(tmp_path / "arms" / "rnd.toml") in (view.frames.hint or "")
+    assert view.vitals and view.latency["agent_ms"].x == list(range(50))
+    assert not view.takes_turns and "takes no model turns" in (view.turns_note or "")
+
+
+def test_torn_and_foreign_lines_are_counted_not_hidden(tmp_path: Path) -> None:
+    run_dir = write_episode(tmp_path, "cx", steps=30)
+    with steps_log(run_dir.green, TASK).open("a") as log:
+        log.write("not a step record\n")
+        log.write('{"step": 30, "t": 1')  # being written
+    site = build(tmp_path, "cx")
+    view = site.episode(only_episode(site)).view
+    assert view.steps == 30
+    counted = {row.what: row.count for row in view.counts}
+    assert counted["step log lines that are not step records"] == 1 and counted["step log ends in a torn line"] == 1
+    assert any("are not step records" in alert for alert in view.alerts)
+
+
+def test_a_growing_step_log_is_read_again(tmp_path: Path) -> None:
+    run_dir = write_episode(tmp_path, "cx", steps=30)
+    site = build(tmp_path, "cx")
+    key = only_episode(site)
+    assert site.episode(key).view.steps == 30
+    extra_record = step_records(31)[30]
+    with steps_log(run_dir.green, TASK).open("a") as log:
+        log.write(extra_record.model_dump_json() + "\n")
+    assert site.episode(key).view.steps == 31
+
+
+# --- the site's files ----------------------------------------------------------------------------------------------
+
+
+def test_every_listed_file_resolves_and_step_chunks_cover_the_steps(tmp_path: Path) -> None:
+    write_episode(tmp_path, "cx", steps=1200)
+    site = build(tmp_path, "cx")
+    key = only_episode(site)
+    paths = list(site.paths())
+    assert all(site.get(path) is not None for path in paths)
+    chunks = sorted(p for p in paths if re.search(r"/steps-\d{4}\.js$", p))
+    assert len(chunks) == 3
+    body = site.get(f"episodes/{key}/steps-0002.js").data.decode()
+    records = json.loads(body.split("] = ", 1)[1].rstrip(";\n"))
+    assert [r["step"] for r in records] == list(range(1000, 1200))
+    turn = site.get(f"episodes/{key}/turns/turn-0003.js").data.decode()
+    assert "prompt of turn 3 at step 8" in turn and "plan 3" in turn
+
+
+def test_the_site_serves_only_its_own_files_and_follows_no_link(tmp_path: Path) -> None:
+    run_dir = write_episode(tmp_path, "cx", steps=20)
+    secret = tmp_path / "secret.png"
+    secret.write_bytes(b"not yours")
+    frame = frame_file(run_dir.green, TASK, 5)
+    frame.unlink()
+    frame.symlink_to(secret)
+    site = build(tmp_path, "cx")
+    key = only_episode(site)
+    assert site.get(f"episodes/{key}/frames/000005.png") is None
+    assert f"episodes/{key}/frames/000005.png" not in set(site.paths())
+    assert site.get(f"episodes/{key}/frames/000006.png") is not None
+    for path in ("../secret.png", f"episodes/{key}/../../secret.png", "assets/../index.html", "arms/cx.toml",
+                 f"episodes/{key}/frames/evil.png", "episodes/nope/index.html", ""):  # fmt: skip
+        assert site.get(path) is None, path
+
+
+def test_the_comparison_page_names_every_arm_and_the_verdict(tmp_path: Path) -> None:
+    write_episode(tmp_path, "cx", steps=20)
+    write_episode(tmp_path, "rnd", steps=20, agent="random", frames=False)
+    page = build(tmp_path, "cx", "rnd").get("index.html").data.decode()
+    assert "NOT comparable: differs in agent, save_frames" in page
+    assert 'data-arm="cx"' in page and 'data-arm="rnd"' in page
+    assert "episodes/cx-001-mine_diamond_from_scratch/index.html" in page
+
+
+# --- the bundle -------------------------------------------------------------------------------------------------------
+
+
+LINK = re.compile(r"""(?:src|href)\s*=\s*["']([^"']*)["']""")
+
+
+def test_the_bundle_is_complete_with_relative_links_only(tmp_path: Path) -> None:
+    write_episode(tmp_path, "cx", steps=60)
+    write_episode(tmp_path, "rnd", steps=60, agent="random", frames=False)
+    target = tmp_path / "bundle"
+    summary = write_bundle(build(tmp_path, "cx", "rnd"), target)
+    assert summary.episodes == 2 and summary.frames == 61 + 15  # step frames + one frame per turn
+    pages = list(target.rglob("*.html"))
+    assert len(pages) == 3
+    for page in pages:
+        for link in LINK.findall(page.read_text()):
+            assert not link.startswith(("/", "http:", "https:", "//")), (page, link)
+            if not link.startswith(("data:", "#")):
+                assert (page.parent / link).resolve().is_file(), (page, link)
+    assert not list(tmp_path.glob(".bundle.partial-*"))
+
+
+def test_a_bundle_never_overwrites(tmp_path: Path) -> None:
+    write_episode(tmp_path, "cx", steps=10)
+    target = tmp_path / "bundle"
+    target.mkdir()
+    (target / "notes.txt").write_text("mine")
+    outcome = invoke(tmp_path, {}, "report", "cx", "--html", str(target))
+    assert outcome.exit_code == 2 and "a bundle never overwrites" in outcome.err
+    assert [p.name for p in target.iterdir()] == ["notes.txt"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    outcome = invoke(tmp_path, {}, "report", "cx", "--html", "empty", "--json")
+    assert outcome.exit_code == 0, outcome.err
+    assert json.loads(outcome.out)["index"] == str(empty / "index.html") and (empty / "index.html").is_file()
+
+
+def test_report_and_view_name_the_extra_when_it_is_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_episode(tmp_path, "cx", steps=10)
+    real = extra._package_dir
+    monkeypatch.setattr(extra, "_package_dir", lambda name: None if name == "plotly" else real(name))
+    for args in (("report", "cx", "--html", "out"), ("view", "cx")):
+        outcome = invoke(tmp_path, {}, *args)
+        assert outcome.exit_code == 2
+        assert (
+            "needs plotly, from the optional extra 'view'" in outcome.err and "pip install -e '.[view]'" in outcome.err
+        )
+    assert not (tmp_path / "out").exists()
+
+
+def test_no_runs_is_a_clear_error(tmp_path: Path) -> None:
+    outcome = invoke(tmp_path, {}, "report", "--html", "out")
+    assert outcome.exit_code == 2 and "no arm has run here yet" in outcome.err
+
+
+# --- the server ---------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def served(tmp_path: Path):
+    """A view server on loopback in a thread, with or without a token."""
+    write_episode(tmp_path, "cx", steps=20)
+    servers = []
+
+    def start(token: str | None = None) -> str:
+        holder = SiteHolder(lambda: build(tmp_path, "cx"))
+        server = open_server(holder, "127.0.0.1", 0, token)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return f"http://127.0.0.1:{server.server_address[1]}/"
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+def get(url: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+    request = urllib.request.Request(url, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers), error.read()
+
+
+def test_the_server_serves_the_site_with_its_guards(served) -> None:
+    url = served()
+    status, headers, body = get(url)
+    assert status == 200 and b"cx" in body and "connect-src 'none'" in headers["Content-Security-Policy"]
+    status, headers, _ = get(url + "assets/plotly.min.js")
+    assert status == 200 and headers["Cache-Control"] == "max-age=3600" and int(headers["Content-Length"]) > 10**6
+    assert get(url + "assets/../../etc/passwd")[0] == 404
+    assert get(url + "episodes/x/index.html")[0] == 404
+    port = url.rsplit(":", 1)[1].rstrip("/")
+    assert get(url, {"Host": f"evil.example:{port}"})[0] == 421  # a rebound DNS name is refused
+
+
+def test_a_token_guards_every_request_and_then_rides_a_cookie(served) -> None:
+    token = "t" * 24
+    url = served(token)
+    assert get(url)[0] == 401 and get(url + "?token=wrong" + "x" * 20)[0] == 401
+    status, headers, _ = get(url + "?token=" + token)
+    assert status == 200 and headers["Set-Cookie"].startswith(f"mcu_arms_view={token}; HttpOnly")
+    assert get(url + "assets/viewer.css", {"Cookie": f"mcu_arms_view={token}"})[0] == 200
+    assert get(url + "assets/viewer.css", {"Cookie": "mcu_arms_view=guess"})[0] == 401
+
+
+def test_another_interface_needs_a_token_the_user_set() -> None:
+    assert view_token("127.0.0.1", {}) is None and view_token("::1", {}) is None
+    with pytest.raises(Exception, match="needs a token of at least 16 characters in \\$MCU_ARMS_VIEW_TOKEN"):
+        view_token("0.0.0.0", {"MCU_ARMS_VIEW_TOKEN": "short"})
+    assert view_token("0.0.0.0", {"MCU_ARMS_VIEW_TOKEN": "x" * 16}) == "x" * 16
+
+
+def test_view_refuses_another_interface_without_a_token_and_a_busy_port(tmp_path: Path) -> None:
+    write_episode(tmp_path, "cx", steps=10)
+    outcome = invoke(tmp_path, {}, "view", "cx", "--host", "0.0.0.0")
+    assert outcome.exit_code == 2 and "MCU_ARMS_VIEW_TOKEN" in outcome.err
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen(1)
+        port = holder.getsockname()[1]
+        outcome = invoke(tmp_path, {}, "view", "cx", "--port", str(port))
+    assert outcome.exit_code == 2 and f"port {port} on 127.0.0.1 is in use by pid {os.getpid()}" in outcome.err
+
+
+def test_a_bundle_that_cannot_be_written_is_a_clear_error(tmp_path: Path) -> None:
+    write_episode(tmp_path, "cx", steps=10)
+    (tmp_path / "a-file").write_text("not a directory")
+    outcome = invoke(tmp_path, {}, "report", "cx", "--html", "a-file/bundle")
+    assert outcome.exit_code == 2 and "cannot write the bundle" in outcome.err and "a-file" in outcome.err
