@@ -22,10 +22,8 @@ from mcu_arms.arms.spec import ArmSpec
 from mcu_arms.contracts.catalog import CODEX_AGENTS
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.isolation.codex_home import default_auth, default_root, temporary_dir_reason
-from mcu_arms.isolation.host import network_filesystem_reason
+from mcu_arms.isolation.host import GB, MINESTUDIO_INSTANCE_BYTES, network_filesystem_reason
 
-GB = 1024**3
-MINECRAFT_INSTANCE_BYTES = 4 * GB  # the JVM plus the simulator process, per MineStudio arm
 EMBEDDED_ARM_BYTES = GB // 2
 
 Status = Literal["ok", "warn", "fail"]
@@ -156,14 +154,14 @@ def cuda_check(env: Mapping[str, str], specs: list[ArmSpec]) -> Check:
 
 def memory_check(specs: list[ArmSpec]) -> Check:
     minecraft = [s for s in specs if s.simulator == "minestudio"]
-    needed = MINECRAFT_INSTANCE_BYTES * len(minecraft) + EMBEDDED_ARM_BYTES * (len(specs) - len(minecraft))
+    needed = MINESTUDIO_INSTANCE_BYTES * len(minecraft) + EMBEDDED_ARM_BYTES * (len(specs) - len(minecraft))
     available = psutil.virtual_memory().available
     status: Status = "ok" if available >= needed else "warn"
     return Check(
         name="memory",
         status=status,
         detail=f"{available / GB:.1f} GB available; {len(specs)} arm(s) want about {needed / GB:.1f} GB "
-        f"({len(minecraft)} Minecraft instance(s) at ~{MINECRAFT_INSTANCE_BYTES // GB} GB)",
+        f"({len(minecraft)} Minecraft instance(s) at ~{MINESTUDIO_INSTANCE_BYTES // GB} GB)",
         needed_by=[s.name for s in specs],
     )
 

@@ -24,8 +24,8 @@ from mcu_arms.atomic import write_json_atomic
 from mcu_arms.contracts.agent_report import TURN_FRAMES_DIR, TURNS_DIR, turn_dir_name, turn_frame_name
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.run_report import RunReport, read_report
-from mcu_arms.contracts.steps import FRAMES_DIR, STEPS_FILE, frame_name
 from mcu_arms.contracts.states import PROCESS_ROLES, SUPERVISOR_ROLE
+from mcu_arms.contracts.steps import FRAMES_DIR, STEPS_FILE, frame_name
 
 EPISODE_PATTERN = re.compile(r"^episode_(\d{3,})$")
 PURPLE_TASK_PATTERN = re.compile(r"^task_(\d{2,})$")

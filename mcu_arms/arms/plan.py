@@ -305,7 +305,7 @@ def scenario_toml(plan: ArmPlan) -> str:
 
 
 def resolve_sources(files: list[Path], arm_names: list[str], env: Environment) -> list[Path]:
-    """Arm files named directly or by `--arm NAME`; with neither, an error listing what exists."""
+    """Arm (or campaign) files named directly or by `--arm NAME`; with neither, an error listing what exists."""
     sources = [*files, *(arm_path(env.arms_dir, name) for name in arm_names)]
     if not sources:
         known = sorted(p.stem for p in env.arms_dir.glob("*.toml")) if env.arms_dir.is_dir() else []

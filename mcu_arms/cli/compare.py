@@ -55,6 +55,12 @@ def render(result: ComparisonResult, env: Environment) -> None:
     for flag in result.flags:
         who = f" {escape(flag.arm)}:" if flag.arm else ""
         console.print(f"[bold yellow]! {flag.kind}[/]{who} {escape(flag.message)}", highlight=False, soft_wrap=True)
+    for difference in result.differences:
+        for line in [difference.score, *difference.milestone_steps]:
+            style = "green" if line.distinguishable else "default"
+            console.print(f"[{style}]{escape(line.text)}[/]", highlight=False, soft_wrap=True)
+    if result.differences:
+        console.print(f"[dim]statistics: {escape(result.statistics_method)}[/]", highlight=False, soft_wrap=True)
 
     if result.settings:
         console.print("[bold]settings" + (" (all)" if result.show_all else " that differ") + "[/]")
@@ -107,14 +113,22 @@ def register(app: typer.Typer) -> None:
         json_output: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
         csv_output: bool = typer.Option(False, "--csv", help="Print one CSV table with a kind column."),
         markdown_output: bool = typer.Option(False, "--markdown", help="Print markdown tables."),
-        plot: Optional[Path] = typer.Option(None, "--plot", help="Also write milestones against step to FILE.png."),
+        plot: Optional[Path] = typer.Option(
+            None, "--plot", help="Also draw milestones against step to FILE (.png, .pdf or .svg, by its suffix)."
+        ),
+        log_x: bool = typer.Option(False, "--log-x", help="Draw the plot's step axis on a log scale."),
+        export: Optional[Path] = typer.Option(
+            None, "--export", help="Also write tidy tables (CSV, and Parquet when pyarrow is installed) into DIR."
+        ),
     ) -> None:
         env = environment(ctx)
         if sum((json_output, csv_output, markdown_output)) > 1:
             raise UserError("choose one output format", allowed="--json, --csv, --markdown")
         result = compare_arms(arms or [], env, baseline=baseline, episode=run, show_all=show_all)
         if plot is not None:
-            _write_plot(result, plot if plot.is_absolute() else env.cwd / plot, env)
+            _write_plot(result, plot if plot.is_absolute() else env.cwd / plot, env, log_x=log_x)
+        if export is not None:
+            _write_export(result, export if export.is_absolute() else env.cwd / export, env)
         if json_output:
             print_json(env, result)
         elif csv_output:
@@ -126,12 +140,22 @@ def register(app: typer.Typer) -> None:
         raise typer.Exit(result.exit_code)
 
 
-def _write_plot(result: ComparisonResult, path: Path, env: Environment) -> None:
+def _write_export(result: ComparisonResult, directory: Path, env: Environment) -> None:
+    from mcu_arms.report.export import write_export
+
+    try:
+        written = write_export(result, directory)
+    except OSError as error:
+        raise UserError(f"cannot write the export: {error.strerror or error}", path=directory, key="--export") from None
+    env.err_console.print(f"export: {', '.join(str(path) for path in written)}", highlight=False, soft_wrap=True)
+
+
+def _write_plot(result: ComparisonResult, path: Path, env: Environment, *, log_x: bool) -> None:
     """The note goes to stderr so that --json/--csv output stays clean."""
     from mcu_arms.report.plot import save_plot
 
     try:
-        data = save_plot(result, path)
+        data = save_plot(result, path, log_x=log_x)
     except OSError as error:
         raise UserError(f"cannot write the plot: {error.strerror or error}", path=path, key="--plot") from None
     env.err_console.print(f"plot: {path} ({len(data.series)} arm(s))", highlight=False)

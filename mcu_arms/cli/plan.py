@@ -11,7 +11,8 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
-from mcu_arms.arms.plan import load_specs, plan_arms, resolve_sources
+from mcu_arms.arms.campaign import Selection, select_arms
+from mcu_arms.arms.plan import plan_specs, resolve_sources
 from mcu_arms.cli.common import environment, print_json, reports_user_errors
 from mcu_arms.cli.options import with_overrides
 from mcu_arms.contracts.settings import ArmPlan, Overrides
@@ -69,10 +70,15 @@ def render_plan(plan: ArmPlan, env: Environment) -> None:
     env.console.print(Panel(Group(*parts), title=f"arm [bold]{plan.arm}[/] ({plan.source})", title_align="left"))
 
 
-def with_preflight(plans: list[ArmPlan], sources: list[Path], overrides: Overrides, env: Environment) -> list[ArmPlan]:
-    """The plans with what stops each from running on this host (doctor's failed checks), for the plan to show."""
-    blocked = preflight([spec for spec, _ in load_specs(sources, overrides)], env.env)
-    return [plan.model_copy(update={"blocked": blocked.get(plan.arm, [])}) for plan in plans]
+def planned(
+    files: list[Path], arm_names: list[str], overrides: Overrides, env: Environment
+) -> tuple[list[ArmPlan], Selection]:
+    """The episodes to run for what was named (arm files, `--arm`, campaign files), each with what stops it on this
+    host (doctor's failed checks) for the plan to show and `run` to refuse."""
+    selection = select_arms(resolve_sources(files, arm_names, env), overrides, env.arms_dir)
+    plans = plan_specs(selection.specs, overrides, env)
+    blocked = preflight([spec for spec, _ in selection.specs], env.env)
+    return [plan.model_copy(update={"blocked": blocked.get(plan.arm, [])}) for plan in plans], selection
 
 
 def show_plans(
@@ -93,7 +99,7 @@ def show_plans(
     for arm_plan in plans:
         render_plan(arm_plan, env)
     for arm, decision in (decisions or {}).items():
-        blocked = next(plan.blocked for plan in plans if plan.arm == arm)
+        blocked = next(plan.blocked for plan in plans if plan.label == arm)
         action = "refuse (this host cannot run it)" if blocked else decision.action
         env.console.print(f"[bold]{escape(arm)}[/]: would {action}" + (f" — {escape(decision.message)}" if decision.message else ""))
     if dry_run:
@@ -118,8 +124,7 @@ def register(app: typer.Typer) -> None:
         scenario.toml into a new episode dir.
         """
         env = environment(ctx)
-        sources = resolve_sources(files or [], arm, env)
-        plans = with_preflight(plan_arms(sources, overrides, env), sources, overrides, env)
+        plans, _ = planned(files or [], arm, overrides, env)
         if not dry_run:
             from mcu_arms.arms.prepare import prepare_hosts
 

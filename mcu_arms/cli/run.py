@@ -3,26 +3,26 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from mcu_arms.arms.plan import plan_arms, resolve_sources
 from mcu_arms.cli.common import environment, print_json, reports_user_errors
 from mcu_arms.cli.options import with_overrides
-from mcu_arms.cli.plan import ARM_OPTION, DRY_RUN_OPTION, FILES_ARGUMENT, show_plans, with_preflight
+from mcu_arms.cli.plan import ARM_OPTION, DRY_RUN_OPTION, FILES_ARGUMENT, planned, show_plans
 from mcu_arms.contracts.settings import Overrides
 from mcu_arms.doctor import refuse_blocked
 from mcu_arms.environment import Environment
+from mcu_arms.isolation.host import host_parallelism
 
 if TYPE_CHECKING:
     from mcu_arms.supervise.runner import ArmOutcome, RunOutcome
 
 RUN_HELP = """Run arms: plan them, start each arm's green and purple agents, wait until both are ready, run the evaluation client, and write output/ARM/episode_NNN/result.json (linked as logs/ARM_result.json).
 
-Several arms run side by side; one failing does not stop the others unless --fail-fast. An arm whose latest run finished with the same fingerprint is skipped (--rerun runs it anyway). Ctrl-C or SIGTERM stops this run's own processes only and marks the reports interrupted.
+FILES are arm files or campaign files (campaigns/NAME.toml: a baseline, its variants and their seeds). Each seed of an arm is one episode. Episodes run side by side, at most --max-parallel at a time (default: the campaign's max_parallel, else what this host can take); one failing does not stop the others unless --fail-fast. An episode that failed for infrastructure reasons is run again up to --retries times (default: the campaign's retries, else 0), each attempt recorded. An episode whose latest run of the same seed finished with the same fingerprint is skipped (--rerun runs it anyway); a failed one is retried. --notify CMD runs CMD when the run ends, with MCU_ARMS_RUN_STATUS and MCU_ARMS_RUN_SUMMARY (JSON) in its environment. Ctrl-C or SIGTERM stops this run's own processes only and marks the reports interrupted.
 
 Exit codes: 0 every arm finished (or was skipped), 1 an arm failed, 130 interrupted, 2 a user error (bad arm file, busy port, arm already running).
 """
@@ -43,24 +43,43 @@ def register(app: typer.Typer) -> None:
             120.0, "--ready-timeout", min=1.0, help="Seconds green and purple get to become ready."
         ),
         rerun: bool = typer.Option(False, "--rerun", help="Run arms whose latest run already finished."),
+        max_parallel: Optional[int] = typer.Option(
+            None, "--max-parallel", min=1, help="Episodes at once [the campaign's, else what this host can take]."
+        ),
+        retries: Optional[int] = typer.Option(
+            None, "--retries", min=0, help="Extra attempts for an episode that failed for infrastructure reasons."
+        ),
+        notify: Optional[str] = typer.Option(
+            None, "--notify", help="Shell command to run when the run ends (status and summary in its environment)."
+        ),
         json_output: bool = typer.Option(False, "--json", help="Print the outcome as JSON (progress on stderr)."),
     ) -> None:
         env = environment(ctx)
-        sources = resolve_sources(files or [], arm, env)
-        plans = with_preflight(plan_arms(sources, overrides, env), sources, overrides, env)
+        plans, selection = planned(files or [], arm, overrides, env)
         if dry_run:
             from mcu_arms.supervise.reruns import rerun_decision
 
-            decisions = {p.arm: rerun_decision(p, env.output_dir / p.arm, rerun=rerun) for p in plans}
+            decisions = {p.label: rerun_decision(p, env.output_dir / p.arm, rerun=rerun) for p in plans}
             show_plans(plans, env, dry_run=True, json_output=json_output, decisions=decisions)
             return
 
         from mcu_arms.supervise.runner import RunOptions, run_arms
 
         refuse_blocked({plan.arm: plan.blocked for plan in plans})
-        options = RunOptions(fail_fast=fail_fast, ready_timeout_s=ready_timeout, rerun=rerun)
+        options = RunOptions(
+            fail_fast=fail_fast,
+            ready_timeout_s=ready_timeout,
+            rerun=rerun,
+            max_parallel=max_parallel or selection.max_parallel or host_parallelism(plans),
+            retries=selection.retries if retries is None else retries,
+        )
         human = env.err_console if json_output else env.console
         outcome = run_arms(plans, env, options, human)
+        if notify:
+            from mcu_arms.supervise.notify import run_notify
+
+            for problem in run_notify(notify, outcome, env):
+                human.print(f"[yellow]warning:[/] {escape(problem)}", highlight=False, soft_wrap=True)
         if json_output:
             print_json(env, {"exit_code": outcome.exit_code, **outcome.model_dump(mode="json")})
         else:

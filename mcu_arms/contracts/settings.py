@@ -182,6 +182,45 @@ class Settings(BaseModel):
         return data
 
 
+
+def flat_settings(settings: Settings) -> dict[str, Any]:
+    """Settings as rows: env entries one by one (so that a verdict can say "differs only in env.X")."""
+    data = settings.model_dump()
+    environment = data.pop("env")
+    for name, value in sorted(environment.items()):
+        data[f"env.{name}"] = value
+    return data
+
+
+def differing_keys(settings: list[Settings]) -> set[str]:
+    """Every flat setting whose value is not the same for all of `settings`."""
+    flats = [flat_settings(each) for each in settings]
+    keys = {key for flat in flats for key in flat}
+    return {key for key in keys if any(flat.get(key) != flats[0].get(key) for flat in flats)}
+
+
+def compact_limit_follows(settings: list[Settings], differing: set[str]) -> str | None:
+    """The setting a differing compaction limit is part of, so that one change is not counted twice.
+
+    Turning compaction on moves the limit below the window: that is what `compact` means, not a second change. A
+    limit left at its default also moves with `context_window`; one set by hand differs on its own.
+    """
+    if "compact_limit" not in differing:
+        return None
+    if "compact" in differing:
+        return "compact"
+    defaults = all(each.compact_limit == default_compact_limit(each.compact, each.context_window) for each in settings)
+    return "context_window" if defaults and "context_window" in differing else None
+
+
+def differing_settings(settings: list[Settings]) -> list[str]:
+    """What makes these runs different experiments, sorted: every differing setting but the replicate axis and
+    placement, and a compaction limit that only follows another setting."""
+    differing = differing_keys(settings)
+    follows = compact_limit_follows(settings, differing)
+    counted = differing - REPLICATE_AND_PLACEMENT_KEYS - ({"compact_limit"} if follows else set())
+    return sorted(counted)
+
 def fingerprint(settings: Settings) -> str:
     """A versioned hash of what changes results. Name, ports and paths are left out on purpose."""
     canonical = json.dumps(settings.fingerprinted(), sort_keys=True, separators=(",", ":"))
@@ -269,6 +308,11 @@ class ArmPlan(BaseModel):
 
     def process(self, role: ProcessRole) -> ProcessPlan:
         return next(p for p in self.processes if p.role == role)
+
+    @property
+    def label(self) -> str:
+        """How the episode is named on screen: the arm, and its seed when the arm runs several."""
+        return self.arm if self.replicates == 1 else f"{self.arm} s{self.settings.seed}"
 
     def public(self) -> dict[str, Any]:
         """The plan as shown and saved: secrets in environments redacted."""

@@ -9,6 +9,9 @@ from typing import Any
 
 import psutil
 
+GB = 1024**3
+MINESTUDIO_INSTANCE_BYTES = 4 * GB  # the JVM and the simulator process of one MineStudio episode
+MINESTUDIO_COMFORTABLE = 3  # concurrent MineStudio episodes per host under Xvfb + llvmpipe (the seed's measure)
 NETWORK_FILESYSTEMS = ("nfs", "nfs4", "cifs", "smb", "smb3", "smbfs", "afs", "ceph", "glusterfs", "lustre", "9p")
 
 
@@ -35,3 +38,13 @@ def network_filesystem_reason(path: Path, partitions: Iterable[Any] | None = Non
             "active\"); use local disk"
         )
     return None
+
+
+def host_parallelism(plans: Iterable[Any]) -> int:
+    """How many of these episodes this host can run at once: one per core, and for MineStudio episodes also a few GB
+    of memory each and at most three (Xvfb + llvmpipe render on the CPU)."""
+    cores = os.cpu_count() or 1
+    if not any(plan.settings.simulator == "minestudio" for plan in plans):
+        return max(1, cores)
+    memory = psutil.virtual_memory().available // MINESTUDIO_INSTANCE_BYTES
+    return max(1, min(cores, memory, MINESTUDIO_COMFORTABLE))

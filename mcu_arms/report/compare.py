@@ -28,12 +28,16 @@ from mcu_arms.contracts.settings import (
     Overrides,
     Settings,
     Thresholds,
-    default_compact_limit,
+    compact_limit_follows,
+    differing_keys,
     fingerprint,
+    flat_settings,
 )
 from mcu_arms.contracts.states import INFRASTRUCTURE_CAUSES
 from mcu_arms.environment import Environment
 from mcu_arms.layout import EPISODE_PATTERN, arm_runs
+from mcu_arms.report.stats import METHOD as STATS_METHOD
+from mcu_arms.report.stats import Difference, MilestoneStats, Summary, compare_means, milestone_stats, summarise
 
 COMPARISON_SCHEMA_VERSION = 1
 # Where a setting only says where things run, or which replicate ran: shown with --all, never a difference.
@@ -92,6 +96,7 @@ class ArmResult(BaseModel):
     compaction_limit: int
     failure_reason: str | None = None
     failure_process: str | None = None
+    replicates: Replicates | None = None  # None: the arm never ran
     logs: dict[str, str] = Field(default_factory=dict)
     alerts: list[str] = Field(default_factory=list)
 
@@ -109,13 +114,46 @@ class SettingRow(BaseModel):
 
 class MilestoneCell(BaseModel):
     state: CellState
-    step: int | None = None
+    step: int | None = None  # with replicates: the median step of those that reached it
     delta: int | None = None  # step minus the baseline's step, when both reached it
+    replicates: MilestoneStats | None = None  # k/n reached, median and IQR, when the arm ran several seeds
 
     def text(self) -> str:
+        if self.replicates is not None and self.replicates.n > 1:
+            return self.replicates.text()
         if self.state == "reached":
             return str(self.step)
         return {"not reached": NOT_REACHED, "unavailable": UNAVAILABLE, "no run": NO_RUN}.get(self.state, "")
+
+
+class EpisodeMilestones(BaseModel):
+    """One replicate's milestones: the step each was reached at (None: not reached), for figures and exports."""
+
+    episode: int
+    seed: int
+    steps_run: int | None
+    score: float | None
+    steps: dict[str, int | None]  # "task/identity" -> step
+
+
+class Replicates(BaseModel):
+    """An arm's finished episodes of one experiment (its fingerprint), one per seed: what its numbers stand on."""
+
+    n: int
+    seeds: list[int]
+    episodes: list[int]
+    score: Summary
+    milestones: dict[str, MilestoneStats]  # "task/identity" -> k/n, median step, IQR
+    per_episode: list[EpisodeMilestones]
+
+
+class ArmDifference(BaseModel):
+    """One arm against the baseline: the score and each milestone's step, with intervals and the verdict at n."""
+
+    arm: str
+    baseline: str
+    score: Difference
+    milestone_steps: list[Difference]
 
 
 class MilestoneRow(BaseModel):
@@ -141,6 +179,8 @@ class ComparisonResult(BaseModel):
     settings: list[SettingRow]
     milestones: list[MilestoneRow]
     verdict: Verdict
+    differences: list[ArmDifference] = Field(default_factory=list)
+    statistics_method: str = STATS_METHOD
     flags: list[Flag] = Field(default_factory=list)
 
     @property
@@ -250,6 +290,43 @@ def _settings_from_file(source: Path, overrides: dict[str, Any]) -> tuple[Settin
     return settings, compaction.limit
 
 
+def _replicates(
+    runs: dict[int, tuple[Path, RunReport]], chosen: RunReport, episode: int | None
+) -> tuple[Replicates, list[RunReport]]:
+    """The finished episodes of the chosen run's experiment, the latest per seed (only the chosen one with --run)."""
+    if episode is not None or chosen.status != "finished":
+        reports = [chosen]
+    else:
+        latest: dict[int, RunReport] = {}
+        for number in sorted(runs):
+            report = runs[number][1]
+            if report.status == "finished" and report.fingerprint == chosen.fingerprint:
+                latest[report.settings.seed] = report
+        reports = [latest[seed] for seed in sorted(latest)]
+    keys = list(dict.fromkeys(f"{m.task}/{m.identity}" for report in reports for m in report.milestones))
+    available = {f"{m.task}/{m.identity}": m.available for report in reports for m in report.milestones}
+    per_episode = [
+        EpisodeMilestones(
+            episode=report.episode, seed=report.settings.seed, steps_run=report.steps_run, score=report.score,
+            steps={f"{m.task}/{m.identity}": m.step for m in report.milestones},
+        )
+        for report in reports
+    ]  # fmt: skip
+    milestones = {
+        key: milestone_stats(*key.split("/", 1), [each.steps.get(key) for each in per_episode], available=available[key])
+        for key in keys
+    }
+    replicates = Replicates(
+        n=len(reports),
+        seeds=[report.settings.seed for report in reports],
+        episodes=[report.episode for report in reports],
+        score=summarise([report.score for report in reports if report.score is not None]),
+        milestones=milestones,
+        per_episode=per_episode,
+    )
+    return replicates, reports
+
+
 def _arm_result(target: ArmTarget, episode: int | None, flags: list[Flag]) -> tuple[ArmResult, RunReport | None]:
     """The arm's row and the report it came from (None when the arm never ran)."""
     runs = episode_reports(target.output_dir)
@@ -272,6 +349,7 @@ def _arm_result(target: ArmTarget, episode: int | None, flags: list[Flag]) -> tu
         )
         return never_ran, None
     path, report = picked
+    replicates, _ = _replicates(runs, report, episode)
     _flag_fingerprints(target, runs, report, flags)
     if target.source is not None:
         current, _ = _settings_from_file(target.source, report.overrides)
@@ -336,6 +414,7 @@ def _arm_result(target: ArmTarget, episode: int | None, flags: list[Flag]) -> tu
         infrastructure_share=report.infrastructure_share,
         behaviour=dict(report.behaviour),
         thresholds=report.thresholds,
+        replicates=replicates,
         compactions=agent.compactions if agent is not None else None,
         overflow_resets=agent.overflow_resets if agent is not None else None,
         compaction_limit=limit,
@@ -364,21 +443,13 @@ def _flag_fingerprints(
         )
 
 
-def _flat_settings(settings: Settings) -> dict[str, Any]:
-    """Settings as rows: env entries one by one (so a verdict can say "differs only in env.X")."""
-    data = settings.model_dump()
-    environment = data.pop("env")
-    for name, value in sorted(environment.items()):
-        data[f"env.{name}"] = value
-    return data
-
-
 def _setting_rows(arms: list[ArmResult], show_all: bool) -> list[SettingRow]:
-    flats = [_flat_settings(arm.settings) for arm in arms]
+    flats = [flat_settings(arm.settings) for arm in arms]
     keys: list[str] = []
     for flat in flats:
         keys += [key for key in flat if key not in keys]
-    differing = {key for key in keys if any(flat.get(key) != flats[0].get(key) for flat in flats)}
+    differing = differing_keys([arm.settings for arm in arms])
+    follows = compact_limit_follows([arm.settings for arm in arms], differing)
     rows = []
     for key in keys:
         ignored = key in NOISE_SETTINGS
@@ -389,27 +460,10 @@ def _setting_rows(arms: list[ArmResult], show_all: bool) -> list[SettingRow]:
                     values=[flat.get(key) for flat in flats],
                     differs=key in differing,
                     ignored=ignored,
-                    follows=_compact_limit_follows(arms, differing) if key == "compact_limit" else None,
+                    follows=follows if key == "compact_limit" else None,
                 )
             )
     return rows
-
-
-def _compact_limit_follows(arms: list[ArmResult], differing: set[str]) -> str | None:
-    """The setting a differing compaction limit is part of, so that one change is not counted twice.
-
-    Turning compaction on moves the limit below the window: that is what `compact` means, not a second change. A
-    limit left at its default also moves with `context_window`; one set by hand differs on its own.
-    """
-    if "compact_limit" not in differing:
-        return None
-    if "compact" in differing:
-        return "compact"
-    defaults = all(
-        arm.settings.compact_limit == default_compact_limit(arm.settings.compact, arm.settings.context_window)
-        for arm in arms
-    )
-    return "context_window" if defaults and "context_window" in differing else None
 
 
 def _settings_verdict(arms: list[ArmResult]) -> Verdict:
@@ -478,12 +532,43 @@ def _milestone_rows(arms: list[ArmResult], reports: list[RunReport | None], base
                 cells.append(MilestoneCell(state="not reached"))
             else:
                 cells.append(MilestoneCell(state="reached", step=record.step))
+        for index, cell in enumerate(cells):
+            stats = arms[index].replicates.milestones.get(f"{task}/{identity}") if arms[index].replicates else None
+            if stats is not None and stats.n > 1:
+                cell.replicates = stats
+                cell.step = round(stats.median_step) if stats.median_step is not None else None
         base_step = cells[baseline].step
         for cell in cells:
             if cell.step is not None and base_step is not None:
                 cell.delta = cell.step - base_step
         rows.append(MilestoneRow(task=task, identity=identity, cells=cells))
     return rows
+
+
+def _differences(arms: list[ArmResult], baseline: int) -> list[ArmDifference]:
+    """Each arm that ran against the baseline: score, and the step of every milestone both reached."""
+    base = arms[baseline]
+    if base.replicates is None:
+        return []
+    differences = []
+    for arm in arms:
+        if arm is base or arm.replicates is None:
+            continue
+        milestone_steps = []
+        for key, stats in base.replicates.milestones.items():
+            other = arm.replicates.milestones.get(key)
+            if other is None or not stats.reached or not other.reached:
+                continue
+            mine = [each.steps[key] for each in arm.replicates.per_episode if each.steps.get(key) is not None]
+            theirs = [each.steps[key] for each in base.replicates.per_episode if each.steps.get(key) is not None]
+            milestone_steps.append(
+                compare_means(f"{key.split('/', 1)[1]} step", mine, theirs, name_a=arm.arm, name_b=base.arm)
+            )
+        score = compare_means(
+            "score", arm.replicates.score.values, base.replicates.score.values, name_a=arm.arm, name_b=base.arm
+        )
+        differences.append(ArmDifference(arm=arm.arm, baseline=base.arm, score=score, milestone_steps=milestone_steps))
+    return differences
 
 
 def _cross_arm_flags(arms: list[ArmResult], flags: list[Flag]) -> None:
@@ -530,6 +615,7 @@ def compare_arms(
         settings=_setting_rows(arms, show_all),
         milestones=_milestone_rows(arms, reports, base_index),
         verdict=_verdict(arms),
+        differences=_differences(arms, base_index),
         flags=flags,
     )
 
@@ -556,6 +642,20 @@ def _purple_counter(arm: ArmResult, key: str) -> str:
     return "not reported" if value is None else str(value)
 
 
+def _replicates_text(arm: ArmResult) -> str:
+    if arm.replicates is None:
+        return ""
+    seeds = ", ".join(str(seed) for seed in arm.replicates.seeds)
+    return f"n = {arm.replicates.n} (seed{'s' if arm.replicates.n > 1 else ''} {seeds})"
+
+
+def _score_text(arm: ArmResult) -> str:
+    """The score: a mean with its 95 % interval over replicates, else the one run's."""
+    if arm.replicates is not None and arm.replicates.n > 1:
+        return arm.replicates.score.text()
+    return _number(arm.score)
+
+
 def _share(arm: ArmResult) -> str:
     """Infrastructure noops with their share of the steps run."""
     if arm.infrastructure_share is None:
@@ -579,7 +679,8 @@ def result_rows(result: ComparisonResult) -> list[tuple[str, list[str]]]:
         ("status", [arm.status for arm in arms]),
         ("episode", [str(arm.episode) if arm.episode is not None else "" for arm in arms]),
         ("simulator", [arm.simulator_label or arm.settings.simulator for arm in arms]),
-        ("score", [_number(arm.score) for arm in arms]),
+        ("replicates", [_replicates_text(arm) for arm in arms]),
+        ("score", [_score_text(arm) for arm in arms]),
         ("sim score", [_number(arm.sim_score) for arm in arms]),
         ("max score", [_number(arm.max_score) for arm in arms]),
         ("steps run", [_number(arm.steps_run) for arm in arms]),
@@ -644,6 +745,10 @@ def to_csv(result: ComparisonResult) -> str:
         )
     base = names.index(result.baseline)
     writer.writerow(["verdict", "verdict", *(result.verdict.text if i == base else "" for i in range(len(names)))])
+    for difference in result.differences:
+        column = names.index(difference.arm)
+        for line in [difference.score, *difference.milestone_steps]:
+            writer.writerow(["difference", line.metric, *(line.text if i == column else "" for i in range(len(names)))])
     for flag in result.flags:
         column = names.index(flag.arm) if flag.arm in names else base
         writer.writerow(["flag", flag.kind, *(flag.message if i == column else "" for i in range(len(names)))])
@@ -665,6 +770,10 @@ def to_markdown(result: ComparisonResult) -> str:
         lines.append(f"- **{flag.kind}**{f' ({flag.arm})' if flag.arm else ''}: {flag.message}")
     if result.flags:
         lines.append("")
+    for difference in result.differences:
+        lines += [f"- {line.text}" for line in [difference.score, *difference.milestone_steps]]
+    if result.differences:
+        lines += ["", f"_Statistics: {result.statistics_method}._", ""]
     if result.settings:
         lines += ["## Settings", ""]
         rows = [[_setting_label(row), *(setting_text(v) for v in row.values)] for row in result.settings]

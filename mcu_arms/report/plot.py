@@ -1,83 +1,137 @@
-"""`compare --plot`: milestones reached against step, one line per arm that ran.
+"""`compare --plot FILE`: milestones reached against step, one line per arm — the median over its replicates with
+the interquartile range as a band — in the format the file's suffix names (png, pdf, svg).
 
-The series are computed without matplotlib (tests read them); matplotlib is imported only to draw, with Agg.
+The series are computed without matplotlib (tests read them); matplotlib is imported only to draw, with Agg. Each
+line is labelled by what differs from the baseline (`agent=random`), not by the arm's name, and the title keeps the
+simulator label: a figure pasted into a paper still says what ran where.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from mcu_arms.report.compare import ComparisonResult
+from mcu_arms.contracts.settings import differing_settings, flat_settings
+from mcu_arms.report.compare import ArmResult, ComparisonResult
+from mcu_arms.report.stats import quantile
+
+PlotFormat = Literal["png", "pdf", "svg"]
+FORMATS: tuple[PlotFormat, ...] = ("png", "pdf", "svg")
 
 
 class PlotSeries(BaseModel):
     arm: str
-    steps: list[int]  # x: 0, each step a milestone landed on, the last step run
-    reached: list[int]  # y: milestones reached by that step
+    label: str  # the settings that differ from the baseline, e.g. "agent=random"
+    steps: list[int]  # x: 0, each step a milestone landed on in any replicate, the last step run
+    median: list[float]  # y: milestones reached by that step, the median over replicates
+    low: list[float]  # the 25th percentile
+    high: list[float]  # the 75th percentile
+    replicates: int
+    landed: list[tuple[int, str]]  # (median step, milestone) where a milestone was reached by half the replicates
 
 
 class PlotData(BaseModel):
     title: str
     series: list[PlotSeries]
     not_plotted: list[str]  # arms with no run
+    log_x: bool = False
 
 
-def plot_data(result: ComparisonResult) -> PlotData:
+def _label(arm: ArmResult, baseline: ArmResult) -> str:
+    if arm is baseline:
+        return f"{arm.arm} (baseline)"
+    differing = differing_settings([baseline.settings, arm.settings])
+    values = flat_settings(arm.settings)
+    return ", ".join(f"{key}={values.get(key)}" for key in differing) or arm.arm
+
+
+def _series(arm: ArmResult, baseline: ArmResult) -> PlotSeries | None:
+    replicates = arm.replicates
+    if replicates is None:
+        return None
+    episodes = replicates.per_episode
+    landed_steps = sorted({step for each in episodes for step in each.steps.values() if step is not None})
+    last = max([each.steps_run or 0 for each in episodes] + landed_steps + [0])
+    grid = [0, *landed_steps] + ([last] if last > (landed_steps[-1] if landed_steps else 0) else [])
+    counts = [[sum(1 for step in each.steps.values() if step is not None and step <= x) for each in episodes] for x in grid]
+    median = [quantile(column, 0.5) for column in counts]
+    landed = [
+        (round(stats.median_step), key.split("/", 1)[1])
+        for key, stats in replicates.milestones.items()
+        if stats.median_step is not None and stats.reached * 2 >= stats.n
+    ]
+    return PlotSeries(
+        arm=arm.arm, label=_label(arm, baseline), steps=grid, median=median,
+        low=[quantile(column, 0.25) for column in counts], high=[quantile(column, 0.75) for column in counts],
+        replicates=replicates.n, landed=sorted(landed),
+    )  # fmt: skip
+
+
+def plot_data(result: ComparisonResult, *, log_x: bool = False) -> PlotData:
+    baseline = next(arm for arm in result.arms if arm.arm == result.baseline)
     series: list[PlotSeries] = []
     not_plotted: list[str] = []
-    for index, arm in enumerate(result.arms):
-        if arm.status == "no run":
+    for arm in result.arms:
+        drawn = _series(arm, baseline)
+        if drawn is None:
             not_plotted.append(arm.arm)
-            continue
-        landed = sorted(row.cells[index].step for row in result.milestones if row.cells[index].step is not None)
-        steps = [0, *landed]
-        reached = list(range(len(landed) + 1))
-        last = max(arm.steps_run or 0, steps[-1])
-        if last > steps[-1]:
-            steps.append(last)
-            reached.append(len(landed))
-        series.append(PlotSeries(arm=arm.arm, steps=steps, reached=reached))
+        else:
+            series.append(drawn)
     tasks = list(dict.fromkeys(arm.settings.task for arm in result.arms))
     labels = list(dict.fromkeys(arm.simulator_label or arm.settings.simulator for arm in result.arms))
-    title = f"{', '.join(tasks)}\n{' vs '.join(labels)}"
+    counts = ", ".join(f"{s.arm} n={s.replicates}" for s in series)
+    title = f"{', '.join(tasks)} ({counts})\n{' vs '.join(labels)}"
     if not_plotted:
         title += f"\n(no run: {', '.join(not_plotted)})"
-    return PlotData(title=title, series=series, not_plotted=not_plotted)
+    return PlotData(title=title, series=series, not_plotted=not_plotted, log_x=log_x)
 
 
 def build_figure(data: PlotData) -> Any:
-    """A matplotlib Figure (Agg canvas) with one step line per series."""
+    """A matplotlib Figure (Agg canvas): per series a median step line, its IQR band, and the milestones named."""
     from matplotlib.figure import Figure
 
     figure = Figure(figsize=(9, 5.5), dpi=100)
     axes = figure.add_subplot()
     for series in data.series:
-        landed = list(range(1, max(series.reached) + 1))  # a marker where a milestone landed, not at the last step
-        axes.plot(
-            series.steps, series.reached, drawstyle="steps-post", marker="o", markersize=4, markevery=landed,
-            label=series.arm,
-        )  # fmt: skip
-    axes.set_xlabel("step")
-    axes.set_ylabel("milestones reached")
+        (line,) = axes.plot(series.steps, series.median, drawstyle="steps-post", label=f"{series.label} (n={series.replicates})")
+        if series.replicates > 1:
+            axes.fill_between(series.steps, series.low, series.high, step="post", alpha=0.2, color=line.get_color())
+        for step, name in series.landed:
+            reached = max((m for x, m in zip(series.steps, series.median) if x <= step), default=0)
+            axes.annotate(name, (max(step, 1) if data.log_x else step, reached), fontsize=7, rotation=30,
+                          color=line.get_color(), xytext=(2, 3), textcoords="offset points")  # fmt: skip
+    if data.log_x:
+        axes.set_xscale("symlog", linthresh=1)
+    axes.set_xlabel("step" + (" (log)" if data.log_x else ""))
+    axes.set_ylabel("milestones reached (median, IQR band)")
     axes.set_title(data.title, fontsize=10)
     axes.yaxis.get_major_locator().set_params(integer=True)
     axes.grid(True, alpha=0.3)
     if data.series:
-        axes.legend(loc="upper left")
+        axes.legend(loc="upper left", fontsize=8)
     figure.tight_layout()
     return figure
 
 
-def save_plot(result: ComparisonResult, path: Path) -> PlotData:
-    """Write the PNG (Agg: no display needed) and return what was drawn."""
+def plot_format(path: Path) -> PlotFormat:
+    suffix = path.suffix.lower().lstrip(".")
+    if suffix not in FORMATS:
+        from mcu_arms.contracts.errors import UserError
+
+        raise UserError(f"cannot draw a .{suffix or '(no suffix)'} file", path=path, key="--plot", allowed=", ".join(FORMATS))
+    return suffix  # type: ignore[return-value]
+
+
+def save_plot(result: ComparisonResult, path: Path, *, log_x: bool = False) -> PlotData:
+    """Write the figure in the format its suffix names (Agg: no display needed) and return what was drawn."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    data = plot_data(result)
+    kind = plot_format(path)
+    data = plot_data(result, log_x=log_x)
     figure = build_figure(data)
     FigureCanvasAgg(figure)
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, format="png")
+    figure.savefig(path, format=kind)
     return data

@@ -17,8 +17,15 @@ def latest_report(arm_dir: Path) -> RunReport | None:
     return next((run.report for run in arm_runs(arm_dir) if run.report is not None), None)
 
 
-def latest_finished(arm_dir: Path) -> RunReport | None:
-    return next((run.report for run in arm_runs(arm_dir) if run.report and run.report.status == "finished"), None)
+def latest_finished(arm_dir: Path, seed: int) -> RunReport | None:
+    return next(
+        (
+            run.report
+            for run in arm_runs(arm_dir)
+            if run.report and run.report.status == "finished" and run.report.settings.seed == seed
+        ),
+        None,
+    )
 
 
 RerunAction = Literal["run", "skip", "retry"]
@@ -35,28 +42,29 @@ class RerunDecision:
 
 
 def rerun_decision(plan: ArmPlan, arm_dir: Path, *, rerun: bool) -> RerunDecision:
-    """Skip when the latest run of this arm finished with the same fingerprint; retry one that failed or was
-    interrupted (never skip it); announce a changed fingerprint."""
-    latest = latest_report(arm_dir)
+    """Skip an episode whose latest run of the same seed finished with the same fingerprint; retry one that failed or
+    was interrupted (never skip it); announce a changed fingerprint."""
+    seed = plan.settings.seed
+    latest = next((run.report for run in arm_runs(arm_dir) if run.report and run.report.settings.seed == seed), None)
     if latest is not None and latest.status == "finished" and latest.fingerprint == plan.fingerprint:
         where = episode_name(latest.episode)
         if rerun:
-            return RerunDecision("run", f"{plan.arm}: {where} already finished with this fingerprint; --rerun runs it again")
+            return RerunDecision("run", f"{plan.label}: {where} already finished with this fingerprint; --rerun runs it again")
         return RerunDecision(
-            "skip", f"{plan.arm}: skipped, {where} already finished with fingerprint {plan.fingerprint} (--rerun to run again)"
+            "skip", f"{plan.label}: skipped, {where} already finished with fingerprint {plan.fingerprint} (--rerun to run again)"
         )
     if latest is not None and latest.status in ("failed", "interrupted") and latest.fingerprint == plan.fingerprint:
         why = latest.failure.reason if latest.failure else "no reason recorded"
         return RerunDecision(
-            "retry", f"{plan.arm}: retried, {episode_name(latest.episode)} ended {latest.status} ({why})"
+            "retry", f"{plan.label}: retried, {episode_name(latest.episode)} ended {latest.status} ({why})"
         )
-    finished = latest_finished(arm_dir)
+    finished = latest_finished(arm_dir, seed)
     if finished is not None and finished.fingerprint != plan.fingerprint:
         changed = changed_settings(finished, plan)
         shown = "; ".join(f"{key}: {old!r} -> {new!r}" for key, (old, new) in changed.items()) or "fingerprint version"
         return RerunDecision(
             "run",
-            f"{plan.arm}: fingerprint changed since {episode_name(finished.episode)} "
+            f"{plan.label}: fingerprint changed since {episode_name(finished.episode)} "
             f"({finished.fingerprint} -> {plan.fingerprint}): {shown}",
         )
     return RerunDecision("run", None)

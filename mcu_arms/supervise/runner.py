@@ -170,7 +170,7 @@ class ArmRunner:
     ) -> None:
         self.plan = plan
         self.attempt = attempt
-        self.label = plan.arm if plan.replicates == 1 else f"{plan.arm} s{plan.settings.seed}"
+        self.label = plan.label
         self.env = env
         self.options = options
         self.view = view

@@ -1,4 +1,5 @@
-// The comparison page's chart: milestones reached against step, one step line per arm (report/plot.py's series).
+// The comparison page's chart: milestones reached against step, per arm the median over its seeds with the IQR
+// as a band (report/plot.py's series).
 // The tables are plain HTML; this only draws window.MCU_COMPARISON (comparison-data.js).
 (function () {
   'use strict';
@@ -9,14 +10,22 @@
     window.VIEWER_READY = true;
     return;
   }
-  const traces = C.series.map(s => ({
-    type: 'scatter', mode: 'lines+markers', name: s.arm, x: s.steps, y: s.reached, line: { shape: 'hv', width: 2 },
-  }));
+  const traces = [];
+  C.series.forEach(s => {
+    if (s.replicates > 1) {  // the interquartile band across seeds, under the median line
+      traces.push({ type: 'scatter', mode: 'lines', x: s.steps, y: s.high, line: { shape: 'hv', width: 0 },
+                    showlegend: false, hoverinfo: 'skip' });
+      traces.push({ type: 'scatter', mode: 'lines', x: s.steps, y: s.low, line: { shape: 'hv', width: 0 },
+                    fill: 'tonexty', opacity: 0.25, showlegend: false, hoverinfo: 'skip' });
+    }
+    traces.push({ type: 'scatter', mode: 'lines+markers', name: `${s.label} (n=${s.replicates})`, x: s.steps,
+                  y: s.median, line: { shape: 'hv', width: 2 } });
+  });
   const layout = {
     title: { text: C.title.split('\n').join('<br>'), font: { size: 13 } },
     margin: { l: 60, r: 10, t: 70, b: 50 },
     xaxis: { title: { text: 'step' } },
-    yaxis: { title: { text: 'milestones reached' }, rangemode: 'tozero', dtick: 1 },
+    yaxis: { title: { text: 'milestones reached (median)' }, rangemode: 'tozero', dtick: 1 },
     legend: { orientation: 'h', y: -0.2 },
   };
   Plotly.newPlot(gd, traces, layout, { displayModeBar: false, responsive: true }).then(() => {

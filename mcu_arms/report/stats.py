@@ -1,0 +1,218 @@
+"""Is a difference between two arms real, or seed noise? Small-sample statistics over replicates (one episode per seed).
+
+Methods, stated wherever a number is shown:
+- a mean with a percentile bootstrap 95 % interval (10,000 resamples);
+- a difference of means with a bootstrap interval (each arm resampled on its own) and a two-sided permutation test
+  (exact when there are at most 20,000 ways to split the pooled values, else 20,000 random splits);
+- "distinguishable from seed noise" when the test's p < 0.05 and the interval excludes 0;
+- otherwise, how many seeds per arm would resolve a difference of this size (a two-sample normal approximation at
+  80 % power, never fewer than the 4 per arm an exact test needs to reach p < 0.05);
+- milestones: reached k/n, and the median step of the episodes that reached it with its interquartile range.
+Resampling draws from a generator seeded with a fixed number, so the same data always gives the same intervals.
+Pure Python: `compare` is a light command.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+import statistics
+from collections.abc import Callable, Sequence
+
+from pydantic import BaseModel
+
+RESAMPLES = 10_000
+EXACT_SPLITS_MAX = 20_000
+RANDOM_SPLITS = 20_000
+RESAMPLE_SEED = 20_261_201
+CONFIDENCE = 0.95
+ALPHA = 0.05
+Z_ALPHA = 1.959964  # two-sided 0.05
+Z_POWER = 0.841621  # 80 % power
+MIN_SEEDS_EXACT = 4  # per arm: the fewest with which an exact two-sided test can give p < 0.05 (2 / C(8, 4))
+METHOD = (
+    "bootstrap 95% interval (10,000 resamples, seeded); two-sided permutation test (exact up to 20,000 splits); "
+    "distinguishable when p < 0.05 and the interval excludes 0"
+)
+
+
+class Interval(BaseModel):
+    low: float
+    high: float
+
+    def text(self, digits: int = 2) -> str:
+        return f"[{self.low:.{digits}f}, {self.high:.{digits}f}]"
+
+
+class Summary(BaseModel):
+    """One metric over an arm's replicates."""
+
+    n: int
+    mean: float | None
+    std: float | None  # sample standard deviation; None below 2 values
+    ci: Interval | None  # None below 2 values: no interval can be given
+    values: list[float]
+
+    def text(self, digits: int = 2) -> str:
+        if self.mean is None:
+            return ""
+        if self.ci is None:
+            return f"{self.mean:.{digits}f} (n = {self.n}: no interval)"
+        return f"{self.mean:.{digits}f} {self.ci.text(digits)} (n = {self.n})"
+
+
+class MilestoneStats(BaseModel):
+    task: str
+    identity: str
+    reached: int
+    n: int
+    median_step: float | None
+    iqr: Interval | None  # quartiles of the steps of the episodes that reached it
+    available: bool = True
+
+    def text(self) -> str:
+        if not self.available:
+            return "n/a"
+        head = f"{self.reached}/{self.n}"
+        if self.median_step is None:
+            return head
+        spread = f" {self.iqr.text(0)}" if self.iqr is not None and self.reached > 1 else ""
+        return f"{head} @ {self.median_step:g}{spread}"
+
+
+class Difference(BaseModel):
+    """A − B for one metric, and whether it stands out from seed noise at the n that was run."""
+
+    metric: str
+    n_a: int
+    n_b: int
+    estimate: float | None
+    ci: Interval | None
+    p_value: float | None
+    distinguishable: bool
+    seeds_needed: int | None  # per arm, to resolve a difference of this size; None when none was observed
+    text: str
+
+
+def mean(values: Sequence[float]) -> float:
+    return statistics.fmean(values)
+
+
+def quantile(values: Sequence[float], fraction: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default), on sorted values."""
+    ordered = sorted(values)
+    if len(ordered) == 1:
+        return float(ordered[0])
+    position = fraction * (len(ordered) - 1)
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def _percentile_interval(samples: list[float]) -> Interval:
+    tail = (1 - CONFIDENCE) / 2
+    return Interval(low=quantile(samples, tail), high=quantile(samples, 1 - tail))
+
+
+def bootstrap(values: Sequence[float], statistic: Callable[[Sequence[float]], float] = mean) -> Interval | None:
+    """The percentile bootstrap interval of `statistic` (None below 2 values)."""
+    if len(values) < 2:
+        return None
+    rng = random.Random(RESAMPLE_SEED)
+    samples = [statistic(rng.choices(values, k=len(values))) for _ in range(RESAMPLES)]
+    return _percentile_interval(samples)
+
+
+def summarise(values: Sequence[float]) -> Summary:
+    values = [float(value) for value in values]
+    return Summary(
+        n=len(values),
+        mean=mean(values) if values else None,
+        std=statistics.stdev(values) if len(values) >= 2 else None,
+        ci=bootstrap(values),
+        values=values,
+    )
+
+
+def permutation_p(a: Sequence[float], b: Sequence[float]) -> float:
+    """Two-sided: the share of splits of the pooled values into groups of len(a) and len(b) whose difference of means
+    is at least as far from 0 as the observed one."""
+    pooled = [*a, *b]
+    observed = abs(mean(a) - mean(b))
+    total = sum(pooled)
+    size_a, size_b = len(a), len(b)
+    tolerance = 1e-9 * max(1.0, observed)
+
+    def extreme(group_a: Sequence[float]) -> bool:
+        sum_a = sum(group_a)
+        return abs(sum_a / size_a - (total - sum_a) / size_b) >= observed - tolerance
+
+    if math.comb(len(pooled), size_a) <= EXACT_SPLITS_MAX:
+        splits = list(itertools.combinations(pooled, size_a))
+        return sum(extreme(split) for split in splits) / len(splits)
+    rng = random.Random(RESAMPLE_SEED)
+    hits = sum(extreme(rng.sample(pooled, size_a)) for _ in range(RANDOM_SPLITS))
+    return (hits + 1) / (RANDOM_SPLITS + 1)
+
+
+def difference_interval(a: Sequence[float], b: Sequence[float]) -> Interval | None:
+    """Bootstrap interval of mean(a) − mean(b), each arm resampled on its own."""
+    if len(a) < 2 or len(b) < 2:
+        return None
+    rng = random.Random(RESAMPLE_SEED)
+    samples = [mean(rng.choices(a, k=len(a))) - mean(rng.choices(b, k=len(b))) for _ in range(RESAMPLES)]
+    return _percentile_interval(samples)
+
+
+def seeds_needed(a: Sequence[float], b: Sequence[float]) -> int | None:
+    """Seeds per arm that would resolve a difference of the observed size at 80 % power (None: no difference)."""
+    difference = abs(mean(a) - mean(b))
+    if difference == 0:
+        return None
+    pooled = [value - mean(a) for value in a] + [value - mean(b) for value in b]
+    degrees = len(a) + len(b) - 2
+    variance = sum(value * value for value in pooled) / degrees if degrees > 0 else 0.0
+    needed = 2 * variance * ((Z_ALPHA + Z_POWER) / difference) ** 2
+    return max(MIN_SEEDS_EXACT, math.ceil(needed))
+
+
+def compare_means(metric: str, a: Sequence[float], b: Sequence[float], *, name_a: str, name_b: str) -> Difference:
+    """`name_a − name_b` for `metric`: the estimate, its interval, the test, and the verdict in words."""
+    a, b = [float(value) for value in a], [float(value) for value in b]
+    if not a or not b:
+        return Difference(metric=metric, n_a=len(a), n_b=len(b), estimate=None, ci=None, p_value=None,
+                          distinguishable=False, seeds_needed=None, text=f"{metric}: no runs to compare")  # fmt: skip
+    estimate = mean(a) - mean(b)
+    head = f"{metric}: {name_a} − {name_b} = {estimate:+.2f}"
+    if len(a) < 2 or len(b) < 2:
+        text = f"{head}; n = {len(a)} + {len(b)}: no interval can be given (run more seeds: `--seeds 0-4`)"
+        return Difference(metric=metric, n_a=len(a), n_b=len(b), estimate=estimate, ci=None, p_value=None,
+                          distinguishable=False, seeds_needed=seeds_needed(a, b), text=text)  # fmt: skip
+    interval = difference_interval(a, b)
+    p_value = permutation_p(a, b)
+    assert interval is not None
+    distinguishable = p_value < ALPHA and (interval.low > 0 or interval.high < 0)
+    needed = seeds_needed(a, b)
+    head += f" {interval.text()} (permutation p = {p_value:.3f})"
+    if distinguishable:
+        text = f"{head}; distinguishable from seed noise at n = {len(a)} + {len(b)}"
+    elif needed is None:
+        text = f"{head}; no difference at n = {len(a)} + {len(b)}"
+    else:
+        text = (
+            f"{head}; not distinguishable from seed noise at n = {len(a)} + {len(b)}; about {needed} seeds per arm "
+            "would resolve a difference of this size"
+        )
+    return Difference(metric=metric, n_a=len(a), n_b=len(b), estimate=estimate, ci=interval, p_value=p_value,
+                      distinguishable=distinguishable, seeds_needed=needed, text=text)  # fmt: skip
+
+
+def milestone_stats(task: str, identity: str, steps: Sequence[int | None], *, available: bool = True) -> MilestoneStats:
+    """Reached k/n and the median step (with its quartiles) over the episodes that reached it."""
+    reached = [step for step in steps if step is not None]
+    iqr = Interval(low=quantile(reached, 0.25), high=quantile(reached, 0.75)) if reached else None
+    return MilestoneStats(
+        task=task, identity=identity, reached=len(reached), n=len(steps),
+        median_step=statistics.median(reached) if reached else None, iqr=iqr, available=available,
+    )  # fmt: skip
