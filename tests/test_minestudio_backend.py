@@ -123,7 +123,7 @@ def test_the_engine_is_looked_for_where_minestudio_looks_when_tmpdir_is_set(
     ).stdout.strip()
     assert tempdir_for(env) == Path(stdlib) == other_tmp
     assert minestudio_dir(env) == other_tmp / "MineStudio"
-    engine = _by_name(env)["engine"]
+    engine = _by_name(env)["MineStudio engine"]
     assert engine.status == "fail" and str(other_tmp / "MineStudio" / ENGINE_JAR) in engine.detail
     assert f"TMPDIR={other_tmp} is set" in engine.detail
     (other_tmp / "MineStudio" / ENGINE_JAR).parent.mkdir(parents=True)

@@ -145,3 +145,26 @@ def test_steve1_condition_reaches_the_purple_and_is_fingerprinted(project: Path,
     _arm(project, "not_steve", extra='steve1_condition = "chop a tree"\n')
     outcome = invoke(project, env, "plan", "--dry-run", "--arm", "not_steve")
     assert outcome.exit_code == 2 and "key 'steve1_condition'" in outcome.err
+
+
+def test_doctor_rows_are_the_backends_own_checks(
+    project: Path, env: dict[str, str], minestudio_host: dict, tmp_path: Path
+) -> None:
+    hub = tmp_path / "hub" / "models--CraftJarvis--MineStudio_STEVE-1.official"
+    (hub / "snapshots" / ("b" * 40)).mkdir(parents=True)
+    (hub / "snapshots" / ("b" * 40) / "config.json").write_text("{}")
+    (hub / "refs").mkdir()
+    (hub / "refs" / "main").write_text("b" * 40)
+    _arm(project, "ms")
+    _arm(project, "steve", agent="steve1", task="mining_and_collecting",
+         extra=f'\n[env]\nHF_HUB_CACHE = "{tmp_path / "hub"}"\n')
+    host = {**env, **minestudio_host["env"], "MINESTUDIO_GPU_RENDER": "1"}
+    outcome = invoke(project, host, "doctor", "--json", *(str(project / "arms" / f"{a}.toml") for a in ("ms", "steve")))
+    rows = {(row["name"], tuple(row["needed_by"])): row for row in json.loads(outcome.out)["checks"]}
+    for name in ("minestudio package", "java", "xvfb-run", "xauth", "MineStudio engine", "MINESTUDIO_DIR"):
+        assert rows[(name, ("ms", "steve"))]["status"] == "ok", rows[(name, ("ms", "steve"))]
+    assert rows[("MINESTUDIO_GPU_RENDER", ("ms", "steve"))]["status"] == "warn"
+    assert rows[("STEVE-1 weights", ("steve",))]["status"] == "ok", "found through the arm's [env]"
+    tokenizer = rows[("MineCLIP tokenizer", ("steve",))]
+    assert tokenizer["status"] == "fail" and "huggingface-cli download openai/clip-vit-base-patch16" in tokenizer["detail"]
+    assert outcome.exit_code == 1

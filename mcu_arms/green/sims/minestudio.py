@@ -191,10 +191,10 @@ def _directory_checks(env: Mapping[str, str], partitions: Iterable[Any] | None) 
     origin = _minestudio_dir_origin(env)
     jar = home / ENGINE_JAR
     checks = [
-        HostCheck(name="engine", status="ok", detail=f"{jar}")
+        HostCheck(name="MineStudio engine", status="ok", detail=f"{jar}")
         if jar.is_file()
         else HostCheck(
-            name="engine", status="fail", detail=f"the simulator engine is missing ({jar}; from {origin})",
+            name="MineStudio engine", status="fail", detail=f"the simulator engine is missing ({jar}; from {origin})",
             fix=INSTALL_HINTS["engine"],
         )
     ]
