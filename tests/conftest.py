@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
 import threading
 from collections.abc import Iterator
@@ -22,6 +24,28 @@ def model_service() -> Iterator[str]:
     yield f"http://127.0.0.1:{server.server_address[1]}/v1"
     server.shutdown()
     thread.join()
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A project folder with an empty arms/."""
+    (tmp_path / "arms").mkdir()
+    return tmp_path
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """The CLI's environment for a test: state and codex roots on local disk under /var/tmp, removed afterwards."""
+    state = Path("/var/tmp") / f"mcu-arms-test-{os.getpid()}-{tmp_path.name}"
+    yield {
+        "PATH": os.environ["PATH"],
+        "USER": "tester",
+        "HOME": str(tmp_path / "home"),
+        "MCU_ARMS_STATE_DIR": str(state / "state"),
+        "MCU_CODEX_ROOT": str(state / "codex"),
+        "MCU_CODEX_AUTH": str(tmp_path / "auth.json"),
+    }
+    shutil.rmtree(state, ignore_errors=True)
 
 
 FAKE_MINESTUDIO = Path(__file__).resolve().parent / "fake_minestudio"

@@ -5,8 +5,6 @@ with the reason, in `tasks` and `plan`."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -34,26 +32,6 @@ DEAD_ENTRIES = {
     "explore_the_treasure": ["open_buried_treasure_chest"],
     "build_snow_golem": ["spawn_snow_golem"],
 }
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    (tmp_path / "arms").mkdir()
-    return tmp_path
-
-
-@pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    state = Path("/var/tmp") / f"mcu-arms-test-{os.getpid()}-{tmp_path.name}"
-    yield {
-        "PATH": os.environ["PATH"],
-        "USER": "tester",
-        "HOME": str(tmp_path / "home"),
-        "MCU_ARMS_STATE_DIR": str(state / "state"),
-        "MCU_CODEX_ROOT": str(state / "codex"),
-        "MCU_CODEX_AUTH": str(tmp_path / "auth.json"),
-    }
-    shutil.rmtree(state, ignore_errors=True)
 
 
 def _arm(project: Path, name: str, *, agent: str = "random", task: str = "explore", extra: str = "") -> None:
