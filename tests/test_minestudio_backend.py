@@ -227,8 +227,9 @@ def test_reset_and_step_through_the_stand_in(minestudio_host: dict[str, Any]) ->
 def test_drop_is_counted_as_an_input_with_no_effect_and_not_advertised(minestudio_host: dict[str, Any]) -> None:
     simulator = _simulator(minestudio_host)
     simulator.reset(TASKS[0], seed=0)
-    simulator.step(noop_action() | {"drop": 1, "forward": 1})
+    assert simulator.step(noop_action() | {"drop": 1, "forward": 1}).no_effect == ["drop"]
     simulator.step(noop_action() | {"drop": 1})
+    assert simulator.step(noop_action() | {"forward": 1}).no_effect == []
     assert simulator.fallback_counts() == {"no_effect.drop": 2}
     assert simulator._sim.fake.ignored_keys == {}, "drop never reaches MineStudio's action"
     assert "drop has no effect" in simulator.agent_instructions()

@@ -533,15 +533,18 @@ class MineStudioSimulator(Simulator):
 
     # --- step ---------------------------------------------------------------------------------------------------
 
-    def _env_action(self, action: "EnvAction") -> dict[str, Any]:
+    def _env_action(self, action: "EnvAction") -> tuple[dict[str, Any], list[str]]:
+        """MineStudio's env action for `action`, and the pressed keys it would ignore (counted as no effect)."""
         import numpy as np
 
         env_action = self._sim.env.action_space.no_op()
+        no_effect = []
         for key in BUTTON_KEYS:
             pressed = int(bool(action.get(key, 0)))
             if key in NO_EFFECT_KEYS:
                 if pressed:
                     self._fallbacks[f"no_effect.{key}"] += 1
+                    no_effect.append(key)
                 continue
             env_action[key] = pressed
         pitch, yaw = action.get(CAMERA_KEY, (0.0, 0.0))
@@ -551,14 +554,14 @@ class MineStudioSimulator(Simulator):
                 self._fallbacks["camera_quantised"] += 1
             pitch, yaw = snapped
         env_action[CAMERA_KEY] = np.array([pitch, yaw], dtype=np.float32)
-        return env_action
+        return env_action, no_effect
 
     def step(self, action: "EnvAction") -> SimStep:
         if self._sim is None:
             raise RuntimeError("step() before reset()")
         if self._failure is not None:
             raise SimulatorCrashed(f"the instance failed earlier ({self._failure.detail}); reset to replace it")
-        env_action = self._env_action(action)
+        env_action, no_effect = self._env_action(action)
         with self._lock:
             obs, _reward, terminated, truncated, info = self._call(
                 lambda: self._sim.step(env_action), self._step_timeout_s, "step"
@@ -572,6 +575,7 @@ class MineStudioSimulator(Simulator):
             counters=self._relative_counters(_counters_from_info(info)),
             done=done,
             info=self._visible_info(info),
+            no_effect=no_effect,
         )
 
     def _relative_counters(self, counters: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
