@@ -409,4 +409,6 @@ def test_the_green_asks_minestudio_to_render_the_observation_size(monkeypatch: p
     built: dict[str, Any] = {}
     monkeypatch.setattr(backend, "MineStudioSimulator", lambda **kwargs: built.update(kwargs) or "minestudio")
     assert make_simulator("minestudio", obs_size=(640, 360)) == "minestudio"
-    assert built == {"obs_size": (640, 360)}
+    assert built == {"obs_size": (640, 360), "reset_mode": "hard"}
+    make_simulator("minestudio", reset_mode="seeded_fast")
+    assert built["reset_mode"] == "seeded_fast"

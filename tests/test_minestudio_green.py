@@ -30,8 +30,8 @@ def test_a_crash_mid_task_is_recovered_and_every_dead_entry_is_named(
     control.crash_at_env_step = 20 + 5 + 3 + 3  # empty frames, the start (5 commands), the task's 3, its 3rd step
     built: list[MineStudioSimulator] = []
 
-    def make(name: str, reset_mode: str | None) -> MineStudioSimulator:
-        built.append(MineStudioSimulator(minestudio_host["env"], reset_mode=reset_mode or "hard", obs_size=(32, 32),
+    def make(name: str, obs_size: tuple[int, int], reset_mode: str | None) -> MineStudioSimulator:
+        built.append(MineStudioSimulator(minestudio_host["env"], reset_mode=reset_mode or "hard", obs_size=obs_size,
                                          partitions=[Partition("/dev/sda1", "/", "ext4", "rw")]))
         return built[-1]
 
@@ -42,7 +42,7 @@ def test_a_crash_mid_task_is_recovered_and_every_dead_entry_is_named(
         evaluation = evaluate(
             green_url,
             request_for(purple_url, tmp_path / "out", simulator="minestudio", task_category="explore",
-                        tasks=["explore_boat", "explore_chest"], max_steps=5, save_frames=False,
+                        tasks=["explore_boat", "explore_chest"], max_steps=5, save_frames=False, obs_size=[32, 32],
                         reset_mode="seeded_fast"),
         )
     assert evaluation.final_state == "completed", evaluation.statuses
