@@ -2,6 +2,9 @@
 
 `plan` and `run` make the same checks for the arms they are given (`preflight`) and refuse an arm whose check
 fails, before anything starts: a codex arm without codex would otherwise run to a clean-looking 0.
+
+The MineStudio and STEVE-1 rows are the backends' own preflights (`host_checks`, `requirement_checks`), one row per
+thing checked: what doctor passes is what a run accepts.
 """
 
 from __future__ import annotations
@@ -11,9 +14,9 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Any
 
 import psutil
 from pydantic import BaseModel
@@ -21,12 +24,14 @@ from pydantic import BaseModel
 from mcu_arms.arms.spec import ArmSpec
 from mcu_arms.contracts.catalog import CODEX_AGENTS
 from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.preflight import CheckStatus, HostCheck
+from mcu_arms.contracts.settings import PurpleOptions
 from mcu_arms.isolation.codex_home import default_auth, default_root, temporary_dir_reason
 from mcu_arms.isolation.host import GB, MINESTUDIO_INSTANCE_BYTES, network_filesystem_reason
 
 EMBEDDED_ARM_BYTES = GB // 2
 
-Status = Literal["ok", "warn", "fail"]
+Status = CheckStatus
 
 
 class Check(BaseModel):
@@ -34,6 +39,10 @@ class Check(BaseModel):
     status: Status
     detail: str
     needed_by: list[str]
+
+    @classmethod
+    def of(cls, check: HostCheck, needed_by: list[str]) -> Check:
+        return cls(name=check.name, status=check.status, detail=check.problem(), needed_by=needed_by)
 
 
 class DoctorReport(BaseModel):
@@ -52,14 +61,26 @@ def _run_version(argv: list[str]) -> str | None:
     return (done.stdout + done.stderr).strip()
 
 
-def minestudio_checks(env: Mapping[str, str], names: list[str]) -> list[Check]:
-    """One row per problem the MineStudio backend's own preflight finds (the same check a run makes)."""
-    from mcu_arms.green.sims.minestudio import minestudio_dir, minestudio_preflight
+def minestudio_checks(
+    env: Mapping[str, str], names: list[str], *, partitions: Iterable[Any] | None = None
+) -> list[Check]:
+    """One row per thing the MineStudio backend's own preflight checks (the same checks a run makes), in the
+    environment the green agent inherits."""
+    from mcu_arms.green.sims.minestudio import host_checks
 
-    problems = minestudio_preflight(env)
-    if not problems:
-        return [Check(name="MineStudio", status="ok", detail=f"ready in {minestudio_dir(env)}", needed_by=names)]
-    return [Check(name="MineStudio", status="fail", detail=problem, needed_by=names) for problem in problems]
+    return [Check.of(check, names) for check in host_checks(env, partitions=partitions)]
+
+
+def steve1_checks(env: Mapping[str, str], specs: list[ArmSpec]) -> list[Check]:
+    """STEVE-1's own requirement checks (extra, weights, tokenizer, driver), per arm, in the environment its purple
+    gets (the host's plus the arm's [env], where MCU_STEVE1_WEIGHTS or HF_HOME may be set)."""
+    from mcu_arms.purple.steve1 import requirement_checks
+
+    rows = []
+    for spec in specs:
+        options = PurpleOptions(cuda_device=spec.cuda_device)
+        rows += [Check.of(check, [spec.name]) for check in requirement_checks(options, {**env, **spec.env})]
+    return rows
 
 
 def _codex_version(codex: str, env: Mapping[str, str], root: Path) -> str | None:
@@ -121,19 +142,6 @@ def codex_checks(env: Mapping[str, str], specs: list[ArmSpec]) -> list[Check]:
     return checks
 
 
-def steve1_check(env: Mapping[str, str], specs: list[ArmSpec]) -> Check:
-    """The STEVE-1 purple's own requirement check (extra, weights, CUDA), made before anything starts."""
-    from mcu_arms.contracts.settings import PurpleOptions
-    from mcu_arms.purple.steve1 import check_requirements
-
-    names = [spec.name for spec in specs]
-    try:
-        weights = check_requirements(PurpleOptions(cuda_device=specs[0].cuda_device), env)
-    except UserError as error:
-        return Check(name="STEVE-1", status="fail", detail=error.message, needed_by=names)
-    return Check(name="STEVE-1", status="ok", detail=f"weights {weights}", needed_by=names)
-
-
 def cuda_check(env: Mapping[str, str], specs: list[ArmSpec]) -> Check:
     names = [spec.name for spec in specs]
     devices = [spec.cuda_device for spec in specs if spec.cuda_device is not None]
@@ -187,7 +195,8 @@ def run_doctor(specs: list[ArmSpec], env: Mapping[str, str]) -> DoctorReport:
         checks += codex_checks(env, codex_specs)
     steve1_specs = [s for s in specs if s.agent == "steve1"]
     if steve1_specs:
-        checks += [steve1_check(env, steve1_specs), cuda_check(env, steve1_specs)]
+        checks += steve1_checks(env, steve1_specs)
+        checks.append(cuda_check(env, steve1_specs))
     if specs:
         checks.append(memory_check(specs))
     return DoctorReport(checks=checks)

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
 
 import pytest
 from model_service import FakeModelService
@@ -19,3 +24,81 @@ def model_service() -> Iterator[str]:
     yield f"http://127.0.0.1:{server.server_address[1]}/v1"
     server.shutdown()
     thread.join()
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A project folder with an empty arms/."""
+    (tmp_path / "arms").mkdir()
+    return tmp_path
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """The CLI's environment for a test: state and codex roots on local disk under /var/tmp, removed afterwards."""
+    state = Path("/var/tmp") / f"mcu-arms-test-{os.getpid()}-{tmp_path.name}"
+    yield {
+        "PATH": os.environ["PATH"],
+        "USER": "tester",
+        "HOME": str(tmp_path / "home"),
+        "MCU_ARMS_STATE_DIR": str(state / "state"),
+        "MCU_CODEX_ROOT": str(state / "codex"),
+        "MCU_CODEX_AUTH": str(tmp_path / "auth.json"),
+    }
+    shutil.rmtree(state, ignore_errors=True)
+
+
+FAKE_MINESTUDIO = Path(__file__).resolve().parent / "fake_minestudio"
+
+
+def _forget_minestudio() -> None:
+    for name in [name for name in sys.modules if name == "minestudio" or name.startswith("minestudio.")]:
+        del sys.modules[name]
+
+
+@pytest.fixture
+def fake_minestudio(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """`import minestudio` finds the stand-in of MineStudio 1.1.6 (tests/fake_minestudio) during the test, and
+    nothing after it. Yields the stand-in's control knobs, reset to a healthy host."""
+    _forget_minestudio()
+    monkeypatch.syspath_prepend(str(FAKE_MINESTUDIO))
+    from minestudio.simulator import reset_control
+
+    control = reset_control()
+    yield control
+    from minestudio.simulator.minerl.env.malmo import InstanceManager
+
+    for env in control.envs:  # no engine process outlives its test
+        env.release()
+        env.close()
+    for instance in list(InstanceManager._instance_pool):
+        instance.kill()
+    if control.daemon is not None:
+        control.daemon.kill()
+        control.daemon.wait()
+    _forget_minestudio()
+
+
+def write_script(folder: Path, name: str, body: str) -> Path:
+    path = folder / name
+    path.write_text("#!/bin/sh\n" + body + "\n")
+    path.chmod(0o755)
+    return path
+
+
+@pytest.fixture
+def minestudio_host(tmp_path: Path, fake_minestudio: Any) -> dict[str, Any]:
+    """A host that passes every MineStudio check, with the stand-in as `minestudio`: java 8, xvfb-run, Xvfb and
+    xauth on PATH (scripts), and the engine jar in MINESTUDIO_DIR. `env` is the environment to hand the backend."""
+    from mcu_arms.green.sims.minestudio import ENGINE_JAR
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    write_script(bin_dir, "java", "echo 'openjdk version \"1.8.0_392\"' >&2")
+    for tool in ("xvfb-run", "Xvfb", "xauth"):
+        write_script(bin_dir, tool, "exit 0")
+    home = tmp_path / "MineStudio"
+    (home / ENGINE_JAR).parent.mkdir(parents=True)
+    (home / ENGINE_JAR).write_bytes(b"jar")
+    return {"env": {"PATH": str(bin_dir), "MINESTUDIO_DIR": str(home)}, "bin": bin_dir, "home": home,
+            "control": fake_minestudio}

@@ -178,7 +178,7 @@ def test_the_template_documents_every_key():
     from mcu_arms.contracts.settings import Thresholds
 
     text = (Path(__file__).resolve().parents[1] / "templates" / "arm.toml").read_text()
-    written = set(re.findall(r"^#? ?([a-z_]+) = ", text, flags=re.MULTILINE))
+    written = set(re.findall(r"^#? ?([a-z0-9_]+) = ", text, flags=re.MULTILINE))
     tables = set(re.findall(r"^\[([a-z_]+)\]", text, flags=re.MULTILINE))
     tables_of_the_arm = {"ports", "codex", "env", "thresholds"}
     expected = set(ArmSpec.model_fields) - tables_of_the_arm

@@ -132,7 +132,8 @@ def test_reward_task_is_scored_and_its_files_written(green: str, tmp_path: Path)
     result = evaluation.result
     assert result == json.loads((tmp_path / "evaluation.json").read_text())
     assert result["simulator"] == {"name": "embedded", "version": "1.8.3",
-                                   "label": "embedded (Crafter 1.8.3): a Crafter analogue of MCU, not MCU scores"}
+                                   "label": "embedded (Crafter 1.8.3): a Crafter analogue of MCU, not MCU scores",
+                                   "reset_mode": "hard"}
     assert (result["seed"], result["max_steps"], result["config"]["step_timeout"]) == (0, 4, 5.0)
     category = result["results"][0]
     assert (category["num_tasks"], category["scored_tasks"], category["total_score"]) == (1, 1, 10.0)
@@ -375,6 +376,9 @@ def test_a_refused_init_is_recorded_loudly_and_the_episode_still_runs(green: str
         ({"task_category": "crafting", "auto_eval_dir": "/nonexistent/auto_eval"}, None,
          "config auto_eval_dir: /nonexistent/auto_eval is not a directory"),
         ({"task_category": "crafting", "obs_encoding": "gif"}, None, "config.obs_encoding: Input should be 'png'"),
+        ({"task_category": "crafting", "reset_mode": "seeded_fast"}, None,
+         "reset_mode 'seeded_fast' is for minestudio: the embedded simulator builds a new world"),
+        ({"task_category": "crafting", "reset_mode": "fast"}, None, "config.reset_mode: Input should be 'hard' or"),
         ({"task_category": "crafting"}, {"judge": "http://127.0.0.1:1"}, "must name the role 'agent'"),
         ({"task_category": "crafting"}, {"agent": "http://127.0.0.1:1"}, "participant 'agent' at http://127.0.0.1:1"),
         pytest.param({"task_category": "crafting", "simulator": "minestudio"}, None,

@@ -1,17 +1,21 @@
-"""The MineStudio backend without MineStudio: quantiser numbers, preflight reporting, and the adapter's behaviour
-against a stand-in for the engine (which cannot run here)."""
+"""The MineStudio backend without Minecraft: quantiser numbers, the host preflight, and the backend's behaviour
+against a stand-in of MineStudio 1.1.6's classes (tests/fake_minestudio; the engine cannot run here)."""
 
 from __future__ import annotations
 
+import importlib.util
+import json
+import os
+import subprocess
 import sys
-import threading
-import types
+import time
 from collections import namedtuple
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+import psutil
 import pytest
+from conftest import write_script
 
 from mcu_arms.contracts.camera import (
     NULL_CAMERA_INDEX,
@@ -28,12 +32,18 @@ from mcu_arms.green.sims.base import SimulatorUnavailable
 from mcu_arms.green.sims.minestudio import (
     ENGINE_JAR,
     MineStudioSimulator,
+    SimulatorCrashed,
     SimulatorTimeout,
+    fast_reset_target,
+    host_checks,
+    minestudio_dir,
     minestudio_preflight,
+    tempdir_for,
 )
 
 Partition = namedtuple("Partition", "device mountpoint fstype opts")
 LOCAL_DISK = [Partition("/dev/sda1", "/", "ext4", "rw")]
+TASKS = [TaskSpec(name=name, category="mining", text=name) for name in ("first", "second", "third")]
 
 
 def test_quantiser_matches_minestudio_agent_mode() -> None:
@@ -56,84 +66,17 @@ def test_compact_camera_index() -> None:
         camera_bins(121)
 
 
-def _script(folder: Path, name: str, body: str) -> None:
-    path = folder / name
-    path.write_text("#!/bin/sh\n" + body + "\n")
-    path.chmod(0o755)
+# --- preflight ----------------------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    """A host that passes every check: java 8 and xvfb-run on PATH, the engine jar, and an importable
-    `minestudio` whose MinecraftSim is a stand-in recording what it was given."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    _script(bin_dir, "java", "echo 'openjdk version \"1.8.0_392\"' >&2")
-    _script(bin_dir, "xvfb-run", "exit 0")
-    home = tmp_path / "MineStudio"
-    (home / ENGINE_JAR).parent.mkdir(parents=True)
-    (home / ENGINE_JAR).write_bytes(b"jar")
-    calls: dict[str, Any] = {"constructed": 0, "seeds": [], "actions": [], "commands": []}
-    monkeypatch.setitem(sys.modules, "minestudio", types.ModuleType("minestudio"))
-    simulator_module = types.ModuleType("minestudio.simulator")
-    callbacks_module = types.ModuleType("minestudio.simulator.callbacks")
-    simulator_module.MinecraftSim = _fake_sim_class(calls)
-    callbacks_module.CommandsCallback = lambda commands: ("commands", commands)
-    callbacks_module.FastResetCallback = lambda **kwargs: ("fast_reset", kwargs)
-    callbacks_module.RecordCallback = lambda **kwargs: ("record", kwargs)
-    monkeypatch.setitem(sys.modules, "minestudio.simulator", simulator_module)
-    monkeypatch.setitem(sys.modules, "minestudio.simulator.callbacks", callbacks_module)
-    env = {"PATH": str(bin_dir), "MINESTUDIO_DIR": str(home)}
-    return {"env": env, "calls": calls, "bin": bin_dir, "home": home}
+def _by_name(env: dict[str, str]) -> dict[str, Any]:
+    return {check.name: check for check in host_checks(env, partitions=LOCAL_DISK)}
 
 
-def _fake_sim_class(calls: dict[str, Any]) -> type:
-    class FakeActionSpace:
-        def no_op(self) -> dict[str, Any]:
-            return {"chat": "", "attack": 0, "camera": np.zeros(2, dtype=np.float32)}
-
-    class FakeEnv:
-        action_space = FakeActionSpace()
-
-        def seed(self, seed: int) -> None:
-            calls["seeds"].append(seed)
-
-    class FakeMinecraftSim:
-        """Stand-in for the engine: counters carry over resets, as Minecraft statistics do under fast reset."""
-
-        def __init__(self, **kwargs: Any) -> None:
-            calls["constructed"] += 1
-            calls["kwargs"] = kwargs
-            self.env = FakeEnv()
-            self.callbacks: list[Any] = []
-            self.mined = 4
-            self.block_step = threading.Event()
-            self.block_step.set()
-
-        def _obs(self) -> tuple[dict[str, Any], dict[str, Any]]:
-            info = {"mine_block": {"oak_log": self.mined}, "health": np.float32(20.0), "location_stats": {"x": 1}}
-            return {"image": np.zeros((128, 128, 3), dtype=np.uint8)}, info
-
-        def reset(self) -> tuple[dict[str, Any], dict[str, Any]]:
-            calls["commands"].append([c for c in self.callbacks if c[0] == "commands"])
-            return self._obs()
-
-        def step(self, action: dict[str, Any]) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-            self.block_step.wait()
-            calls["actions"].append(action)
-            if action["attack"]:
-                self.mined += 1
-            obs, info = self._obs()
-            return obs, 0.0, False, False, info
-
-        def close(self) -> None:
-            calls["closed"] = True
-
-    return FakeMinecraftSim
-
-
-def test_preflight_passes_on_a_ready_host(host: dict[str, Any]) -> None:
-    assert minestudio_preflight(host["env"], partitions=LOCAL_DISK) == []
+def test_preflight_passes_on_a_ready_host(minestudio_host: dict[str, Any]) -> None:
+    checks = host_checks(minestudio_host["env"], partitions=LOCAL_DISK)
+    assert [check.status for check in checks] == ["ok"] * len(checks)
+    assert minestudio_preflight(minestudio_host["env"], partitions=LOCAL_DISK) == []
 
 
 def test_preflight_reports_each_missing_piece_with_how_to_get_it(tmp_path: Path) -> None:
@@ -143,37 +86,102 @@ def test_preflight_reports_each_missing_piece_with_how_to_get_it(tmp_path: Path)
         {"PATH": str(empty), "MINESTUDIO_DIR": str(tmp_path / "nowhere")}, partitions=LOCAL_DISK
     )
     text = "\n".join(problems)
-    assert len(problems) == 4
-    assert "pip install 'mcu-arms[minestudio]'" in text
-    assert "java is not on PATH" in text and "openjdk-8" in text
-    assert "xvfb-run is not on PATH" in text
+    assert "java is not on PATH" in text
+    assert "xvfb-run and Xvfb not on PATH" in text and "xauth is not on PATH" in text
     assert "mcprec-6.13.jar" in text and "CraftJarvis/SimulatorEngine" in text
+    if importlib.util.find_spec("minestudio") is None:
+        assert "pip install 'mcu-arms[minestudio]'" in text and len(problems) == 5
+    else:
+        assert len(problems) == 4
 
 
-def test_preflight_rejects_java_17_and_a_network_minestudio_dir(host: dict[str, Any]) -> None:
-    _script(host["bin"], "java", "echo 'openjdk version \"17.0.9\" 2023-10-17' >&2")
-    nfs = [*LOCAL_DISK, Partition("server:/export", str(host["home"].parent), "nfs4", "rw")]
-    problems = minestudio_preflight(host["env"], partitions=nfs)
+def test_the_jdk_hint_names_a_source_that_has_jdk_8_on_debian_12(tmp_path: Path) -> None:
+    java = _by_name({"PATH": str(tmp_path), "MINESTUDIO_DIR": str(tmp_path)})["java"]
+    assert java.status == "fail"
+    assert "temurin-8-jdk" in java.fix and "packages.adoptium.net" in java.fix
+    assert "Debian 12 has no openjdk-8 package" in java.fix
+
+
+def test_preflight_rejects_java_17_and_a_network_minestudio_dir(minestudio_host: dict[str, Any]) -> None:
+    write_script(minestudio_host["bin"], "java", "echo 'openjdk version \"17.0.9\" 2023-10-17' >&2")
+    nfs = [*LOCAL_DISK, Partition("server:/export", str(minestudio_host["home"].parent), "nfs4", "rw")]
+    problems = minestudio_preflight(minestudio_host["env"], partitions=nfs)
     assert len(problems) == 2
     assert "version 17" in problems[0] and "needs 8" in problems[0]
     assert "nfs4 filesystem" in problems[1] and "sqlite" in problems[1]
 
 
-def test_gpu_render_needs_vglrun_instead_of_xvfb(host: dict[str, Any]) -> None:
-    problems = minestudio_preflight({**host["env"], "MINESTUDIO_GPU_RENDER": "1"}, partitions=LOCAL_DISK)
-    assert len(problems) == 1 and "vglrun is not on PATH" in problems[0]
+def test_the_engine_is_looked_for_where_minestudio_looks_when_tmpdir_is_set(
+    minestudio_host: dict[str, Any], tmp_path: Path
+) -> None:
+    other_tmp = tmp_path / "other-tmp"
+    other_tmp.mkdir()
+    env = {"PATH": minestudio_host["env"]["PATH"], "TMPDIR": str(other_tmp)}
+    stdlib = subprocess.run(
+        [sys.executable, "-c", "import tempfile; print(tempfile.gettempdir())"], env=env, capture_output=True,
+        text=True, check=True,
+    ).stdout.strip()
+    assert tempdir_for(env) == Path(stdlib) == other_tmp
+    assert minestudio_dir(env) == other_tmp / "MineStudio"
+    engine = _by_name(env)["MineStudio engine"]
+    assert engine.status == "fail" and str(other_tmp / "MineStudio" / ENGINE_JAR) in engine.detail
+    assert f"TMPDIR={other_tmp} is set" in engine.detail
+    (other_tmp / "MineStudio" / ENGINE_JAR).parent.mkdir(parents=True)
+    (other_tmp / "MineStudio" / ENGINE_JAR).write_bytes(b"jar")
+    assert minestudio_preflight(env, partitions=LOCAL_DISK) == []
+    assert tempdir_for({"TMPDIR": str(tmp_path / "missing")}) == Path("/tmp"), "a TMPDIR that is no directory is skipped"
 
 
-def test_missing_engine_raises_and_never_constructs_minecraftsim(host: dict[str, Any]) -> None:
-    (host["home"] / ENGINE_JAR).unlink()
+def test_gpu_render_flag_is_not_a_reason_to_demand_vglrun(minestudio_host: dict[str, Any]) -> None:
+    env = {**minestudio_host["env"], "MINESTUDIO_GPU_RENDER": "1"}
+    assert minestudio_preflight(env, partitions=LOCAL_DISK) == [], "1.1.6 never runs vglrun"
+    flag = _by_name(env)["MINESTUDIO_GPU_RENDER"]
+    assert flag.status == "warn" and "no effect" in flag.detail and "xvfb-run" in flag.detail
+    (minestudio_host["bin"] / "xvfb-run").unlink()
+    assert any("xvfb-run" in problem for problem in minestudio_preflight(env, partitions=LOCAL_DISK))
+
+
+def test_xvfb_run_without_xauth_is_refused(minestudio_host: dict[str, Any]) -> None:
+    (minestudio_host["bin"] / "xauth").unlink()
+    problems = minestudio_preflight(minestudio_host["env"], partitions=LOCAL_DISK)
+    assert len(problems) == 1 and "xauth is not on PATH" in problems[0] and "exits 3" in problems[0]
+
+
+def test_a_minestudio_dir_that_cannot_be_created_is_refused(minestudio_host: dict[str, Any], tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    env = {**minestudio_host["env"], "MINESTUDIO_DIR": str(blocker / "MineStudio")}
+    directory = _by_name(env)["MINESTUDIO_DIR"]
+    assert directory.status == "fail" and "is not a directory" in directory.detail
+    assert "set MINESTUDIO_DIR to a writable directory" in directory.fix
+
+
+def test_a_read_only_minestudio_dir_is_refused(minestudio_host: dict[str, Any]) -> None:
+    home = minestudio_host["home"]
+    if os.geteuid() == 0:  # root writes through mode bits: a read-only mount is what stops it
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro", "tmpfs", str(home)], capture_output=True, text=True)
+        if done.returncode != 0:
+            pytest.skip(f"running as root and a read-only tmpfs cannot be mounted here: {done.stderr.strip()}")
+    else:
+        home.chmod(0o500)
+    try:
+        directory = _by_name(minestudio_host["env"])["MINESTUDIO_DIR"]
+        assert directory.status == "fail" and "not writable" in directory.detail
+    finally:
+        if os.geteuid() == 0:
+            subprocess.run(["umount", str(home)], check=True)
+        else:
+            home.chmod(0o700)
+
+
+def test_missing_engine_raises_and_never_constructs_minecraftsim(minestudio_host: dict[str, Any]) -> None:
+    (minestudio_host["home"] / ENGINE_JAR).unlink()
     with pytest.raises(SimulatorUnavailable, match="simulator engine is missing"):
-        MineStudioSimulator(host["env"], partitions=LOCAL_DISK)
-    assert host["calls"]["constructed"] == 0
+        MineStudioSimulator(minestudio_host["env"], partitions=LOCAL_DISK)
+    assert minestudio_host["control"].envs == []
 
 
 def test_module_imports_without_minestudio() -> None:
-    import subprocess
-
     code = (
         "import sys, mcu_arms.green.sims.minestudio as m; "
         "assert 'minestudio' not in sys.modules and 'numpy' not in sys.modules; print('ok')"
@@ -182,49 +190,213 @@ def test_module_imports_without_minestudio() -> None:
     assert completed.stdout.strip() == "ok", completed.stderr
 
 
-def test_reset_and_step_through_the_stand_in(host: dict[str, Any]) -> None:
-    simulator = MineStudioSimulator({**host["env"], "MCU_CAMERA_QUANTISED": "1"}, partitions=LOCAL_DISK)
-    assert host["calls"]["constructed"] == 0  # the engine starts on first reset, in the worker
-    task = TaskSpec(name="t", category="crafting", text="t", init_commands=("/give @s minecraft:stone 3",))
-    first = simulator.reset(task, seed=7)
-    assert first.counters == {} and first.info == {"health": 20.0}  # positions never leave the backend
-    assert host["calls"]["kwargs"]["action_type"] == "env" and host["calls"]["kwargs"]["obs_size"] == (128, 128)
-    action = noop_action() | {"attack": 1, "camera": (4.32, 0.0)}
-    stepped = simulator.step(action)
-    assert stepped.counters == {"mine_block": {"oak_log": 1}}  # relative to the reset, not Minecraft's total
-    sent = host["calls"]["actions"][-1]
-    assert sent["chat"] == "" and sent["attack"] == 1
-    assert sent["camera"].tolist() == pytest.approx([3.2154, 0.0], abs=1e-4)
-    assert simulator.fallback_counts() == {"camera_quantised": 1}
-    simulator.reset(task, seed=8)
-    assert simulator.step(noop_action()).counters == {}  # a second (fast) reset restarts the counters
-    assert host["calls"]["seeds"] == [7, 8]
-    assert host["calls"]["commands"][0] == [("commands", ["/give @s minecraft:stone 3"])]
-    simulator.close()
-    assert host["calls"].get("closed") is True
+# --- the backend over the stand-in --------------------------------------------------------------------------------
 
 
-def test_a_hung_step_times_out_and_leaves_the_backend_unusable(host: dict[str, Any]) -> None:
-    simulator = MineStudioSimulator(host["env"], partitions=LOCAL_DISK, step_timeout_s=0.2)
-    simulator.reset(TaskSpec(name="t", category="crafting", text="t"), seed=0)
-    simulator._sim.block_step.clear()
+def _simulator(host: dict[str, Any], **options: Any) -> MineStudioSimulator:
+    return MineStudioSimulator(host["env"], partitions=LOCAL_DISK, obs_size=(32, 32), **options)
+
+
+def _fresh_start(host: dict[str, Any], task: TaskSpec, seed: int, reset_mode: str) -> tuple[tuple, bytes]:
+    """Where a fresh seeded run of `task` alone starts: position and frame."""
+    simulator = _simulator(host, reset_mode=reset_mode)
     try:
-        with pytest.raises(SimulatorTimeout, match="step did not finish"):
-            simulator.step(noop_action())
-        with pytest.raises(SimulatorTimeout):
-            simulator.step(noop_action())
-        assert simulator.fallback_counts() == {"timeout.step": 1}
+        frame = simulator.reset(task, seed).frame
+        return simulator._sim.fake.position(), frame.tobytes()
     finally:
-        simulator._sim.block_step.set()
         simulator.close()
 
 
-def test_env_mode_passes_exact_degrees(host: dict[str, Any]) -> None:
-    simulator = MineStudioSimulator(host["env"], partitions=LOCAL_DISK)
-    simulator.reset(TaskSpec(name="t", category="crafting", text="t"), seed=0)
-    simulator.step(noop_action() | {"camera": (4.32, -90.0)})
-    assert host["calls"]["actions"][-1]["camera"].tolist() == pytest.approx([4.32, -90.0], abs=1e-5)
-    assert simulator.fallback_counts() == {}
+def test_reset_and_step_through_the_stand_in(minestudio_host: dict[str, Any]) -> None:
+    simulator = MineStudioSimulator({**minestudio_host["env"], "MCU_CAMERA_QUANTISED": "1"}, partitions=LOCAL_DISK)
+    assert minestudio_host["control"].envs == []  # the engine starts on first reset, in the worker
+    task = TaskSpec(name="t", category="crafting", text="t", init_commands=("/give @s minecraft:stone 3",))
+    first = simulator.reset(task, seed=7)
+    assert first.counters == {} and first.frame.shape == (128, 128, 3)
+    assert set(first.info) <= {"health", "food_level", "is_gui_open"}  # positions never leave the backend
+    fake = simulator._sim.fake
+    assert fake.world_seed == 7 and "/give @s minecraft:stone 3" in fake.commands
+    for _ in range(5):
+        stepped = simulator.step(noop_action() | {"attack": 1, "camera": (4.32, 0.0)})
+    assert sum(stepped.counters["mine_block"].values()) == 1  # five attack steps break one block
+    assert simulator.fallback_counts() == {"camera_quantised": 5}
+    simulator.close()
+    assert fake.is_closed()
+
+
+def test_drop_is_counted_as_an_input_with_no_effect_and_not_advertised(minestudio_host: dict[str, Any]) -> None:
+    simulator = _simulator(minestudio_host)
+    simulator.reset(TASKS[0], seed=0)
+    assert simulator.step(noop_action() | {"drop": 1, "forward": 1}).no_effect == ["drop"]
+    simulator.step(noop_action() | {"drop": 1})
+    assert simulator.step(noop_action() | {"forward": 1}).no_effect == []
+    assert simulator.fallback_counts() == {"no_effect.drop": 2}
+    assert simulator._sim.fake.ignored_keys == {}, "drop never reaches MineStudio's action"
+    assert "drop has no effect" in simulator.agent_instructions()
+    simulator.reset(TASKS[1], seed=0)
+    assert simulator.fallback_counts() == {}, "counted per task"
+    simulator.close()
+
+
+@pytest.mark.parametrize("reset_mode", ["hard", "seeded_fast"])
+def test_every_task_starts_where_a_fresh_seeded_run_of_it_starts(
+    minestudio_host: dict[str, Any], reset_mode: str
+) -> None:
+    simulator = _simulator(minestudio_host, reset_mode=reset_mode)
+    starts = []
+    for task in TASKS:
+        frame = simulator.reset(task, seed=11).frame
+        starts.append((simulator._sim.fake.position(), frame.tobytes()))
+        for _ in range(12):  # walk and mine: the next task must not start where this one left off
+            simulator.step(noop_action() | {"forward": 1, "attack": 1, "camera": (0.0, 15.0)})
+    fake = simulator._sim.fake
+    simulator.close()
+    assert starts == [_fresh_start(minestudio_host, task, 11, reset_mode) for task in TASKS]
+    assert simulator.reset_mode() == reset_mode
+    assert fake.hard_resets == (3 if reset_mode == "hard" else 1)
+    if reset_mode == "seeded_fast":
+        assert len({position for position, _ in starts}) == 3, "each task has its own (seed, task) start"
+        assert sum(command.startswith("/teleportbiome") for command in fake.commands) == 3
+
+
+def test_seeded_fast_starts_depend_on_the_seed_and_hard_ones_are_the_seeds_world(minestudio_host: dict[str, Any]) -> None:
+    assert _fresh_start(minestudio_host, TASKS[1], 1, "seeded_fast") != _fresh_start(minestudio_host, TASKS[1], 2, "seeded_fast")
+    assert _fresh_start(minestudio_host, TASKS[0], 5, "hard") == _fresh_start(minestudio_host, TASKS[2], 5, "hard")
+
+
+def test_after_the_engine_ends_an_episode_the_next_task_still_starts_like_a_fresh_run(
+    minestudio_host: dict[str, Any],
+) -> None:
+    simulator = _simulator(minestudio_host, reset_mode="seeded_fast")
+    simulator.reset(TASKS[0], seed=3)
+    simulator._sim.fake.finish_episode()
+    assert simulator.step(noop_action()).done
+    frame = simulator.reset(TASKS[1], seed=3).frame  # a fast reset would raise RuntimeError(done=True) here
+    where = simulator._sim.fake.position()
+    assert simulator.restarts() == []
+    simulator.close()
+    assert (where, frame.tobytes()) == _fresh_start(minestudio_host, TASKS[1], 3, "seeded_fast")
+
+
+def test_fast_reset_targets_are_stable_across_processes_and_in_minestudio_range() -> None:
+    code = (
+        "from mcu_arms.green.sims.minestudio import fast_reset_target; "
+        "print(fast_reset_target(7, 'mine_iron_ore', ('plains', 'forest', 'desert'), 1000))"
+    )
+    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env={**os.environ, "PYTHONHASHSEED": "123"}).stdout.strip()
+    assert other == str(fast_reset_target(7, "mine_iron_ore", ("plains", "forest", "desert"), 1000))
+    targets = {fast_reset_target(seed, "t", ("plains", "forest"), 1000) for seed in range(300)}
+    assert all(-500 <= x < 500 and -500 <= z < 500 for _, x, z in targets) and len(targets) > 290
+    assert {biome for biome, _, _ in targets} == {"plains", "forest"}
+
+
+def _engine_pid(simulator: MineStudioSimulator) -> int:
+    return simulator._sim.env.instances[0].minecraft_process.pid
+
+
+def _gone(pid: int, deadline_s: float = 10.0) -> bool:
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        if not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_crash_mid_task_replaces_the_instance_and_the_next_task_starts_clean(minestudio_host: dict[str, Any]) -> None:
+    control = minestudio_host["control"]
+    control.spawn_engine_process = control.spawn_daemon_process = True
+    simulator = _simulator(minestudio_host)
+    simulator.reset(TASKS[0], seed=4)
+    old_engine, daemon = _engine_pid(simulator), control.daemon
+    simulator.step(noop_action())
+    simulator._sim.fake.crash()
+    with pytest.raises(SimulatorCrashed, match=r"failed during step \(TypeError"):
+        simulator.step(noop_action())
+    frame = simulator.reset(TASKS[1], seed=4).frame
+    [restart] = simulator.restarts()
+    assert (restart.cause, restart.failed_task, restart.failed_during, restart.failed_step) == ("crash", "first", "step", 1)
+    assert "TypeError" in restart.detail and restart.at
+    assert len(control.envs) == 2 and control.envs[0].is_closed(), "the crashed instance was closed, a new one built"
+    assert _gone(old_engine) and _engine_pid(simulator) != old_engine
+    assert daemon.poll() is None, "MineStudio's host-wide daemon is not ours to stop"
+    where = simulator._sim.fake.position()
+    simulator.step(noop_action())
+    simulator.close()
+    assert (where, frame.tobytes()) == _fresh_start(minestudio_host, TASKS[1], 4, "hard")
+
+
+def test_a_hung_step_times_out_stops_the_engine_by_pid_and_the_next_task_gets_a_fresh_instance(
+    minestudio_host: dict[str, Any],
+) -> None:
+    minestudio_host["control"].spawn_engine_process = True
+    simulator = _simulator(minestudio_host, step_timeout_s=0.3)
+    simulator.reset(TASKS[0], seed=0)
+    engine = _engine_pid(simulator)
+    simulator._sim.fake.hang_steps()
+    with pytest.raises(SimulatorTimeout, match="step did not finish"):
+        simulator.step(noop_action())
+    assert simulator.fallback_counts() == {"timeout.step": 1}
+    assert _gone(engine), "the hung engine was stopped by its pid"
+    simulator.reset(TASKS[1], seed=0)
+    assert [(r.cause, r.failed_during) for r in simulator.restarts()] == [("timeout", "step")]
+    simulator.step(noop_action())
+    simulator.close()
+
+
+def test_a_launch_that_hangs_is_stopped_and_retried_once_on_a_fresh_instance(minestudio_host: dict[str, Any]) -> None:
+    control = minestudio_host["control"]
+    control.spawn_engine_process = control.launch_hangs = True
+    simulator = _simulator(minestudio_host, reset_timeout_s=1.0)
+    simulator.reset(TASKS[0], seed=0)  # the first launch never gets ready; its engine is found in the pool
+    [restart] = simulator.restarts()
+    assert (restart.cause, restart.failed_during, restart.failed_task) == ("timeout", "reset", "first")
+    assert control.launches == 2
+    assert simulator.fallback_counts() == {"timeout.reset": 1}
+    simulator.close()
+
+
+def test_an_engine_that_never_starts_gives_up_after_three_failures_in_a_row(minestudio_host: dict[str, Any]) -> None:
+    control = minestudio_host["control"]
+    control.launch_fails = True
+    simulator = _simulator(minestudio_host)
+    with pytest.raises(SimulatorCrashed, match="EOFError"):
+        simulator.reset(TASKS[0], seed=0)  # tried twice
+    with pytest.raises(SimulatorUnavailable, match="failed 3 times in a row"):
+        simulator.reset(TASKS[1], seed=0)  # once more, then never again
+    with pytest.raises(SimulatorUnavailable, match="failed 3 times in a row"):
+        simulator.reset(TASKS[2], seed=0)
+    assert control.launches == 3
+    simulator.close()
+
+
+def test_close_stops_only_the_engine_it_started(minestudio_host: dict[str, Any]) -> None:
+    control = minestudio_host["control"]
+    control.spawn_engine_process = control.spawn_daemon_process = True
+    simulator = _simulator(minestudio_host)
+    simulator.reset(TASKS[0], seed=0)
+    engine = _engine_pid(simulator)
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    try:
+        simulator.close()
+        assert _gone(engine)
+        assert control.daemon.poll() is None and bystander.poll() is None
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
+def test_the_result_fields_serialise(minestudio_host: dict[str, Any]) -> None:
+    minestudio_host["control"].crash_at_env_step = 25
+    simulator = _simulator(minestudio_host)
+    simulator.reset(TASKS[0], seed=0)
+    with pytest.raises(SimulatorCrashed):
+        for _ in range(10):
+            simulator.step(noop_action())
+    simulator.reset(TASKS[1], seed=0)
+    [restart] = json.loads(json.dumps([r.model_dump(mode="json") for r in simulator.restarts()]))
+    assert restart["failed_step"] == 4 and restart["cause"] == "crash"
     simulator.close()
 
 
@@ -237,4 +409,6 @@ def test_the_green_asks_minestudio_to_render_the_observation_size(monkeypatch: p
     built: dict[str, Any] = {}
     monkeypatch.setattr(backend, "MineStudioSimulator", lambda **kwargs: built.update(kwargs) or "minestudio")
     assert make_simulator("minestudio", obs_size=(640, 360)) == "minestudio"
-    assert built == {"obs_size": (640, 360)}
+    assert built == {"obs_size": (640, 360), "reset_mode": "hard"}
+    make_simulator("minestudio", reset_mode="seeded_fast")
+    assert built["reset_mode"] == "seeded_fast"

@@ -26,26 +26,6 @@ purple = {purple}
 """
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    (tmp_path / "arms").mkdir()
-    return tmp_path
-
-
-@pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    state = Path("/var/tmp") / f"mcu-arms-test-{os.getpid()}-{tmp_path.name}"
-    yield {
-        "PATH": os.environ["PATH"],
-        "USER": "tester",
-        "HOME": str(tmp_path / "home"),
-        "MCU_ARMS_STATE_DIR": str(state / "state"),
-        "MCU_CODEX_ROOT": str(state / "codex"),
-        "MCU_CODEX_AUTH": str(tmp_path / "auth.json"),
-    }
-    shutil.rmtree(state, ignore_errors=True)
-
-
 def write_arm(project: Path, name: str, text: str) -> Path:
     path = project / "arms" / f"{name}.toml"
     path.write_text(text)

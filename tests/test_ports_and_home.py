@@ -231,9 +231,9 @@ def test_doctor_reports_missing_pieces_without_failing_hard(tmp_path, env):
     assert outcome.exit_code == 1
 
     checks = json.loads(outcome.out)["checks"]
-    minestudio = " | ".join(c["detail"] for c in checks if c["name"] == "MineStudio" and c["status"] == "fail")
-    assert "xvfb-run is not on PATH" in minestudio and "java is not on PATH" in minestudio
-    assert "mcprec-6.13.jar" in minestudio
+    minestudio = " | ".join(c["detail"] for c in checks if c["needed_by"] == ["ms"] and c["status"] == "fail")
+    assert "xvfb-run and Xvfb not on PATH" in minestudio and "java is not on PATH" in minestudio
+    assert "xauth is not on PATH" in minestudio and "mcprec-6.13.jar" in minestudio
     assert any(c["name"] == "memory" and c["status"] in ("ok", "warn") for c in checks)
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from mcu_arms.arms.spec import SESSION_TURNS_WARN_ABOVE, ArmSpec, arm_path, describe_error, load_arm
-from mcu_arms.contracts.catalog import CODEX_AGENTS, FRAME_READING_AGENTS, capped_steps
+from mcu_arms.contracts.catalog import CODEX_AGENTS, DEFAULT_RESET_MODE, FRAME_READING_AGENTS, capped_steps
 from mcu_arms.contracts.errors import UserError, toml_line, user_error
 from mcu_arms.contracts.rubric import AUTO_EVAL_ENV
 from mcu_arms.contracts.settings import (
@@ -122,7 +122,10 @@ def resolve_settings(spec: ArmSpec, warnings: list[str]) -> tuple[Settings, Comp
     as_written = spec.model_dump(include=set(Settings.model_fields)) | spec.codex.model_dump(
         include=set(Settings.model_fields)
     )
-    settings = Settings.model_validate({**as_written, "steps": steps, "compact_limit": compaction.limit})
+    resolved = {"steps": steps, "compact_limit": compaction.limit}
+    if spec.simulator == "minestudio":
+        resolved["reset_mode"] = spec.reset_mode or DEFAULT_RESET_MODE
+    settings = Settings.model_validate({**as_written, **resolved})
     return settings, compaction
 
 
@@ -130,8 +133,9 @@ def check_tasks(spec: ArmSpec, source: Path, warnings: list[str]) -> list[TaskSp
     """The tasks the arm will run: they exist, and the simulator can score them — found now, not after three
     processes started.
 
-    On the embedded simulator a whole category may be partly runnable (the rest is skipped, and said so), and a
-    milestone with no Crafter analogue still counts in the total but can never be reached (said so too).
+    On the embedded simulator a whole category may be partly runnable (the rest is skipped, and said so). An entry the
+    simulator can never observe (no Crafter analogue; no Minecraft 1.16 statistic on MineStudio) still counts in the
+    total but can never be reached: said so, with the reason.
     """
     try:
         tasks = select_tasks(spec.task, spec.tasks)
@@ -147,12 +151,15 @@ def check_tasks(spec: ArmSpec, source: Path, warnings: list[str]) -> list[TaskSp
             f"{len(blocked)} of {len(tasks)} '{spec.task}' tasks have no Crafter analogue and will be skipped: "
             + ", ".join(blocked)
         )
+    if spec.steve1_condition is not None and len(runnable) > 1:
+        warnings.append(
+            f"steve1_condition: all {len(runnable)} tasks are conditioned on {spec.steve1_condition!r}, not on their "
+            "own text (give each task its own arm to condition each on its own command)"
+        )
     for task in runnable:
-        if support[task.name].unavailable:
-            warnings.append(
-                f"{task.name}: {', '.join(support[task.name].unavailable)} has no Crafter analogue: counted in the "
-                "total, never reachable on the embedded simulator"
-            )
+        for line in support[task.name].unavailable_text():
+            warnings.append(f"{task.name}: {line}: counted in the total, never reachable on the {spec.simulator} simulator")
+        warnings += [f"{task.name}: {note}" for note in support[task.name].notes]
     return runnable
 
 
@@ -300,6 +307,8 @@ def scenario_toml(plan: ArmPlan) -> str:
         config["tasks"] = settings.tasks
     if settings.auto_eval_dir:
         config["auto_eval_dir"] = settings.auto_eval_dir
+    if settings.reset_mode:
+        config["reset_mode"] = settings.reset_mode
     document["config"] = config
     return tomlkit.dumps(document)
 

@@ -17,7 +17,7 @@ from pydantic import (
     model_validator,
 )
 
-from mcu_arms.contracts.catalog import AGENT_KINDS, CATEGORIES, SIMULATORS
+from mcu_arms.contracts.catalog import AGENT_KINDS, CATEGORIES, RESET_MODES, SIMULATORS, ResetMode
 from mcu_arms.contracts.errors import Problem, UserError, toml_decode_line, user_error
 from mcu_arms.contracts.rubric import auto_eval_problem
 from mcu_arms.contracts.settings import DEFAULT_CONTEXT_WINDOW, ENV_NAME_PATTERN, Thresholds
@@ -117,6 +117,8 @@ class ArmSpec(_Strict):
     codex: CodexSpec = Field(default_factory=CodexSpec)
     env: dict[str, str] = Field(default_factory=dict)
     cuda_device: str | None = None
+    reset_mode: ResetMode | None = None
+    steve1_condition: str | None = Field(default=None, min_length=1)
     video_eval: bool = False
     video_model: str = Field(default=DEFAULT_VIDEO_MODEL, min_length=1)
     auto_eval_dir: str | None = None
@@ -185,6 +187,13 @@ class ArmSpec(_Strict):
             raise SettingConflict("seeds", "give seeds = [...] or seed = N, not both")
         if self.cuda_device is not None and self.agent != "steve1":
             raise SettingConflict("cuda_device", "cuda_device is only for agent = \"steve1\"")
+        if self.steve1_condition is not None and self.agent != "steve1":
+            raise SettingConflict("steve1_condition", "steve1_condition is only for agent = \"steve1\"")
+        if self.reset_mode is not None and self.simulator != "minestudio":
+            raise SettingConflict(
+                "reset_mode", "reset_mode is only for simulator = \"minestudio\" (the embedded one builds a new world "
+                "from the seed for every task)"
+            )
         if self.agent == "scripted" and self.simulator != "embedded":
             raise SettingConflict(
                 "simulator", "agent \"scripted\" plays Crafter frames: it needs simulator = \"embedded\""
@@ -230,6 +239,8 @@ ALLOWED: dict[str, str] = {
     "context_window": "tokens, an integer > 0",
     "env": "NAME = \"value\" pairs; names of letters, digits and '_', not starting with a digit; string values",
     "cuda_device": "a CUDA device index or UUID as a string, for agent = \"steve1\" only",
+    "reset_mode": f"{', '.join(RESET_MODES)}; for simulator = \"minestudio\" only",
+    "steve1_condition": "a non-empty text STEVE-1 is conditioned on for every task, for agent = \"steve1\" only",
     "ports.green": "a port 1024-65535 or \"auto\"",
     "ports.purple": "a port 1024-65535 or \"auto\"",
     "ports.host": "the IP address both agents bind to and are reached at (default 127.0.0.1)",

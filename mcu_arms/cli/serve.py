@@ -87,6 +87,10 @@ def serve_purple(
     cuda_device: Annotated[
         Optional[str], typer.Option("--cuda-device", help="STEVE-1: CUDA device index to run on.")
     ] = None,
+    steve1_condition: Annotated[
+        Optional[str],
+        typer.Option("--steve1-condition", help="STEVE-1: the text it is conditioned on [each task's own text]."),
+    ] = None,
 ) -> None:
     """Serve a purple agent: answers the green's init with an ack and each observation with an action."""
     given = {
@@ -101,6 +105,7 @@ def serve_purple(
         "provider_wire_api": provider_wire_api,
         "provider_env_key": provider_env_key,
         "cuda_device": cuda_device,
+        "steve1_condition": steve1_condition,
     }
     try:  # options not given take PurpleOptions' own defaults
         options = PurpleOptions(**{name: value for name, value in given.items() if value is not None})

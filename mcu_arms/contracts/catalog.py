@@ -1,6 +1,9 @@
-"""The fixed vocabularies every layer agrees on: categories, agent kinds, simulators, and MCU's step budget."""
+"""The fixed vocabularies every layer agrees on: categories, agent kinds, simulators, reset modes, and MCU's step
+budget."""
 
 from __future__ import annotations
+
+from typing import Literal, get_args
 
 CATEGORIES: tuple[str, ...] = (
     "building",
@@ -27,6 +30,14 @@ CODEX_AGENTS: frozenset[str] = frozenset({"worldmodel", "prolong"})
 FRAME_READING_AGENTS: frozenset[str] = frozenset({"worldmodel", "prolong", "steve1", "scripted"})
 
 SIMULATORS: tuple[str, ...] = ("minestudio", "embedded")
+
+# How the MineStudio backend starts each task, both a function of (seed, task) only:
+# "hard": a new world from the seed for every task (exactly where a fresh seeded run of that task starts);
+# "seeded_fast": one world per simulator instance, each task cleaned up (/kill, time, weather, entities) and
+# teleported to a biome and point derived from (seed, task): cheaper, but the world keeps what earlier tasks did.
+ResetMode = Literal["hard", "seeded_fast"]
+RESET_MODES: tuple[str, ...] = get_args(ResetMode)
+DEFAULT_RESET_MODE: ResetMode = "hard"
 
 
 def default_max_steps(category: str) -> int:

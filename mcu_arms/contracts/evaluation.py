@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import statistics
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, computed_field, model_validator
 
@@ -98,6 +98,17 @@ class VideoResult(BaseModel):
     rubric: VideoRubric = "mcu_arms"  # schema 1 had only ours
 
 
+class SimulatorRestart(BaseModel):
+    """The simulator instance was replaced before a task started, because the old one failed."""
+
+    cause: Literal["crash", "timeout"]  # the engine died or broke its socket / it did not answer in time
+    detail: str  # the error, as the simulator raised it
+    failed_task: str  # the task during which the old instance failed
+    failed_during: Literal["reset", "step"]
+    failed_step: int | None = None  # the step that failed, when it was a step
+    at: str  # when the new instance was asked for
+
+
 class TaskMetrics(BaseModel):
     """One task's entry in `task_metrics`."""
 
@@ -132,6 +143,8 @@ class TaskMetrics(BaseModel):
     action_formats: dict[str, int] = Field(default_factory=dict)
     sim_fallbacks: dict[str, int] = Field(default_factory=dict)
     unavailable_entries: list[str] = Field(default_factory=list)
+    unavailable_reasons: dict[str, str] = Field(default_factory=dict)  # identity -> why it can never pay here
+    sim_restarts: list[SimulatorRestart] = Field(default_factory=list)  # instances replaced before this task ran
     init: InitOutcome | None = None
     video: VideoResult
     agent_latency: LatencyStats = Field(default_factory=LatencyStats)
@@ -221,6 +234,7 @@ class SimulatorInfo(BaseModel):
     name: str
     version: str
     label: str
+    reset_mode: str | None = None  # how each task was started (catalog.ResetMode); None in older results
 
 
 class EvaluationResult(BaseModel):
@@ -333,6 +347,9 @@ def _task_line(metrics: TaskMetrics) -> str:
             parts.append(f"{label} " + ", ".join(f"{key} x{count}" for key, count in counts.items()))
     if metrics.unavailable_entries:
         parts.append("no analogue on this simulator: " + ", ".join(metrics.unavailable_entries))
+    for restart in metrics.sim_restarts:
+        where = f"step {restart.failed_step}" if restart.failed_step is not None else restart.failed_during
+        parts.append(f"SIMULATOR RESTARTED first ({restart.cause} in {restart.failed_task} at {where})")
     if metrics.video.status == "ok":
         parts.append(f"video graded by the {metrics.video.rubric} rubric")
     elif metrics.video.status != "skipped_perfect":

@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mcu_arms.contracts.catalog import ResetMode
 from mcu_arms.contracts.rubric import rubric_of
 from mcu_arms.contracts.states import ProcessRole
 from mcu_arms.contracts.wire import (
@@ -158,6 +159,8 @@ class Settings(BaseModel):
     obs_encoding: ObsEncoding = DEFAULT_OBS_ENCODING
     env: dict[str, str]
     cuda_device: str | None
+    reset_mode: ResetMode | None = None  # minestudio arms only; older plans read as unset
+    steve1_condition: str | None = None  # steve1 arms only: the text STEVE-1 is conditioned on instead of the task's
 
     def redacted(self) -> Settings:
         """These settings as saved and shown: secret environment values masked."""
@@ -228,8 +231,8 @@ def fingerprint(settings: Settings) -> str:
 
 
 class PurpleOptions(BaseModel):
-    """Everything a purple server passes to its policies. Baselines read `seed` (scripted also `output_dir`, for its
-    report); codex agents read the rest."""
+    """Everything a purple server passes to its policies. Baselines and STEVE-1 read `seed` (scripted also
+    `output_dir`, for its report; STEVE-1 also `cuda_device` and `steve1_condition`); codex agents read the rest."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -244,6 +247,7 @@ class PurpleOptions(BaseModel):
     provider_wire_api: str | None = None
     provider_env_key: str | None = Field(default=None, pattern=ENV_NAME_PATTERN)  # a name, never the key
     cuda_device: str | None = None
+    steve1_condition: str | None = Field(default=None, min_length=1)  # None: STEVE-1 is conditioned on the task text
 
     def argv(self) -> list[str]:
         """The `serve purple` flags that give a purple exactly these options (unset ones are left to the default)."""

@@ -3,7 +3,11 @@
 Scoring reads MineStudio-style cumulative counters (`counters[event][object]`). The embedded (Crafter) backend
 produces them from Crafter's achievements (`ACHIEVEMENT_COUNTERS`); a reward entry whose (event, object) pairs none
 of those produce has no analogue there and can never be reached — it still counts in the total, and is reported as
-unavailable by identity. Pure data and pydantic: light to import.
+unavailable by identity, with the reason. MineStudio 1.1.6 counts Minecraft 1.16's statistics (registry names
+without `minecraft:`) in the categories it observes (`MINESTUDIO_COUNTED_EVENTS`, from its HumanSurvival handlers);
+an entry none of whose objects is such a statistic never pays there either, in upstream MCU as here. Entries are
+never renamed, so scores stay comparable with MCU's; where a statistic for the benchmark's intent exists, the
+reason names it. Pure data and pydantic: light to import.
 """
 
 from __future__ import annotations
@@ -43,13 +47,40 @@ OBSERVABLE_ON_EMBEDDED: frozenset[tuple[str, str]] = frozenset(
 )
 
 
+# The statistic categories MineStudio 1.1.6's HumanSurvival observes (ObserveFromFullStats), as info[event][object].
+MINESTUDIO_COUNTED_EVENTS: tuple[str, ...] = (
+    "mine_block", "craft_item", "pickup", "use_item", "break_item", "kill_entity", "damage_dealt", "custom",
+)
+# Names MCU's task files use that MineStudio never counts, with the Minecraft 1.16 statistic for the same intent:
+# objects that are no statistic, and events it does not observe.
+MINESTUDIO_NOT_A_STATISTIC: dict[str, str] = {
+    "boat": "oak_boat (and each other wood's boat)",
+    "wool": "white_wool (and each other colour's wool)",
+    "log": "oak_log, spruce_log, birch_log, jungle_log, acacia_log, dark_oak_log",
+}
+MINESTUDIO_UNCOUNTED_EVENT_STATISTIC: dict[str, str] = {"open_chest": "custom/open_chest"}
+MINESTUDIO_NO_STATISTIC: dict[str, str] = {"mobs": "no Minecraft statistic counts a mob being spawned or built"}
+MINESTUDIO_BLOCKS_AFTER_1_16 = "deepslate_"  # deepslate ores came with Minecraft 1.17; MineStudio runs 1.16
+NOT_RENAMED = "not renamed, so scores stay comparable with MCU's"
+NO_CRAFTER_ANALOGUE = "has no Crafter analogue"
+
+
 @dataclass
 class TaskSupport:
-    """Whether a simulator can run a task, and which of its reward entries it can never observe."""
+    """Whether a simulator can run a task, and which of its reward entries it can never observe, and why."""
 
     runnable: bool
     reason: str = ""  # why not, when not runnable
     unavailable: list[str] = field(default_factory=list)  # identities of entries that can never pay here
+    reasons: dict[str, str] = field(default_factory=dict)  # identity -> why it can never pay here
+    notes: list[str] = field(default_factory=list)  # objects of payable entries that never count here
+
+    def unavailable_text(self) -> list[str]:
+        """One line per reason: the identities it applies to, and the reason."""
+        grouped: dict[str, list[str]] = {}
+        for identity in self.unavailable:
+            grouped.setdefault(self.reasons.get(identity, ""), []).append(identity)
+        return [f"{', '.join(identities)} {reason}".rstrip() for reason, identities in grouped.items()]
 
 
 def category_reason(simulator: str, category: str) -> str | None:
@@ -65,23 +96,59 @@ def has_embedded_analogue(entry: RewardEntry) -> bool:
     return any((entry.event, obj) in OBSERVABLE_ON_EMBEDDED for obj in entry.objects)
 
 
+def minestudio_object_reason(event: str, obj: str) -> str | None:
+    """Why MineStudio 1.1.6 can never count `obj` under `event`, or None when it can."""
+    if event not in MINESTUDIO_COUNTED_EVENTS:
+        if event in MINESTUDIO_UNCOUNTED_EVENT_STATISTIC:
+            return f"MineStudio counts no '{event}' events (the statistic is {MINESTUDIO_UNCOUNTED_EVENT_STATISTIC[event]})"
+        return f"MineStudio counts no '{event}' events" + (
+            f" ({MINESTUDIO_NO_STATISTIC[event]})" if event in MINESTUDIO_NO_STATISTIC else ""
+        )
+    if obj.startswith("minecraft:"):
+        return f"{event} '{obj}' has a minecraft: prefix, which MineStudio's statistic names never have"
+    if obj.startswith(MINESTUDIO_BLOCKS_AFTER_1_16):
+        return f"{event} '{obj}' is no Minecraft 1.16 block"
+    if obj in MINESTUDIO_NOT_A_STATISTIC:
+        return f"{event} '{obj}' is no Minecraft 1.16 statistic (the statistics are {MINESTUDIO_NOT_A_STATISTIC[obj]})"
+    return None
+
+
+def _minestudio_support(task: TaskSpec) -> TaskSupport:
+    support = TaskSupport(runnable=True)
+    for entry in (*task.reward_cfg, *task.milestones):
+        dead = {obj: why for obj in entry.objects if (why := minestudio_object_reason(entry.event, obj))}
+        if len(dead) == len(entry.objects):
+            intent_has_a_statistic = entry.event in MINESTUDIO_UNCOUNTED_EVENT_STATISTIC or any(
+                obj in MINESTUDIO_NOT_A_STATISTIC for obj in dead
+            )
+            reason = "never pays: " + "; ".join(dict.fromkeys(dead.values()))
+            support.unavailable.append(entry.identity)
+            support.reasons[entry.identity] = reason + (f"; {NOT_RENAMED}" if intent_has_a_statistic else "")
+        elif dead:
+            counted = ", ".join(obj for obj in entry.objects if obj not in dead)
+            support.notes.append(f"{entry.identity}: " + "; ".join(dead.values()) + f" (never counts; {counted} count)")
+    return support
+
+
 def task_support(simulator: str, task: TaskSpec) -> TaskSupport:
     """Whether `simulator` can run and score `task`, and which of its entries it cannot observe."""
-    if simulator != "embedded":
-        return TaskSupport(runnable=True)
+    if simulator == "minestudio":
+        return _minestudio_support(task)
     reason = category_reason(simulator, task.category)
     if reason is not None:
         return TaskSupport(runnable=False, reason=f"needs minestudio: {reason}")
     entries = (*task.reward_cfg, *task.milestones)
     unavailable = [entry.identity for entry in entries if not has_embedded_analogue(entry)]
+    reasons = dict.fromkeys(unavailable, NO_CRAFTER_ANALOGUE)
     if len(unavailable) == len(entries):
         wanted = "; ".join(f"{e.event} {'/'.join(e.objects)}" for e in entries) or "video evaluation only"
         return TaskSupport(
             runnable=False,
-            reason=f"needs minestudio: task {task.name!r} has no Crafter analogue ({wanted})",
+            reason=f"needs minestudio: task {task.name!r} {NO_CRAFTER_ANALOGUE} ({wanted})",
             unavailable=unavailable,
+            reasons=reasons,
         )
-    return TaskSupport(runnable=True, unavailable=unavailable)
+    return TaskSupport(runnable=True, unavailable=unavailable, reasons=reasons)
 
 
 def runnable_tasks(simulator: str, tasks: list[TaskSpec]) -> tuple[list[TaskSpec], dict[str, TaskSupport]]:

@@ -10,6 +10,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mcu_arms.contracts.catalog import ResetMode
+
 # MineStudio / VPT button order: the 20-element "expanded agent" button array uses exactly this order.
 BUTTON_KEYS: tuple[str, ...] = (
     "attack",
@@ -144,6 +146,7 @@ class EvalConfig(BaseModel):
     ] = DEFAULT_OBS_SIZE  # (width, height), as MineStudio's obs_size
     obs_encoding: ObsEncoding = DEFAULT_OBS_ENCODING
     auto_eval_dir: str | None = None  # a checkout of MCU's auto_eval folder on the green's host: MCU's video rubric
+    reset_mode: ResetMode | None = None  # how MineStudio starts each task; None: DEFAULT_RESET_MODE (catalog)
 
     def ignored_keys(self) -> list[str]:
         """The keys this green does not know, in order."""

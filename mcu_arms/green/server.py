@@ -172,7 +172,8 @@ class GreenExecutor(AgentExecutor):
             raise RequestRejected(f"{source}: {problem}")
         try:
             simulator: Simulator = await asyncio.get_running_loop().run_in_executor(
-                sim_thread, partial(make_simulator, config.simulator, obs_size=config.obs_size)
+                sim_thread,
+                partial(make_simulator, config.simulator, obs_size=config.obs_size, reset_mode=config.reset_mode),
             )
         except (SimulatorUnavailable, UserError) as error:
             raise RequestRejected(f"simulator '{config.simulator}' cannot run here: {error}") from None
@@ -277,6 +278,9 @@ class GreenExecutor(AgentExecutor):
             run = TaskRun(task, simulator, agent_url, settings, task_dir(plan.output_dir, task.name), emit)
             outcome = await run_off_loop(run, sim_thread, emit)
             metrics[task.name] = outcome
+            for restart in outcome.sim_restarts:
+                await emit(Notice(message=f"simulator restarted before {task.name}: {restart.cause} in "
+                                          f"{restart.failed_task} during {restart.failed_during}: {restart.detail}"))
             await emit(
                 TaskFinished(
                     task=task.name, score=outcome.score, max_score=outcome.max_score,
@@ -287,7 +291,10 @@ class GreenExecutor(AgentExecutor):
         result = EvaluationResult(
             participants=dict(plan.request.participants),
             results=[CategoryResult.of(config.task_category, metrics, plan.skipped)],
-            simulator=SimulatorInfo(name=simulator.name, version=simulator.version(), label=simulator.label()),
+            simulator=SimulatorInfo(
+                name=simulator.name, version=simulator.version(), label=simulator.label(),
+                reset_mode=simulator.reset_mode(),
+            ),
             seed=config.seed,
             max_steps=plan.max_steps,
             max_steps_note=plan.max_steps_note or "",

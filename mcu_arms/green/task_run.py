@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ValidationError
 
-from mcu_arms.contracts.catalog import SIMULATORS
+from mcu_arms.contracts.catalog import DEFAULT_RESET_MODE, SIMULATORS, ResetMode
 from mcu_arms.contracts.errors import UserError, validation_summary
 from mcu_arms.contracts.evaluation import (
     InitOutcome,
@@ -77,7 +77,9 @@ degrees, pitch then yaw, each within -180..180. The compact format is VPT's join
 is late, malformed or invalid is replaced by a no-op for that step and counted against you."""
 
 
-def make_simulator(name: str, obs_size: tuple[int, int] = DEFAULT_OBS_SIZE) -> Simulator:
+def make_simulator(
+    name: str, obs_size: tuple[int, int] = DEFAULT_OBS_SIZE, reset_mode: ResetMode | None = None
+) -> Simulator:
     """The named simulator backend, imported only now (MineStudio is an optional, heavy extra).
 
     MineStudio renders the observation at `obs_size` itself (as upstream's green asks it to); the embedded backend
@@ -86,11 +88,16 @@ def make_simulator(name: str, obs_size: tuple[int, int] = DEFAULT_OBS_SIZE) -> S
     if name == "embedded":
         from mcu_arms.green.sims.embedded import EmbeddedSimulator
 
+        if reset_mode not in (None, "hard"):
+            raise UserError(
+                f"reset_mode '{reset_mode}' is for minestudio: the embedded simulator builds a new world from the seed "
+                "for every task", key="reset_mode", allowed="hard",
+            )
         return EmbeddedSimulator()
     if name == "minestudio":
         from mcu_arms.green.sims.minestudio import MineStudioSimulator
 
-        return MineStudioSimulator(obs_size=obs_size)
+        return MineStudioSimulator(obs_size=obs_size, reset_mode=reset_mode or DEFAULT_RESET_MODE)
     raise UserError(f"unknown simulator '{name}'", key="simulator", allowed=", ".join(SIMULATORS))
 
 
@@ -201,14 +208,14 @@ class TaskRun:
         self.ended_by = "max_steps"
         self.error: str | None = None
         self.init: InitOutcome | None = None
+        self.support = simulator.supports(task)
 
     async def run(self) -> TaskMetrics:
         from mcu_arms.a2a_transport import AgentError
         from mcu_arms.green.scoring import RewardTracker
 
         started_at, started = iso_seconds(), time.monotonic()
-        support = self.sim.supports(self.task)
-        tracker = RewardTracker(self.task, support.unavailable)
+        tracker = RewardTracker(self.task, self.support.unavailable)
         log = StepLog(self.task_dir, save_frames=self.settings.save_frames)
         try:
             first = self.sim.reset(self.task, self.settings.seed)
@@ -434,6 +441,8 @@ class TaskRun:
             action_formats=dict(sorted(self.formats.items())),
             sim_fallbacks=self.sim.fallback_counts(),
             unavailable_entries=sorted(tracker.unavailable),
+            unavailable_reasons=dict(sorted(self.support.reasons.items())),
+            sim_restarts=self.sim.restarts(),
             init=self.init,
             video=VideoResult(
                 status=video.status, reason=video.reason, task_progress=video.task_progress, model=video.model,

@@ -48,3 +48,17 @@ def host_parallelism(plans: Iterable[Any]) -> int:
         return max(1, cores)
     memory = psutil.virtual_memory().available // MINESTUDIO_INSTANCE_BYTES
     return max(1, min(cores, memory, MINESTUDIO_COMFORTABLE))
+
+
+def unwritable_reason(path: Path) -> str | None:
+    """Why this user cannot create or write `path` (a directory a tool will `makedirs` and write into), or None."""
+    probe = Path(os.path.realpath(path))
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        return f"{probe} is not a directory"
+    if not os.access(probe, os.W_OK | os.X_OK):
+        return f"{probe} is not writable by this user" if probe == Path(os.path.realpath(path)) else (
+            f"{path} does not exist and its parent {probe} is not writable by this user"
+        )
+    return None

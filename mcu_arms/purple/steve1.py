@@ -1,9 +1,15 @@
 """`--agent steve1`: MineStudio's STEVE-1 (text-conditioned VPT) as a purple agent, on one CUDA device.
 
-Needs the optional extra (`pip install 'mcu-arms[minestudio]'`), the STEVE-1 weights and a CUDA device. All three are
-checked when the policy is constructed, from files and module specs only, so a missing piece is a clear UserError
-before torch or minestudio is imported. The model is loaded once per process (loading takes tens of seconds) and
-answers in MineStudio's compact agent format, which is what its action head emits: nothing is lost to re-binning.
+Needs the optional extra (`pip install 'mcu-arms[minestudio]'`), the STEVE-1 weights, the MineCLIP tokenizer
+(`openai/clip-vit-base-patch16`, which MineStudio 1.1.6 fetches from the hub inside `prepare_condition`) and a
+CUDA device. All four are checked when the policy is constructed, from files and module specs only, so a missing
+piece is a clear UserError before torch or minestudio is imported and before the 1.6 GB model loads. The model is
+loaded once per process and answers in MineStudio's compact agent format, which is what its action head emits.
+
+Randomness: the prior's sample in `prepare_condition` and the action sampling in `get_action` draw from torch's
+global generators. Each episode seeds its own stream from the arm's seed before the condition is prepared and
+swaps it in around each of its model calls (`RandomStreams`), so two runs with one seed sample the same actions
+whatever else the process draws.
 """
 
 from __future__ import annotations
@@ -13,23 +19,34 @@ import base64
 import importlib.util
 import io
 import os
-from collections.abc import Callable, Mapping
+import random
+import re
+import sys
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
 from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.preflight import HostCheck
 from mcu_arms.contracts.settings import PurpleOptions
 from mcu_arms.contracts.wire import AckPayload, ActionPayload, InitPayload, ObservationPayload
 from mcu_arms.purple.base import Policy
 
 HF_REPO = "CraftJarvis/MineStudio_STEVE-1.official"
+TOKENIZER_REPO = "openai/clip-vit-base-patch16"  # MineCLIP's text tokenizer (mineclip/tokenization.py)
 WEIGHTS_ENV = "MCU_STEVE1_WEIGHTS"
 COND_SCALE = 4.0  # classifier-free guidance scale STEVE-1 is usually run with
 FRAME_SIZE = (128, 128)
 REQUIRED_MODULES = ("minestudio", "torch")
 NVIDIA_DEVICE_FILES = ("/dev/nvidiactl", "/proc/driver/nvidia/version")
+COMMIT_HASH = re.compile(r"[0-9a-f]{40}")
+# Deterministic cuBLAS needs this before CUDA initialises (torch.use_deterministic_algorithms).
+CUBLAS_WORKSPACE = ("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
 _models: dict[tuple[str, str], Any] = {}
+_model_calls = threading.Lock()  # the generators are process-global: one episode's call at a time
 
 
 def _module_available(name: str) -> bool:
@@ -40,16 +57,40 @@ def _driver_present() -> bool:
     return any(Path(path).exists() for path in NVIDIA_DEVICE_FILES)
 
 
+def hub_cache(environ: Mapping[str, str]) -> Path:
+    """The HuggingFace hub cache as huggingface_hub finds it: HF_HUB_CACHE, else HUGGINGFACE_HUB_CACHE, else
+    HF_HOME/hub, with HF_HOME defaulting to $XDG_CACHE_HOME/huggingface, else ~/.cache/huggingface."""
+    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
+        if environ.get(name):
+            return Path(os.path.expanduser(environ[name]))
+    if environ.get("HF_HOME"):
+        return Path(os.path.expanduser(environ["HF_HOME"])) / "hub"
+    cache = environ.get("XDG_CACHE_HOME") or str(Path(environ.get("HOME", str(Path.home()))) / ".cache")
+    return Path(os.path.expanduser(cache)) / "huggingface" / "hub"
+
+
+def cached_snapshot(environ: Mapping[str, str], repo: str, complete: Callable[[Path], bool]) -> Path | None:
+    """The snapshot of `repo` that the hub loads by default: the commit `refs/main` names, if it is cached and
+    `complete`."""
+    folder = hub_cache(environ) / f"models--{repo.replace('/', '--')}"
+    try:
+        commit = (folder / "refs" / "main").read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    snapshot = folder / "snapshots" / commit
+    return snapshot if COMMIT_HASH.fullmatch(commit) and complete(snapshot) else None
+
+
+def _has_tokenizer(snapshot: Path) -> bool:
+    """What AutoTokenizer needs offline: its config, and a fast tokenizer or the vocabulary and merges."""
+    files = {name for name in ("tokenizer_config.json", "tokenizer.json", "vocab.json", "merges.txt")
+             if (snapshot / name).is_file()}
+    return "tokenizer_config.json" in files and ("tokenizer.json" in files or {"vocab.json", "merges.txt"} <= files)
+
+
 def huggingface_snapshot(environ: Mapping[str, str]) -> Path | None:
-    """The cached snapshot of the STEVE-1 repository, if one was downloaded."""
-    if environ.get("HF_HUB_CACHE"):
-        hub = Path(environ["HF_HUB_CACHE"])
-    else:
-        hf_home = Path(environ.get("HF_HOME") or Path(environ.get("HOME", str(Path.home()))) / ".cache" / "huggingface")
-        hub = hf_home / "hub"
-    snapshots = hub / f"models--{HF_REPO.replace('/', '--')}" / "snapshots"
-    found = sorted(path for path in snapshots.glob("*") if (path / "config.json").exists()) if snapshots.is_dir() else []
-    return found[-1] if found else None
+    """The cached snapshot of the STEVE-1 repository that refs/main names, if it was downloaded."""
+    return cached_snapshot(environ, HF_REPO, lambda snapshot: (snapshot / "config.json").is_file())
 
 
 def resolve_weights(environ: Mapping[str, str]) -> Path:
@@ -65,11 +106,58 @@ def resolve_weights(environ: Mapping[str, str]) -> Path:
     snapshot = huggingface_snapshot(environ)
     if snapshot is None:
         raise UserError(
-            f"the STEVE-1 weights are not on this machine: run `huggingface-cli download {HF_REPO}` "
-            f"or set {WEIGHTS_ENV} to a directory holding them",
+            f"the STEVE-1 weights are not on this machine (no snapshot named by refs/main under {hub_cache(environ)}):"
+            f" run `huggingface-cli download {HF_REPO}` or set {WEIGHTS_ENV} to a directory holding them",
             key=WEIGHTS_ENV,
         )
     return snapshot
+
+
+def resolve_tokenizer(environ: Mapping[str, str]) -> Path:
+    """The cached MineCLIP tokenizer; without it prepare_condition would fetch it from the hub after the model loaded."""
+    snapshot = cached_snapshot(environ, TOKENIZER_REPO, _has_tokenizer)
+    if snapshot is None:
+        raise UserError(
+            f"the MineCLIP tokenizer {TOKENIZER_REPO} is not in the HuggingFace cache ({hub_cache(environ)}; STEVE-1 "
+            f"loads it when it reads its condition): run `huggingface-cli download {TOKENIZER_REPO}` once",
+            key="HF_HUB_CACHE",
+        )
+    return snapshot
+
+
+def _check_extra(module_available: Callable[[str], bool]) -> str:
+    missing = [name for name in REQUIRED_MODULES if not module_available(name)]
+    if missing:
+        raise UserError(
+            f"STEVE-1 needs the minestudio extra ({', '.join(missing)} not installed): "
+            "pip install 'mcu-arms[minestudio]'",
+            key="--agent",
+        )
+    return "minestudio and torch importable"
+
+
+def _check_cuda(options: PurpleOptions, environ: Mapping[str, str], driver_present: Callable[[], bool]) -> str:
+    device = options.cuda_device if options.cuda_device is not None else environ.get("CUDA_VISIBLE_DEVICES")
+    if device is not None and device.strip() in ("", "-1"):
+        raise UserError(f"CUDA_VISIBLE_DEVICES={device!r} hides every GPU; STEVE-1 needs one", key="--cuda-device")
+    if not driver_present():
+        raise UserError("STEVE-1 needs a CUDA device and no NVIDIA driver was found on this host", key="--cuda-device")
+    return f"NVIDIA driver present; device {device if device is not None else 'any'}"
+
+
+def _requirements(
+    options: PurpleOptions,
+    environ: Mapping[str, str],
+    module_available: Callable[[str], bool],
+    driver_present: Callable[[], bool],
+) -> list[tuple[str, Callable[[], object]]]:
+    """What STEVE-1 needs, in the order it is checked: each a name and a check that raises UserError."""
+    return [
+        ("STEVE-1 extra", lambda: _check_extra(module_available)),
+        ("STEVE-1 weights", lambda: resolve_weights(environ)),
+        ("MineCLIP tokenizer", lambda: resolve_tokenizer(environ)),
+        ("STEVE-1 CUDA", lambda: _check_cuda(options, environ, driver_present)),
+    ]
 
 
 def check_requirements(
@@ -78,29 +166,116 @@ def check_requirements(
     module_available: Callable[[str], bool] = _module_available,
     driver_present: Callable[[], bool] = _driver_present,
 ) -> Path:
-    """Extra, weights, CUDA: in that order, without importing anything heavy. Returns the weights directory."""
-    missing = [name for name in REQUIRED_MODULES if not module_available(name)]
-    if missing:
-        raise UserError(
-            f"STEVE-1 needs the minestudio extra ({', '.join(missing)} not installed): "
-            "pip install 'mcu-arms[minestudio]'",
-            key="--agent",
-        )
-    weights = resolve_weights(environ)
-    device = options.cuda_device if options.cuda_device is not None else environ.get("CUDA_VISIBLE_DEVICES")
-    if device is not None and device.strip() in ("", "-1"):
-        raise UserError(f"CUDA_VISIBLE_DEVICES={device!r} hides every GPU; STEVE-1 needs one", key="--cuda-device")
-    if not driver_present():
-        raise UserError(
-            "STEVE-1 needs a CUDA device and no NVIDIA driver was found on this host", key="--cuda-device"
-        )
-    return weights
+    """Extra, weights, tokenizer, CUDA: in that order, without importing anything heavy. Returns the weights
+    directory; the first missing piece is a UserError."""
+    found = {name: check() for name, check in _requirements(options, environ, module_available, driver_present)}
+    return found["STEVE-1 weights"]
+
+
+def requirement_checks(
+    options: PurpleOptions,
+    environ: Mapping[str, str],
+    module_available: Callable[[str], bool] = _module_available,
+    driver_present: Callable[[], bool] = _driver_present,
+) -> list[HostCheck]:
+    """Every STEVE-1 requirement as a host check (for doctor and plan), each independent of the others."""
+    checks = []
+    for name, check in _requirements(options, environ, module_available, driver_present):
+        try:
+            checks.append(HostCheck(name=name, status="ok", detail=str(check())))
+        except UserError as error:
+            checks.append(HostCheck(name=name, status="fail", detail=error.message))
+    return checks
+
+
+class RandomStreams:
+    """One episode's own state of the process-global generators a policy draws from: torch's (CPU, and CUDA once
+    it is initialised), numpy's and Python's, each only if already imported. Seeded once; `active()` swaps the
+    episode's state in around a call and keeps where it left off, and puts the process's state back."""
+
+    def __init__(self, seed: int) -> None:
+        with _model_calls:
+            saved = self._capture()
+            random.seed(seed)
+            if "numpy" in sys.modules:
+                sys.modules["numpy"].random.seed(seed % 2**32)
+            if "torch" in sys.modules:
+                sys.modules["torch"].manual_seed(seed)
+            self._state = self._capture()
+            self._restore(saved)
+
+    @staticmethod
+    def _capture() -> dict[str, Any]:
+        state: dict[str, Any] = {"random": random.getstate()}
+        if "numpy" in sys.modules:
+            state["numpy"] = sys.modules["numpy"].random.get_state()
+        torch = sys.modules.get("torch")
+        if torch is not None:
+            state["torch"] = torch.get_rng_state()
+            if torch.cuda.is_initialized():
+                state["cuda"] = torch.cuda.get_rng_state_all()
+        return state
+
+    @staticmethod
+    def _restore(state: dict[str, Any]) -> None:
+        random.setstate(state["random"])
+        if "numpy" in state:
+            sys.modules["numpy"].random.set_state(state["numpy"])
+        if "torch" in state:
+            sys.modules["torch"].set_rng_state(state["torch"])
+        if "cuda" in state:
+            sys.modules["torch"].cuda.set_rng_state_all(state["cuda"])
+
+    @contextmanager
+    def active(self) -> Iterator[None]:
+        with _model_calls:
+            saved = self._capture()
+            self._restore(self._state)
+            try:
+                yield
+            finally:
+                self._state = self._capture()
+                self._restore(saved)
+
+
+class Steve1Episode:
+    """One episode of a STEVE-1-shaped model (`prepare_condition`, `get_action`): its condition, recurrent state and
+    random stream. `to_input` turns an HxWx3 uint8 frame into what the model reads; `no_grad` wraps every call."""
+
+    def __init__(
+        self,
+        model: Any,
+        seed: int,
+        to_input: Callable[[Any], Any],
+        no_grad: Callable[[], Any] = nullcontext,
+    ) -> None:
+        self._model = model
+        self._to_input = to_input
+        self._no_grad = no_grad
+        self._streams = RandomStreams(seed)
+        self._condition: Any = None
+        self._state: Any = None
+
+    def prepare(self, text: str) -> None:
+        """Condition on `text`: the prior samples from the episode's stream, so it is drawn after seeding."""
+        with self._streams.active(), self._no_grad():
+            self._condition = self._model.prepare_condition({"cond_scale": COND_SCALE, "text": text})
+
+    def act(self, frame: Any) -> tuple[int, int]:
+        """The compact action (button index, camera index) for one frame."""
+        with self._streams.active(), self._no_grad():
+            action, self._state = self._model.get_action(
+                {"image": self._to_input(frame), "condition": self._condition}, self._state, input_shape="BT*"
+            )
+        return int(action["buttons"].reshape(-1)[0].item()), int(action["camera"].reshape(-1)[0].item())
 
 
 def _load_model(weights: Path, device: str) -> Any:
-    """Load (once per process) and move to the GPU. Called in a worker thread: it takes tens of seconds."""
+    """Load (once per process) and move to the GPU, with deterministic kernels. Called in a worker thread: it takes
+    tens of seconds."""
     key = (str(weights), device)
     if key not in _models:
+        os.environ.setdefault(*CUBLAS_WORKSPACE)
         import torch
         from minestudio.models import SteveOnePolicy
 
@@ -109,54 +284,61 @@ def _load_model(weights: Path, device: str) -> Any:
                 f"torch sees no CUDA device (CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')!r})",
                 key="--cuda-device",
             )
+        torch.backends.cudnn.deterministic = True
+        torch.backends.cudnn.benchmark = False
+        torch.use_deterministic_algorithms(True, warn_only=True)
         model = SteveOnePolicy.from_pretrained(str(weights)).to("cuda")
         model.eval()
         _models[key] = model
     return _models[key]
 
 
+def _cuda_input(frame: Any) -> Any:
+    import torch
+
+    return torch.from_numpy(frame.copy()).to("cuda")[None, None]
+
+
+def _inference_mode() -> Any:
+    import torch
+
+    return torch.inference_mode()
+
+
 class Steve1Policy(Policy):
-    """One episode of STEVE-1: the task text is its condition, its recurrent state runs across the episode."""
+    """One episode of STEVE-1: conditioned on the arm's steve1_condition or else the task's text, seeded from the
+    arm's seed, its recurrent state carried across the episode."""
 
     def __init__(self, options: PurpleOptions, environ: Mapping[str, str] | None = None) -> None:
         self.options = options
         self.environ = os.environ if environ is None else environ
         self.weights = check_requirements(options, self.environ)
-        self._model: Any = None
-        self._condition: Any = None
-        self._state: Any = None
+        self._episode: Steve1Episode | None = None
 
     async def init(self, payload: InitPayload) -> AckPayload:
         if self.options.cuda_device is not None:
             os.environ["CUDA_VISIBLE_DEVICES"] = self.options.cuda_device  # before torch initialises CUDA
         device = os.environ.get("CUDA_VISIBLE_DEVICES", "all")
-        self._model = await asyncio.to_thread(_load_model, self.weights, device)
-        self._condition = await asyncio.to_thread(self._prepare_condition, payload.text)
-        self._state = None
-        return AckPayload(message=f"STEVE-1 ready on CUDA device {device}, conditioned on {payload.text!r}")
-
-    def _prepare_condition(self, text: str) -> Any:
-        import torch
-
-        with torch.inference_mode():
-            return self._model.prepare_condition({"cond_scale": COND_SCALE, "text": text})
+        model = await asyncio.to_thread(_load_model, self.weights, device)
+        text = self.options.steve1_condition or payload.text
+        self._episode = Steve1Episode(model, self.options.seed, _cuda_input, _inference_mode)
+        await asyncio.to_thread(self._episode.prepare, text)
+        return AckPayload(
+            message=f"STEVE-1 ready on CUDA device {device}, conditioned on {text!r}, seed {self.options.seed}"
+        )
 
     async def act(self, payload: ObservationPayload) -> ActionPayload:
-        buttons, camera = await asyncio.to_thread(self._step, payload.obs)
+        assert self._episode is not None, "act before init"
+        buttons, camera = await asyncio.to_thread(self._episode.act, _decode_frame(payload.obs))
         return ActionPayload(action_type="agent", buttons=[buttons], camera=[camera])
 
-    def _step(self, obs: str) -> tuple[int, int]:
-        import numpy as np
-        import torch
-        from PIL import Image
-
-        frame = Image.open(io.BytesIO(base64.b64decode(obs))).convert("RGB").resize(FRAME_SIZE)
-        image = torch.from_numpy(np.asarray(frame, dtype=np.uint8).copy()).to("cuda")[None, None]
-        with torch.inference_mode():
-            action, self._state = self._model.get_action(
-                {"image": image, "condition": self._condition}, self._state, input_shape="BT*"
-            )
-        return int(action["buttons"].reshape(-1)[0].item()), int(action["camera"].reshape(-1)[0].item())
-
     async def close(self) -> None:
-        self._state = None
+        self._episode = None
+
+
+def _decode_frame(obs: str) -> Any:
+    import numpy as np
+    from PIL import Image
+
+    frame = Image.open(io.BytesIO(base64.b64decode(obs))).convert("RGB").resize(FRAME_SIZE)
+    return np.asarray(frame, dtype=np.uint8)

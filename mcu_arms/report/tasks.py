@@ -19,7 +19,7 @@ class TaskRow(BaseModel):
     entries: int  # reward or milestone entries
     text: str
     runs_on: dict[str, bool]
-    notes: dict[str, str] = {}  # per simulator: why not, or which entries can never pay there
+    notes: dict[str, str] = {}  # per simulator: why not, or which entries (or objects) can never pay there, and why
 
 
 def task_rows(tasks: list[TaskSpec], simulators: tuple[str, ...] = SIMULATORS) -> list[TaskRow]:
@@ -30,9 +30,7 @@ def task_rows(tasks: list[TaskSpec], simulators: tuple[str, ...] = SIMULATORS) -
         for simulator in SIMULATORS:
             support = task_support(simulator, task)
             runs_on[simulator] = support.runnable
-            note = support.reason if not support.runnable else ""
-            if support.runnable and support.unavailable:
-                note = "no analogue for: " + ", ".join(support.unavailable)
+            note = support.reason if not support.runnable else "; ".join([*support.unavailable_text(), *support.notes])
             if note and simulator in simulators:
                 notes[simulator] = note
         rows.append(

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 from mcu_arms.contracts.support import TaskSupport
 
 if TYPE_CHECKING:
+    from mcu_arms.contracts.catalog import ResetMode
+    from mcu_arms.contracts.evaluation import SimulatorRestart
     import numpy as np
 
     from mcu_arms.contracts.tasks import TaskSpec
@@ -50,6 +52,10 @@ class Simulator(ABC):
     def supports(self, task: "TaskSpec") -> TaskSupport: ...
 
     @abstractmethod
+    def reset_mode(self) -> "ResetMode":
+        """How each task is started; every mode makes the start a function of (seed, task) only."""
+
+    @abstractmethod
     def reset(self, task: "TaskSpec", seed: int) -> SimStep: ...
 
     @abstractmethod
@@ -62,6 +68,10 @@ class Simulator(ABC):
     def agent_instructions(self) -> str:
         """Plain words appended to the init prompt: how this simulator interprets the env action keys."""
         return ""
+
+    def restarts(self) -> list["SimulatorRestart"]:
+        """The instances replaced by the latest reset, because the one before had failed (none by default)."""
+        return []
 
     @abstractmethod
     def close(self) -> None: ...

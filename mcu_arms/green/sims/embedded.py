@@ -18,6 +18,7 @@ from mcu_arms.green.sims.base import SimStep, Simulator
 from mcu_arms.green.sims.crafter_actions import AGENT_INSTRUCTIONS, ActionAdapter
 
 if TYPE_CHECKING:
+    from mcu_arms.contracts.catalog import ResetMode
     from mcu_arms.contracts.tasks import TaskSpec
     from mcu_arms.contracts.wire import EnvAction
 
@@ -85,6 +86,9 @@ class EmbeddedSimulator(Simulator):
 
     def supports(self, task: "TaskSpec") -> TaskSupport:
         return task_support(self.name, task)
+
+    def reset_mode(self) -> "ResetMode":
+        return "hard"  # every reset builds a new Crafter world from the seed
 
     def agent_instructions(self) -> str:
         return AGENT_INSTRUCTIONS

@@ -1,0 +1,47 @@
+"""Test knobs for the stand-in (the real package has none). Everything defaults to "behave like a healthy host"."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class FakeControl:
+    # check_engine(): False makes MinecraftSim() prompt with input() and exit(0), as 1.1.6 does without its jar.
+    engine_present: bool = True
+    # Start a real process group per instance (a leader with one child, like launchClient.sh -> xvfb-run/java),
+    # so pid-based stopping can be tested. The pid is sim.env.instances[0].minecraft_process.pid.
+    spawn_engine_process: bool = False
+    # Start a long-lived "daemon" child in its own session on first launch, as database_manager.check_daemon does
+    # (kept in `daemon`).
+    spawn_daemon_process: bool = False
+    # The first reset of a new instance raises EOFError as when Java exits during launch (malmo.py launch loop).
+    launch_fails: bool = False
+    # The next launch blocks (Java never says it is ready) until its engine process is stopped, then raises
+    # EOFError; later launches run on (the knob clears itself). Needs spawn_engine_process.
+    launch_hangs: bool = False
+    # Crash the engine of the first instance that has taken this many env steps (commands and empty frames count);
+    # later instances run on (the knob clears itself).
+    crash_at_env_step: int | None = None
+    # Seconds close() takes (the real one sleeps ~3 s: 1 s, Exit message, 2 s, then SIGKILLs the group).
+    close_delay_s: float = 0.0
+    # Observability for tests.
+    daemon: Any = None
+    launches: int = 0
+    envs: list[Any] = field(default_factory=list)
+
+
+control = FakeControl()
+
+
+def reset_control() -> FakeControl:
+    """Restore the defaults and empty MineStudio's instance pool (call from a test fixture); returns the shared
+    control object."""
+    from minestudio.simulator.minerl.env.malmo import InstanceManager
+
+    fresh = FakeControl()
+    for name in fresh.__dataclass_fields__:
+        setattr(control, name, getattr(fresh, name))
+    InstanceManager._instance_pool.clear()
+    return control

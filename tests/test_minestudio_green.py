@@ -1,0 +1,67 @@
+"""The green agent on the MineStudio backend, end to end over the stand-in of MineStudio 1.1.6 (the engine cannot run
+here): a real A2A evaluation whose first task's engine crashes mid-task. The result records the reset mode, leaves
+the crashed task unscored, runs the next task on a fresh instance and counts the restart there, and names the
+reward entries that can never pay on MineStudio with the reason."""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from pathlib import Path
+from typing import Any
+
+import pytest
+from purples import TABLE_SCRIPT, ScriptedPurple, build_test_purple
+from server_procs import running_app
+from test_green_server import evaluate, request_for
+
+import mcu_arms.green.server as green_server
+from mcu_arms.green.sims.minestudio import MineStudioSimulator
+
+pytestmark = pytest.mark.slow
+
+Partition = namedtuple("Partition", "device mountpoint fstype opts")
+
+
+def test_a_crash_mid_task_is_recovered_and_every_dead_entry_is_named(
+    minestudio_host: dict[str, Any], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    control = minestudio_host["control"]
+    control.spawn_engine_process = True
+    control.crash_at_env_step = 20 + 5 + 3 + 3  # empty frames, the start (5 commands), the task's 3, its 3rd step
+    built: list[MineStudioSimulator] = []
+
+    def make(name: str, obs_size: tuple[int, int], reset_mode: str | None) -> MineStudioSimulator:
+        built.append(MineStudioSimulator(minestudio_host["env"], reset_mode=reset_mode or "hard", obs_size=obs_size,
+                                         partitions=[Partition("/dev/sda1", "/", "ext4", "rw")]))
+        return built[-1]
+
+    monkeypatch.setattr(green_server, "make_simulator", make)
+    purple = ScriptedPurple(TABLE_SCRIPT)
+    with running_app(lambda url: build_test_purple(purple, url)) as purple_url, \
+            running_app(green_server.build_green_app) as green_url:
+        evaluation = evaluate(
+            green_url,
+            request_for(purple_url, tmp_path / "out", simulator="minestudio", task_category="explore",
+                        tasks=["explore_boat", "explore_chest"], max_steps=5, save_frames=False, obs_size=[32, 32],
+                        reset_mode="seeded_fast"),
+        )
+    assert evaluation.final_state == "completed", evaluation.statuses
+    result = evaluation.result
+    assert result["simulator"]["reset_mode"] == "seeded_fast" and result["config"]["reset_mode"] == "seeded_fast"
+    crashed, after = evaluation.task("explore_boat"), evaluation.task("explore_chest")
+    assert crashed["ended_by"] == "error" and crashed["scored"] is False and crashed["steps_run"] == 2
+    assert crashed["error"].startswith("SimulatorCrashed: the Minecraft engine failed during step (TypeError")
+    assert crashed["unavailable_entries"] == ["craft_boat", "use_boat"]
+    assert "'boat' is no Minecraft 1.16 statistic" in crashed["unavailable_reasons"]["craft_boat"]
+    assert "oak_boat" in crashed["unavailable_reasons"]["use_boat"]
+    [restart] = after["sim_restarts"]
+    assert (restart["cause"], restart["failed_task"], restart["failed_during"], restart["failed_step"]) == (
+        "crash", "explore_boat", "step", 2
+    )
+    assert after["ended_by"] == "max_steps" and after["steps_run"] == 5 and after["scored"] is True
+    assert after["sim_restarts"] and crashed["sim_restarts"] == []
+    assert any(line.startswith("simulator restarted before explore_chest: crash in explore_boat") for line in
+               evaluation.statuses)
+    summary = next(text for media, text in evaluation.artifacts[0] if media == "text/plain")
+    assert "SIMULATOR RESTARTED first (crash in explore_boat at step 2)" in summary
+    assert len(control.envs) == 2 and control.envs[0].is_closed() and control.envs[1].is_closed()
