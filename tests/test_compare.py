@@ -379,12 +379,12 @@ def test_plot_is_a_png_with_one_line_per_arm(pair: Path) -> None:
     data = plot_data(result)
     assert [s.arm for s in data.series] == ["scripted_arm", "random_arm"]
     assert data.series[0].steps == [0, 12, 40, 90, 400] and data.series[0].median == [0, 1, 2, 3, 3]
-    assert [s.label for s in data.series] == ["scripted_arm (baseline)", "agent=random"], "labelled by what differs"
+    assert [s.label for s in data.series] == ["scripted_arm (baseline)", "random_arm: agent=random"], "labelled by what differs"
     assert "mine_diamond_from_scratch" in data.title and EMBEDDED_LABEL in data.title
     figure = build_figure(data)
     assert len(figure.axes[0].get_lines()) == 2
     assert [line.get_label() for line in figure.axes[0].get_lines()] == [
-        "scripted_arm (baseline) (n=1)", "agent=random (n=1)"
+        "scripted_arm (baseline) (n=1)", "random_arm: agent=random (n=1)"
     ]
 
     target = pair / "plots" / "cmp.png"

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from cli_support import invoke
 
 from mcu_arms.arms.plan import scenario_toml

@@ -66,10 +66,11 @@ def test_the_default_is_the_frame_as_png_encoded_once():
 def test_the_green_sends_jpeg_bgr_that_cv2_decodes_to_the_simulators_frame(tmp_path: Path):
     """End to end on the embedded simulator: the purple's cv2 decode of each observation is the frame the green
     logged (the step log keeps an RGB PNG of what the agent was shown)."""
-    import mcu_arms.green.server as green_server
     from purples import ScriptedPurple, build_test_purple
     from server_procs import running_app
     from test_green_server import _evaluate, request_for
+
+    import mcu_arms.green.server as green_server
 
     purple = ScriptedPurple([])
     with running_app(lambda url: build_test_purple(purple, url)) as purple_url, \

@@ -77,7 +77,8 @@ def test_three_arms_run_side_by_side(tmp_path: Path) -> None:
     write_arm(project, "b_random", agent="random", steps=25, seed=1)
     write_arm(project, "c_random", agent="random", steps=25, seed=2)
 
-    done = run_cli(project, state, "run", "--arm", "a_noop", "--arm", "b_random", "--arm", "c_random", "--json")
+    done = run_cli(project, state, "run", "--arm", "a_noop", "--arm", "b_random", "--arm", "c_random",
+                   "--max-parallel", "3", "--json")
     assert done.returncode == 0, done.stdout + done.stderr
     outcome = json.loads(done.stdout)
     assert [arm["status"] for arm in outcome["arms"]] == ["finished"] * 3

@@ -189,7 +189,9 @@ def test_the_comparison_page_shows_both_arms_and_the_verdict(project: Path, serv
     verdict = json.loads(compared.stdout)["verdict"]["text"]
     assert browser.run_js("document.querySelector('#verdict strong').textContent") == verdict
     assert verdict.startswith("NOT comparable: differs in agent")
-    assert browser.run_js("document.getElementById('milestone-chart').data.map(t => t.name)") == ["cx", "rnd"]
+    names = browser.run_js("document.getElementById('milestone-chart').data.map(t => t.name)")
+    assert [name.split(" ")[0].rstrip(":") for name in names] == ["cx", "rnd"]
+    assert names[0] == "cx (baseline) (n=1)" and names[1].startswith("rnd: agent=random")
     browser.screenshot(ARTIFACTS / "comparison.png", full_page=True)
     assert_nothing_left_loopback(browser)
 

@@ -315,7 +315,8 @@ def scenario_toml(plan: ArmPlan) -> str:
 
 def resolve_sources(files: list[Path], arm_names: list[str], env: Environment) -> list[Path]:
     """Arm (or campaign) files named directly or by `--arm NAME`; with neither, an error listing what exists."""
-    sources = [*files, *(arm_path(env.arms_dir, name) for name in arm_names)]
+    named = [path if path.is_absolute() else env.cwd / path for path in files]
+    sources = [*named, *(arm_path(env.arms_dir, name) for name in arm_names)]
     if not sources:
         known = sorted(p.stem for p in env.arms_dir.glob("*.toml")) if env.arms_dir.is_dir() else []
         raise UserError("name at least one arm (FILES or --arm NAME)", allowed=", ".join(known) or "none in arms/")

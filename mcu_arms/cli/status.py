@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
@@ -64,6 +65,18 @@ def _render(states: list[ArmState], env: Environment) -> None:
     env.console.print(table)
 
 
+def campaign_arms(campaigns: list[Path], env: Environment) -> list[str]:
+    """The arms the campaign files name (baseline first), those that have run (status and stop look at runs)."""
+    from mcu_arms.arms.campaign import load_campaign
+    from mcu_arms.layout import known_arms
+
+    ran = set(known_arms(env.output_dir))
+    names: list[str] = []
+    for path in campaigns:
+        names += [name for name in load_campaign(path, env.arms_dir).arm_names() if name in ran and name not in names]
+    return names
+
+
 def register(app: typer.Typer) -> None:
     @app.command(
         help="Each arm in output/: its latest episode's state, progress and recorded processes (alive or not). "
@@ -74,12 +87,13 @@ def register(app: typer.Typer) -> None:
     def status(
         ctx: typer.Context,
         arm: list[str] = typer.Option([], "--arm", help="Only these arms. Repeatable."),
+        campaign: list[Path] = typer.Option([], "--campaign", help="The arms of this campaign file. Repeatable."),
         json_output: bool = typer.Option(False, "--json", help="Print as JSON."),
     ) -> None:
         from mcu_arms.report.status import arm_states
 
         env = environment(ctx)
-        states = arm_states(env, arm)
+        states = arm_states(env, arm + campaign_arms(campaign, env))
         if json_output:
             print_json(env, {"arms": [state.model_dump(mode="json") for state in states]})
         elif states:
@@ -92,13 +106,14 @@ def register(app: typer.Typer) -> None:
     def stop(
         ctx: typer.Context,
         arm: list[str] = typer.Option([], "--arm", help="The arm to stop. Repeatable."),
+        campaign: list[Path] = typer.Option([], "--campaign", help="Every arm of this campaign file. Repeatable."),
         grace: float = typer.Option(10.0, "--grace", min=0.0, help="Seconds between SIGTERM and SIGKILL."),
         json_output: bool = typer.Option(False, "--json", help="Print as JSON."),
     ) -> None:
         from mcu_arms.supervise.stop import stop_arms
 
         env = environment(ctx)
-        results = stop_arms(env, arm, grace)
+        results = stop_arms(env, arm + campaign_arms(campaign, env), grace)
         if json_output:
             print_json(env, {"arms": [result.model_dump(mode="json") for result in results]})
         else:

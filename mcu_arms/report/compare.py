@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from mcu_arms.arms.campaign import is_campaign, load_campaign
 from mcu_arms.arms.plan import apply_overrides, resolve_settings
 from mcu_arms.arms.spec import ARM_NAME_PATTERN, ArmSpec, load_arm
 from mcu_arms.contracts.catalog import CODEX_AGENTS
@@ -194,29 +195,54 @@ class ComparisonResult(BaseModel):
 
 
 class ArmTarget(BaseModel):
-    """An arm named on the command line, resolved to its arm file (if any) and its output dir."""
+    """An arm named on the command line, resolved to its arm file (if any) and its output dir. An arm written inline
+    in a campaign file carries its spec instead of a file of its own."""
 
+    model_config = {"arbitrary_types_allowed": True}
+
+    spec: ArmSpec | None = None
     name: str
     source: Path | None
     output_dir: Path
 
 
+def _campaign_targets(path: Path, env: Environment) -> list[ArmTarget]:
+    """A campaign's baseline, then its variants."""
+    campaign = load_campaign(path, env.arms_dir)
+    return [
+        ArmTarget(
+            name=arm.spec.name,
+            source=arm.source if arm.source != path else None,
+            spec=arm.spec if arm.source == path else None,
+            output_dir=env.output_dir / arm.spec.name,
+        )
+        for arm in campaign.arms()
+    ]
+
+
 def resolve_targets(items: list[str], env: Environment) -> list[ArmTarget]:
-    """Each item is an arm file, an output/<arm>/ dir, or a name (arms/NAME.toml, else output/NAME/)."""
+    """Each item is an arm file, a campaign file (its baseline, then its variants), an output/<arm>/ dir, or a name
+    (arms/NAME.toml, else output/NAME/)."""
     if not items:
         raise UserError("name the arms to compare (arm files, names or output dirs)", allowed=_known_arms(env))
     targets: list[ArmTarget] = []
     for item in items:
-        target = _resolve_target(item, env)
-        same_name = next((t for t in targets if t.name == target.name), None)
-        if same_name is None:
-            targets.append(target)
-        elif same_name.source and target.source and same_name.source.resolve() != target.source.resolve():
-            raise UserError(
-                f"{same_name.source} and {target.source} both name arm '{target.name}': they share "
-                f"output/{target.name}/, so their runs cannot be told apart"
-            )
+        path = Path(item) if Path(item).is_absolute() else env.cwd / item
+        for target in _campaign_targets(path, env) if is_campaign(path) else [_resolve_target(item, env)]:
+            _add_target(targets, target)
     return targets
+
+
+def _add_target(targets: list[ArmTarget], target: ArmTarget) -> None:
+    """Add `target` unless it is already there; two different files naming one arm are an error."""
+    same_name = next((t for t in targets if t.name == target.name), None)
+    if same_name is None:
+        targets.append(target)
+    elif same_name.source and target.source and same_name.source.resolve() != target.source.resolve():
+        raise UserError(
+            f"{same_name.source} and {target.source} both name arm '{target.name}': they share "
+            f"output/{target.name}/, so their runs cannot be told apart"
+        )
 
 
 def _resolve_target(item: str, env: Environment) -> ArmTarget:
@@ -282,8 +308,10 @@ def _pick_run(
     return runs[chosen]
 
 
-def _settings_from_file(source: Path, overrides: dict[str, Any]) -> tuple[Settings, int]:
-    spec: ArmSpec = load_arm(source)
+def _settings_from_file(target: ArmTarget, overrides: dict[str, Any]) -> tuple[Settings, int]:
+    """The settings the arm resolves to today (its file, or its campaign's inline keys), with the run's overrides."""
+    spec: ArmSpec = target.spec or load_arm(target.source)
+    source = target.source or target.output_dir
     if overrides:
         spec = apply_overrides(spec, Overrides.model_validate(overrides), source)
     settings, compaction = resolve_settings(spec, [])
@@ -334,9 +362,9 @@ def _arm_result(target: ArmTarget, episode: int | None, flags: list[Flag]) -> tu
     source = str(target.source) if target.source else None
     episodes = {n: report.status for n, (_, report) in runs.items()}
     if picked is None:
-        if target.source is None:
+        if target.source is None and target.spec is None:
             raise UserError(f"arm '{target.name}' has neither an arm file nor a run", path=target.output_dir)
-        settings, limit = _settings_from_file(target.source, {})
+        settings, limit = _settings_from_file(target, {})
         flags.append(Flag(kind="no_run", arm=target.name, message=f"no run in {target.output_dir}"))
         never_ran = ArmResult(
             arm=target.name,
@@ -351,8 +379,8 @@ def _arm_result(target: ArmTarget, episode: int | None, flags: list[Flag]) -> tu
     path, report = picked
     replicates, _ = _replicates(runs, report, episode)
     _flag_fingerprints(target, runs, report, flags)
-    if target.source is not None:
-        current, _ = _settings_from_file(target.source, report.overrides)
+    if target.source is not None or target.spec is not None:
+        current, _ = _settings_from_file(target, report.overrides)
         if fingerprint(current) != report.fingerprint:
             changed = current.redacted().fingerprinted() != report.settings.redacted().fingerprinted()
             what = "has changed since" if changed else "resolves the same, but the fingerprint scheme changed since"

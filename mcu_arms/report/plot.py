@@ -39,12 +39,17 @@ class PlotData(BaseModel):
     log_x: bool = False
 
 
+LABEL_SETTINGS = 3  # a legend names at most this many differing settings, then counts the rest
+
+
 def _label(arm: ArmResult, baseline: ArmResult) -> str:
     if arm is baseline:
         return f"{arm.arm} (baseline)"
     differing = differing_settings([baseline.settings, arm.settings])
     values = flat_settings(arm.settings)
-    return ", ".join(f"{key}={values.get(key)}" for key in differing) or arm.arm
+    shown = ", ".join(f"{key}={values.get(key)}" for key in differing[:LABEL_SETTINGS])
+    more = f" (+{len(differing) - LABEL_SETTINGS} more)" if len(differing) > LABEL_SETTINGS else ""
+    return f"{arm.arm}: {shown}{more}" if shown else arm.arm
 
 
 def _series(arm: ArmResult, baseline: ArmResult) -> PlotSeries | None:

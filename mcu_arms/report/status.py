@@ -110,10 +110,11 @@ def _state_of(arm: str, run: RunOnDisk) -> ArmState:
 
 
 def arm_states(env: Environment, names: list[str]) -> list[ArmState]:
-    """Each arm's latest episode: its state, progress and recorded processes (alive or not)."""
+    """Each arm's latest episode, and every other one still marked started (a replicate running beside it, or one
+    whose supervisor died): state, progress and recorded processes (alive or not)."""
     states = []
     for arm in selected_arms(env.output_dir, names):
         found = arm_runs(env.output_dir / arm)
-        if found:
-            states.append(_state_of(arm, found[0]))
+        shown = [run for index, run in enumerate(found) if index == 0 or (run.report and run.report.status == "started")]
+        states += [_state_of(arm, run) for run in shown]
     return states

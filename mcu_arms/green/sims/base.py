@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 from mcu_arms.contracts.support import TaskSupport
 
 if TYPE_CHECKING:
-    from mcu_arms.contracts.catalog import ResetMode
-    from mcu_arms.contracts.evaluation import SimulatorRestart
     import numpy as np
 
+    from mcu_arms.contracts.catalog import ResetMode
+    from mcu_arms.contracts.evaluation import SimulatorRestart
     from mcu_arms.contracts.tasks import TaskSpec
     from mcu_arms.contracts.wire import EnvAction
 
