@@ -67,7 +67,8 @@ def render_plan(plan: ArmPlan, env: Environment) -> None:
         parts.append(f"[yellow]warning:[/] {escape(warning)}")
     for problem in plan.blocked:
         parts.append(f"[bold red]cannot run here:[/] {escape(problem)}")
-    env.console.print(Panel(Group(*parts), title=f"arm [bold]{plan.arm}[/] ({plan.source})", title_align="left"))
+    title = f"arm [bold]{plan.arm}[/] ({plan.source})"
+    env.console.print(Panel(Group(*parts), title=title, title_align="left", expand=False))
 
 
 def planned(
