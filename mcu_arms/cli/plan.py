@@ -72,11 +72,13 @@ def render_plan(plan: ArmPlan, env: Environment) -> None:
 
 
 def planned(
-    files: list[Path], arm_names: list[str], overrides: Overrides, env: Environment
+    files: list[Path], arm_names: list[str], overrides: Overrides, env: Environment, *, every_arm_when_none: bool = False
 ) -> tuple[list[ArmPlan], Selection]:
-    """The episodes to run for what was named (arm files, `--arm`, campaign files), each with what stops it on this
-    host (doctor's failed checks) for the plan to show and `run` to refuse."""
-    selection = select_arms(resolve_sources(files, arm_names, env), overrides, env.arms_dir)
+    """The episodes to run for what was named (arm files, `--arm`, campaign files; with none and
+    `every_arm_when_none`, every arm in arms/), each with what stops it on this host (doctor's failed checks) for the
+    plan to show and `run` to refuse."""
+    sources = resolve_sources(files, arm_names, env, every_arm_when_none=every_arm_when_none)
+    selection = select_arms(sources, overrides, env.arms_dir)
     plans = plan_specs(selection.specs, overrides, env)
     blocked = preflight([spec for spec, _ in selection.specs], env.env)
     return [plan.model_copy(update={"blocked": blocked.get(plan.arm, [])}) for plan in plans], selection
@@ -121,11 +123,11 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Resolve arms into plans: commands, environment, ports, paths, fingerprint and warnings.
 
-        Without --dry-run it also checks the ports, builds each codex agent's CODEX_HOME and writes plan.json and
-        scenario.toml into a new episode dir.
+        With no arm named, every arm in arms/. Without --dry-run it also checks that the ports are free now and
+        builds each codex agent's CODEX_HOME; only `run` creates episode dirs.
         """
         env = environment(ctx)
-        plans, _ = planned(files or [], arm, overrides, env)
+        plans, _ = planned(files or [], arm, overrides, env, every_arm_when_none=True)
         if not dry_run:
             from mcu_arms.arms.prepare import prepare_hosts
 
