@@ -82,3 +82,10 @@ class Environment:
     @property
     def output_dir(self) -> Path:
         return self._located(self.output_root, OUTPUT_DIR_ENV, "output")
+
+    def shown(self, path: Path | str) -> str:
+        """A path as printed for reading: relative to the project when inside it, else as it is."""
+        try:
+            return str(Path(path).relative_to(self.cwd))
+        except ValueError:
+            return str(path)

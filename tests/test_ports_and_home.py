@@ -224,6 +224,32 @@ def test_new_arm_from_another_copies_its_settings_and_reports_a_broken_source_at
     assert not (tmp_path / "arms" / "other.toml").exists()
 
 
+def test_new_from_an_arm_name_gets_auto_ports_and_plans_at_once_beside_its_source(tmp_path, env):
+    (tmp_path / "arms").mkdir()
+    fixed = ARM.format(green=9500).replace('purple = "auto"', "purple = 9501").replace("[ports]", "steps = 77\n\n[ports]")
+    (tmp_path / "arms" / "fixed.toml").write_text(fixed)
+    outcome = invoke(tmp_path, env, "new", "copy", "--from", "fixed")
+    assert outcome.exit_code == 0, outcome.err
+    assert outcome.out.strip() == "wrote arms/copy.toml; check it with: mcu-arms plan --dry-run arms/copy.toml"
+    text = (tmp_path / "arms" / "copy.toml").read_text()
+    lines = text.splitlines()
+    assert 'green = "auto"' in lines and 'purple = "auto"' in lines
+    # steps fills the template's own commented line, under its explanation, not a line appended at the end
+    assert lines[lines.index("steps = 77") - 1].startswith("# categories at 1200")
+    assert "# steps = 12000" not in text and text.count("steps = ") == 1
+    planned = invoke(tmp_path, env, "plan", "--dry-run", "--json", "--arm", "fixed", "--arm", "copy")
+    assert planned.exit_code == 0, planned.err
+    copy = json.loads(planned.out)["plans"][1]
+    assert copy["ports_auto"] == ["green", "purple"] and {copy["green_port"], copy["purple_port"]}.isdisjoint({9500, 9501})
+
+    asked = invoke(tmp_path, env, "new", "pinned", "--from", "copy", "--green-port", "9600", "--purple-port", "9601")
+    assert asked.exit_code == 0, asked.err
+    assert "green = 9600" in (tmp_path / "arms" / "pinned.toml").read_text()
+    unknown = invoke(tmp_path, env, "new", "other", "--from", "nope")
+    assert unknown.exit_code == 2 and "no arm named 'nope'" in unknown.err and "--from" in unknown.err
+    assert "allowed: copy, fixed, pinned" in unknown.err
+
+
 def test_doctor_reports_missing_pieces_without_failing_hard(tmp_path, env):
     (tmp_path / "arms").mkdir()
     (tmp_path / "arms" / "ms.toml").write_text(ARM.format(green=9500).replace('"embedded"', '"minestudio"'))
