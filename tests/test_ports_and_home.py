@@ -184,14 +184,40 @@ def test_corrupt_thread_history_is_moved_aside(local_dir, tmp_path):
     assert any("integrity_check" in warning for warning in again.warnings)
 
 
-def test_codex_home_command_prints_exports(env, tmp_path):
+def test_codex_home_exports_evaluated_in_a_shell_give_the_purple_its_run_environment(env, tmp_path):
     make_auth(tmp_path)
+    (tmp_path / "arms").mkdir()
+    (tmp_path / "arms" / "arm1.toml").write_text(ARM.format(green=9500).replace('"noop"', '"worldmodel"'))
     outcome = invoke(tmp_path, env, "codex-home", "arm1")
     assert outcome.exit_code == 0, outcome.err
-    assert f"export CODEX_HOME={env['MCU_CODEX_ROOT']}/arm1" in outcome.out
-    assert f"export CODEX_SQLITE_HOME={env['MCU_CODEX_ROOT']}/arm1/sqlite" in outcome.out
-    refused = invoke(tmp_path, {**env, "MCU_CODEX_ROOT": "/tmp/nope"}, "codex-home", "arm1")
-    assert refused.exit_code == 2 and "Refusing to create helper binaries" in refused.err
+    assert "# replaces the seed's CODEX_RUNTIME_HOME" in outcome.out
+    assert "# replaces the seed's CODEX_SQLITE_DIR" in outcome.out
+
+    names = ("CODEX_HOME", "CODEX_SQLITE_HOME", "HOME")
+    script = f'eval "$("{sys.executable}" -m mcu_arms codex-home arm1)" && printf "%s\\n" ' + " ".join(
+        f'"${name}"' for name in names
+    )
+    shell = subprocess.run(["bash", "-c", script], cwd=tmp_path, env={**env, "HOME": str(tmp_path)},
+                           capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert shell.returncode == 0, shell.stderr
+    evaluated = dict(zip(names, shell.stdout.splitlines()))
+
+    planned = invoke(tmp_path, env, "plan", "--dry-run", "--json", "--arm", "arm1")
+    assert planned.exit_code == 0, planned.err
+    purple = next(p for p in json.loads(planned.out)["plans"][0]["processes"] if p["role"] == "purple")
+    assert evaluated == {name: purple["env"][name] for name in names}
+    assert evaluated["HOME"] == f"{env['MCU_CODEX_ROOT']}/arm1/home"
+
+
+def test_codex_home_blames_the_flag_or_variable_its_refused_value_came_from(env, tmp_path):
+    make_auth(tmp_path)
+    from_flag = invoke(tmp_path, env, "codex-home", "arm1", "--root", "/tmp/nope")
+    assert from_flag.exit_code == 2 and "key '--root'" in from_flag.err and "codex.root" not in from_flag.err
+    assert "Refusing to create helper binaries" in from_flag.err
+    from_variable = invoke(tmp_path, {**env, "MCU_CODEX_ROOT": "/tmp/nope"}, "codex-home", "arm1")
+    assert from_variable.exit_code == 2 and "key 'MCU_CODEX_ROOT'" in from_variable.err
+    no_credential = invoke(tmp_path, env, "codex-home", "arm1", "--auth", str(tmp_path / "missing.json"))
+    assert no_credential.exit_code == 2 and "key '--auth'" in no_credential.err
 
 
 def test_new_arm_from_template_keeps_comments_and_never_overwrites(tmp_path, env):
