@@ -13,6 +13,7 @@ from rich.table import Table
 
 from mcu_arms.arms.campaign import Selection, select_arms
 from mcu_arms.arms.plan import plan_specs, resolve_sources
+from mcu_arms.arms.spec import arm_files
 from mcu_arms.cli.common import environment, print_json, reports_user_errors
 from mcu_arms.cli.options import with_overrides
 from mcu_arms.contracts.settings import ArmPlan, Overrides
@@ -20,8 +21,13 @@ from mcu_arms.doctor import preflight
 from mcu_arms.environment import Environment
 from mcu_arms.supervise.reruns import RerunDecision
 
+def _arm_names(ctx: typer.Context, incomplete: str) -> list[str]:
+    """Shell completion for --arm: the arms in the arms dir."""
+    return [path.stem for path in arm_files(environment(ctx).arms_dir) if path.stem.startswith(incomplete)]
+
+
 FILES_ARGUMENT = typer.Argument(None, help="Arm files (arms/NAME.toml).")
-ARM_OPTION = typer.Option([], "--arm", help="Arm by name: arms/NAME.toml. Repeatable.")
+ARM_OPTION = typer.Option([], "--arm", help="Arm by name: arms/NAME.toml. Repeatable.", autocompletion=_arm_names)
 DRY_RUN_OPTION = typer.Option(False, "--dry-run", help="Show the plans and touch nothing.")
 def _short(text: str, env: Environment) -> str:
     """Paths relative to the project and the interpreter as `python`, for reading; the plan keeps them whole."""
@@ -123,8 +129,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Resolve arms into plans: commands, environment, ports, paths, fingerprint and warnings.
 
-        With no arm named, every arm in arms/. Without --dry-run it also checks that the ports are free now and
-        builds each codex agent's CODEX_HOME; only `run` creates episode dirs.
+        With no arm named, every arm in arms/. Without --dry-run it also checks that the ports are free now and builds each codex agent's CODEX_HOME; only `run` creates episode dirs.
         """
         env = environment(ctx)
         plans, _ = planned(files or [], arm, overrides, env, every_arm_when_none=True)
