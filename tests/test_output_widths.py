@@ -130,3 +130,22 @@ def test_piped_compare_and_status_keep_every_column_whole(tmp_path: Path) -> Non
     assert rows["scripted_arm_with_a_long_name"][1:3] == ["001", "finished"]
     assert rows["scripted_arm_with_a_long_name"][6] == "2/5: collect_wood@12, place_table@40"
     assert rows["random_arm_with_a_long_name"][6] == "1/5 (4 reachable): collect_wood@150"
+
+
+def test_piped_plan_doctor_and_hints_keep_every_line_whole(tmp_path: Path) -> None:
+    env = {"MCU_ARMS_STATE_DIR": str(tmp_path / "state"), "PATH": os.environ["PATH"]}
+    made = invoke(tmp_path, env, "new", "an_arm_whose_name_alone_takes_forty_chars", "--agent", "random")
+    assert made.exit_code == 0, made.err
+    hint = "check it with: mcu-arms plan --dry-run arms/an_arm_whose_name_alone_takes_forty_chars.toml"
+    assert made.out.splitlines() == [f"wrote arms/an_arm_whose_name_alone_takes_forty_chars.toml; {hint}"]
+
+    planned = invoke(tmp_path, env, "plan", "--dry-run")
+    assert planned.exit_code == 0, planned.err
+    purple = next(line for line in planned.out.splitlines() if "serve purple" in line)
+    assert purple.rstrip(" │").endswith("--session-turns 1 --compact-limit 516000"), purple
+    assert CUT not in planned.out
+
+    checked = invoke(tmp_path, env, "doctor")
+    assert CUT not in checked.out
+    rows = {row[0]: row for row in _table_rows(checked.out)}
+    assert rows["crafter (embedded simulator)"][1:] == ["ok", "importable", "an_arm_whose_name_alone_takes_forty_chars"]
