@@ -8,6 +8,7 @@ gets; one test goes through a real pipe to show that the real Environment decide
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
 import sys
@@ -142,7 +143,9 @@ def test_piped_plan_doctor_and_hints_keep_every_line_whole(tmp_path: Path) -> No
     planned = invoke(tmp_path, env, "plan", "--dry-run")
     assert planned.exit_code == 0, planned.err
     purple = next(line for line in planned.out.splitlines() if "serve purple" in line)
-    assert purple.rstrip(" │").endswith("--session-turns 1 --compact-limit 516000"), purple
+    as_json = invoke(tmp_path, env, "plan", "--dry-run", "--json")
+    argv = next(p for p in json.loads(as_json.out)["plans"][0]["processes"] if p["role"] == "purple")["argv"]
+    assert purple.rstrip(" │").endswith(" ".join(argv[-6:])), purple  # the whole command line on one line
     assert CUT not in planned.out
 
     checked = invoke(tmp_path, env, "doctor")

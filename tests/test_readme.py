@@ -18,8 +18,10 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
@@ -32,9 +34,10 @@ NO_INDEX = ("Could not find a version", "Failed to establish a new connection", 
 
 
 def bash_blocks(text: str) -> list[list[str]]:
-    """The command lines of each ```bash block, in order (blank lines and whole-line comments left out)."""
+    """The commands of each ```bash block, in order: blank lines and whole-line comments left out, and a comment
+    after a command (two spaces, then #) cut off, as it says what the command does rather than being part of it."""
     return [
-        [line.strip() for line in block.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+        [line.split("  #")[0].strip() for line in block.splitlines() if line.strip() and not line.lstrip().startswith("#")]
         for block in BASH_BLOCK.findall(text)
     ]
 
@@ -80,8 +83,12 @@ def row(out: str, first: str) -> list[str]:
     raise AssertionError(f"no table row {first!r} in:\n{out}")
 
 
-def check_two_arms(done: subprocess.CompletedProcess[str], clone: Path) -> None:
+Example = Callable[[str, Path, dict[str, str]], None]
+
+
+def check_two_arms(line: str, clone: Path, env: dict[str, str]) -> None:
     """Right after the first command, only demo_random runs: demo is skipped, its run having finished already."""
+    done = shell(line, clone, env, timeout=1500)
     assert done.returncode == 0, done.stdout + done.stderr
     assert row(done.stdout, "demo")[1] == "skipped"
     finished = row(done.stdout, "demo_random")
@@ -89,16 +96,18 @@ def check_two_arms(done: subprocess.CompletedProcess[str], clone: Path) -> None:
     assert not (clone / "output" / "demo" / "episode_002").exists()
 
 
-def check_compare(done: subprocess.CompletedProcess[str], clone: Path) -> None:
+def check_compare(line: str, clone: Path, env: dict[str, str]) -> None:
     """"comparable: differs only in agent", and demo.png drawn."""
+    done = shell(line, clone, env, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "comparable: differs only in agent" in done.stdout
     assert row(done.stdout, "agent")[1:] == ["scripted", "random"]
     assert (clone / "demo.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def check_milestones(done: subprocess.CompletedProcess[str], clone: Path) -> None:
+def check_milestones(line: str, clone: Path, env: dict[str, str]) -> None:
     """Each milestone with the step it landed on, None when not reached, from the latest run report."""
+    done = shell(line, clone, env, timeout=60)
     assert done.returncode == 0, done.stderr
     milestones = ast.literal_eval(done.stdout.strip())
     report = json.loads((clone / "logs" / "demo_result.json").read_text())
@@ -107,11 +116,47 @@ def check_milestones(done: subprocess.CompletedProcess[str], clone: Path) -> Non
     assert ("iron_ingot", None) in milestones and len(milestones) == 10
 
 
-EXAMPLES: dict[str, Callable[[subprocess.CompletedProcess[str], Path], None]] = {
+def check_view_extra(line: str, clone: Path, env: dict[str, str]) -> None:
+    """The view extra: jinja2 and plotly, into the clone's .venv (its pip is first on PATH)."""
+    done = shell(line, clone, env, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    imported = shell('python -c "import jinja2, plotly"', clone, env, timeout=60)
+    assert imported.returncode == 0, imported.stderr
+
+
+def check_view(line: str, clone: Path, env: dict[str, str]) -> None:
+    """Prints http://127.0.0.1:PORT/, serves the comparison there, and Ctrl-C stops it (cleanly: exit 0)."""
+    viewer = subprocess.Popen(["bash", "-c", f"exec {line}"], cwd=clone, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        first = viewer.stdout.readline() if viewer.stdout else ""  # it prints the URL once it listens
+        url = re.search(r"http://127\.0\.0\.1:\d+/", first)
+        assert url, first + (viewer.stderr.read() if viewer.poll() is not None and viewer.stderr else "")
+        with urllib.request.urlopen(url.group(0), timeout=60) as page:
+            assert page.status == 200 and "demo_random" in page.read().decode("utf-8")
+        viewer.send_signal(signal.SIGINT)  # our own child, by its pid (`exec` made the shell into mcu-arms)
+        assert viewer.wait(timeout=60) == 0
+    finally:
+        if viewer.poll() is None:
+            viewer.kill()
+            viewer.wait(timeout=30)
+
+
+def check_report(line: str, clone: Path, env: dict[str, str]) -> None:
+    """The same pages as files: demo-report/index.html."""
+    done = shell(line, clone, env, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "demo_random" in (clone / "demo-report" / "index.html").read_text(encoding="utf-8")
+
+
+EXAMPLES: dict[str, Example] = {
     "mcu-arms run --arm demo --arm demo_random": check_two_arms,
     "mcu-arms compare arms/demo*.toml --plot demo.png": check_compare,
     "python3 -c \"import json; print([(m['identity'], m['step']) for m in "
     "json.load(open('logs/demo_result.json'))['milestones']])\"": check_milestones,
+    "pip install -e '.[view]'": check_view_extra,
+    "mcu-arms view demo demo_random": check_view,
+    "mcu-arms report demo demo_random --html demo-report/": check_report,
 }
 
 
@@ -144,4 +189,4 @@ def test_a_fresh_clone_does_what_the_readme_says_from_the_top(tmp_path: Path) ->
     assert not unknown, f"README examples this test does not know (say here what the README says they do): {unknown}"
     assert examples == list(EXAMPLES), "the README's examples changed order"
     for line in examples:
-        EXAMPLES[line](shell(line, clone, on_path, timeout=1500), clone)
+        EXAMPLES[line](line, clone, on_path)
