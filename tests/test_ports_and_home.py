@@ -265,15 +265,27 @@ def test_new_from_an_arm_name_gets_auto_ports_and_plans_at_once_beside_its_sourc
     assert "# steps = 12000" not in text and text.count("steps = ") == 1
     planned = invoke(tmp_path, env, "plan", "--dry-run", "--json", "--arm", "fixed", "--arm", "copy")
     assert planned.exit_code == 0, planned.err
-    copy = json.loads(planned.out)["plans"][1]
+    source, copy = json.loads(planned.out)["plans"]
     assert copy["ports_auto"] == ["green", "purple"] and {copy["green_port"], copy["purple_port"]}.isdisjoint({9500, 9501})
+    assert copy["fingerprint"] == source["fingerprint"]
+
+    # a source silent on a key the template sets (simulator: minestudio by default; seed beside seeds) is copied
+    # silent too, so that the copy runs what its source runs
+    (tmp_path / "arms" / "terse.toml").write_text(
+        'agent = "noop"\ntask = "crafting"\nseeds = [1, 2]\n\n[ports]\ngreen = "auto"\npurple = "auto"\n'
+    )
+    assert invoke(tmp_path, env, "new", "terse_copy", "--from", "terse").exit_code == 0
+    both = invoke(tmp_path, env, "plan", "--dry-run", "--json", "--arm", "terse", "--arm", "terse_copy")
+    assert both.exit_code == 0, both.err
+    plans = json.loads(both.out)["plans"]
+    assert {(p["settings"]["simulator"], p["fingerprint"]) for p in plans} == {("minestudio", plans[0]["fingerprint"])}
 
     asked = invoke(tmp_path, env, "new", "pinned", "--from", "copy", "--green-port", "9600", "--purple-port", "9601")
     assert asked.exit_code == 0, asked.err
     assert "green = 9600" in (tmp_path / "arms" / "pinned.toml").read_text()
     unknown = invoke(tmp_path, env, "new", "other", "--from", "nope")
     assert unknown.exit_code == 2 and "no arm named 'nope'" in unknown.err and "--from" in unknown.err
-    assert "allowed: copy, fixed, pinned" in unknown.err
+    assert "allowed: copy, fixed, pinned, terse, terse_copy" in unknown.err
 
 
 def test_doctor_reports_missing_pieces_without_failing_hard(tmp_path, env):

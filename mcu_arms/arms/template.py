@@ -2,8 +2,9 @@
 
 Every value lands where the template explains it: a key the template has is set in place, a key the template shows
 commented out (`# steps = 12000`) is written on that line, and only a key the template never mentions is added at
-the end of its table. A copy of another arm (`--from`) gets "auto" ports unless ports are asked for, so that it can
-run beside the arm it was copied from.
+the end of its table. A copy of another arm (`--from`) states what its source states and nothing more (the
+template's other values are left as comments, so the copy has the source's defaults), and gets "auto" ports unless
+ports are asked for, so that it can run beside the arm it was copied from.
 """
 
 from __future__ import annotations
@@ -44,8 +45,10 @@ def _source_values(path: Path) -> Values:
     return values
 
 
-def _uncomment(template: str, wanted: set[tuple[str | None, str]]) -> str:
-    """The template with `# key = ...` uncommented for each wanted (table, key) it only shows as a comment."""
+def _template_text(template: str, given: set[tuple[str | None, str]], *, only_given: bool) -> str:
+    """The template with `# key = ...` uncommented for each given (table, key) it shows only as a comment, and,
+    with `only_given`, every value it sets that is not given commented out (a copy states what its source states:
+    where the source is silent, the copy is too, and gets the same default)."""
     lines = template.splitlines(keepends=True)
     table: str | None = None
     for index, line in enumerate(lines):
@@ -54,21 +57,25 @@ def _uncomment(template: str, wanted: set[tuple[str | None, str]]) -> str:
             table = header.group(1)
             continue
         commented = re.match(r"^#\s?([A-Za-z0-9_]+)\s*=", line)
-        if not commented or (table, commented.group(1)) not in wanted:
+        if commented and (table, commented.group(1)) in given:
+            candidate = line[1:].lstrip(" ")
+            try:
+                tomlkit.parse(candidate)
+            except ParseError:
+                continue
+            lines[index] = candidate
+            given = given - {(table, commented.group(1))}
             continue
-        candidate = line[1:].lstrip(" ")
-        try:
-            tomlkit.parse(candidate)
-        except ParseError:
-            continue
-        lines[index] = candidate
-        wanted = wanted - {(table, commented.group(1))}
+        written = re.match(r"^([A-Za-z0-9_]+)\s*=", line)
+        if only_given and written and (table, written.group(1)) not in given:
+            lines[index] = f"# {line}"
     return "".join(lines)
 
 
-def arm_text(values: Values) -> str:
-    """The template with `values` set, each where the template explains it."""
-    document = tomlkit.parse(_uncomment(ARM_TEMPLATE.read_text(encoding="utf-8"), set(values)))
+def arm_text(values: Values, *, only_given: bool = False) -> str:
+    """The template with `values` set, each where the template explains it (and, with `only_given`, nothing else)."""
+    template = _template_text(ARM_TEMPLATE.read_text(encoding="utf-8"), set(values), only_given=only_given)
+    document = tomlkit.parse(template)
     for (table, key), value in values.items():
         if table is None:
             document[key] = value
@@ -102,7 +109,7 @@ def new_arm_file(
             values[(None, key)] = value
     for role, port in (("green", green_port), ("purple", purple_port)):
         values[("ports", role)] = port if port is not None else "auto"
-    text = arm_text(values)
+    text = arm_text(values, only_given=from_arm is not None)
     parse_arm(text, target)  # refuse to write an arm that would not load
     env.arms_dir.mkdir(parents=True, exist_ok=True)
     with open(target, "x", encoding="utf-8") as handle:
