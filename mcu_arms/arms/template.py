@@ -27,7 +27,7 @@ TABLE_HEADER = re.compile(r"^\[([A-Za-z0-9_.-]+)\]\s*(#.*)?$")
 
 
 def source_arm_file(env: Environment, given: str) -> Path:
-    """`--from` takes a path (it names a directory or ends in .toml) or an arm's name, like `--arm`."""
+    """`--from` takes a path (one with a / or ending in .toml) or an arm's name, looked up like `--arm`."""
     if "/" in given or given.endswith(".toml"):
         return Path(given) if Path(given).is_absolute() else env.cwd / given
     return arm_path(env.arms_dir, given, key="--from")

@@ -49,7 +49,9 @@ def _root(
         None, "--output-dir", help=f"Where runs are written and read [${OUTPUT_DIR_ENV} or output/]."
     ),
     arms_dir: Optional[Path] = typer.Option(
-        None, "--arms-dir", help=f"Where arm files are: --arm NAME, new NAME, plan with none named [${ARMS_DIR_ENV} or arms/]."
+        None,
+        "--arms-dir",
+        help=f"Where arm files are: --arm NAME, new NAME, plan with none named [${ARMS_DIR_ENV} or arms/].",
     ),
 ) -> None:
     """Run comparison arms of Minecraft agents on the MCU benchmark."""

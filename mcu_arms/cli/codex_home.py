@@ -34,7 +34,8 @@ def export_lines(environment: dict[str, str]) -> list[str]:
     """`export NAME=value` for each variable, with a comment naming what it replaces or why it is set."""
     lines = []
     for name, value in environment.items():
-        note = f"replaces the seed's {SEED_NAMES[name]}" if name in SEED_NAMES else PINNED_HOME_NOTE if name == "HOME" else ""
+        note = f"replaces the seed's {SEED_NAMES[name]}" if name in SEED_NAMES else ""
+        note = PINNED_HOME_NOTE if name == "HOME" else note
         lines.append(f"export {name}={shlex.quote(value)}" + (f"  # {note}" if note else ""))
     return lines
 

@@ -9,8 +9,8 @@ from typing import Any, TypeVar
 
 import typer
 from pydantic import BaseModel
-from typer.core import TyperCommand, TyperGroup
 from rich.markup import escape
+from typer.core import TyperCommand, TyperGroup
 
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.environment import Environment

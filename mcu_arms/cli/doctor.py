@@ -20,7 +20,9 @@ def register(app: typer.Typer) -> None:
     @reports_user_errors
     def doctor(
         ctx: typer.Context,
-        files: list[Path] = typer.Argument(None, help="The arm files whose needs are checked (default: every arm in arms/)."),
+        files: list[Path] = typer.Argument(
+            None, help="The arm files whose needs are checked (default: every arm in arms/)."
+        ),
         json_output: bool = typer.Option(False, "--json", help="Print the checks as JSON."),
     ) -> None:
         """Check this host for what the arms need: JDK 8, Xvfb, the MineStudio engine, local disks for sqlite,

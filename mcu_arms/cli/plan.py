@@ -21,6 +21,7 @@ from mcu_arms.doctor import preflight
 from mcu_arms.environment import Environment
 from mcu_arms.supervise.reruns import RerunDecision
 
+
 def _arm_names(ctx: typer.Context, incomplete: str) -> list[str]:
     """Shell completion for --arm: the arms in the arms dir."""
     return [path.stem for path in arm_files(environment(ctx).arms_dir) if path.stem.startswith(incomplete)]
@@ -29,6 +30,8 @@ def _arm_names(ctx: typer.Context, incomplete: str) -> list[str]:
 FILES_ARGUMENT = typer.Argument(None, help="Arm files (arms/NAME.toml).")
 ARM_OPTION = typer.Option([], "--arm", help="Arm by name: arms/NAME.toml. Repeatable.", autocompletion=_arm_names)
 DRY_RUN_OPTION = typer.Option(False, "--dry-run", help="Show the plans and touch nothing.")
+
+
 def _short(text: str, env: Environment) -> str:
     """Paths relative to the project and the interpreter as `python`, for reading; the plan keeps them whole."""
     return text.replace(sys.executable, "python").replace(str(env.cwd) + "/", "")
@@ -78,7 +81,12 @@ def render_plan(plan: ArmPlan, env: Environment) -> None:
 
 
 def planned(
-    files: list[Path], arm_names: list[str], overrides: Overrides, env: Environment, *, every_arm_when_none: bool = False
+    files: list[Path],
+    arm_names: list[str],
+    overrides: Overrides,
+    env: Environment,
+    *,
+    every_arm_when_none: bool = False,
 ) -> tuple[list[ArmPlan], Selection]:
     """The episodes to run for what was named (arm files, `--arm`, campaign files; with none and
     `every_arm_when_none`, every arm in arms/), each with what stops it on this host (doctor's failed checks) for the
