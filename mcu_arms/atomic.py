@@ -3,6 +3,10 @@
 Every write goes to a temporary file beside the target, flushed to disk, then takes the target's name: a reader never
 sees half a file. `replace` writes (reports that are rewritten as a run goes) rename over the old file; `exclusive`
 writes (results, which are never overwritten) link the name and fail if it appeared meanwhile.
+
+A file's mode is decided by what it holds, never left to the temporary file's 0600: results, reports and plans are
+readable by anyone who can read the directory (0644, like their neighbours written with open()); a caller writing
+something private (a conversation) passes 0o600.
 """
 
 from __future__ import annotations
@@ -16,6 +20,9 @@ from typing import Any
 from pydantic import BaseModel
 
 
+SHARED_MODE = 0o644
+
+
 class AlreadyExists(FileExistsError):
     """An exclusive write found its target already there: nothing was replaced."""
 
@@ -25,11 +32,12 @@ def _json_text(data: BaseModel | Any) -> str:
     return text + "\n"
 
 
-def _temporary_beside(path: Path, text: str) -> Path:
+def _temporary_beside(path: Path, text: str, mode: int) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     temporary = Path(name)
     try:
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
@@ -40,8 +48,8 @@ def _temporary_beside(path: Path, text: str) -> Path:
     return temporary
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    temporary = _temporary_beside(path, text)
+def write_text_atomic(path: Path, text: str, *, mode: int = SHARED_MODE) -> None:
+    temporary = _temporary_beside(path, text, mode)
     try:
         os.replace(temporary, path)
     except BaseException:
@@ -49,14 +57,14 @@ def write_text_atomic(path: Path, text: str) -> None:
         raise
 
 
-def write_json_atomic(path: Path, data: BaseModel | Any) -> None:
-    write_text_atomic(path, _json_text(data))
+def write_json_atomic(path: Path, data: BaseModel | Any, *, mode: int = SHARED_MODE) -> None:
+    write_text_atomic(path, _json_text(data), mode=mode)
 
 
-def write_json_exclusive(path: Path, data: BaseModel | Any) -> None:
+def write_json_exclusive(path: Path, data: BaseModel | Any, *, mode: int = SHARED_MODE) -> None:
     """Write a result that must never replace another: AlreadyExists if `path` exists, even if it appeared while
     this was being written."""
-    temporary = _temporary_beside(path, _json_text(data))
+    temporary = _temporary_beside(path, _json_text(data), mode)
     try:
         os.link(temporary, path)
     except FileExistsError:

@@ -1,4 +1,7 @@
-"""Driving the CLI in-process with a substituted Environment (console, env vars, clock, project dir)."""
+"""Driving the CLI in-process with a substituted Environment (console, env vars, clock, project dir).
+
+The consoles are the real ones (`console_for`) on a string buffer: what a test reads is what a pipe gets.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +10,10 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from rich.console import Console
 from typer.testing import CliRunner
 
 from mcu_arms.cli import app
-from mcu_arms.environment import Environment
+from mcu_arms.environment import Environment, console_for
 
 FIXED_NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=timezone.utc)
 
@@ -26,8 +28,8 @@ class Outcome:
 def make_environment(cwd: Path, env: dict[str, str]) -> tuple[Environment, io.StringIO, io.StringIO]:
     out, err = io.StringIO(), io.StringIO()
     environment = Environment(
-        console=Console(file=out, width=220, color_system=None, force_terminal=False),
-        err_console=Console(file=err, width=220, color_system=None, force_terminal=False),
+        console=console_for(out, color_system=None),
+        err_console=console_for(err, color_system=None),
         env=env,
         clock=lambda: FIXED_NOW,
         cwd=cwd,

@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
 import typer
 from typer.testing import CliRunner
 
@@ -34,6 +41,48 @@ def test_every_command_has_help_text():
                 assert (parameter.help or "").strip(), f"`mcu-arms {' '.join(path)} {parameter.opts[0]}` has no help"
 
 
-def test_version():
-    result = CliRunner().invoke(app, ["--version"])
+@pytest.mark.parametrize("flag", ["--version", "-V"])
+def test_version(flag):
+    result = CliRunner().invoke(app, [flag])
     assert result.exit_code == 0 and result.output.strip() == f"mcu-arms {__version__}"
+
+
+def test_flags_show_no_type_and_help_texts_keep_their_brackets():
+    for path in (["--help"], ["plan", "--help"], ["doctor", "--help"], ["serve", "purple", "--help"]):
+        result = CliRunner().invoke(app, path, terminal_width=200)
+        assert result.exit_code == 0, result.output
+        assert "<bool>" not in result.output, path
+    doctor = CliRunner().invoke(app, ["doctor", "--help"], terminal_width=200).output
+    assert "(default: every arm in arms/)" in doctor
+
+
+SCRIPT = Path(sys.executable).parent / "mcu-arms"
+
+
+@pytest.mark.skipif(not SCRIPT.is_file(), reason=f"no installed mcu-arms script at {SCRIPT} (pip install -e . makes it)")
+@pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")
+def test_completion_installs_into_home_for_bash_and_completes_commands_flags_and_arm_names(tmp_path):
+    home, project = tmp_path / "home", tmp_path / "project"
+    home.mkdir()
+    (project / "arms").mkdir(parents=True)
+    (project / "arms" / "demo_pair.toml").write_text('agent = "noop"\n')
+    env = {"PATH": f"{SCRIPT.parent}:{os.environ['PATH']}", "HOME": str(home)}
+    installed = subprocess.run(["bash", "-c", "mcu-arms --install-completion"], env=env, cwd=project,
+                               capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    script = home / ".bash_completions" / "mcu-arms.sh"
+    assert f"source '{script}'" in (home / ".bashrc").read_text()
+
+    def completions(*words: str) -> list[str]:
+        line = " ".join(words)
+        done = subprocess.run(
+            ["bash", "-c", f'source ~/.bashrc; COMP_WORDS=({line}); COMP_CWORD={len(words) - 1}; '
+                           '_mcu_arms_completion mcu-arms; printf "%s\\n" "${COMPREPLY[@]}"'],
+            env=env, cwd=project, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return done.stdout.split()
+
+    assert completions("mcu-arms", "pl") == ["plan"]
+    assert "--rerun" in completions("mcu-arms", "run", "--re")
+    assert completions("mcu-arms", "run", "--arm", "demo_") == ["demo_pair"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mcu_arms.atomic import write_json_atomic
+from mcu_arms.atomic import write_json_atomic, write_json_exclusive, write_text_atomic
 from mcu_arms.contracts.evaluation import (
     CategoryResult,
     EvaluationResult,
@@ -54,6 +54,16 @@ def test_result_file_is_replaced_whole_and_no_temporary_is_left(tmp_path: Path):
     write_json_atomic(target, {"v": 2})
     assert json.loads(target.read_text()) == {"v": 2}
     assert [path.name for path in target.parent.iterdir()] == ["result.json"]
+
+
+def test_an_atomic_write_takes_the_mode_its_content_asks_for_not_the_temporary_files(tmp_path: Path):
+    shared, exclusive, private = tmp_path / "result.json", tmp_path / "evaluation.json", tmp_path / "turn.json"
+    write_json_atomic(shared, {"v": 1})
+    write_json_exclusive(exclusive, {"v": 1})
+    write_text_atomic(private, "conversation", mode=0o600)
+    assert {path.name: path.stat().st_mode & 0o777 for path in (shared, exclusive, private)} == {
+        "result.json": 0o644, "evaluation.json": 0o644, "turn.json": 0o600,
+    }  # fmt: skip
 
 
 def _metrics(score: float | None, max_score: float = 10.0, **criteria: float) -> TaskMetrics:

@@ -50,6 +50,27 @@ def test_seed_arms_dry_run_prints_three_plans(env):
     assert "dry run: nothing was created" in outcome.out
 
 
+def test_plan_with_no_arm_named_plans_every_arm_in_arms_and_run_refuses(env):
+    outcome = invoke(REPO, env, "plan", "--dry-run")
+    assert outcome.exit_code == 0, outcome.err
+    arms = sorted(path.stem for path in (REPO / "arms").glob("*.toml"))
+    assert len(arms) >= 5
+    for arm in arms:
+        assert f"arm {arm} (" in outcome.out
+    planned = plan_json(REPO, env, "--dry-run")["plans"]
+    assert [plan["arm"] for plan in planned] == arms
+
+    refused = invoke(REPO, env, "run", "--dry-run")
+    assert refused.exit_code == 2
+    assert "name at least one arm" in refused.err and f"allowed: {', '.join(arms)}" in refused.err
+
+
+def test_plan_with_no_arm_named_and_an_empty_arms_dir_says_how_to_make_one(project, env):
+    outcome = invoke(project, env, "plan", "--dry-run")
+    assert outcome.exit_code == 2
+    assert "no arm files in" in outcome.err and "mcu-arms new NAME" in outcome.err
+
+
 def test_plan_contents(project, env):
     write_arm(project, "a", EMBEDDED_ARM.format(green=9201, purple=9202))
     plan = plan_json(project, env, "--dry-run", "--arm", "a")["plans"][0]

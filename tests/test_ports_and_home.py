@@ -184,14 +184,40 @@ def test_corrupt_thread_history_is_moved_aside(local_dir, tmp_path):
     assert any("integrity_check" in warning for warning in again.warnings)
 
 
-def test_codex_home_command_prints_exports(env, tmp_path):
+def test_codex_home_exports_evaluated_in_a_shell_give_the_purple_its_run_environment(env, tmp_path):
     make_auth(tmp_path)
+    (tmp_path / "arms").mkdir()
+    (tmp_path / "arms" / "arm1.toml").write_text(ARM.format(green=9500).replace('"noop"', '"worldmodel"'))
     outcome = invoke(tmp_path, env, "codex-home", "arm1")
     assert outcome.exit_code == 0, outcome.err
-    assert f"export CODEX_HOME={env['MCU_CODEX_ROOT']}/arm1" in outcome.out
-    assert f"export CODEX_SQLITE_HOME={env['MCU_CODEX_ROOT']}/arm1/sqlite" in outcome.out
-    refused = invoke(tmp_path, {**env, "MCU_CODEX_ROOT": "/tmp/nope"}, "codex-home", "arm1")
-    assert refused.exit_code == 2 and "Refusing to create helper binaries" in refused.err
+    assert "# replaces the seed's CODEX_RUNTIME_HOME" in outcome.out
+    assert "# replaces the seed's CODEX_SQLITE_DIR" in outcome.out
+
+    names = ("CODEX_HOME", "CODEX_SQLITE_HOME", "HOME")
+    script = f'eval "$("{sys.executable}" -m mcu_arms codex-home arm1)" && printf "%s\\n" ' + " ".join(
+        f'"${name}"' for name in names
+    )
+    shell = subprocess.run(["bash", "-c", script], cwd=tmp_path, env={**env, "HOME": str(tmp_path)},
+                           capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert shell.returncode == 0, shell.stderr
+    evaluated = dict(zip(names, shell.stdout.splitlines()))
+
+    planned = invoke(tmp_path, env, "plan", "--dry-run", "--json", "--arm", "arm1")
+    assert planned.exit_code == 0, planned.err
+    purple = next(p for p in json.loads(planned.out)["plans"][0]["processes"] if p["role"] == "purple")
+    assert evaluated == {name: purple["env"][name] for name in names}
+    assert evaluated["HOME"] == f"{env['MCU_CODEX_ROOT']}/arm1/home"
+
+
+def test_codex_home_blames_the_flag_or_variable_its_refused_value_came_from(env, tmp_path):
+    make_auth(tmp_path)
+    from_flag = invoke(tmp_path, env, "codex-home", "arm1", "--root", "/tmp/nope")
+    assert from_flag.exit_code == 2 and "key '--root'" in from_flag.err and "codex.root" not in from_flag.err
+    assert "Refusing to create helper binaries" in from_flag.err
+    from_variable = invoke(tmp_path, {**env, "MCU_CODEX_ROOT": "/tmp/nope"}, "codex-home", "arm1")
+    assert from_variable.exit_code == 2 and "key 'MCU_CODEX_ROOT'" in from_variable.err
+    no_credential = invoke(tmp_path, env, "codex-home", "arm1", "--auth", str(tmp_path / "missing.json"))
+    assert no_credential.exit_code == 2 and "key '--auth'" in no_credential.err
 
 
 def test_new_arm_from_template_keeps_comments_and_never_overwrites(tmp_path, env):
@@ -222,6 +248,44 @@ def test_new_arm_from_another_copies_its_settings_and_reports_a_broken_source_at
     directory = invoke(tmp_path, env, "new", "other", "--from", str(tmp_path))
     assert directory.exit_code == 2 and "cannot read the arm file" in directory.err
     assert not (tmp_path / "arms" / "other.toml").exists()
+
+
+def test_new_from_an_arm_name_gets_auto_ports_and_plans_at_once_beside_its_source(tmp_path, env):
+    (tmp_path / "arms").mkdir()
+    fixed = ARM.format(green=9500).replace('purple = "auto"', "purple = 9501").replace("[ports]", "steps = 77\n\n[ports]")
+    (tmp_path / "arms" / "fixed.toml").write_text(fixed)
+    outcome = invoke(tmp_path, env, "new", "copy", "--from", "fixed")
+    assert outcome.exit_code == 0, outcome.err
+    assert outcome.out.strip() == "wrote arms/copy.toml; check it with: mcu-arms plan --dry-run arms/copy.toml"
+    text = (tmp_path / "arms" / "copy.toml").read_text()
+    lines = text.splitlines()
+    assert 'green = "auto"' in lines and 'purple = "auto"' in lines
+    # steps fills the template's own commented line, under its explanation, not a line appended at the end
+    assert lines[lines.index("steps = 77") - 1].startswith("# categories at 1200")
+    assert "# steps = 12000" not in text and text.count("steps = ") == 1
+    planned = invoke(tmp_path, env, "plan", "--dry-run", "--json", "--arm", "fixed", "--arm", "copy")
+    assert planned.exit_code == 0, planned.err
+    source, copy = json.loads(planned.out)["plans"]
+    assert copy["ports_auto"] == ["green", "purple"] and {copy["green_port"], copy["purple_port"]}.isdisjoint({9500, 9501})
+    assert copy["fingerprint"] == source["fingerprint"]
+
+    # a source silent on a key the template sets (simulator: minestudio by default; seed beside seeds) is copied
+    # silent too, so that the copy runs what its source runs
+    (tmp_path / "arms" / "terse.toml").write_text(
+        'agent = "noop"\ntask = "crafting"\nseeds = [1, 2]\n\n[ports]\ngreen = "auto"\npurple = "auto"\n'
+    )
+    assert invoke(tmp_path, env, "new", "terse_copy", "--from", "terse").exit_code == 0
+    both = invoke(tmp_path, env, "plan", "--dry-run", "--json", "--arm", "terse", "--arm", "terse_copy")
+    assert both.exit_code == 0, both.err
+    plans = json.loads(both.out)["plans"]
+    assert {(p["settings"]["simulator"], p["fingerprint"]) for p in plans} == {("minestudio", plans[0]["fingerprint"])}
+
+    asked = invoke(tmp_path, env, "new", "pinned", "--from", "copy", "--green-port", "9600", "--purple-port", "9601")
+    assert asked.exit_code == 0, asked.err
+    assert "green = 9600" in (tmp_path / "arms" / "pinned.toml").read_text()
+    unknown = invoke(tmp_path, env, "new", "other", "--from", "nope")
+    assert unknown.exit_code == 2 and "no arm named 'nope'" in unknown.err and "--from" in unknown.err
+    assert "allowed: copy, fixed, pinned, terse, terse_copy" in unknown.err
 
 
 def test_doctor_reports_missing_pieces_without_failing_hard(tmp_path, env):

@@ -13,7 +13,15 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from mcu_arms.arms.spec import SESSION_TURNS_WARN_ABOVE, ArmSpec, arm_path, describe_error, load_arm
+from mcu_arms.arms.spec import (
+    SESSION_TURNS_WARN_ABOVE,
+    ArmSpec,
+    arm_files,
+    arm_path,
+    describe_error,
+    known_arms_text,
+    load_arm,
+)
 from mcu_arms.contracts.catalog import CODEX_AGENTS, DEFAULT_RESET_MODE, FRAME_READING_AGENTS, capped_steps
 from mcu_arms.contracts.errors import UserError, toml_line, user_error
 from mcu_arms.contracts.rubric import AUTO_EVAL_ENV
@@ -313,13 +321,19 @@ def scenario_toml(plan: ArmPlan) -> str:
     return tomlkit.dumps(document)
 
 
-def resolve_sources(files: list[Path], arm_names: list[str], env: Environment) -> list[Path]:
-    """Arm (or campaign) files named directly or by `--arm NAME`; with neither, an error listing what exists."""
+def resolve_sources(
+    files: list[Path], arm_names: list[str], env: Environment, *, every_arm_when_none: bool = False
+) -> list[Path]:
+    """Arm (or campaign) files named directly or by `--arm NAME`; with neither, every arm in the arms dir (`plan`)
+    or an error listing them (`run`, which never starts arms nobody named)."""
     named = [path if path.is_absolute() else env.cwd / path for path in files]
     sources = [*named, *(arm_path(env.arms_dir, name) for name in arm_names)]
+    if not sources and every_arm_when_none:
+        sources = arm_files(env.arms_dir)
+        if not sources:
+            raise UserError(f"no arm files in {env.arms_dir}", allowed="mcu-arms new NAME writes one")
     if not sources:
-        known = sorted(p.stem for p in env.arms_dir.glob("*.toml")) if env.arms_dir.is_dir() else []
-        raise UserError("name at least one arm (FILES or --arm NAME)", allowed=", ".join(known) or "none in arms/")
+        raise UserError("name at least one arm (FILES or --arm NAME)", allowed=known_arms_text(env.arms_dir))
     unique: list[Path] = []
     for source in sources:
         if source.resolve() not in {u.resolve() for u in unique}:

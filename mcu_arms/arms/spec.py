@@ -322,15 +322,21 @@ def load_arm(path: Path) -> ArmSpec:
     return parse_arm(text, path)
 
 
-def arm_path(arms_dir: Path, name: str) -> Path:
+def arm_files(arms_dir: Path) -> list[Path]:
+    """Every arm file in the arms dir (NAME.toml), sorted by name."""
+    return sorted(arms_dir.glob("*.toml")) if arms_dir.is_dir() else []
+
+
+def known_arms_text(arms_dir: Path) -> str:
+    """The arms that exist, for an error's `allowed`."""
+    return ", ".join(path.stem for path in arm_files(arms_dir)) or f"none in {arms_dir}"
+
+
+def arm_path(arms_dir: Path, name: str, *, key: str = "--arm") -> Path:
     """Where `--arm NAME` looks: arms/NAME.toml."""
     if not re.fullmatch(ARM_NAME_PATTERN, name):
-        raise UserError(f"'{name}' is not a valid arm name", key="--arm", allowed=ALLOWED["name"])
+        raise UserError(f"'{name}' is not a valid arm name", key=key, allowed=ALLOWED["name"])
     path = arms_dir / f"{name}.toml"
     if not path.exists():
-        known = sorted(p.stem for p in arms_dir.glob("*.toml")) if arms_dir.is_dir() else []
-        raise UserError(
-            f"no arm named '{name}' ({path} does not exist)",
-            allowed=", ".join(known) if known else "none in arms/",
-        )
+        raise UserError(f"no arm named '{name}' ({path} does not exist)", key=key, allowed=known_arms_text(arms_dir))
     return path

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Optional
+
 import typer
 
 from mcu_arms import __version__
@@ -19,15 +22,15 @@ from mcu_arms.cli import (
     tasks,
     view,
 )
+from mcu_arms.cli.common import App, environment
+from mcu_arms.environment import ARMS_DIR_ENV, OUTPUT_DIR_ENV
 
-app = typer.Typer(
+app = App(
     name="mcu-arms",
     help="Run comparison arms of Minecraft agents on the MCU benchmark.",
     no_args_is_help=True,
-    add_completion=False,
     pretty_exceptions_enable=False,
 )
-
 
 
 def _print_version(value: bool) -> None:
@@ -38,11 +41,23 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def _root(
+    ctx: typer.Context,
     version: bool = typer.Option(
-        False, "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+        False, "--version", "-V", callback=_print_version, is_eager=True, help="Print the version and exit."
+    ),
+    output_dir: Optional[Path] = typer.Option(
+        None, "--output-dir", help=f"Where runs are written and read [${OUTPUT_DIR_ENV} or output/]."
+    ),
+    arms_dir: Optional[Path] = typer.Option(
+        None,
+        "--arms-dir",
+        help=f"Where arm files are: --arm NAME, new NAME, plan with none named [${ARMS_DIR_ENV} or arms/].",
     ),
 ) -> None:
     """Run comparison arms of Minecraft agents on the MCU benchmark."""
+    env = environment(ctx)
+    env.output_root = output_dir or env.output_root
+    env.arms_root = arms_dir or env.arms_root
 
 
 for command_module in (plan, run, compare, view, report, status, new, codex_home, doctor, tasks, serve, evaluate):

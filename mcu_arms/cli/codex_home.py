@@ -1,4 +1,8 @@
-"""`mcu-arms codex-home NAME`: build an arm's isolated CODEX_HOME and print the exports for `eval`."""
+"""`mcu-arms codex-home NAME`: build an arm's isolated CODEX_HOME and print the exports for `eval`.
+
+The exports are exactly the variables `run` gives a codex arm's purple (CodexHome.environment), the pinned HOME
+included, so that a codex started by hand in that shell is isolated as the arm is.
+"""
 
 from __future__ import annotations
 
@@ -12,11 +16,32 @@ import typer
 from mcu_arms.arms.spec import ALLOWED, ARM_NAME_PATTERN
 from mcu_arms.cli.common import environment, reports_user_errors
 from mcu_arms.contracts.errors import UserError
-from mcu_arms.isolation.codex_home import build_codex_home, default_auth, default_root
+from mcu_arms.isolation.codex_home import build_codex_home, default_auth, default_root, temporary_dir_reason
+
+# What the seed's scripts/codex-home.sh exported, for readers coming from it.
+SEED_NAMES = {"CODEX_HOME": "CODEX_RUNTIME_HOME", "CODEX_SQLITE_HOME": "CODEX_SQLITE_DIR"}
+PINNED_HOME_NOTE = "pinned, as `run` gives the purple (eval in a subshell to keep yours)"
+
+HELP = """Build (or repair) one arm's CODEX_HOME and print the exports `run` gives its purple: eval "$(mcu-arms codex-home NAME)".
+
+The exports are CODEX_HOME (the seed's CODEX_RUNTIME_HOME), CODEX_SQLITE_HOME (the seed's CODEX_SQLITE_DIR) and a pinned HOME, so eval them in a subshell to keep your own HOME: ( eval "$(mcu-arms codex-home NAME)"; codex ... ).
+
+The home gets a private session store, auth.json as a symlink to the shared credential (never a copy), empty personal-instruction files, mode 0700, and is refused under /tmp. Messages go to stderr.
+"""
+
+
+def export_lines(environment: dict[str, str]) -> list[str]:
+    """`export NAME=value` for each variable, with a comment naming what it replaces or why it is set."""
+    lines = []
+    for name, value in environment.items():
+        note = f"replaces the seed's {SEED_NAMES[name]}" if name in SEED_NAMES else ""
+        note = PINNED_HOME_NOTE if name == "HOME" else note
+        lines.append(f"export {name}={shlex.quote(value)}" + (f"  # {note}" if note else ""))
+    return lines
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("codex-home")
+    @app.command("codex-home", help=HELP)
     @reports_user_errors
     def codex_home(
         ctx: typer.Context,
@@ -24,20 +49,24 @@ def register(app: typer.Typer) -> None:
         root: Optional[Path] = typer.Option(None, help="Codex root [$MCU_CODEX_ROOT or /var/tmp/mcu-codex-$USER]."),
         auth: Optional[Path] = typer.Option(None, help="Credential to link [$MCU_CODEX_AUTH or ~/.codex/auth.json]."),
     ) -> None:
-        """Build (or repair) one arm's CODEX_HOME and print export lines: eval "$(mcu-arms codex-home NAME)".
-
-        The home gets a private session store, auth.json as a symlink to the shared credential (never a copy),
-        empty personal-instruction files, mode 0700, and is refused under /tmp. Messages go to stderr.
-        """
         env = environment(ctx)
         if not re.fullmatch(ARM_NAME_PATTERN, name):
             raise UserError(f"'{name}' is not a valid arm name", key="NAME", allowed=ALLOWED["name"])
-        home = build_codex_home(
-            name, root or default_root(env.env), auth or default_auth(env.env), env.env, env.clock()
-        )
+        root_key = "--root" if root is not None else "MCU_CODEX_ROOT"
+        root = root or default_root(env.env)
+        reason = temporary_dir_reason(root, env.env, set_by="--root or MCU_CODEX_ROOT")
+        if reason:
+            raise UserError(reason, key=root_key)
+        try:
+            home = build_codex_home(name, root, auth or default_auth(env.env), env.env, env.clock())
+        except UserError as error:
+            if error.key != "codex.auth":
+                raise
+            # blame the flag or variable the value came from, not an arm file's key
+            raise error.at(key="--auth" if auth is not None else "MCU_CODEX_AUTH") from None
         for action in home.actions:
             env.err_console.print(f"[dim]{action}[/]")
         for warning in home.warnings:
             env.err_console.print(f"[yellow]warning:[/] {warning}")
-        for key in ("CODEX_HOME", "CODEX_SQLITE_HOME"):
-            env.console.out(f"export {key}={shlex.quote(home.environment()[key])}", highlight=False)
+        for line in export_lines(home.environment()):
+            env.console.out(line, highlight=False)

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 import typer
 from pydantic import BaseModel
 from rich.markup import escape
+from typer.core import TyperCommand, TyperGroup
 
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.environment import Environment
@@ -17,6 +18,36 @@ from mcu_arms.environment import Environment
 F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_USER_ERROR = 2
+
+
+class _FlagsWithoutType:
+    """A flag takes no value, so its help shows no type (typer's rich help would print `<bool>` beside it)."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        params = super().get_params(ctx)  # type: ignore[misc]
+        for param in params:
+            if getattr(param, "is_flag", False) and param.metavar is None:
+                param.metavar = ""
+        return params
+
+
+class Command(_FlagsWithoutType, TyperCommand):
+    pass
+
+
+class Group(_FlagsWithoutType, TyperGroup):
+    pass
+
+
+class App(typer.Typer):
+    """A Typer whose group and commands show flags without a type."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(cls=Group, **options)
+
+    def command(self, *args: Any, **options: Any) -> Any:
+        options.setdefault("cls", Command)
+        return super().command(*args, **options)
 
 
 def environment(ctx: typer.Context) -> Environment:

@@ -8,7 +8,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from mcu_arms.arms.spec import load_arm
+from mcu_arms.arms.spec import arm_files, load_arm
 from mcu_arms.cli.common import environment, print_json, reports_user_errors
 from mcu_arms.doctor import run_doctor
 
@@ -20,13 +20,15 @@ def register(app: typer.Typer) -> None:
     @reports_user_errors
     def doctor(
         ctx: typer.Context,
-        files: list[Path] = typer.Argument(None, help="Arm files to check for [all of arms/]."),
+        files: list[Path] = typer.Argument(
+            None, help="The arm files whose needs are checked (default: every arm in arms/)."
+        ),
         json_output: bool = typer.Option(False, "--json", help="Print the checks as JSON."),
     ) -> None:
         """Check this host for what the arms need: JDK 8, Xvfb, the MineStudio engine, local disks for sqlite,
         codex and its credential, CUDA for steve1, and memory for the number of arms. Exit 1 if a check fails."""
         env = environment(ctx)
-        paths = files or sorted(env.arms_dir.glob("*.toml"))
+        paths = files or arm_files(env.arms_dir)
         specs = [load_arm(path) for path in paths]
         report = run_doctor(specs, env.env)
         if json_output:

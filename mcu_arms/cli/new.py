@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Optional
 
 import typer
@@ -20,9 +19,20 @@ def register(app: typer.Typer) -> None:
         agent: Optional[str] = typer.Option(None, help="Agent kind."),
         task: Optional[str] = typer.Option(None, help="Task category."),
         simulator: Optional[str] = typer.Option(None, help="minestudio or embedded."),
-        from_arm: Optional[Path] = typer.Option(None, "--from", help="Copy another arm file's settings."),
+        from_arm: Optional[str] = typer.Option(
+            None, "--from", help="Copy another arm's settings: its name (as for --arm) or its file."
+        ),
+        green_port: Optional[int] = typer.Option(None, help="A fixed green port (default: auto)."),
+        purple_port: Optional[int] = typer.Option(None, help="A fixed purple port (default: auto)."),
     ) -> None:
-        """Write arms/NAME.toml from templates/arm.toml, comments kept. Never overwrites an existing arm."""
+        """Write arms/NAME.toml from templates/arm.toml, comments kept. Never overwrites an existing arm.
+
+        Each setting is written where the template explains it. Ports are "auto" (free ones are picked at plan time), in a copy made with --from too, so that the copy runs beside its source; --green-port and --purple-port fix them.
+        """
         env = environment(ctx)
-        path = new_arm_file(env, name, agent=agent, task=task, simulator=simulator, from_arm=from_arm)
-        env.console.print(f"wrote {path}; check it with: mcu-arms plan --dry-run {path}")
+        path = new_arm_file(
+            env, name, agent=agent, task=task, simulator=simulator, from_arm=from_arm,
+            green_port=green_port, purple_port=purple_port,
+        )  # fmt: skip
+        env.console.print(f"wrote {env.shown(path)}; check it with: mcu-arms plan --dry-run {env.shown(path)}",
+                          highlight=False, soft_wrap=True)  # fmt: skip

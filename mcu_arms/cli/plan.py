@@ -13,6 +13,7 @@ from rich.table import Table
 
 from mcu_arms.arms.campaign import Selection, select_arms
 from mcu_arms.arms.plan import plan_specs, resolve_sources
+from mcu_arms.arms.spec import arm_files
 from mcu_arms.cli.common import environment, print_json, reports_user_errors
 from mcu_arms.cli.options import with_overrides
 from mcu_arms.contracts.settings import ArmPlan, Overrides
@@ -20,9 +21,17 @@ from mcu_arms.doctor import preflight
 from mcu_arms.environment import Environment
 from mcu_arms.supervise.reruns import RerunDecision
 
+
+def _arm_names(ctx: typer.Context, incomplete: str) -> list[str]:
+    """Shell completion for --arm: the arms in the arms dir."""
+    return [path.stem for path in arm_files(environment(ctx).arms_dir) if path.stem.startswith(incomplete)]
+
+
 FILES_ARGUMENT = typer.Argument(None, help="Arm files (arms/NAME.toml).")
-ARM_OPTION = typer.Option([], "--arm", help="Arm by name: arms/NAME.toml. Repeatable.")
+ARM_OPTION = typer.Option([], "--arm", help="Arm by name: arms/NAME.toml. Repeatable.", autocompletion=_arm_names)
 DRY_RUN_OPTION = typer.Option(False, "--dry-run", help="Show the plans and touch nothing.")
+
+
 def _short(text: str, env: Environment) -> str:
     """Paths relative to the project and the interpreter as `python`, for reading; the plan keeps them whole."""
     return text.replace(sys.executable, "python").replace(str(env.cwd) + "/", "")
@@ -67,15 +76,23 @@ def render_plan(plan: ArmPlan, env: Environment) -> None:
         parts.append(f"[yellow]warning:[/] {escape(warning)}")
     for problem in plan.blocked:
         parts.append(f"[bold red]cannot run here:[/] {escape(problem)}")
-    env.console.print(Panel(Group(*parts), title=f"arm [bold]{plan.arm}[/] ({plan.source})", title_align="left"))
+    title = f"arm [bold]{plan.arm}[/] ({plan.source})"
+    env.console.print(Panel(Group(*parts), title=title, title_align="left", expand=False))
 
 
 def planned(
-    files: list[Path], arm_names: list[str], overrides: Overrides, env: Environment
+    files: list[Path],
+    arm_names: list[str],
+    overrides: Overrides,
+    env: Environment,
+    *,
+    every_arm_when_none: bool = False,
 ) -> tuple[list[ArmPlan], Selection]:
-    """The episodes to run for what was named (arm files, `--arm`, campaign files), each with what stops it on this
-    host (doctor's failed checks) for the plan to show and `run` to refuse."""
-    selection = select_arms(resolve_sources(files, arm_names, env), overrides, env.arms_dir)
+    """The episodes to run for what was named (arm files, `--arm`, campaign files; with none and
+    `every_arm_when_none`, every arm in arms/), each with what stops it on this host (doctor's failed checks) for the
+    plan to show and `run` to refuse."""
+    sources = resolve_sources(files, arm_names, env, every_arm_when_none=every_arm_when_none)
+    selection = select_arms(sources, overrides, env.arms_dir)
     plans = plan_specs(selection.specs, overrides, env)
     blocked = preflight([spec for spec, _ in selection.specs], env.env)
     return [plan.model_copy(update={"blocked": blocked.get(plan.arm, [])}) for plan in plans], selection
@@ -120,11 +137,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Resolve arms into plans: commands, environment, ports, paths, fingerprint and warnings.
 
-        Without --dry-run it also checks the ports, builds each codex agent's CODEX_HOME and writes plan.json and
-        scenario.toml into a new episode dir.
+        With no arm named, every arm in arms/. Without --dry-run it also checks that the ports are free now and builds each codex agent's CODEX_HOME; only `run` creates episode dirs.
         """
         env = environment(ctx)
-        plans, _ = planned(files or [], arm, overrides, env)
+        plans, _ = planned(files or [], arm, overrides, env, every_arm_when_none=True)
         if not dry_run:
             from mcu_arms.arms.prepare import prepare_hosts
 

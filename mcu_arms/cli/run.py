@@ -6,15 +6,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 import typer
+from rich.console import Group, RenderableType
 from rich.markup import escape
+from rich.padding import Padding
 from rich.table import Table
+from rich.text import Text
 
 from mcu_arms.cli.common import environment, print_json, reports_user_errors
 from mcu_arms.cli.options import with_overrides
 from mcu_arms.cli.plan import ARM_OPTION, DRY_RUN_OPTION, FILES_ARGUMENT, planned, show_plans
 from mcu_arms.contracts.settings import Overrides
 from mcu_arms.doctor import refuse_blocked
-from mcu_arms.environment import Environment
+from mcu_arms.environment import Environment, fits
 from mcu_arms.isolation.host import host_parallelism
 
 if TYPE_CHECKING:
@@ -87,16 +90,6 @@ def register(app: typer.Typer) -> None:
         raise typer.Exit(outcome.exit_code)
 
 
-def _shown_path(path: str | None, cwd: Path) -> str:
-    """Relative to the project when inside it (short enough to read in a narrow table), else as it is."""
-    if not path:
-        return ""
-    try:
-        return str(Path(path).relative_to(cwd))
-    except ValueError:
-        return path
-
-
 def _milestones(arm: ArmOutcome) -> str:
     """k/n, and how many this simulator can reach at all when that is fewer (a perfect run reaches only those)."""
     if arm.milestones_reached is None or not arm.milestones_total:
@@ -107,30 +100,57 @@ def _milestones(arm: ArmOutcome) -> str:
     return shown
 
 
-def _render_outcome(outcome: RunOutcome, env: Environment) -> None:
+STATUS_STYLES = {"finished": "green", "failed": "bold red", "interrupted": "magenta", "skipped": "dim"}
+OUTCOME_COLUMNS = ("score", "steps", "milestones", "alerts", "report / reason")
+
+
+def _where(arm: ArmOutcome, env: Environment) -> tuple[str, str]:
+    """("reason", why it failed or was skipped), else ("report", where its report is)."""
+    if arm.failure is not None:
+        return "reason", f"{arm.failure.process or 'mcu-arms'}: {arm.failure.reason}"
+    if arm.status == "skipped":
+        return "reason", arm.message
+    return "report", env.shown(arm.report_path) if arm.report_path else ""
+
+
+def _outcome_values(arm: ArmOutcome, env: Environment) -> tuple[str, ...]:
+    """One arm's values, in the order of OUTCOME_COLUMNS, as plain text."""
+    score = f"{arm.score:g} / {arm.max_score:g}" if arm.score is not None and arm.max_score is not None else "-"
+    steps = str(arm.steps_run) if arm.steps_run is not None else "-"
+    return score, steps, _milestones(arm), str(len(arm.alerts)), _where(arm, env)[1]
+
+
+def _status(arm: ArmOutcome) -> str:
+    return f"[{STATUS_STYLES[arm.status]}]{arm.status}[/]"
+
+
+def _wide_outcome(outcome: RunOutcome, env: Environment) -> Table:
+    """One row per arm, one column per value, none of them wrapped."""
     table = Table(title="mcu-arms run", title_justify="left")
-    for column in ("arm", "status", "score", "steps", "milestones", "alerts"):
+    for column in ("arm", "status", *OUTCOME_COLUMNS):
         table.add_column(column, no_wrap=True)
-    table.add_column("report / reason", overflow="fold")
-    styles = {"finished": "green", "failed": "bold red", "interrupted": "magenta", "skipped": "dim"}
     for arm in outcome.arms:
-        score = f"{arm.score:g} / {arm.max_score:g}" if arm.score is not None and arm.max_score is not None else "-"
-        if arm.failure is not None:
-            where = f"{arm.failure.process or 'mcu-arms'}: {arm.failure.reason}"
-        elif arm.status == "skipped":
-            where = arm.message
-        else:
-            where = _shown_path(arm.report_path, env.cwd)
-        table.add_row(
-            arm.arm,
-            f"[{styles[arm.status]}]{arm.status}[/]",
-            score,
-            str(arm.steps_run) if arm.steps_run is not None else "-",
-            _milestones(arm),
-            str(len(arm.alerts)),
-            escape(where),
-        )
-    env.console.print(table)
+        table.add_row(escape(arm.arm), _status(arm), *(escape(value) for value in _outcome_values(arm, env)))
+    return table
+
+
+def _stacked_outcome(outcome: RunOutcome, env: Environment) -> Group:
+    """Each arm as a block of labelled lines, for a terminal too narrow for the table (50 columns)."""
+    blocks: list[RenderableType] = [Text("mcu-arms run", style="italic")]
+    for arm in outcome.arms:
+        lines = Table.grid(padding=(0, 2))
+        lines.add_column(style="dim", no_wrap=True)
+        lines.add_column(overflow="fold")
+        labels = (*OUTCOME_COLUMNS[:-1], _where(arm, env)[0])
+        for label, value in zip(labels, _outcome_values(arm, env)):
+            lines.add_row(label, escape(value))
+        blocks += [f"[bold]{escape(arm.arm)}[/] {_status(arm)}", Padding(lines, (0, 0, 0, 2))]
+    return Group(*blocks)
+
+
+def _render_outcome(outcome: RunOutcome, env: Environment) -> None:
+    wide = _wide_outcome(outcome, env)
+    env.console.print(wide if fits(env.console, wide) else _stacked_outcome(outcome, env))
     labels = {arm.simulator_label for arm in outcome.arms if arm.simulator_label}
     for label in sorted(labels):
         env.console.print(f"[dim]simulator: {escape(label)}[/]")

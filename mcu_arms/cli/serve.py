@@ -12,13 +12,13 @@ from typing import Annotated, Optional
 import typer
 from pydantic import ValidationError
 
-from mcu_arms.cli.common import reports_user_errors
+from mcu_arms.cli.common import App, reports_user_errors
 from mcu_arms.contracts.catalog import AGENT_KINDS
 from mcu_arms.contracts.errors import UserError, user_error
 from mcu_arms.contracts.settings import PurpleOptions, flag_for
 from mcu_arms.contracts.wire import DEFAULT_STEP_TIMEOUT_S
 
-serve_app = typer.Typer(help="Run an A2A server (green evaluator or purple agent) in the foreground.", no_args_is_help=True)
+serve_app = App(help="Run an A2A server (green evaluator or purple agent) in the foreground.", no_args_is_help=True)
 
 HostOption = Annotated[str, typer.Option("--host", help="Address to listen on.")]
 PortOption = Annotated[int, typer.Option("--port", min=1, max=65535, help="Port to listen on; a busy port aborts.")]

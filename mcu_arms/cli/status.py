@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from mcu_arms.cli.common import environment, print_json, reports_user_errors
-from mcu_arms.environment import Environment
+from mcu_arms.environment import Environment, fits
 
 if TYPE_CHECKING:
     from mcu_arms.report.status import ArmState
@@ -23,46 +23,88 @@ Exit codes: 0 done (stopped, or nothing was running), 1 a process survived SIGKI
 """
 
 
-def _processes(state: ArmState) -> str:
+def _processes(state: ArmState, *, stacked: bool) -> str:
     parts = []
     for process in state.processes:
         mark = "[green]alive[/]" if process.alive else "[dim]gone[/]"
         parts.append(f"{process.role} {process.pid} {mark}")
-    return "\n".join(parts) or "-"
+    return ("\n" if stacked else ", ").join(parts) or "-"
 
 
-def _milestones(state: ArmState) -> str:
+def _milestones(state: ArmState, *, stacked: bool) -> str:
     """Every milestone reached, with the count against the total (and what this simulator can reach)."""
+    if not (state.milestones or state.milestones_total):
+        return "-"
     count = str(len(state.milestones))
     if state.milestones_total:
         count += f"/{state.milestones_total}"
         if state.milestones_reachable is not None and state.milestones_reachable < state.milestones_total:
             count += f" ({state.milestones_reachable} reachable)"
-    return "\n".join([count, *state.milestones]) if state.milestones or state.milestones_total else "-"
+    if not state.milestones:
+        return count
+    return "\n".join([count, *state.milestones]) if stacked else f"{count}: {', '.join(state.milestones)}"
 
 
-def _render(states: list[ArmState], env: Environment) -> None:
+def _step(state: ArmState) -> str:
+    return f"{state.step if state.step is not None else '-'}/{state.max_steps or '-'}"
+
+
+def _score(state: ArmState) -> str | None:
+    return f"{state.score:g} / {state.max_score:g}" if state.score is not None and state.max_score else None
+
+
+def _note(state: ArmState) -> str:
+    return state.failure or (f"{state.alerts} alert(s)" if state.alerts else "")
+
+
+def _styled_state(state: ArmState, text: str) -> str:
+    return f"[{STATE_STYLES.get(state.state, 'yellow')}]{escape(text)}[/]"
+
+
+def _wide(states: list[ArmState]) -> Table:
+    """One line per arm, one column per value: for a wide terminal or a pipe."""
+    table = Table(title="mcu-arms status", title_justify="left")
+    for column in ("arm", "episode", "state", "task", "step", "score", "milestones", "processes", "note"):
+        table.add_column(column, no_wrap=True)
+    for state in states:
+        table.add_row(
+            escape(state.arm),
+            f"{state.episode:03d}" if state.episode is not None else "-",
+            _styled_state(state, state.state),
+            escape(state.task or "-"),
+            _step(state),
+            _score(state) or "-",
+            escape(_milestones(state, stacked=False)),
+            _processes(state, stacked=False),
+            escape(_note(state)),
+        )
+    return table
+
+
+def _stacked(states: list[ArmState]) -> Table:
+    """The same values stacked in each cell, so that 80 columns show every column."""
     table = Table(title="mcu-arms status", title_justify="left", show_lines=True)
     table.add_column("arm", no_wrap=True)
     table.add_column("state", no_wrap=True)
-    for column in ("progress", "milestones", "processes", "note"):  # wrapped, so that 80 columns show them all
+    for column in ("progress", "milestones", "processes", "note"):
         table.add_column(column, overflow="fold")
     for state in states:
-        style = STATE_STYLES.get(state.state, "yellow")
-        progress = [state.task or "-", f"step {state.step if state.step is not None else '-'}/{state.max_steps or '-'}"]
-        if state.score is not None and state.max_score:
-            progress.append(f"score {state.score:g} / {state.max_score:g}")
-        shown_state = state.state.replace(" (", "\n(")  # "stale\n(supervisor gone)" keeps the column narrow
-        note = state.failure or (f"{state.alerts} alert(s)" if state.alerts else "")
+        score = _score(state)
+        progress = [state.task or "-", f"step {_step(state)}", *([f"score {score}"] if score else [])]
         table.add_row(
             f"{escape(state.arm)}\nepisode {state.episode:03d}" if state.episode is not None else escape(state.arm),
-            f"[{style}]{escape(shown_state)}[/]",
+            _styled_state(state, state.state.replace(" (", "\n(")),  # "stale\n(supervisor gone)" stays narrow
             escape("\n".join(progress)),
-            escape(_milestones(state)),
-            _processes(state),
-            escape(note),
+            escape(_milestones(state, stacked=True)),
+            _processes(state, stacked=True),
+            escape(_note(state)),
         )
-    env.console.print(table)
+    return table
+
+
+def _render(states: list[ArmState], env: Environment) -> None:
+    wide = _wide(states)
+    env.console.print(wide if fits(env.console, wide) else _stacked(states))
 
 
 def campaign_arms(campaigns: list[Path], env: Environment) -> list[str]:

@@ -100,6 +100,9 @@ class RunReport(BaseModel):
     alerts: list[str] = Field(default_factory=list)  # infrastructure trouble and silent degradation, made loud
     logs: dict[str, str] = Field(default_factory=dict)  # role -> log, relative to the episode directory
     output_dirs: dict[str, str] = Field(default_factory=dict)  # green / purple -> dir, relative likewise
+    # Where the run was written (--output-dir, MCU_ARMS_OUTPUT_DIR or output/), as it was then: a record, never
+    # needed to find the files, which are relative to the episode wherever it now is. None before it was recorded.
+    output_root: str | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -69,8 +69,10 @@ def default_auth(env: Mapping[str, str]) -> Path:
     return Path(env.get("HOME", str(Path.home()))) / ".codex" / "auth.json"
 
 
-def temporary_dir_reason(path: Path, env: Mapping[str, str]) -> str | None:
-    """Why `path` is refused as a codex root (it is under /tmp or $TMPDIR), or None."""
+def temporary_dir_reason(
+    path: Path, env: Mapping[str, str], *, set_by: str = "[codex] root or MCU_CODEX_ROOT"
+) -> str | None:
+    """Why `path` is refused as a codex root (it is under /tmp or $TMPDIR), or None; `set_by` says where to fix it."""
     resolved = Path(os.path.realpath(path))
     for temp in {"/tmp", env.get("TMPDIR") or "/tmp"}:
         temp_real = Path(os.path.realpath(temp))
@@ -78,7 +80,7 @@ def temporary_dir_reason(path: Path, env: Mapping[str, str]) -> str | None:
             return (
                 f"{path} is under the temporary directory {temp}: codex refuses to create its helper binaries "
                 "there (\"Refusing to create helper binaries under temporary dir\"); use local disk such as "
-                "/var/tmp (set [codex] root or MCU_CODEX_ROOT)"
+                f"/var/tmp (set {set_by})"
             )
     return None
 

@@ -17,10 +17,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from mcu_arms.contracts.timestamps import log_stamp
+from mcu_arms.environment import fits
 from mcu_arms.supervise.progress import ArmProgress
 
 REFRESH_PER_SECOND = 2
-UNBOUNDED_WIDTH = 10_000
 STATE_STYLES = {
     "planning": "dim",
     "starting": "yellow",
@@ -178,8 +178,7 @@ def _stacked_table(arms: Sequence[ArmProgress]) -> Table:
 def progress_table(arms: Sequence[ArmProgress], console: Console) -> Table:
     """One row per arm: one column per value when the console is wide enough to show them all, else stacked."""
     wide = _wide_table(arms)
-    unbounded = console.options.update_width(UNBOUNDED_WIDTH)  # a measurement is otherwise capped at the width
-    return wide if console.measure(wide, options=unbounded).minimum <= console.width else _stacked_table(arms)
+    return wide if fits(console, wide) else _stacked_table(arms)
 
 
 class LiveView:

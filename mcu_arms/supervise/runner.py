@@ -206,6 +206,7 @@ class ArmRunner:
             started_at=iso_seconds(env.clock()),
             processes={SUPERVISOR_ROLE: supervisor.model_copy(update={"log": logs[SUPERVISOR_ROLE]})},
             logs=logs,
+            output_root=str(env.output_dir),
             output_dirs={role: self.run_dir.relative(path) for role, path in (("green", self.run_dir.green),
                                                                              ("purple", self.run_dir.purple))},
         )

@@ -1,0 +1,192 @@
+"""The README as a newcomer meets it: a fresh clone, the README's two commands, then its examples in order, each
+doing what the README says it does.
+
+The commands are read from README.md itself (its ```bash blocks), so that this test breaks when the README drifts:
+an example it does not know fails it, as does one that no longer does what is checked here. The clone is
+`git clone` of this repository with the working tree's changes laid over it, so uncommitted edits are what is tested.
+
+Run as written, with one shortcut, test-only: the second command's `pytest` gets `--collect-only`, since the suite
+it would start is the one running this test (collecting proves the test extra installed and every test module
+imports in the clone). The first command's install is real (about 90 s against a package index; without one the
+test skips, saying so).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+BASH_BLOCK = re.compile(r"^```bash\n(.*?)^```", re.MULTILINE | re.DOTALL)
+PYTEST = ".venv/bin/python -m pytest"
+NO_INDEX = ("Could not find a version", "Failed to establish a new connection", "No matching distribution")
+
+
+def bash_blocks(text: str) -> list[list[str]]:
+    """The commands of each ```bash block, in order: blank lines and whole-line comments left out, and a comment
+    after a command (two spaces, then #) cut off, as it says what the command does rather than being part of it."""
+    return [
+        [line.split("  #")[0].strip() for line in block.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+        for block in BASH_BLOCK.findall(text)
+    ]
+
+
+def fresh_clone(target: Path) -> Path:
+    """`git clone` of this repository, with what the working tree changed (tracked or new, not ignored) laid over."""
+    subprocess.run(["git", "clone", "-q", str(REPO), str(target)], check=True, timeout=120)
+    listed = subprocess.run(["git", "diff", "--name-only", "HEAD"], cwd=REPO, capture_output=True, text=True,
+                            check=True).stdout.split()  # fmt: skip
+    listed += subprocess.run(["git", "ls-files", "--others", "--exclude-standard"], cwd=REPO, capture_output=True,
+                             text=True, check=True).stdout.split()  # fmt: skip
+    for name in listed:
+        source, copy = REPO / name, target / name
+        if source.is_file():
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, copy)
+        else:
+            copy.unlink(missing_ok=True)
+    return target
+
+
+def newcomer_env(state: Path) -> dict[str, str]:
+    """This shell as a newcomer has it: the same package index settings, but no virtual environment of ours on PATH,
+    no mcu-arms or pytest settings, no terminal width."""
+    ours = str(Path(sys.prefix))
+    path = [entry for entry in os.environ["PATH"].split(os.pathsep) if not entry.startswith(ours)]
+    dropped = ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "COLUMNS", "LINES")
+    kept = {key: value for key, value in os.environ.items()
+            if key not in dropped and not key.startswith(("MCU_", "PYTEST_", "_MCU_ARMS"))}  # fmt: skip
+    return {**kept, "PATH": os.pathsep.join(path), "MCU_ARMS_STATE_DIR": str(state)}
+
+
+def shell(command: str, clone: Path, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", "-c", command], cwd=clone, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def row(out: str, first: str) -> list[str]:
+    """The cells of the table row whose first cell is `first` (a piped table keeps each row on one line)."""
+    for line in out.splitlines():
+        cells = [cell.strip() for cell in line.split("│")[1:-1]]
+        if cells[:1] == [first]:
+            return cells
+    raise AssertionError(f"no table row {first!r} in:\n{out}")
+
+
+Example = Callable[[str, Path, dict[str, str]], None]
+
+
+def check_two_arms(line: str, clone: Path, env: dict[str, str]) -> None:
+    """Right after the first command, only demo_random runs: demo is skipped, its run having finished already."""
+    done = shell(line, clone, env, timeout=1500)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert row(done.stdout, "demo")[1] == "skipped"
+    finished = row(done.stdout, "demo_random")
+    assert finished[1] == "finished" and finished[-1] == "output/demo_random/episode_001/result.json", finished
+    assert not (clone / "output" / "demo" / "episode_002").exists()
+
+
+def check_compare(line: str, clone: Path, env: dict[str, str]) -> None:
+    """"comparable: differs only in agent", and demo.png drawn."""
+    done = shell(line, clone, env, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "comparable: differs only in agent" in done.stdout
+    assert row(done.stdout, "agent")[1:] == ["scripted", "random"]
+    assert (clone / "demo.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def check_milestones(line: str, clone: Path, env: dict[str, str]) -> None:
+    """Each milestone with the step it landed on, None when not reached, from the latest run report."""
+    done = shell(line, clone, env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    milestones = ast.literal_eval(done.stdout.strip())
+    report = json.loads((clone / "logs" / "demo_result.json").read_text())
+    assert milestones == [(m["identity"], m["step"]) for m in report["milestones"]]
+    assert milestones[0][0] == "mine_log" and isinstance(milestones[0][1], int)
+    assert ("iron_ingot", None) in milestones and len(milestones) == 10
+
+
+def check_view_extra(line: str, clone: Path, env: dict[str, str]) -> None:
+    """The view extra: jinja2 and plotly, into the clone's .venv (its pip is first on PATH)."""
+    done = shell(line, clone, env, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    imported = shell('python -c "import jinja2, plotly"', clone, env, timeout=60)
+    assert imported.returncode == 0, imported.stderr
+
+
+def check_view(line: str, clone: Path, env: dict[str, str]) -> None:
+    """Prints http://127.0.0.1:PORT/, serves the comparison there, and Ctrl-C stops it (cleanly: exit 0)."""
+    viewer = subprocess.Popen(["bash", "-c", f"exec {line}"], cwd=clone, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        first = viewer.stdout.readline() if viewer.stdout else ""  # it prints the URL once it listens
+        url = re.search(r"http://127\.0\.0\.1:\d+/", first)
+        assert url, first + (viewer.stderr.read() if viewer.poll() is not None and viewer.stderr else "")
+        with urllib.request.urlopen(url.group(0), timeout=60) as page:
+            assert page.status == 200 and "demo_random" in page.read().decode("utf-8")
+        viewer.send_signal(signal.SIGINT)  # our own child, by its pid (`exec` made the shell into mcu-arms)
+        assert viewer.wait(timeout=60) == 0
+    finally:
+        if viewer.poll() is None:
+            viewer.kill()
+            viewer.wait(timeout=30)
+
+
+def check_report(line: str, clone: Path, env: dict[str, str]) -> None:
+    """The same pages as files: demo-report/index.html."""
+    done = shell(line, clone, env, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "demo_random" in (clone / "demo-report" / "index.html").read_text(encoding="utf-8")
+
+
+EXAMPLES: dict[str, Example] = {
+    "mcu-arms run --arm demo --arm demo_random": check_two_arms,
+    "mcu-arms compare arms/demo*.toml --plot demo.png": check_compare,
+    "python3 -c \"import json; print([(m['identity'], m['step']) for m in "
+    "json.load(open('logs/demo_result.json'))['milestones']])\"": check_milestones,
+    "pip install -e '.[view]'": check_view_extra,
+    "mcu-arms view demo demo_random": check_view,
+    "mcu-arms report demo demo_random --html demo-report/": check_report,
+}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(2700)
+@pytest.mark.skipif(shutil.which("git") is None or shutil.which("bash") is None, reason="needs git and bash")
+def test_a_fresh_clone_does_what_the_readme_says_from_the_top(tmp_path: Path) -> None:
+    setup, *example_blocks = bash_blocks((REPO / "README.md").read_text(encoding="utf-8"))
+    assert len(setup) == 2, f"the README's first block should hold its two commands: {setup}"
+    clone = fresh_clone(tmp_path / "clone")
+    env = newcomer_env(tmp_path / "state")
+
+    first, second = setup
+    demo = shell(first, clone, env, timeout=1500)
+    if demo.returncode != 0 and any(sign in demo.stderr for sign in NO_INDEX):
+        pytest.skip(f"pip could not reach a package index: {demo.stderr.strip().splitlines()[-1]}")
+    assert demo.returncode == 0, demo.stdout + demo.stderr
+    shown = row(demo.stdout, "demo")  # the README: finished, 90 / 100 (its perfect score), 9/10 (9 reachable)
+    assert shown[1:5] == ["finished", "90 / 100", "3000", "9/10 (9 reachable)"], shown
+    assert "iron_ingot has no Crafter analogue" in demo.stdout
+
+    assert second.endswith(PYTEST), f"the second command should end by running the tests: {second}"
+    tests = shell(f"{second} --collect-only -q", clone, env, timeout=900)
+    assert tests.returncode == 0, tests.stdout + tests.stderr
+    assert re.search(r"^\d{3,} tests collected", tests.stdout, re.MULTILINE), tests.stdout[-2000:]
+
+    on_path = {**env, "PATH": f"{clone / '.venv' / 'bin'}{os.pathsep}{env['PATH']}"}
+    examples = [line for block in example_blocks for line in block]
+    unknown = [line for line in examples if line not in EXAMPLES]
+    assert not unknown, f"README examples this test does not know (say here what the README says they do): {unknown}"
+    assert examples == list(EXAMPLES), "the README's examples changed order"
+    for line in examples:
+        EXAMPLES[line](line, clone, on_path)
