@@ -19,7 +19,6 @@ from typing import Any
 
 from pydantic import BaseModel
 
-
 SHARED_MODE = 0o644
 
 

@@ -91,6 +91,17 @@ def test_a_campaign_names_its_arms_and_the_seeds_every_one_runs(tmp_path: Path) 
     assert episodes == [("scripted_arm", s) for s in (0, 1, 2)] + [("random_arm", s) for s in (0, 1, 2)]
 
 
+def test_a_campaign_over_arms_that_name_their_seed_takes_the_cli_overrides(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    arm = project / "arms" / "scripted_arm.toml"
+    arm.write_text("seed = 7\n" + arm.read_text())  # the campaign's seeds replace it, as if the file said seeds
+    shown = invoke(project, {"MCU_ARMS_STATE_DIR": str(tmp_path / "state")}, "plan", "--dry-run", "--json",
+                   "campaigns/agents.toml", "--steps", "40")  # fmt: skip
+    assert shown.exit_code == 0, shown.err
+    plans = json.loads(shown.out)["plans"]
+    assert [(p["settings"]["seed"], p["settings"]["steps"]) for p in plans] == [(s, 40) for s in (0, 1, 2)] * 2
+
+
 @pytest.mark.parametrize(
     ("variant", "message", "line"),
     [
@@ -195,6 +206,17 @@ def test_a_campaign_runs_two_at_a_time_retries_an_infrastructure_failure_and_rer
     assert pd.read_parquet(project / "export" / "tidy.parquet").shape == frame.shape
     per_step = steps(["campaigns/agents.toml"], project=project)
     assert len(per_step) == 6 * 250 and {"agent_ms", "health", "noop_cause"} <= set(per_step.columns)
+    exported = (project / "export" / "tidy.csv").read_bytes()
+    refused = subprocess.run(
+        [sys.executable, "-m", "mcu_arms", "compare", "campaigns/agents.toml", "--plot", "plots/again.png",
+         "--export", "export"], cwd=project, env=cli_env(state), capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert refused.returncode == 2 and "never written over" in refused.stderr, refused.stderr
+    assert (project / "export" / "tidy.csv").read_bytes() == exported and not (project / "plots" / "again.png").exists()
+    status = invoke(project, {"MCU_ARMS_STATE_DIR": str(state)}, "status", "--campaign", "campaigns/agents.toml",
+                    "--json")  # fmt: skip
+    latest = {(s["arm"], s["seed"]): s["state"] for s in json.loads(status.out)["arms"]}
+    assert latest == {episode: "finished" for episode in finished}, "each seed's latest episode, the retried one too"
     print(f"campaign of 6 episodes with one retry: {wall:.1f} s")
 
 

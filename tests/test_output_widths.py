@@ -128,9 +128,9 @@ def test_piped_compare_and_status_keep_every_column_whole(tmp_path: Path) -> Non
     assert status.exit_code == 0, status.err
     assert CUT not in status.out
     rows = {row[0]: row for row in _table_rows(status.out)}
-    assert rows["scripted_arm_with_a_long_name"][1:3] == ["001", "finished"]
-    assert rows["scripted_arm_with_a_long_name"][6] == "2/5: collect_wood@12, place_table@40"
-    assert rows["random_arm_with_a_long_name"][6] == "1/5 (4 reachable): collect_wood@150"
+    assert rows["scripted_arm_with_a_long_name"][1:4] == ["001", "0", "finished"]
+    assert rows["scripted_arm_with_a_long_name"][7] == "2/5: collect_wood@12, place_table@40"
+    assert rows["random_arm_with_a_long_name"][7] == "1/5 (4 reachable): collect_wood@150"
 
 
 def test_piped_plan_doctor_and_hints_keep_every_line_whole(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ test skips, saying so).
 from __future__ import annotations
 
 import ast
+import csv
 import json
 import os
 import re
@@ -149,11 +150,82 @@ def check_report(line: str, clone: Path, env: dict[str, str]) -> None:
     assert "demo_random" in (clone / "demo-report" / "index.html").read_text(encoding="utf-8")
 
 
+CAMPAIGN_ARMS = ("demo", "demo_random")
+
+
+def check_campaign_file(line: str, clone: Path, env: dict[str, str]) -> None:
+    """campaigns/agents.toml, the template: demo against demo_random."""
+    done = shell(line, clone, env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert (clone / "campaigns" / "agents.toml").read_text() == (clone / "templates" / "campaign.toml").read_text()
+
+
+def _episodes(clone: Path) -> dict[str, list[str]]:
+    return {arm: sorted(p.name for p in (clone / "output" / arm).glob("episode_*")) for arm in CAMPAIGN_ARMS}
+
+
+def check_campaign_dry_run(line: str, clone: Path, env: dict[str, str]) -> None:
+    """Run / skip / retry per episode: all six would run (300 steps is a new experiment), and nothing starts."""
+    before = _episodes(clone)
+    done = shell(line, clone, env, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    verdicts = [f"{arm} s{seed}: would run" for arm in CAMPAIGN_ARMS for seed in (0, 1, 2)]
+    assert all(verdict in done.stdout for verdict in verdicts), done.stdout[-2000:]
+    assert _episodes(clone) == before
+
+
+def _campaign_rows(out: str, seed_at: int) -> dict[tuple[str, int], list[str]]:
+    rows = {}
+    for line in out.splitlines():
+        cells = [cell.strip() for cell in line.split("│")[1:-1]]
+        if cells[:1] and cells[0] in CAMPAIGN_ARMS:
+            rows[(cells[0], int(cells[seed_at]))] = cells
+    return rows
+
+
+def check_campaign_run(line: str, clone: Path, env: dict[str, str]) -> None:
+    """Every (arm, seed) finished, a row each with its seed."""
+    done = shell(line, clone, env, timeout=1500)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = _campaign_rows(done.stdout, seed_at=1)
+    assert sorted(rows) == [(arm, seed) for arm in CAMPAIGN_ARMS for seed in (0, 1, 2)], done.stdout
+    assert all(cells[2] == "finished" and cells[4] == "300" for cells in rows.values()), rows
+
+
+def check_campaign_status(line: str, clone: Path, env: dict[str, str]) -> None:
+    """Each seed's latest episode: the campaign's six, not the demo's earlier 3000-step run of seed 0."""
+    done = shell(line, clone, env, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = _campaign_rows(done.stdout, seed_at=2)
+    assert sorted(rows) == [(arm, seed) for arm in CAMPAIGN_ARMS for seed in (0, 1, 2)], done.stdout
+    assert all(cells[3] == "finished" and cells[5] == "300/300" for cells in rows.values()), rows
+
+
+def check_campaign_compare(line: str, clone: Path, env: dict[str, str]) -> None:
+    """Intervals over n = 3, the verdict with n and the seeds that would resolve it, a PDF, and the tidy export."""
+    done = shell(line, clone, env, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "comparable: differs only in agent" in done.stdout
+    assert "not distinguishable from seed noise at n = 3 + 3" in done.stdout and "seeds per arm would" in done.stdout
+    assert row(done.stdout, "replicates")[1:] == ["n = 3 (seeds 0, 1, 2)"] * 2
+    assert (clone / "agents.pdf").read_bytes()[:5] == b"%PDF-"
+    with (clone / "agents" / "tidy.csv").open() as handle:
+        scores = [r for r in csv.DictReader(handle) if r["metric"] == "score"]
+    assert sorted((r["arm"], r["seed"]) for r in scores) == [(a, str(s)) for a in CAMPAIGN_ARMS for s in (0, 1, 2)]
+    again = shell(line, clone, env, timeout=600)
+    assert again.returncode == 2 and "never written over" in again.stderr, again.stderr
+
+
 EXAMPLES: dict[str, Example] = {
     "mcu-arms run --arm demo --arm demo_random": check_two_arms,
     "mcu-arms compare arms/demo*.toml --plot demo.png": check_compare,
     "python3 -c \"import json; print([(m['identity'], m['step']) for m in "
     "json.load(open('logs/demo_result.json'))['milestones']])\"": check_milestones,
+    "mkdir -p campaigns && cp templates/campaign.toml campaigns/agents.toml": check_campaign_file,
+    "mcu-arms run campaigns/agents.toml --steps 300 --dry-run": check_campaign_dry_run,
+    "mcu-arms run campaigns/agents.toml --steps 300": check_campaign_run,
+    "mcu-arms status --campaign campaigns/agents.toml": check_campaign_status,
+    "mcu-arms compare campaigns/agents.toml --plot agents.pdf --export agents/": check_campaign_compare,
     "pip install -e '.[view]'": check_view_extra,
     "mcu-arms view demo demo_random": check_view,
     "mcu-arms report demo demo_random --html demo-report/": check_report,

@@ -232,6 +232,12 @@ class Selection(BaseModel):
         return max((campaign.retries for campaign in self.campaigns), default=0)
 
 
+def with_seeds(spec: ArmSpec, seeds: list[int]) -> ArmSpec:
+    """The arm running the campaign's seeds in place of its own seed, seeds or replicates (as if the file said so)."""
+    data = {key: value for key, value in spec.model_dump(exclude_unset=True).items() if key not in ("seed", "replicates")}
+    return ArmSpec.model_validate({**data, "seeds": seeds})
+
+
 def select_arms(sources: list[Path], overrides: Overrides, arms_dir: Path) -> Selection:
     """Arm files as they are, and each campaign's baseline and variants with the campaign's seeds; the CLI's
     overrides on top of all of them (its --seeds over the campaign's)."""
@@ -246,6 +252,6 @@ def select_arms(sources: list[Path], overrides: Overrides, arms_dir: Path) -> Se
         for arm in campaign.arms():
             spec = arm.spec
             if campaign.seeds is not None:
-                spec = spec.model_copy(update={"seeds": campaign.seeds, "replicates": None})
+                spec = with_seeds(spec, campaign.seeds)
             specs.append((apply_overrides(spec, overrides, arm.source), arm.source))
     return Selection(specs=specs, campaigns=campaigns)

@@ -124,11 +124,14 @@ def register(app: typer.Typer) -> None:
         env = environment(ctx)
         if sum((json_output, csv_output, markdown_output)) > 1:
             raise UserError("choose one output format", allowed="--json, --csv, --markdown")
+        if export is not None:
+            export = export if export.is_absolute() else env.cwd / export
+            _refuse_earlier_export(export)
         result = compare_arms(arms or [], env, baseline=baseline, episode=run, show_all=show_all)
         if plot is not None:
             _write_plot(result, plot if plot.is_absolute() else env.cwd / plot, env, log_x=log_x)
         if export is not None:
-            _write_export(result, export if export.is_absolute() else env.cwd / export, env)
+            _write_export(result, export, env)
         if json_output:
             print_json(env, result)
         elif csv_output:
@@ -138,6 +141,18 @@ def register(app: typer.Typer) -> None:
         else:
             render(result, env)
         raise typer.Exit(result.exit_code)
+
+
+def _refuse_earlier_export(directory: Path) -> None:
+    """Before anything is written (the plot included): an export is a record of what was compared, never replaced."""
+    from mcu_arms.report.export import earlier_export
+
+    found = earlier_export(directory)
+    if found:
+        raise UserError(
+            f"already holds an export ({', '.join(found)}), which is never written over",
+            path=directory, key="--export", allowed="a directory without one (a new name, or remove the old export)",
+        )  # fmt: skip
 
 
 def _write_export(result: ComparisonResult, directory: Path, env: Environment) -> None:

@@ -127,11 +127,24 @@ def _status(arm: ArmOutcome) -> str:
 def _wide_outcome(outcome: RunOutcome, env: Environment) -> Table:
     """One row per arm, one column per value, none of them wrapped."""
     table = Table(title="mcu-arms run", title_justify="left")
-    for column in ("arm", "status", *OUTCOME_COLUMNS):
+    replicated = _replicated(outcome)
+    for column in ("arm", *(("seed",) if replicated else ()), "status", *OUTCOME_COLUMNS):
         table.add_column(column, no_wrap=True)
     for arm in outcome.arms:
-        table.add_row(escape(arm.arm), _status(arm), *(escape(value) for value in _outcome_values(arm, env)))
+        seed = (_seed_text(arm),) if replicated else ()
+        table.add_row(escape(arm.arm), *seed, _status(arm), *(escape(value) for value in _outcome_values(arm, env)))
     return table
+
+
+def _replicated(outcome: RunOutcome) -> bool:
+    """Whether an arm appears more than once (seeds, or a retried attempt): then each row says which it is."""
+    names = [arm.arm for arm in outcome.arms]
+    return len(set(names)) < len(names)
+
+
+def _seed_text(arm: ArmOutcome) -> str:
+    seed = "-" if arm.seed is None else str(arm.seed)
+    return seed if arm.attempt == 1 else f"{seed} (attempt {arm.attempt})"
 
 
 def _stacked_outcome(outcome: RunOutcome, env: Environment) -> Group:
@@ -144,7 +157,8 @@ def _stacked_outcome(outcome: RunOutcome, env: Environment) -> Group:
         labels = (*OUTCOME_COLUMNS[:-1], _where(arm, env)[0])
         for label, value in zip(labels, _outcome_values(arm, env)):
             lines.add_row(label, escape(value))
-        blocks += [f"[bold]{escape(arm.arm)}[/] {_status(arm)}", Padding(lines, (0, 0, 0, 2))]
+        seed = f" seed {_seed_text(arm)}" if _replicated(outcome) else ""
+        blocks += [f"[bold]{escape(arm.arm)}[/]{seed} {_status(arm)}", Padding(lines, (0, 0, 0, 2))]
     return Group(*blocks)
 
 

@@ -64,12 +64,13 @@ def _styled_state(state: ArmState, text: str) -> str:
 def _wide(states: list[ArmState]) -> Table:
     """One line per arm, one column per value: for a wide terminal or a pipe."""
     table = Table(title="mcu-arms status", title_justify="left")
-    for column in ("arm", "episode", "state", "task", "step", "score", "milestones", "processes", "note"):
+    for column in ("arm", "episode", "seed", "state", "task", "step", "score", "milestones", "processes", "note"):
         table.add_column(column, no_wrap=True)
     for state in states:
         table.add_row(
             escape(state.arm),
             f"{state.episode:03d}" if state.episode is not None else "-",
+            str(state.seed) if state.seed is not None else "-",
             _styled_state(state, state.state),
             escape(state.task or "-"),
             _step(state),
@@ -79,6 +80,11 @@ def _wide(states: list[ArmState]) -> Table:
             escape(_note(state)),
         )
     return table
+
+
+def _episode_lines(state: ArmState) -> list[str]:
+    episode = [f"episode {state.episode:03d}"] if state.episode is not None else []
+    return episode + ([f"seed {state.seed}"] if state.seed is not None else [])
 
 
 def _stacked(states: list[ArmState]) -> Table:
@@ -92,7 +98,7 @@ def _stacked(states: list[ArmState]) -> Table:
         score = _score(state)
         progress = [state.task or "-", f"step {_step(state)}", *([f"score {score}"] if score else [])]
         table.add_row(
-            f"{escape(state.arm)}\nepisode {state.episode:03d}" if state.episode is not None else escape(state.arm),
+            "\n".join([escape(state.arm), *_episode_lines(state)]),
             _styled_state(state, state.state.replace(" (", "\n(")),  # "stale\n(supervisor gone)" stays narrow
             escape("\n".join(progress)),
             escape(_milestones(state, stacked=True)),
@@ -115,7 +121,8 @@ def campaign_arms(campaigns: list[Path], env: Environment) -> list[str]:
     ran = set(known_arms(env.output_dir))
     names: list[str] = []
     for path in campaigns:
-        names += [name for name in load_campaign(path, env.arms_dir).arm_names() if name in ran and name not in names]
+        campaign = load_campaign(path if path.is_absolute() else env.cwd / path, env.arms_dir)
+        names += [name for name in campaign.arm_names() if name in ran and name not in names]
     return names
 
 

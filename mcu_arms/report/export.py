@@ -88,6 +88,14 @@ def _write_parquet(path: Path, columns: tuple[str, ...], rows: list[dict[str, An
         pq.write_table(table, handle)
 
 
+EXPORT_FILES = ("tidy.csv", "steps.csv", "tidy.parquet", "steps.parquet")
+
+
+def earlier_export(directory: Path) -> list[str]:
+    """The files of an earlier export already in `directory`: an export is never written over, nor mixed with one."""
+    return [name for name in EXPORT_FILES if (directory / name).exists()]
+
+
 def write_export(result: ComparisonResult, directory: Path) -> list[Path]:
     """Write the tables into `directory` (never over an earlier export); returns what was written."""
     import importlib.util

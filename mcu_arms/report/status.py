@@ -30,6 +30,7 @@ class ArmState(BaseModel):
     arm: str
     state: ArmStatusText
     episode: int | None = None
+    seed: int | None = None
     episode_dir: str | None = None
     result_path: str | None = None
     fingerprint: str | None = None
@@ -91,6 +92,7 @@ def _state_of(arm: str, run: RunOnDisk) -> ArmState:
     return base.model_copy(
         update={
             "state": state,
+            "seed": report.settings.seed,
             "result_path": str(run_dir.report),
             "fingerprint": report.fingerprint,
             "max_steps": report.settings.steps,
@@ -109,12 +111,23 @@ def _state_of(arm: str, run: RunOnDisk) -> ArmState:
     )
 
 
+def _shown_runs(found: list[RunOnDisk]) -> list[RunOnDisk]:
+    """The latest episode, the latest of each other seed (a campaign's replicates), and every one still marked
+    started (a replicate running beside it, or one whose supervisor died); newest first."""
+    seen: set[int | None] = set()
+    shown = []
+    for index, run in enumerate(found):
+        seed = run.report.settings.seed if run.report else None
+        latest_of_seed = seed is not None and seed not in seen
+        if index == 0 or latest_of_seed or (run.report and run.report.status == "started"):
+            shown.append(run)
+        seen.add(seed)
+    return shown
+
+
 def arm_states(env: Environment, names: list[str]) -> list[ArmState]:
-    """Each arm's latest episode, and every other one still marked started (a replicate running beside it, or one
-    whose supervisor died): state, progress and recorded processes (alive or not)."""
+    """Per arm, each seed's latest episode and every started one: state, progress and recorded processes."""
     states = []
     for arm in selected_arms(env.output_dir, names):
-        found = arm_runs(env.output_dir / arm)
-        shown = [run for index, run in enumerate(found) if index == 0 or (run.report and run.report.status == "started")]
-        states += [_state_of(arm, run) for run in shown]
+        states += [_state_of(arm, run) for run in _shown_runs(arm_runs(env.output_dir / arm))]
     return states
