@@ -45,7 +45,7 @@ STATE_SIMULATORS: frozenset[str] = frozenset({"embedded"})
 PlanMethod = Literal["collect", "craft", "place"]
 PLAN_METHODS: tuple[PlanMethod, ...] = get_args(PlanMethod)
 # The high-level actions a simulator can carry out for an agent (its executor expands each into per-step actions).
-Skill = Literal["collect", "craft", "place", "eat", "drink", "sleep", "fight", "flee", "go_to", "explore"]
+Skill = Literal["collect", "craft", "place", "eat", "drink", "sleep", "fight", "flee", "go_to", "explore", "wait"]
 SKILLS: tuple[Skill, ...] = get_args(Skill)
 Direction = Literal["north", "south", "east", "west"]
 
