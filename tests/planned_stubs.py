@@ -107,7 +107,20 @@ def _completion(model: str, content: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
-class StubPlanner(StubService):
+class StubChatEndpoint(StubService):
+    """An OpenAI-compatible endpoint serving one model name."""
+
+    def __init__(self, model: str) -> None:
+        super().__init__()
+        self.model = model
+
+    def get(self, path: str) -> tuple[int, Any]:
+        if path.rstrip("/").endswith("/models"):
+            return 200, {"object": "list", "data": [{"id": self.model, "object": "model", "created": 0, "owned_by": "stub"}]}
+        return super().get(path)
+
+
+class StubPlanner(StubChatEndpoint):
     """The planner: opening answers in order (then GOOD_PLAN), and re-plans by `replan(index, contract)`.
 
     `hold_replan(index)` returns a callable that is true once re-plan `index` may be answered: until then its answer
@@ -121,18 +134,12 @@ class StubPlanner(StubService):
         hold_replan: Callable[[int], Callable[[], bool] | None] | None = None,
         model: str = PLANNER_MODEL,
     ) -> None:
-        super().__init__()
+        super().__init__(model)
         self.opening = list(opening)
         self.replan = replan or (lambda index, contract: reworded(GOOD_PLAN, contract))
         self.hold_replan = hold_replan or (lambda index: None)
-        self.model = model
         self.replans_answered: list[int] = []
-        self.released_late: list[int] = []
-
-    def get(self, path: str) -> tuple[int, Any]:
-        if path.rstrip("/").endswith("/models"):
-            return 200, {"object": "list", "data": [{"id": self.model, "object": "model", "created": 0, "owned_by": "stub"}]}
-        return super().get(path)
+        self.released_late: list[int] = []  # held re-plans answered once their condition held (not at the deadline)
 
     def post(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
         question = json.loads(body["messages"][1]["content"])
@@ -151,7 +158,8 @@ class StubPlanner(StubService):
             deadline = time.monotonic() + RELEASE_DEADLINE_S
             while not release() and time.monotonic() < deadline:
                 time.sleep(0.02)
-            self.released_late.append(index)
+            if release():
+                self.released_late.append(index)
         content = answer if isinstance(answer, str) else json.dumps(answer)
         return 200, _completion(self.model, content)
 
@@ -212,18 +220,12 @@ class StubDecisionService(StubService):
         return 200, {"answers": {"action": answer(criteria)}, "usage": {"input_tokens": 10}, "latency_ms": 1}
 
 
-class StubChatPolicy(StubService):
+class StubChatPolicy(StubChatEndpoint):
     """An OpenAI-compatible chat model used as the policy: `script[i]` gives the i-th answer's text."""
 
     def __init__(self, script: list[Callable[[list[str]], str]], model: str = POLICY_MODEL) -> None:
-        super().__init__()
+        super().__init__(model)
         self.script = list(script)
-        self.model = model
-
-    def get(self, path: str) -> tuple[int, Any]:
-        if path.rstrip("/").endswith("/models"):
-            return 200, {"object": "list", "data": [{"id": self.model, "object": "model", "created": 0, "owned_by": "stub"}]}
-        return super().get(path)
 
     def post(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
         question = json.loads(body["messages"][1]["content"])

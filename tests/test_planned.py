@@ -200,7 +200,7 @@ def _options(tmp_path: Path, planner_url: str, policy_url: str, **extra) -> Purp
     return PurpleOptions(
         seed=0, output_dir=tmp_path, planner_base_url=planner_url + "/v1", planner_model=PLANNER_MODEL,
         policy_backend="decision_service", policy_base_url=policy_url, policy_model=POLICY_MODEL,
-        policy_revision=POLICY_REVISION, policy_timeout=1.0, **extra,
+        policy_revision=POLICY_REVISION, policy_timeout=3.0, **extra,
     )  # fmt: skip
 
 
@@ -233,7 +233,7 @@ def test_a_health_drop_interrupts_the_running_action_in_the_same_step(tmp_path: 
     """On the real simulator, with a zombie summoned next to the player: each drop ends the running action on the
     step it was seen, and the threat decision it leads to is taken on that same step."""
     planner = StubPlanner([])
-    kev = StubDecisionService([LATE], late_s=2.0)  # the first decision comes late: the agent must not wait on it
+    kev = StubDecisionService([LATE], late_s=5.0)  # the first decision comes late: the agent must not wait on it
     task = load_task(TASKS_ROOT / "combat" / "combat_zombies.yaml")
 
     async def play() -> None:
@@ -267,3 +267,25 @@ def test_a_health_drop_interrupts_the_running_action_in_the_same_step(tmp_path: 
     assert report["model_failures"] == {"policy_timeout": 1}
     for line in (tmp_path / "task_01" / TRAJECTORY_FILE).read_text().splitlines():
         assert set(json.loads(line)) == set(TrajectoryRecord.model_fields)
+
+
+def test_an_unreachable_planner_or_an_unserved_model_refuses_the_episode(tmp_path: Path) -> None:
+    from server_procs import free_port
+
+    kev = StubDecisionService([], late_s=0)
+    other_planner = StubPlanner([], model="some-other-model")
+
+    async def start(planner_url: str, kev_url: str, output: Path):
+        policy = PlannedPolicy(_options(output, planner_url, kev_url))
+        ack = await policy.init(InitPayload(prompt="", text="task"))
+        refused = await policy.act(ObservationPayload(step=0, obs=""))
+        await policy.close()
+        return ack, refused
+
+    with kev.serving() as kev_url, other_planner.serving() as other_url:
+        nobody = f"http://127.0.0.1:{free_port()}"
+        unreachable, noop = asyncio.run(start(nobody, kev_url, tmp_path / "a"))
+        unserved, _ = asyncio.run(start(other_url, kev_url, tmp_path / "b"))
+    assert not unreachable.success and "planner_error" in unreachable.message and "unreachable" in unreachable.message
+    assert noop.reason == unreachable.message, "every step then says why it does nothing"
+    assert not unserved.success and f"serves ['some-other-model'], not '{PLANNER_MODEL}'" in unserved.message

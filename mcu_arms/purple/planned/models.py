@@ -19,7 +19,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import httpx
-from openai import APIConnectionError, APIError, APITimeoutError, AsyncOpenAI
+from openai import APIConnectionError, APIError, APIStatusError, APITimeoutError, AsyncOpenAI
 
 from mcu_arms.contracts.planned import ModelFailure
 
@@ -48,6 +48,7 @@ def _elapsed_ms(started: float) -> float:
 class ChatModel:
     def __init__(self, role: Role, base_url: str, model: str, api_key: str | None, timeout: float) -> None:
         self.role = role
+        self.base_url = base_url
         self.model = model
         self.timeout = timeout
         self._client = AsyncOpenAI(
@@ -58,13 +59,19 @@ class ChatModel:
             http_client=_http_client(base_url, timeout),
         )
 
-    async def served_models(self) -> list[str] | None:
-        """The model names the endpoint serves, or None when it does not list them."""
+    async def check_served(self) -> None:
+        """The endpoint answers and, when it lists its models, serves this one (vLLM: --served-model-name)."""
         try:
             listing = await self._client.models.list()
-        except APIError:
-            return None
-        return [entry.id for entry in listing.data]
+        except APITimeoutError:
+            raise ModelCallFailed(f"{self.role}_timeout", f"{self.base_url} did not answer in {self.timeout:g} s") from None
+        except APIConnectionError as error:
+            raise ModelCallFailed(f"{self.role}_error", f"{self.base_url} is unreachable: {error}") from None
+        except APIStatusError:
+            return  # it does not list its models; the first call will tell
+        served = [entry.id for entry in listing.data]
+        if self.model not in served:
+            raise ModelCallFailed(f"{self.role}_error", f"{self.base_url} serves {served}, not {self.model!r}")
 
     async def complete(self, messages: list[dict[str, str]]) -> tuple[str, float]:
         """The answer's text and the round trip in ms."""

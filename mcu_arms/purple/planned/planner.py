@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -87,7 +88,8 @@ class PlanTracker:
     """The accepted plan, its cursor, and at most one background planner request at a time."""
 
     def __init__(
-        self, chat: ChatModel, goal: str, capabilities: Capabilities, episode: PlannedEpisode, warn
+        self, chat: ChatModel, goal: str, capabilities: Capabilities, episode: PlannedEpisode,
+        warn: Callable[[str], None],
     ) -> None:  # fmt: skip
         self.chat = chat
         self.goal = goal
