@@ -289,3 +289,21 @@ def test_an_unreachable_planner_or_an_unserved_model_refuses_the_episode(tmp_pat
     assert not unreachable.success and "planner_error" in unreachable.message and "unreachable" in unreachable.message
     assert noop.reason == unreachable.message, "every step then says why it does nothing"
     assert not unserved.success and f"serves ['some-other-model'], not '{PLANNER_MODEL}'" in unserved.message
+
+
+def test_an_interrupted_action_with_side_effects_needs_a_replan_and_success_is_the_inventory_delta(state) -> None:
+    import random
+
+    from mcu_arms.contracts.trajectory import CandidateAction
+    from mcu_arms.purple.planned.executor import Executor
+
+    executor = Executor(state.capabilities, random.Random(0))
+    rich = state.model_copy(update={"inventory": {"wood": 3}})
+    place = executor.start(CandidateAction(id="place_table", skill="place", target="table", description="d"), rich, 0)
+    assert isinstance(place.next(rich), str)  # it acted: its effect may or may not have happened
+    assert place.interrupt(rich).status == "action_needs_replan"
+    claimed = place.next(rich)  # "placed", says its own step; the state shows no wood spent and no table
+    assert claimed.status == "failed" and claimed.inventory_delta == {}
+    walk = executor.start(CandidateAction(id="explore", skill="explore", description="d"), state, 0)
+    assert isinstance(walk.next(state), str)
+    assert walk.interrupt(state).status == "interrupted", "a resumable action is offered again, not replayed"
