@@ -468,6 +468,9 @@ def test_a_policy_model_with_its_endpoint_and_revision_is_one_change(tmp_path: P
     assert follows["policy_backend"] == follows["policy_base_url"] == follows["policy_revision"] == "policy_model"
     outcome = invoke(tmp_path, {}, "compare", "planned_kev", "planned_chat")
     assert "(follows" in outcome.out and "policy_model" in outcome.out
+    from mcu_arms.contracts.settings import differing_settings
+
+    assert differing_settings([arm.settings for arm in result.arms]) == ["policy_model"], "campaigns count it once too"
 
 
 def test_planned_counters_are_shown_and_na_for_other_agents(tmp_path: Path) -> None:
