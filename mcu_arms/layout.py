@@ -7,7 +7,7 @@
         logs/{green,purple,client,mcu-arms}.log
         green/evaluation.json         the green's result (contracts/evaluation.py)
         green/<task>/steps.jsonl      one record per step (contracts/steps.py), frames/ beside it
-        purple/                       the agent's own files and report; a codex agent's episodes in task_NN/
+        purple/                       the agent's own files and report; its episodes in task_NN/
     logs/<arm>_{green,purple,client}.log, logs/<arm>_result.json   links to the latest episode's files
 """
 
@@ -42,6 +42,22 @@ GREEN_DIR = "green"
 PURPLE_DIR = "purple"
 LOGS_DIR = "logs"
 STATE_DIR_ENV = "MCU_ARMS_STATE_DIR"
+
+
+TASK_DIR_GLOB = "task_*"  # a purple's per-episode directories, task_01, task_02, ... under its output dir
+
+
+def claim_task_dir(purple_dir: Path) -> Path:
+    """A purple's next free task_NN directory; mkdir without exist_ok makes concurrent episodes take different ones."""
+    purple_dir.mkdir(parents=True, exist_ok=True)
+    number = 1 + sum(1 for path in purple_dir.glob(TASK_DIR_GLOB) if path.is_dir())
+    while True:
+        candidate = purple_dir / f"task_{number:02d}"
+        try:
+            candidate.mkdir()
+            return candidate
+        except FileExistsError:
+            number += 1
 
 
 def episode_name(number: int) -> str:

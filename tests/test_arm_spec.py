@@ -47,7 +47,7 @@ def test_unknown_key_inside_a_table():
 def test_wrong_type_names_key_and_allowed():
     message = error_for(VALID.replace('agent = "noop"', "agent = 3"))
     assert "arms/arm.toml:1" in message and "'agent'" in message
-    assert "worldmodel, prolong, steve1, scripted, random, noop" in message
+    assert "worldmodel, prolong, steve1, scripted, planned, random, noop" in message
 
 
 def test_the_chat_wire_api_is_refused_naming_the_key_and_why():
@@ -174,15 +174,84 @@ def test_codex_paths_expand_the_home_directory():
 def test_the_template_documents_every_key():
     import re
 
-    from mcu_arms.arms.spec import ArmSpec, CodexSpec, PortsSpec
+    from mcu_arms.arms.spec import ArmSpec, CodexSpec, PlannerSpec, PolicySpec, PortsSpec
     from mcu_arms.contracts.settings import Thresholds
 
     text = (Path(__file__).resolve().parents[1] / "templates" / "arm.toml").read_text()
     written = set(re.findall(r"^#? ?([a-z0-9_]+) = ", text, flags=re.MULTILINE))
-    tables = set(re.findall(r"^\[([a-z_]+)\]", text, flags=re.MULTILINE))
-    tables_of_the_arm = {"ports", "codex", "env", "thresholds"}
+    tables = set(re.findall(r"^#? ?\[([a-z_]+)\]", text, flags=re.MULTILINE))
+    tables_of_the_arm = {"ports", "codex", "env", "thresholds", "planner", "policy"}
     expected = set(ArmSpec.model_fields) - tables_of_the_arm
     assert expected <= written, f"missing from templates/arm.toml: {sorted(expected - written)}"
     assert tables_of_the_arm <= tables
-    assert set(PortsSpec.model_fields) | set(CodexSpec.model_fields) | set(Thresholds.model_fields) <= written
+    documented = set(PortsSpec.model_fields) | set(CodexSpec.model_fields) | set(Thresholds.model_fields)
+    assert documented | set(PlannerSpec.model_fields) | set(PolicySpec.model_fields) <= written
     assert parse_arm(text, Path("arms/my_arm.toml")).name == "my_arm"
+
+
+PLANNED = """\
+agent = "planned"
+task = "mine_diamond_from_scratch"
+simulator = "embedded"
+observe = "state"
+step_timeout = 120
+
+[planner]
+base_url = "http://127.0.0.1:8000/v1"
+model = "qwen3.8-27b"
+
+[policy]
+base_url = "http://127.0.0.1:18008"
+model = "jaredpalmer/kev-4b"
+revision = "6cfce5c"
+
+[ports]
+green = "auto"
+purple = "auto"
+"""
+
+
+def test_the_planned_arm_reads_its_two_models():
+    spec = parse_arm(PLANNED, Path("arms/planned.toml"))
+    assert spec.planner.model == "qwen3.8-27b" and spec.planner.timeout == 60
+    assert spec.policy.backend == "decision_service" and spec.policy.revision == "6cfce5c"
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "says"),
+    [
+        (VALID.replace('simulator = "embedded"', 'simulator = "minestudio"\nobserve = "state"'), "arms/arm.toml:4",
+         "key 'observe': observe = \"state\" needs structured state, which only the embedded simulator provides"),
+        (VALID.replace('agent = "noop"', 'agent = "scripted"\nobserve = "state"'), "arms/arm.toml:2",
+         "agent \"scripted\" reads frames: it needs observe = \"frame\" or \"frame+state\""),
+        (VALID.replace('agent = "noop"', 'agent = "noop"\nobserve = "pixels"'), "arms/arm.toml:2",
+         "'pixels' is not allowed (allowed: frame, state, frame+state)"),
+        (VALID + '[planner]\nmodel = "m"\n', "arms/arm.toml:8", "[planner] is only for agent = \"planned\""),
+        (PLANNED.replace('observe = "state"\n', ""), "arms/arm.toml", "it needs observe = \"state\" or \"frame+state\""),
+        (PLANNED.replace('model = "qwen3.8-27b"\n', ""), "arms/arm.toml:7", "needs [planner] model"),
+        (PLANNED.replace('revision = "6cfce5c"\n', ""), "arms/arm.toml:11",
+         "a decision service's model revision is checked at start: set [policy] revision"),
+        (PLANNED.replace('revision = "6cfce5c"\n', 'revision = "6cfce5c"\ntimeout = 150\n'), "arms/arm.toml:15",
+         "policy.timeout 150 s must be below step_timeout 120 s"),
+        (PLANNED.replace('[policy]\n', '[policy]\nbackend = "grpc"\n'), "arms/arm.toml:12",
+         "'grpc' is not allowed (allowed: decision_service, chat)"),
+        (PLANNED.replace('[planner]\n', '[planner]\nenv_key = "sk-123"\n'), "arms/arm.toml:8",
+         "the NAME of the environment variable holding the planner's API key"),
+    ],
+)  # fmt: skip
+def test_observe_and_the_planned_agents_models_are_checked(text: str, where: str, says: str):
+    message = error_for(text)
+    assert message.startswith(where) and says in message, message
+
+
+def test_a_new_setting_at_its_neutral_value_keeps_existing_fingerprints():
+    from mcu_arms.arms.plan import resolve_settings
+    from mcu_arms.contracts.settings import fingerprint
+
+    frame, _ = resolve_settings(parse_arm(VALID, Path("arms/a.toml")), [])
+    assert "observe" not in frame.fingerprinted() and not any(k.startswith(("planner_", "policy_")) for k in
+                                                             frame.fingerprinted())  # fmt: skip
+    both, _ = resolve_settings(parse_arm(VALID + "", Path("arms/a.toml")).model_copy(update={"observe": "frame+state"}), [])
+    assert fingerprint(both) != fingerprint(frame)
+    planned, _ = resolve_settings(parse_arm(PLANNED, Path("arms/p.toml")), [])
+    assert planned.fingerprinted()["policy_revision"] == "6cfce5c" and planned.fingerprinted()["planner_timeout"] == 60

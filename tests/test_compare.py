@@ -455,3 +455,38 @@ def test_real_embedded_runs_scripted_ahead_of_random(tmp_path: Path) -> None:
     from mcu_arms.report.plot import build_figure, plot_data
 
     assert len(build_figure(plot_data(result)).axes[0].get_lines()) == 2
+
+
+def test_a_policy_model_with_its_endpoint_and_revision_is_one_change(tmp_path: Path) -> None:
+    repository = Path(__file__).resolve().parents[1] / "arms"
+    (tmp_path / "arms").mkdir()
+    for name in ("planned_kev", "planned_chat"):
+        (tmp_path / "arms" / f"{name}.toml").write_text((repository / f"{name}.toml").read_text())
+    result = compare(tmp_path, "planned_kev", "planned_chat")
+    assert result.verdict.text == "comparable: differs only in policy_model"
+    follows = {row.key: row.follows for row in result.settings}
+    assert follows["policy_backend"] == follows["policy_base_url"] == follows["policy_revision"] == "policy_model"
+    outcome = invoke(tmp_path, {}, "compare", "planned_kev", "planned_chat")
+    assert "(follows" in outcome.out and "policy_model" in outcome.out
+    from mcu_arms.contracts.settings import differing_settings
+
+    assert differing_settings([arm.settings for arm in result.arms]) == ["policy_model"], "campaigns count it once too"
+
+
+def test_planned_counters_are_shown_and_na_for_other_agents(tmp_path: Path) -> None:
+    write_arm(tmp_path, "scripted_arm")
+    write_run(tmp_path, "scripted_arm")
+    summary = AgentSummary(kind="planned", report_file="planned_report.json", turns=12, failed_turns=1,
+                           failed_turns_by_reason={"policy_timeout": 1}, decisions=30, invalid_outputs=4,
+                           invalid_outputs_by_kind={"invalid_plan": 1, "invalid_policy_output": 3}, stale_replans=1,
+                           reflex_interrupts=2, median_planner_ms=812.5, median_decision_ms=42.25)  # fmt: skip
+    repository = Path(__file__).resolve().parents[1] / "arms"
+    (tmp_path / "arms" / "planned_kev.toml").write_text((repository / "planned_kev.toml").read_text())
+    write_run(tmp_path, "planned_kev", agent=summary)
+    outcome = invoke(tmp_path, {}, "compare", "scripted_arm", "planned_kev")
+    assert _row(outcome.out, "decisions") == ["n/a", "30"]
+    assert _row(outcome.out, "failed turns")[0] == "n/a" and _row(outcome.out, "failed turns")[1].startswith("1 (")
+    assert _row(outcome.out, "decision ms (median)") == ["n/a", "42.2"]
+    csv_rows = list(csv.reader(io.StringIO(invoke(tmp_path, {}, "compare", "scripted_arm", "planned_kev", "--csv").out)))
+    invalid = next(row for row in csv_rows if row[:2] == ["result", "invalid outputs"])
+    assert invalid[2:] == ["n/a", "4 (invalid_plan=1 invalid_policy_output=3)"]

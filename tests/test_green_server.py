@@ -170,6 +170,26 @@ def test_reward_task_is_scored_and_its_files_written(green: str, tmp_path: Path)
     assert json.loads((tmp_path / "evaluation.json").read_text()) == result  # a result is never overwritten
 
 
+@pytest.mark.parametrize(("observe", "frame", "state"), [("frame", True, False), ("state", False, True),
+                                                     ("frame+state", True, True)])  # fmt: skip
+def test_the_observation_carries_what_the_arm_observes(green: str, tmp_path: Path, observe, frame, state):
+    purple = ScriptedPurple(TABLE_SCRIPT)
+    with running_app(lambda url: build_test_purple(purple, url)) as purple_url:
+        evaluation = evaluate(
+            green,
+            request_for(purple_url, tmp_path, task_category="crafting", tasks=["craft_the_crafting_table"],
+                        max_steps=3, observe=observe, save_frames=False),
+        )
+    assert evaluation.final_state == "completed", evaluation.statuses
+    assert evaluation.task("craft_the_crafting_table")["score"] == 10.0, "the table still gets placed"
+    first, _, after = purple.payloads
+    assert bool(first["obs"]) is frame
+    assert ("state" in first) is state, "a frame-only observation keeps upstream's exact shape"
+    if state:
+        assert first["state"]["vitals"]["health"]["value"] == 9 and first["state"]["capabilities"]["keymap"] == "crafter"
+        assert "table" in after["state"]["stations_in_reach"], "the state after placing shows the table in reach"
+
+
 def test_a_03_client_gets_the_streamed_evaluation(green: str, tmp_path: Path):
     """The AgentBeats scenario runner and MCU tools speak a2a 0.3: no version header, `message/stream`, 0.3 names."""
     card = httpx.get(f"{green}/.well-known/agent-card.json", timeout=5, trust_env=False).json()
@@ -381,6 +401,8 @@ def test_a_refused_init_is_recorded_loudly_and_the_episode_still_runs(green: str
         ({"task_category": "crafting", "reset_mode": "fast"}, None, "config.reset_mode: Input should be 'hard' or"),
         ({"task_category": "crafting"}, {"judge": "http://127.0.0.1:1"}, "must name the role 'agent'"),
         ({"task_category": "crafting"}, {"agent": "http://127.0.0.1:1"}, "participant 'agent' at http://127.0.0.1:1"),
+        ({"task_category": "crafting", "simulator": "minestudio", "observe": "state"}, None,
+         "observe 'state' needs structured state, which the minestudio simulator cannot provide"),
         pytest.param({"task_category": "crafting", "simulator": "minestudio"}, None,
                      "simulator 'minestudio' cannot run here: MineStudio cannot run on this host",
                      marks=pytest.mark.skipif(not minestudio_preflight(os.environ), reason="MineStudio can run here")),

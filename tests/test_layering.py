@@ -131,3 +131,14 @@ def test_light_commands_load_no_heavy_stack(command: str) -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_the_planned_agent_reads_state_never_frames() -> None:
+    """It must not reach for the frame reader (nor the frame-reading player), and so loads no image stack at all."""
+    assert _violations("mcu_arms.purple.planned", ("mcu_arms.purple.crafter_vision", "mcu_arms.purple.scripted")) == []
+    code = (
+        "import sys, mcu_arms.purple.planned.agent\n"
+        "print(sorted(m for m in ('numpy', 'PIL', 'crafter') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "[]"

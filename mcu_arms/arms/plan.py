@@ -127,9 +127,12 @@ def resolve_settings(spec: ArmSpec, warnings: list[str]) -> tuple[Settings, Comp
             "[codex] model is unset with a local provider (provider_base_url): codex sends its own default model "
             "name (gpt-6.2-sol with codex-cli 0.171), which a local server rarely serves; set [codex] model"
         )
-    as_written = spec.model_dump(include=set(Settings.model_fields)) | spec.codex.model_dump(
-        include=set(Settings.model_fields)
-    )
+    fields = set(Settings.model_fields)
+    as_written = spec.model_dump(include=fields) | spec.codex.model_dump(include=fields)
+    for table in ("planner", "policy"):
+        model_spec = getattr(spec, table)
+        if model_spec is not None:
+            as_written |= {f"{table}_{key}": value for key, value in model_spec.model_dump().items()}
     resolved = {"steps": steps, "compact_limit": compaction.limit}
     if spec.simulator == "minestudio":
         resolved["reset_mode"] = spec.reset_mode or DEFAULT_RESET_MODE
@@ -309,6 +312,7 @@ def scenario_toml(plan: ArmPlan) -> str:
         "save_frames": settings.save_frames,
         "obs_size": list(settings.obs_size),
         "obs_encoding": settings.obs_encoding,
+        "observe": settings.observe,
         "output_dir": str(RunDir(Path(plan.episode_dir)).green),
     }
     if settings.tasks:

@@ -17,8 +17,24 @@ from pydantic import (
     model_validator,
 )
 
-from mcu_arms.contracts.catalog import AGENT_KINDS, CATEGORIES, RESET_MODES, SIMULATORS, ResetMode
+from mcu_arms.contracts.catalog import (
+    AGENT_KINDS,
+    CATEGORIES,
+    FRAME_READING_AGENTS,
+    RESET_MODES,
+    SIMULATORS,
+    STATE_AGENTS,
+    ResetMode,
+)
 from mcu_arms.contracts.errors import Problem, UserError, toml_decode_line, user_error
+from mcu_arms.contracts.game_state import DEFAULT_OBSERVE, OBSERVE_MODES, STATE_SIMULATORS, wants_frame, wants_state
+from mcu_arms.contracts.planned import (
+    DEFAULT_PLANNER_TIMEOUT_S,
+    DEFAULT_POLICY_BACKEND,
+    DEFAULT_POLICY_TIMEOUT_S,
+    POLICY_BACKENDS,
+    PolicyBackend,
+)
 from mcu_arms.contracts.rubric import auto_eval_problem
 from mcu_arms.contracts.settings import DEFAULT_CONTEXT_WINDOW, ENV_NAME_PATTERN, Thresholds
 from mcu_arms.contracts.support import category_reason
@@ -95,6 +111,27 @@ class CodexSpec(_Strict):
         return os.path.expanduser(value) if value else value
 
 
+class PlannerSpec(_Strict):
+    """The planned agent's planner: an OpenAI-compatible chat endpoint (vLLM, llama.cpp, a hosted API)."""
+
+    base_url: str | None = None
+    model: str | None = None
+    revision: str | None = None  # recorded in every trajectory line; the endpoint cannot say it
+    env_key: str | None = Field(default=None, pattern=ENV_NAME_PATTERN)
+    timeout: float = Field(default=DEFAULT_PLANNER_TIMEOUT_S, gt=0)
+
+
+class PolicySpec(_Strict):
+    """The planned agent's policy: a Kev-style decision service, or a chat model asked for the same JSON."""
+
+    backend: PolicyBackend = DEFAULT_POLICY_BACKEND
+    base_url: str | None = None
+    model: str | None = None
+    revision: str | None = None  # decision_service: checked against its /v1/models at start
+    env_key: str | None = Field(default=None, pattern=ENV_NAME_PATTERN)
+    timeout: float = Field(default=DEFAULT_POLICY_TIMEOUT_S, gt=0)
+
+
 class ArmSpec(_Strict):
     """One comparison arm, as written in its TOML file (before defaults that depend on the host are resolved)."""
 
@@ -126,6 +163,9 @@ class ArmSpec(_Strict):
     thresholds: Thresholds = Field(default_factory=Thresholds)
     obs_size: list[int] = Field(default_factory=lambda: list(DEFAULT_OBS_SIZE))
     obs_encoding: ObsEncoding = DEFAULT_OBS_ENCODING
+    observe: Literal[OBSERVE_MODES] = DEFAULT_OBSERVE  # type: ignore[valid-type]
+    planner: PlannerSpec | None = None
+    policy: PolicySpec | None = None
 
     @field_validator("obs_size")
     @classmethod
@@ -202,6 +242,7 @@ class ArmSpec(_Strict):
             raise SettingConflict(
                 "simulator", "agent \"steve1\" is a Minecraft policy: it needs simulator = \"minestudio\""
             )
+        self._consistent_observation()
         reason = category_reason(self.simulator, self.task)
         if reason is not None:
             raise SettingConflict("task", f"task {reason}: it needs simulator = \"minestudio\"")
@@ -219,6 +260,40 @@ class ArmSpec(_Strict):
                     "conversations would compact: set compact = true, or a limit above the window",
                 )
         return self
+
+    def _consistent_observation(self) -> None:
+        """What the agent reads must be what the arm observes, and the simulator must be able to provide it."""
+        if wants_state(self.observe) and self.simulator not in STATE_SIMULATORS:
+            raise SettingConflict(
+                "observe",
+                f"observe = \"{self.observe}\" needs structured state, which only the "
+                f"{', '.join(sorted(STATE_SIMULATORS))} simulator provides (the {self.simulator} one serves frames)",
+            )
+        if self.agent in FRAME_READING_AGENTS and not wants_frame(self.observe):
+            raise SettingConflict("observe", f"agent \"{self.agent}\" reads frames: it needs observe = \"frame\" or \"frame+state\"")
+        if self.agent not in STATE_AGENTS:
+            for table in ("planner", "policy"):
+                if getattr(self, table) is not None:
+                    raise SettingConflict(table, f"[{table}] is only for agent = \"planned\"")
+            return
+        if not wants_state(self.observe):
+            raise SettingConflict("observe", f"agent \"{self.agent}\" reads structured state: it needs observe = \"state\" or \"frame+state\"")
+        if self.simulator != "embedded":
+            raise SettingConflict("simulator", f"agent \"{self.agent}\" executes on Crafter's keymap: it needs simulator = \"embedded\"")
+        for table, spec in (("planner", self.planner), ("policy", self.policy)):
+            missing = [key for key in ("base_url", "model") if spec is None or getattr(spec, key) is None]
+            if missing:
+                raise SettingConflict(table, f"agent \"planned\" needs [{table}] {' and '.join(missing)}")
+            if spec.timeout >= self.step_timeout:
+                raise SettingConflict(
+                    f"{table}.timeout",
+                    f"{table}.timeout {spec.timeout:g} s must be below step_timeout {self.step_timeout:g} s, or a slow "
+                    "answer turns the step into a noop",
+                )
+        if self.policy.backend == "decision_service" and self.policy.revision is None:
+            raise SettingConflict(
+                "policy.revision", "a decision service's model revision is checked at start: set [policy] revision"
+            )
 
 
 # What each field accepts, for error messages.
@@ -257,6 +332,16 @@ ALLOWED: dict[str, str] = {
     "auto_eval_dir": "a checkout of MCU's auto_eval folder (prompt/, criteria_files/): grade video with MCU's rubric",
     "obs_size": f"[width, height], each {OBS_SIDE_MIN}..{OBS_SIDE_MAX}; [640, 360] as MCU-AgentBeats sends",
     "obs_encoding": "png, jpeg, jpeg_bgr (MCU-AgentBeats' cv2-encoded JPEG)",
+    "observe": ", ".join(OBSERVE_MODES),
+    "planner.base_url": "an OpenAI-compatible endpoint ending in /v1, e.g. \"http://127.0.0.1:8000/v1\"",
+    "planner.model": "the served model name (vLLM's --served-model-name, llama.cpp's --alias)",
+    "planner.env_key": "the NAME of the environment variable holding the planner's API key, not the key",
+    "planner.timeout": "seconds > 0, below step_timeout",
+    "policy.backend": ", ".join(POLICY_BACKENDS),
+    "policy.base_url": "decision_service: the service root (it serves /v1/systemone); chat: an endpoint ending in /v1",
+    "policy.revision": "the model revision the decision service must serve (its /v1/models `run` ends in @REVISION)",
+    "policy.env_key": "the NAME of the environment variable holding the policy's API key, not the key",
+    "policy.timeout": "seconds > 0, below step_timeout",
 }
 
 

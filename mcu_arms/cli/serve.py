@@ -15,6 +15,12 @@ from pydantic import ValidationError
 from mcu_arms.cli.common import App, reports_user_errors
 from mcu_arms.contracts.catalog import AGENT_KINDS
 from mcu_arms.contracts.errors import UserError, user_error
+from mcu_arms.contracts.planned import (
+    DEFAULT_PLANNER_TIMEOUT_S,
+    DEFAULT_POLICY_BACKEND,
+    DEFAULT_POLICY_TIMEOUT_S,
+    POLICY_BACKENDS,
+)
 from mcu_arms.contracts.settings import PurpleOptions, flag_for
 from mcu_arms.contracts.wire import DEFAULT_STEP_TIMEOUT_S
 
@@ -91,6 +97,40 @@ def serve_purple(
         Optional[str],
         typer.Option("--steve1-condition", help="STEVE-1: the text it is conditioned on [each task's own text]."),
     ] = None,
+    planner_base_url: Annotated[
+        Optional[str], typer.Option("--planner-base-url", help="Planned agent: the planner's OpenAI-compatible /v1 URL.")
+    ] = None,
+    planner_model: Annotated[Optional[str], typer.Option("--planner-model", help="Planned agent: planner model.")] = None,
+    planner_revision: Annotated[
+        Optional[str], typer.Option("--planner-revision", help="Planned agent: planner model revision, as recorded.")
+    ] = None,
+    planner_env_key: Annotated[
+        Optional[str],
+        typer.Option("--planner-env-key", help="Planned agent: name of the variable holding the planner's API key."),
+    ] = None,
+    planner_timeout: Annotated[
+        Optional[float],
+        typer.Option("--planner-timeout", help=f"Planned agent: seconds per planner call [{DEFAULT_PLANNER_TIMEOUT_S:g}]."),
+    ] = None,
+    policy_backend: Annotated[
+        Optional[str],
+        typer.Option("--policy-backend", help=f"Planned agent: {', '.join(POLICY_BACKENDS)} [{DEFAULT_POLICY_BACKEND}]."),
+    ] = None,
+    policy_base_url: Annotated[
+        Optional[str], typer.Option("--policy-base-url", help="Planned agent: the decision service root or chat /v1 URL.")
+    ] = None,
+    policy_model: Annotated[Optional[str], typer.Option("--policy-model", help="Planned agent: policy model.")] = None,
+    policy_revision: Annotated[
+        Optional[str], typer.Option("--policy-revision", help="Planned agent: the policy revision (checked by Kev).")
+    ] = None,
+    policy_env_key: Annotated[
+        Optional[str],
+        typer.Option("--policy-env-key", help="Planned agent: name of the variable holding the policy's API key."),
+    ] = None,
+    policy_timeout: Annotated[
+        Optional[float],
+        typer.Option("--policy-timeout", help=f"Planned agent: seconds per decision [{DEFAULT_POLICY_TIMEOUT_S:g}]."),
+    ] = None,
 ) -> None:
     """Serve a purple agent: answers the green's init with an ack and each observation with an action."""
     given = {
@@ -106,6 +146,17 @@ def serve_purple(
         "provider_env_key": provider_env_key,
         "cuda_device": cuda_device,
         "steve1_condition": steve1_condition,
+        "planner_base_url": planner_base_url,
+        "planner_model": planner_model,
+        "planner_revision": planner_revision,
+        "planner_env_key": planner_env_key,
+        "planner_timeout": planner_timeout,
+        "policy_backend": policy_backend,
+        "policy_base_url": policy_base_url,
+        "policy_model": policy_model,
+        "policy_revision": policy_revision,
+        "policy_env_key": policy_env_key,
+        "policy_timeout": policy_timeout,
     }
     try:  # options not given take PurpleOptions' own defaults
         options = PurpleOptions(**{name: value for name, value in given.items() if value is not None})

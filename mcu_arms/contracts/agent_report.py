@@ -1,8 +1,9 @@
 """The purple agents' own reports, as every reader sees them.
 
 A codex agent writes `<purple dir>/worldmodel_report.json` (prolong: `prolong_report.json`) after every turn; the
-scripted player writes `scripted_report.json` as each episode closes. `AgentSummary` is the one shape the run report,
-`status` and `compare` read, whichever kind wrote the file: no reader guesses keys.
+scripted player writes `scripted_report.json` as each episode closes; the planned agent writes `planned_report.json`
+as it goes. `AgentSummary` is the one shape the run report, `status` and `compare` read, whichever kind wrote the
+file: no reader guesses keys.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from mcu_arms.contracts.errors import validation_summary
+from mcu_arms.contracts.game_state import Capabilities
+from mcu_arms.contracts.planned import PolicyBackend
 from mcu_arms.contracts.settings import CODEX_UNBOUNDED_TOKENS, codex_compacts_at, compacts
 from mcu_arms.contracts.states import TurnOutcome
 from mcu_arms.contracts.timestamps import iso_seconds
@@ -352,6 +355,96 @@ class ScriptedReport(BaseModel):
     episodes: list[ScriptedEpisode]
 
 
+class PlannedSettings(BaseModel):
+    """The planned agent's models, as in force (the key variables by name, never their values)."""
+
+    planner_base_url: str
+    planner_model: str
+    planner_revision: str | None
+    planner_env_key: str | None
+    planner_timeout: float
+    policy_backend: PolicyBackend
+    policy_base_url: str
+    policy_model: str
+    policy_revision: str | None
+    policy_env_key: str | None
+    policy_timeout: float
+    policy_served: str | None = None  # what the decision service said it runs (its /v1/models `run`)
+
+
+class PlannedEpisode(BaseModel):
+    """One episode of the planned agent: how often each model was asked, what it answered, what the reflex did."""
+
+    task_dir: str
+    task: str
+    started_at: str
+    trajectory: str  # relative to the purple dir
+    observations: int = 0
+    actions: int = 0  # high-level actions run (one trajectory line each)
+    decisions: int = 0  # decision points: candidates offered and one chosen
+    policy_calls: int = 0
+    fallbacks: int = 0  # decisions taken by the executor's own first choice (invalid, late or failed policy)
+    planner_calls: int = 0
+    plans_accepted: int = 0
+    replans_accepted: int = 0
+    stale_replans: int = 0  # re-plans that arrived after their step had passed: discarded
+    invalid_outputs: Counter[str] = Field(default_factory=Counter)  # by kind (contracts/planned.py InvalidOutput)
+    invalid_reasons: Counter[str] = Field(default_factory=Counter)  # "kind: reason", for reading what went wrong
+    model_failures: Counter[str] = Field(default_factory=Counter)  # by cause (contracts/planned.py ModelFailure)
+    action_statuses: Counter[str] = Field(default_factory=Counter)
+    reflex_interrupts: int = 0
+    reflex_latency_ms_max: float | None = None
+    planner_latency_ms: list[float] = Field(default_factory=list)
+    decision_latency_ms: list[float] = Field(default_factory=list)
+    capabilities: Capabilities | None = None
+    warnings: list[str] = Field(default_factory=list)
+
+
+class PlannedReport(BaseModel):
+    schema_version: int = AGENT_REPORT_SCHEMA_VERSION
+    kind: str = "planned"
+    written_at: str
+    settings: PlannedSettings
+    decisions: int
+    policy_calls: int
+    fallbacks: int
+    planner_calls: int
+    stale_replans: int
+    invalid_outputs: dict[str, int]
+    model_failures: dict[str, int]
+    reflex_interrupts: int
+    median_planner_ms: float | None
+    median_decision_ms: float | None
+    warnings: list[str]
+    episodes: list[PlannedEpisode]
+
+
+def summarise_planned(settings: PlannedSettings, episodes: list[PlannedEpisode]) -> PlannedReport:
+    invalid: Counter[str] = Counter()
+    failures: Counter[str] = Counter()
+    for episode in episodes:
+        invalid.update(episode.invalid_outputs)
+        failures.update(episode.model_failures)
+    planner_ms = [ms for episode in episodes for ms in episode.planner_latency_ms]
+    decision_ms = [ms for episode in episodes for ms in episode.decision_latency_ms]
+    return PlannedReport(
+        written_at=iso_seconds(),
+        settings=settings,
+        decisions=sum(episode.decisions for episode in episodes),
+        policy_calls=sum(episode.policy_calls for episode in episodes),
+        fallbacks=sum(episode.fallbacks for episode in episodes),
+        planner_calls=sum(episode.planner_calls for episode in episodes),
+        stale_replans=sum(episode.stale_replans for episode in episodes),
+        invalid_outputs=dict(invalid),
+        model_failures=dict(failures),
+        reflex_interrupts=sum(episode.reflex_interrupts for episode in episodes),
+        median_planner_ms=statistics.median(planner_ms) if planner_ms else None,
+        median_decision_ms=statistics.median(decision_ms) if decision_ms else None,
+        warnings=[f"{Path(e.task_dir).name}: {warning}" for e in episodes for warning in e.warnings],
+        episodes=episodes,
+    )
+
+
 class AgentSummary(BaseModel):
     """What the run report keeps of an agent's own report: its counters, typed, whatever the agent's kind.
 
@@ -372,6 +465,13 @@ class AgentSummary(BaseModel):
     max_payload_bytes: int | None = None
     median_turn_s: float | None = None
     tokens: TokenUsage | None = None
+    decisions: int | None = None  # the planned agent's decision points
+    invalid_outputs: int | None = None  # model answers rejected (plans, re-plans, decisions)
+    invalid_outputs_by_kind: dict[str, int] = Field(default_factory=dict)
+    stale_replans: int | None = None
+    reflex_interrupts: int | None = None
+    median_planner_ms: float | None = None
+    median_decision_ms: float | None = None
     counters: dict[str, int] = Field(default_factory=dict)  # kind-specific (e.g. the scripted player's respawns)
     warnings: list[str] = Field(default_factory=list)
 
@@ -400,13 +500,37 @@ def summary_of_scripted(report: ScriptedReport, report_file: str) -> AgentSummar
     return AgentSummary(kind=report.kind, report_file=report_file, counters=dict(report.stats))
 
 
-def read_agent_report(path: Path) -> AgentReport | ScriptedReport:
-    """A purple report file as its typed model; ValueError naming the file when it is neither."""
+def summary_of_planned(report: PlannedReport, report_file: str) -> AgentSummary:
+    """Model calls count as turns: planner calls plus policy calls; a failed one brought no answer at all."""
+    return AgentSummary(
+        kind=report.kind,
+        report_file=report_file,
+        turns=report.planner_calls + report.policy_calls,
+        failed_turns=sum(report.model_failures.values()),
+        failed_turns_by_reason=dict(report.model_failures),
+        decisions=report.decisions,
+        invalid_outputs=sum(report.invalid_outputs.values()),
+        invalid_outputs_by_kind=dict(report.invalid_outputs),
+        stale_replans=report.stale_replans,
+        reflex_interrupts=report.reflex_interrupts,
+        median_planner_ms=report.median_planner_ms,
+        median_decision_ms=report.median_decision_ms,
+        counters={"fallbacks": report.fallbacks, "policy_calls": report.policy_calls},
+        warnings=list(report.warnings),
+    )
+
+
+REPORT_MODELS: dict[str, type[BaseModel]] = {"scripted": ScriptedReport, "planned": PlannedReport}
+
+
+def read_agent_report(path: Path) -> AgentReport | ScriptedReport | PlannedReport:
+    """A purple report file as its typed model; ValueError naming the file when it is none of them."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ValueError(f"purple report {path} cannot be read: {error}") from None
-    model = ScriptedReport if isinstance(data, dict) and data.get("kind") == "scripted" else AgentReport
+    kind = data.get("kind") if isinstance(data, dict) else None
+    model = REPORT_MODELS.get(kind, AgentReport)
     try:
         return model.model_validate(data)
     except ValidationError as error:
@@ -428,4 +552,6 @@ def agent_summary(path: Path) -> AgentSummary:
     report = read_agent_report(path)
     if isinstance(report, ScriptedReport):
         return summary_of_scripted(report, path.name)
+    if isinstance(report, PlannedReport):
+        return summary_of_planned(report, path.name)
     return summary_of_codex(report, path.name)

@@ -24,10 +24,14 @@ LONG_TERM_CATEGORIES: frozenset[str] = frozenset({"mine_diamond_from_scratch", "
 STANDARD_MAX_STEPS = 1200
 LONG_TERM_MAX_STEPS = 12000
 
-AGENT_KINDS: tuple[str, ...] = ("worldmodel", "prolong", "steve1", "scripted", "random", "noop")
+AGENT_KINDS: tuple[str, ...] = ("worldmodel", "prolong", "steve1", "scripted", "planned", "random", "noop")
 CODEX_AGENTS: frozenset[str] = frozenset({"worldmodel", "prolong"})
 # The built-in agents that read the frame's pixels (the baselines ignore it).
 FRAME_READING_AGENTS: frozenset[str] = frozenset({"worldmodel", "prolong", "steve1", "scripted"})
+# The agents that read the structured state (contracts/game_state.py) instead of the frame.
+STATE_AGENTS: frozenset[str] = frozenset({"planned"})
+# Agents driven by a planner and a policy model (their reports count decisions, invalid outputs, model latencies).
+PLANNED_AGENTS: frozenset[str] = frozenset({"planned"})
 
 SIMULATORS: tuple[str, ...] = ("minestudio", "embedded")
 

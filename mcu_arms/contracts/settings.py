@@ -13,12 +13,14 @@ import json
 import re
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from mcu_arms.contracts.catalog import ResetMode
 from mcu_arms.contracts.rubric import rubric_of
+from mcu_arms.contracts.game_state import DEFAULT_OBSERVE, ObserveMode
+from mcu_arms.contracts.planned import PolicyBackend
 from mcu_arms.contracts.states import ProcessRole
 from mcu_arms.contracts.wire import (
     DEFAULT_OBS_ENCODING,
@@ -161,6 +163,19 @@ class Settings(BaseModel):
     cuda_device: str | None
     reset_mode: ResetMode | None = None  # minestudio arms only; older plans read as unset
     steve1_condition: str | None = None  # steve1 arms only: the text STEVE-1 is conditioned on instead of the task's
+    observe: ObserveMode = DEFAULT_OBSERVE
+    # The planned agent's models ([planner] and [policy] in the arm file); None for every other agent.
+    planner_base_url: str | None = None
+    planner_model: str | None = None
+    planner_revision: str | None = None
+    planner_env_key: str | None = None
+    planner_timeout: float | None = None
+    policy_backend: PolicyBackend | None = None
+    policy_base_url: str | None = None
+    policy_model: str | None = None
+    policy_revision: str | None = None
+    policy_env_key: str | None = None
+    policy_timeout: float | None = None
 
     def redacted(self) -> Settings:
         """These settings as saved and shown: secret environment values masked."""
@@ -179,7 +194,9 @@ class Settings(BaseModel):
             data.pop(key, None)
         if data.pop("auto_eval_dir", None) is not None:
             data["video_rubric"] = rubric_of(self.auto_eval_dir)
-        for key, default in (("obs_size", DEFAULT_OBS_SIZE), ("obs_encoding", DEFAULT_OBS_ENCODING)):
+        for key, default in (
+            ("obs_size", DEFAULT_OBS_SIZE), ("obs_encoding", DEFAULT_OBS_ENCODING), ("observe", DEFAULT_OBSERVE)
+        ):
             if data.get(key) == default:
                 data.pop(key)
         return data
@@ -193,6 +210,13 @@ def flat_settings(settings: Settings) -> dict[str, Any]:
     for name, value in sorted(environment.items()):
         data[f"env.{name}"] = value
     return data
+
+
+# Settings that name one model together: when the model differs, the rest of its group differs with it, as one change.
+MODEL_GROUPS: dict[str, tuple[str, ...]] = {
+    "planner_model": ("planner_base_url", "planner_revision", "planner_env_key"),
+    "policy_model": ("policy_backend", "policy_base_url", "policy_revision", "policy_env_key"),
+}
 
 
 def differing_keys(settings: list[Settings]) -> set[str]:
@@ -216,13 +240,21 @@ def compact_limit_follows(settings: list[Settings], differing: set[str]) -> str 
     return "context_window" if defaults and "context_window" in differing else None
 
 
+def setting_follows(key: str, settings: list[Settings], differing: set[str]) -> str | None:
+    """The setting a differing one is part of, so that one change is not counted twice: a compaction limit that moves
+    with `compact` or `context_window`, a model's endpoint, revision and key variable when the model itself differs."""
+    if key == "compact_limit":
+        return compact_limit_follows(settings, differing)
+    leader = next((model for model, group in MODEL_GROUPS.items() if key in group), None)
+    return leader if leader in differing else None
+
+
 def differing_settings(settings: list[Settings]) -> list[str]:
     """What makes these runs different experiments, sorted: every differing setting but the replicate axis and
-    placement, and a compaction limit that only follows another setting."""
+    placement, and those that only follow another setting."""
     differing = differing_keys(settings)
-    follows = compact_limit_follows(settings, differing)
-    counted = differing - REPLICATE_AND_PLACEMENT_KEYS - ({"compact_limit"} if follows else set())
-    return sorted(counted)
+    counted = differing - REPLICATE_AND_PLACEMENT_KEYS
+    return sorted(key for key in counted if setting_follows(key, settings, differing) is None)
 
 def fingerprint(settings: Settings) -> str:
     """A versioned hash of what changes results. Name, ports and paths are left out on purpose."""
@@ -232,7 +264,8 @@ def fingerprint(settings: Settings) -> str:
 
 class PurpleOptions(BaseModel):
     """Everything a purple server passes to its policies. Baselines and STEVE-1 read `seed` (scripted also
-    `output_dir`, for its report; STEVE-1 also `cuda_device` and `steve1_condition`); codex agents read the rest."""
+    `output_dir`, for its report; STEVE-1 also `cuda_device` and `steve1_condition`); codex agents read the model and
+    provider; the planned agent its planner_* and policy_*."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -248,6 +281,17 @@ class PurpleOptions(BaseModel):
     provider_env_key: str | None = Field(default=None, pattern=ENV_NAME_PATTERN)  # a name, never the key
     cuda_device: str | None = None
     steve1_condition: str | None = Field(default=None, min_length=1)  # None: STEVE-1 is conditioned on the task text
+    planner_base_url: str | None = None
+    planner_model: str | None = None
+    planner_revision: str | None = None
+    planner_env_key: str | None = Field(default=None, pattern=ENV_NAME_PATTERN)
+    planner_timeout: float | None = Field(default=None, gt=0)
+    policy_backend: PolicyBackend | None = None
+    policy_base_url: str | None = None
+    policy_model: str | None = None
+    policy_revision: str | None = None
+    policy_env_key: str | None = Field(default=None, pattern=ENV_NAME_PATTERN)
+    policy_timeout: float | None = Field(default=None, gt=0)
 
     def argv(self) -> list[str]:
         """The `serve purple` flags that give a purple exactly these options (unset ones are left to the default)."""

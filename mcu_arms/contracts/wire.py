@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from mcu_arms.contracts.catalog import ResetMode
+from mcu_arms.contracts.game_state import DEFAULT_OBSERVE, GameState, ObserveMode
 
 # MineStudio / VPT button order: the 20-element "expanded agent" button array uses exactly this order.
 BUTTON_KEYS: tuple[str, ...] = (
@@ -88,6 +89,9 @@ class ObservationPayload(_Payload):
     step: int
     obs: str = Field(description="base64-encoded image of the frame, as `encoding` says (default 128x128 PNG)")
     encoding: ObsEncoding | None = None  # added beside upstream's fields; None from greens that do not say
+    state: GameState | None = Field(
+        default=None, description="what the player could know (contracts/game_state.py), when the arm observes it"
+    )  # empty `obs` when the arm observes the state alone
 
 
 class AgentFailure(BaseModel):
@@ -140,6 +144,7 @@ class EvalConfig(BaseModel):
     video_model: str = Field(default=DEFAULT_VIDEO_MODEL, min_length=1)
     output_dir: str | None = None
     save_frames: bool = True
+    observe: ObserveMode = DEFAULT_OBSERVE
     progress_every: int = Field(default=DEFAULT_PROGRESS_EVERY, gt=0)
     obs_size: tuple[
         Annotated[int, Field(ge=OBS_SIDE_MIN, le=OBS_SIDE_MAX)], Annotated[int, Field(ge=OBS_SIDE_MIN, le=OBS_SIDE_MAX)]

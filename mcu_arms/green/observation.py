@@ -29,6 +29,9 @@ class EncodedFrame:
     png: bytes | None  # the RGB frame as PNG for the step log; None when frames are not kept
 
 
+NO_FRAME = EncodedFrame(obs=b"", png=None)  # a step rendered no frame: the arm observes the state alone, saves none
+
+
 def encode_png(frame: np.ndarray) -> bytes:
     from PIL import Image
 

@@ -51,6 +51,7 @@ from mcu_arms.contracts.events import (
     TaskSkipped,
     TaskStarted,
 )
+from mcu_arms.contracts.game_state import STATE_SIMULATORS, wants_state
 from mcu_arms.contracts.rubric import AUTO_EVAL_ENV, auto_eval_problem, chosen_auto_eval_dir, rubric_of
 from mcu_arms.contracts.steps import STEPS_FILE
 from mcu_arms.contracts.tasks import TaskSpec, select_tasks
@@ -154,6 +155,11 @@ class GreenExecutor(AgentExecutor):
         if config.task_category not in CATEGORIES:
             raise RequestRejected(
                 f"unknown task_category '{config.task_category}' (valid: {', '.join(CATEGORIES)})"
+            )
+        if wants_state(config.observe) and config.simulator not in STATE_SIMULATORS:
+            raise RequestRejected(
+                f"observe '{config.observe}' needs structured state, which the {config.simulator} simulator cannot "
+                f"provide (it serves frames only; state comes from: {', '.join(sorted(STATE_SIMULATORS))})"
             )
         try:
             tasks = select_tasks(config.task_category, config.tasks)

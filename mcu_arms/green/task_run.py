@@ -39,6 +39,7 @@ from mcu_arms.contracts.evaluation import (
     VideoResult,
 )
 from mcu_arms.contracts.events import GreenEvent, InitFailed, MilestoneReached, TaskProgress
+from mcu_arms.contracts.game_state import DEFAULT_OBSERVE, GameState, ObserveMode, wants_frame, wants_state
 from mcu_arms.contracts.states import INFRASTRUCTURE_CAUSES
 from mcu_arms.contracts.steps import StepRecord, truncate_received
 from mcu_arms.contracts.timestamps import iso_seconds
@@ -53,7 +54,7 @@ from mcu_arms.contracts.wire import (
     ObservationPayload,
 )
 from mcu_arms.green.actions import ParsedAction, noop_result, parse_reply
-from mcu_arms.green.observation import EncodedFrame, FrameEncoder
+from mcu_arms.green.observation import NO_FRAME, EncodedFrame, FrameEncoder
 from mcu_arms.green.steplog import StepLog
 
 if TYPE_CHECKING:
@@ -75,6 +76,10 @@ drop, inventory, hotbar.1 ... hotbar.9. Buttons are 0 or 1; omitted env keys are
 degrees, pitch then yaw, each within -180..180. The compact format is VPT's joint action space (MineStudio's
 "agent" action type). Any other key (chat, commands, mobs, voxels, pickItem) is dropped and counted. An answer that
 is late, malformed or invalid is replaced by a no-op for that step and counted against you."""
+
+STATE_PROMPT = """This arm observes structured state: each observation also carries "state", what you could know
+of the game (vitals, inventory, the visible tiles and creatures, what you face, daylight, crafting stations in reach,
+and the simulator's capability list); "obs" is empty when the arm observes the state alone."""
 
 
 def make_simulator(
@@ -107,7 +112,7 @@ class RunSettings:
 
     from_config: ClassVar[set[str]] = {
         "step_timeout", "seed", "save_frames", "progress_every", "video_eval", "video_model", "obs_size",
-        "obs_encoding",
+        "obs_encoding", "observe",
     }
 
     max_steps: int
@@ -121,6 +126,15 @@ class RunSettings:
     obs_size: tuple[int, int] = DEFAULT_OBS_SIZE
     obs_encoding: ObsEncoding = DEFAULT_OBS_ENCODING
     auto_eval_dir: Path | None = None  # MCU's auto_eval checkout: grade video with MCU's rubric; None: ours
+    observe: ObserveMode = DEFAULT_OBSERVE
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What the agent is shown of one simulator step: the encoded frame (NO_FRAME when frames are off), the state."""
+
+    frame: EncodedFrame
+    state: GameState | None
 
 
 class AgentChannel:
@@ -218,13 +232,13 @@ class TaskRun:
         tracker = RewardTracker(self.task, self.support.unavailable)
         log = StepLog(self.task_dir, save_frames=self.settings.save_frames)
         try:
-            first = self.sim.reset(self.task, self.settings.seed)
-            frame = self.encoder.encode(first.frame)
+            self.sim.set_frames(self._frames_needed())
+            seen = self._observe(self.sim.reset(self.task, self.settings.seed))
             async with AgentChannel(self.agent_url, self.settings.step_timeout) as channel:
                 self.init = await self._send_init(channel)
                 if not self.init.ok:
                     await self.emit(InitFailed(task=self.task.name, cause=self.init.cause or "", message=self.init.message))
-                await self._loop(channel, log, tracker, frame)
+                await self._loop(channel, log, tracker, seen)
         except AgentError as error:
             self.ended_by, self.error = "error", f"agent unreachable: {error}"
         except Exception as error:  # a simulator crash ends this task, loudly, not the evaluation
@@ -238,9 +252,9 @@ class TaskRun:
         from mcu_arms.a2a_transport import AgentTimeout, AgentTransportError
 
         prompt = BASE_PROMPT
-        extra = self.sim.agent_instructions()
-        if extra:
-            prompt = f"{prompt}\n\n{extra}"
+        for extra in (self.sim.agent_instructions(), STATE_PROMPT if wants_state(self.settings.observe) else ""):
+            if extra:
+                prompt = f"{prompt}\n\n{extra}"
         started = time.perf_counter()
         try:
             text = await channel.exchange(InitPayload(prompt=prompt, text=self.task.text))
@@ -263,7 +277,7 @@ class TaskRun:
         channel: AgentChannel,
         log: StepLog,
         tracker: RewardTracker,
-        frame: EncodedFrame,
+        seen: Seen,
     ) -> None:
         settings = self.settings
         name, max_steps = self.task.name, settings.max_steps
@@ -272,9 +286,9 @@ class TaskRun:
                 self.ended_by = "canceled"
                 break
             started = time.perf_counter()
-            received, parsed = await self._ask(channel, step, frame)
+            received, parsed = await self._ask(channel, step, seen)
             agent_ms = (time.perf_counter() - started) * 1000
-            sim_step, sim_ms, frame = self._advance(parsed.action, step, frame, log)
+            sim_step, sim_ms, seen = self._advance(parsed.action, step, seen, log)
             events = tracker.update(step, sim_step.counters)  # backends count from their reset (sims/base.py)
             self._count(step, parsed, agent_ms, sim_ms, sim_step)
             log.write(self._record(step, received, parsed, agent_ms, sim_ms, events, sim_step))
@@ -292,14 +306,18 @@ class TaskRun:
             if sim_step.done:
                 self.ended_by = "simulator_done"
                 break
-        if frame.png is not None:
-            log.save_frame(self.steps_run, frame.png)  # the view after the last action, for video evaluation
+        if seen.frame.png is not None:
+            log.save_frame(self.steps_run, seen.frame.png)  # the view after the last action, for video evaluation
 
-    async def _ask(self, channel: AgentChannel, step: int, frame: EncodedFrame) -> tuple[str | None, ParsedAction]:
+    async def _ask(self, channel: AgentChannel, step: int, seen: Seen) -> tuple[str | None, ParsedAction]:
         from mcu_arms.a2a_transport import AgentTimeout, AgentTransportError
 
+        shown = wants_frame(self.settings.observe)
         observation = ObservationPayload(
-            step=step, obs=base64.b64encode(frame.obs).decode("ascii"), encoding=self.encoder.encoding
+            step=step,
+            obs=base64.b64encode(seen.frame.obs if shown else b"").decode("ascii"),
+            encoding=self.encoder.encoding if shown else None,
+            state=seen.state,
         )
         try:
             received = await channel.exchange(observation)
@@ -313,16 +331,22 @@ class TaskRun:
             return None, noop_result("transport_error", f"the reply could not be read: {type(error).__name__}")
         return received, parse_reply(received)
 
-    def _advance(
-        self, action: EnvAction, step: int, frame: EncodedFrame, log: StepLog
-    ) -> tuple[SimStep, float, EncodedFrame]:
-        """Keep the frame the agent saw, step, and encode the next observation."""
-        if frame.png is not None:
-            log.save_frame(step, frame.png)
+    def _advance(self, action: EnvAction, step: int, seen: Seen, log: StepLog) -> tuple[SimStep, float, Seen]:
+        """Keep the frame the agent saw, step, and build the next observation."""
+        if seen.frame.png is not None:
+            log.save_frame(step, seen.frame.png)
         started = time.perf_counter()
         sim_step = self.sim.step(action)
         sim_ms = (time.perf_counter() - started) * 1000
-        return sim_step, sim_ms, self.encoder.encode(sim_step.frame)
+        return sim_step, sim_ms, self._observe(sim_step)
+
+    def _frames_needed(self) -> bool:
+        """Frames are rendered and encoded only for an agent that observes them or a run that saves them."""
+        return wants_frame(self.settings.observe) or self.settings.save_frames
+
+    def _observe(self, sim_step: SimStep) -> Seen:
+        frame = self.encoder.encode(sim_step.frame) if sim_step.frame is not None else NO_FRAME
+        return Seen(frame=frame, state=self.sim.state() if wants_state(self.settings.observe) else None)
 
     def _count(self, step: int, parsed: ParsedAction, agent_ms: float, sim_ms: float, sim_step: SimStep) -> None:
         self.agent_ms.append(agent_ms)

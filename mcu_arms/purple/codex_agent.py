@@ -48,6 +48,7 @@ from mcu_arms.contracts.wire import (
     ObservationPayload,
 )
 from mcu_arms.isolation.codex_home import CODEX_CONFIG_NAME, audit_codex_home, write_codex_config
+from mcu_arms.layout import claim_task_dir
 from mcu_arms.procs import log_line
 from mcu_arms.purple.base import Policy, failure_noop
 from mcu_arms.purple.codex_runner import (
@@ -230,25 +231,12 @@ class CodexPolicy(Policy):
             )
         return self.options.output_dir, Path(home), executable
 
-    @staticmethod
-    def _claim_task_dir(output_dir: Path) -> Path:
-        """The next free task_NN directory; mkdir without exist_ok makes concurrent episodes take different ones."""
-        output_dir.mkdir(parents=True, exist_ok=True)
-        number = 1 + sum(1 for path in output_dir.glob("task_*") if path.is_dir())
-        while True:
-            candidate = output_dir / f"task_{number:02d}"
-            try:
-                candidate.mkdir()
-                return candidate
-            except FileExistsError:
-                number += 1
-
     async def init(self, payload: InitPayload) -> AckPayload:
         output_dir, home, executable = self._check_setup()
         if executable not in _versions:
             _versions[executable] = await codex_version(executable, self.environ)
         version = _versions[executable]
-        self.workdir = self._claim_task_dir(output_dir)
+        self.workdir = claim_task_dir(output_dir)
         (self.workdir / "frames").mkdir()
         (self.workdir / "turns").mkdir()
         self._task = payload.text

@@ -23,11 +23,11 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from mcu_arms.contracts.crafter_view import PLAYER_CELL, VIEW_COLUMNS, VIEW_ROWS, VIGNETTE_STDDEV, visible_tiles
+
 FRAME_SIZE = 128
-VIEW_COLUMNS, VIEW_ROWS = 9, 7  # the local view; two inventory rows sit below it
 TILE = FRAME_SIZE // 9  # 14 pixels per tile at 128x128
 BORDER = (FRAME_SIZE - TILE * 9) // 2  # the 9x9 tile canvas is centred: a 1-pixel border
-PLAYER_CELL = (VIEW_COLUMNS // 2, VIEW_ROWS // 2)  # (column, row) of the player in the local view
 
 VOID = "void"  # outside the world: Crafter leaves the canvas grey there
 MATERIALS: tuple[str, ...] = (
@@ -99,13 +99,9 @@ _NOISE_LOW, _NOISE_HIGH = 32.0, 127.0  # Crafter's night noise: uniform grey in 
 _NOISE_MEAN = (_NOISE_LOW + _NOISE_HIGH) / 2
 _NOISE_STD = (_NOISE_HIGH - _NOISE_LOW) / np.sqrt(12.0)
 _PIXEL_STD = 3.0  # rounding error of the renderer, in grey levels: the scale a noisy pixel is weighed against
-_VIGNETTE_STDDEV = 0.5
 _LUMA = np.array([0.299, 0.587, 0.114], np.float32)  # PIL's "L" conversion, which ImageEnhance.Color uses
 _SLEEP_CHROMA_LIMIT = 2.0  # while asleep the whole view is grey plus a fixed tint...
 _SLEEP_CHROMA = np.array([0.0, 0.0, 8.0]) - 8.0 / 3  # ...half of (0, 0, 16), whose chroma is this
-# Below this mean colour gain a tile's own colours are too faint under the noise: measured 98% correct at 0.05-0.08
-# against 99.8% at 0.08-0.1 and 100% above 0.15 (3 seeds, 28k tiles, positions biased to the world's edges).
-_RELIABLE_GAIN = 0.08
 
 
 @dataclass(frozen=True)
@@ -159,7 +155,7 @@ def _vignette() -> np.ndarray:
     width, height = VIEW_COLUMNS * TILE, VIEW_ROWS * TILE
     xs = np.linspace(-1, 1, width)[None, :]
     ys = np.linspace(-1, 1, height)[:, None]
-    return (1 - np.exp(-0.5 * (xs**2 + ys**2) / _VIGNETTE_STDDEV**2)).astype(np.float32)
+    return (1 - np.exp(-0.5 * (xs**2 + ys**2) / VIGNETTE_STDDEV**2)).astype(np.float32)
 
 
 class _Candidates:
@@ -336,12 +332,10 @@ class FrameReader:
         choice = int(costs.argmin())
         return float(daylight[choice]), choice
 
-    def _reliable(self, daylight: float) -> np.ndarray:
-        mask = max(0.0, 1.0 - 2.0 * daylight) * self._noise_mask
-        gain = (daylight + (1 - daylight) * 0.5 * (1 - mask) * 0.4).mean(axis=1)
-        reliable = gain >= _RELIABLE_GAIN
-        reliable[self._player_index] = True
-        return reliable.reshape(VIEW_ROWS, VIEW_COLUMNS)
+    @staticmethod
+    def _reliable(daylight: float) -> np.ndarray:
+        """The tiles the night leaves visible (contracts/crafter_view.py: the rule the simulator's state obeys too)."""
+        return np.array(visible_tiles(daylight, TILE), bool)
 
     @staticmethod
     def _is_asleep(view: np.ndarray) -> bool:

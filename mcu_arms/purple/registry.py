@@ -24,6 +24,7 @@ _MODULES: dict[str, tuple[str, str]] = {
     "noop": ("mcu_arms.purple.baselines", ""),
     "random": ("mcu_arms.purple.baselines", ""),
     "scripted": ("mcu_arms.purple.scripted", "the scripted policy (mcu_arms/purple/scripted.py) is not in this build"),
+    "planned": ("mcu_arms.purple.planned.agent", "the planned agent (mcu_arms/purple/planned/) is not in this build"),
     "worldmodel": ("mcu_arms.purple.codex_agent", "the codex agents (mcu_arms/purple/codex_agent.py) are not in this build"),
     "prolong": ("mcu_arms.purple.codex_agent", "the codex agents (mcu_arms/purple/codex_agent.py) are not in this build"),
     "steve1": (
@@ -55,4 +56,6 @@ def policy_factory(kind: str) -> PolicyFactory:
         return lambda options: module.ScriptedPolicy(seed=options.seed, output_dir=options.output_dir)
     if kind == "steve1":
         return lambda options: module.Steve1Policy(options)
+    if kind == "planned":
+        return lambda options: module.PlannedPolicy(options)
     return lambda options: module.CodexPolicy(kind, options)

@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 from mcu_arms.arms.campaign import is_campaign, load_campaign
 from mcu_arms.arms.plan import apply_overrides, resolve_settings
 from mcu_arms.arms.spec import ARM_NAME_PATTERN, ArmSpec, load_arm
-from mcu_arms.contracts.catalog import CODEX_AGENTS
+from mcu_arms.contracts.catalog import CODEX_AGENTS, PLANNED_AGENTS
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.run_report import RunReport
 from mcu_arms.contracts.settings import (
@@ -29,10 +29,10 @@ from mcu_arms.contracts.settings import (
     Overrides,
     Settings,
     Thresholds,
-    compact_limit_follows,
     differing_keys,
     fingerprint,
     flat_settings,
+    setting_follows,
 )
 from mcu_arms.contracts.states import INFRASTRUCTURE_CAUSES
 from mcu_arms.environment import Environment
@@ -43,12 +43,23 @@ from mcu_arms.report.stats import Difference, MilestoneStats, Summary, compare_m
 COMPARISON_SCHEMA_VERSION = 1
 # Where a setting only says where things run, or which replicate ran: shown with --all, never a difference.
 NOISE_SETTINGS: frozenset[str] = REPLICATE_AND_PLACEMENT_KEYS
+# Which agent kinds report each purple counter; for the others it is "n/a", so that a blank never reads as zero.
+REPORTED_BY: dict[str, frozenset[str]] = {
+    "failed_turns": CODEX_AGENTS | PLANNED_AGENTS,
+    "compactions": CODEX_AGENTS,
+    "overflow_resets": CODEX_AGENTS,
+    **{key: PLANNED_AGENTS for key in (
+        "decisions", "invalid_outputs", "stale_replans", "reflex_interrupts", "median_planner_ms", "median_decision_ms"
+    )},
+}  # fmt: skip
 NOT_REACHED = "—"
 UNAVAILABLE = "n/a"
 NO_RUN = "no run"
 EXIT_COMPARABLE = 0
 EXIT_NOT_COMPARABLE = 1
 EXIT_NOT_TRUSTWORTHY = 3
+
+PURPLE_COUNTERS: set[str] = set(REPORTED_BY) | {"invalid_outputs_by_kind"}
 
 ArmStatus = Literal["finished", "failed", "interrupted", "started", "no run"]
 CellState = Literal["reached", "not reached", "unavailable", "no run", "not in run"]
@@ -94,6 +105,13 @@ class ArmResult(BaseModel):
     thresholds: Thresholds = Field(default_factory=Thresholds)
     compactions: int | None = None
     overflow_resets: int | None = None
+    decisions: int | None = None
+    invalid_outputs: int | None = None
+    invalid_outputs_by_kind: dict[str, int] = Field(default_factory=dict)
+    stale_replans: int | None = None
+    reflex_interrupts: int | None = None
+    median_planner_ms: float | None = None
+    median_decision_ms: float | None = None
     compaction_limit: int
     failure_reason: str | None = None
     failure_process: str | None = None
@@ -437,14 +455,12 @@ def _arm_result(target: ArmTarget, episode: int | None, flags: list[Flag]) -> tu
         dropped_keys=dict(report.dropped_keys),
         sim_fallbacks=dict(report.sim_fallbacks),
         purple_report=agent is not None,
-        failed_turns=agent.failed_turns if agent is not None else None,
         infrastructure=dict(report.infrastructure),
         infrastructure_share=report.infrastructure_share,
         behaviour=dict(report.behaviour),
         thresholds=report.thresholds,
         replicates=replicates,
-        compactions=agent.compactions if agent is not None else None,
-        overflow_resets=agent.overflow_resets if agent is not None else None,
+        **(agent.model_dump(include=PURPLE_COUNTERS) if agent is not None else {}),
         compaction_limit=limit,
         failure_reason=report.failure.reason if report.failure else None,
         failure_process=report.failure.process if report.failure else None,
@@ -476,8 +492,8 @@ def _setting_rows(arms: list[ArmResult], show_all: bool) -> list[SettingRow]:
     keys: list[str] = []
     for flat in flats:
         keys += [key for key in flat if key not in keys]
-    differing = differing_keys([arm.settings for arm in arms])
-    follows = compact_limit_follows([arm.settings for arm in arms], differing)
+    settings = [arm.settings for arm in arms]
+    differing = differing_keys(settings)
     rows = []
     for key in keys:
         ignored = key in NOISE_SETTINGS
@@ -488,7 +504,7 @@ def _setting_rows(arms: list[ArmResult], show_all: bool) -> list[SettingRow]:
                     values=[flat.get(key) for flat in flats],
                     differs=key in differing,
                     ignored=ignored,
-                    follows=follows if key == "compact_limit" else None,
+                    follows=setting_follows(key, settings, differing),
                 )
             )
     return rows
@@ -659,15 +675,19 @@ def _counts(counts: dict[str, int]) -> str:
 
 
 def _purple_counter(arm: ArmResult, key: str) -> str:
-    """A codex agent's counter; "n/a" for agents that take no model turns, so a blank never reads as zero."""
+    """A purple's own counter; "n/a" for agents of a kind that never reports it, so a blank never reads as zero."""
     if arm.status == "no run":
         return ""
-    if arm.settings.agent not in CODEX_AGENTS:
+    if arm.settings.agent not in REPORTED_BY[key]:
         return UNAVAILABLE
     if not arm.purple_report:
         return "no purple report"
     value = getattr(arm, key)
-    return "not reported" if value is None else str(value)
+    if value is None:
+        return "not reported"
+    if key == "invalid_outputs" and arm.invalid_outputs_by_kind:
+        return f"{value} ({_counts(arm.invalid_outputs_by_kind)})"
+    return _number(value, 1) if isinstance(value, float) else str(value)
 
 
 def _replicates_text(arm: ArmResult) -> str:
@@ -723,6 +743,12 @@ def result_rows(result: ComparisonResult) -> list[tuple[str, list[str]]]:
         ("failed turns", [_failed_turns(arm) for arm in arms]),
         ("compactions", [_purple_counter(arm, "compactions") for arm in arms]),
         ("overflow resets", [_purple_counter(arm, "overflow_resets") for arm in arms]),
+        ("decisions", [_purple_counter(arm, "decisions") for arm in arms]),
+        ("invalid outputs", [_purple_counter(arm, "invalid_outputs") for arm in arms]),
+        ("stale re-plans", [_purple_counter(arm, "stale_replans") for arm in arms]),
+        ("reflex interrupts", [_purple_counter(arm, "reflex_interrupts") for arm in arms]),
+        ("planner ms (median)", [_purple_counter(arm, "median_planner_ms") for arm in arms]),
+        ("decision ms (median)", [_purple_counter(arm, "median_decision_ms") for arm in arms]),
         ("compaction limit", [str(arm.compaction_limit) for arm in arms]),
     ]
 

@@ -1,4 +1,5 @@
-"""Benchmark of the embedded (Crafter) simulator: construction, reset (first and later) and steps per second.
+"""Benchmark of the embedded (Crafter) simulator: construction, reset (first and later) and steps per second, with
+and without the structured state (`observe = "state"` reads one GameState per step; the target is >= 400 steps/s).
 
 Run on demand: `python tests/bench/bench_embedded.py [steps]`. Resets are also timed in a pure-Python child
 process (NUMBA_DISABLE_JIT=1) so the numba speed-up is a ratio measured in one run.
@@ -41,13 +42,19 @@ def time_resets(pure_python: bool) -> dict:
     return json.loads(result.stdout)
 
 
-def time_steps(steps: int) -> tuple[float, dict[str, int]]:
+def time_steps(steps: int) -> tuple[float, float, dict[str, int]]:
+    """Steps/s of two simulators fed the same actions in lockstep, so that both rates see the same host load: one
+    renders frames (what a frame arm needs), the other renders none and reads and serialises a GameState per step
+    (an arm with observe = "state" and save_frames = false)."""
     from mcu_arms.contracts.tasks import TaskSpec
     from mcu_arms.contracts.wire import BUTTON_KEYS, noop_action
     from mcu_arms.green.sims.embedded import EmbeddedSimulator
 
-    sim = EmbeddedSimulator()
-    sim.reset(TaskSpec(name="bench", category="crafting", text="bench"), seed=0)
+    task = TaskSpec(name="bench", category="crafting", text="bench")
+    framed, stated = EmbeddedSimulator(), EmbeddedSimulator()
+    stated.set_frames(False)
+    framed.reset(task, seed=0)
+    stated.reset(task, seed=0)
     rng = random.Random(0)
     actions = []
     for _ in range(steps):
@@ -56,18 +63,23 @@ def time_steps(steps: int) -> tuple[float, dict[str, int]]:
             action[key] = 1
         action["camera"] = (rng.choice((0.0, 0.0, 10.0)), 0.0)
         actions.append(action)
-    start = time.perf_counter()
+    framed_s = stated_s = 0.0
     for action in actions:
-        sim.step(action)
-    elapsed = time.perf_counter() - start
-    return steps / elapsed, sim.fallback_counts()
+        start = time.perf_counter()
+        framed.step(action)
+        middle = time.perf_counter()
+        stated.step(action)
+        stated.state().model_dump_json()  # what the green sends in the observation
+        framed_s += middle - start
+        stated_s += time.perf_counter() - middle
+    return steps / framed_s, steps / stated_s, framed.fallback_counts()
 
 
 def main() -> None:
     steps = int(sys.argv[1]) if len(sys.argv) > 1 else 3000
     jit = time_resets(pure_python=False)
     pure = time_resets(pure_python=True)
-    rate, fallbacks = time_steps(steps)
+    rate, state_rate, fallbacks = time_steps(steps)
     jit_later = statistics.median(jit["later_resets_s"])
     pure_later = statistics.median(pure["later_resets_s"])
     print(f"construct (import + textures):      {jit['construct_s']:.3f} s")
@@ -77,6 +89,8 @@ def main() -> None:
     print(f"later resets, pure Python (median): {pure_later:.4f} s")
     print(f"reset speed-up from numba:          {pure_later / jit_later:.1f}x")
     print(f"steps/s ({steps} steps, 2 random keys + camera each): {rate:.0f}")
+    print(f"steps/s with observe = \"state\" (no frame; a GameState read and serialised each step): "
+          f"{state_rate:.0f} ({state_rate / rate:.2f}x the framed rate; target >= 400)")
     print(f"fallback counts over those steps: {fallbacks}")
 
 

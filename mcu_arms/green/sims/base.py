@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
     from mcu_arms.contracts.catalog import ResetMode
     from mcu_arms.contracts.evaluation import SimulatorRestart
+    from mcu_arms.contracts.game_state import GameState
     from mcu_arms.contracts.tasks import TaskSpec
     from mcu_arms.contracts.wire import EnvAction
 
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 class SimStep:
     """What one reset or step returns."""
 
-    frame: "np.ndarray"  # HxWx3 uint8, what the agent sees
+    frame: "np.ndarray | None"  # HxWx3 uint8, what the agent sees; None when frames are off (Simulator.set_frames)
     counters: dict[str, dict[str, int]]  # cumulative event counters since reset
     done: bool = False  # the simulator itself ended the episode (max_steps is enforced by the loop, not here)
     info: dict[str, Any] = field(default_factory=dict)  # non-privileged extras for the step log (health, deaths)
@@ -36,6 +37,10 @@ class SimStep:
 
 class SimulatorUnavailable(Exception):
     """The backend cannot start on this host; the message says what is missing and how to get it."""
+
+
+class StateUnavailable(Exception):
+    """The backend serves frames only: it cannot fill a GameState (contracts/game_state.py says why)."""
 
 
 class Simulator(ABC):
@@ -64,6 +69,14 @@ class Simulator(ABC):
     @abstractmethod
     def fallback_counts(self) -> dict[str, int]:
         """Inputs that had no effect or were approximated (e.g. {"camera": 812, "jump": 3}), deaths, etc."""
+
+    def state(self) -> GameState:
+        """What the player could know now, as structured state (only backends in STATE_SIMULATORS provide it)."""
+        raise StateUnavailable(f"the {self.name} simulator serves frames only")
+
+    def set_frames(self, enabled: bool) -> None:
+        """Whether steps render a frame: an arm that observes the state alone and saves none needs none. A backend
+        that always renders (MineStudio) keeps rendering."""
 
     def agent_instructions(self) -> str:
         """Plain words appended to the init prompt: how this simulator interprets the env action keys."""

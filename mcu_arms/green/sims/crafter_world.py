@@ -44,6 +44,7 @@ class ReproducibleCrafterEnv(crafter.Env):
         self._local_view.noise_random = np.random.RandomState(0)
         # The privileged whole-world map is never computed, so it cannot leak.
         self._sem_view = lambda: None
+        self.draws_frames = True  # off for an arm that observes the state alone and saves no frames
 
     @property
     def player(self) -> objects.Player:
@@ -65,6 +66,14 @@ class ReproducibleCrafterEnv(crafter.Env):
     def render(self, size=None):
         self._local_view.noise_random.seed(_noise_seed(self._seed, self._step or 0))
         return super().render(size)
+
+    def frame(self) -> np.ndarray | None:
+        """The frame, or None when frames are off: rendering draws from no RNG of the world, so skipping it changes
+        nothing else."""
+        return self.render() if self.draws_frames else None
+
+    def _obs(self):
+        return self.frame()
 
     def _balance_chunk(self, chunk, objs):
         ordered = sorted(objs, key=lambda obj: (int(obj.pos[0]), int(obj.pos[1])))

@@ -19,6 +19,7 @@ from mcu_arms.green.sims.crafter_actions import AGENT_INSTRUCTIONS, ActionAdapte
 
 if TYPE_CHECKING:
     from mcu_arms.contracts.catalog import ResetMode
+    from mcu_arms.contracts.game_state import GameState
     from mcu_arms.contracts.tasks import TaskSpec
     from mcu_arms.contracts.wire import EnvAction
 
@@ -42,6 +43,9 @@ GIVE_ITEMS: dict[str, str] = {
     "iron_sword": "iron_sword",
 }
 WOOD_ITEM_SUFFIXES = ("_log", "_planks")
+WOOD_KINDS = ("oak", "birch", "spruce", "jungle", "acacia", "dark_oak", "mangrove", "cherry")
+# Minecraft items that Crafter places directly under its own name (no crafted item in between).
+PLACED_BLOCKS: dict[str, str] = {"crafting_table": "table"}
 SUMMONABLE = ("zombie", "skeleton", "cow")
 
 _GIVE = re.compile(r"^/?give\s+@[sp]\s+(?:minecraft:)?([a-z_]+)(\{.*\})?(?:\s+(\d+))?\s*$")
@@ -58,6 +62,13 @@ def crafter_item_for(minecraft_item: str) -> str | None:
     return None
 
 
+def item_aliases() -> dict[str, str]:
+    """Minecraft item names a plan may use, by the Crafter item standing in for each (the capability list's aliases)."""
+    names = [*GIVE_ITEMS, "planks", *(f"{kind}{suffix}" for kind in WOOD_KINDS for suffix in WOOD_ITEM_SUFFIXES)]
+    aliases = {name: item for name in names if (item := crafter_item_for(name)) is not None and item != name}
+    return aliases | PLACED_BLOCKS
+
+
 def crafter_version() -> str:
     return metadata.version("crafter")
 
@@ -68,9 +79,11 @@ class EmbeddedSimulator(Simulator):
     name = "embedded"
 
     def __init__(self) -> None:
+        from mcu_arms.green.sims.crafter_state import CrafterStateReader, crafter_capabilities
         from mcu_arms.green.sims.crafter_world import ReproducibleCrafterEnv
 
         self._env = ReproducibleCrafterEnv(size=FRAME_SIZE)
+        self._state_reader = CrafterStateReader(self._env, crafter_capabilities(item_aliases()))
         self._adapter = ActionAdapter()
         self._fallbacks: Counter[str] = Counter()
         self._counters: dict[str, dict[str, int]] = {}
@@ -106,7 +119,7 @@ class EmbeddedSimulator(Simulator):
         frame = self._env.reset_world(seed)
         applied, unsupported = self._apply_init_commands(task.init_commands)
         if applied:
-            frame = self._env.render()  # inventory or creatures changed; the noise RNG is private, so this is safe
+            frame = self._env.frame()  # inventory or creatures changed; the noise RNG is private, so this is safe
         self._last_achievements = dict(self._env.player.achievements)
         info = self._info("noop")
         info["init_commands_applied"] = applied
@@ -122,7 +135,7 @@ class EmbeddedSimulator(Simulator):
             outcome = self._env.respawn_player()
             if outcome != "safe":
                 self._fallbacks[f"respawn_{outcome}"] += 1
-            frame = self._env.render()
+            frame = self._env.frame()
         return SimStep(
             frame=frame,
             counters=self._copy_counters(),
@@ -130,6 +143,12 @@ class EmbeddedSimulator(Simulator):
             info=self._info(crafter_action),
             no_effect=list(self._adapter.last_no_effect),
         )
+
+    def state(self) -> GameState:
+        return self._state_reader.state()
+
+    def set_frames(self, enabled: bool) -> None:
+        self._env.draws_frames = enabled
 
     def fallback_counts(self) -> dict[str, int]:
         counts = Counter(self._adapter.counts)

@@ -1,0 +1,510 @@
+"""The executor: which high-level actions fit the moment, and how each becomes one simulator action per step.
+
+It reads the structured state only (contracts/game_state.py), never the frame, and answers in the embedded
+simulator's own key mapping (`env_action_for`, contracts/crafter_keymap.py). It offers candidates at decision
+points, the one it would pick itself first (the safe fallback when the policy's answer is unusable), and runs the
+chosen one step by step until it is done, fails, or is interrupted. Success is judged from the inventory delta the
+state shows, never from the action's own account: a chop that "worked" without wood in the inventory failed.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+
+from mcu_arms.contracts.game_state import Capabilities, Direction, GameState, Recipe
+from mcu_arms.contracts.planned import PlanStep
+from mcu_arms.contracts.trajectory import ActionStatus, CandidateAction
+
+MOVES: dict[Direction, str] = {"north": "move_up", "south": "move_down", "east": "move_right", "west": "move_left"}
+STEPS: dict[Direction, tuple[int, int]] = {"north": (0, -1), "south": (0, 1), "east": (1, 0), "west": (-1, 0)}
+INTERACT = "do"
+PROJECTILES = frozenset({"arrow"})  # hostile, but nothing to fight
+THREAT_RADIUS = 4  # a hostile creature this close (steps) is a threat
+ARROW_RADIUS = 2
+DRINK_BELOW, FOOD_BELOW, ENERGY_BELOW = 0.4, 0.4, 0.25  # of the vital's maximum: look after it now
+FOOD_HUNT_BELOW = 0.25  # below this, go looking for food even when none is in view
+RESUME_HEALTH = 0.5  # of the maximum: work resumes after a threat only from here up
+MAX_PREREQUISITES = 4  # how deep "to craft X, first get Y" may go
+EXPLORE_STEPS = 14
+FLEE_STEPS = 6
+WAIT_STEPS = 30
+BUDGET_STEPS = {"collect": 80, "craft": 3, "place": 12, "go_to": 30, "fight": 30, "sleep": 250, "eat": 60,
+                "drink": 60}  # fmt: skip
+IDLE_INTERACTIONS = 8  # this many interactions in a row without a gain and the action gave up
+
+
+@dataclass
+class Outcome:
+    status: ActionStatus
+    detail: str
+    inventory_delta: dict[str, int]
+    steps: int
+
+
+def _held(state: GameState) -> dict[str, int]:
+    """Items and vitals, so that the delta shows drinking and eating as well as collecting."""
+    held = dict(state.inventory)
+    for name in ("health", "food", "drink", "energy"):
+        gauge = getattr(state.vitals, name)
+        if gauge is not None:
+            held[name] = int(gauge.value)
+    return held
+
+
+def _delta(before: GameState, after: GameState) -> dict[str, int]:
+    old, new = _held(before), _held(after)
+    return {item: new.get(item, 0) - old.get(item, 0) for item in sorted(set(old) | set(new))
+            if new.get(item, 0) != old.get(item, 0)}  # fmt: skip
+
+
+def _vital(state: GameState, name: str) -> tuple[float, float] | None:
+    gauge = getattr(state.vitals, name, None)
+    return (gauge.value, gauge.max) if gauge is not None else None
+
+
+def _offset(offset) -> tuple[int, int]:
+    return offset.east, offset.south
+
+
+def _facing(state: GameState) -> tuple[int, int]:
+    return _offset(state.facing)
+
+
+def _direction_to(target: tuple[int, int]) -> Direction:
+    east, south = target
+    if abs(east) >= abs(south):
+        return "east" if east > 0 else "west"
+    return "south" if south > 0 else "north"
+
+
+class Navigator:
+    """Greedy steps towards a target offset over the walkable neighbours, sidestepping what blocks the way."""
+
+    def __init__(self, capabilities: Capabilities, rng: random.Random) -> None:
+        self.walkable = set(capabilities.walkable)
+        self.rng = rng
+
+    def free(self, state: GameState, direction: Direction) -> bool:
+        if state.adjacent is None or state.adjacent.get(direction) not in self.walkable:
+            return False
+        occupied = {_offset(entity.offset) for entity in state.entities or []}
+        return STEPS[direction] not in occupied
+
+    def toward(self, state: GameState, target: tuple[int, int]) -> str | None:
+        """The move that brings the player next to `target` and facing it; None once it is faced."""
+        east, south = target
+        if abs(east) + abs(south) == 1:
+            direction = _direction_to(target)
+            return None if _facing(state) == STEPS[direction] else MOVES[direction]  # a blocked move only turns
+        preferred: list[Direction] = []
+        if east:
+            preferred.append("east" if east > 0 else "west")
+        if south:
+            preferred.append("south" if south > 0 else "north")
+        if abs(south) > abs(east):
+            preferred.reverse()
+        for direction in preferred:
+            if self.free(state, direction):
+                return MOVES[direction]
+        sidesteps = [d for d in STEPS if d not in preferred and self.free(state, d)]
+        if sidesteps:
+            return MOVES[self.rng.choice(sidesteps)]
+        return MOVES[preferred[0]] if preferred else None
+
+    def away_from(self, state: GameState, threats: list[tuple[int, int]]) -> str:
+        def score(direction: Direction) -> int:
+            step = STEPS[direction]
+            return sum(abs(e - step[0]) + abs(s - step[1]) for e, s in threats)
+
+        options = [d for d in STEPS if self.free(state, d)]
+        if not options:
+            return "noop"
+        best = max(score(d) for d in options)
+        return MOVES[self.rng.choice([d for d in options if score(d) == best])]
+
+
+class RunningAction:
+    """One high-level action in progress. `next(state)` is called once per step with the latest state."""
+
+    side_effects = False
+
+    def __init__(self, candidate: CandidateAction, executor: Executor, state: GameState, step: int) -> None:
+        self.candidate = candidate
+        self.executor = executor
+        self.navigator = executor.navigator
+        self.before = state
+        self.started_step = step
+        self.started_at = time.perf_counter()
+        self.steps = 0
+        self.budget = BUDGET_STEPS.get(candidate.skill, 40)
+
+    def next(self, state: GameState) -> str | Outcome:
+        if self.steps >= self.budget:
+            return self.finish(state, self.timed_out_status(state), f"not done within {self.budget} steps")
+        action = self.act(state)
+        if isinstance(action, str):
+            self.steps += 1
+        return action
+
+    def act(self, state: GameState) -> str | Outcome:
+        raise NotImplementedError
+
+    def timed_out_status(self, state: GameState) -> ActionStatus:
+        return "failed"
+
+    def finish(self, state: GameState, status: ActionStatus, detail: str) -> Outcome:
+        return Outcome(status=status, detail=detail, inventory_delta=_delta(self.before, state), steps=self.steps)
+
+    def interrupt(self, state: GameState) -> Outcome:
+        """Stopped by the reflex. An action with side effects may or may not have happened: the next decision finds
+        out from the state (`action_needs_replan`); a resumable one is offered again if it still fits."""
+        status: ActionStatus = "action_needs_replan" if self.side_effects and self.steps else "interrupted"
+        return self.finish(state, status, "interrupted by the damage reflex")
+
+    def gained(self, state: GameState, item: str) -> int:
+        return _held(state).get(item, 0) - _held(self.before).get(item, 0)
+
+
+class Collect(RunningAction):
+    """Go to the nearest source (a tile or a creature) and interact until the inventory holds `count`."""
+
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
+        self.recipe = self.executor.recipe("collect", self.candidate.target or "")
+        self.idle = 0
+        self.last_held = _held(self.before).get(self.recipe.item, 0)
+
+    def act(self, state: GameState) -> str | Outcome:
+        item = self.recipe.item
+        held = _held(state).get(item, 0)
+        if held > self.last_held:
+            self.idle = 0
+        self.last_held = held
+        vital = _vital(state, item)
+        wanted = vital[1] if vital is not None else (self.candidate.count or 1)
+        if held >= wanted:
+            return self.finish(state, "succeeded", f"{item} {held} held")
+        missing = self.executor.missing(self.recipe.requires, state)
+        if missing:
+            return self.finish(state, "failed", f"needs {missing}")
+        if self.idle >= IDLE_INTERACTIONS:
+            return self.settle(state, f"{IDLE_INTERACTIONS} interactions without {item}")
+        source = self.recipe.source or ""
+        faced = state.faced
+        if faced is not None and source in (faced.entity, faced.tile if faced.entity is None else None):
+            self.idle += 1
+            return INTERACT
+        target = self.executor.nearest(state, source)
+        if target is None:
+            return self.settle(state, f"no {source} in view")
+        if target == (0, 0):  # standing on it (grass): step off, facing more of it
+            free = [d for d in STEPS if self.navigator.free(state, d)]
+            return MOVES[self.navigator.rng.choice(free)] if free else self.settle(state, f"no way to face a {source}")
+        move = self.navigator.toward(state, target)
+        if move is not None:
+            return move
+        self.idle += 1
+        return INTERACT
+
+    def timed_out_status(self, state: GameState) -> ActionStatus:
+        return "succeeded" if self.gained(state, self.recipe.item) > 0 else "failed"
+
+    def settle(self, state: GameState, detail: str) -> Outcome:
+        return self.finish(state, self.timed_out_status(state), detail)
+
+
+class Craft(RunningAction):
+    side_effects = True
+
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
+        self.recipe = self.executor.recipe("craft", self.candidate.target or "")
+
+    def act(self, state: GameState) -> str | Outcome:
+        item = self.recipe.item
+        if self.steps:
+            if self.gained(state, item) > 0:
+                return self.finish(state, "succeeded", f"{item} {state.count(item)} held")
+            return self.finish(state, "failed", f"no {item} came of it")
+        absent = [s for s in self.recipe.stations if s not in (state.stations_in_reach or [])]
+        if absent:
+            return self.finish(state, "failed", f"no {', '.join(absent)} within reach")
+        missing = self.executor.missing(self.recipe.consumes, state)
+        if missing:
+            return self.finish(state, "failed", f"needs {missing}")
+        return f"make_{item}"
+
+
+class Place(RunningAction):
+    side_effects = True
+
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
+        self.recipe = self.executor.recipe("place", self.candidate.target or "")
+        self.placed = False
+
+    def act(self, state: GameState) -> str | Outcome:
+        item = self.recipe.item
+        if self.placed:
+            spent = all(self.gained(state, c) <= -n for c, n in self.recipe.consumes.items())
+            faced = state.faced.tile if state.faced is not None else None
+            if spent and (faced == item or item in (state.stations_in_reach or [])):
+                return self.finish(state, "succeeded", f"{item} placed")
+            return self.finish(state, "failed", f"no {item} came of it")
+        missing = self.executor.missing(self.recipe.consumes, state)
+        if missing:
+            return self.finish(state, "failed", f"needs {missing}")
+        faced = state.faced
+        if faced is not None and faced.tile in self.recipe.placed_on and faced.entity is None:
+            self.placed = True
+            return f"place_{item}"
+        free = [d for d in STEPS if self.navigator.free(state, d)]
+        if not free:
+            return self.finish(state, "failed", f"nowhere to put the {item}")
+        return MOVES[self.navigator.rng.choice(free)]  # the tile beyond becomes the faced one
+
+
+class GoTo(RunningAction):
+    def act(self, state: GameState) -> str | Outcome:
+        kind = self.candidate.target or ""
+        target = self.executor.nearest(state, kind)
+        if target is None:
+            return self.finish(state, "failed", f"no {kind} in view")
+        move = self.navigator.toward(state, target)
+        return move if move is not None else self.finish(state, "succeeded", f"next to the {kind}")
+
+
+class Explore(RunningAction):
+    """Walk one way (turning when blocked) until the wanted kind comes into view."""
+
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
+        self.budget = EXPLORE_STEPS
+        self.heading: Direction = self.navigator.rng.choice(list(STEPS))
+
+    def act(self, state: GameState) -> str | Outcome:
+        kind = self.candidate.target
+        if kind and self.steps and self.executor.nearest(state, kind) is not None:
+            return self.finish(state, "succeeded", f"{kind} in view")
+        if not self.navigator.free(state, self.heading):
+            options = [d for d in STEPS if self.navigator.free(state, d)]
+            if not options:
+                return self.finish(state, "failed", "walled in")
+            self.heading = self.navigator.rng.choice(options)
+        return MOVES[self.heading]
+
+    def timed_out_status(self, state: GameState) -> ActionStatus:
+        return "succeeded" if not self.candidate.target else "failed"
+
+
+class Sleep(RunningAction):
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
+        self.slept = False
+
+    def act(self, state: GameState) -> str | Outcome:
+        energy = _vital(state, "energy")
+        if state.sleeping:
+            self.slept = True
+        elif self.slept or (energy is not None and energy[0] >= energy[1]):
+            status: ActionStatus = "succeeded" if self.gained(state, "energy") > 0 else "failed"
+            return self.finish(state, status, "awake")
+        return "sleep"
+
+
+class Fight(RunningAction):
+    def act(self, state: GameState) -> str | Outcome:
+        kind = self.candidate.target or ""
+        target = self.executor.nearest(state, kind)
+        if target is None or abs(target[0]) + abs(target[1]) > THREAT_RADIUS + 2:
+            return self.finish(state, "succeeded", f"no {kind} near any more")
+        move = self.navigator.toward(state, target)
+        return move if move is not None else INTERACT
+
+
+class Flee(RunningAction):
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
+        self.budget = FLEE_STEPS
+
+    def act(self, state: GameState) -> str | Outcome:
+        threats = self.executor.threats(state)
+        if self.steps and not threats:
+            return self.finish(state, "succeeded", "out of reach")
+        return self.navigator.away_from(state, threats)
+
+    def timed_out_status(self, state: GameState) -> ActionStatus:
+        return "failed" if self.executor.threats(state) else "succeeded"
+
+
+class Wait(RunningAction):
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
+        self.budget = WAIT_STEPS
+
+    def act(self, state: GameState) -> str | Outcome:
+        if self.gained(state, "health") > 0:
+            return self.finish(state, "succeeded", "health regained")
+        return "noop"
+
+
+ACTIONS: dict[str, type[RunningAction]] = {
+    "collect": Collect, "eat": Collect, "drink": Collect, "craft": Craft, "place": Place, "go_to": GoTo,
+    "explore": Explore, "sleep": Sleep, "fight": Fight, "flee": Flee, "wait": Wait,
+}  # fmt: skip
+
+
+@dataclass
+class Executor:
+    """Offers candidates for the moment and starts the chosen one; knows the simulator only by its capabilities."""
+
+    capabilities: Capabilities
+    rng: random.Random
+    navigator: Navigator = field(init=False)
+
+    def __post_init__(self) -> None:
+        if self.capabilities.keymap != "crafter":
+            raise ValueError(
+                f"the {self.capabilities.simulator} simulator has no keymap this executor speaks "
+                f"({self.capabilities.keymap!r}; it speaks 'crafter')"
+            )
+        self.navigator = Navigator(self.capabilities, self.rng)
+        self._recipes = {(recipe.method, recipe.item): recipe for recipe in self.capabilities.recipes}
+
+    # --- what the state shows ------------------------------------------------------------------------------------
+    def recipe(self, method: str, item: str) -> Recipe:
+        return self._recipes[(method, item)]
+
+    def obtained_by(self, item: str) -> Recipe | None:
+        return next((r for r in self.capabilities.recipes if r.item == item and r.method != "place"), None)
+
+    @staticmethod
+    def missing(needed: dict[str, int], state: GameState) -> str:
+        return ", ".join(f"{item} {count}" for item, count in needed.items() if state.count(item) < count)
+
+    @staticmethod
+    def nearest(state: GameState, kind: str) -> tuple[int, int] | None:
+        """The nearest tile of this kind, or the nearest entity of it."""
+        entity = next((e for e in state.entities or [] if e.kind == kind), None)
+        if entity is not None:
+            return _offset(entity.offset)
+        if state.view is not None and kind in state.view.tiles:
+            return _offset(state.view.tiles[kind].nearest)
+        return None
+
+    def threats(self, state: GameState) -> list[tuple[int, int]]:
+        return [
+            _offset(e.offset)
+            for e in state.entities or []
+            if e.hostile and e.distance <= (ARROW_RADIUS if e.kind in PROJECTILES else THREAT_RADIUS)
+        ]
+
+    def threatened(self, state: GameState) -> bool:
+        return bool(self.threats(state))
+
+    def healthy(self, state: GameState) -> bool:
+        health = state.vitals.health
+        return health.value >= RESUME_HEALTH * health.max
+
+    # --- candidates ----------------------------------------------------------------------------------------------
+    def for_step(self, step: PlanStep, state: GameState) -> list[CandidateAction]:
+        """What serves this plan step now, prerequisites first (to craft a pickaxe, first a table within reach)."""
+        return self._obtain(step.method, step.item, step.count, state, depth=0)
+
+    def _obtain(self, method: str, item: str, count: int, state: GameState, depth: int) -> list[CandidateAction]:
+        recipe = self._recipes.get((method, item))
+        if recipe is None or depth > MAX_PREREQUISITES:
+            return [self._explore(None)]
+        for part, amount in {**recipe.requires, **recipe.consumes}.items():
+            if state.count(part) < amount:
+                source = self.obtained_by(part)
+                if source is None:
+                    return [self._explore(None)]
+                return self._obtain(source.method, part, amount, state, depth + 1)
+        if method == "collect":
+            return self._collect(recipe, count, state)
+        if method == "craft":
+            for station in recipe.stations:
+                if station not in (state.stations_in_reach or []):
+                    return self._station(station, state, depth)
+        return [self._candidate(method, item, count)]  # type: ignore[arg-type]
+
+    def _collect(self, recipe: Recipe, count: int, state: GameState) -> list[CandidateAction]:
+        source = recipe.source or ""
+        if self.nearest(state, source) is None:
+            return [self._explore(source)]
+        return [self._candidate("collect", recipe.item, count, source=source), self._explore(source)]
+
+    def _station(self, station: str, state: GameState, depth: int) -> list[CandidateAction]:
+        offered = []
+        if self.nearest(state, station) is not None:
+            offered.append(self._candidate("go_to", station))
+        offered += [c for c in self._obtain("place", station, 1, state, depth + 1) if c.id not in {o.id for o in offered}]
+        return offered
+
+    def survival(self, state: GameState) -> list[CandidateAction]:
+        """Vitals that need looking after now, the most pressing first."""
+        offered: list[tuple[float, CandidateAction]] = []
+        for vital, below, skill in (("drink", DRINK_BELOW, "drink"), ("food", FOOD_BELOW, "eat")):
+            level = _vital(state, vital)
+            recipe = self._recipes.get(("collect", vital))
+            if level is None or recipe is None or level[0] > below * level[1]:
+                continue
+            source = recipe.source or ""
+            if self.nearest(state, source) is not None:
+                offered.append((level[0] / level[1], self._candidate(skill, vital, source=source)))
+            elif vital == "drink" or level[0] <= FOOD_HUNT_BELOW * level[1]:
+                offered.append((level[0] / level[1] + 0.01, self._explore(source)))
+        energy = _vital(state, "energy")
+        if energy is not None and energy[0] <= ENERGY_BELOW * energy[1]:
+            offered.append((energy[0] / energy[1], self._candidate("sleep", None)))
+        return [candidate for _, candidate in sorted(offered, key=lambda pair: pair[0])]
+
+    def threat(self, state: GameState) -> list[CandidateAction]:
+        """Fight the nearest hostile or flee (flee first when hurt), or go home to the table when it is in view."""
+        kinds = []
+        for entity in state.entities or []:
+            if entity.hostile and entity.kind not in PROJECTILES and entity.kind not in kinds:
+                kinds.append(entity.kind)
+        fights = [self._candidate("fight", kind) for kind in kinds]
+        flee = [self._candidate("flee", None)]
+        offered = fights + flee if self.healthy(state) else flee + fights
+        if self.nearest(state, "table") is not None:
+            offered.append(self._candidate("go_to", "table", description="go home: back to the crafting table"))
+        return offered
+
+    def recovery(self, state: GameState) -> list[CandidateAction]:
+        return self.survival(state) + [self._candidate("wait", None)]
+
+    def explore(self) -> list[CandidateAction]:
+        return [self._explore(None)]
+
+    def _explore(self, kind: str | None) -> CandidateAction:
+        return self._candidate("explore", kind)
+
+    def _candidate(
+        self, skill: str, target: str | None, count: int | None = None, *, source: str | None = None,
+        description: str | None = None,
+    ) -> CandidateAction:  # fmt: skip
+        words = {
+            "collect": f"collect {target} from the nearest {source} until {count} held",
+            "eat": f"eat: hit the nearest {source} for {target}",
+            "drink": f"drink from the nearest {source}",
+            "craft": f"craft {target}",
+            "place": f"place a {target} in front",
+            "go_to": f"go to the nearest {target}",
+            "explore": f"explore until a {target} is in view" if target else "explore unseen ground",
+            "sleep": "sleep until rested (dangerous with hostiles near)",
+            "fight": f"fight the nearest {target}",
+            "flee": "move away from the hostiles",
+            "wait": "stand still until health regrows",
+        }
+        identifier = skill if target is None else f"{skill}_{source if skill in ('eat', 'drink') else target}"
+        return CandidateAction(
+            id=identifier, skill=skill, target=target, count=count, description=description or words[skill]
+        )  # type: ignore[arg-type]
+
+    def start(self, candidate: CandidateAction, state: GameState, step: int) -> RunningAction:
+        return ACTIONS[candidate.skill](candidate, self, state, step)
