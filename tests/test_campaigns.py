@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 from cli_support import invoke
-from run_helpers import cli_env, wait_for
+from run_helpers import cli_env, wait_for, write_arm
 
 from mcu_arms.arms.campaign import load_campaign
 from mcu_arms.arms.plan import plan_arms
@@ -23,18 +23,6 @@ from mcu_arms.cli.options import parse_seeds
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.settings import Overrides
 from mcu_arms.environment import Environment
-
-ARM = """agent = "{agent}"
-task = "mine_diamond_from_scratch"
-simulator = "embedded"
-steps = {steps}
-step_timeout = 10
-save_frames = false
-
-[ports]
-green = "auto"
-purple = "auto"
-"""
 
 CAMPAIGN = """name = "agents"
 seeds = [0, 1, 2]
@@ -55,7 +43,7 @@ def _project(tmp_path: Path, steps: int = 250) -> Path:
     project = tmp_path / "project"
     (project / "arms").mkdir(parents=True)
     (project / "campaigns").mkdir()
-    (project / "arms" / "scripted_arm.toml").write_text(ARM.format(agent="scripted", steps=steps))
+    write_arm(project, "scripted_arm", agent="scripted", steps=steps)
     (project / "campaigns" / "agents.toml").write_text(CAMPAIGN)
     return project
 
@@ -94,7 +82,7 @@ def test_a_campaign_names_its_arms_and_the_seeds_every_one_runs(tmp_path: Path) 
 def test_a_campaign_over_arms_that_name_their_seed_takes_the_cli_overrides(tmp_path: Path) -> None:
     project = _project(tmp_path)
     arm = project / "arms" / "scripted_arm.toml"
-    arm.write_text("seed = 7\n" + arm.read_text())  # the campaign's seeds replace it, as if the file said seeds
+    arm.write_text(arm.read_text().replace("seed = 0", "seed = 7"))  # the campaign's seeds replace it
     shown = invoke(project, {"MCU_ARMS_STATE_DIR": str(tmp_path / "state")}, "plan", "--dry-run", "--json",
                    "campaigns/agents.toml", "--steps", "40")  # fmt: skip
     assert shown.exit_code == 0, shown.err

@@ -6,16 +6,15 @@ jinja2 is imported here only, when a page is rendered: the light commands never 
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mcu_arms import __version__
-from mcu_arms.report.compare import milestone_text, result_rows, setting_text
+from mcu_arms.report.compare import ComparisonResult, milestone_text, result_rows, setting_text
 from mcu_arms.view.downsample import LATENCY_BUCKETS
 from mcu_arms.view.episode import EpisodeView
-
-if TYPE_CHECKING:
-    from mcu_arms.view.site import Site
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 # Also sent as a header by the server. 'self' covers sibling files under file:// too; plotly adds <style> elements.
@@ -23,6 +22,17 @@ CONTENT_SECURITY_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
     "connect-src 'none'; font-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'none'"
 )
+
+
+@dataclass(frozen=True)
+class EpisodeLink:
+    """An episode page as the comparison page links to it."""
+
+    id: str
+    arm: str
+    episode: int
+    task: str
+    href: str  # relative to the site's root
 
 
 @functools.cache
@@ -38,20 +48,19 @@ def _templates() -> Any:
     )
 
 
-def _common(site: Site, root: str) -> dict[str, Any]:
+def _common(generated_at: datetime, root: str) -> dict[str, Any]:
     return {
         "root": root,
         "csp": CONTENT_SECURITY_POLICY,
         "version": __version__,
-        "generated_at": site.generated_at.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "generated_at": generated_at.strftime("%Y-%m-%d %H:%M:%S %Z"),
     }
 
 
-def render_comparison(site: Site) -> str:
-    result = site.comparison
+def render_comparison(result: ComparisonResult, episode_links: list[EpisodeLink], generated_at: datetime) -> str:
     names = result.arm_names()
-    links: dict[str, list[Any]] = {name: [] for name in names}
-    for link in site.links():
+    links: dict[str, list[EpisodeLink]] = {name: [] for name in names}
+    for link in episode_links:
         links[link.arm].append(link)
     milestones = [
         (row, [milestone_text(cell, name == result.baseline) for cell, name in zip(row.cells, names)])
@@ -61,7 +70,7 @@ def render_comparison(site: Site) -> str:
         _templates()
         .get_template("comparison.html.j2")
         .render(
-            **_common(site, ""),
+            **_common(generated_at, ""),
             result=result,
             names=names,
             links=links,
@@ -73,9 +82,9 @@ def render_comparison(site: Site) -> str:
     )
 
 
-def render_episode(site: Site, view: EpisodeView) -> str:
+def render_episode(view: EpisodeView, generated_at: datetime) -> str:
     return (
         _templates()
         .get_template("episode.html.j2")
-        .render(**_common(site, "../../"), view=view, latency_buckets=LATENCY_BUCKETS)
+        .render(**_common(generated_at, "../../"), view=view, latency_buckets=LATENCY_BUCKETS)
     )

@@ -50,6 +50,7 @@ from mcu_arms.view.episode import (
     turn_detail,
 )
 from mcu_arms.view.extra import plotly_js
+from mcu_arms.view.pages import EpisodeLink, render_comparison, render_episode
 
 STATIC_DIR = Path(__file__).parent / "static"
 ASSETS = "assets"
@@ -76,15 +77,6 @@ class Content:
     @property
     def size(self) -> int:
         return len(self.data) if self.data is not None else (self.file.stat().st_size if self.file else 0)
-
-
-@dataclass(frozen=True)
-class EpisodeLink:
-    id: str
-    arm: str
-    episode: int
-    task: str
-    href: str  # relative to the site's root
 
 
 def script(name: str, value: object) -> bytes:
@@ -229,9 +221,8 @@ class Site:
         if media_type is None:
             return None
         if parts == [INDEX]:
-            from mcu_arms.view.pages import render_comparison
-
-            return Content(media_type, render_comparison(self).encode())
+            page = render_comparison(self.comparison, self.links(), self.generated_at)
+            return Content(media_type, page.encode())
         if parts == [COMPARISON_DATA]:
             return Content(media_type, script("MCU_COMPARISON", comparison_data(self.comparison)))
         if parts[0] == ASSETS and len(parts) == 2:
@@ -256,9 +247,7 @@ class Site:
             return Content(media_type, file=frame) if regular_file(frame) else None
         data = self.episode(key)
         if rest == [INDEX]:
-            from mcu_arms.view.pages import render_episode
-
-            return Content(media_type, render_episode(self, data.view).encode())
+            return Content(media_type, render_episode(data.view, self.generated_at).encode())
         if rest == ["data.js"]:
             return Content(media_type, script("MCU_EPISODE", data.view.model_dump(mode="json")))
         if rest == ["agent-files.js"]:

@@ -20,21 +20,12 @@ from pathlib import Path
 
 import psutil
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from run_helpers import write_arm  # noqa: E402  (the tests' helpers, as the other benches use them)
+
 PACKING_TARGET = 1.15
 CPU_TARGET_PERCENT = 2.0
 PARALLEL = 2
-
-ARM = """agent = "{agent}"
-task = "mine_diamond_from_scratch"
-simulator = "embedded"
-steps = {steps}
-step_timeout = 30
-save_frames = false
-
-[ports]
-green = "auto"
-purple = "auto"
-"""
 
 CAMPAIGN = """name = "bench"
 seeds = [0, 1, 2]
@@ -61,9 +52,8 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         project = Path(scratch) / "project"
-        (project / "arms").mkdir(parents=True)
+        write_arm(project, "scripted_b", agent="scripted", steps=args.steps, step_timeout=30)
         (project / "campaigns").mkdir()
-        (project / "arms" / "scripted_b.toml").write_text(ARM.format(agent="scripted", steps=args.steps))
         (project / "campaigns" / "bench.toml").write_text(CAMPAIGN.format(parallel=PARALLEL))
         env = {**os.environ, "MCU_ARMS_STATE_DIR": str(Path(scratch) / "state")}
         started = time.monotonic()
