@@ -1,4 +1,5 @@
-"""Writing files that someone may be reading at the same moment (a live view, `status`, a crash mid-write).
+"""Writing files that someone may be reading at the same moment (a live view, `status`, a crash mid-write), and
+making directories that nobody can redirect.
 
 Every write goes to a temporary file beside the target, flushed to disk, then takes the target's name: a reader never
 sees half a file. `replace` writes (reports that are rewritten as a run goes) rename over the old file; `exclusive`
@@ -6,24 +7,75 @@ writes (results, which are never overwritten) link the name and fail if it appea
 
 A file's mode is decided by what it holds, never left to the temporary file's 0600: results, reports and plans are
 readable by anyone who can read the directory (0644, like their neighbours written with open()); a caller writing
-something private (a conversation) passes 0o600.
+something private (a conversation) passes 0o600. Directories made here are made one component at a time through
+directory descriptors with O_NOFOLLOW: a link planted where a directory should be is refused, never followed.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
 SHARED_MODE = 0o644
+PRIVATE_DIR_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
 
 
 class AlreadyExists(FileExistsError):
     """An exclusive write found its target already there: nothing was replaced."""
+
+
+class LinkRefused(OSError):
+    """A link (or something other than a directory) stands where a directory must be; it was not followed."""
+
+
+def open_dir_nofollow(name: str, *, dir_fd: int, create_mode: int | None = None) -> int:
+    """A descriptor of directory `name` inside `dir_fd`, created first (with `create_mode`) when asked. LinkRefused
+    when `name` is a symlink or not a directory: nothing is followed, nothing is created through it."""
+    if create_mode is not None:
+        try:
+            os.mkdir(name, create_mode, dir_fd=dir_fd)
+        except FileExistsError:
+            pass
+    try:
+        return os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    except OSError as error:
+        if error.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise LinkRefused(error.errno, "a link or not a directory; it is never followed", name) from None
+        raise
+
+
+def make_dirs_nofollow(root: Path, parts: Sequence[str], mode: int = PRIVATE_DIR_MODE) -> Path:
+    """Create `root/parts[0]/parts[1]/...` one component at a time without following a link below `root`.
+
+    LinkRefused (its filename the offending path) when a component is a link or not a directory."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    path = root
+    try:
+        for part in parts:
+            path = path / part
+            try:
+                child = open_dir_nofollow(part, dir_fd=fd, create_mode=mode)
+            except LinkRefused as refused:
+                raise LinkRefused(refused.errno, refused.strerror, str(path)) from None
+            os.close(fd)
+            fd = child
+    finally:
+        os.close(fd)
+    return path
+
+
+def open_private_append(path: Path):  # noqa: ANN201 - a text file object
+    """Open a log for appending, created 0600 (it may hold what an agent said), never through a link."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, PRIVATE_FILE_MODE)
+    return os.fdopen(fd, "a", encoding="utf-8")
 
 
 def _json_text(data: BaseModel | Any) -> str:

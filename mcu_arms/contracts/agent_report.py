@@ -14,11 +14,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from mcu_arms.contracts.errors import validation_summary
+from mcu_arms.contracts.errors import NESTED_TOO_DEEPLY, validation_summary
 from mcu_arms.contracts.game_state import Capabilities
 from mcu_arms.contracts.planned import PolicyBackend
+from mcu_arms.contracts.redaction import scrub
 from mcu_arms.contracts.settings import CODEX_UNBOUNDED_TOKENS, codex_compacts_at, compacts
 from mcu_arms.contracts.states import TurnOutcome
 from mcu_arms.contracts.timestamps import iso_seconds
@@ -223,6 +224,12 @@ class AgentSettings(BaseModel):
     context_window: int | None = None
     codex_overrides: list[str] = Field(default_factory=list)  # the `-c` settings every turn carries
     provider_config: str | None = None  # the 0600 config file that carries the provider to codex
+
+    @field_validator("provider_base_url")
+    @classmethod
+    def _no_secret_in_url(cls, url: str | None) -> str | None:
+        """A report keeps the provider URL as it may be shown: user:pass@ and key parameters masked."""
+        return scrub(url) if url else url
 
 
 class LatencySummary(BaseModel):
@@ -529,6 +536,8 @@ def read_agent_report(path: Path) -> AgentReport | ScriptedReport | PlannedRepor
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ValueError(f"purple report {path} cannot be read: {error}") from None
+    except RecursionError:
+        raise ValueError(f"purple report {path} cannot be read: {NESTED_TOO_DEEPLY}") from None
     kind = data.get("kind") if isinstance(data, dict) else None
     model = REPORT_MODELS.get(kind, AgentReport)
     try:

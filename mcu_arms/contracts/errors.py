@@ -14,6 +14,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+# What a file whose arrays or objects are nested beyond what a parser can follow is told (instead of RecursionError).
+NESTED_TOO_DEEPLY = "nested too deeply to read: arrays or tables within each other thousands of levels deep"
+
 
 class UserError(Exception):
     """An error the user can fix. The CLI prints it without a traceback and exits 2.

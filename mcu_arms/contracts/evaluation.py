@@ -11,19 +11,25 @@ On the wire the result is one A2A DataPart shaped as upstream's (`artifact_data`
 where an AgentBeats client reads `results[0].total_score`, and the rest of ours under `mcu_arms`. Data parts carry
 numbers as protobuf doubles, so integers arrive as floats; pydantic reads 3.0 as 3.
 Versioned: a file of an older schema is migrated when read. Only pydantic here: light to import.
+
+Whatever a purple sends, the record stays small: every per-cause counter keeps its top COUNTS_KEPT causes and sums
+the rest under OTHER_CAUSES (the total is unchanged), every kept reason and message is bounded and neutralised.
 """
 
 from __future__ import annotations
 
 import statistics
+from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, computed_field, model_validator
+from pydantic import BaseModel, Field, ValidationError, computed_field, field_validator, model_validator
 
 from mcu_arms.contracts.errors import UserError, user_error
 from mcu_arms.contracts.rubric import VideoRubric
 from mcu_arms.contracts.states import EndedBy, InitFailure
+from mcu_arms.contracts.text import MAX_MESSAGE_CHARS, MAX_REASON_CHARS, shown_text
 from mcu_arms.contracts.wire import EvalConfig
 
 EVALUATION_SCHEMA_VERSION = 2
@@ -32,6 +38,38 @@ ARTIFACT_ENVELOPE_KEY = "mcu_arms"
 
 # Reasons kept per noop cause: enough to diagnose, bounded for a 12,000-step episode.
 FIRST_REASONS_KEPT = 5
+# Causes kept by name in a per-cause counter of a result; the rest are summed under OTHER_CAUSES.
+COUNTS_KEPT = 20
+OTHER_CAUSES = "(other)"
+# Distinct causes a counter tracks while it runs; later new ones count under OTHER_CAUSES at once.
+COUNTS_TRACKED = 256
+
+
+def top_counts(counts: dict[str, int]) -> dict[str, int]:
+    """The COUNTS_KEPT largest counts by name, the rest summed under OTHER_CAUSES: the total is kept."""
+    if len(counts) <= COUNTS_KEPT:
+        return dict(counts)
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    kept = dict(ranked[:COUNTS_KEPT])
+    kept[OTHER_CAUSES] = kept.get(OTHER_CAUSES, 0) + sum(count for _, count in ranked[COUNTS_KEPT:])
+    return kept
+
+
+class CappedCounter(Counter[str]):
+    """A Counter that tracks at most COUNTS_TRACKED distinct names: a purple inventing a new key every step grows
+    OTHER_CAUSES, not the green's memory."""
+
+    def add(self, names: Iterable[str], unnamed: int = 0) -> None:
+        for name in names:
+            if name in self or len(self) < COUNTS_TRACKED:
+                self[name] += 1
+            else:
+                self[OTHER_CAUSES] += 1
+        if unnamed:
+            self[OTHER_CAUSES] += unnamed
+
+    def kept(self) -> dict[str, int]:
+        return dict(sorted(top_counts(self).items()))
 # The video criteria averaged per category, as in the MCU green agent's result (task_progress is the score).
 AVERAGED_CRITERIA: tuple[str, ...] = (
     "action_control",
@@ -49,7 +87,7 @@ class NoopCauseStats(BaseModel):
     def record(self, step: int, reason: str) -> None:
         self.count += 1
         if len(self.first_reasons) < FIRST_REASONS_KEPT:
-            self.first_reasons.append(f"step {step}: {reason}")
+            self.first_reasons.append(f"step {step}: {shown_text(reason, MAX_REASON_CHARS)}")
 
 
 class LatencyStats(BaseModel):
@@ -80,8 +118,13 @@ class InitOutcome(BaseModel):
 
     ok: bool
     cause: InitFailure | None = None
-    message: str = ""
+    message: str = ""  # what the agent (or the transport) said: bounded and neutralised
     round_trip_ms: float | None = None
+
+    @field_validator("message")
+    @classmethod
+    def _shown(cls, message: str) -> str:
+        return shown_text(message, MAX_MESSAGE_CHARS)
 
 
 class MilestoneResult(BaseModel):
@@ -166,6 +209,16 @@ class TaskMetrics(BaseModel):
     def upstream_score(self) -> float:
         """The score as MCU-AgentBeats counts it: an unscored task (video-only without video, an episode error) is 0."""
         return self.score if self.score is not None else 0.0
+
+    @field_validator("dropped_keys", "action_adjustments", "action_formats", "sim_fallbacks")
+    @classmethod
+    def _bounded_counts(cls, counts: dict[str, int]) -> dict[str, int]:
+        return top_counts(counts)
+
+    @field_validator("error")
+    @classmethod
+    def _shown_error(cls, error: str | None) -> str | None:
+        return shown_text(error, MAX_MESSAGE_CHARS) if error is not None else None
 
 
 class SkippedTask(BaseModel):

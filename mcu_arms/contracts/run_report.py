@@ -15,11 +15,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from mcu_arms.contracts.agent_report import AgentSummary
-from mcu_arms.contracts.errors import UserError, user_error
-from mcu_arms.contracts.evaluation import EvaluationResult, TaskMetrics
+from mcu_arms.contracts.errors import NESTED_TOO_DEEPLY, UserError, user_error
+from mcu_arms.contracts.evaluation import EvaluationResult, TaskMetrics, top_counts
+from mcu_arms.contracts.redaction import scrub
 from mcu_arms.contracts.settings import Settings, Thresholds
 from mcu_arms.contracts.states import INFRASTRUCTURE_CAUSES, FailureKind, ProcessRole, RunStatus
 
@@ -45,6 +46,13 @@ class ProcessRecord(BaseModel):
     log: str  # relative to the episode directory
     exit_code: int | None = None
     owner_token: str | None = None  # in the process's environment and its descendants': how orphans are found
+    cgroup: str | None = None  # its own cgroup v2, where the host allows one: finds even those that drop the token
+
+    @field_validator("argv")
+    @classmethod
+    def _no_secret_in_argv(cls, argv: list[str]) -> list[str]:
+        """A report keeps the command line as it may be shown: secret-shaped arguments masked."""
+        return [scrub(part) for part in argv]
 
 
 class Failure(BaseModel):
@@ -104,6 +112,11 @@ class RunReport(BaseModel):
     # needed to find the files, which are relative to the episode wherever it now is. None before it was recorded.
     output_root: str | None = None
 
+    @field_validator("noops", "dropped_keys", "sim_fallbacks")
+    @classmethod
+    def _bounded_counts(cls, counts: dict[str, int]) -> dict[str, int]:
+        return top_counts(counts)
+
     @model_validator(mode="before")
     @classmethod
     def _migrate(cls, data: Any) -> Any:
@@ -162,6 +175,8 @@ def read_report(path: Path) -> RunReport:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise UserError(f"not a readable run report: {error}", path=path) from None
+    except RecursionError:
+        raise UserError(f"not a readable run report: {NESTED_TOO_DEEPLY}", path=path) from None
     if isinstance(data, dict) and isinstance(data.get("schema_version"), int):
         if data["schema_version"] > RUN_REPORT_SCHEMA_VERSION:
             raise UserError(
@@ -237,9 +252,9 @@ def summarise_evaluation(report: RunReport, result: EvaluationResult, evaluation
     report.sim_score = round(sum(sim_scores), 3) if sim_scores else None
     report.steps_run = steps
     report.milestones = milestones
-    report.noops = dict(noops)
-    report.dropped_keys = dict(dropped)
-    report.sim_fallbacks = dict(fallbacks)
+    report.noops = top_counts(noops)
+    report.dropped_keys = top_counts(dropped)
+    report.sim_fallbacks = top_counts(fallbacks)
     report.infrastructure = dict(sorted(infrastructure.items()))
     report.behaviour = dict(sorted(behaviour.items()))
     report.notes = notes

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import shlex
 from pathlib import Path
 from typing import Any, ClassVar
@@ -18,6 +17,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from mcu_arms.contracts.catalog import ResetMode
+from mcu_arms.contracts.redaction import redact_env, scrub
 from mcu_arms.contracts.rubric import rubric_of
 from mcu_arms.contracts.game_state import DEFAULT_OBSERVE, ObserveMode
 from mcu_arms.contracts.planned import PolicyBackend
@@ -47,21 +47,9 @@ NO_COMPACT_FACTOR = 2
 CODEX_COMPACT_PERCENT = 90
 CODEX_UNBOUNDED_TOKENS = 10**15
 ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
-SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|AUTH|CREDENTIAL", re.IGNORECASE)
-
-
-def redact(key: str, value: str) -> str:
-    """A secret-looking variable's value as *** plus a short hash: never shown, yet two secrets still differ.
-
-    Idempotent, so a value read back from a saved plan or report stays as it is.
-    """
-    if not SECRET_NAME.search(key) or value.startswith("***"):
-        return value
-    return "***" + hashlib.sha256(value.encode()).hexdigest()[:6]
-
-
-def redact_env(env: dict[str, str]) -> dict[str, str]:
-    return {key: redact(key, value) for key, value in env.items()}
+# Options that can carry a secret (a provider URL with user:pass@ or ?api_key=) reach the purple through its
+# environment, never its command line, which every local user can read in `ps`.
+OPTIONS_FROM_ENVIRONMENT: dict[str, str] = {"provider_base_url": "MCU_ARMS_PROVIDER_BASE_URL"}
 
 
 def expected_payload_bytes(session_turns: int) -> int:
@@ -103,6 +91,8 @@ class Overrides(BaseModel):
     task: str | None = None
     seeds: list[int] | None = Field(default=None, min_length=1)
     steps: int | None = Field(default=None, gt=0)
+    model_config = ConfigDict(allow_inf_nan=False)
+
     step_timeout: float | None = Field(default=None, gt=0)
     session_turns: int | None = None
     compact: bool | None = None
@@ -178,8 +168,9 @@ class Settings(BaseModel):
     policy_timeout: float | None = None
 
     def redacted(self) -> Settings:
-        """These settings as saved and shown: secret environment values masked."""
-        return self.model_copy(update={"env": redact_env(self.env)})
+        """These settings as saved and shown: secrets in environment values and the provider URL masked."""
+        url = scrub(self.provider_base_url) if self.provider_base_url else self.provider_base_url
+        return self.model_copy(update={"env": redact_env(self.env), "provider_base_url": url})
 
     def fingerprinted(self) -> dict[str, Any]:
         """What the fingerprint covers: every setting except where things run (cuda_device picks a device) and the
@@ -267,7 +258,7 @@ class PurpleOptions(BaseModel):
     `output_dir`, for its report; STEVE-1 also `cuda_device` and `steve1_condition`); codex agents read the model and
     provider; the planned agent its planner_* and policy_*."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     seed: int = 0
     output_dir: Path | None = None
@@ -294,12 +285,18 @@ class PurpleOptions(BaseModel):
     policy_timeout: float | None = Field(default=None, gt=0)
 
     def argv(self) -> list[str]:
-        """The `serve purple` flags that give a purple exactly these options (unset ones are left to the default)."""
+        """The `serve purple` flags that give a purple exactly these options (unset ones are left to the default);
+        the options that can carry a secret are in `environment()` instead."""
         flags: list[str] = []
         for field, value in self.model_dump().items():
-            if value is not None:
+            if value is not None and field not in OPTIONS_FROM_ENVIRONMENT:
                 flags += [flag_for(field), str(value)]
         return flags
+
+    def environment(self) -> dict[str, str]:
+        """The variables that give a purple the options kept off its command line."""
+        values = self.model_dump()
+        return {name: str(values[field]) for field, name in OPTIONS_FROM_ENVIRONMENT.items() if values[field] is not None}
 
 
 class ProcessPlan(BaseModel):
@@ -315,7 +312,8 @@ class ProcessPlan(BaseModel):
         return redact_env(self.env)
 
     def command_line(self) -> str:
-        return shlex.join(self.argv)
+        """The command as shown: secret-shaped arguments masked."""
+        return scrub(shlex.join(self.argv))
 
 
 class CompactionPlan(BaseModel):
@@ -363,9 +361,9 @@ class ArmPlan(BaseModel):
         return self.arm if self.replicates == 1 else f"{self.arm} s{self.settings.seed}"
 
     def public(self) -> dict[str, Any]:
-        """The plan as shown and saved: secrets in environments redacted."""
-        data = self.model_dump(mode="json")
+        """The plan as shown and saved: secrets in settings, environments and command lines masked."""
+        data = self.model_copy(update={"settings": self.settings.redacted()}).model_dump(mode="json")
         for process, shown in zip(self.processes, data["processes"]):
             shown["env"] = process.redacted_env()
-        data["settings"]["env"] = redact_env(self.settings.env)
+            shown["argv"] = [scrub(part) for part in process.argv]
         return data

@@ -38,6 +38,7 @@ class StepRecord(BaseModel):
     noop_cause: str | None = None
     reason: str = ""
     dropped_keys: list[str] = Field(default_factory=list)
+    dropped_unnamed: int = 0  # keys dropped beyond the ones named
     adjustments: list[str] = Field(default_factory=list)
     action_format: str | None = None
     agent_ms: float  # round trip to the agent, including parsing its reply

@@ -14,7 +14,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from mcu_arms.contracts.errors import UserError, key_parts, user_error
+from mcu_arms.contracts.errors import NESTED_TOO_DEEPLY, UserError, key_parts, user_error
 from mcu_arms.contracts.resources import TASKS_ROOT
 
 ScoringKind = Literal["reward", "milestones", "video"]
@@ -119,6 +119,8 @@ def load_task(path: Path | str) -> TaskSpec:
         line = mark.line + 1 if mark is not None else None
         problem = getattr(error, "problem", None) or str(error)
         raise UserError(f"not valid YAML: {problem}", path=path, line=line) from None
+    except RecursionError:
+        raise UserError(NESTED_TOO_DEEPLY, path=path) from None
     if not isinstance(data, dict):
         raise UserError(
             "a task file must be a mapping of keys", path=path, line=_line_of(root_node, ()),

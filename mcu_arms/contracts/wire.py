@@ -132,7 +132,7 @@ class EvalConfig(BaseModel):
     for other greens, e.g. `difficulty`): they travel with the request, and the green names them as ignored.
     """
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
 
     task_category: str
     tasks: list[str] | None = None
