@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import json
+import os
 import signal
 import socket
 import threading
@@ -31,19 +33,29 @@ from a2a.types import (
     AgentCard,
     AgentInterface,
     AgentSkill,
+    HTTPAuthSecurityScheme,
     Message,
     Part,
     Role,
+    SecurityRequirement,
+    SecurityScheme,
     SendMessageRequest,
+    StringList,
     Task,
 )
 from a2a.utils.errors import A2AError
 from google.protobuf import json_format
 from pydantic import BaseModel
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 
 from mcu_arms import __version__
+from mcu_arms.contracts.access import BEARER_SCHEME, CALL_TOKEN_ENV, SERVE_TOKEN_ENV
+from mcu_arms.contracts.addresses import bind_address, http_url, is_loopback, parse_host, socket_family
 from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.wire import AGENT_CARD_PATH
+from mcu_arms.procs import log_line
 
 PROTOCOL_VERSION = "1.0"
 LEGACY_PROTOCOL_VERSION = "0.3"
@@ -53,6 +65,13 @@ CONNECT_TIMEOUT_S = 10.0
 # How long uvicorn lets open connections (a streaming evaluation) finish after SIGTERM before cancelling them.
 GRACEFUL_SHUTDOWN_S = 5.0
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# The largest request body a server reads: an observation frame is well under 1 MB; a 100 MB body read whole cost
+# the green 888 MB.
+MAX_REQUEST_BYTES = 16 * 1024 * 1024
+# Refused requests are logged one by one up to this many, then every REFUSAL_LOG_EVERY-th, so that a flood of them
+# cannot fill the log.
+REFUSALS_LOGGED = 10
+REFUSAL_LOG_EVERY = 100
 
 
 class AgentError(Exception):
@@ -89,6 +108,7 @@ def build_card(
     skills: Sequence[Skill] = (),
     *,
     streaming: bool,
+    secured: bool = False,
     version: str = __version__,
 ) -> AgentCard:
     """An agent card with every field a 1.x client requires; `url` is where callers should reach the JSON-RPC route.
@@ -96,7 +116,17 @@ def build_card(
     The spec requires a skill; without one given, the agent itself is its one skill. The same route is also listed
     as a 0.3 interface: the SDK serves 0.3 fields (`url`, `protocolVersion`) on the
     card only when one is, and 0.3 clients refuse a card without them. 1.x clients pick the 1.0 interface.
+    A `secured` agent advertises the bearer scheme it requires on every call but the card itself.
     """
+    security: dict[str, Any] = {}
+    if secured:
+        scheme = HTTPAuthSecurityScheme(
+            scheme="Bearer", description="the per-run token mcu-arms gives only to the arm's own processes"
+        )
+        security = {
+            "security_schemes": {BEARER_SCHEME: SecurityScheme(http_auth_security_scheme=scheme)},
+            "security_requirements": [SecurityRequirement(schemes={BEARER_SCHEME: StringList()})],
+        }
     return AgentCard(
         name=name,
         description=description,
@@ -118,6 +148,7 @@ def build_card(
             )
             for skill in skills or [Skill(id="default", name=name, description=description)]
         ],
+        **security,
     )
 
 
@@ -125,17 +156,119 @@ def card_url_for(host: str, port: int, card_url: str | None) -> str:
     """The URL to advertise: the one given (e.g. reachable from a container), else the bound address."""
     if card_url:
         return card_url.rstrip("/") + "/"
-    shown_host = "127.0.0.1" if host in ("0.0.0.0", "") else host
-    if ":" in shown_host and not shown_host.startswith("["):
-        shown_host = f"[{shown_host}]"
-    return f"http://{shown_host}:{port}/"
+    return http_url(host, port) + "/"
 
 
-def build_app(card: AgentCard, executor: AgentExecutor) -> Starlette:
-    """Card route plus JSON-RPC route; 0.3-style callers (no A2A-Version header, `message/send`) are accepted too."""
+class _Guard:
+    """ASGI middleware in front of every route: without the bearer token (when the server has one) only the agent
+    card answers, 401 for the rest (`message/send`, `tasks/get`, `tasks/list`, `tasks/cancel`), each refusal
+    logged; and no request body past the size cap is read."""
+
+    def __init__(self, app: Any, *, token: str | None, max_request_bytes: int) -> None:
+        self.app = app
+        self.token = token
+        self.max_request_bytes = max_request_bytes
+        self.refused = 0
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
+        card = scope["method"] in ("GET", "HEAD") and scope["path"] == AGENT_CARD_PATH
+        if self.token is not None and not card and not self._authorised(headers.get("authorization", "")):
+            self._log_refusal(scope)
+            await _reply(send, 401, "this agent answers only to its arm: a bearer token is required",
+                         [(b"www-authenticate", b'Bearer realm="mcu-arms"')])  # fmt: skip
+            return
+        declared = headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_request_bytes:
+            await _reply(send, 413, f"request body of {declared} bytes exceeds {self.max_request_bytes}")
+            return
+        await self.app(scope, self._capped(receive), send)
+
+    def _authorised(self, header: str) -> bool:
+        scheme, _, presented = header.partition(" ")
+        assert self.token is not None
+        return scheme.lower() == "bearer" and hmac.compare_digest(presented.strip().encode(), self.token.encode())
+
+    def _log_refusal(self, scope: dict[str, Any]) -> None:
+        self.refused += 1
+        if self.refused <= REFUSALS_LOGGED or self.refused % REFUSAL_LOG_EVERY == 0:
+            peer = ":".join(str(part) for part in scope.get("client") or ("unknown",))
+            log_line(
+                f"refused {scope['method']} {scope['path']} from {peer}: no valid bearer token "
+                f"({self.refused} refused so far)"
+            )
+
+    def _capped(self, receive: Any) -> Any:
+        """`receive` that stops a body (sent without a length, or longer than it said) at the cap."""
+        seen = 0
+
+        async def capped() -> dict[str, Any]:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_request_bytes:
+                    raise HTTPException(413, f"request body exceeds {self.max_request_bytes} bytes")
+            return message
+
+        return capped
+
+
+async def _reply(send: Any, status: int, error: str, headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
+    body = json.dumps({"error": error}).encode()
+    await send({
+        "type": "http.response.start",
+        "status": status,
+        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *headers],
+    })  # fmt: skip
+    await send({"type": "http.response.body", "body": body})
+
+
+def build_app(
+    card: AgentCard, executor: AgentExecutor, *, token: str | None = None, max_request_bytes: int = MAX_REQUEST_BYTES
+) -> Starlette:
+    """Card route plus JSON-RPC route; 0.3-style callers (no A2A-Version header, `message/send`) are accepted too.
+
+    With a `token`, every call but the card needs it as a bearer token; every request body is capped."""
     handler = DefaultRequestHandler(agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=card)
     routes = create_agent_card_routes(card) + create_jsonrpc_routes(handler, rpc_url="/", enable_v0_3_compat=True)
-    return Starlette(routes=routes)
+    guard = Middleware(_Guard, token=token, max_request_bytes=max_request_bytes)
+    return Starlette(routes=routes, middleware=[guard])
+
+
+_call_token: str | None = None
+
+
+def take_tokens() -> str | None:
+    """Take this process's tokens out of its environment (so nothing it starts inherits them): the token it presents
+    to the servers it calls is kept for `open_client`; the one its own server requires is returned."""
+    global _call_token
+    _call_token = os.environ.pop(CALL_TOKEN_ENV, None) or None
+    return os.environ.pop(SERVE_TOKEN_ENV, None) or None
+
+
+def check_listen_address(host: str, *, token: str | None, expose: bool) -> str:
+    """The start-up line that says who may call this server; a UserError for an address that is not an IP, and
+    for an open server (no token) beyond loopback that was not asked for with --expose."""
+    try:
+        parse_host(host)
+    except ValueError as error:
+        raise UserError(str(error), key="--host") from None
+    if token is not None:
+        return "access: a bearer token is required on every call but the agent card"
+    if is_loopback(host):
+        return "access: open, no token configured (loopback only: any process on this host may call it)"
+    if not expose:
+        raise UserError(
+            f"{host} is not a loopback address, and without a token ({SERVE_TOKEN_ENV}) anyone who can reach it "
+            "could drive this server",
+            key="--host",
+            allowed="a loopback address (127.0.0.1, ::1), or --expose to open it to the network",
+        )
+    return f"WARNING access: open, no token configured, and listening on {host}: anyone on the network may call it"
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -144,11 +277,14 @@ def bind_socket(host: str, port: int) -> socket.socket:
     The protocol must be named: asyncio sets TCP_NODELAY only on IPPROTO_TCP sockets, and without it every small
     reply waits ~40 ms for a delayed ACK (measured: 48 ms vs 4 ms per round trip).
     """
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        family = socket_family(host)
+    except ValueError as error:
+        raise UserError(str(error), key="--host") from None
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        sock.bind((host, port))
+        sock.bind((bind_address(host), port))
     except OSError as error:
         sock.close()
         raise PortBusy(
@@ -227,7 +363,7 @@ def message_payload(message: Message) -> dict[str, Any] | None:
     if text:
         try:
             decoded = json.loads(text)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             decoded = None
         if isinstance(decoded, dict):
             return decoded
@@ -243,16 +379,21 @@ def client_timeout_for_step(step_timeout: float) -> float:
 
 
 @contextlib.asynccontextmanager
-async def open_client(url: str, timeout_s: float | None, *, streaming: bool = False) -> AsyncIterator[Client]:
+async def open_client(
+    url: str, timeout_s: float | None, *, streaming: bool = False, token: str | None = None
+) -> AsyncIterator[Client]:
     """A client on ONE httpx.AsyncClient, reused for every request of an episode or evaluation.
 
     `timeout_s` bounds each read (None: no read timeout, for a stream kept alive by SSE pings). Resolving the card
     fails with AgentTransportError (or AgentTimeout) naming the URL. Proxy variables from the environment are
     ignored: agents sit on loopback or a private network, and a proxy in between would change what is measured.
+    Every request carries `token` (by default the one this process was given to call with, see `take_tokens`).
     """
     connect_timeout = CONNECT_TIMEOUT_S if timeout_s is None else min(CONNECT_TIMEOUT_S, timeout_s)
     timeout = httpx.Timeout(timeout_s, connect=connect_timeout)
-    async with httpx.AsyncClient(timeout=timeout, trust_env=False) as http:
+    presented = token or _call_token
+    headers = {"Authorization": f"Bearer {presented}"} if presented else {}
+    async with httpx.AsyncClient(timeout=timeout, trust_env=False, headers=headers) as http:
         try:
             client = await create_client(url, client_config=ClientConfig(streaming=streaming, httpx_client=http))
         except A2AClientTimeoutError as error:

@@ -48,9 +48,18 @@ def card_ready(url: str) -> bool:
 class ServerProcess:
     """One `python -m mcu_arms ARGS` child (or any `command` serving an agent card), its log file, a clean stop."""
 
-    def __init__(self, args: list[str], log_path: Path, port: int, *, command: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        args: list[str],
+        log_path: Path,
+        port: int,
+        *,
+        command: list[str] | None = None,
+        env: dict[str, str] | None = None,
+        host: str = HOST,
+    ) -> None:
         self.port = port
-        self.url = f"http://{HOST}:{port}"
+        self.url = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
         self.log_path = log_path
         self._log = log_path.open("wb")
         self.process = subprocess.Popen(
@@ -58,7 +67,7 @@ class ServerProcess:
             stdout=self._log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
         )
 
     def log(self) -> str:

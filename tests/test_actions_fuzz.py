@@ -67,7 +67,7 @@ def _random_text(rng: random.Random) -> str:
     return "".join(chr(rng.randint(0, 0x2FF)) for _ in range(rng.randint(0, 40)))
 
 
-def _assert_safe(parsed) -> None:
+def _assert_safe(parsed, payload: object = None) -> None:
     action = parsed.action
     assert set(action) == ALLOWED_ACTION_KEYS
     for key in BUTTON_KEYS:
@@ -80,7 +80,10 @@ def _assert_safe(parsed) -> None:
     else:
         assert parsed.noop_cause in ("unparseable", "invalid_action") and parsed.reason
         assert action == noop_action()
-    assert all(key not in ALLOWED_ACTION_KEYS and len(key) <= 64 for key in parsed.dropped_keys)
+    # An action key is dropped only where it does not belong: beside the action, at the payload's top level.
+    top_level = set(payload) if isinstance(payload, dict) else set()
+    assert all(key not in ALLOWED_ACTION_KEYS or key in top_level for key in parsed.dropped_keys)
+    assert all(len(key) <= 64 + len("...[1000000 more chars]") and key.isprintable() for key in parsed.dropped_keys)
 
 
 def test_random_and_malformed_replies_never_raise_and_stay_whitelisted():
@@ -88,8 +91,13 @@ def test_random_and_malformed_replies_never_raise_and_stay_whitelisted():
     outcomes = {"applied": 0, "unparseable": 0, "invalid_action": 0}
     dropped_seen: set[str] = set()
     for _ in range(ITERATIONS):
-        parsed = parse_reply(_random_text(rng))
-        _assert_safe(parsed)
+        text = _random_text(rng)
+        parsed = parse_reply(text)
+        try:
+            payload = json.loads(text)
+        except ValueError:
+            payload = None
+        _assert_safe(parsed, payload)
         outcomes["applied" if parsed.applied else parsed.noop_cause] += 1
         dropped_seen.update(parsed.dropped_keys)
     # The generator must really exercise every branch, or the test proves nothing.
@@ -103,4 +111,4 @@ def test_random_python_objects_through_parse_payload():
         payload = _mutated_valid(rng) if rng.random() < 0.5 else {"action": _random_value(rng),
                                                                     "buttons": _random_value(rng),
                                                                     "camera": _random_value(rng)}
-        _assert_safe(parse_payload(payload))
+        _assert_safe(parse_payload(payload), payload)

@@ -41,7 +41,7 @@ def test_a_crash_in_the_evaluator_is_a_failed_status_with_the_reason(monkeypatch
     monkeypatch.setattr(green_server.CategoryResult, "of", explode)
     purple = ScriptedPurple(TABLE_SCRIPT)
     with running_app(lambda url: build_test_purple(purple, url)) as purple_url, \
-            running_app(green_server.build_green_app) as green_url:
+            running_app(lambda url: green_server.build_green_app(url, output_root=tmp_path)) as green_url:
         evaluation = evaluate(
             green_url,
             request_for(purple_url, tmp_path, task_category="crafting", tasks=["craft_the_crafting_table"],
@@ -56,7 +56,7 @@ def test_a_simulator_crash_leaves_the_task_unscored_and_the_evaluation_completes
     monkeypatch.setattr(green_server, "make_simulator", lambda name, **_: SimulatorThatDies())
     purple = ScriptedPurple(TABLE_SCRIPT)
     with running_app(lambda url: build_test_purple(purple, url)) as purple_url, \
-            running_app(green_server.build_green_app) as green_url:
+            running_app(lambda url: green_server.build_green_app(url, output_root=tmp_path)) as green_url:
         evaluation = evaluate(
             green_url,
             request_for(purple_url, tmp_path, task_category="crafting",
@@ -103,7 +103,7 @@ def test_the_server_answers_during_an_episode_and_cancel_ends_it(tmp_path: Path)
         return states
 
     with running_app(lambda url: build_test_purple(purple, url)) as purple_url, \
-            running_app(green_server.build_green_app) as green_url:
+            running_app(lambda url: green_server.build_green_app(url, output_root=tmp_path)) as green_url:
         states = asyncio.run(asyncio.wait_for(start_then_cancel(green_url, purple_url), timeout=60))
     assert states[-1] == "TASK_STATE_CANCELED"
     assert len(purple.observations) < 1000

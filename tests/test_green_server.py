@@ -101,7 +101,9 @@ def request_for(purple_url: str, output_dir: Path, **config: Any) -> dict[str, A
 def green(tmp_path_factory: pytest.TempPathFactory) -> str:
     port = free_port()
     log = tmp_path_factory.mktemp("green") / "green.log"
-    server = ServerProcess(["serve", "green", "--host", HOST, "--port", str(port)], log, port)
+    # Each test's output_dir is a tmp_path: all of them lie under pytest's base temp dir.
+    root = tmp_path_factory.getbasetemp()
+    server = ServerProcess(["serve", "green", "--host", HOST, "--port", str(port), "--output-root", str(root)], log, port)
     try:
         server.wait_ready()
         yield server.url
@@ -296,7 +298,7 @@ def test_video_evaluation_blends_into_a_partial_score_with_the_configured_model(
     FakeModelService.answer = json.dumps({"scores": {name: 3 for name in CRITERIA} | {"task_progress": 6}})
     purple = ScriptedPurple([])
     with running_app(lambda url: build_test_purple(purple, url)) as purple_url, \
-            running_app(green_server.build_green_app) as green_url:
+            running_app(lambda url: green_server.build_green_app(url, output_root=tmp_path)) as green_url:
         evaluation = evaluate(
             green_url,
             request_for(purple_url, tmp_path, task_category="crafting", tasks=["craft_furnace"], max_steps=3,

@@ -13,6 +13,7 @@ import typer
 
 from mcu_arms.cli.common import environment, reports_user_errors
 from mcu_arms.client.evaluate import DEFAULT_CARD_DEADLINE_S, evaluate
+from mcu_arms.contracts.text import MAX_LOG_LINE_CHARS, shown_text
 
 EXIT_EVALUATION_FAILED = 1
 
@@ -41,11 +42,12 @@ def evaluate_command(
         scenario, out, env, card_deadline_s=card_timeout, overall_timeout_s=timeout, events_path=events
     )
     if outcome.summary:
-        env.console.out(outcome.summary, highlight=False)
+        env.console.out(shown_text(outcome.summary, MAX_LOG_LINE_CHARS, one_line=False), highlight=False)
     if outcome.out_path is not None:
         env.console.out(f"result written to {outcome.out_path}", highlight=False)
     if not outcome.completed:
-        env.err_console.out(f"evaluation {outcome.state}: {outcome.reason or 'no reason given'}", highlight=False)
+        reason = shown_text(outcome.reason or "no reason given", MAX_LOG_LINE_CHARS, one_line=False)
+        env.err_console.out(f"evaluation {outcome.state}: {reason}", highlight=False)
         raise typer.Exit(EXIT_EVALUATION_FAILED)
 
 

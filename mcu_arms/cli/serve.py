@@ -1,7 +1,8 @@
 """`mcu-arms serve green|purple`: run one A2A server in the foreground (the `run` supervisor starts these).
 
 Thin: options are parsed and validated here, the servers live in mcu_arms.green.server and mcu_arms.purple.server,
-imported only when a server actually starts.
+imported only when a server actually starts. A server started by `run` requires its arm's per-run token (given in
+its environment); one started by hand has none and is open, on loopback only unless --expose, and says so.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import typer
 from pydantic import ValidationError
 
 from mcu_arms.cli.common import App, reports_user_errors
+from mcu_arms.contracts.access import SERVE_TOKEN_ENV
 from mcu_arms.contracts.catalog import AGENT_KINDS
 from mcu_arms.contracts.errors import UserError, user_error
 from mcu_arms.contracts.planned import (
@@ -21,7 +23,7 @@ from mcu_arms.contracts.planned import (
     DEFAULT_POLICY_TIMEOUT_S,
     POLICY_BACKENDS,
 )
-from mcu_arms.contracts.settings import PurpleOptions, flag_for
+from mcu_arms.contracts.settings import OPTIONS_FROM_ENVIRONMENT, PurpleOptions, flag_for
 from mcu_arms.contracts.wire import DEFAULT_STEP_TIMEOUT_S
 
 serve_app = App(help="Run an A2A server (green evaluator or purple agent) in the foreground.", no_args_is_help=True)
@@ -32,6 +34,14 @@ CardUrlOption = Annotated[
     Optional[str],
     typer.Option("--card-url", help="URL advertised on the agent card (default: http://HOST:PORT/)."),
 ]
+ExposeOption = Annotated[
+    bool,
+    typer.Option(
+        "--expose",
+        help=f"Allow a --host beyond loopback for a server without a token ({SERVE_TOKEN_ENV}): anyone who can reach "
+        "it may call it.",
+    ),
+]
 
 
 @serve_app.command("green")
@@ -41,11 +51,16 @@ def serve_green(
     host: HostOption = "127.0.0.1",
     port: PortOption = 9009,
     card_url: CardUrlOption = None,
+    expose: ExposeOption = False,
+    output_root: Annotated[
+        Optional[Path],
+        typer.Option("--output-root", help="Every request's output_dir must lie under this directory [./output]."),
+    ] = None,
 ) -> None:
     """Serve the green agent: runs MCU tasks in a simulator against a purple agent and scores them."""
     from mcu_arms.green.server import serve
 
-    serve(host, port, card_url)
+    serve(host, port, card_url, output_root=output_root, expose=expose)
 
 
 @serve_app.command("purple")
@@ -56,6 +71,7 @@ def serve_purple(
     host: HostOption = "127.0.0.1",
     port: PortOption = 9019,
     card_url: CardUrlOption = None,
+    expose: ExposeOption = False,
     seed: Annotated[Optional[int], typer.Option("--seed", help="Seed for the policy's own randomness [0].")] = None,
     output_dir: Annotated[
         Optional[Path], typer.Option("--output-dir", help="Where the policy writes its reports.")
@@ -77,7 +93,13 @@ def serve_purple(
     ] = None,
     model: Annotated[Optional[str], typer.Option("--model", help="Codex agents: model name.")] = None,
     provider_base_url: Annotated[
-        Optional[str], typer.Option("--provider-base-url", help="Codex agents: model provider base URL.")
+        Optional[str],
+        typer.Option(
+            "--provider-base-url",
+            envvar=OPTIONS_FROM_ENVIRONMENT["provider_base_url"],
+            help="Codex agents: model provider base URL (a URL that carries a credential belongs in the variable, "
+            "not on a command line every local user can read).",
+        ),
     ] = None,
     provider_wire_api: Annotated[
         Optional[str], typer.Option("--provider-wire-api", help="Codex agents: provider wire API (e.g. responses).")
@@ -167,7 +189,7 @@ def serve_purple(
 
     from mcu_arms.purple.server import serve_purple as run_purple_server
 
-    run_purple_server(agent, options, host, port, card_url)
+    run_purple_server(agent, options, host, port, card_url, expose=expose)
 
 
 def register(app: typer.Typer) -> None:

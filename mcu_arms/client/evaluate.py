@@ -20,9 +20,11 @@ from pydantic import BaseModel
 
 from mcu_arms.atomic import AlreadyExists, write_json_exclusive
 from mcu_arms.client.scenario import Scenario, load_scenario
+from mcu_arms.contracts.access import CALL_TOKEN_ENV
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.evaluation import evaluation_from_artifact
 from mcu_arms.contracts.events import EventRecord, parse_event
+from mcu_arms.contracts.text import MAX_LOG_LINE_CHARS, shown_text
 from mcu_arms.contracts.timestamps import iso_seconds
 from mcu_arms.contracts.wire import AGENT_CARD_PATH
 from mcu_arms.environment import Environment
@@ -100,7 +102,7 @@ class _Collected:
 def _json_object(text: str) -> dict[str, Any] | None:
     try:
         decoded = json.loads(text)
-    except (json.JSONDecodeError, ValueError):
+    except (ValueError, RecursionError):
         return None
     return decoded if isinstance(decoded, dict) else None
 
@@ -112,8 +114,10 @@ def _state_name(state: int) -> str:
 
 
 def _print_status(env: Environment, line: StatusLine) -> None:
+    """One status line as the terminal gets it: what the green relays from its agent is neutralised and bounded."""
     stamp = line.at.strftime("%Y-%m-%dT%H:%M:%SZ")
-    text = f"{stamp} [Status: {line.state}]" + (f" {line.text}" if line.text else "")
+    shown = shown_text(line.text, MAX_LOG_LINE_CHARS, one_line=False)
+    text = f"{stamp} [Status: {line.state}]" + (f" {shown}" if shown else "")
     env.console.out(text, highlight=False)
 
 
@@ -201,7 +205,8 @@ async def _stream_evaluation(scenario: Scenario, env: Environment, collected: _C
     from mcu_arms.a2a_transport import open_client, payload_to_message
 
     message = payload_to_message(scenario.eval_request(), context_id=uuid.uuid4().hex)
-    async with open_client(scenario.green_endpoint, STREAM_READ_TIMEOUT_S, streaming=True) as client:
+    token = env.env.get(CALL_TOKEN_ENV) or None  # a green started by `mcu-arms run` answers only to its arm's client
+    async with open_client(scenario.green_endpoint, STREAM_READ_TIMEOUT_S, streaming=True, token=token) as client:
         request = SendMessageRequest(message=message)
         async for event in client.send_message(request, context=ClientCallContext(timeout=STREAM_READ_TIMEOUT_S)):
             _absorb(env, collected, event)

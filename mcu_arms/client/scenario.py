@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ValidationError
 
 from mcu_arms.contracts.catalog import CATEGORIES
-from mcu_arms.contracts.errors import Problem, UserError, plain_problem, toml_decode_line, toml_line, user_error
+from mcu_arms.contracts.errors import NESTED_TOO_DEEPLY, Problem, UserError, plain_problem, toml_decode_line, toml_line, user_error
 from mcu_arms.contracts.wire import EvalConfig, EvalRequest
 
 TOP_LEVEL_TABLES = ("green_agent", "participants", "config")
@@ -96,6 +96,8 @@ def load_scenario(path: Path) -> Scenario:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise UserError(f"not valid TOML: {error}", path=path, line=toml_decode_line(error)) from None
+    except RecursionError:
+        raise UserError(NESTED_TOO_DEEPLY, path=path) from None
     for key in data:
         if key not in TOP_LEVEL_TABLES:
             raise UserError(

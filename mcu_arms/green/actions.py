@@ -2,8 +2,10 @@
 
 Three formats arrive (see protocol.ActionPayload); all are decoded here into an EnvAction that holds exactly the
 20 BUTTON_KEYS (0/1) and `camera` as (pitch, yaw) degrees. Anything else an agent sends (`chat` runs server commands;
-`mobs`, `voxels`, `pickItem` are privileged) is dropped and reported by key. A reply that cannot be used becomes a
-noop with its cause and a reason; parsing never raises, because one bad turn must not end an evaluation.
+`mobs`, `voxels`, `pickItem` are privileged), inside the action or beside it at the top level, is dropped and
+reported by key; a step names at most MAX_DROPPED_NAMES of them and counts the rest, so that a reply with 60,000
+invented keys costs a line, not megabytes. A reply that cannot be used becomes a noop with its cause and a reason;
+parsing never raises, because one bad turn must not end an evaluation.
 
 The compact format is VPT's hierarchical joint action space, as MineStudio's `agent` action type uses it: one button
 index over the product of mutually exclusive button groups plus a camera on/off meta action (8640 combinations, and
@@ -21,6 +23,7 @@ from pydantic import BaseModel, Field
 
 from mcu_arms.contracts.camera import MAX_CAMERA_INDEX, NULL_CAMERA_INDEX, camera_index_degrees
 from mcu_arms.contracts.states import NoopCause
+from mcu_arms.contracts.text import shown_text
 from mcu_arms.contracts.wire import (
     ALLOWED_ACTION_KEYS,
     BUTTON_KEYS,
@@ -34,6 +37,18 @@ ActionFormat = Literal["compact", "expanded", "env"]
 
 # Replies longer than this are not parsed: no legitimate action is anywhere near it.
 MAX_REPLY_CHARS = 1_000_000
+# Dropped keys named per step (the rest are counted); and how long a dropped key's name may be.
+MAX_DROPPED_NAMES = 16
+MAX_KEY_NAME_CHARS = 64
+# Every key an action payload may carry at its top level; any other (`chat`, `commands`, ...) is dropped and counted.
+PAYLOAD_KEYS = frozenset({"type", "action_type", "action", "buttons", "camera", "reason"})
+# The keys each format reads; the others of PAYLOAD_KEYS beside it are dropped and counted too, unless null (a
+# serialised ActionPayload carries every field, the unused ones as null).
+_FORMAT_KEYS: dict[str, frozenset[str]] = {
+    "env": frozenset({"type", "action_type", "action", "reason"}),
+    "expanded": frozenset({"type", "action_type", "buttons", "camera", "reason"}),
+    "compact": frozenset({"type", "action_type", "buttons", "camera", "reason"}),
+}
 
 # VPT / MineStudio joint button space: groups in product order (the last group varies fastest); `None` = not pressed.
 _BUTTON_GROUPS: tuple[tuple[str | None, ...], ...] = (
@@ -59,7 +74,8 @@ class ParsedAction(BaseModel):
     format: ActionFormat | None = None
     noop_cause: NoopCause | None = None
     reason: str = ""
-    dropped_keys: list[str] = Field(default_factory=list)
+    dropped_keys: list[str] = Field(default_factory=list)  # at most MAX_DROPPED_NAMES names
+    dropped_unnamed: int = 0  # further keys dropped on this step, counted without their names
     adjustments: list[str] = Field(default_factory=list)  # legal inputs the decoder had to override, e.g. camera
     agent_note: str | None = None  # the agent's own `reason` beside its action
     failure_cause: str | None = None  # the agent said it could not act (AgentFailure.cause): an infrastructure noop
@@ -136,19 +152,31 @@ def parse_payload(data: dict[str, Any]) -> ParsedAction:
     try:
         parsed = _parse_payload(data)
     except _Invalid as invalid:
-        return noop_result("invalid_action", str(invalid), _dropped_env_keys(data))
+        is_action = data.get("type", "action") == "action"  # another payload's keys (an ack's) are not dropped keys
+        unknown = [key for key in data if key not in PAYLOAD_KEYS] if is_action else []
+        return _with_dropped(noop_result("invalid_action", str(invalid)), [*unknown, *_dropped_env_keys(data)])
     note = data.get("reason")
     if isinstance(note, str) and note:
-        parsed.agent_note = note[:500]
+        parsed.agent_note = shown_text(note, 500)
+    used = _FORMAT_KEYS[parsed.format] if parsed.format else PAYLOAD_KEYS
+    unused = [key for key, value in data.items() if key not in PAYLOAD_KEYS or (key not in used and value is not None)]
+    return _with_dropped(parsed, [*unused, *parsed.dropped_keys])
+
+
+def _with_dropped(parsed: ParsedAction, keys: list[Any]) -> ParsedAction:
+    """Every key dropped on this step: the first MAX_DROPPED_NAMES by name, the rest counted."""
+    names = sorted(_key_name(key) for key in keys)
+    parsed.dropped_keys = names[:MAX_DROPPED_NAMES]
+    parsed.dropped_unnamed = len(names) - len(parsed.dropped_keys)
     return parsed
 
 
-def _dropped_env_keys(data: dict[str, Any]) -> list[str]:
+def _dropped_env_keys(data: dict[str, Any]) -> list[Any]:
     """Keys an invalid env action carried that would have been dropped: counted even when the step is a noop."""
     inner = data.get("action")
     if not isinstance(inner, dict):
         return []
-    return sorted(_key_name(key) for key in inner if key not in ALLOWED_ACTION_KEYS)
+    return [key for key in inner if key not in ALLOWED_ACTION_KEYS]
 
 
 def _parse_payload(data: dict[str, Any]) -> ParsedAction:
@@ -173,12 +201,12 @@ def _parse_env(inner: Any) -> ParsedAction:
     dropped: list[str] = []
     for key, value in inner.items():
         if key not in ALLOWED_ACTION_KEYS:
-            dropped.append(_key_name(key))
+            dropped.append(key)
         elif key == CAMERA_KEY:
             action[CAMERA_KEY] = _camera_degrees(value)
         else:
             action[key] = _button_value(key, value)
-    return ParsedAction(action=action, applied=True, format="env", dropped_keys=sorted(dropped))
+    return ParsedAction(action=action, applied=True, format="env", dropped_keys=dropped)
 
 
 def _parse_agent(buttons: Any, camera: Any) -> ParsedAction:
@@ -259,9 +287,9 @@ def _is_finite(value: int | float) -> bool:
 
 
 def _key_name(key: Any) -> str:
-    """A dropped key as it is counted: bounded, so a hostile agent cannot bloat the result with huge keys."""
-    text = key if isinstance(key, str) else repr(key)
-    return text if len(text) <= 64 else text[:61] + "..."
+    """A dropped key as it is counted: bounded and neutralised, so a hostile agent can neither bloat the result with
+    huge keys nor reach the terminal with escape sequences through them."""
+    return shown_text(key if isinstance(key, str) else repr(key), MAX_KEY_NAME_CHARS)
 
 
 def _type_name(value: Any) -> str:
@@ -269,5 +297,4 @@ def _type_name(value: Any) -> str:
 
 
 def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+    return shown_text(repr(value), 80)

@@ -18,6 +18,7 @@ import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
 
@@ -34,10 +35,12 @@ from mcu_arms.a2a_transport import (
     build_app,
     build_card,
     card_url_for,
+    check_listen_address,
     open_client,
     serve_app,
+    take_tokens,
 )
-from mcu_arms.atomic import write_json_exclusive
+from mcu_arms.atomic import AlreadyExists, make_dirs_nofollow, write_json_exclusive
 from mcu_arms.contracts.catalog import CATEGORIES, capped_steps
 from mcu_arms.contracts.errors import UserError, validation_summary
 from mcu_arms.contracts.evaluation import CategoryResult, EvaluationResult, SimulatorInfo, SkippedTask, summary_text
@@ -55,13 +58,12 @@ from mcu_arms.contracts.game_state import STATE_SIMULATORS, wants_state
 from mcu_arms.contracts.rubric import AUTO_EVAL_ENV, auto_eval_problem, chosen_auto_eval_dir, rubric_of
 from mcu_arms.contracts.steps import STEPS_FILE
 from mcu_arms.contracts.tasks import TaskSpec, select_tasks
-from mcu_arms.contracts.timestamps import iso_seconds
+from mcu_arms.contracts.timestamps import file_stamp, iso_seconds
 from mcu_arms.contracts.wire import EvalRequest
 from mcu_arms.green.sims.base import Simulator, SimulatorUnavailable
 from mcu_arms.green.task_run import (
     RunSettings,
     TaskRun,
-    default_output_dir,
     make_simulator,
     run_off_loop,
 )
@@ -76,6 +78,10 @@ PARTICIPANT_CHECK_TIMEOUT_S = 10.0
 
 class RequestRejected(Exception):
     """The request cannot be run as given; the message says what to change."""
+
+
+class ResultConflict(Exception):
+    """A result appeared at the evaluation's result path while it ran: it is left as found, ours is kept beside it."""
 
 
 @dataclass(frozen=True)
@@ -93,7 +99,16 @@ class _ValidRequest:
 
 
 class GreenExecutor(AgentExecutor):
-    """Runs one evaluation per A2A request and reports it as a streamed task."""
+    """Runs one evaluation per A2A request and reports it as a streamed task.
+
+    Every request's output_dir lies under `output_root` (resolved, no `..`, no link escapes it, none followed while
+    its directories are made), and no two evaluations write into one output_dir at once.
+    """
+
+    def __init__(self, output_root: Path, *, secured: bool = False) -> None:
+        self.output_root = Path(os.path.realpath(output_root))
+        self.secured = secured
+        self._writing: set[Path] = set()
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         message = context.message
@@ -121,21 +136,47 @@ class GreenExecutor(AgentExecutor):
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Mark the evaluation canceled; the SDK then cancels the running execute() and its episode."""
-        log_line(f"cancel requested for task {context.task_id}")
+        caller = "a caller holding this arm's token" if self.secured else "a caller of this open server"
+        log_line(f"cancel requested for task {context.task_id} by {caller}")
         updater = TaskUpdater(event_queue, context.task_id or "", context.context_id or "")
-        await updater.cancel(_text(updater, "Evaluation canceled by the client"))
+        await updater.cancel(_text(updater, f"Evaluation canceled by a tasks/cancel request from {caller}"))
 
     async def _evaluate(self, message: Message | None, updater: TaskUpdater) -> None:
         request = self._parse(message)
+        output_dir = self._claim_output_dir(request.config.output_dir)
         sim_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="simulator")
         try:
-            plan = await self._validate(request, sim_thread)
+            plan = await self._validate(request, output_dir, sim_thread)
             try:
                 await self._run(plan, updater, sim_thread)
             finally:
                 await asyncio.get_running_loop().run_in_executor(sim_thread, plan.simulator.close)
         finally:
             sim_thread.shutdown(wait=False, cancel_futures=True)
+            self._writing.discard(output_dir)
+
+    def _claim_output_dir(self, requested: str | None) -> Path:
+        """The request's output_dir, made under the output root and held until the evaluation ends."""
+        root = self.output_root
+        given = Path(requested) if requested else Path(datetime.now(timezone.utc).strftime("%Y%m%d_%H%M%S"))
+        if ".." in given.parts:
+            raise RequestRejected(f"output_dir {requested} contains '..'; name a directory under {root}")
+        real = Path(os.path.realpath(given if given.is_absolute() else root / given))
+        if real != root and root not in real.parents:
+            raise RequestRejected(
+                f"output_dir {requested} is outside this green's output root {root} (resolved: {real}); name a "
+                "directory under it, or start the green with another --output-root"
+            )
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            output_dir = make_dirs_nofollow(root, real.relative_to(root).parts)
+        except OSError as error:
+            where = error.filename or real
+            raise RequestRejected(f"output_dir {where} cannot be created: {error.strerror or error}") from None
+        if output_dir in self._writing:
+            raise RequestRejected(f"output_dir {output_dir} is being written by a running evaluation; name another")
+        self._writing.add(output_dir)
+        return output_dir
 
     @staticmethod
     def _parse(message: Message | None) -> EvalRequest:
@@ -147,7 +188,9 @@ class GreenExecutor(AgentExecutor):
         except ValidationError as error:
             raise RequestRejected(f"invalid evaluation request: {validation_summary(error)}") from None
 
-    async def _validate(self, request: EvalRequest, sim_thread: ThreadPoolExecutor) -> _ValidRequest:
+    async def _validate(
+        self, request: EvalRequest, output_dir: Path, sim_thread: ThreadPoolExecutor
+    ) -> _ValidRequest:
         config = request.config
         if AGENT_ROLE not in request.participants:
             roles = ", ".join(sorted(request.participants)) or "none"
@@ -165,11 +208,6 @@ class GreenExecutor(AgentExecutor):
             tasks = select_tasks(config.task_category, config.tasks)
         except UserError as error:
             raise RequestRejected(error.render()) from None
-        output_dir = Path(config.output_dir).resolve() if config.output_dir else default_output_dir()
-        try:
-            output_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as error:
-            raise RequestRejected(f"output_dir {output_dir} cannot be created: {error.strerror or error}") from None
         self._check_nothing_to_overwrite(output_dir, tasks)
         auto_eval_dir = chosen_auto_eval_dir(config.auto_eval_dir, os.environ)
         problem = auto_eval_problem(auto_eval_dir) if auto_eval_dir is not None else None
@@ -312,7 +350,7 @@ class GreenExecutor(AgentExecutor):
             duration_s=round(time.monotonic() - started, 3),
             output_dir=str(plan.output_dir),
         )
-        write_json_exclusive(plan.output_dir / EVALUATION_FILE, result)
+        self._write_result(plan.output_dir, result)
         summary = summary_text(result)
         log_line(summary)
         await updater.add_artifact(
@@ -328,6 +366,21 @@ class GreenExecutor(AgentExecutor):
         )
         await updater.complete(_event_message(updater, finished.text(), finished))
 
+    @staticmethod
+    def _write_result(output_dir: Path, result: EvaluationResult) -> None:
+        """Write the result where it belongs, never over a file that appeared there meanwhile: then ours is kept
+        beside it and the evaluation fails, since a result nobody asked for now sits where readers look."""
+        path = output_dir / EVALUATION_FILE
+        try:
+            write_json_exclusive(path, result)
+        except AlreadyExists:
+            aside = path.with_name(f"{path.stem}.{file_stamp(datetime.now(timezone.utc))}{path.suffix}")
+            write_json_exclusive(aside, result)
+            raise ResultConflict(
+                f"{path} appeared while this evaluation ran and was left as found; this evaluation's result is in "
+                f"{aside}"
+            ) from None
+
 
 def _event_message(updater: TaskUpdater, text: str, event: BaseModel) -> Message:
     """A status message for humans (text) and for programs (the same event as data)."""
@@ -338,7 +391,7 @@ def _text(updater: TaskUpdater, text: str) -> Message:
     return updater.new_agent_message(parts=[Part(text=text)])
 
 
-def build_green_card(url: str):  # noqa: ANN201 - an a2a AgentCard
+def build_green_card(url: str, *, secured: bool = False):  # noqa: ANN201 - an a2a AgentCard
     return build_card(
         name="mcu-arms green evaluator",
         description=(
@@ -358,16 +411,37 @@ def build_green_card(url: str):  # noqa: ANN201 - an a2a AgentCard
             )
         ],
         streaming=True,
+        secured=secured,
     )
 
 
-def build_green_app(url: str):  # noqa: ANN201 - a Starlette app
-    return build_app(build_green_card(url), GreenExecutor())
+def default_output_root() -> Path:
+    """Where a standalone green writes, as the MCU agent does: ./output (each request in a timestamped dir)."""
+    return Path.cwd() / "output"
 
 
-def serve(host: str, port: int, card_url: str | None) -> None:
-    """Serve the green agent until SIGINT/SIGTERM (blocking). A busy port aborts with a UserError."""
+def build_green_app(url: str, *, output_root: Path | None = None, token: str | None = None):  # noqa: ANN201
+    """The green's Starlette app; with a `token`, it answers only callers that present it."""
+    executor = GreenExecutor(output_root or default_output_root(), secured=token is not None)
+    return build_app(build_green_card(url, secured=token is not None), executor, token=token)
+
+
+def serve(host: str, port: int, card_url: str | None, *, output_root: Path | None = None, expose: bool = False) -> None:
+    """Serve the green agent until SIGINT/SIGTERM (blocking). A busy port aborts with a UserError.
+
+    The token it requires and the one it presents to its participants come from its environment (contracts/access).
+    """
+    token = take_tokens()
+    access = check_listen_address(host, token=token, expose=expose)
+    root = output_root or default_output_root()
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UserError(f"cannot create the output root: {error.strerror or error}", path=root, key="--output-root") from None
+    if not root.is_dir():
+        raise UserError("the output root is not a directory", path=root, key="--output-root")
     url = card_url_for(host, port, card_url)
-    app = build_green_app(url)
-    log_line(f"green agent listening on {host}:{port} card_url={url} python={sys.version.split()[0]}")
+    app = build_green_app(url, output_root=root, token=token)
+    log_line(f"green agent listening on {host}:{port} card_url={url} output_root={root} python={sys.version.split()[0]}")
+    log_line(access)
     serve_app(app, host, port)

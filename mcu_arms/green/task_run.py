@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import os
 import threading
 import time
 import uuid
@@ -23,7 +22,6 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -32,6 +30,7 @@ from pydantic import BaseModel, ValidationError
 from mcu_arms.contracts.catalog import DEFAULT_RESET_MODE, SIMULATORS, ResetMode
 from mcu_arms.contracts.errors import UserError, validation_summary
 from mcu_arms.contracts.evaluation import (
+    CappedCounter,
     InitOutcome,
     LatencyStats,
     NoopCauseStats,
@@ -207,7 +206,7 @@ class TaskRun:
         self.encoder = FrameEncoder(settings.obs_size, settings.obs_encoding, keep_frames=settings.save_frames)
         self.stop_requested = threading.Event()  # set from the server's thread when the evaluation is canceled
         self.noops: dict[str, NoopCauseStats] = {}
-        self.dropped_keys: Counter[str] = Counter()
+        self.dropped_keys = CappedCounter()
         self.adjustments: Counter[str] = Counter()
         self.formats: Counter[str] = Counter()
         self.agent_notes = NoopCauseStats()
@@ -367,7 +366,7 @@ class TaskRun:
             self.formats[parsed.format] += 1
         if parsed.agent_note:
             self.agent_notes.record(step, parsed.agent_note)
-        self.dropped_keys.update(parsed.dropped_keys)
+        self.dropped_keys.add(parsed.dropped_keys, parsed.dropped_unnamed)
         self.adjustments.update(parsed.adjustments)
 
     def _record(
@@ -390,6 +389,7 @@ class TaskRun:
             noop_cause=parsed.noop_cause,
             reason=parsed.reason or (parsed.agent_note or ""),
             dropped_keys=parsed.dropped_keys,
+            dropped_unnamed=parsed.dropped_unnamed,
             adjustments=parsed.adjustments,
             action_format=parsed.format,
             agent_ms=round(agent_ms, 3),
@@ -460,7 +460,7 @@ class TaskRun:
             noops=dict(self.noops),
             agent_reported_noops=self.agent_notes if self.agent_notes.count else None,
             noop_total=sum(stats.count for stats in self.noops.values()),
-            dropped_keys=dict(sorted(self.dropped_keys.items())),
+            dropped_keys=self.dropped_keys.kept(),
             action_adjustments=dict(sorted(self.adjustments.items())),
             action_formats=dict(sorted(self.formats.items())),
             sim_fallbacks=self.sim.fallback_counts(),
@@ -508,7 +508,3 @@ async def run_off_loop(run: TaskRun, worker: Executor, emit: EventSink) -> TaskM
         await asyncio.wait([running])
         raise
 
-
-def default_output_dir() -> Path:
-    """Where results go when the request names no output_dir: ./output/<UTC timestamp>, as the MCU agent does."""
-    return Path(os.getcwd()) / "output" / datetime.now(timezone.utc).strftime("%Y%m%d_%H%M%S")

@@ -9,8 +9,11 @@ purple.log) and at shutdown.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections import Counter, OrderedDict
+from contextlib import ExitStack
+from pathlib import Path
 from typing import Any
 
 from a2a.helpers import new_text_message
@@ -18,10 +21,21 @@ from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from pydantic import BaseModel, ValidationError
 
-from mcu_arms.a2a_transport import Skill, build_app, build_card, card_url_for, message_payload, serve_app
+from mcu_arms.a2a_transport import (
+    Skill,
+    build_app,
+    build_card,
+    card_url_for,
+    check_listen_address,
+    message_payload,
+    serve_app,
+    take_tokens,
+)
+from mcu_arms.contracts.catalog import CODEX_AGENTS
 from mcu_arms.contracts.errors import validation_summary
 from mcu_arms.contracts.settings import PurpleOptions
 from mcu_arms.contracts.wire import AckPayload, ActionPayload, InitPayload, ObservationPayload
+from mcu_arms.isolation.codex_home import hold_codex_home
 from mcu_arms.procs import log_line
 from mcu_arms.purple.base import Policy, failure_noop
 from mcu_arms.purple.registry import PolicyFactory, policy_factory
@@ -186,8 +200,9 @@ class PurpleExecutor(AgentExecutor):
             log_line(self.summary("periodic"))
 
 
-def build_purple_app(kind: str, options: PurpleOptions, url: str):  # noqa: ANN201 - a Starlette app
-    """The app and its executor (the caller closes the executor's policies at shutdown).
+def build_purple_app(kind: str, options: PurpleOptions, url: str, *, token: str | None = None):  # noqa: ANN201
+    """The app and its executor (the caller closes the executor's policies at shutdown); with a `token`, it answers
+    only callers that present it (its arm's green).
 
     One policy is constructed and dropped here: constructors are cheap and check what the kind needs (STEVE-1: the
     extra, the weights, CUDA), so a host that cannot run it fails now with a UserError, not at the first episode.
@@ -201,13 +216,26 @@ def build_purple_app(kind: str, options: PurpleOptions, url: str):  # noqa: ANN2
         url=url,
         skills=[Skill(id="mcu_play", name="Play MCU tasks", description="Minecraft actions from frames", tags=("mcu",))],
         streaming=False,
+        secured=token is not None,
     )
-    return build_app(card, executor), executor
+    return build_app(card, executor, token=token), executor
 
 
-def serve_purple(kind: str, options: PurpleOptions, host: str, port: int, card_url: str | None) -> None:
-    """Serve a purple agent until SIGINT/SIGTERM; an unknown or unavailable kind fails before the port is bound."""
-    url = card_url_for(host, port, card_url)
-    app, executor = build_purple_app(kind, options, url)
-    log_line(f"purple agent={kind} listening on {host}:{port} card_url={url} seed={options.seed}")
-    serve_app(app, host, port, on_shutdown=executor.close_all)
+def serve_purple(
+    kind: str, options: PurpleOptions, host: str, port: int, card_url: str | None, *, expose: bool = False
+) -> None:
+    """Serve a purple agent until SIGINT/SIGTERM; an unknown or unavailable kind fails before the port is bound.
+
+    A codex agent holds its CODEX_HOME's lock while it serves: two purples in one home is what the home prevents.
+    """
+    token = take_tokens()
+    access = check_listen_address(host, token=token, expose=expose)
+    with ExitStack() as held:
+        home = os.environ.get("CODEX_HOME")
+        if kind in CODEX_AGENTS and home:
+            held.enter_context(hold_codex_home(Path(home)))
+        url = card_url_for(host, port, card_url)
+        app, executor = build_purple_app(kind, options, url, token=token)
+        log_line(f"purple agent={kind} listening on {host}:{port} card_url={url} seed={options.seed}")
+        log_line(access)
+        serve_app(app, host, port, on_shutdown=executor.close_all)

@@ -16,6 +16,7 @@ from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
 
+from mcu_arms.contracts.text import MAX_LOG_LINE_CHARS, MAX_REASON_CHARS, shown_text
 from mcu_arms.contracts.timestamps import log_stamp
 from mcu_arms.environment import fits
 from mcu_arms.supervise.progress import ArmProgress
@@ -118,7 +119,9 @@ def _state(progress: ArmProgress) -> str:
 
 
 def _latest_alert(progress: ArmProgress) -> str:
-    return f"[bold yellow]{escape(progress.alerts[-1])}[/] ({len(progress.alerts)})" if progress.alerts else ""
+    if not progress.alerts:
+        return ""
+    return f"[bold yellow]{escape(shown_text(progress.alerts[-1], MAX_REASON_CHARS))}[/] ({len(progress.alerts)})"
 
 
 def _wide_table(arms: Sequence[ArmProgress]) -> Table:
@@ -194,7 +197,8 @@ class LiveView:
         style = "bold yellow" if alert else "dim"
         label = "ALERT " if alert else ""
         with self._lock:
-            self.console.print(f"[{style}]{log_stamp()} {label}{escape(arm)}: {escape(text)}[/]", highlight=False)
+            shown = escape(shown_text(text, MAX_LOG_LINE_CHARS, one_line=False))
+            self.console.print(f"[{style}]{log_stamp()} {label}{escape(arm)}: {shown}[/]", highlight=False)
 
     def refresh(self, arms: Sequence[ArmProgress]) -> None:
         with self._lock:
@@ -220,7 +224,7 @@ class PlainView:
             self.console.out(f"{log_stamp()} {text}", highlight=False)
 
     def line(self, arm: str, text: str, *, alert: bool = False) -> None:
-        self._print(f"{'ALERT ' if alert else ''}{arm}: {text}")
+        self._print(f"{'ALERT ' if alert else ''}{arm}: {shown_text(text, MAX_LOG_LINE_CHARS, one_line=False)}")
 
     def refresh(self, arms: Sequence[ArmProgress]) -> None:
         now = time.monotonic()

@@ -1,0 +1,117 @@
+"""A hostile purple cannot blow up the record or reach the terminal: 60,000 invented keys per step, terminal escapes
+in its key names, reasons and messages, `chat` beside its action. Real `serve green` and `mcu-arms evaluate`
+processes; the purple runs in the test."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+from a2a.helpers import new_text_message
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from purples import build_test_purple
+from server_procs import HOST, ServerProcess, free_port, running_app
+
+from mcu_arms.a2a_transport import message_payload
+from mcu_arms.contracts.evaluation import COUNTS_KEPT, OTHER_CAUSES, TaskMetrics
+
+pytestmark = pytest.mark.slow
+
+KEYS_PER_STEP = 60_000
+ESCAPES = "\x1b]0;pwned\x07\x1b[2J\x1b[31m\u202e"
+
+
+class HostilePurple(AgentExecutor):
+    """Refuses init with a huge escape-laden message; then answers each step with a new set of 60,000 keys."""
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        payload = message_payload(context.message) or {}
+        if payload.get("type") == "init":
+            reply = {"type": "ack", "success": False, "message": ESCAPES + "m" * 200_000}
+        else:
+            step = payload.get("step", 0)
+            action = {f"s{step}k{index}": 1 for index in range(KEYS_PER_STEP)} | {"forward": 1, ESCAPES: 1}
+            reply = {"type": "action", "action_type": "env", "action": action, "chat": "/op me",
+                     "commands": ["/give @s diamond"], "reason": ESCAPES + "r" * 20_000}  # fmt: skip
+        await event_queue.enqueue_event(new_text_message(json.dumps(reply), context_id=context.context_id))
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        """Nothing to cancel."""
+
+
+SCENARIO = """[green_agent]
+endpoint = "{green}"
+
+[[participants]]
+role = "agent"
+endpoint = "{purple}"
+
+[config]
+task_category = "crafting"
+tasks = ["craft_the_crafting_table"]
+simulator = "embedded"
+max_steps = {steps}
+step_timeout = 20.0
+save_frames = false
+output_dir = "{output}"
+"""
+
+
+def test_the_record_stays_small_and_no_escape_reaches_a_log_or_the_terminal(tmp_path: Path):
+    port = free_port()
+    green = ServerProcess(["serve", "green", "--host", HOST, "--port", str(port), "--output-root", str(tmp_path)],
+                          tmp_path / "green.log", port)  # fmt: skip
+    sizes: dict[int, int] = {}
+    try:
+        green.wait_ready()
+        with running_app(lambda url: build_test_purple(HostilePurple(), url)) as purple_url:
+            for steps in (4, 16):
+                output = tmp_path / f"steps_{steps}"
+                scenario = tmp_path / f"scenario_{steps}.toml"
+                scenario.write_text(SCENARIO.format(green=green.url, purple=purple_url, steps=steps, output=output))
+                client = subprocess.run([sys.executable, "-m", "mcu_arms", "evaluate", str(scenario)],
+                                        capture_output=True, text=True, timeout=600)  # fmt: skip
+                assert client.returncode == 0, client.stdout[-3000:] + client.stderr[-3000:]
+                for stream in (client.stdout, client.stderr):
+                    assert "\x1b" not in stream and "\u202e" not in stream
+                    assert max((len(line) for line in stream.splitlines()), default=0) < 12_000
+                assert "\\x1b]0;pwned" in client.stdout  # shown, as a visible escape
+                evaluation = output / "evaluation.json"
+                sizes[steps] = evaluation.stat().st_size
+                metrics = TaskMetrics.model_validate(
+                    json.loads(evaluation.read_text())["results"][0]["task_metrics"]["craft_the_crafting_table"]
+                )
+                assert metrics.steps_run == steps and metrics.noop_total == 0
+                assert len(metrics.dropped_keys) <= COUNTS_KEPT + 1 and OTHER_CAUSES in metrics.dropped_keys
+                assert sum(metrics.dropped_keys.values()) == steps * (KEYS_PER_STEP + 3)  # + escape key, chat, commands
+                assert metrics.dropped_keys["chat"] == steps and metrics.dropped_keys["commands"] == steps
+                assert len(metrics.init.message) < 3000 and "\x1b" not in metrics.init.message
+                assert all("\x1b" not in reason and len(reason) < 700 for reason in metrics.agent_reported_noops.first_reasons)
+                for line in (output / "craft_the_crafting_table" / "steps.jsonl").read_text().splitlines():
+                    record = json.loads(line)
+                    assert len(line) < 12_000 and len(record["dropped_keys"]) == 16
+                    assert record["dropped_unnamed"] == KEYS_PER_STEP + 3 - 16
+        rss = psutil.Process(green.process.pid).memory_info().rss
+    finally:
+        green.stop()
+    assert sizes[16] - sizes[4] < 4_000, sizes  # the record does not grow with what the purple invents
+    assert rss < 600 * 1024 * 1024, f"green RSS {rss / 1e6:.0f} MB"
+    log = green.log()
+    assert "\x1b" not in log and "\u202e" not in log
+    assert max(len(line) for line in log.splitlines()) < 12_000
+
+
+def test_a_result_keeps_the_top_counts_and_the_total():
+    metrics = {"dropped_keys": {f"k{index}": index % 7 + 1 for index in range(5000)}}
+    total = sum(metrics["dropped_keys"].values())
+    bounded = TaskMetrics.model_validate(
+        {"max_score": 1, "sim_score": 0, "score": 0, "category": "crafting", "scoring_kind": "milestones",
+         "scored": True, "score_source": "milestones", "video": {"status": "skipped"}, **metrics}
+    )  # fmt: skip
+    assert len(bounded.dropped_keys) == COUNTS_KEPT + 1 and sum(bounded.dropped_keys.values()) == total
+    assert all(count == 7 for key, count in bounded.dropped_keys.items() if key != OTHER_CAUSES)
