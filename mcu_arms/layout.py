@@ -1,5 +1,8 @@
 """The on-disk layout: every path of the episode tree, the `logs/` links and the host's state dir, built here only.
 
+An episode directory is private (0700): it holds the agent's conversation (turn prompts, events, memory, logs), as
+private as its CODEX_HOME.
+
     output/<arm>/episode_NNN/         one run; a new run never reuses an existing dir
         plan.json  scenario.toml      what was planned
         result.json                   the run report (contracts/run_report.py)
@@ -14,13 +17,14 @@
 from __future__ import annotations
 
 import getpass
+import hashlib
 import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from mcu_arms.atomic import write_json_atomic
+from mcu_arms.atomic import PRIVATE_DIR_MODE, write_json_atomic
 from mcu_arms.contracts.agent_report import TURN_FRAMES_DIR, TURNS_DIR, turn_dir_name, turn_frame_name
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.run_report import RunReport, read_report
@@ -42,6 +46,7 @@ GREEN_DIR = "green"
 PURPLE_DIR = "purple"
 LOGS_DIR = "logs"
 STATE_DIR_ENV = "MCU_ARMS_STATE_DIR"
+ARM_LOCKS_DIR = "arms"
 
 
 TASK_DIR_GLOB = "task_*"  # a purple's per-episode directories, task_01, task_02, ... under its output dir
@@ -75,6 +80,24 @@ def state_dir(env: Mapping[str, str]) -> Path:
 def lost_reports_dir(env: Mapping[str, str]) -> Path:
     """Where a run report goes when its episode directory can no longer be written (disk full, output/ deleted)."""
     return state_dir(env) / "lost-reports"
+
+
+def prepared_state_dir(path: Path) -> Path:
+    """The state dir, created if missing; a UserError naming it when it cannot be (a file there, no permission)."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UserError(f"cannot create the state directory: {error.strerror or error}", path=path, key=STATE_DIR_ENV) from None
+    if not path.is_dir():
+        raise UserError("the state directory is not a directory", path=path, key=STATE_DIR_ENV)
+    return path
+
+
+def arm_lock(env: Mapping[str, str], arm_dir: Path) -> Path:
+    """The lock one `mcu-arms run` (or `plan`) holds on an arm while it prepares and runs it. Named by the arm and
+    its output directory, so that two checkouts with an arm of the same name do not block each other."""
+    digest = hashlib.sha256(os.path.realpath(arm_dir).encode()).hexdigest()[:12]
+    return state_dir(env) / ARM_LOCKS_DIR / f"{arm_dir.name}-{digest}.lock"
 
 
 @dataclass(frozen=True)
@@ -236,16 +259,25 @@ def next_episode(arm_dir: Path) -> int:
 
 
 def create_run_dir(arm_dir: Path, number: int) -> RunDir:
-    """Create episode `number` (or, if another process took it meanwhile, the next free one) and its logs dir."""
-    while True:
-        path = arm_dir / episode_name(number)
-        try:
-            arm_dir.mkdir(parents=True, exist_ok=True)
-            path.mkdir()
-            break
-        except FileExistsError:
-            number = next_episode(arm_dir)
-    (path / LOGS_DIR).mkdir()
+    """Create episode `number` (or, if another process took it meanwhile, the next free one) and its logs dir, both
+    private. A UserError naming the directory when it cannot be created (read-only, a file in the way)."""
+    try:
+        arm_dir.mkdir(parents=True, exist_ok=True)
+        if not arm_dir.is_dir():
+            raise UserError("is not a directory; an arm's episodes go in a directory of that name", path=arm_dir)
+        while True:
+            path = arm_dir / episode_name(number)
+            try:
+                path.mkdir(mode=PRIVATE_DIR_MODE)
+                break
+            except FileExistsError:
+                number = next_episode(arm_dir)
+        os.chmod(path, PRIVATE_DIR_MODE)  # whatever the umask
+        (path / LOGS_DIR).mkdir(mode=PRIVATE_DIR_MODE)
+    except OSError as error:
+        raise UserError(
+            f"cannot create the episode directory: {error.strerror or error}", path=error.filename or arm_dir
+        ) from None
     return RunDir(path)
 
 

@@ -3,7 +3,11 @@ stopped TERM -> wait -> KILL. The supervisor, the codex agents and the MineStudi
 it knows nothing above it.
 
 Every signal goes to a process this code can prove it started: a pid is only signalled after psutil confirms it is
-still running with the create_time recorded at launch (pids are reused). Nothing here looks a process up by name.
+still running with the create_time recorded at launch (pids are reused), or it carries the owner token set at launch,
+or it sits in the cgroup made for that child (containment.py). Nothing here looks a process up by name.
+
+What children print reaches their logs neutralised (no terminal escapes), bounded per line, and with the arm's
+secrets masked wherever they turn up; children start with umask 077, so everything they write is private.
 """
 
 from __future__ import annotations
@@ -15,15 +19,20 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO, Literal
 
 import psutil
 
-from mcu_arms.contracts.run_report import RunReport
+from mcu_arms.atomic import open_private_append
+from mcu_arms.containment import Cgroup, become_subreaper, create_cgroup
+from mcu_arms.contracts.redaction import mask_known
+from mcu_arms.contracts.run_report import ProcessRecord, RunReport
 from mcu_arms.contracts.settings import ProcessPlan
 from mcu_arms.contracts.states import SUPERVISOR_ROLE
+from mcu_arms.contracts.text import MAX_LOG_LINE_CHARS, shown_text
 from mcu_arms.contracts.timestamps import log_stamp
 
 # Seconds a stopped group gets to exit on SIGTERM before what remains of it is killed.
@@ -38,11 +47,17 @@ EXIT_POLL_S = 0.05
 # Set to a fresh token in each child's environment: every descendant inherits it, so the ones that left the child's
 # process group or outlived it (reparented away) are still found, and proven ours, when the child is stopped.
 OWNER_TOKEN_ENV = "MCU_ARMS_OWNER_TOKEN"
-
+# What children are started with: everything they write (logs, the agent's turns and memory) is private.
+CHILD_UMASK = 0o077
+# How many times a cgroup is swept for members that appeared while it was being stopped.
+CGROUP_SWEEPS = 3
+FoundBy = Literal["recorded", "owner token", "cgroup"]
 
 
 def log_line(line: str) -> None:
-    """One line on stdout, which is a child's log: stamped here only when no supervisor stamps it on copy."""
+    """One line on stdout, which is a child's log: stamped here only when no supervisor stamps it on copy. Bounded
+    and neutralised, since it may quote what an agent sent."""
+    line = shown_text(line, MAX_LOG_LINE_CHARS, one_line=False)
     print(line if OWNER_TOKEN_ENV in os.environ else f"{log_stamp()} {line}", flush=True)
 
 
@@ -86,6 +101,7 @@ class StopOutcome:
     terminated: int = 0  # processes that exited on SIGTERM
     killed: int = 0  # processes that needed SIGKILL
     survivors: list[int] = field(default_factory=list)
+    contained: list[int] = field(default_factory=list)  # found only by the child's cgroup: left its group and token
 
 
 def stop_process_group(
@@ -135,14 +151,7 @@ def _stop_group(
 
 def _carrying(token: str, variable: str) -> list[psutil.Process]:
     """Running processes whose environment has `variable` = `token` (only our own user's environments are readable)."""
-    found = []
-    for process in psutil.process_iter():
-        try:
-            if process.environ().get(variable) == token:
-                found.append(process)
-        except (psutil.Error, OSError):
-            continue
-    return found
+    return _token_holders({token}, variable).get(token, [])
 
 
 def stop_token_holders(
@@ -157,19 +166,45 @@ def stop_token_holders(
 
 def _stop_stragglers(token: str, grace_s: float, outcome: StopOutcome, variable: str = OWNER_TOKEN_ENV) -> None:
     """TERM, wait, KILL the processes still carrying `token`, each through its own psutil handle; add to `outcome`."""
-    stragglers = _carrying(token, variable)
-    if not stragglers:
+    _stop_listed(_carrying(token, variable), grace_s, outcome)
+
+
+def _stop_listed(processes: list[psutil.Process], grace_s: float, outcome: StopOutcome) -> None:
+    """TERM, wait, KILL `processes` (each proven ours by the caller), through their own psutil handles."""
+    if not processes:
         return
     outcome.was_running = True
-    for process in stragglers:
+    for process in processes:
         _send(process, signal.SIGTERM)
-    alive = _wait_exited(stragglers, grace_s)
-    outcome.terminated += len(stragglers) - len(alive)
+    alive = _wait_exited(processes, grace_s)
+    outcome.terminated += len(processes) - len(alive)
     for process in alive:
         _send(process, signal.SIGKILL)
     survivors = _wait_exited(alive, KILL_WAIT_S)
     outcome.killed += len(alive) - len(survivors)
     outcome.survivors += [p.pid for p in survivors]
+
+
+def _handles(pids: Iterable[int]) -> list[psutil.Process]:
+    found = []
+    for pid in pids:
+        try:
+            found.append(psutil.Process(pid))
+        except psutil.Error:
+            continue
+    return found
+
+
+def stop_cgroup(cgroup: Cgroup, grace_s: float, outcome: StopOutcome) -> None:
+    """Stop what is still in a child's cgroup (membership proves it ours, whatever its group or environment),
+    sweeping again for members that appeared meanwhile, then remove the cgroup once empty."""
+    for _ in range(CGROUP_SWEEPS):
+        members = [p for p in _handles(cgroup.pids()) if _still_running(p)]
+        if not members:
+            break
+        outcome.contained += [p.pid for p in members]
+        _stop_listed(members, grace_s, outcome)
+    cgroup.remove()
 
 
 def _send(process: psutil.Process, signum: int) -> None:
@@ -234,12 +269,25 @@ def _still_running(process: psutil.Process) -> bool:
 class Child:
     """One started process of an arm: its Popen, identity and timestamped log."""
 
-    def __init__(self, plan: ProcessPlan, base_env: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        plan: ProcessPlan,
+        base_env: Mapping[str, str],
+        *,
+        secret_env: Mapping[str, str] | None = None,
+        secrets: Sequence[str] = (),
+        contain: bool = False,
+    ) -> None:
+        """`secret_env` is added to the child's environment but never to its plan; `secrets` are masked wherever they
+        turn up in its output; `contain` puts it in a cgroup of its own where the host allows it."""
         self.plan = plan
         self.role = plan.role
         self.log_path = Path(plan.log)
         self.token = uuid.uuid4().hex
-        self.env = {**base_env, **plan.env, "PYTHONUNBUFFERED": "1", OWNER_TOKEN_ENV: self.token}
+        self.env = {**base_env, **plan.env, **(secret_env or {}), "PYTHONUNBUFFERED": "1", OWNER_TOKEN_ENV: self.token}
+        self.secrets = list(secrets)
+        self.contain = contain
+        self.cgroup: Cgroup | None = None
         self.popen: subprocess.Popen | None = None
         self.pid: int | None = None
         self.create_time: float | None = None
@@ -247,9 +295,11 @@ class Child:
         self._reader: threading.Thread | None = None
 
     def start(self) -> None:
-        """Start in a new session (own process group); a reader thread timestamps its output into the log."""
+        """Start in a new session (own process group) with umask 077, in its own cgroup when asked and possible;
+        a reader thread timestamps its output into the log."""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        log = self.log_path.open("a", encoding="utf-8")
+        log = open_private_append(self.log_path)
+        self.cgroup = create_cgroup(self.role) if self.contain else None
         try:
             self.popen = subprocess.Popen(
                 self.plan.argv,
@@ -259,11 +309,14 @@ class Child:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                umask=CHILD_UMASK,
             )
         except OSError:
             log.close()
+            self._drop_cgroup()
             raise
         self.pid = self.popen.pid
+        self._join_cgroup()
         try:
             self.create_time = psutil.Process(self.pid).create_time()
         except psutil.Error:  # already gone; poll() reports its exit code
@@ -271,15 +324,37 @@ class Child:
         self._reader = threading.Thread(target=self._copy_output, args=(log,), name=f"log-{self.role}", daemon=True)
         self._reader.start()
 
-    def _copy_output(self, log) -> None:
+    def _join_cgroup(self) -> None:
+        """Move the child into its cgroup at once: it is still starting its interpreter, so it has started nothing
+        yet, and all it starts later is born inside."""
+        if self.cgroup is None or self.pid is None:
+            return
+        try:
+            self.cgroup.add(self.pid)
+        except OSError:
+            self._drop_cgroup()
+
+    def _drop_cgroup(self) -> None:
+        if self.cgroup is not None:
+            self.cgroup.remove()
+            self.cgroup = None
+
+    def _copy_output(self, log: IO[str]) -> None:
+        """Each line: bounded (a longer one is cut, the rest of it skipped), neutralised, secrets masked."""
         assert self.popen is not None and self.popen.stdout is not None
+        stream = self.popen.stdout
         with log:
-            for raw in iter(self.popen.stdout.readline, b""):
+            while raw := stream.readline(MAX_LOG_LINE_CHARS):
+                cut = not raw.endswith(b"\n")
+                skipped = _skip_rest_of_line(stream) if cut else 0
                 line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+                line = mask_known(shown_text(line, MAX_LOG_LINE_CHARS), self.secrets)
+                if skipped:
+                    line += f"...[line cut: {skipped} more bytes]"
                 log.write(f"{log_stamp()} {line}\n")
                 log.flush()
                 self._tail.append(line)
-        self.popen.stdout.close()
+        stream.close()
 
     def poll(self) -> int | None:
         return None if self.popen is None else self.popen.poll()
@@ -298,4 +373,123 @@ class Child:
         return verified_process(self.pid, self.create_time)
 
     def stop(self, grace_s: float = DEFAULT_STOP_GRACE_S) -> StopOutcome:
-        return stop_process_group(self.pid, self.create_time, grace_s=grace_s, popen=self.popen, token=self.token)
+        outcome = stop_process_group(self.pid, self.create_time, grace_s=grace_s, popen=self.popen, token=self.token)
+        if self.cgroup is not None:
+            stop_cgroup(self.cgroup, grace_s, outcome)
+        return outcome
+
+
+def _skip_rest_of_line(stream: IO[bytes]) -> int:
+    """Read and drop what is left of an over-long line; how many bytes that was."""
+    skipped = 0
+    while chunk := stream.readline(MAX_LOG_LINE_CHARS):
+        skipped += len(chunk)
+        if chunk.endswith(b"\n"):
+            break
+    return skipped
+
+
+@dataclass(frozen=True)
+class LiveProcess:
+    """A running process of an arm, whichever of its episodes started it, and how it was proven to be ours."""
+
+    episode: int
+    role: str
+    pid: int
+    found_by: FoundBy
+
+
+def live_processes(runs: Iterable[tuple[int, RunReport]]) -> list[LiveProcess]:
+    """Every live process the given episodes' reports account for: the recorded pids (same create_time), the
+    processes carrying a recorded owner token (orphans, reparented or out of their group), and the members of a
+    recorded cgroup (those that also scrubbed their environment). One environment scan serves all episodes."""
+    records = [
+        (episode, record)
+        for episode, report in runs
+        for record in report.processes.values()
+        if record.role != SUPERVISOR_ROLE or report.status == "started"  # a finished arm's run may run other arms
+    ]
+    by_token = _token_holders({record.owner_token for _, record in records if record.owner_token})
+    found: dict[int, LiveProcess] = {}
+    for episode, record in records:
+        for process, how in _accounted(record, by_token):
+            found.setdefault(process.pid, LiveProcess(episode, record.role, process.pid, how))
+    return sorted(found.values(), key=lambda live: (live.episode, live.role, live.pid))
+
+
+def _accounted(record: ProcessRecord, by_token: dict[str, list[psutil.Process]]) -> list[tuple[psutil.Process, FoundBy]]:
+    found: list[tuple[psutil.Process, FoundBy]] = []
+    leader = verified_process(record.pid, record.create_time)
+    if leader is not None:
+        found.append((leader, "recorded"))
+    found += [(process, "owner token") for process in by_token.get(record.owner_token or "", [])]
+    cgroup = Cgroup.recorded(record.cgroup) if record.cgroup else None
+    if cgroup is not None:
+        found += [(p, "cgroup") for p in _handles(cgroup.pids()) if _still_running(p)]
+    return found
+
+
+def _token_holders(tokens: set[str], variable: str = OWNER_TOKEN_ENV) -> dict[str, list[psutil.Process]]:
+    holders: dict[str, list[psutil.Process]] = {}
+    if not tokens:
+        return holders
+    for process in psutil.process_iter():
+        try:
+            token = process.environ().get(variable)
+        except (psutil.Error, OSError):
+            continue
+        if token in tokens and _still_running(process):
+            holders.setdefault(token, []).append(process)
+    return holders
+
+
+def stop_recorded(record: ProcessRecord, grace_s: float = DEFAULT_STOP_GRACE_S) -> StopOutcome:
+    """Stop one recorded process of a report and everything it left: its group, its token's holders, its cgroup."""
+    outcome = stop_process_group(record.pid, record.create_time, grace_s=grace_s, token=record.owner_token)
+    cgroup = Cgroup.recorded(record.cgroup) if record.cgroup else None
+    if cgroup is not None:
+        stop_cgroup(cgroup, grace_s, outcome)
+    return outcome
+
+
+class AdoptedOrphans:
+    """On a host without cgroups: this process as a subreaper, so that what the arms' children leave behind when they
+    exit is re-parented here instead of to init. Such orphans are reaped as they exit (nobody else will) and stopped
+    when the run ends: everything below this process was started by it. A direct child that is not one of ours
+    (`ours`, the children started through Child) counts as adopted only once seen on two polls, so a child that is
+    being started at this instant is never taken for one."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled and become_subreaper()
+        self._seen: set[int] = set()
+
+    def poll(self, ours: set[int]) -> None:
+        if not self.enabled:
+            return
+        for child in psutil.Process().children():
+            if child.pid in ours:
+                self._seen.discard(child.pid)
+            elif child.pid in self._seen and not _still_running(child):
+                self._reap(child.pid)
+            else:
+                self._seen.add(child.pid)
+
+    def _reap(self, pid: int) -> None:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+        self._seen.discard(pid)
+
+    def stop_all(self, ours: set[int], grace_s: float = DEFAULT_STOP_GRACE_S) -> StopOutcome:
+        """Stop every live descendant that is not one of ours (call once ours are stopped), then reap them."""
+        outcome = StopOutcome(was_running=False)
+        if not self.enabled:
+            return outcome
+        leftovers = [p for p in psutil.Process().children(recursive=True) if p.pid not in ours and _still_running(p)]
+        outcome.contained += [p.pid for p in leftovers]
+        _stop_listed(leftovers, grace_s, outcome)
+        for child in psutil.Process().children():
+            if child.pid not in ours and not _still_running(child):
+                self._reap(child.pid)
+        return outcome

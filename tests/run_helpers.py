@@ -64,11 +64,11 @@ def run_cli(project: Path, state_dir: Path, *args: str, timeout: float = 240) ->
 class Started:
     """`mcu-arms ...` started in the background, its output collected by threads (so pipes never fill)."""
 
-    def __init__(self, project: Path, state_dir: Path, *args: str) -> None:
+    def __init__(self, project: Path, state_dir: Path, *args: str, env: dict[str, str] | None = None) -> None:
         self.popen = subprocess.Popen(
             [sys.executable, "-m", "mcu_arms", *args],
             cwd=project,
-            env=cli_env(state_dir),
+            env=env or cli_env(state_dir),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

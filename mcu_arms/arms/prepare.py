@@ -1,4 +1,5 @@
-"""Preparing arms for a run: their ports checked and held, their CODEX_HOMEs built, their episode dirs created."""
+"""Preparing arms for a run: each arm held by one mcu-arms at a time, their ports checked and held, their CODEX_HOMEs
+built, their episode dirs created."""
 
 from __future__ import annotations
 
@@ -12,8 +13,30 @@ from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.settings import ArmPlan
 from mcu_arms.environment import Environment
 from mcu_arms.isolation.codex_home import STEPS_PER_TURN, CodexHome, build_codex_home
+from mcu_arms.isolation.locks import held_exclusively
 from mcu_arms.isolation.ports import PortRegistry
-from mcu_arms.layout import create_run_dir
+from mcu_arms.layout import STATE_DIR_ENV, arm_lock, create_run_dir, prepared_state_dir
+
+
+@contextmanager
+def held_arms(plans: list[ArmPlan], env: Environment) -> Iterator[None]:
+    """Hold each arm for this process for as long as the block runs: the same arm started twice at the same instant
+    gets one run, and the other a clear refusal (the kernel drops the hold if this process dies). Replicates of one
+    arm are one hold."""
+    with ExitStack() as stack:
+        for plan in {plan.arm: plan for plan in plans}.values():
+            lock = arm_lock(env.env, env.output_dir / plan.arm)
+            prepared_state_dir(lock.parent)
+
+            def refused(holder: str, plan: ArmPlan = plan) -> UserError:
+                return UserError(
+                    f"arm '{plan.arm}' is being prepared or run by another mcu-arms ({holder}); see `mcu-arms status "
+                    f"--arm {plan.arm}`, or stop it with `mcu-arms stop --arm {plan.arm}`",
+                    path=plan.source,
+                )
+
+            stack.enter_context(held_exclusively(lock, refused=refused, key=STATE_DIR_ENV))
+        yield
 
 
 @contextmanager
@@ -76,12 +99,13 @@ def prepare_arm(plan: ArmPlan, env: Environment) -> tuple[ArmPlan, CodexHome | N
 
 
 def prepare_hosts(plans: list[ArmPlan], env: Environment) -> list[ArmPlan]:
-    """What `plan` (without --dry-run) does: check the ports are free now and build each codex arm's home. No episode
-    directory is made: only `run` makes one, so every episode under output/ is a run."""
-    with held_ports(plans, env):
-        pass
-    prepared = []
-    for plan in plans:
-        home = build_home_for(plan, env)
-        prepared.append(plan.model_copy(update={"warnings": plan.warnings + home.warnings}) if home else plan)
-    return prepared
+    """What `plan` (without --dry-run) does: hold the arms, check the ports are free now and build each codex arm's
+    home. No episode directory is made: only `run` makes one, so every episode under output/ is a run."""
+    with held_arms(plans, env):
+        with held_ports(plans, env):
+            pass
+        prepared = []
+        for plan in plans:
+            home = build_home_for(plan, env)
+            prepared.append(plan.model_copy(update={"warnings": plan.warnings + home.warnings}) if home else plan)
+        return prepared

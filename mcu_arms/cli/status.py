@@ -9,6 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from mcu_arms.contracts.text import MAX_MESSAGE_CHARS, shown_text
 from mcu_arms.cli.common import environment, print_json, reports_user_errors
 from mcu_arms.environment import Environment, fits
 
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 
 STATE_STYLES = {"started": "cyan", "finished": "green", "failed": "bold red", "interrupted": "magenta"}
 
-STOP_HELP = """Stop a running arm: only the processes recorded in its report (pid and create_time re-checked), never anything found by name. The supervising `mcu-arms run` is asked first (SIGTERM, or a stop request when it also runs other arms) so that it finalises the report as interrupted; when it is gone, the arm's process groups are stopped here (TERM, wait, KILL) and the report is marked interrupted.
+STOP_HELP = """Stop a running arm, whichever of its episodes started its processes: only processes its reports account for (recorded pids with their create_time re-checked, holders of a recorded owner token, members of a recorded cgroup), never anything found by name. The supervising `mcu-arms run` is asked first (SIGTERM, or a stop request when it also runs other arms) so that it finalises the report as interrupted; when it is gone, the arm's process groups are stopped here (TERM, wait, KILL) and the report is marked interrupted.
 
 Exit codes: 0 done (stopped, or nothing was running), 1 a process survived SIGKILL, 2 a user error (unknown arm).
 """
@@ -28,6 +29,8 @@ def _processes(state: ArmState, *, stacked: bool) -> str:
     for process in state.processes:
         mark = "[green]alive[/]" if process.alive else "[dim]gone[/]"
         parts.append(f"{process.role} {process.pid} {mark}")
+    for live in state.live_elsewhere:
+        parts.append(f"[bold yellow]ep {live.episode:03d} {live.role} {live.pid} alive ({live.found_by})[/]")
     return ("\n" if stacked else ", ").join(parts) or "-"
 
 
@@ -54,7 +57,9 @@ def _score(state: ArmState) -> str | None:
 
 
 def _note(state: ArmState) -> str:
-    return state.failure or (f"{state.alerts} alert(s)" if state.alerts else "")
+    if state.failure:
+        return shown_text(state.failure, MAX_MESSAGE_CHARS)  # a reason from a report may quote an agent
+    return f"{state.alerts} alert(s)" if state.alerts else ""
 
 
 def _styled_state(state: ArmState, text: str) -> str:
@@ -128,7 +133,8 @@ def campaign_arms(campaigns: list[Path], env: Environment) -> list[str]:
 
 def register(app: typer.Typer) -> None:
     @app.command(
-        help="Each arm in output/: its latest episode's state, progress and recorded processes (alive or not). "
+        help="Each arm in output/: its latest episode's state, progress and recorded processes (alive or not), and "
+        "every other live process of the arm, whichever episode started it. "
         "A started run whose mcu-arms supervisor is gone shows as 'stale (supervisor gone)'. "
         "Exit codes: 0 shown, 2 a user error (unknown arm)."
     )

@@ -1,4 +1,5 @@
-"""`status`: what each arm's latest episode is doing, from its report, its step logs and its recorded processes.
+"""`status`: what each arm's latest episode is doing, from its report, its step logs and its recorded processes,
+and every live process of the arm, whichever episode started it.
 
 Reading only: nothing here signals anything. A `started` report whose supervising `mcu-arms run` is gone is shown
 as stale.
@@ -14,7 +15,7 @@ from mcu_arms.contracts.states import ArmStatusText
 from mcu_arms.contracts.steps import STEPS_FILE, StepProgress, read_jsonl
 from mcu_arms.environment import Environment
 from mcu_arms.layout import RunOnDisk, arm_runs, selected_arms
-from mcu_arms.procs import is_alive, supervisor_alive
+from mcu_arms.procs import FoundBy, is_alive, live_processes, supervisor_alive
 
 STALE: ArmStatusText = "stale (supervisor gone)"
 
@@ -24,6 +25,15 @@ class ProcessState(BaseModel):
     pid: int | None
     create_time: float | None
     alive: bool
+
+
+class LiveProcessState(BaseModel):
+    """A process of the arm that still runs: of an earlier episode, or a leftover found by owner token or cgroup."""
+
+    episode: int
+    role: str
+    pid: int
+    found_by: FoundBy
 
 
 class ArmState(BaseModel):
@@ -48,6 +58,7 @@ class ArmState(BaseModel):
     failure: str | None = None
     alerts: int = 0
     processes: list[ProcessState] = []
+    live_elsewhere: list[LiveProcessState] = []  # live processes beyond the latest episode's recorded ones
 
 
 def steps_progress(green_dir: Path) -> tuple[str | None, int | None, list[str]]:
@@ -125,9 +136,26 @@ def _shown_runs(found: list[RunOnDisk]) -> list[RunOnDisk]:
     return shown
 
 
+def _live_elsewhere(runs: list[RunOnDisk], shown: list[ArmState]) -> list[LiveProcessState]:
+    """Every live process of the arm not already shown as a recorded process of an episode shown."""
+    recorded = {(state.episode, process.role, process.pid) for state in shown for process in state.processes
+                if process.alive}  # fmt: skip
+    live = live_processes([(run.number, run.report) for run in runs if run.report is not None])
+    return [
+        LiveProcessState(episode=p.episode, role=p.role, pid=p.pid, found_by=p.found_by)
+        for p in live
+        if (p.episode, p.role, p.pid) not in recorded
+    ]
+
+
 def arm_states(env: Environment, names: list[str]) -> list[ArmState]:
-    """Per arm, each seed's latest episode and every started one: state, progress and recorded processes."""
+    """Per arm, each seed's latest episode and every started one: state, progress and recorded processes; and,
+    with the first, every other live process of the arm, whichever episode started it."""
     states = []
     for arm in selected_arms(env.output_dir, names):
-        states += [_state_of(arm, run) for run in _shown_runs(arm_runs(env.output_dir / arm))]
+        found = arm_runs(env.output_dir / arm)
+        of_arm = [_state_of(arm, run) for run in _shown_runs(found)]
+        if of_arm:
+            of_arm[0] = of_arm[0].model_copy(update={"live_elsewhere": _live_elsewhere(found, of_arm)})
+        states += of_arm
     return states

@@ -6,6 +6,10 @@ reads what its children write (typed step records, typed events, the purple's ty
 progress; nothing is learned from a log line. Any child that dies early fails the arm at
 once, naming it, with its exit code and the last lines of its log. Ctrl-C/SIGTERM, `mcu-arms stop` or --fail-fast
 stop this invocation's own children only and finalise the report as `interrupted`.
+
+An arm is held by one `mcu-arms run` from preparation to its report (arms/prepare.held_arms), and refused while any
+process of any of its earlier episodes still runs. Its servers answer only to its own processes: each run makes
+fresh tokens (contracts/access.py), given to each child in its environment and masked in everything it logs.
 """
 
 from __future__ import annotations
@@ -22,11 +26,14 @@ import psutil
 from pydantic import BaseModel, Field, ValidationError
 from rich.console import Console
 
-from mcu_arms.atomic import write_json_exclusive
+from mcu_arms.atomic import open_private_append, write_json_exclusive
+from mcu_arms.containment import containment_support
+from mcu_arms.contracts.access import ArmAccess
 from mcu_arms.contracts.agent_report import AGENT_REPORT_SUFFIX, AgentSummary, agent_summary
 from mcu_arms.contracts.errors import UserError, validation_summary
 from mcu_arms.contracts.evaluation import EvaluationResult
 from mcu_arms.contracts.events import EventRecord
+from mcu_arms.contracts.redaction import mask_known, secret_values
 from mcu_arms.contracts.run_report import (
     Failure,
     MilestoneRecord,
@@ -46,26 +53,29 @@ from mcu_arms.contracts.states import (
     ProcessRole,
 )
 from mcu_arms.contracts.steps import JsonlTail
+from mcu_arms.contracts.text import MAX_LOG_LINE_CHARS, shown_text
 from mcu_arms.contracts.timestamps import iso_seconds, log_stamp
 from mcu_arms.environment import Environment
 from mcu_arms.layout import (
     SPACE_RESERVE_BYTES,
     RunDir,
+    arm_runs,
     episode_name,
     lost_reports_dir,
     repoint_links,
     supervisor_log,
 )
-from mcu_arms.procs import DEFAULT_STOP_GRACE_S, Child, supervisor_alive
+from mcu_arms.procs import DEFAULT_STOP_GRACE_S, AdoptedOrphans, Child, live_processes
 from mcu_arms.supervise.alerts import AlertMonitor
 from mcu_arms.supervise.live import REFRESH_PER_SECOND, View, make_view
 from mcu_arms.supervise.progress import ArmProgress, StepsTail
 from mcu_arms.supervise.provenance import collect_provenance
 from mcu_arms.supervise.readiness import card_answers, listener_owner
-from mcu_arms.supervise.reruns import latest_report, rerun_decision
+from mcu_arms.supervise.reruns import rerun_decision
 
 POLL_S = 0.5
 READY_POLL_S = 0.2
+ADOPTED_POLL_S = 5.0
 DEFAULT_READY_TIMEOUT_S = 120.0
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -180,6 +190,9 @@ class ArmRunner:
         self.steps_tail = StepsTail(self.run_dir.green)
         self.events_tail = JsonlTail(self.run_dir.events, EventRecord)
         self.children: dict[ProcessRole, Child] = {}
+        self.access = ArmAccess.generate()
+        every_env = {name: value for process in plan.processes for name, value in process.env.items()}
+        self.secrets = secret_values({**plan.settings.env, **every_env}, self.access.values())
         self.evaluation: EvaluationResult | None = None
         self._alerts_saved = 0  # alerts already in result.json
         self._stop = threading.Event()
@@ -213,12 +226,14 @@ class ArmRunner:
 
     # events -----------------------------------------------------------------------------------------------
     def _event(self, text: str, *, alert: bool = False) -> None:
-        """Shown at once, and kept in the supervisor's log while that can still be written."""
+        """Shown at once (neutralised, secrets masked), and kept in the supervisor's log while that can still be
+        written."""
+        text = mask_known(shown_text(text, MAX_LOG_LINE_CHARS, one_line=False), self.secrets)
         self.view.line(self.label, text, alert=alert)
         if self._log_broken:
             return
         try:
-            with self._log_path.open("a", encoding="utf-8") as log:
+            with open_private_append(self._log_path) as log:
                 log.write(f"{log_stamp()} {'ALERT ' if alert else ''}{text}\n")
         except OSError as error:
             self._log_broken = True
@@ -293,7 +308,13 @@ class ArmRunner:
         return self._outcome()
 
     def _start(self, role: ProcessRole) -> Child:
-        child = Child(self.plan.process(role), self.env.env)
+        child = Child(
+            self.plan.process(role),
+            self.env.env,
+            secret_env=self.access.environment_for(role),
+            secrets=self.secrets,
+            contain=True,
+        )
         try:
             child.start()
         except OSError as error:
@@ -306,6 +327,7 @@ class ArmRunner:
             argv=child.plan.argv,
             log=self.run_dir.relative(child.plan.log),
             owner_token=child.token,
+            cgroup=str(child.cgroup.path) if child.cgroup is not None else None,
         )
         self._save()
         self._event(f"{role} started, pid {child.pid}")
@@ -461,6 +483,11 @@ class ArmRunner:
                 self._record_alert(f"{role}: {outcome.killed} process(es) ignored SIGTERM for {grace:g} s and were killed")
             if outcome.survivors:
                 self._record_alert(f"{role}: pids {outcome.survivors} survived SIGKILL")
+            if outcome.contained:
+                self._record_alert(
+                    f"{role}: {len(outcome.contained)} process(es) had left its process group and dropped its owner "
+                    f"token; found in its cgroup and stopped (pids {outcome.contained})"
+                )
 
     def _finalise(self, status: ArmOutcomeStatus, failure: Failure | None) -> None:
         try:
@@ -566,6 +593,14 @@ class ArmRunner:
         self.progress.alerts.append(text)
         self._event(text, alert=True)
 
+    def record_leftovers(self, text: str) -> None:
+        """After the arm ended: what the run found left behind and stopped, added to the finished report."""
+        self._record_alert(text)
+        self._save()
+
+    def child_pids(self) -> set[int]:
+        return {child.pid for child in list(self.children.values()) if child.pid is not None}
+
     def _outcome(self) -> ArmOutcome:
         report = self.report
         reached, total, reachable = report.milestone_counts()
@@ -590,21 +625,24 @@ class ArmRunner:
         )
 
 
-def _refuse_running(plans: list[ArmPlan], env: Environment) -> None:
+def _refuse_live_processes(plans: list[ArmPlan], env: Environment) -> None:
+    """No run beside a live process of the same arm, whichever episode started it (a SIGKILLed run leaves its green
+    and purple running: a new episode beside them would share the arm's ports, home and host unseen)."""
     for plan in plans:
-        latest = latest_report(env.output_dir / plan.arm)
-        if latest is not None and latest.status == "started" and supervisor_alive(latest):
-            pid = latest.processes[SUPERVISOR_ROLE].pid
+        runs = [(run.number, run.report) for run in arm_runs(env.output_dir / plan.arm) if run.report is not None]
+        live = live_processes(runs)
+        if live:
+            shown = ", ".join(f"{episode_name(p.episode)} {p.role} pid {p.pid}" for p in live[:6])
+            more = f" and {len(live) - 6} more" if len(live) > 6 else ""
             raise UserError(
-                f"arm '{plan.arm}' is running now ({episode_name(latest.episode)}, mcu-arms pid {pid}); "
-                f"see `mcu-arms status --arm {plan.arm}` or stop it with `mcu-arms stop --arm {plan.arm}`",
+                f"arm '{plan.arm}' has live processes: {shown}{more}; see `mcu-arms status --arm {plan.arm}`, "
+                f"stop them with `mcu-arms stop --arm {plan.arm}`",
                 path=plan.source,
             )
 
 
 def run_arms(plans: list[ArmPlan], env: Environment, options: RunOptions, out: Console) -> RunOutcome:
     """Run every arm that is not skipped, side by side; returns once each is finished, failed or interrupted."""
-    _refuse_running(plans, env)
     outcomes: list[ArmOutcome] = []
     to_run: list[ArmPlan] = []
     for plan in plans:
@@ -620,7 +658,7 @@ def run_arms(plans: list[ArmPlan], env: Environment, options: RunOptions, out: C
     if not to_run:
         return RunOutcome(arms=outcomes)
 
-    from mcu_arms.arms.prepare import held_ports
+    from mcu_arms.arms.prepare import held_arms, held_ports
 
     signalled: list[str] = []
     wake = threading.Event()
@@ -633,8 +671,10 @@ def run_arms(plans: list[ArmPlan], env: Environment, options: RunOptions, out: C
     if threading.current_thread() is threading.main_thread():
         previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        with held_ports(to_run, env):
-            outcomes += _supervise(to_run, env, options, out, signalled, wake)
+        with held_arms(to_run, env):
+            _refuse_live_processes(to_run, env)
+            with held_ports(to_run, env):
+                outcomes += _supervise(to_run, env, options, out, signalled, wake)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -698,13 +738,20 @@ def _supervise(
             runner = ArmRunner(prepared, env, options, view, supervisor, attempt=attempt)
             thread = threading.Thread(target=run_one, args=(runner,), name=f"arm-{runner.label}", daemon=True)
             running[thread] = runner
+            started.append(runner)
             progresses.append(runner.progress)
             busy |= _ports_of(plan)
             thread.start()
 
     outcomes: list[ArmOutcome] = []
+    started: list[ArmRunner] = []
+    adopted = AdoptedOrphans(enabled=containment_support().cgroup is None)
+    next_adoption_poll = time.monotonic() + ADOPTED_POLL_S
     try:
         while pending or running:
+            if time.monotonic() >= next_adoption_poll:
+                adopted.poll(_children_of(started))
+                next_adoption_poll = time.monotonic() + ADOPTED_POLL_S
             if signalled and stop_reason is None:
                 stop_reason = f"interrupted by {signalled[0]}"
             if options.fail_fast and stop_reason is None and any(o.status == "failed" for o in outcomes):
@@ -737,6 +784,7 @@ def _supervise(
     finally:
         for thread in list(running):
             thread.join()
+        _stop_adopted(adopted, started, options.stop_grace_s)
         view.close(progresses)
     return outcomes
 
@@ -749,3 +797,22 @@ def _not_started(plan: ArmPlan, reason: str) -> ArmOutcome:
         message=f"not started: {reason}",
         failure=Failure(process=None, kind="stopped", reason=f"not started: {reason}"),
     )
+
+
+def _children_of(runners: list[ArmRunner]) -> set[int]:
+    return {pid for runner in runners for pid in runner.child_pids()}
+
+
+def _stop_adopted(adopted: AdoptedOrphans, runners: list[ArmRunner], grace_s: float) -> None:
+    """What the arms left behind (orphans re-parented to this run), stopped and said in every report of the run: a
+    process that left its group and its token cannot be told apart by arm."""
+    outcome = adopted.stop_all(_children_of(runners), grace_s)
+    if outcome.contained:
+        text = (
+            f"{len(outcome.contained)} process(es) left behind by this run's arms (out of their groups, without their "
+            f"owner tokens) were found as orphans of mcu-arms and stopped: pids {outcome.contained}"
+        )
+        if outcome.survivors:
+            text += f"; pids {outcome.survivors} survived SIGKILL"
+        for runner in runners:
+            runner.record_leftovers(text)

@@ -1,8 +1,9 @@
-"""`stop`: stopping an arm's own recorded processes.
+"""`stop`: stopping an arm's own processes, whichever of its episodes started them.
 
-Only pids recorded in an arm's report are ever signalled, each after re-checking its create_time. Stopping prefers
-asking the supervising `mcu-arms run` (SIGTERM when it runs nothing else, a stop request file otherwise), so that it
-finalises the report itself; when it is gone, the processes are stopped here and the report is marked interrupted.
+Only processes an arm's reports account for are ever signalled: recorded pids (create_time re-checked), holders of a
+recorded owner token, members of a recorded cgroup. Stopping prefers asking the supervising `mcu-arms run` (SIGTERM
+when it runs nothing else, a stop request file otherwise), so that it finalises the report itself; when it is gone,
+the processes are stopped here and the report is marked interrupted.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from mcu_arms.contracts.states import STOP_ORDER, SUPERVISOR_ROLE
 from mcu_arms.contracts.timestamps import iso_seconds
 from mcu_arms.environment import Environment
 from mcu_arms.layout import RunDir, RunOnDisk, arm_runs, known_arms, selected_arms
-from mcu_arms.procs import DEFAULT_STOP_GRACE_S, stop_process_group, supervisor_alive, verified_process
+from mcu_arms.procs import DEFAULT_STOP_GRACE_S, live_processes, stop_recorded, supervisor_alive, verified_process
 
 # How long `stop` waits for the supervisor to finalise the report before stopping the processes itself.
 SUPERVISOR_FINALISE_MARGIN_S = 20.0
@@ -34,7 +35,7 @@ class StopResult(BaseModel):
     arm: str
     action: StopAction
     message: str
-    stopped: list[str] = []  # roles whose processes were stopped here
+    stopped: list[str] = []  # "episode_NNN role" of each process stopped here
     survivors: list[int] = []
 
 
@@ -80,40 +81,82 @@ def _wait_finalised(run_dir: RunDir, deadline: float) -> bool:
 
 
 def stop_arm(env: Environment, arm: str, names: list[str], grace_s: float = DEFAULT_STOP_GRACE_S) -> StopResult:
-    episode = _latest_with_report(env, arm)
-    if episode is None or episode.report is None:
+    """Stop every live process of the arm, whichever episode started it: a supervising run is asked first (it
+    finalises its report); what is left — orphans of a run that died, leftovers found by owner token or cgroup — is
+    stopped here, and a `started` report whose run is gone is marked interrupted."""
+    runs = [run for run in arm_runs(env.output_dir / arm) if run.report is not None]
+    if not runs:
         return StopResult(arm=arm, action="not running", message="no report: nothing was started for it")
-    report = episode.report
-    if report.status == "started" and supervisor_alive(report):
-        asked = _ask_supervisor(env, episode, names)
-        if _wait_finalised(episode.run_dir, time.monotonic() + grace_s + SUPERVISOR_FINALISE_MARGIN_S):
-            return StopResult(arm=arm, action="supervisor finalised", message=f"{asked}; report now interrupted")
-        asked += "; it did not finalise in time, so its processes are stopped here"
-    elif report.status == "started":
-        asked = "its mcu-arms run is gone (stale report)"
-    else:
-        asked = f"report is {report.status}"
-    stopped, survivors = [], []
-    for role in STOP_ORDER:
-        record = report.processes.get(role)
-        if record is None:
-            continue
-        outcome = stop_process_group(record.pid, record.create_time, grace_s=grace_s, token=record.owner_token)
-        if outcome.was_running:
-            stopped.append(role)
-            survivors += outcome.survivors
-    was_started = report.status == "started"
-    if was_started:
-        report.status = "interrupted"
-        report.failure = Failure(process=None, reason=f"stopped by mcu-arms stop (pid {os.getpid()}): {asked}")
-        report.finished_at = iso_seconds(env.clock())
-        episode.run_dir.write_report(report)
-    if not stopped and not was_started:
-        return StopResult(arm=arm, action="not running", message=f"{asked}; none of its processes is alive")
+    notes: list[str] = []
+    finalised = False
+    overdue: set[int] = set()  # episodes whose supervisor did not finalise in time: stopped here after all
+    for run in runs:
+        report = run.report
+        assert report is not None
+        if report.status == "started" and supervisor_alive(report):
+            asked = _ask_supervisor(env, run, names)
+            if _wait_finalised(run.run_dir, time.monotonic() + grace_s + SUPERVISOR_FINALISE_MARGIN_S):
+                notes.append(f"{run.run_dir.name}: {asked}; report now interrupted")
+                finalised = True
+            else:
+                notes.append(f"{run.run_dir.name}: {asked}; it did not finalise in time, so its processes are stopped here")
+                overdue.add(run.number)
+    stopped, survivors, marked = _stop_what_is_left(env, arm, notes, overdue, grace_s)
+    if not stopped and not marked:
+        if finalised:
+            return StopResult(arm=arm, action="supervisor finalised", message="; ".join(notes))
+        latest = runs[0].report
+        assert latest is not None
+        return StopResult(
+            arm=arm, action="not running", message=f"report is {latest.status}; none of its processes is alive"
+        )
     shown = ", ".join(stopped) or "none alive"
     return StopResult(
-        arm=arm, action="stopped here", message=f"{asked}; stopped: {shown}", stopped=stopped, survivors=survivors
-    )
+        arm=arm, action="stopped here", message="; ".join([*notes, f"stopped: {shown}"]), stopped=stopped,
+        survivors=survivors,
+    )  # fmt: skip
+
+
+def _stop_what_is_left(
+    env: Environment, arm: str, notes: list[str], overdue: set[int], grace_s: float
+) -> tuple[list[str], list[int], bool]:
+    """Stop the live processes of every episode (re-read: a supervisor may just have finalised), and mark each
+    `started` report whose run is gone interrupted. Returns what was stopped, the survivors, and whether a report was
+    marked."""
+    stopped: list[str] = []
+    survivors: list[int] = []
+    marked = False
+    for run in arm_runs(env.output_dir / arm):
+        report = run.report
+        supervised = report is not None and report.status == "started" and supervisor_alive(report)
+        if report is None or (supervised and run.number not in overdue):
+            continue  # a live supervisor was asked above; it stops its own
+        live = live_processes([(run.number, report)])
+        gone = report.status == "started"
+        if not live and not gone:
+            continue
+        for role in STOP_ORDER:
+            record = report.processes.get(role)
+            if record is None:
+                continue
+            outcome = stop_recorded(record, grace_s=grace_s)
+            if outcome.was_running:
+                stopped.append(f"{run.run_dir.name} {role}")
+                survivors += outcome.survivors
+            if outcome.contained:
+                notes.append(
+                    f"{run.run_dir.name} {role}: pids {outcome.contained} had left its process group and owner token; "
+                    "found in its cgroup"
+                )
+        if gone:
+            why = "its mcu-arms run did not finalise" if supervised else "its mcu-arms run is gone (stale report)"
+            notes.append(f"{run.run_dir.name}: {why}")
+            report.status = "interrupted"
+            report.failure = Failure(process=None, reason=f"stopped by mcu-arms stop (pid {os.getpid()}): {why}")
+            report.finished_at = iso_seconds(env.clock())
+            run.run_dir.write_report(report)
+            marked = True
+    return stopped, survivors, marked
 
 
 def stop_arms(env: Environment, names: list[str], grace_s: float = DEFAULT_STOP_GRACE_S) -> list[StopResult]:
