@@ -140,7 +140,7 @@ def test_a_symlinked_stub_is_replaced_never_written_through(local_dir, tmp_path)
     home = build_codex_home("arm1", local_dir / "codex", auth, {}, NOW)
     assert personal.read_text() == "my personal instructions"
     assert not (home.home / "AGENTS.md").is_symlink() and (home.home / "AGENTS.md").stat().st_size == 0
-    assert any("AGENTS.md was a symlink" in action for action in home.actions)
+    assert any("AGENTS.md was a symbolic link" in action for action in home.actions)
 
 
 def test_a_copied_credential_is_moved_aside_and_linked(local_dir, tmp_path):
@@ -181,7 +181,7 @@ def test_corrupt_thread_history_is_moved_aside(local_dir, tmp_path):
     assert not bad.exists()
     assert (home.sqlite_dir / "thread_history_1.sqlite.corrupt-20261130T120000").exists()
     assert good.exists()
-    assert any("integrity_check" in warning for warning in again.warnings)
+    assert any("thread_history_1.sqlite is malformed" in warning for warning in again.warnings)
 
 
 def test_codex_home_exports_evaluated_in_a_shell_give_the_purple_its_run_environment(env, tmp_path):
@@ -345,3 +345,19 @@ def test_sqlite_paths_on_a_network_filesystem_are_refused(fstype, refused, tmp_p
         assert fstype in reason and "local disk" in reason
     partitions[0] = Partition("/", fstype)
     assert network_filesystem_reason(tmp_path / "home", partitions) is None  # the longest mount wins
+
+
+def test_doctor_says_whether_every_process_of_an_arm_can_be_found(tmp_path, env, monkeypatch):
+    import mcu_arms.doctor as doctor
+    from mcu_arms.containment import ContainmentSupport, containment_support
+
+    (tmp_path / "arms").mkdir()
+    (tmp_path / "arms" / "a.toml").write_text(ARM.format(green=9500))
+    host = containment_support()
+    checks = {c["name"]: c for c in json.loads(invoke(tmp_path, env, "doctor", "--json").out)["checks"]}
+    assert checks["process containment"]["status"] == ("ok" if host.cgroup is not None else "warn")
+    monkeypatch.setattr(doctor, "containment_support", lambda: ContainmentSupport(None, "no cgroup v2 hierarchy is mounted", True))
+    lacking = {c["name"]: c for c in json.loads(invoke(tmp_path, env, "doctor", "--json").out)["checks"]}
+    row = lacking["process containment"]
+    assert row["status"] == "warn" and "no cgroup v2 hierarchy is mounted" in row["detail"]
+    assert "scrubs its environment" in row["detail"] and "subreaper" in row["detail"]
