@@ -22,6 +22,7 @@ import psutil
 from pydantic import BaseModel
 
 from mcu_arms.arms.spec import ArmSpec
+from mcu_arms.containment import containment_support
 from mcu_arms.contracts.catalog import CODEX_AGENTS
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.preflight import CheckStatus, HostCheck
@@ -174,6 +175,28 @@ def memory_check(specs: list[ArmSpec]) -> Check:
     )
 
 
+def containment_check(specs: list[ArmSpec]) -> Check:
+    """Can every process an arm starts be found again, even one that leaves its session and scrubs its environment?"""
+    names = [spec.name for spec in specs]
+    support = containment_support()
+    if support.cgroup is not None:
+        detail = (
+            f"cgroup v2 under {support.cgroup}: every process an arm starts is found and stopped, even one that "
+            "leaves its session and scrubs its environment, even after `mcu-arms run` itself was killed"
+        )
+        return Check(name="process containment", status="ok", detail=detail, needed_by=names)
+    fallback = (
+        "mcu-arms run becomes a subreaper: such a process is found while the run lives, not after it was killed"
+        if support.subreaper
+        else "no subreaper either (not Linux): such a process is not found"
+    )
+    detail = (
+        f"no writable cgroup v2 ({support.cgroup_reason}); a process that leaves its session and scrubs its "
+        f"environment escapes the process group and owner token; {fallback}"
+    )
+    return Check(name="process containment", status="warn", detail=detail, needed_by=names)
+
+
 def run_doctor(specs: list[ArmSpec], env: Mapping[str, str]) -> DoctorReport:
     checks: list[Check] = []
     minestudio_arms = [s.name for s in specs if s.simulator == "minestudio"]
@@ -199,6 +222,7 @@ def run_doctor(specs: list[ArmSpec], env: Mapping[str, str]) -> DoctorReport:
         checks.append(cuda_check(env, steve1_specs))
     if specs:
         checks.append(memory_check(specs))
+        checks.append(containment_check(specs))
     return DoctorReport(checks=checks)
 
 

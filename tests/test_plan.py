@@ -179,7 +179,7 @@ def test_secrets_in_env_are_redacted(project, env):
 
 
 def test_redaction_is_stable_and_idempotent():
-    from mcu_arms.contracts.settings import redact
+    from mcu_arms.contracts.redaction import redact
 
     once = redact("OPENAI_API_KEY", "sk-one")
     assert once.startswith("***") and "sk-one" not in once
@@ -307,9 +307,11 @@ def test_a_provider_is_passed_by_variable_name_and_fingerprinted(project, env):
     )
     write_arm(project, "local", provider)
     plans = {p["arm"]: p for p in plan_json(project, env, "--dry-run", "--arm", "plain", "--arm", "local")["plans"]}
-    argv = plans["local"]["processes"][1]["argv"]
+    purple = plans["local"]["processes"][1]
+    argv = purple["argv"]
     assert argv[argv.index("--provider-env-key") + 1] == "LOCAL_API_KEY"
-    assert argv[argv.index("--provider-base-url") + 1] == "http://127.0.0.1:8000/v1"
+    assert "--provider-base-url" not in argv  # a URL can carry a credential: it goes through the environment
+    assert purple["env"]["MCU_ARMS_PROVIDER_BASE_URL"] == "http://127.0.0.1:8000/v1"
     assert plans["local"]["fingerprint"] != plans["plain"]["fingerprint"]
     assert not any("[codex] model is unset" in warning for warning in plans["local"]["warnings"])
     write_arm(project, "pasted", provider.replace('"LOCAL_API_KEY"', '"sk-abc-123"'))

@@ -22,6 +22,7 @@ from mcu_arms.arms.spec import (
     known_arms_text,
     load_arm,
 )
+from mcu_arms.contracts.addresses import http_url, is_loopback
 from mcu_arms.contracts.catalog import CODEX_AGENTS, DEFAULT_RESET_MODE, FRAME_READING_AGENTS, capped_steps
 from mcu_arms.contracts.errors import UserError, toml_line, user_error
 from mcu_arms.contracts.rubric import AUTO_EVAL_ENV
@@ -228,8 +229,14 @@ def build_plan(
     settings, compaction = resolve_settings(spec, warnings)
     host = spec.ports.host
     run_dir = RunDir(env.output_dir / spec.name / episode_name(episode))
-    green_url = f"http://{host}:{green_port}"
-    purple_url = f"http://{host}:{purple_port}"
+    green_url = http_url(host, green_port)
+    purple_url = http_url(host, purple_port)
+    exposed = not is_loopback(host)
+    if exposed:
+        warnings.append(
+            f"ports.host {host} is not loopback (expose = true): the green and purple listen beyond this host; "
+            "each requires its per-run token, but the network can reach them"
+        )
 
     codex_home = sqlite_dir = codex_auth = None
     purple_env: dict[str, str] = dict(settings.env)
@@ -246,6 +253,8 @@ def build_plan(
             warnings.append(f"the codex credential {auth} does not exist yet; `run` will refuse to start this arm")
     if spec.cuda_device is not None:
         purple_env["CUDA_VISIBLE_DEVICES"] = spec.cuda_device
+    options = purple_options(settings, run_dir)
+    purple_env.update(options.environment())
     _refuse_env_that_isolation_sets(settings.env, purple_env, source)
     green_env = _green_rubric_env(settings, env.env, warnings)
     if settings.obs_encoding == "jpeg_bgr" and settings.agent in FRAME_READING_AGENTS:
@@ -255,9 +264,11 @@ def build_plan(
         )
 
     serve = _mcu_arms_argv() + ["serve"]
+    expose = ["--expose"] if exposed else []
     purple_argv = serve + ["purple", "--agent", settings.agent, "--host", host, "--port", str(purple_port),
-                           "--card-url", purple_url] + purple_options(settings, run_dir).argv()
-    green_argv = serve + ["green", "--host", host, "--port", str(green_port), "--card-url", green_url]
+                           "--card-url", purple_url, *expose] + options.argv()
+    green_argv = serve + ["green", "--host", host, "--port", str(green_port), "--card-url", green_url, *expose,
+                          "--output-root", str(run_dir.path)]
     client_argv = _mcu_arms_argv() + ["evaluate", str(run_dir.scenario), "--events", str(run_dir.events)]
     processes = [
         ProcessPlan(role="green", argv=green_argv, env=green_env, cwd=str(env.cwd), log=str(run_dir.log("green")),
@@ -367,8 +378,13 @@ def plan_specs(specs: list[tuple[ArmSpec, Path]], overrides: Overrides, env: Env
         raise UserError("--green-port/--purple-port apply to one arm; give ports in each arm file instead")
     _check_unique([(spec.name, source) for spec, source in specs], "arm name", key="name")
 
-    from mcu_arms.isolation.ports import pick_free_port
+    from mcu_arms.isolation.ports import local_address_reason, pick_free_port
 
+    for spec, source in specs:
+        reason = local_address_reason(spec.ports.host)
+        if reason:
+            raise UserError(reason, path=source, line=_line(source, "ports.host"), key="ports.host",
+                            allowed="127.0.0.1, ::1, or with expose = true an address of this host, 0.0.0.0 or ::")
     fixed: set[int] = set()
     for spec, _ in specs:
         for port in (spec.ports.green, spec.ports.purple):

@@ -17,6 +17,7 @@ from pydantic import (
     model_validator,
 )
 
+from mcu_arms.contracts.addresses import is_loopback, parse_host
 from mcu_arms.contracts.catalog import (
     AGENT_KINDS,
     CATEGORIES,
@@ -26,7 +27,7 @@ from mcu_arms.contracts.catalog import (
     STATE_AGENTS,
     ResetMode,
 )
-from mcu_arms.contracts.errors import Problem, UserError, toml_decode_line, user_error
+from mcu_arms.contracts.errors import NESTED_TOO_DEEPLY, Problem, UserError, toml_decode_line, user_error
 from mcu_arms.contracts.game_state import DEFAULT_OBSERVE, OBSERVE_MODES, STATE_SIMULATORS, wants_frame, wants_state
 from mcu_arms.contracts.planned import (
     DEFAULT_PLANNER_TIMEOUT_S,
@@ -65,7 +66,7 @@ SESSION_TURNS_ZERO_REASON = (
 class _Strict(BaseModel):
     """Unknown keys are errors, and so are wrong TOML types: `compact = "yes"` or `steps = "100"` is not coerced."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
 class SettingConflict(ValueError):
@@ -80,6 +81,7 @@ class PortsSpec(_Strict):
     green: int | str
     purple: int | str
     host: str = "127.0.0.1"
+    expose: bool = False  # a host beyond loopback opens the arm to the network: it must be asked for
 
     @field_validator("green", "purple", mode="before")
     @classmethod
@@ -87,6 +89,21 @@ class PortsSpec(_Strict):
         if value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and 1024 <= value <= 65535):
             return value
         raise ValueError(f"{value!r} is not a port between 1024 and 65535, nor \"auto\"")
+
+    @field_validator("host")
+    @classmethod
+    def _ip_literal(cls, value: str) -> str:
+        return str(parse_host(value))
+
+    @model_validator(mode="after")
+    def _exposure_asked_for(self) -> "PortsSpec":
+        if not is_loopback(self.host) and not self.expose:
+            raise SettingConflict(
+                "ports.host",
+                f"{self.host} is not a loopback address: the arm's servers would be reachable from the network; "
+                "set expose = true in [ports] to allow it (each server still requires its per-run token)",
+            )
+        return self
 
 
 class CodexSpec(_Strict):
@@ -198,9 +215,11 @@ class ArmSpec(_Strict):
     @field_validator("env")
     @classmethod
     def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
-        for key in value:
+        for key, text in value.items():
             if not re.fullmatch(ENV_NAME_PATTERN, key):
                 raise ValueError(f"'{key}' is not a valid environment variable name")
+            if "\x00" in text:  # the value itself is not repeated: it may be a secret
+                raise SettingConflict(f"env.{key}", "the value contains a NUL byte, which no environment can hold")
         return value
 
     @field_validator("seeds")
@@ -318,7 +337,9 @@ ALLOWED: dict[str, str] = {
     "steve1_condition": "a non-empty text STEVE-1 is conditioned on for every task, for agent = \"steve1\" only",
     "ports.green": "a port 1024-65535 or \"auto\"",
     "ports.purple": "a port 1024-65535 or \"auto\"",
-    "ports.host": "the IP address both agents bind to and are reached at (default 127.0.0.1)",
+    "ports.host": "the IP address both agents bind to and are reached at: 127.0.0.1 (default), ::1, or with "
+    "expose = true a local address or 0.0.0.0 / ::",
+    "ports.expose": "true or false: true allows a ports.host beyond loopback",
     "codex.provider_wire_api": "responses (the only wire API codex still speaks)",
     "codex.provider_env_key": "the NAME of the environment variable holding the provider's API key, not the key",
     "video_eval": "true or false",
@@ -388,6 +409,8 @@ def parse_arm(text: str, path: Path) -> ArmSpec:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise UserError(f"not valid TOML: {error}", path=path, line=toml_decode_line(error)) from None
+    except RecursionError:
+        raise UserError(NESTED_TOO_DEEPLY, path=path) from None
     data.setdefault("name", path.stem)
     try:
         return ArmSpec.model_validate(data)

@@ -9,6 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from mcu_arms.contracts.text import MAX_MESSAGE_CHARS, shown_text
 from mcu_arms.cli.common import environment, print_json, reports_user_errors
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.environment import Environment
@@ -96,7 +97,7 @@ def render(result: ComparisonResult, env: Environment) -> None:
         if arm.status in ("failed", "interrupted", "started"):
             process = f" ({arm.failure_process})" if arm.failure_process else ""
             reason = arm.failure_reason or "no failure recorded"
-            console.print(f"[bold red]{arm.arm} {arm.status}{process}:[/] {escape(reason)}", soft_wrap=True)
+            console.print(f"[bold red]{arm.arm} {arm.status}{process}:[/] {escape(shown_text(reason, MAX_MESSAGE_CHARS))}", soft_wrap=True)
             for role, path in arm.logs.items():
                 console.print(f"  {role}: {escape(path)}", highlight=False, soft_wrap=True)
 

@@ -41,7 +41,7 @@ def render_plan(plan: ArmPlan, env: Environment) -> None:
     settings = Table.grid(padding=(0, 2))
     settings.add_column(style="bold")
     settings.add_column()
-    for key, value in plan.settings.model_dump().items():
+    for key, value in plan.settings.redacted().model_dump().items():
         if value is None or (key == "env" and not value):
             continue
         shown = ", ".join(f"{k}=***" for k in value) if key == "env" else value

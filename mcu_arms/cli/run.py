@@ -12,10 +12,12 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+
 from mcu_arms.cli.common import environment, print_json, reports_user_errors
 from mcu_arms.cli.options import with_overrides
 from mcu_arms.cli.plan import ARM_OPTION, DRY_RUN_OPTION, FILES_ARGUMENT, planned, show_plans
 from mcu_arms.contracts.settings import Overrides
+from mcu_arms.contracts.text import MAX_MESSAGE_CHARS, shown_text
 from mcu_arms.doctor import refuse_blocked
 from mcu_arms.environment import Environment, fits
 from mcu_arms.isolation.host import host_parallelism
@@ -106,8 +108,8 @@ OUTCOME_COLUMNS = ("score", "steps", "milestones", "alerts", "report / reason")
 
 def _where(arm: ArmOutcome, env: Environment) -> tuple[str, str]:
     """("reason", why it failed or was skipped), else ("report", where its report is)."""
-    if arm.failure is not None:
-        return "reason", f"{arm.failure.process or 'mcu-arms'}: {arm.failure.reason}"
+    if arm.failure is not None:  # a reason may quote an agent: neutralised and bounded
+        return "reason", shown_text(f"{arm.failure.process or 'mcu-arms'}: {arm.failure.reason}", MAX_MESSAGE_CHARS)
     if arm.status == "skipped":
         return "reason", arm.message
     return "report", env.shown(arm.report_path) if arm.report_path else ""

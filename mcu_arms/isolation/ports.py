@@ -16,11 +16,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import psutil
-from filelock import FileLock
 
 from mcu_arms.atomic import write_json_atomic
+from mcu_arms.contracts.addresses import bind_address, is_loopback, is_wildcard, parse_host, reach_address, socket_family
 from mcu_arms.contracts.errors import UserError
-from mcu_arms.layout import state_dir
+from mcu_arms.isolation.locks import locked
+from mcu_arms.layout import STATE_DIR_ENV, prepared_state_dir, state_dir
 
 
 @dataclass(frozen=True)
@@ -34,12 +35,25 @@ class PortHolder:
         return f"pid {self.pid} ({self.name or 'unknown'})"
 
 
+def local_address_reason(host: str) -> str | None:
+    """Why `host` cannot be bound on this machine (not an IP, or not one of its addresses), or None."""
+    try:
+        address = parse_host(host)
+    except ValueError as error:
+        return str(error)
+    if is_loopback(host) or is_wildcard(host):
+        return None
+    local = {entry.address.split("%")[0] for entries in psutil.net_if_addrs().values() for entry in entries}
+    if str(address) not in local:
+        return f"{host} is not an address of this host (its addresses: {', '.join(sorted(local)) or 'none'})"
+    return None
+
+
 def _bind_probe(host: str, port: int) -> OSError | None:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
+    with socket.socket(socket_family(host), socket.SOCK_STREAM) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            probe.bind((host, port))
+            probe.bind((bind_address(host), port))
             probe.listen(1)
         except OSError as error:
             return error
@@ -47,10 +61,9 @@ def _bind_probe(host: str, port: int) -> OSError | None:
 
 
 def _accepts_connections(host: str, port: int) -> bool:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
+    with socket.socket(socket_family(host), socket.SOCK_STREAM) as probe:
         probe.settimeout(0.5)
-        return probe.connect_ex((host, port)) == 0
+        return probe.connect_ex((reach_address(host), port)) == 0
 
 
 def listener_pids(port: int) -> set[int]:
@@ -96,10 +109,9 @@ def busy_reason(host: str, port: int) -> str | None:
 def pick_free_port(host: str, avoid: Iterable[int] = ()) -> int:
     """A port the OS reports free now (for `"auto"`), not one in `avoid`."""
     avoid_set = set(avoid)
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
     for _ in range(64):
-        with socket.socket(family, socket.SOCK_STREAM) as probe:
-            probe.bind((host, 0))
+        with socket.socket(socket_family(host), socket.SOCK_STREAM) as probe:
+            probe.bind((bind_address(host), 0))
             port = probe.getsockname()[1]
         if port not in avoid_set and busy_reason(host, port) is None:
             return port
@@ -112,12 +124,12 @@ class PortRegistry:
     def __init__(self, env: Mapping[str, str]) -> None:
         self.directory = state_dir(env)
         self.path = self.directory / "ports.json"
-        self.lock = FileLock(str(self.directory / "ports.json.lock"))
+        self.lock_path = self.directory / "ports.json.lock"
 
     def _load(self) -> dict[str, dict]:
         try:
             return json.loads(self.path.read_text())
-        except (FileNotFoundError, json.JSONDecodeError):
+        except (FileNotFoundError, json.JSONDecodeError, RecursionError):
             return {}
 
     def _save(self, entries: dict[str, dict]) -> None:
@@ -137,9 +149,28 @@ class PortRegistry:
 
         `ports` maps port -> role (for messages). Raises UserError naming every busy port; nothing is signalled.
         """
-        self.directory.mkdir(parents=True, exist_ok=True)
+        prepared_state_dir(self.directory)
         me = psutil.Process()
-        with self.lock:
+        try:
+            self._claim(host, ports, owner, me)
+        except OSError as error:
+            raise UserError(
+                f"the port registry cannot be used: {error.strerror or error}",
+                path=error.filename or self.path,
+                key=STATE_DIR_ENV,
+            ) from None
+        try:
+            yield
+        finally:
+            with locked(self.lock_path):
+                entries = self._load()
+                for port in ports:
+                    if entries.get(f"{host}:{port}", {}).get("pid") == me.pid:
+                        del entries[f"{host}:{port}"]
+                self._save(entries)
+
+    def _claim(self, host: str, ports: Mapping[int, str], owner: str, me: psutil.Process) -> None:
+        with locked(self.lock_path):
             entries = {key: value for key, value in self._load().items() if self._alive(value)}
             problems = []
             for port, role in ports.items():
@@ -159,12 +190,3 @@ class PortRegistry:
             for port in ports:
                 entries[f"{host}:{port}"] = {"pid": me.pid, "create_time": me.create_time(), "owner": owner}
             self._save(entries)
-        try:
-            yield
-        finally:
-            with self.lock:
-                entries = self._load()
-                for port in ports:
-                    if entries.get(f"{host}:{port}", {}).get("pid") == me.pid:
-                        del entries[f"{host}:{port}"]
-                self._save(entries)

@@ -165,6 +165,14 @@ def _file_size(path: Path | None) -> int:
         return 0
 
 
+def _copy_private(template: Path, target: Path) -> None:
+    """Copy a template tree as private as the agent's other files (it becomes the agent's memory): files take this
+    process's umask, not the template's modes, and directories are 0700."""
+    shutil.copytree(template, target, copy_function=shutil.copyfile)
+    for directory in (target, *(path for path in target.rglob("*") if path.is_dir())):
+        directory.chmod(0o700)
+
+
 class CodexPolicy(Policy):
     """One episode of a codex-driven agent, in its own directory under options.output_dir."""
 
@@ -241,7 +249,7 @@ class CodexPolicy(Policy):
         (self.workdir / "turns").mkdir()
         self._task = payload.text
         if self.kind == "worldmodel":
-            shutil.copytree(TEMPLATES_DIR / "worldmodel_memory", self.workdir / "memory")
+            _copy_private(TEMPLATES_DIR / "worldmodel_memory", self.workdir / "memory")
         else:
             (self.workdir / NOTES_FILE).write_text(f"# Notes for: {payload.text}\n", encoding="utf-8")
         self._system_prompt = self._render_system_prompt(payload)

@@ -292,15 +292,23 @@ def _known_arms(env: Environment) -> str:
     return ", ".join(sorted(names)) or "none in arms/ or output/"
 
 
-def episode_reports(output_dir: Path) -> dict[int, tuple[Path, RunReport]]:
-    """Every run of an arm that wrote a report, by episode number (plan-only dirs have none and are skipped)."""
-    found: dict[int, tuple[Path, RunReport]] = {}
+def _readable_runs(name: str, output_dir: Path, episode: int | None, flags: list[Flag]) -> dict[int, tuple[Path, RunReport]]:
+    """Every run of the arm that wrote a readable report, by episode number (plan-only dirs have none). An
+    unreadable report is an error only when it is the run asked for (--run N) or the arm has no other; otherwise
+    it is flagged and the others are compared."""
+    runs: dict[int, tuple[Path, RunReport]] = {}
+    unreadable: dict[int, str] = {}
     for run in arm_runs(output_dir):
         if run.report_error:
-            raise UserError(run.report_error)
-        if run.report is not None:
-            found[run.number] = (run.run_dir.report, run.report)
-    return dict(sorted(found.items()))
+            unreadable[run.number] = run.report_error
+        elif run.report is not None:
+            runs[run.number] = (run.run_dir.report, run.report)
+    runs = dict(sorted(runs.items()))
+    if episode in unreadable or (unreadable and not runs):
+        raise UserError(unreadable.get(episode) or next(iter(unreadable.values())))
+    for number, error in unreadable.items():
+        flags.append(Flag(kind="unreadable_run", arm=name, message=f"episode {number} skipped: {error}"))
+    return runs
 
 
 def _pick_run(
@@ -375,7 +383,7 @@ def _replicates(
 
 def _arm_result(target: ArmTarget, episode: int | None, flags: list[Flag]) -> tuple[ArmResult, RunReport | None]:
     """The arm's row and the report it came from (None when the arm never ran)."""
-    runs = episode_reports(target.output_dir)
+    runs = _readable_runs(target.name, target.output_dir, episode, flags)
     picked = _pick_run(target.name, runs, episode, flags)
     source = str(target.source) if target.source else None
     episodes = {n: report.status for n, (_, report) in runs.items()}

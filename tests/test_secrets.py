@@ -1,0 +1,154 @@
+"""Secrets are recognised by name and by value: canaries of every shape, planted in an arm's [env] and its provider
+URL, never appear in any file under output/ or logs/, in the plan, in what `plan` and `run` print, or on the
+command line of any process the arm starts. And what holds the agent's conversation is private (0700 / 0600)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import psutil
+import pytest
+from run_helpers import Started, cli_env, wait_for
+
+from mcu_arms.contracts.redaction import is_secret_name, mask_known, redact, redact_env, scrub, secret_values
+
+FAKE_CODEX_DIR = Path(__file__).parent / "fake_codex"
+CANARIES = {
+    "DB_PASS": "canary1-db-pass",
+    "HF_PAT": "canary2-hf-pat",
+    "SERVICE_TOKEN": "canary3-token",
+    "DATABASE_URL": "postgres://admin:canary4-userinfo@db.internal:5432/runs",
+    "WEBHOOK": "https://hooks.example/x?api_key=canary5-query&sig=canary6-signature",
+    "EXTRA_ARGS": "--password=canary7-flag --level 3",
+    "LOOKS_HARMLESS": "sk-canary8abcdefghijklmnopqrstuv",
+    "GH_READER": "ghp_canary9ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+}
+PROVIDER_URL = "https://bob:canary10-provider@llm.internal/v1?api_key=canary11-provider"
+SECRET_PARTS = ["canary1-db-pass", "canary2-hf-pat", "canary3-token", "canary4-userinfo", "canary5-query",
+                "canary6-signature", "canary7-flag", "canary8abcdefghijklmnop", "canary9ABCDEFGHIJKLMNOP",
+                "canary10-provider", "canary11-provider"]  # fmt: skip
+
+
+def test_secret_names_are_recognised_without_catching_path_or_pwd():
+    for name in ("DB_PASS", "HF_PAT", "OPENAI_API_KEY", "MY_APIKEY", "GH_TOKEN", "SECRET", "DB_PASSWD", "AUTH",
+                 "OAUTH", "AWS_SECRET_ACCESS_KEY", "client_secret", "X-Amz-Signature", "sig", "Authorization"):
+        assert is_secret_name(name), name
+    for name in ("PATH", "PWD", "OLDPWD", "HOME", "LEVEL", "MAX_TOKENS", "BYPASS_CACHE", "AUTHOR", "SPATIAL"):
+        assert not is_secret_name(name), name
+
+
+def test_values_are_scrubbed_by_shape_and_masks_are_stable_and_idempotent():
+    for name, value in CANARIES.items():
+        shown = redact(name, value)
+        assert not any(part in shown for part in SECRET_PARTS), (name, shown)
+        assert redact(name, shown) == shown
+    assert redact("DATABASE_URL", CANARIES["DATABASE_URL"]).startswith("postgres://admin:***")
+    assert redact("DATABASE_URL", CANARIES["DATABASE_URL"]).endswith("@db.internal:5432/runs")
+    assert scrub("https://token-only@host/x") .startswith("https://***") and scrub("plain text") == "plain text"
+    assert redact_env({"LEVEL": "3"}) == {"LEVEL": "3"}
+    assert redact("A_KEY", "one") != redact("A_KEY", "two")
+    secrets = secret_values(CANARIES, ["a-run-token-value"])
+    leaked = "; ".join([*CANARIES.values(), "a-run-token-value"])
+    assert not any(part in mask_known(leaked, secrets) for part in [*SECRET_PARTS[:9], "a-run-token-value"])
+
+
+ARM = """agent = "{agent}"
+task = "mine_diamond_from_scratch"
+simulator = "embedded"
+steps = 12
+step_timeout = 15
+save_frames = false
+
+[ports]
+green = "auto"
+purple = "auto"
+
+[codex]
+provider_base_url = "{url}"
+
+[env]
+FAKE_CODEX_MODE = "ok"
+{env}
+"""
+
+
+def _every_file(*roots: Path) -> list[Path]:
+    return [path for root in roots if root.exists() for path in root.rglob("*") if path.is_file()]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("agent", ["random", "prolong", "worldmodel"])
+def test_canaries_never_reach_a_file_the_plan_the_terminal_or_an_argv(tmp_path: Path, agent: str) -> None:
+    project = tmp_path / "project"
+    (project / "arms").mkdir(parents=True)
+    env_lines = "\n".join(f"{name} = {json.dumps(value)}" for name, value in CANARIES.items())
+    (project / "arms" / "canary.toml").write_text(ARM.format(agent=agent, url=PROVIDER_URL, env=env_lines))
+    root = Path(tempfile.mkdtemp(prefix="mcu-codex-canary-", dir="/var/tmp"))
+    try:
+        auth = root / "auth.json"
+        auth.write_text('{"auth_mode": "apikey"}')
+        env = {key: value for key, value in cli_env(tmp_path / "state").items() if not key.startswith("CODEX_")}
+        env.update(PATH=f"{FAKE_CODEX_DIR}{os.pathsep}{env['PATH']}", MCU_CODEX_ROOT=str(root / "homes"),
+                   MCU_CODEX_AUTH=str(auth))  # fmt: skip
+        printed = []
+        for args in (("plan", "--dry-run", "--arm", "canary"), ("plan", "--dry-run", "--json", "--arm", "canary"),
+                     ("plan", "--arm", "canary")):  # fmt: skip
+            done = subprocess.run([sys.executable, "-m", "mcu_arms", *args], cwd=project, env=env,
+                                  capture_output=True, text=True, timeout=120)  # fmt: skip
+            assert done.returncode == 0, done.stdout + done.stderr
+            printed.append(done.stdout + done.stderr)
+
+        run = Started(project, tmp_path / "state", "run", "--arm", "canary", env=env)
+        argv_seen: list[str] = []
+        try:
+            def arm_started() -> bool:
+                children = psutil.Process(run.popen.pid).children()
+                argv_seen.extend(" ".join(child.cmdline()) for child in children if _alive(child))
+                return len(children) >= 3 or run.popen.poll() is not None
+
+            wait_for(arm_started, "green, purple and client to be running", timeout=120)
+            assert run.wait(timeout=300) == 0, run.output
+        finally:
+            run.kill_if_running()
+        printed.append(run.output)
+        assert any("serve purple" in argv for argv in argv_seen) and any("serve green" in argv for argv in argv_seen)
+
+        files = _every_file(project / "output", project / "logs")
+        assert any(path.name == "purple.log" for path in files) and any(path.name == "plan.json" for path in files)
+        for path in files:
+            text = path.read_bytes().decode("utf-8", errors="replace")
+            assert not [part for part in SECRET_PARTS if part in text], path
+        for text in [*printed, *argv_seen]:
+            assert not [part for part in SECRET_PARTS if part in text], text[:2000]
+        episode = project / "output" / "canary" / "episode_002"
+        plan = json.loads((episode / "plan.json").read_text())
+        assert plan["settings"]["env"]["DATABASE_URL"].startswith("postgres://admin:***")
+        assert plan["settings"]["provider_base_url"].startswith("https://bob:***")
+        _assert_private(episode, conversation=agent != "random")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _alive(process: psutil.Process) -> bool:
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+
+def _assert_private(episode: Path, *, conversation: bool) -> None:
+    """Every directory of the episode 0700 and every file 0600: turn prompts, events, memory and logs included."""
+    entries = [episode, *episode.rglob("*")]
+    modes = {str(path.relative_to(episode)): stat.S_IMODE(path.lstat().st_mode) for path in entries
+             if not path.is_symlink()}  # fmt: skip
+    assert {path: mode for path, mode in modes.items() if mode & 0o077} == {}
+    if conversation:
+        assert any("/turns/" in path and path.endswith("prompt.md") for path in modes), sorted(modes)[:20]
