@@ -80,8 +80,7 @@ def test_after_a_sigkilled_run_a_rerun_refuses_status_lists_and_stop_ends_the_or
         assert f"green pid {orphans['green']}" in rerun.stderr and "Traceback" not in rerun.stderr
         assert not (project / "output" / "arm" / "episode_002").exists()  # no episode beside the orphans
 
-        planned = run_cli(project, state, "plan", "--arm", "arm")  # a newer episode: the orphans are not in it
-        assert planned.returncode == 0, planned.stdout + planned.stderr
+        (project / "output" / "arm" / "episode_002").mkdir()  # a newer episode: the orphans are not in it
         listed = _status(project, state, "--arm", "arm")["arm"]
         assert listed["episode"] == 2 and listed["state"] == "no report"
         live = {(p["episode"], p["role"], p["pid"]) for p in listed["live_elsewhere"]}

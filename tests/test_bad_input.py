@@ -72,7 +72,7 @@ def test_a_nul_byte_in_an_env_value_is_refused_at_plan_without_showing_the_value
 def test_an_output_that_is_a_file_is_a_clear_error(tmp_path: Path):
     arm_file(tmp_path)
     (tmp_path / "output").write_text("not a directory")
-    error = refused(tmp_path, tmp_path / "state", "plan", "--arm", "a")
+    error = refused(tmp_path, tmp_path / "state", "run", "--arm", "a")
     assert "output" in error and "cannot create the episode directory" in error
 
 
@@ -85,7 +85,7 @@ def test_a_read_only_output_is_a_clear_error(tmp_path: Path):
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
     try:
-        error = refused(tmp_path, tmp_path / "state", "plan", "--arm", "a")
+        error = refused(tmp_path, tmp_path / "state", "run", "--arm", "a")
         assert "Read-only file system" in error and str(output / "a") in error
     finally:
         subprocess.run(["umount", str(output)], check=True)

@@ -234,7 +234,8 @@ def test_a_real_03_agentbeats_client_reads_results0_total_score_from_our_artifac
     script = tmp_path / "legacy_eval_client.py"
     script.write_text(LEGACY_EVAL_CLIENT)
     port = free_port()
-    green = ServerProcess(["serve", "green", "--host", HOST, "--port", str(port)], tmp_path / "green.log", port)
+    green = ServerProcess(["serve", "green", "--host", HOST, "--port", str(port), "--output-root", str(tmp_path)],
+                          tmp_path / "green.log", port)  # fmt: skip
     purple = ScriptedPurple(TABLE_SCRIPT)
     try:
         green.wait_ready()

@@ -334,7 +334,7 @@ def test_mcu_auto_eval_dir_switches_the_rubric_and_every_result_names_it(
     FakeModelService.answer = "Task Progress:\n- evidence: walked about\n- Task Progress: 4\n- Action Control: 5\n"
     purple = ScriptedPurple([])
     with running_app(lambda url: build_test_purple(purple, url)) as purple_url, \
-            running_app(green_server.build_green_app) as green_url:
+            running_app(lambda url: green_server.build_green_app(url, output_root=tmp_path)) as green_url:
         evaluation = evaluate(
             green_url,
             request_for(purple_url, tmp_path / "out", task_category="crafting", tasks=["craft_furnace"], max_steps=3,

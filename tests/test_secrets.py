@@ -127,7 +127,7 @@ def test_canaries_never_reach_a_file_the_plan_the_terminal_or_an_argv(tmp_path: 
             assert not [part for part in SECRET_PARTS if part in text], path
         for text in [*printed, *argv_seen]:
             assert not [part for part in SECRET_PARTS if part in text], text[:2000]
-        episode = project / "output" / "canary" / "episode_002"
+        episode = project / "output" / "canary" / "episode_001"
         plan = json.loads((episode / "plan.json").read_text())
         assert plan["settings"]["env"]["DATABASE_URL"].startswith("postgres://admin:***")
         assert plan["settings"]["provider_base_url"].startswith("https://bob:***")

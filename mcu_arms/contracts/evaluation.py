@@ -210,7 +210,7 @@ class TaskMetrics(BaseModel):
         """The score as MCU-AgentBeats counts it: an unscored task (video-only without video, an episode error) is 0."""
         return self.score if self.score is not None else 0.0
 
-    @field_validator("dropped_keys", "action_adjustments", "action_formats", "sim_fallbacks")
+    @field_validator("dropped_keys", "action_adjustments", "action_formats", "sim_fallbacks", "agent_failures")
     @classmethod
     def _bounded_counts(cls, counts: dict[str, int]) -> dict[str, int]:
         return top_counts(counts)

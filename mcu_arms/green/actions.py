@@ -29,6 +29,7 @@ from mcu_arms.contracts.wire import (
     BUTTON_KEYS,
     CAMERA_KEY,
     CAMERA_LIMIT_DEGREES,
+    ActionPayload,
     EnvAction,
     noop_action,
 )
@@ -41,13 +42,13 @@ MAX_REPLY_CHARS = 1_000_000
 MAX_DROPPED_NAMES = 16
 MAX_KEY_NAME_CHARS = 64
 # Every key an action payload may carry at its top level; any other (`chat`, `commands`, ...) is dropped and counted.
-PAYLOAD_KEYS = frozenset({"type", "action_type", "action", "buttons", "camera", "reason"})
+PAYLOAD_KEYS = frozenset(ActionPayload.model_fields)
 # The keys each format reads; the others of PAYLOAD_KEYS beside it are dropped and counted too, unless null (a
 # serialised ActionPayload carries every field, the unused ones as null).
 _FORMAT_KEYS: dict[str, frozenset[str]] = {
-    "env": frozenset({"type", "action_type", "action", "reason"}),
-    "expanded": frozenset({"type", "action_type", "buttons", "camera", "reason"}),
-    "compact": frozenset({"type", "action_type", "buttons", "camera", "reason"}),
+    "env": PAYLOAD_KEYS - {"buttons", "camera"},
+    "expanded": PAYLOAD_KEYS - {"action"},
+    "compact": PAYLOAD_KEYS - {"action"},
 }
 
 # VPT / MineStudio joint button space: groups in product order (the last group varies fastest); `None` = not pressed.
@@ -144,8 +145,8 @@ def parse_payload(data: dict[str, Any]) -> ParsedAction:
     """
     failure = data.get("failure")
     if isinstance(failure, dict) and isinstance(failure.get("cause"), str) and failure["cause"]:
-        cause = failure["cause"][:64]
-        detail = str(failure.get("detail") or "")[:500]
+        cause = shown_text(failure["cause"], 64)
+        detail = shown_text(str(failure.get("detail") or ""), 500)
         parsed = noop_result("failed_turn", f"{cause}: {detail}" if detail else cause)
         parsed.failure_cause = cause
         return parsed

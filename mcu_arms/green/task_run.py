@@ -210,7 +210,7 @@ class TaskRun:
         self.adjustments: Counter[str] = Counter()
         self.formats: Counter[str] = Counter()
         self.agent_notes = NoopCauseStats()
-        self.agent_failures: Counter[str] = Counter()
+        self.agent_failures = CappedCounter()
         self.infrastructure_noops = 0
         self.infrastructure_run = 0
         self.longest_infrastructure_run = 0
@@ -359,7 +359,7 @@ class TaskRun:
         else:
             self.infrastructure_run = 0
         if parsed.failure_cause is not None:
-            self.agent_failures[parsed.failure_cause] += 1
+            self.agent_failures.add([parsed.failure_cause])
         if sim_step.no_effect:
             self.no_effect_steps += 1
         if parsed.format is not None:
@@ -482,7 +482,7 @@ class TaskRun:
             frames_dir=str(log.frames_dir) if log.frames_dir is not None else None,
             infrastructure_noops=self.infrastructure_noops,
             longest_infrastructure_run=self.longest_infrastructure_run,
-            agent_failures=dict(sorted(self.agent_failures.items())),
+            agent_failures=self.agent_failures.kept(),
             no_effect_steps=self.no_effect_steps,
         )
 
