@@ -19,12 +19,17 @@ import errno
 import os
 import re
 import sys
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 CGROUP_PARENT = "mcu-arms"
 _CHILD_CGROUP_NAME = re.compile(r"[a-z]+-[0-9a-f]{32}")
+# An empty child cgroup older than this is left over (its processes ended without a stop that removes it, e.g. after
+# the run was SIGKILLed): it has nothing left to find, and is removed when the next one is made. Younger ones may be
+# another run's, made an instant before its child joins.
+EMPTY_CGROUP_AGE_S = 300.0
 _PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -108,7 +113,23 @@ def create_cgroup(role: str) -> Cgroup | None:
         path.mkdir()
     except OSError:
         return None
+    _remove_left_over(parent)
     return Cgroup(path)
+
+
+def _remove_left_over(parent: Path) -> None:
+    now = time.time()
+    for entry in parent.iterdir():
+        cgroup = Cgroup.recorded(str(entry))
+        try:
+            old = now - entry.stat().st_mtime > EMPTY_CGROUP_AGE_S
+        except OSError:
+            continue
+        if cgroup is not None and old and not cgroup.pids():
+            try:
+                cgroup.remove()
+            except OSError:
+                continue
 
 
 def become_subreaper() -> bool:

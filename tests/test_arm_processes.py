@@ -259,3 +259,28 @@ def test_only_a_cgroup_of_the_shape_made_here_is_taken_from_a_report():
     assert Cgroup.recorded(f"/sys/fs/cgroup/mcu-arms/purple-{'0' * 32}") is not None
     if made is not None:
         assert Cgroup.recorded(str(made / f"green-{'a' * 32}")) is not None
+
+
+@needs_cgroups
+def test_an_empty_left_over_cgroup_is_removed_and_one_with_a_process_is_kept():
+    """After a run was SIGKILLed and its processes ended unstopped, their empty cgroups have nothing left to find:
+    the next one made removes them once they are old. One that still holds a process stays."""
+    import time
+
+    from mcu_arms.containment import EMPTY_CGROUP_AGE_S, create_cgroup
+
+    empty, holding = create_cgroup("client"), create_cgroup("green")
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        holding.add(sleeper.pid)
+        long_ago = time.time() - 2 * EMPTY_CGROUP_AGE_S
+        for cgroup in (empty, holding):
+            os.utime(cgroup.path, (long_ago, long_ago))
+        young = create_cgroup("purple")
+        assert not empty.path.exists() and holding.path.exists() and young.path.exists()
+        assert holding.pids() == [sleeper.pid]
+    finally:
+        sleeper.kill()
+        sleeper.wait(timeout=10)
+    for cgroup in (holding, young):
+        cgroup.remove()
