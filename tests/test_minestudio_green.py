@@ -38,7 +38,7 @@ def test_a_crash_mid_task_is_recovered_and_every_dead_entry_is_named(
     monkeypatch.setattr(green_server, "make_simulator", make)
     purple = ScriptedPurple(TABLE_SCRIPT)
     with running_app(lambda url: build_test_purple(purple, url)) as purple_url, \
-            running_app(green_server.build_green_app) as green_url:
+            running_app(lambda url: green_server.build_green_app(url, output_root=tmp_path)) as green_url:
         evaluation = evaluate(
             green_url,
             request_for(purple_url, tmp_path / "out", simulator="minestudio", task_category="explore",

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ValidationError
 
 from mcu_arms.arms.plan import apply_overrides, resolve_settings
 from mcu_arms.arms.spec import ARM_NAME_PATTERN, ArmSpec, arm_path, describe_error, load_arm
-from mcu_arms.contracts.errors import UserError, toml_decode_line, toml_line, user_error
+from mcu_arms.contracts.errors import NESTED_TOO_DEEPLY, UserError, toml_decode_line, toml_line, user_error
 from mcu_arms.contracts.settings import Overrides, differing_settings
 
 CAMPAIGN_KEYS = ("name", "description", "seeds", "replicates", "max_parallel", "retries", "baseline", "variants")
@@ -68,7 +68,7 @@ def is_campaign(path: Path) -> bool:
         return False
     try:
         return "baseline" in tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
         return path.parent.name == "campaigns"
 
 
@@ -118,6 +118,8 @@ def load_campaign(path: Path, arms_dir: Path) -> Campaign:
         raise UserError(f"cannot read the campaign file: {error}", path=path) from None
     except tomllib.TOMLDecodeError as error:
         raise UserError(f"not valid TOML: {error}", path=path, line=toml_decode_line(error)) from None
+    except RecursionError:
+        raise UserError(NESTED_TOO_DEEPLY, path=path) from None
     for key in data:
         if key not in CAMPAIGN_KEYS:
             raise _fail("unknown key", path, text, key, allowed=", ".join(CAMPAIGN_KEYS))

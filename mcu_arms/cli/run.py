@@ -12,7 +12,6 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-
 from mcu_arms.cli.common import environment, print_json, reports_user_errors
 from mcu_arms.cli.options import with_overrides
 from mcu_arms.cli.plan import ARM_OPTION, DRY_RUN_OPTION, FILES_ARGUMENT, planned, show_plans
