@@ -52,8 +52,9 @@ def open_dir_nofollow(name: str, *, dir_fd: int, create_mode: int | None = None)
         raise
 
 
-def make_dirs_nofollow(root: Path, parts: Sequence[str], mode: int = PRIVATE_DIR_MODE) -> Path:
-    """Create `root/parts[0]/parts[1]/...` one component at a time without following a link below `root`.
+def make_dirs_nofollow(root: Path, parts: Sequence[str], mode: int = 0o777) -> Path:
+    """Create `root/parts[0]/parts[1]/...` one component at a time without following a link below `root` (`mode`
+    less the umask, as mkdir makes them).
 
     LinkRefused (its filename the offending path) when a component is a link or not a directory."""
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)

@@ -1,7 +1,7 @@
 """The on-disk layout: every path of the episode tree, the `logs/` links and the host's state dir, built here only.
 
-An episode directory is private (0700): it holds the agent's conversation (turn prompts, events, memory, logs), as
-private as its CODEX_HOME.
+What holds the agent's conversation is private, as private as its CODEX_HOME: `purple/` (turn prompts, events,
+memory) and `logs/` are 0700. Results, reports and plans beside them are for sharing (atomic.py decides their modes).
 
     output/<arm>/episode_NNN/         one run; a new run never reuses an existing dir
         plan.json  scenario.toml      what was planned
@@ -259,8 +259,8 @@ def next_episode(arm_dir: Path) -> int:
 
 
 def create_run_dir(arm_dir: Path, number: int) -> RunDir:
-    """Create episode `number` (or, if another process took it meanwhile, the next free one) and its logs dir, both
-    private. A UserError naming the directory when it cannot be created (read-only, a file in the way)."""
+    """Create episode `number` (or, if another process took it meanwhile, the next free one) with its private logs
+    and purple dirs. A UserError naming the directory when it cannot be created (read-only, a file in the way)."""
     try:
         arm_dir.mkdir(parents=True, exist_ok=True)
         if not arm_dir.is_dir():
@@ -268,12 +268,13 @@ def create_run_dir(arm_dir: Path, number: int) -> RunDir:
         while True:
             path = arm_dir / episode_name(number)
             try:
-                path.mkdir(mode=PRIVATE_DIR_MODE)
+                path.mkdir()
                 break
             except FileExistsError:
                 number = next_episode(arm_dir)
-        os.chmod(path, PRIVATE_DIR_MODE)  # whatever the umask
-        (path / LOGS_DIR).mkdir(mode=PRIVATE_DIR_MODE)
+        for private in (path / LOGS_DIR, path / PURPLE_DIR):
+            private.mkdir(mode=PRIVATE_DIR_MODE)
+            os.chmod(private, PRIVATE_DIR_MODE)  # whatever the umask
     except OSError as error:
         raise UserError(
             f"cannot create the episode directory: {error.strerror or error}", path=error.filename or arm_dir

@@ -7,7 +7,8 @@ still running with the create_time recorded at launch (pids are reused), or it c
 or it sits in the cgroup made for that child (containment.py). Nothing here looks a process up by name.
 
 What children print reaches their logs neutralised (no terminal escapes), bounded per line, and with the arm's
-secrets masked wherever they turn up; children start with umask 077, so everything they write is private.
+secrets masked wherever they turn up; a child that holds a conversation (the purple) starts with umask 077, so that
+everything it writes is private.
 """
 
 from __future__ import annotations
@@ -47,8 +48,8 @@ EXIT_POLL_S = 0.05
 # Set to a fresh token in each child's environment: every descendant inherits it, so the ones that left the child's
 # process group or outlived it (reparented away) are still found, and proven ours, when the child is stopped.
 OWNER_TOKEN_ENV = "MCU_ARMS_OWNER_TOKEN"
-# What children are started with: everything they write (logs, the agent's turns and memory) is private.
-CHILD_UMASK = 0o077
+# What a child that holds the agent's conversation (turn prompts, memory) is started with: all it writes is private.
+PRIVATE_UMASK = 0o077
 # How many times a cgroup is swept for members that appeared while it was being stopped.
 CGROUP_SWEEPS = 3
 FoundBy = Literal["recorded", "owner token", "cgroup"]
@@ -277,9 +278,11 @@ class Child:
         secret_env: Mapping[str, str] | None = None,
         secrets: Sequence[str] = (),
         contain: bool = False,
+        umask: int | None = None,
     ) -> None:
         """`secret_env` is added to the child's environment but never to its plan; `secrets` are masked wherever they
-        turn up in its output; `contain` puts it in a cgroup of its own where the host allows it."""
+        turn up in its output; `contain` puts it in a cgroup of its own where the host allows it; `umask` is the one
+        it starts with (PRIVATE_UMASK for one that holds a conversation; None: this process's)."""
         self.plan = plan
         self.role = plan.role
         self.log_path = Path(plan.log)
@@ -287,6 +290,7 @@ class Child:
         self.env = {**base_env, **plan.env, **(secret_env or {}), "PYTHONUNBUFFERED": "1", OWNER_TOKEN_ENV: self.token}
         self.secrets = list(secrets)
         self.contain = contain
+        self.umask = umask
         self.cgroup: Cgroup | None = None
         self.popen: subprocess.Popen | None = None
         self.pid: int | None = None
@@ -295,8 +299,8 @@ class Child:
         self._reader: threading.Thread | None = None
 
     def start(self) -> None:
-        """Start in a new session (own process group) with umask 077, in its own cgroup when asked and possible;
-        a reader thread timestamps its output into the log."""
+        """Start in a new session (own process group), in its own cgroup when asked and possible; a reader thread
+        timestamps its output into the log."""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = open_private_append(self.log_path)
         self.cgroup = create_cgroup(self.role) if self.contain else None
@@ -309,7 +313,7 @@ class Child:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                umask=CHILD_UMASK,
+                umask=-1 if self.umask is None else self.umask,
             )
         except OSError:
             log.close()

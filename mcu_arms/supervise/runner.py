@@ -65,7 +65,7 @@ from mcu_arms.layout import (
     repoint_links,
     supervisor_log,
 )
-from mcu_arms.procs import DEFAULT_STOP_GRACE_S, AdoptedOrphans, Child, live_processes
+from mcu_arms.procs import DEFAULT_STOP_GRACE_S, PRIVATE_UMASK, AdoptedOrphans, Child, live_processes
 from mcu_arms.supervise.alerts import AlertMonitor
 from mcu_arms.supervise.live import REFRESH_PER_SECOND, View, make_view
 from mcu_arms.supervise.progress import ArmProgress, StepsTail
@@ -314,6 +314,7 @@ class ArmRunner:
             secret_env=self.access.environment_for(role),
             secrets=self.secrets,
             contain=True,
+            umask=PRIVATE_UMASK if role == "purple" else None,
         )
         try:
             child.start()
