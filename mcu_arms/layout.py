@@ -1,7 +1,7 @@
 """The on-disk layout: every path of the episode tree, the `logs/` links and the host's state dir, built here only.
 
 What holds the agent's conversation is private, as private as its CODEX_HOME: `purple/` (turn prompts, events,
-memory) and `logs/` are 0700. Results, reports and plans beside them are for sharing (atomic.py decides their modes).
+memory) is 0700, `logs/purple.log` 0600. Results, reports, plans and the other logs are for sharing (0644).
 
     output/<arm>/episode_NNN/         one run; a new run never reuses an existing dir
         plan.json  scenario.toml      what was planned
@@ -259,8 +259,9 @@ def next_episode(arm_dir: Path) -> int:
 
 
 def create_run_dir(arm_dir: Path, number: int) -> RunDir:
-    """Create episode `number` (or, if another process took it meanwhile, the next free one) with its private logs
-    and purple dirs. A UserError naming the directory when it cannot be created (read-only, a file in the way)."""
+    """Create episode `number` (or, if another process took it meanwhile, the next free one) with its logs dir and
+    its private purple dir. A UserError naming the directory when it cannot be created (read-only, a file in the
+    way)."""
     try:
         arm_dir.mkdir(parents=True, exist_ok=True)
         if not arm_dir.is_dir():
@@ -272,9 +273,9 @@ def create_run_dir(arm_dir: Path, number: int) -> RunDir:
                 break
             except FileExistsError:
                 number = next_episode(arm_dir)
-        for private in (path / LOGS_DIR, path / PURPLE_DIR):
-            private.mkdir(mode=PRIVATE_DIR_MODE)
-            os.chmod(private, PRIVATE_DIR_MODE)  # whatever the umask
+        (path / LOGS_DIR).mkdir()
+        (path / PURPLE_DIR).mkdir(mode=PRIVATE_DIR_MODE)
+        os.chmod(path / PURPLE_DIR, PRIVATE_DIR_MODE)  # whatever the umask
     except OSError as error:
         raise UserError(
             f"cannot create the episode directory: {error.strerror or error}", path=error.filename or arm_dir

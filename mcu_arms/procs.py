@@ -8,7 +8,7 @@ or it sits in the cgroup made for that child (containment.py). Nothing here look
 
 What children print reaches their logs neutralised (no terminal escapes), bounded per line, and with the arm's
 secrets masked wherever they turn up; a child that holds a conversation (the purple) starts with umask 077, so that
-everything it writes is private.
+everything it writes is private, and its log is 0600.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import IO, Literal
 
 import psutil
 
-from mcu_arms.atomic import open_private_append
+from mcu_arms.atomic import PRIVATE_FILE_MODE, SHARED_MODE, open_log
 from mcu_arms.containment import Cgroup, become_subreaper, create_cgroup
 from mcu_arms.contracts.redaction import mask_known
 from mcu_arms.contracts.run_report import ProcessRecord, RunReport
@@ -302,7 +302,7 @@ class Child:
         """Start in a new session (own process group), in its own cgroup when asked and possible; a reader thread
         timestamps its output into the log."""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        log = open_private_append(self.log_path)
+        log = open_log(self.log_path, SHARED_MODE if self.umask is None else PRIVATE_FILE_MODE)
         self.cgroup = create_cgroup(self.role) if self.contain else None
         try:
             self.popen = subprocess.Popen(

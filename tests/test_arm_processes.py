@@ -81,10 +81,12 @@ def test_after_a_sigkilled_run_a_rerun_refuses_status_lists_and_stop_ends_the_or
         assert not (project / "output" / "arm" / "episode_002").exists()  # no episode beside the orphans
 
         (project / "output" / "arm" / "episode_002").mkdir()  # a newer episode: the orphans are not in it
-        listed = _status(project, state, "--arm", "arm")["arm"]
-        assert listed["episode"] == 2 and listed["state"] == "no report"
-        live = {(p["episode"], p["role"], p["pid"]) for p in listed["live_elsewhere"]}
-        assert {(1, "green", orphans["green"]), (1, "purple", orphans["purple"])} <= live
+        done = run_cli(project, state, "status", "--json", "--arm", "arm")
+        by_episode = {arm["episode"]: arm for arm in json.loads(done.stdout)["arms"]}
+        assert by_episode[2]["state"] == "no report" and by_episode[1]["state"] == "stale (supervisor gone)"
+        shown = {(p["role"], p["pid"]) for p in by_episode[1]["processes"] if p["alive"]}
+        shown |= {(p["role"], p["pid"]) for p in by_episode[2]["live_elsewhere"] if p["episode"] == 1}
+        assert {("green", orphans["green"]), ("purple", orphans["purple"])} <= shown
 
         stopped = run_cli(project, state, "stop", "--arm", "arm", "--grace", "5")
         assert stopped.returncode == 0, stopped.stdout + stopped.stderr

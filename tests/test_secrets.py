@@ -145,13 +145,13 @@ def _alive(process: psutil.Process) -> bool:
 
 
 def _assert_private(episode: Path, *, conversation: bool) -> None:
-    """What holds the conversation (purple/: turn prompts, events, memory; logs/) sits in 0700 directories and is
-    0600 itself; the agent's counters (its reports) and the results beside them are 0644, for sharing (issue 19)."""
-    entries = [path for top in ("purple", "logs") for path in (episode / top, *(episode / top).rglob("*"))]
+    """What holds the conversation (purple/: turn prompts, events, memory; the purple's log) sits in 0700 directories
+    and is 0600 itself; the agent's counters (its reports) and the results beside them are 0644, for sharing."""
+    entries = [episode / "purple", *(episode / "purple").rglob("*"), episode / "logs" / "purple.log"]
     modes = {str(path.relative_to(episode)): stat.S_IMODE(path.lstat().st_mode) for path in entries
              if not path.is_symlink() and not path.name.endswith("report.json")}  # fmt: skip
     assert {path: mode for path, mode in modes.items() if mode & 0o077} == {}
     assert stat.S_IMODE((episode / "result.json").stat().st_mode) == 0o644
     if conversation:
         assert any("/turns/" in path and path.endswith("prompt.md") for path in modes), sorted(modes)[:20]
-        assert any(path.endswith("purple.log") for path in modes)
+        assert "logs/purple.log" in modes

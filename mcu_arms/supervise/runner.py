@@ -26,7 +26,7 @@ import psutil
 from pydantic import BaseModel, Field, ValidationError
 from rich.console import Console
 
-from mcu_arms.atomic import open_private_append, write_json_exclusive
+from mcu_arms.atomic import open_log, write_json_exclusive
 from mcu_arms.containment import containment_support
 from mcu_arms.contracts.access import ArmAccess
 from mcu_arms.contracts.agent_report import AGENT_REPORT_SUFFIX, AgentSummary, agent_summary
@@ -233,7 +233,7 @@ class ArmRunner:
         if self._log_broken:
             return
         try:
-            with open_private_append(self._log_path) as log:
+            with open_log(self._log_path) as log:
                 log.write(f"{log_stamp()} {'ALERT ' if alert else ''}{text}\n")
         except OSError as error:
             self._log_broken = True
