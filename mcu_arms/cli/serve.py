@@ -120,7 +120,12 @@ def serve_purple(
         typer.Option("--steve1-condition", help="STEVE-1: the text it is conditioned on [each task's own text]."),
     ] = None,
     planner_base_url: Annotated[
-        Optional[str], typer.Option("--planner-base-url", help="Planned agent: the planner's OpenAI-compatible /v1 URL.")
+        Optional[str],
+        typer.Option(
+            "--planner-base-url",
+            envvar=OPTIONS_FROM_ENVIRONMENT["planner_base_url"],
+            help="Planned agent: the planner's OpenAI-compatible /v1 URL (one with a credential: in the variable).",
+        ),
     ] = None,
     planner_model: Annotated[Optional[str], typer.Option("--planner-model", help="Planned agent: planner model.")] = None,
     planner_revision: Annotated[
@@ -139,7 +144,12 @@ def serve_purple(
         typer.Option("--policy-backend", help=f"Planned agent: {', '.join(POLICY_BACKENDS)} [{DEFAULT_POLICY_BACKEND}]."),
     ] = None,
     policy_base_url: Annotated[
-        Optional[str], typer.Option("--policy-base-url", help="Planned agent: the decision service root or chat /v1 URL.")
+        Optional[str],
+        typer.Option(
+            "--policy-base-url",
+            envvar=OPTIONS_FROM_ENVIRONMENT["policy_base_url"],
+            help="Planned agent: the decision service root or chat /v1 URL (one with a credential: in the variable).",
+        ),
     ] = None,
     policy_model: Annotated[Optional[str], typer.Option("--policy-model", help="Planned agent: policy model.")] = None,
     policy_revision: Annotated[

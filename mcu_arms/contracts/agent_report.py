@@ -14,7 +14,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer, field_validator, model_validator
 
 from mcu_arms.contracts.errors import NESTED_TOO_DEEPLY, validation_summary
 from mcu_arms.contracts.game_state import Capabilities
@@ -377,6 +377,12 @@ class PlannedSettings(BaseModel):
     policy_env_key: str | None
     policy_timeout: float
     policy_served: str | None = None  # what the decision service said it runs (its /v1/models `run`)
+
+    @field_serializer("planner_base_url", "policy_base_url")
+    def _no_secret_in_url(self, url: str) -> str:
+        """A report keeps an endpoint as it may be shown (user:pass@ and key parameters masked); the agent itself
+        calls the URL as given."""
+        return scrub(url)
 
 
 class PlannedEpisode(BaseModel):

@@ -49,7 +49,11 @@ CODEX_UNBOUNDED_TOKENS = 10**15
 ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 # Options that can carry a secret (a provider URL with user:pass@ or ?api_key=) reach the purple through its
 # environment, never its command line, which every local user can read in `ps`.
-OPTIONS_FROM_ENVIRONMENT: dict[str, str] = {"provider_base_url": "MCU_ARMS_PROVIDER_BASE_URL"}
+OPTIONS_FROM_ENVIRONMENT: dict[str, str] = {
+    "provider_base_url": "MCU_ARMS_PROVIDER_BASE_URL",
+    "planner_base_url": "MCU_ARMS_PLANNER_BASE_URL",
+    "policy_base_url": "MCU_ARMS_POLICY_BASE_URL",
+}
 
 
 def expected_payload_bytes(session_turns: int) -> int:
@@ -168,9 +172,10 @@ class Settings(BaseModel):
     policy_timeout: float | None = None
 
     def redacted(self) -> Settings:
-        """These settings as saved and shown: secrets in environment values and the provider URL masked."""
-        url = scrub(self.provider_base_url) if self.provider_base_url else self.provider_base_url
-        return self.model_copy(update={"env": redact_env(self.env), "provider_base_url": url})
+        """These settings as saved and shown: secrets in environment values and the endpoint URLs masked."""
+        values = self.model_dump(include=set(OPTIONS_FROM_ENVIRONMENT))
+        urls = {field: scrub(url) for field, url in values.items() if url}
+        return self.model_copy(update={"env": redact_env(self.env), **urls})
 
     def fingerprinted(self) -> dict[str, Any]:
         """What the fingerprint covers: every setting except where things run (cuda_device picks a device) and the
