@@ -125,17 +125,17 @@ def _start(project: Path, env: dict[str, str], *args: str) -> subprocess.Popen[s
 
 def test_two_simultaneous_starts_of_one_codex_arm_give_one_run_and_one_purple_per_home(codex_project, bystander):
     project, env, root = codex_project
-    (project / "arms" / "cx.toml").write_text(CODEX_ARM.format(steps=40, mode="ok"))
+    (project / "arms" / "cx.toml").write_text(CODEX_ARM.format(steps=150, mode="ok"))
     first, second = _start(project, env, "run", "--arm", "cx"), _start(project, env, "run", "--arm", "cx")
     try:
         home = root / "homes" / "cx"
-        wait_for(lambda: (home / ".purple.lock.owner").exists() or first.poll() is not None or second.poll() is not None,
-                 "a purple to hold the home", timeout=120)  # fmt: skip
+        wait_for(lambda: (home / ".purple.lock.owner").exists(), "the winner's purple to hold the home", timeout=120)
         intruder = subprocess.run(
             [sys.executable, "-m", "mcu_arms", "serve", "purple", "--agent", "prolong", "--port", str(free_port()),
              "--output-dir", str(project / "intruder")], cwd=project, env={**env, "CODEX_HOME": str(home)},
             capture_output=True, text=True, timeout=60,
         )  # fmt: skip
+        assert first.poll() is None or second.poll() is None, "the winner ended before the intruder was tried"
         outs = [process.communicate(timeout=240) for process in (first, second)]
     finally:
         for process in (first, second):
