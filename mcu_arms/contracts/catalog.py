@@ -33,7 +33,9 @@ STATE_AGENTS: frozenset[str] = frozenset({"planned"})
 # Agents driven by a planner and a policy model (their reports count decisions, invalid outputs, model latencies).
 PLANNED_AGENTS: frozenset[str] = frozenset({"planned"})
 
-SIMULATORS: tuple[str, ...] = ("minestudio", "embedded")
+SIMULATORS: tuple[str, ...] = ("minestudio", "embedded", "mineflayer")
+# The simulators that serve no frames (a frame-reading agent cannot run on them).
+FRAMELESS_SIMULATORS: frozenset[str] = frozenset({"mineflayer"})
 
 # How the MineStudio backend starts each task, both a function of (seed, task) only:
 # "hard": a new world from the seed for every task (exactly where a fresh seeded run of that task starts);

@@ -11,18 +11,21 @@ guess; an empty list or dict means "provided, and there is none".
 
 Which simulator provides what (the `Field` descriptions below say it field by field):
 
-| field | embedded (Crafter) | mineflayer (Minecraft, issue 18) | MineStudio |
+| field | embedded (Crafter) | mineflayer (Minecraft) | MineStudio |
 | --- | --- | --- | --- |
 | vitals.health, vitals.food | yes (0-9) | yes (0-20) | not provided: only in the info dict when sent, unverified here |
 | vitals.drink, vitals.energy | yes (0-9) | none in Minecraft | none in Minecraft |
 | inventory | yes | yes | not provided (its info has slot/type/quantity, not wired) |
-| view, adjacent | the 9x7 window the frame shows | blocks within the bot's loaded radius | cannot: pixels only (voxels are privileged) |
-| entities | creatures, arrows, plants in the window | entities within range | cannot: `mobs` is privileged |
-| facing, faced | yes | yes (block at the cursor) | cannot: no ray-cast in its info |
-| daylight | yes (the frame's brightness) | from the world time | not provided |
-| stations_in_reach | the 3x3 rule crafting uses | crafting table / furnace within reach | cannot |
+| view, adjacent | the 9x7 window the frame shows | exposed blocks (a face open to air or a see-through block) within 16 blocks sideways and 8 up or down: no ore inside the rock, but not ray-traced either | cannot: pixels only (voxels are privileged) |
+| entities | creatures, arrows, plants in the window | entities within 24 blocks | cannot: `mobs` is privileged |
+| facing, faced | yes | yes (from the yaw; the block and entity at the cursor) | cannot: no ray-cast in its info |
+| daylight | yes (the frame's brightness) | from the world time (Minecraft's sky-light curve) | not provided |
+| stations_in_reach | the 3x3 rule crafting uses | crafting table / furnace within 4 blocks | cannot |
 | sleeping | yes | yes | not provided |
-| position, equipment | never (not on screen) | yes | equipment only, not wired |
+| position, equipment | never (not on screen) | yes (the F3 screen; the armour and hand slots) | equipment only, not wired |
+| feasible | never | the sidecar's candidates: skills its library finds possible now | cannot |
+
+On Minecraft, offsets are in blocks: `east` = +x, `south` = +z, `up` = +y.
 
 So MineStudio arms observe frames only; an arm asking MineStudio for a state is refused at plan time.
 """
@@ -39,15 +42,19 @@ ObserveMode = Literal["frame", "state", "frame+state"]
 OBSERVE_MODES: tuple[ObserveMode, ...] = get_args(ObserveMode)
 DEFAULT_OBSERVE: ObserveMode = "frame"  # what upstream's green sends: the frame alone
 # The simulators that can fill a GameState (the others serve frames only).
-STATE_SIMULATORS: frozenset[str] = frozenset({"embedded"})
+STATE_SIMULATORS: frozenset[str] = frozenset({"embedded", "mineflayer"})
 
 # How a plan step obtains its item (the plan contract's `method`).
-PlanMethod = Literal["collect", "craft", "place"]
+PlanMethod = Literal["collect", "craft", "smelt", "place"]
 PLAN_METHODS: tuple[PlanMethod, ...] = get_args(PlanMethod)
 # The high-level actions a simulator can carry out for an agent (its executor expands each into per-step actions).
-Skill = Literal["collect", "craft", "place", "eat", "drink", "sleep", "fight", "flee", "go_to", "explore", "wait"]
+Skill = Literal[
+    "collect", "craft", "smelt", "place", "equip", "eat", "drink", "sleep", "fight", "flee", "go_to", "explore", "wait"
+]
 SKILLS: tuple[Skill, ...] = get_args(Skill)
 Direction = Literal["north", "south", "east", "west"]
+# How an agent acts on a simulator: per-step env actions only, or also high-level skill requests.
+ActionChannel = Literal["env", "skills"]
 
 
 def wants_frame(observe: ObserveMode) -> bool:
@@ -98,7 +105,7 @@ class View(_State):
 
 
 class Entity(_State):
-    kind: str = Field(description="embedded: cow, zombie, skeleton, arrow, plant, ripe_plant")
+    kind: str = Field(description="embedded: cow, zombie, skeleton, arrow, plant, ripe_plant; mineflayer: the entity name")
     offset: Offset
     distance: int
     hostile: bool = Field(description="it attacks the player (zombie, skeleton, and arrows in flight)")
@@ -137,6 +144,9 @@ class Capabilities(_State):
     keymap: Literal["crafter"] | None = Field(
         default=None, description="how skills become per-step env actions (contracts/crafter_keymap.py)"
     )
+    actions: ActionChannel = Field(
+        default="env", description='"skills": the simulator also takes skill requests (contracts/skills.py)'
+    )
     items: list[str] = Field(description="every inventory item name")
     inventory_cap: int | None = Field(default=None, description="the most of one item the inventory holds")
     skills: list[Skill]
@@ -144,8 +154,9 @@ class Capabilities(_State):
     aliases: dict[str, str] = Field(
         default_factory=dict, description="other names (Minecraft's) for items, mapped to this simulator's names"
     )
-    walkable: list[str] = Field(description="tile kinds the player can stand on")
+    walkable: list[str] = Field(description="tile kinds the player can walk on (mineflayer: path-finding decides)")
     hostile: list[str] = Field(description="entity kinds that attack the player")
+    foods: dict[str, int] = Field(default_factory=dict, description="items the player can eat, by the food they give")
 
 
 class GameState(_State):
@@ -167,6 +178,9 @@ class GameState(_State):
     sleeping: bool | None = None
     position: Position | None = Field(default=None, description="embedded: never (not on screen); mineflayer: yes")
     equipment: dict[str, str] | None = Field(default=None, description="embedded: none (tools sit in the inventory)")
+    feasible: list[str] | None = Field(
+        default=None, description="mineflayer: `kind:arg` skills its library finds possible now (craft:stick, ...)"
+    )
     capabilities: Capabilities | None = None
 
     def count(self, item: str) -> int:

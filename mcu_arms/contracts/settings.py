@@ -126,7 +126,11 @@ def flag_for(field: str) -> str:
 
 
 # Settings that vary between the replicates of one arm, or say only where it runs: never a difference between arms.
-REPLICATE_AND_PLACEMENT_KEYS: frozenset[str] = frozenset({"seed", "cuda_device"})
+# (Which Minecraft server a mineflayer arm plays on is placement too; its version is not, and the result's simulator
+# label names the server.)
+REPLICATE_AND_PLACEMENT_KEYS: frozenset[str] = frozenset(
+    {"seed", "cuda_device", "mineflayer_host", "mineflayer_port", "mineflayer_username"}
+)
 
 
 class Settings(BaseModel):
@@ -170,6 +174,11 @@ class Settings(BaseModel):
     policy_revision: str | None = None
     policy_env_key: str | None = None
     policy_timeout: float | None = None
+    # The Minecraft server of a mineflayer arm ([mineflayer] in the arm file); None for every other simulator.
+    mineflayer_host: str | None = None
+    mineflayer_port: int | None = None
+    mineflayer_version: str | None = None
+    mineflayer_username: str | None = None
 
     def redacted(self) -> Settings:
         """These settings as saved and shown: secrets in environment values and the endpoint URLs masked."""

@@ -34,7 +34,9 @@ class StepRecord(BaseModel):
     step: int
     t: float  # wall-clock time (Unix seconds) when the step's simulator step finished
     received: str | None  # the agent's reply text as received (truncated), None when no reply arrived
-    applied: dict[str, Any]  # the action the simulator got
+    applied: dict[str, Any]  # the action the simulator got (the noop's keys when it got a skill)
+    skill: dict[str, Any] | None = None  # the skill request carried out instead (contracts/skills.py SkillRequest)
+    skill_outcome: dict[str, Any] | None = None  # what it came to, in the simulator's words (SkillOutcome)
     noop_cause: str | None = None
     reason: str = ""
     dropped_keys: list[str] = Field(default_factory=list)

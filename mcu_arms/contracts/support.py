@@ -12,8 +12,10 @@ reason names it. Pure data and pydantic: light to import.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from mcu_arms.contracts.mineflayer import MINEFLAYER_COUNTED_EVENTS, NOT_AN_ITEM
 from mcu_arms.contracts.tasks import RewardEntry, TaskSpec
 
 EMBEDDED_CATEGORIES: frozenset[str] = frozenset(
@@ -113,27 +115,67 @@ def minestudio_object_reason(event: str, obj: str) -> str | None:
     return None
 
 
-def _minestudio_support(task: TaskSpec) -> TaskSupport:
+def _judged_by_object(
+    task: TaskSpec, object_reason: Callable[[str, str], str | None], suffix: Callable[[RewardEntry, dict[str, str]], str]
+) -> TaskSupport:
+    """Each entry judged object by object: one none of whose objects can ever count is unavailable (with the reasons,
+    and `suffix` for the entry), one some of whose objects cannot is noted."""
     support = TaskSupport(runnable=True)
     for entry in (*task.reward_cfg, *task.milestones):
-        dead = {obj: why for obj in entry.objects if (why := minestudio_object_reason(entry.event, obj))}
+        dead = {obj: why for obj in entry.objects if (why := object_reason(entry.event, obj))}
         if len(dead) == len(entry.objects):
-            intent_has_a_statistic = entry.event in MINESTUDIO_UNCOUNTED_EVENT_STATISTIC or any(
-                obj in MINESTUDIO_NOT_A_STATISTIC for obj in dead
-            )
-            reason = "never pays: " + "; ".join(dict.fromkeys(dead.values()))
             support.unavailable.append(entry.identity)
-            support.reasons[entry.identity] = reason + (f"; {NOT_RENAMED}" if intent_has_a_statistic else "")
+            support.reasons[entry.identity] = "never pays: " + "; ".join(dict.fromkeys(dead.values())) + suffix(entry, dead)
         elif dead:
             counted = ", ".join(obj for obj in entry.objects if obj not in dead)
             support.notes.append(f"{entry.identity}: " + "; ".join(dead.values()) + f" (never counts; {counted} count)")
     return support
 
 
+def _minestudio_suffix(entry: RewardEntry, dead: dict[str, str]) -> str:
+    """Where the benchmark's intent has a statistic under another name, the entry is still not renamed: said so."""
+    intent_has_a_statistic = entry.event in MINESTUDIO_UNCOUNTED_EVENT_STATISTIC or any(
+        obj in MINESTUDIO_NOT_A_STATISTIC for obj in dead
+    )
+    return f"; {NOT_RENAMED}" if intent_has_a_statistic else ""
+
+
+def mineflayer_object_reason(event: str, obj: str) -> str | None:
+    """Why the mineflayer backend can never count `obj` under `event`, or None when it can."""
+    if event not in MINEFLAYER_COUNTED_EVENTS:
+        return (
+            f"the mineflayer backend counts no '{event}' events (it counts {', '.join(MINEFLAYER_COUNTED_EVENTS)}, "
+            "from the bot's own actions, its inventory and the server's entity messages)"
+        )
+    if obj.startswith("minecraft:"):
+        return f"{event} '{obj}' has a minecraft: prefix, which the backend's item and block names never have"
+    if obj in NOT_AN_ITEM:
+        return f"{event} '{obj}' is no Minecraft 1.21 item or block (those are {NOT_AN_ITEM[obj]})"
+    return None
+
+
+def _mineflayer_support(task: TaskSpec) -> TaskSupport:
+    """A task nothing of which can be counted cannot run: its score would come from video evaluation, and this
+    backend serves no frames."""
+    support = _judged_by_object(task, mineflayer_object_reason, lambda entry, dead: "")
+    entries = (*task.reward_cfg, *task.milestones)
+    if not entries:
+        support.runnable = False
+        support.reason = f"task {task.name!r} is scored by video evaluation only, and the mineflayer backend serves no frames"
+    elif len(support.unavailable) == len(entries):
+        support.runnable = False
+        support.reason = f"the mineflayer backend can score nothing of task {task.name!r}: " + "; ".join(
+            support.unavailable_text()
+        )
+    return support
+
+
 def task_support(simulator: str, task: TaskSpec) -> TaskSupport:
     """Whether `simulator` can run and score `task`, and which of its entries it cannot observe."""
     if simulator == "minestudio":
-        return _minestudio_support(task)
+        return _judged_by_object(task, minestudio_object_reason, _minestudio_suffix)
+    if simulator == "mineflayer":
+        return _mineflayer_support(task)
     reason = category_reason(simulator, task.category)
     if reason is not None:
         return TaskSupport(runnable=False, reason=f"needs minestudio: {reason}")

@@ -63,6 +63,9 @@ class ReflexInterruption(BaseModel):
     interrupted_action: str | None = Field(description="the action stopped (None: none was running)")
     latency_ms: float = Field(description="from the observation's arrival to the interruption")
     threats: list[str] = Field(description="hostile kinds in view")
+    simulator_stop_ms: float | None = Field(
+        default=None, description="a simulator that takes skills stopped the skill itself: from the damage to its answer"
+    )
 
 
 class TrajectoryRecord(BaseModel):

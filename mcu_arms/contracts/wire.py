@@ -12,6 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mcu_arms.contracts.catalog import ResetMode
 from mcu_arms.contracts.game_state import DEFAULT_OBSERVE, GameState, ObserveMode
+from mcu_arms.contracts.mineflayer import MineflayerServer
+from mcu_arms.contracts.skills import GameEvent, SkillOutcome, SkillRequest
 
 # MineStudio / VPT button order: the 20-element "expanded agent" button array uses exactly this order.
 BUTTON_KEYS: tuple[str, ...] = (
@@ -92,6 +94,12 @@ class ObservationPayload(_Payload):
     state: GameState | None = Field(
         default=None, description="what the player could know (contracts/game_state.py), when the arm observes it"
     )  # empty `obs` when the arm observes the state alone
+    last_skill: SkillOutcome | None = Field(
+        default=None, description="what the skill sent last step came to (contracts/skills.py), in the simulator's words"
+    )
+    events: list[GameEvent] | None = Field(
+        default=None, description="what the player felt since the previous observation (damage, death), when reported"
+    )
 
 
 class AgentFailure(BaseModel):
@@ -111,16 +119,18 @@ class ActionPayload(_Payload):
     compact agent: action_type="agent", buttons=[int 0..8640], camera=[int 0..120]
     expanded agent: action_type="agent", buttons=[20 x 0/1], camera=[pitch, yaw] degrees
     env: action_type="env", action={button: 0/1, ..., "camera": [pitch, yaw]}
+    skill (an mcu-arms addition, for simulators that take them): action_type="skill", skill={kind, args}
 
     `reason` and `failure` are mcu-arms additions that greens not knowing them ignore: a noop sent because the
     agent could not act says why, and `failure` says it was infrastructure.
     """
 
     type: Literal["action"] = "action"
-    action_type: Literal["agent", "env"] = "env"
+    action_type: Literal["agent", "env", "skill"] = "env"
     buttons: list[Any] | None = None
     camera: list[Any] | None = None
     action: dict[str, Any] | None = None
+    skill: SkillRequest | None = None
     reason: str | None = None
     failure: AgentFailure | None = None
 
@@ -139,7 +149,8 @@ class EvalConfig(BaseModel):
     max_steps: int | None = Field(default=None, gt=0)
     step_timeout: float = Field(default=DEFAULT_STEP_TIMEOUT_S, gt=0)
     seed: int = 0
-    simulator: Literal["minestudio", "embedded"] = "minestudio"
+    simulator: Literal["minestudio", "embedded", "mineflayer"] = "minestudio"
+    mineflayer: MineflayerServer | None = None  # the server a mineflayer evaluation plays on; None: the defaults
     video_eval: bool = False
     video_model: str = Field(default=DEFAULT_VIDEO_MODEL, min_length=1)
     output_dir: str | None = None
