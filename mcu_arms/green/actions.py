@@ -1,6 +1,7 @@
 """Turn a purple agent's reply into the one action the simulator may receive.
 
-Three formats arrive (see protocol.ActionPayload); all are decoded here into an EnvAction that holds exactly the
+Three formats arrive (see protocol.ActionPayload), and a fourth for simulators that take skills (a SkillRequest,
+carried beside the noop); all are decoded here into an EnvAction that holds exactly the
 20 BUTTON_KEYS (0/1) and `camera` as (pitch, yaw) degrees. Anything else an agent sends (`chat` runs server commands;
 `mobs`, `voxels`, `pickItem` are privileged), inside the action or beside it at the top level, is dropped and
 reported by key; a step names at most MAX_DROPPED_NAMES of them and counts the rest, so that a reply with 60,000
@@ -19,9 +20,11 @@ import json
 import math
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from mcu_arms.contracts.camera import MAX_CAMERA_INDEX, NULL_CAMERA_INDEX, camera_index_degrees
+from mcu_arms.contracts.errors import validation_summary
+from mcu_arms.contracts.skills import SkillRequest
 from mcu_arms.contracts.states import NoopCause
 from mcu_arms.contracts.text import shown_text
 from mcu_arms.contracts.wire import (
@@ -34,7 +37,7 @@ from mcu_arms.contracts.wire import (
     noop_action,
 )
 
-ActionFormat = Literal["compact", "expanded", "env"]
+ActionFormat = Literal["compact", "expanded", "env", "skill"]
 
 # Replies longer than this are not parsed: no legitimate action is anywhere near it.
 MAX_REPLY_CHARS = 1_000_000
@@ -80,6 +83,8 @@ class ParsedAction(BaseModel):
     adjustments: list[str] = Field(default_factory=list)  # legal inputs the decoder had to override, e.g. camera
     agent_note: str | None = None  # the agent's own `reason` beside its action
     failure_cause: str | None = None  # the agent said it could not act (AgentFailure.cause): an infrastructure noop
+    skill: SkillRequest | None = None  # a skill to carry out instead of `action` (the noop then), for simulators that
+    # take skills (the task run refuses it for the others)
 
 
 class _Invalid(Exception):
@@ -192,7 +197,19 @@ def _parse_payload(data: dict[str, Any]) -> ParsedAction:
         return _parse_env(data.get("action"))
     if action_type == "agent":
         return _parse_agent(data.get("buttons"), data.get("camera"))
-    raise _Invalid(f"action_type {_short(action_type)} is not 'agent' or 'env'")
+    if action_type == "skill":
+        return _parse_skill(data.get("skill"))
+    raise _Invalid(f"action_type {_short(action_type)} is not 'agent', 'env' or 'skill'")
+
+
+def _parse_skill(inner: Any) -> ParsedAction:
+    if not isinstance(inner, dict):
+        raise _Invalid(f"a skill action needs skill = {{kind, args}}, got {_type_name(inner)}")
+    try:
+        skill = SkillRequest.model_validate(inner)
+    except ValidationError as error:
+        raise _Invalid(f"not a skill request: {validation_summary(error, limit=2)}") from None
+    return ParsedAction(action=noop_action(), applied=True, format="skill", skill=skill)
 
 
 def _parse_env(inner: Any) -> ParsedAction:

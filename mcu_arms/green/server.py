@@ -217,7 +217,8 @@ class GreenExecutor(AgentExecutor):
         try:
             simulator: Simulator = await asyncio.get_running_loop().run_in_executor(
                 sim_thread,
-                partial(make_simulator, config.simulator, obs_size=config.obs_size, reset_mode=config.reset_mode),
+                partial(make_simulator, config.simulator, obs_size=config.obs_size, reset_mode=config.reset_mode,
+                        mineflayer=config.mineflayer),
             )
         except (SimulatorUnavailable, UserError) as error:
             raise RequestRejected(f"simulator '{config.simulator}' cannot run here: {error}") from None
@@ -396,7 +397,7 @@ def build_green_card(url: str, *, secured: bool = False):  # noqa: ANN201 - an a
         name="mcu-arms green evaluator",
         description=(
             "Runs MCU Minecraft tasks against a purple A2A agent and scores them. Send an EvalRequest as JSON text: "
-            '{"participants": {"agent": URL}, "config": {"task_category": ..., "simulator": "embedded"|"minestudio"}}.'
+            '{"participants": {"agent": URL}, "config": {"task_category": ..., "simulator": "embedded"|"minestudio"|"mineflayer"}}.'
         ),
         url=url,
         skills=[

@@ -39,6 +39,8 @@ from mcu_arms.contracts.evaluation import (
 )
 from mcu_arms.contracts.events import GreenEvent, InitFailed, MilestoneReached, TaskProgress
 from mcu_arms.contracts.game_state import DEFAULT_OBSERVE, GameState, ObserveMode, wants_frame, wants_state
+from mcu_arms.contracts.mineflayer import MineflayerServer
+from mcu_arms.contracts.skills import GameEvent, SkillOutcome
 from mcu_arms.contracts.states import INFRASTRUCTURE_CAUSES
 from mcu_arms.contracts.steps import StepRecord, truncate_received
 from mcu_arms.contracts.timestamps import iso_seconds
@@ -47,7 +49,6 @@ from mcu_arms.contracts.wire import (
     DEFAULT_OBS_SIZE,
     DEFAULT_VIDEO_MODEL,
     AckPayload,
-    EnvAction,
     InitPayload,
     ObsEncoding,
     ObservationPayload,
@@ -82,12 +83,13 @@ and the simulator's capability list); "obs" is empty when the arm observes the s
 
 
 def make_simulator(
-    name: str, obs_size: tuple[int, int] = DEFAULT_OBS_SIZE, reset_mode: ResetMode | None = None
+    name: str, obs_size: tuple[int, int] = DEFAULT_OBS_SIZE, reset_mode: ResetMode | None = None,
+    mineflayer: MineflayerServer | None = None,
 ) -> Simulator:
     """The named simulator backend, imported only now (MineStudio is an optional, heavy extra).
 
     MineStudio renders the observation at `obs_size` itself (as upstream's green asks it to); the embedded backend
-    draws 128x128 Crafter frames, which the frame encoder resizes.
+    draws 128x128 Crafter frames, which the frame encoder resizes; the mineflayer one plays on the server named.
     """
     if name == "embedded":
         from mcu_arms.green.sims.embedded import EmbeddedSimulator
@@ -102,6 +104,13 @@ def make_simulator(
         from mcu_arms.green.sims.minestudio import MineStudioSimulator
 
         return MineStudioSimulator(obs_size=obs_size, reset_mode=reset_mode or DEFAULT_RESET_MODE)
+    if name == "mineflayer":
+        from mcu_arms.green.sims.mineflayer.backend import MineflayerSimulator
+
+        if reset_mode is not None:
+            raise UserError(f"reset_mode '{reset_mode}' is for minestudio: the mineflayer simulator plays the server's "
+                            "world as it is", key="reset_mode")  # fmt: skip
+        return MineflayerSimulator(mineflayer)
     raise UserError(f"unknown simulator '{name}'", key="simulator", allowed=", ".join(SIMULATORS))
 
 
@@ -130,10 +139,13 @@ class RunSettings:
 
 @dataclass(frozen=True)
 class Seen:
-    """What the agent is shown of one simulator step: the encoded frame (NO_FRAME when frames are off), the state."""
+    """What the agent is shown of one simulator step: the encoded frame (NO_FRAME when frames are off), the state,
+    and (simulators that take skills) what the last skill came to and what the player felt meanwhile."""
 
     frame: EncodedFrame
     state: GameState | None
+    skill: SkillOutcome | None = None
+    events: list[GameEvent] | None = None
 
 
 class AgentChannel:
@@ -287,7 +299,7 @@ class TaskRun:
             started = time.perf_counter()
             received, parsed = await self._ask(channel, step, seen)
             agent_ms = (time.perf_counter() - started) * 1000
-            sim_step, sim_ms, seen = self._advance(parsed.action, step, seen, log)
+            sim_step, sim_ms, seen = self._advance(parsed, step, seen, log)
             events = tracker.update(step, sim_step.counters)  # backends count from their reset (sims/base.py)
             self._count(step, parsed, agent_ms, sim_ms, sim_step)
             log.write(self._record(step, received, parsed, agent_ms, sim_ms, events, sim_step))
@@ -317,6 +329,8 @@ class TaskRun:
             obs=base64.b64encode(seen.frame.obs if shown else b"").decode("ascii"),
             encoding=self.encoder.encoding if shown else None,
             state=seen.state,
+            last_skill=seen.skill,
+            events=seen.events,
         )
         try:
             received = await channel.exchange(observation)
@@ -328,14 +342,20 @@ class TaskRun:
             raise
         except BaseException as error:  # noqa: BLE001 - a reply that crashes a parser must not end the task unscored
             return None, noop_result("transport_error", f"the reply could not be read: {type(error).__name__}")
-        return received, parse_reply(received)
+        parsed = parse_reply(received)
+        if parsed.skill is not None and not self.sim.accepts_skills:
+            return received, noop_result(
+                "invalid_action", f"a skill action ({parsed.skill.label()}): the {self.sim.name} simulator takes env "
+                "actions only (skills are for simulators whose capabilities say actions = \"skills\")",
+            )  # fmt: skip
+        return received, parsed
 
-    def _advance(self, action: EnvAction, step: int, seen: Seen, log: StepLog) -> tuple[SimStep, float, Seen]:
-        """Keep the frame the agent saw, step, and build the next observation."""
+    def _advance(self, parsed: ParsedAction, step: int, seen: Seen, log: StepLog) -> tuple[SimStep, float, Seen]:
+        """Keep the frame the agent saw, step (or carry out the skill), and build the next observation."""
         if seen.frame.png is not None:
             log.save_frame(step, seen.frame.png)
         started = time.perf_counter()
-        sim_step = self.sim.step(action)
+        sim_step = self.sim.act(parsed.skill) if parsed.skill is not None else self.sim.step(parsed.action)
         sim_ms = (time.perf_counter() - started) * 1000
         return sim_step, sim_ms, self._observe(sim_step)
 
@@ -345,7 +365,9 @@ class TaskRun:
 
     def _observe(self, sim_step: SimStep) -> Seen:
         frame = self.encoder.encode(sim_step.frame) if sim_step.frame is not None else NO_FRAME
-        return Seen(frame=frame, state=self.sim.state() if wants_state(self.settings.observe) else None)
+        state = self.sim.state() if wants_state(self.settings.observe) else None
+        events = sim_step.events if self.sim.accepts_skills else None
+        return Seen(frame=frame, state=state, skill=sim_step.skill, events=events)
 
     def _count(self, step: int, parsed: ParsedAction, agent_ms: float, sim_ms: float, sim_step: SimStep) -> None:
         self.agent_ms.append(agent_ms)
@@ -382,6 +404,8 @@ class TaskRun:
         applied = dict(parsed.action)
         applied["camera"] = list(applied["camera"])
         return StepRecord(
+            skill=parsed.skill.model_dump(mode="json") if parsed.skill is not None else None,
+            skill_outcome=sim_step.skill.model_dump(mode="json") if sim_step.skill is not None else None,
             step=step,
             t=round(time.time(), 3),
             received=truncate_received(received),

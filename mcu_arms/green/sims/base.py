@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from mcu_arms.contracts.catalog import ResetMode
     from mcu_arms.contracts.evaluation import SimulatorRestart
     from mcu_arms.contracts.game_state import GameState
+    from mcu_arms.contracts.skills import GameEvent, SkillOutcome, SkillRequest
     from mcu_arms.contracts.tasks import TaskSpec
     from mcu_arms.contracts.wire import EnvAction
 
@@ -33,6 +34,8 @@ class SimStep:
     done: bool = False  # the simulator itself ended the episode (max_steps is enforced by the loop, not here)
     info: dict[str, Any] = field(default_factory=dict)  # non-privileged extras for the step log (health, deaths)
     no_effect: list[str] = field(default_factory=list)  # inputs of this step the simulator could not carry out
+    skill: "SkillOutcome | None" = None  # what the step's skill request came to (simulators that take skills)
+    events: "list[GameEvent]" = field(default_factory=list)  # what the player felt since the previous step
 
 
 class SimulatorUnavailable(Exception):
@@ -44,7 +47,8 @@ class StateUnavailable(Exception):
 
 
 class Simulator(ABC):
-    name: str  # "embedded" | "minestudio"
+    name: str  # one of catalog.SIMULATORS
+    accepts_skills = False  # takes skill requests (contracts/skills.py) beside env actions
 
     @abstractmethod
     def version(self) -> str: ...
@@ -57,14 +61,19 @@ class Simulator(ABC):
     def supports(self, task: "TaskSpec") -> TaskSupport: ...
 
     @abstractmethod
-    def reset_mode(self) -> "ResetMode":
-        """How each task is started; every mode makes the start a function of (seed, task) only."""
+    def reset_mode(self) -> "ResetMode | str":
+        """How each task is started: a catalog.ResetMode (a function of (seed, task) only), or how a backend that
+        cannot make it so starts it (mineflayer: the server's world)."""
 
     @abstractmethod
     def reset(self, task: "TaskSpec", seed: int) -> SimStep: ...
 
     @abstractmethod
     def step(self, action: "EnvAction") -> SimStep: ...
+
+    def act(self, skill: "SkillRequest") -> SimStep:
+        """Carry out one skill request to its end (only where `accepts_skills`)."""
+        raise NotImplementedError(f"the {self.name} simulator takes env actions only")
 
     @abstractmethod
     def fallback_counts(self) -> dict[str, int]:
