@@ -3,8 +3,8 @@
 `plan` and `run` make the same checks for the arms they are given (`preflight`) and refuse an arm whose check
 fails, before anything starts: a codex arm without codex would otherwise run to a clean-looking 0.
 
-The MineStudio and STEVE-1 rows are the backends' own preflights (`host_checks`, `requirement_checks`), one row per
-thing checked: what doctor passes is what a run accepts.
+The MineStudio, mineflayer and STEVE-1 rows are the backends' own preflights (`host_checks`, `runtime_checks` and
+`server_check`, `requirement_checks`), one row per thing checked: what doctor passes is what a run accepts.
 """
 
 from __future__ import annotations
@@ -70,6 +70,22 @@ def minestudio_checks(
     from mcu_arms.green.sims.minestudio import host_checks
 
     return [Check.of(check, names) for check in host_checks(env, partitions=partitions)]
+
+
+def mineflayer_checks(env: Mapping[str, str], specs: list[ArmSpec]) -> list[Check]:
+    """The sidecar's runtime (node, the npm libraries: what is there, what the first run installs), and per server
+    named, whether it answers and runs the version the arms name: the backend's own checks, as a run makes them."""
+    from mcu_arms.contracts.mineflayer import MineflayerServer
+    from mcu_arms.green.sims.mineflayer.backend import server_check
+    from mcu_arms.green.sims.mineflayer.runtime import runtime_checks
+
+    rows = [Check.of(check, [spec.name for spec in specs]) for check in runtime_checks(env)]
+    servers: dict[tuple[str, int, str], tuple[MineflayerServer, list[str]]] = {}
+    for spec in specs:
+        server = spec.mineflayer or MineflayerServer()
+        servers.setdefault((server.host, server.port, server.version), (server, []))[1].append(spec.name)
+    rows += [Check.of(server_check(server), names) for server, names in servers.values()]
+    return rows
 
 
 def steve1_checks(env: Mapping[str, str], specs: list[ArmSpec]) -> list[Check]:
@@ -213,6 +229,9 @@ def run_doctor(specs: list[ArmSpec], env: Mapping[str, str]) -> DoctorReport:
                 needed_by=embedded_arms,
             )
         )
+    mineflayer_specs = [s for s in specs if s.simulator == "mineflayer"]
+    if mineflayer_specs:
+        checks += mineflayer_checks(env, mineflayer_specs)
     codex_specs = [s for s in specs if s.agent in CODEX_AGENTS]
     if codex_specs:
         checks += codex_checks(env, codex_specs)

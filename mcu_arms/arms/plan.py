@@ -25,6 +25,7 @@ from mcu_arms.arms.spec import (
 from mcu_arms.contracts.addresses import http_url, is_loopback
 from mcu_arms.contracts.catalog import CODEX_AGENTS, DEFAULT_RESET_MODE, FRAME_READING_AGENTS, capped_steps
 from mcu_arms.contracts.errors import UserError, toml_line, user_error
+from mcu_arms.contracts.mineflayer import MineflayerServer
 from mcu_arms.contracts.rubric import AUTO_EVAL_ENV
 from mcu_arms.contracts.settings import (
     CODEX_COMPACT_PERCENT,
@@ -137,6 +138,9 @@ def resolve_settings(spec: ArmSpec, warnings: list[str]) -> tuple[Settings, Comp
     resolved = {"steps": steps, "compact_limit": compaction.limit}
     if spec.simulator == "minestudio":
         resolved["reset_mode"] = spec.reset_mode or DEFAULT_RESET_MODE
+    if spec.simulator == "mineflayer":
+        server = spec.mineflayer or MineflayerServer()
+        resolved |= {f"mineflayer_{key}": value for key, value in server.model_dump().items()}
     settings = Settings.model_validate({**as_written, **resolved})
     return settings, compaction
 
@@ -160,8 +164,8 @@ def check_tasks(spec: ArmSpec, source: Path, warnings: list[str]) -> list[TaskSp
         raise UserError(f"not runnable on the {spec.simulator} simulator: {reasons}", path=source, key="tasks")
     if blocked:
         warnings.append(
-            f"{len(blocked)} of {len(tasks)} '{spec.task}' tasks have no Crafter analogue and will be skipped: "
-            + ", ".join(blocked)
+            f"{len(blocked)} of {len(tasks)} '{spec.task}' tasks cannot run on the {spec.simulator} simulator and will "
+            f"be skipped (`mcu-arms tasks {spec.task} --simulator {spec.simulator}` says why): " + ", ".join(blocked)
         )
     if spec.steve1_condition is not None and len(runnable) > 1:
         warnings.append(
@@ -199,6 +203,14 @@ def _green_rubric_env(settings: Settings, environment: Mapping[str, str], warnin
         f"mcu-arms' rubric (set auto_eval_dir = \"{environment[AUTO_EVAL_ENV]}\" for MCU's)"
     )
     return {AUTO_EVAL_ENV: ""}
+
+
+def mineflayer_server(settings: Settings) -> MineflayerServer | None:
+    """The Minecraft server a mineflayer arm's settings name (None for the other simulators)."""
+    if settings.simulator != "mineflayer":
+        return None
+    fields = {key: getattr(settings, f"mineflayer_{key}") for key in MineflayerServer.model_fields}
+    return MineflayerServer(**{key: value for key, value in fields.items() if value is not None})
 
 
 def _mcu_arms_argv() -> list[str]:
@@ -332,6 +344,9 @@ def scenario_toml(plan: ArmPlan) -> str:
         config["auto_eval_dir"] = settings.auto_eval_dir
     if settings.reset_mode:
         config["reset_mode"] = settings.reset_mode
+    server = mineflayer_server(settings)
+    if server is not None:
+        config["mineflayer"] = server.model_dump()
     document["config"] = config
     return tomlkit.dumps(document)
 

@@ -22,6 +22,7 @@ from mcu_arms.contracts.catalog import (
     AGENT_KINDS,
     CATEGORIES,
     FRAME_READING_AGENTS,
+    FRAMELESS_SIMULATORS,
     RESET_MODES,
     SIMULATORS,
     STATE_AGENTS,
@@ -29,6 +30,7 @@ from mcu_arms.contracts.catalog import (
 )
 from mcu_arms.contracts.errors import NESTED_TOO_DEEPLY, Problem, UserError, toml_decode_line, user_error
 from mcu_arms.contracts.game_state import DEFAULT_OBSERVE, OBSERVE_MODES, STATE_SIMULATORS, wants_frame, wants_state
+from mcu_arms.contracts.mineflayer import MineflayerServer
 from mcu_arms.contracts.planned import (
     DEFAULT_PLANNER_TIMEOUT_S,
     DEFAULT_POLICY_BACKEND,
@@ -183,6 +185,7 @@ class ArmSpec(_Strict):
     observe: Literal[OBSERVE_MODES] = DEFAULT_OBSERVE  # type: ignore[valid-type]
     planner: PlannerSpec | None = None
     policy: PolicySpec | None = None
+    mineflayer: MineflayerServer | None = None  # simulator = "mineflayer": the server it plays on
 
     @field_validator("obs_size")
     @classmethod
@@ -261,6 +264,7 @@ class ArmSpec(_Strict):
             raise SettingConflict(
                 "simulator", "agent \"steve1\" is a Minecraft policy: it needs simulator = \"minestudio\""
             )
+        self._consistent_server()
         self._consistent_observation()
         reason = category_reason(self.simulator, self.task)
         if reason is not None:
@@ -280,13 +284,34 @@ class ArmSpec(_Strict):
                 )
         return self
 
+    def _consistent_server(self) -> None:
+        """A Minecraft server is named for the mineflayer simulator only, and that one serves no frames: a
+        frame-reading agent, a frame in the observation or a video to grade cannot be had from it."""
+        if self.mineflayer is not None and self.simulator != "mineflayer":
+            raise SettingConflict("mineflayer", "[mineflayer] is only for simulator = \"mineflayer\"")
+        if self.simulator not in FRAMELESS_SIMULATORS:
+            return
+        if self.agent in FRAME_READING_AGENTS:
+            raise SettingConflict(
+                "simulator", f"agent \"{self.agent}\" reads frames, and the {self.simulator} simulator serves none "
+                "(structured state only): pair it with simulator = \"embedded\" or \"minestudio\"",
+            )
+        if wants_frame(self.observe):
+            raise SettingConflict(
+                "observe", f"the {self.simulator} simulator serves no frames: it needs observe = \"state\""
+            )
+        if self.video_eval:
+            raise SettingConflict(
+                "video_eval", f"video evaluation grades frames, and the {self.simulator} simulator serves none"
+            )
+
     def _consistent_observation(self) -> None:
         """What the agent reads must be what the arm observes, and the simulator must be able to provide it."""
         if wants_state(self.observe) and self.simulator not in STATE_SIMULATORS:
             raise SettingConflict(
                 "observe",
                 f"observe = \"{self.observe}\" needs structured state, which only the "
-                f"{', '.join(sorted(STATE_SIMULATORS))} simulator provides (the {self.simulator} one serves frames)",
+                f"{' and '.join(sorted(STATE_SIMULATORS))} simulators provide (the {self.simulator} one serves frames)",
             )
         if self.agent in FRAME_READING_AGENTS and not wants_frame(self.observe):
             raise SettingConflict("observe", f"agent \"{self.agent}\" reads frames: it needs observe = \"frame\" or \"frame+state\"")
@@ -297,8 +322,6 @@ class ArmSpec(_Strict):
             return
         if not wants_state(self.observe):
             raise SettingConflict("observe", f"agent \"{self.agent}\" reads structured state: it needs observe = \"state\" or \"frame+state\"")
-        if self.simulator != "embedded":
-            raise SettingConflict("simulator", f"agent \"{self.agent}\" executes on Crafter's keymap: it needs simulator = \"embedded\"")
         for table, spec in (("planner", self.planner), ("policy", self.policy)):
             missing = [key for key in ("base_url", "model") if spec is None or getattr(spec, key) is None]
             if missing:
@@ -363,6 +386,11 @@ ALLOWED: dict[str, str] = {
     "policy.revision": "the model revision the decision service must serve (its /v1/models `run` ends in @REVISION)",
     "policy.env_key": "the NAME of the environment variable holding the policy's API key, not the key",
     "policy.timeout": "seconds > 0, below step_timeout",
+    "mineflayer": "a table (host, port, version, username), for simulator = \"mineflayer\" only",
+    "mineflayer.host": "the Minecraft server's address (default 127.0.0.1)",
+    "mineflayer.port": "the server's port, 1-65535 (default 25565)",
+    "mineflayer.version": "the Java Edition version it runs, e.g. \"1.21.1\" (doctor checks it answers so)",
+    "mineflayer.username": "the bot's name, 3-16 letters, digits or '_' (op it on the server for the tasks' commands)",
 }
 
 

@@ -26,7 +26,8 @@ def register(app: typer.Typer) -> None:
         json_output: bool = typer.Option(False, "--json", help="Print the checks as JSON."),
     ) -> None:
         """Check this host for what the arms need: JDK 8, Xvfb, the MineStudio engine, local disks for sqlite,
-        codex and its credential, CUDA for steve1, and memory for the number of arms. Exit 1 if a check fails."""
+        node and the Minecraft server of mineflayer arms, codex and its credential, CUDA for steve1, and memory for
+        the number of arms. Exit 1 if a check fails."""
         env = environment(ctx)
         paths = files or arm_files(env.arms_dir)
         specs = [load_arm(path) for path in paths]

@@ -42,7 +42,7 @@ def register(app: typer.Typer) -> None:
             print_json(env, rows)
             return
         table = Table(title=f"MCU tasks ({len(rows)})")
-        for column in ("category", "task", "scoring", "minestudio", "embedded"):
+        for column in ("category", "task", "scoring", *catalog.SIMULATORS):
             table.add_column(column, no_wrap=True)
         table.add_column("notes", overflow="fold")
         for row in rows:
@@ -50,8 +50,7 @@ def register(app: typer.Typer) -> None:
                 row.category,
                 row.task,
                 f"{row.scoring} ({row.entries})" if row.entries else row.scoring,
-                "yes" if row.runs_on["minestudio"] else "no",
-                "yes" if row.runs_on["embedded"] else "no",
+                *("yes" if row.runs_on[simulator] else "no" for simulator in catalog.SIMULATORS),
                 "; ".join(f"{sim}: {note}" for sim, note in row.notes.items()),
             )
         env.console.print(table)
