@@ -36,6 +36,7 @@ from mcu_arms.contracts.planned import (
     PlanStep,
 )
 from mcu_arms.contracts.settings import PurpleOptions
+from mcu_arms.contracts.skills import SkillOutcome, SkillRequest
 from mcu_arms.contracts.timestamps import iso_seconds
 from mcu_arms.contracts.trajectory import (
     TRAJECTORY_FILE,
@@ -197,10 +198,13 @@ class PlannedPolicy(Policy):
             self.tracker = PlanTracker(self._planner, self.goal, state.capabilities, self.episode, self._warn)
             await self.tracker.first(state)
         self.tracker.poll()
-        self._reflex(state, step, received)
+        self.executor.last_skill = payload.last_skill
+        self._reflex(state, step, received, payload.last_skill)
         for _ in range(DECISIONS_PER_STEP):
             if self.running is not None:
                 action = self.running.action.next(state)
+                if isinstance(action, SkillRequest):
+                    return ActionPayload(action_type="skill", skill=action)
                 if isinstance(action, str):
                     return ActionPayload(action_type="env", action=env_action_for(action))
                 self._end_action(action, state, step)
@@ -230,8 +234,9 @@ class PlannedPolicy(Policy):
             self.episode = None
 
     # --- the reflex ----------------------------------------------------------------------------------------------
-    def _reflex(self, state: GameState, step: int, received: float) -> None:
-        """A health drop stops the running action now, before anything waits on a model."""
+    def _reflex(self, state: GameState, step: int, received: float, skill: SkillOutcome | None) -> None:
+        """A health drop stops the running action now, before anything waits on a model. On a simulator that takes
+        skills, its own reflex stopped the skill at the damage already: how long that took is kept beside."""
         health, before = state.vitals.health.value, self.last_health
         self.last_health = health
         if before is None or health >= before:
@@ -246,6 +251,7 @@ class PlannedPolicy(Policy):
             interrupted_action=running.action.candidate.id if running is not None else None,
             latency_ms=round((time.perf_counter() - received) * 1000, 3),  # stopped, and no model was waited on
             threats=sorted({e.kind for e in state.entities or [] if e.hostile}),
+            simulator_stop_ms=skill.stopped_after_damage_ms if skill is not None else None,
         )
         self.threat_mode = True
         self.episode.reflex_interrupts += 1

@@ -1,10 +1,12 @@
-"""The executor: which high-level actions fit the moment, and how each becomes one simulator action per step.
+"""The executor: which high-level actions fit the moment, and how each becomes simulator actions.
 
-It reads the structured state only (contracts/game_state.py), never the frame, and answers in the embedded
-simulator's own key mapping (`env_action_for`, contracts/crafter_keymap.py). It offers candidates at decision
+It reads the structured state only (contracts/game_state.py), never the frame. It offers candidates at decision
 points, the one it would pick itself first (the safe fallback when the policy's answer is unusable), and runs the
-chosen one step by step until it is done, fails, or is interrupted. Success is judged from the inventory delta the
-state shows, never from the action's own account: a chop that "worked" without wood in the inventory failed.
+chosen one until it is done, fails, or is interrupted. How it acts depends on the simulator's capability list: on
+Crafter's keymap (`keymap = "crafter"`, contracts/crafter_keymap.py) an action is a run of per-step key actions
+(the classes below); on a simulator that takes skills (`actions = "skills"`, the mineflayer one) it is one skill
+request (skills.py). Either way success is judged from the inventory delta the state shows, never from the
+action's own account: a chop that "worked" without wood in the inventory failed.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass, field
 
 from mcu_arms.contracts.game_state import Capabilities, Direction, GameState, Recipe
 from mcu_arms.contracts.planned import PlanStep
+from mcu_arms.contracts.skills import SkillOutcome, SkillRequest
 from mcu_arms.contracts.trajectory import ActionStatus, CandidateAction
 
 MOVES: dict[Direction, str] = {"north": "move_up", "south": "move_down", "east": "move_right", "west": "move_left"}
@@ -140,15 +143,16 @@ class RunningAction:
         self.steps = 0
         self.budget = BUDGET_STEPS.get(candidate.skill, 40)
 
-    def next(self, state: GameState) -> str | Outcome:
+    def next(self, state: GameState) -> str | SkillRequest | Outcome:
+        """This step's action (a Crafter action name, or a skill request), or how the action ended."""
         if self.steps >= self.budget:
             return self.finish(state, self.timed_out_status(state), f"not done within {self.budget} steps")
         action = self.act(state)
-        if isinstance(action, str):
+        if not isinstance(action, Outcome):
             self.steps += 1
         return action
 
-    def act(self, state: GameState) -> str | Outcome:
+    def act(self, state: GameState) -> str | SkillRequest | Outcome:
         raise NotImplementedError
 
     def timed_out_status(self, state: GameState) -> ActionStatus:
@@ -363,15 +367,19 @@ class Executor:
     capabilities: Capabilities
     rng: random.Random
     navigator: Navigator = field(init=False)
+    last_skill: SkillOutcome | None = None  # what the simulator said of the last skill (skill simulators only)
 
     def __post_init__(self) -> None:
-        if self.capabilities.keymap != "crafter":
+        self.skills = self.capabilities.actions == "skills"
+        if self.capabilities.keymap != "crafter" and not self.skills:
             raise ValueError(
                 f"the {self.capabilities.simulator} simulator has no keymap this executor speaks "
-                f"({self.capabilities.keymap!r}; it speaks 'crafter')"
+                f"({self.capabilities.keymap!r}; it speaks 'crafter') and takes no skills"
             )
         self.navigator = Navigator(self.capabilities, self.rng)
         self._recipes = {(recipe.method, recipe.item): recipe for recipe in self.capabilities.recipes}
+        # Home, for the threat loop: the station crafting needs (Crafter's table, Minecraft's crafting_table).
+        self.home = next((s for r in self.capabilities.recipes if r.method == "craft" for s in r.stations), None)
 
     # --- what the state shows ------------------------------------------------------------------------------------
     def recipe(self, method: str, item: str) -> Recipe:
@@ -425,7 +433,7 @@ class Executor:
                 return self._obtain(source.method, part, amount, state, depth + 1)
         if method == "collect":
             return self._collect(recipe, count, state)
-        if method == "craft":
+        if method in ("craft", "smelt"):
             for station in recipe.stations:
                 if station not in (state.stations_in_reach or []):
                     return self._station(station, state, depth)
@@ -457,6 +465,10 @@ class Executor:
                 offered.append((level[0] / level[1], self._candidate(skill, vital, source=source)))
             elif vital == "drink" or level[0] <= FOOD_HUNT_BELOW * level[1]:
                 offered.append((level[0] / level[1] + 0.01, self._explore(source)))
+        food, foods = _vital(state, "food"), self.capabilities.foods
+        held = [name for name in foods if state.count(name)]
+        if food is not None and held and food[0] <= FOOD_BELOW * food[1]:
+            offered.append((food[0] / food[1], self._candidate("eat", max(held, key=foods.__getitem__))))
         energy = _vital(state, "energy")
         if energy is not None and energy[0] <= ENERGY_BELOW * energy[1]:
             offered.append((energy[0] / energy[1], self._candidate("sleep", None)))
@@ -471,8 +483,8 @@ class Executor:
         fights = [self._candidate("fight", kind) for kind in kinds]
         flee = [self._candidate("flee", None)]
         offered = fights + flee if self.healthy(state) else flee + fights
-        if self.nearest(state, "table") is not None:
-            offered.append(self._candidate("go_to", "table", description="go home: back to the crafting table"))
+        if self.home is not None and self.nearest(state, self.home) is not None:
+            offered.append(self._candidate("go_to", self.home, description="go home: back to the crafting table"))
         return offered
 
     def recovery(self, state: GameState) -> list[CandidateAction]:
@@ -490,7 +502,9 @@ class Executor:
     ) -> CandidateAction:  # fmt: skip
         words = {
             "collect": f"collect {target} from the nearest {source} until {count} held",
-            "eat": f"eat: hit the nearest {source} for {target}",
+            "eat": f"eat: hit the nearest {source} for {target}" if source else f"eat a {target}",
+            "smelt": f"smelt {target} in the furnace within reach",
+            "equip": f"hold the {target}",
             "drink": f"drink from the nearest {source}",
             "craft": f"craft {target}",
             "place": f"place a {target} in front",
@@ -501,10 +515,14 @@ class Executor:
             "flee": "move away from the hostiles",
             "wait": "stand still until health regrows",
         }
-        identifier = skill if target is None else f"{skill}_{source if skill in ('eat', 'drink') else target}"
+        identifier = skill if target is None else f"{skill}_{source if source and skill in ('eat', 'drink') else target}"
         return CandidateAction(
             id=identifier, skill=skill, target=target, count=count, description=description or words[skill]
         )  # type: ignore[arg-type]
 
     def start(self, candidate: CandidateAction, state: GameState, step: int) -> RunningAction:
+        if self.skills:
+            from mcu_arms.purple.planned.skills import SkillAction
+
+            return SkillAction(candidate, self, state, step)
         return ACTIONS[candidate.skill](candidate, self, state, step)

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from mcu_arms.contracts.agent_report import PlannedEpisode
 from mcu_arms.contracts.errors import validation_summary
-from mcu_arms.contracts.game_state import Capabilities, GameState
+from mcu_arms.contracts.game_state import PLAN_METHODS, Capabilities, GameState
 from mcu_arms.contracts.planned import MAX_PLAN_STEPS, PLAN_ATTEMPTS, Plan, PlanStep
 from mcu_arms.purple.planned.models import ChatModel, ModelCallFailed
 from mcu_arms.purple.planned.policy import strip_fence
@@ -28,7 +28,7 @@ RequestKind = Literal["replan", "next"]
 NO_PLAN_RETRY_STEPS = 100  # without a plan, ask again this many steps after the last attempt failed
 
 PLANNER_PROMPT = f"""You plan short goals for a game agent. Return only a JSON object:
-{{"goal": "...", "steps": [{{"subgoal": "...", "method": "collect" | "craft" | "place", "item": "...", "count": N}}]}}
+{{"goal": "...", "steps": [{{"subgoal": "...", "method": {" | ".join(f'"{m}"' for m in PLAN_METHODS)}, "item": "...", "count": N}}]}}
 Rules: 1 to {MAX_PLAN_STEPS} ordered steps. `count` is the minimum number held when the step is complete (for place:
 placed blocks in view), between 1 and the inventory cap. Earlier materials may be consumed by later steps, so plan
 enough of them, and include the prerequisites (tools, crafting stations). Use only a (method, item) pair listed in
