@@ -121,7 +121,7 @@ class StubChatEndpoint(StubService):
 
 
 class StubPlanner(StubChatEndpoint):
-    """The planner: opening answers in order (then GOOD_PLAN), and re-plans by `replan(index, contract)`.
+    """The planner: opening answers in order (then `next_plan`), and re-plans by `replan(index, contract)`.
 
     `hold_replan(index)` returns a callable that is true once re-plan `index` may be answered: until then its answer
     waits (a late re-plan), with a deadline so that a test never hangs.
@@ -133,9 +133,11 @@ class StubPlanner(StubChatEndpoint):
         replan: Callable[[int, list[dict[str, Any]]], dict[str, Any]] | None = None,
         hold_replan: Callable[[int], Callable[[], bool] | None] | None = None,
         model: str = PLANNER_MODEL,
+        next_plan: dict[str, Any] = GOOD_PLAN,
     ) -> None:
         super().__init__(model)
         self.opening = list(opening)
+        self.next_plan = next_plan  # the answer once the plan is done (or the opening answers are used up)
         self.replan = replan or (lambda index, contract: reworded(GOOD_PLAN, contract))
         self.hold_replan = hold_replan or (lambda index: None)
         self.replans_answered: list[int] = []
@@ -152,7 +154,7 @@ class StubPlanner(StubChatEndpoint):
                 answer: str | dict[str, Any] = self.replan(index, context["accepted_steps"])
                 release = self.hold_replan(index)
             else:
-                answer = self.opening.pop(0) if self.opening and "completed_steps" not in context else GOOD_PLAN
+                answer = self.opening.pop(0) if self.opening and "completed_steps" not in context else self.next_plan
                 release = None
         if release is not None:
             deadline = time.monotonic() + RELEASE_DEADLINE_S

@@ -175,17 +175,19 @@ def test_the_template_documents_every_key():
     import re
 
     from mcu_arms.arms.spec import ArmSpec, CodexSpec, PlannerSpec, PolicySpec, PortsSpec
+    from mcu_arms.contracts.mineflayer import MineflayerServer
     from mcu_arms.contracts.settings import Thresholds
 
     text = (Path(__file__).resolve().parents[1] / "templates" / "arm.toml").read_text()
     written = set(re.findall(r"^#? ?([a-z0-9_]+) = ", text, flags=re.MULTILINE))
     tables = set(re.findall(r"^#? ?\[([a-z_]+)\]", text, flags=re.MULTILINE))
-    tables_of_the_arm = {"ports", "codex", "env", "thresholds", "planner", "policy"}
+    tables_of_the_arm = {"ports", "codex", "env", "thresholds", "planner", "policy", "mineflayer"}
     expected = set(ArmSpec.model_fields) - tables_of_the_arm
     assert expected <= written, f"missing from templates/arm.toml: {sorted(expected - written)}"
     assert tables_of_the_arm <= tables
     documented = set(PortsSpec.model_fields) | set(CodexSpec.model_fields) | set(Thresholds.model_fields)
-    assert documented | set(PlannerSpec.model_fields) | set(PolicySpec.model_fields) <= written
+    documented |= set(PlannerSpec.model_fields) | set(PolicySpec.model_fields) | set(MineflayerServer.model_fields)
+    assert documented <= written
     assert parse_arm(text, Path("arms/my_arm.toml")).name == "my_arm"
 
 
@@ -221,7 +223,8 @@ def test_the_planned_arm_reads_its_two_models():
     ("text", "where", "says"),
     [
         (VALID.replace('simulator = "embedded"', 'simulator = "minestudio"\nobserve = "state"'), "arms/arm.toml:4",
-         "key 'observe': observe = \"state\" needs structured state, which only the embedded simulator provides"),
+         "key 'observe': observe = \"state\" needs structured state, which only the embedded and mineflayer simulators "
+         "provide"),
         (VALID.replace('agent = "noop"', 'agent = "scripted"\nobserve = "state"'), "arms/arm.toml:2",
          "agent \"scripted\" reads frames: it needs observe = \"frame\" or \"frame+state\""),
         (VALID.replace('agent = "noop"', 'agent = "noop"\nobserve = "pixels"'), "arms/arm.toml:2",

@@ -31,7 +31,7 @@ ALLOWED_KEYS = {
     "north", "west", "entities", "kind", "offset", "hostile", "facing", "faced", "tile", "entity", "daylight",
     "stations_in_reach", "sleeping", "position", "equipment", "capabilities", "keymap", "items", "inventory_cap",
     "skills", "recipes", "method", "item", "source", "consumes", "requires", "stations", "placed_on", "yields",
-    "aliases", "walkable",
+    "aliases", "walkable", "actions", "foods", "feasible",
 }  # fmt: skip
 PRIVILEGED = ("achievements", "semantic", "player_pos", "_hunger", "_thirst", "_fatigue", "_recover", "cooldown")
 ENTITY_KIND = {"plant-ripe": "ripe_plant"}

@@ -172,6 +172,18 @@ def test_reward_task_is_scored_and_its_files_written(green: str, tmp_path: Path)
     assert json.loads((tmp_path / "evaluation.json").read_text()) == result  # a result is never overwritten
 
 
+def test_a_skill_sent_to_a_simulator_that_takes_env_actions_is_an_invalid_action(green: str, tmp_path: Path):
+    skill = json.dumps({"type": "action", "action_type": "skill", "skill": {"kind": "collect", "args": {"block": "oak_log"}}})
+    purple = ScriptedPurple([skill])
+    with running_app(lambda url: build_test_purple(purple, url)) as purple_url:
+        evaluation = evaluate(green, request_for(purple_url, tmp_path, task_category="crafting",
+                                                 tasks=["craft_the_crafting_table"], max_steps=2, save_frames=False))
+    assert evaluation.final_state == "completed", evaluation.statuses
+    first = json.loads((tmp_path / "craft_the_crafting_table" / "steps.jsonl").read_text().splitlines()[0])
+    assert first["noop_cause"] == "invalid_action" and "takes env actions only" in first["reason"]
+    assert first["skill"] is None and "last_skill" not in purple.payloads[1], "upstream's observation shape kept"
+
+
 @pytest.mark.parametrize(("observe", "frame", "state"), [("frame", True, False), ("state", False, True),
                                                      ("frame+state", True, True)])  # fmt: skip
 def test_the_observation_carries_what_the_arm_observes(green: str, tmp_path: Path, observe, frame, state):
@@ -405,6 +417,8 @@ def test_a_refused_init_is_recorded_loudly_and_the_episode_still_runs(green: str
         ({"task_category": "crafting"}, {"agent": "http://127.0.0.1:1"}, "participant 'agent' at http://127.0.0.1:1"),
         ({"task_category": "crafting", "simulator": "minestudio", "observe": "state"}, None,
          "observe 'state' needs structured state, which the minestudio simulator cannot provide"),
+        ({"task_category": "crafting", "simulator": "mineflayer", "observe": "state",
+          "mineflayer": {"port": free_port()}}, None, "simulator 'mineflayer' cannot run here"),
         pytest.param({"task_category": "crafting", "simulator": "minestudio"}, None,
                      "simulator 'minestudio' cannot run here: MineStudio cannot run on this host",
                      marks=pytest.mark.skipif(not minestudio_preflight(os.environ), reason="MineStudio can run here")),

@@ -1,0 +1,107 @@
+"""A planned arm on the mineflayer backend, end to end: `mcu-arms run` starts the green, the purple and the client;
+the green's sidecar plays MCU's collect_wood on a real Minecraft-protocol server (flying-squid from npm, with
+trees); the planner and the decision service are the stand-ins of tests/planned_stubs.py. Mid-run the test hurts
+the bot on the server's console, and the damage must reach the agent's reflex. Skipped, saying why, when npm cannot
+install the server or the sidecar here."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+
+import psutil
+import pytest
+from minecraft_server import MinecraftServer, runtime
+from planned_stubs import PLANNER_MODEL, POLICY_MODEL, POLICY_REVISION, StubDecisionService, StubPlanner
+from run_helpers import Started, report, steps_logged, wait_for
+
+from mcu_arms.contracts.trajectory import TRAJECTORY_FILE, TrajectoryRecord, read_trajectory
+from mcu_arms.green.sims.mineflayer.runtime import SIDECAR_SCRIPT
+
+BOT = "planned_bot"
+STEPS = 8
+LOGS = {"goal": "oak logs", "steps": [{"subgoal": "chop oak logs", "method": "collect", "item": "oak_log", "count": 2}]}
+MORE_LOGS = {"goal": "more oak logs", "steps": [{"subgoal": "chop more", "method": "collect", "item": "oak_log", "count": 4}]}
+ARM = f"""agent = "planned"
+task = "mining_and_collecting"
+tasks = ["collect_wood"]
+simulator = "mineflayer"
+observe = "state"
+steps = {STEPS}
+step_timeout = 120
+save_frames = false
+
+[mineflayer]
+port = {{port}}
+username = "{BOT}"
+
+[planner]
+base_url = "{{planner}}/v1"
+model = "{PLANNER_MODEL}"
+timeout = 30
+
+[policy]
+backend = "decision_service"
+base_url = "{{policy}}"
+model = "{POLICY_MODEL}"
+revision = "{POLICY_REVISION}"
+timeout = 10
+
+[ports]
+green = "auto"
+purple = "auto"
+"""
+
+
+def _sidecars() -> list[int]:
+    """Running sidecars of this checkout (to prove none is left behind; nothing here signals them)."""
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        if str(SIDECAR_SCRIPT) in (process.info["cmdline"] or []):
+            found.append(process.pid)
+    return found
+
+
+@pytest.mark.slow
+def test_a_planned_arm_collects_oak_logs_on_a_minecraft_server_and_feels_the_damage(tmp_path: Path) -> None:
+    found = runtime()
+    if isinstance(found, str):
+        pytest.skip(found)
+    project, state = tmp_path / "project", tmp_path / "state"
+    (project / "arms").mkdir(parents=True)
+    planner, kev = StubPlanner([LOGS], next_plan=MORE_LOGS), StubDecisionService([], late_s=0)
+    trajectory = project / "output" / "mined" / "episode_001" / "purple" / "task_01" / TRAJECTORY_FILE
+    with contextlib.ExitStack() as stack:
+        server = stack.enter_context(MinecraftServer(found, tmp_path / "server.log"))
+        planner_url, kev_url = stack.enter_context(planner.serving()), stack.enter_context(kev.serving())
+        (project / "arms" / "mined.toml").write_text(ARM.format(port=server.port, planner=planner_url, policy=kev_url))
+        run = Started(project, state, "run", "--arm", "mined")
+        stack.callback(run.kill_if_running)
+        wait_for(lambda: steps_logged(project, "mined") >= 1 or run.popen.poll() is not None, "the first skill", 300)
+        run.remember_family()
+        server.command(f"damage {BOT} 3")
+        code = run.wait(timeout=400)
+    assert code == 0, run.output
+
+    result = report(project, "mined")
+    assert result["status"] == "finished" and result["steps_run"] == STEPS, result
+    assert "Minecraft 1.21.1" in result["simulator_label"]
+    reached = {milestone["identity"]: milestone["step"] for milestone in result["milestones"]}
+    assert reached["collect_oak_log"] is not None and result["sim_score"] >= 2, "pickups of oak_log counted and paid"
+    assert result["behaviour"].get("init_command_refused") == 1, "flying-squid has no /execute: counted, not hidden"
+
+    records = read_trajectory(trajectory)
+    for line in trajectory.read_text().splitlines():
+        assert set(json.loads(line)) == set(TrajectoryRecord.model_fields), "the same fields as on the embedded simulator"
+    collected = [r for r in records if r.selected_action == "collect_oak_log" and r.action_status == "succeeded"]
+    assert collected and all(r.result.inventory_delta.get("oak_log", 0) > 0 for r in collected), "judged by the delta"
+    hurt = [r for r in records if r.reflex is not None]
+    assert hurt and hurt[0].reflex.health_before - hurt[0].reflex.health_after == 3, "the damage reached the reflex"
+    assert hurt[0].reflex.observed_step == hurt[0].reflex.interrupted_step == hurt[0].end_step
+
+    steps = [json.loads(line) for line in next((project / "output" / "mined" / "episode_001" / "green").glob(
+        "*/steps.jsonl")).read_text().splitlines()]  # fmt: skip
+    assert steps[0]["skill"]["kind"] == "collect" and steps[0]["skill_outcome"]["kind"] == "collect"
+    assert run.family and not [p.pid for p in run.family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert _sidecars() == [], "the green stopped its sidecar"
