@@ -146,3 +146,21 @@ def test_the_planned_agent_reads_state_never_frames() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_the_mineflayer_backend_is_the_greens_and_its_checks_are_light() -> None:
+    """Only the green (its task run) and doctor reach the backend; checking a mineflayer arm's host and server, as
+    `plan` and `doctor` do, loads no heavy stack (the backend itself needs no numpy, crafter or image library)."""
+    users = {module for module, targets in GRAPH.items() if any(_under(t, "mcu_arms.green.sims.mineflayer") for t in targets)}
+    assert {module for module in users if not _under(module, "mcu_arms.green.sims.mineflayer")} <= {
+        "mcu_arms.green.task_run", "mcu_arms.doctor",
+    }  # fmt: skip
+    code = (
+        "import sys, mcu_arms.doctor, mcu_arms.green.sims.mineflayer.backend\n"
+        "from mcu_arms.contracts.mineflayer import MineflayerServer\n"
+        "from mcu_arms.green.sims.mineflayer.backend import host_checks\n"
+        "host_checks({'PATH': ''}, MineflayerServer(port=1))\n"
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "[]"
