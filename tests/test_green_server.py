@@ -419,6 +419,8 @@ def test_a_refused_init_is_recorded_loudly_and_the_episode_still_runs(green: str
          "observe 'state' needs structured state, which the minestudio simulator cannot provide"),
         ({"task_category": "crafting", "simulator": "mineflayer", "observe": "state",
           "mineflayer": {"port": free_port()}}, None, "simulator 'mineflayer' cannot run here"),
+        ({"task_category": "crafting", "simulator": "mineflayer"}, None,
+         "observe 'frame' needs frames, and the mineflayer simulator serves none"),
         pytest.param({"task_category": "crafting", "simulator": "minestudio"}, None,
                      "simulator 'minestudio' cannot run here: MineStudio cannot run on this host",
                      marks=pytest.mark.skipif(not minestudio_preflight(os.environ), reason="MineStudio can run here")),

@@ -41,7 +41,7 @@ from mcu_arms.a2a_transport import (
     take_tokens,
 )
 from mcu_arms.atomic import AlreadyExists, make_dirs_nofollow, write_json_exclusive
-from mcu_arms.contracts.catalog import CATEGORIES, capped_steps
+from mcu_arms.contracts.catalog import CATEGORIES, FRAMELESS_SIMULATORS, capped_steps
 from mcu_arms.contracts.errors import UserError, validation_summary
 from mcu_arms.contracts.evaluation import CategoryResult, EvaluationResult, SimulatorInfo, SkippedTask, summary_text
 from mcu_arms.contracts.events import (
@@ -54,7 +54,7 @@ from mcu_arms.contracts.events import (
     TaskSkipped,
     TaskStarted,
 )
-from mcu_arms.contracts.game_state import STATE_SIMULATORS, wants_state
+from mcu_arms.contracts.game_state import STATE_SIMULATORS, wants_frame, wants_state
 from mcu_arms.contracts.rubric import AUTO_EVAL_ENV, auto_eval_problem, chosen_auto_eval_dir, rubric_of
 from mcu_arms.contracts.steps import STEPS_FILE
 from mcu_arms.contracts.tasks import TaskSpec, select_tasks
@@ -203,6 +203,11 @@ class GreenExecutor(AgentExecutor):
             raise RequestRejected(
                 f"observe '{config.observe}' needs structured state, which the {config.simulator} simulator cannot "
                 f"provide (it serves frames only; state comes from: {', '.join(sorted(STATE_SIMULATORS))})"
+            )
+        if config.simulator in FRAMELESS_SIMULATORS and (wants_frame(config.observe) or config.video_eval):
+            wanted = f"observe '{config.observe}'" if wants_frame(config.observe) else "video_eval"
+            raise RequestRejected(
+                f"{wanted} needs frames, and the {config.simulator} simulator serves none: use observe 'state'"
             )
         try:
             tasks = select_tasks(config.task_category, config.tasks)

@@ -184,6 +184,8 @@ function observe ({ sideways = 16, up_down = 8, entity_radius = 24, feasible = t
   for (const [slot, item] of Object.entries(slots)) if (item) equipment[slot] = item.name
   const cursor = bot.blockAtCursor?.(5)
   const cursorEntity = bot.entityAtCursor?.(3.5)
+  const blocks = view(sideways, up_down)
+  const stations = STATIONS.filter(name => stationNear(name))
   return {
     health: bot.health,
     food: bot.food,
@@ -191,39 +193,40 @@ function observe ({ sideways = 16, up_down = 8, entity_radius = 24, feasible = t
     yaw: round(bot.entity.yaw, 4),
     inventory: inventory(),
     equipment,
-    blocks: view(sideways, up_down),
+    blocks,
     sideways,
     up_down,
     adjacent: neighbours,
     entities,
     faced: cursor ? { block: cursor.name, entity: cursorEntity ? (cursorEntity.name || cursorEntity.username) : null } : null,
-    stations: STATIONS.filter(name => stationNear(name)),
+    stations,
     time_of_day: bot.time?.timeOfDay ?? null,
     sleeping: Boolean(bot.isSleeping),
-    feasible: feasible ? feasibleNow() : null,
+    feasible: feasible ? feasibleNow(blocks, stations) : null,
     busy: running ? running.kind : null,
     deaths,
     counters
   }
 }
 
-// What the library finds possible now, as `kind:arg`: what the rule book lists, narrowed by inventory, reach and view.
+// What the library finds possible now, as `kind:arg`: what the rule book lists, narrowed by the inventory, the
+// stations in reach and the blocks in view.
 let rulebook = { crafts: [], sources: [], smelting: {}, fuels: [], placeable: [] }
-function feasibleNow () {
+function feasibleNow (seen, stations) {
   const held = inventory()
   const found = []
-  const table = stationNear('crafting_table')
+  const table = stations.includes('crafting_table') ? stationNear('crafting_table') : null
   for (const name of rulebook.crafts) {
     const item = registry.itemsByName[name]
-    if (item && bot.recipesFor(item.id, null, 1, table || null).length) found.push(`craft:${name}`)
+    if (item && bot.recipesFor(item.id, null, 1, table).length) found.push(`craft:${name}`)
   }
   for (const name of rulebook.sources) {
     const block = registry.blocksByName[name]
-    if (!block || !bot.findBlock({ matching: block.id, maxDistance: 16 })) continue
+    if (!block || !seen[name]) continue
     const tools = block.harvestTools ? Object.keys(block.harvestTools).map(Number) : null
     if (!tools || bot.inventory.items().some(item => tools.includes(item.type))) found.push(`collect:${name}`)
   }
-  if (stationNear('furnace') && rulebook.fuels.some(fuel => held[fuel])) {
+  if (stations.includes('furnace') && rulebook.fuels.some(fuel => held[fuel])) {
     for (const input of Object.keys(rulebook.smelting)) if (held[input]) found.push(`smelt:${input}`)
   }
   for (const name of rulebook.placeable) if (held[name]) found.push(`place:${name}`)
