@@ -30,7 +30,8 @@ def test_a_crash_mid_task_is_recovered_and_every_dead_entry_is_named(
     control.crash_at_env_step = 20 + 5 + 3 + 3  # empty frames, the start (5 commands), the task's 3, its 3rd step
     built: list[MineStudioSimulator] = []
 
-    def make(name: str, obs_size: tuple[int, int], reset_mode: str | None) -> MineStudioSimulator:
+    def make(name: str, obs_size: tuple[int, int], reset_mode: str | None,
+             mineflayer: object = None) -> MineStudioSimulator:
         built.append(MineStudioSimulator(minestudio_host["env"], reset_mode=reset_mode or "hard", obs_size=obs_size,
                                          partitions=[Partition("/dev/sda1", "/", "ext4", "rw")]))
         return built[-1]

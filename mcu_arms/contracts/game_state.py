@@ -105,7 +105,9 @@ class View(_State):
 
 
 class Entity(_State):
-    kind: str = Field(description="embedded: cow, zombie, skeleton, arrow, plant, ripe_plant; mineflayer: the entity name")
+    kind: str = Field(
+        description="embedded: cow, zombie, skeleton, arrow, plant, ripe_plant; mineflayer: the entity name"
+    )
     offset: Offset
     distance: int
     hostile: bool = Field(description="it attacks the player (zombie, skeleton, and arrows in flight)")

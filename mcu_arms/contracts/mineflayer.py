@@ -69,7 +69,9 @@ SMELTING: dict[str, str] = {
     "chicken": "cooked_chicken", "mutton": "cooked_mutton",
 }  # fmt: skip
 FUELS: tuple[str, ...] = ("coal", "charcoal", "oak_planks", "birch_planks", "spruce_planks", "oak_log", "stick")
-PLACEABLE: tuple[str, ...] = ("crafting_table", "furnace", "chest", "torch", "cobblestone", "dirt", "oak_planks", "oak_log")
+PLACEABLE: tuple[str, ...] = (
+    "crafting_table", "furnace", "chest", "torch", "cobblestone", "dirt", "oak_planks", "oak_log",
+)  # fmt: skip
 # Other names a plan may use (Crafter's, and MCU's generic ones), mapped onto Minecraft's.
 ALIASES: dict[str, str] = {
     "wood": "oak_log", "log": "oak_log", "planks": "oak_planks", "table": "crafting_table",

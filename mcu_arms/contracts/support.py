@@ -116,7 +116,9 @@ def minestudio_object_reason(event: str, obj: str) -> str | None:
 
 
 def _judged_by_object(
-    task: TaskSpec, object_reason: Callable[[str, str], str | None], suffix: Callable[[RewardEntry, dict[str, str]], str]
+    task: TaskSpec,
+    object_reason: Callable[[str, str], str | None],
+    suffix: Callable[[RewardEntry, dict[str, str]], str],
 ) -> TaskSupport:
     """Each entry judged object by object: one none of whose objects can ever count is unavailable (with the reasons,
     and `suffix` for the entry), one some of whose objects cannot is noted."""
@@ -125,7 +127,8 @@ def _judged_by_object(
         dead = {obj: why for obj in entry.objects if (why := object_reason(entry.event, obj))}
         if len(dead) == len(entry.objects):
             support.unavailable.append(entry.identity)
-            support.reasons[entry.identity] = "never pays: " + "; ".join(dict.fromkeys(dead.values())) + suffix(entry, dead)
+            reasons = "; ".join(dict.fromkeys(dead.values()))
+            support.reasons[entry.identity] = f"never pays: {reasons}{suffix(entry, dead)}"
         elif dead:
             counted = ", ".join(obj for obj in entry.objects if obj not in dead)
             support.notes.append(f"{entry.identity}: " + "; ".join(dead.values()) + f" (never counts; {counted} count)")
@@ -161,7 +164,9 @@ def _mineflayer_support(task: TaskSpec) -> TaskSupport:
     entries = (*task.reward_cfg, *task.milestones)
     if not entries:
         support.runnable = False
-        support.reason = f"task {task.name!r} is scored by video evaluation only, and the mineflayer backend serves no frames"
+        support.reason = (
+            f"task {task.name!r} is scored by video evaluation only, and the mineflayer backend serves no frames"
+        )
     elif len(support.unavailable) == len(entries):
         support.runnable = False
         support.reason = f"the mineflayer backend can score nothing of task {task.name!r}: " + "; ".join(

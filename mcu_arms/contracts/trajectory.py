@@ -64,7 +64,8 @@ class ReflexInterruption(BaseModel):
     latency_ms: float = Field(description="from the observation's arrival to the interruption")
     threats: list[str] = Field(description="hostile kinds in view")
     simulator_stop_ms: float | None = Field(
-        default=None, description="a simulator that takes skills stopped the skill itself: from the damage to its answer"
+        default=None,
+        description="a simulator that takes skills stopped the skill itself: from the damage to its answer",
     )
 
 

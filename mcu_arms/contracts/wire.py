@@ -95,7 +95,8 @@ class ObservationPayload(_Payload):
         default=None, description="what the player could know (contracts/game_state.py), when the arm observes it"
     )  # empty `obs` when the arm observes the state alone
     last_skill: SkillOutcome | None = Field(
-        default=None, description="what the skill sent last step came to (contracts/skills.py), in the simulator's words"
+        default=None,
+        description="what the skill sent last step came to (contracts/skills.py), in the simulator's words",
     )
     events: list[GameEvent] | None = Field(
         default=None, description="what the player felt since the previous observation (damage, death), when reported"

@@ -402,7 +402,8 @@ def build_green_card(url: str, *, secured: bool = False):  # noqa: ANN201 - an a
         name="mcu-arms green evaluator",
         description=(
             "Runs MCU Minecraft tasks against a purple A2A agent and scores them. Send an EvalRequest as JSON text: "
-            '{"participants": {"agent": URL}, "config": {"task_category": ..., "simulator": "embedded"|"minestudio"|"mineflayer"}}.'
+            '{"participants": {"agent": URL}, "config": {"task_category": ..., '
+            '"simulator": "embedded"|"minestudio"|"mineflayer"}}.'
         ),
         url=url,
         skills=[

@@ -515,7 +515,8 @@ class Executor:
             "flee": "move away from the hostiles",
             "wait": "stand still until health regrows",
         }
-        identifier = skill if target is None else f"{skill}_{source if source and skill in ('eat', 'drink') else target}"
+        named = source if source and skill in ("eat", "drink") else target
+        identifier = skill if target is None else f"{skill}_{named}"
         return CandidateAction(
             id=identifier, skill=skill, target=target, count=count, description=description or words[skill]
         )  # type: ignore[arg-type]

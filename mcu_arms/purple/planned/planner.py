@@ -27,8 +27,9 @@ from mcu_arms.purple.planned.policy import strip_fence
 RequestKind = Literal["replan", "next"]
 NO_PLAN_RETRY_STEPS = 100  # without a plan, ask again this many steps after the last attempt failed
 
+METHODS = " | ".join(f'"{method}"' for method in PLAN_METHODS)
 PLANNER_PROMPT = f"""You plan short goals for a game agent. Return only a JSON object:
-{{"goal": "...", "steps": [{{"subgoal": "...", "method": {" | ".join(f'"{m}"' for m in PLAN_METHODS)}, "item": "...", "count": N}}]}}
+{{"goal": "...", "steps": [{{"subgoal": "...", "method": {METHODS}, "item": "...", "count": N}}]}}
 Rules: 1 to {MAX_PLAN_STEPS} ordered steps. `count` is the minimum number held when the step is complete (for place:
 placed blocks in view), between 1 and the inventory cap. Earlier materials may be consumed by later steps, so plan
 enough of them, and include the prerequisites (tools, crafting stations). Use only a (method, item) pair listed in

@@ -88,7 +88,8 @@ def server_check(server: MineflayerServer) -> HostCheck:
     except SimulatorUnavailable as error:
         return HostCheck(name=name, status="fail", detail=str(error))
     players = f", {status.players_online} player(s) online" if status.players_online is not None else ""
-    return HostCheck(name=name, status="ok", detail=f"answers: {status.version_name} (protocol {status.protocol}){players}")
+    detail = f"answers: {status.version_name} (protocol {status.protocol}){players}"
+    return HostCheck(name=name, status="ok", detail=detail)
 
 
 def host_checks(env: Mapping[str, str], server: MineflayerServer) -> list[HostCheck]:
@@ -184,8 +185,10 @@ class MineflayerSimulator(Simulator):
             detail = self._lost or self._sidecar.closed_reason or "the sidecar exited"
             self._sidecar.stop()
             self._sidecar = None
-            self._restarts.append(SimulatorRestart(cause="crash", detail=detail, failed_task=self._task_name,
-                                                   failed_during="step", failed_step=self._steps, at=iso_seconds()))  # fmt: skip
+            self._restarts.append(SimulatorRestart(
+                cause="crash", detail=detail, failed_task=self._task_name, failed_during="step",
+                failed_step=self._steps, at=iso_seconds(),
+            ))  # fmt: skip
             self._log(f"mineflayer: reconnecting before the next task ({detail})")
         self._connect()
 
@@ -219,7 +222,8 @@ class MineflayerSimulator(Simulator):
         for number, entry in enumerate(answer["applied"]):
             refused = _refused(entry["replies"])
             if refused:
-                self._fallbacks["reset_command_refused" if number < len(RESET_COMMANDS) else "init_command_refused"] += 1
+                ours = number < len(RESET_COMMANDS)
+                self._fallbacks["reset_command_refused" if ours else "init_command_refused"] += 1
             applied.append({**entry, "refused": refused})
         self._events()  # what happened before the task started is not the agent's
         self._counters = {}

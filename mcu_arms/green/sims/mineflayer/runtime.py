@@ -69,7 +69,8 @@ def _dotted(version: tuple[int, ...]) -> str:
 
 
 def cached_node(env: Mapping[str, str]) -> Path:
-    return cache_root(env) / "node" / NODE_FROM_NPM_VERSION / "node_modules" / (node_package() or "node") / "bin" / "node"
+    package = node_package() or "node"
+    return cache_root(env) / "node" / NODE_FROM_NPM_VERSION / "node_modules" / package / "bin" / "node"
 
 
 def find_node(env: Mapping[str, str]) -> tuple[Path | None, str]:
@@ -97,7 +98,8 @@ def libraries_installed(env: Mapping[str, str]) -> bool:
 
 def node_install_command(env: Mapping[str, str]) -> list[str]:
     prefix = cache_root(env) / "node" / NODE_FROM_NPM_VERSION
-    return ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(prefix), f"{node_package()}@{NODE_FROM_NPM_VERSION}"]
+    package = f"{node_package()}@{NODE_FROM_NPM_VERSION}"
+    return ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(prefix), package]
 
 
 def libraries_install_command(env: Mapping[str, str]) -> list[str]:
@@ -117,7 +119,9 @@ def run_npm(command: list[str], env: Mapping[str, str], node: Path | None) -> No
         done = subprocess.run([npm, *command[1:]], capture_output=True, text=True, timeout=NPM_TIMEOUT_S,
                               stdin=subprocess.DEVNULL, env={**env, "PATH": search_path}, check=False)  # fmt: skip
     except subprocess.TimeoutExpired:
-        raise SimulatorUnavailable(f"`{' '.join(command)}` took over {NPM_TIMEOUT_S} s: is the npm registry reachable?") from None
+        raise SimulatorUnavailable(
+            f"`{' '.join(command)}` took over {NPM_TIMEOUT_S} s: is the npm registry reachable?"
+        ) from None
     if done.returncode != 0:
         lines = [line for line in (done.stderr or done.stdout).splitlines() if line.strip()]
         raise SimulatorUnavailable(f"`{' '.join(command)}` failed (rc={done.returncode}): " + " | ".join(lines[-4:]))
@@ -134,8 +138,10 @@ def ensure_runtime(env: Mapping[str, str], announce: Callable[[str], None]) -> R
         if node is None:
             package = node_package()
             if package is None:
-                raise SimulatorUnavailable(f"node >= {NODE_MIN_MAJOR} is needed ({version}) and npm has no node binary "
-                                           f"for {sys.platform}/{platform.machine()}: install Node.js {NODE_MIN_MAJOR}")  # fmt: skip
+                raise SimulatorUnavailable(
+                    f"node >= {NODE_MIN_MAJOR} is needed ({version}) and npm has no node binary for "
+                    f"{sys.platform}/{platform.machine()}: install Node.js {NODE_MIN_MAJOR}"
+                )
             command = node_install_command(env)
             announce(f"mineflayer: node >= {NODE_MIN_MAJOR} is needed ({version}); installing it: {' '.join(command)}")
             run_npm(command, env, None)
@@ -181,6 +187,8 @@ def runtime_checks(env: Mapping[str, str]) -> list[HostCheck]:
             fix=f"the first run installs them (~565 MB): {' '.join(libraries_install_command(env))}",
         ))  # fmt: skip
     else:
-        checks.append(HostCheck(name="mineflayer libraries", status="fail", detail="not installed, and npm is not on PATH",
-                                fix="install Node.js with npm"))  # fmt: skip
+        checks.append(HostCheck(
+            name="mineflayer libraries", status="fail", detail="not installed, and npm is not on PATH",
+            fix="install Node.js with npm",
+        ))  # fmt: skip
     return checks

@@ -96,7 +96,8 @@ class Sidecar:
         for raw in stderr:
             line = raw.decode("utf-8", errors="replace").rstrip()
             if line:
-                self._log(f"mineflayer sidecar: {line[:LOG_LINE_CHARS]}" + (" ..." if len(line) > LOG_LINE_CHARS else ""))
+                cut = " ..." if len(line) > LOG_LINE_CHARS else ""
+                self._log(f"mineflayer sidecar: {line[:LOG_LINE_CHARS]}{cut}")
 
     def alive(self) -> bool:
         return self.closed_reason is None and self.process.poll() is None

@@ -91,7 +91,9 @@ def game_state(observed: dict[str, Any], capabilities: Capabilities) -> GameStat
     time_of_day = observed.get("time_of_day")
     return GameState(
         simulator="mineflayer",
-        vitals=Vitals(health=Gauge(value=observed["health"], max=VITAL_MAX), food=Gauge(value=observed["food"], max=VITAL_MAX)),
+        vitals=Vitals(
+            health=Gauge(value=observed["health"], max=VITAL_MAX), food=Gauge(value=observed["food"], max=VITAL_MAX)
+        ),
         inventory={name: count for name, count in observed["inventory"].items() if count > 0},
         view=View(width=2 * sideways + 1, height=2 * sideways + 1, tiles=tiles),
         adjacent={direction: name for direction, name in observed["adjacent"].items() if name is not None},
