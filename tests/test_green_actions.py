@@ -191,3 +191,14 @@ def test_unusable_replies_become_a_noop_with_a_cause(text, cause):
 def test_format_is_inferred_when_action_type_is_missing():
     assert parse_payload({"action": {"forward": 1}}).format == "env"
     assert parse_payload({"buttons": [0], "camera": [60]}).format == "compact"
+
+
+def test_a_skill_action_is_read_and_a_key_beside_it_that_it_does_not_use_is_dropped():
+    skill = {"kind": "collect", "args": {"block": "oak_log", "count": 2.0}}
+    parsed = parse_payload({"type": "action", "action_type": "skill", "skill": skill, "action": {"forward": 1}})
+    assert parsed.format == "skill" and parsed.skill.kind == "collect" and parsed.skill.args["count"] == 2
+    assert parsed.action == noop_action() and parsed.dropped_keys == ["action"]
+    env = parse_payload({"type": "action", "action_type": "env", "action": {"forward": 1}, "skill": skill})
+    assert env.skill is None and env.dropped_keys == ["skill"], "a skill rides only on action_type skill"
+    wrong = parse_payload({"type": "action", "action_type": "skill", "skill": {"kind": "teleport"}})
+    assert wrong.noop_cause == "invalid_action" and "not a skill request" in wrong.reason

@@ -49,9 +49,10 @@ PAYLOAD_KEYS = frozenset(ActionPayload.model_fields)
 # The keys each format reads; the others of PAYLOAD_KEYS beside it are dropped and counted too, unless null (a
 # serialised ActionPayload carries every field, the unused ones as null).
 _FORMAT_KEYS: dict[str, frozenset[str]] = {
-    "env": PAYLOAD_KEYS - {"buttons", "camera"},
-    "expanded": PAYLOAD_KEYS - {"action"},
-    "compact": PAYLOAD_KEYS - {"action"},
+    "env": PAYLOAD_KEYS - {"buttons", "camera", "skill"},
+    "expanded": PAYLOAD_KEYS - {"action", "skill"},
+    "compact": PAYLOAD_KEYS - {"action", "skill"},
+    "skill": PAYLOAD_KEYS - {"buttons", "camera", "action"},
 }
 
 # VPT / MineStudio joint button space: groups in product order (the last group varies fastest); `None` = not pressed.
