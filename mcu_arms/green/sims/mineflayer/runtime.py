@@ -4,7 +4,7 @@ Node comes from PATH when it is new enough, else from npm's `node-<os>-<arch>` p
 under `<cache>/node/<version>/`. The libraries are installed with `npm ci` from the lockfile that ships beside
 sidecar.mjs into `<cache>/mineflayer-sidecar/<digest of the lockfile>/` (~565 MB, most of it minecraft-data), so a
 changed lockfile never mixes with an older install. Installs run once, under a file lock, and each is announced with
-its exact command before it runs. Nothing here is imported by light commands except through `runtime_checks`,
+its exact command before it runs; the folders below the cache root are made without following a link. Nothing here is imported by light commands except through `runtime_checks`,
 which only looks.
 """
 
@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from mcu_arms.atomic import make_dirs_nofollow, write_text_atomic
 from mcu_arms.contracts.mineflayer import NODE_FROM_NPM_VERSION, NODE_MIN_MAJOR, SIDECAR_PACKAGES, cache_root
 from mcu_arms.contracts.preflight import HostCheck
 from mcu_arms.green.sims.base import SimulatorUnavailable
@@ -132,7 +133,7 @@ def ensure_runtime(env: Mapping[str, str], announce: Callable[[str], None]) -> R
     from filelock import FileLock
 
     root = cache_root(env)
-    root.mkdir(parents=True, exist_ok=True)
+    root.mkdir(parents=True, exist_ok=True)  # the root is the user's to place (it may be a link they made)
     with FileLock(str(root / ".mineflayer-install.lock")):
         node, version = find_node(env)
         if node is None:
@@ -150,13 +151,13 @@ def ensure_runtime(env: Mapping[str, str], announce: Callable[[str], None]) -> R
                 raise SimulatorUnavailable(f"`{' '.join(command)}` ran, but {version}")
         libraries = libraries_dir(env)
         if not libraries_installed(env):
-            libraries.mkdir(parents=True, exist_ok=True)
+            make_dirs_nofollow(root, libraries.relative_to(root).parts)
             for path in PACKAGE_FILES:
-                shutil.copyfile(path, libraries / path.name)
+                write_text_atomic(libraries / path.name, path.read_text(encoding="utf-8"))
             command = libraries_install_command(env)
             announce(f"mineflayer: installing the sidecar's libraries ({_pins()}): {' '.join(command)}")
             run_npm(command, env, node)
-            (libraries / INSTALLED_MARK).write_text(_pins() + "\n", encoding="utf-8")
+            write_text_atomic(libraries / INSTALLED_MARK, _pins() + "\n")
     return Runtime(node=node, node_version=version, libraries=libraries)
 
 
