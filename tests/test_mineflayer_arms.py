@@ -190,3 +190,18 @@ def test_the_planned_agents_executor_sends_one_skill_per_action_and_judges_it_by
     threatened = game_state(OBSERVED, capabilities)
     assert executor.threatened(threatened) and [c.skill for c in executor.threat(threatened)][:2] == ["fight", "flee"]
     assert executor.start(executor.threat(threatened)[0], threatened, 3).next(threatened).kind == "attack"
+
+
+def test_the_episode_page_shows_the_skill_a_step_carried_out() -> None:
+    from mcu_arms.contracts.steps import StepRecord
+    from mcu_arms.contracts.wire import noop_action
+    from mcu_arms.view.episode import step_detail
+
+    skill = {"kind": "collect", "args": {"block": "oak_log", "count": 2}, "timeout_ms": 50000}
+    outcome = {"kind": "collect", "status": "success", "duration_ms": 9000.0, "inventory_delta": {"oak_log": 2}}
+    applied = {**noop_action(), "camera": [0.0, 0.0]}
+    record = StepRecord(step=0, t=0.0, received="{}", applied=applied, agent_ms=1.0, sim_ms=9000.0, skill=skill,
+                        skill_outcome=outcome)  # fmt: skip
+    assert step_detail(record).applied == {"skill": skill, "outcome": outcome}
+    keys = record.model_copy(update={"skill": None, "skill_outcome": None, "applied": {**applied, "forward": 1}})
+    assert step_detail(keys).applied == {"forward": 1}

@@ -145,7 +145,7 @@ class EpisodeView(BaseModel):
 class StepDetail(BaseModel):
     step: int
     received: str | None
-    applied: dict[str, Any]  # only the keys that are not at rest (0, [0, 0])
+    applied: dict[str, Any]  # only the keys that are not at rest (0, [0, 0]); a skill carried out, with its outcome
     noop_cause: str | None
     reason: str
     dropped_keys: list[str]
@@ -200,7 +200,7 @@ def step_detail(record: StepRecord) -> StepDetail:
     return StepDetail(
         step=record.step,
         received=received,
-        applied={key: value for key, value in record.applied.items() if not _at_rest(value)},
+        applied=_applied(record),
         noop_cause=record.noop_cause,
         reason=record.reason,
         dropped_keys=record.dropped_keys,
@@ -212,6 +212,13 @@ def step_detail(record: StepRecord) -> StepDetail:
         events=[str(event.get("identity", event)) for event in record.events],
         info=record.info,
     )
+
+
+def _applied(record: StepRecord) -> dict[str, Any]:
+    """What the simulator got: the keys not at rest, or the skill it carried out instead and what that came to."""
+    if record.skill is not None:
+        return {"skill": record.skill, "outcome": record.skill_outcome}
+    return {key: value for key, value in record.applied.items() if not _at_rest(value)}
 
 
 def _number(value: Any) -> float | None:
