@@ -163,7 +163,8 @@ def test_the_planned_agents_executor_sends_one_skill_per_action_and_judges_it_by
 
     from mcu_arms.contracts.planned import PlanStep
     from mcu_arms.contracts.skills import SkillOutcome, SkillRequest
-    from mcu_arms.purple.planned.executor import Executor, Outcome
+    from mcu_arms.purple.planned.executor import Executor
+    from mcu_arms.purple.planned.running import Outcome
 
     capabilities = capabilities_from(CAPABILITIES)
     executor = Executor(capabilities, random.Random(0))

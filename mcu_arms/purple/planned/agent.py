@@ -51,10 +51,11 @@ from mcu_arms.contracts.wire import AckPayload, ActionPayload, InitPayload, Obse
 from mcu_arms.layout import claim_task_dir
 from mcu_arms.procs import log_line
 from mcu_arms.purple.base import Policy, failure_noop
-from mcu_arms.purple.planned.executor import Executor, Outcome, RunningAction
+from mcu_arms.purple.planned.executor import Executor
 from mcu_arms.purple.planned.models import ChatModel, DecisionService, ModelCallFailed
 from mcu_arms.purple.planned.planner import PlanTracker
 from mcu_arms.purple.planned.policy import ChatPolicy, DecisionServicePolicy, InvalidDecision, validate_decision
+from mcu_arms.purple.planned.running import Outcome, RunningAction
 from mcu_arms.purple.report_writer import write_episode_reports
 
 RUN_ID = uuid.uuid4().hex  # one purple process: one arm run

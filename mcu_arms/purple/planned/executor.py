@@ -12,13 +12,13 @@ action's own account: a chop that "worked" without wood in the inventory failed.
 from __future__ import annotations
 
 import random
-import time
 from dataclasses import dataclass, field
 
 from mcu_arms.contracts.game_state import Capabilities, Direction, GameState, Recipe
 from mcu_arms.contracts.planned import PlanStep
-from mcu_arms.contracts.skills import SkillOutcome, SkillRequest
+from mcu_arms.contracts.skills import SkillOutcome
 from mcu_arms.contracts.trajectory import ActionStatus, CandidateAction
+from mcu_arms.purple.planned.running import Outcome, RunningAction, held_items
 
 MOVES: dict[Direction, str] = {"north": "move_up", "south": "move_down", "east": "move_right", "west": "move_left"}
 STEPS: dict[Direction, tuple[int, int]] = {"north": (0, -1), "south": (0, 1), "east": (1, 0), "west": (-1, 0)}
@@ -33,33 +33,7 @@ MAX_PREREQUISITES = 4  # how deep "to craft X, first get Y" may go
 EXPLORE_STEPS = 14
 FLEE_STEPS = 6
 WAIT_STEPS = 30
-BUDGET_STEPS = {"collect": 80, "craft": 3, "place": 12, "go_to": 30, "fight": 30, "sleep": 250, "eat": 60,
-                "drink": 60}  # fmt: skip
 IDLE_INTERACTIONS = 8  # this many interactions in a row without a gain and the action gave up
-
-
-@dataclass
-class Outcome:
-    status: ActionStatus
-    detail: str
-    inventory_delta: dict[str, int]
-    steps: int
-
-
-def _held(state: GameState) -> dict[str, int]:
-    """Items and vitals, so that the delta shows drinking and eating as well as collecting."""
-    held = dict(state.inventory)
-    for name in ("health", "food", "drink", "energy"):
-        gauge = getattr(state.vitals, name)
-        if gauge is not None:
-            held[name] = int(gauge.value)
-    return held
-
-
-def _delta(before: GameState, after: GameState) -> dict[str, int]:
-    old, new = _held(before), _held(after)
-    return {item: new.get(item, 0) - old.get(item, 0) for item in sorted(set(old) | set(new))
-            if new.get(item, 0) != old.get(item, 0)}  # fmt: skip
 
 
 def _vital(state: GameState, name: str) -> tuple[float, float] | None:
@@ -128,49 +102,6 @@ class Navigator:
         return MOVES[self.rng.choice([d for d in options if score(d) == best])]
 
 
-class RunningAction:
-    """One high-level action in progress. `next(state)` is called once per step with the latest state."""
-
-    side_effects = False
-
-    def __init__(self, candidate: CandidateAction, executor: Executor, state: GameState, step: int) -> None:
-        self.candidate = candidate
-        self.executor = executor
-        self.navigator = executor.navigator
-        self.before = state
-        self.started_step = step
-        self.started_at = time.perf_counter()
-        self.steps = 0
-        self.budget = BUDGET_STEPS.get(candidate.skill, 40)
-
-    def next(self, state: GameState) -> str | SkillRequest | Outcome:
-        """This step's action (a Crafter action name, or a skill request), or how the action ended."""
-        if self.steps >= self.budget:
-            return self.finish(state, self.timed_out_status(state), f"not done within {self.budget} steps")
-        action = self.act(state)
-        if not isinstance(action, Outcome):
-            self.steps += 1
-        return action
-
-    def act(self, state: GameState) -> str | SkillRequest | Outcome:
-        raise NotImplementedError
-
-    def timed_out_status(self, state: GameState) -> ActionStatus:
-        return "failed"
-
-    def finish(self, state: GameState, status: ActionStatus, detail: str) -> Outcome:
-        return Outcome(status=status, detail=detail, inventory_delta=_delta(self.before, state), steps=self.steps)
-
-    def interrupt(self, state: GameState) -> Outcome:
-        """Stopped by the reflex. An action with side effects may or may not have happened: the next decision finds
-        out from the state (`action_needs_replan`); a resumable one is offered again if it still fits."""
-        status: ActionStatus = "action_needs_replan" if self.side_effects and self.steps else "interrupted"
-        return self.finish(state, status, "interrupted by the damage reflex")
-
-    def gained(self, state: GameState, item: str) -> int:
-        return _held(state).get(item, 0) - _held(self.before).get(item, 0)
-
-
 class Collect(RunningAction):
     """Go to the nearest source (a tile or a creature) and interact until the inventory holds `count`."""
 
@@ -178,11 +109,11 @@ class Collect(RunningAction):
         super().__init__(*args)
         self.recipe = self.executor.recipe("collect", self.candidate.target or "")
         self.idle = 0
-        self.last_held = _held(self.before).get(self.recipe.item, 0)
+        self.last_held = held_items(self.before).get(self.recipe.item, 0)
 
     def act(self, state: GameState) -> str | Outcome:
         item = self.recipe.item
-        held = _held(state).get(item, 0)
+        held = held_items(state).get(item, 0)
         if held > self.last_held:
             self.idle = 0
         self.last_held = held
