@@ -6,11 +6,13 @@ memory) is 0700, `logs/purple.log` 0600. Results, reports, plans and the other l
     output/<arm>/episode_NNN/         one run; a new run never reuses an existing dir
         plan.json  scenario.toml      what was planned
         result.json                   the run report (contracts/run_report.py)
+        slurm.json                    the Slurm job it was submitted as, when it ran on Slurm
         events.jsonl                  the green's typed progress events, as the client received them
         logs/{green,purple,client,mcu-arms}.log
         green/evaluation.json         the green's result (contracts/evaluation.py)
         green/<task>/steps.jsonl      one record per step (contracts/steps.py), frames/ beside it
         purple/                       the agent's own files and report; its episodes in task_NN/
+    output/.slurm-jobs/               the job scripts and logs of Slurm jobs (submitit's folder)
     logs/<arm>_{green,purple,client}.log, logs/<arm>_result.json   links to the latest episode's files
 """
 
@@ -39,6 +41,10 @@ SCENARIO_FILE = "scenario.toml"
 EVENTS_FILE = "events.jsonl"
 EVALUATION_FILE = "evaluation.json"
 STOP_REQUEST = "stop.request"
+SLURM_JOB_FILE = "slurm.json"
+# Under the output root: the job scripts and logs of the Slurm jobs episodes ran as (not an arm: no arm name starts
+# with a dot).
+SLURM_JOBS_DIR = ".slurm-jobs"
 SPACE_RESERVE = ".space-reserve"
 # Disk the supervisor holds back while an arm runs, so that a disk filled by the run still takes its final report.
 SPACE_RESERVE_BYTES = 1024 * 1024
@@ -136,6 +142,11 @@ class RunDir:
     @property
     def stop_request(self) -> Path:
         return self.path / STOP_REQUEST
+
+    @property
+    def slurm_job(self) -> Path:
+        """The Slurm job the episode was submitted as (contracts/slurm.SlurmJob), written by the submitting host."""
+        return self.path / SLURM_JOB_FILE
 
     @property
     def space_reserve(self) -> Path:
@@ -324,6 +335,10 @@ def repoint_links(links: Mapping[str, str], warn: Callable[[str], None]) -> None
             temporary.unlink()
         temporary.symlink_to(os.path.relpath(target, path.parent))
         os.replace(temporary, path)
+
+
+def slurm_jobs_dir(output_dir: Path) -> Path:
+    return output_dir / SLURM_JOBS_DIR
 
 
 def supervisor_log(run_dir: RunDir) -> Path:

@@ -94,7 +94,7 @@ def render(result: ComparisonResult, env: Environment) -> None:
         console.print(matrix)
 
     for arm in result.arms:
-        if arm.status in ("failed", "interrupted", "started"):
+        if arm.status in ("failed", "interrupted", "queued", "started"):
             process = f" ({arm.failure_process})" if arm.failure_process else ""
             reason = arm.failure_reason or "no failure recorded"
             console.print(f"[bold red]{arm.arm} {arm.status}{process}:[/] {escape(shown_text(reason, MAX_MESSAGE_CHARS))}", soft_wrap=True)

@@ -22,6 +22,7 @@ from mcu_arms.contracts.errors import NESTED_TOO_DEEPLY, UserError, user_error
 from mcu_arms.contracts.evaluation import EvaluationResult, TaskMetrics, top_counts
 from mcu_arms.contracts.redaction import scrub
 from mcu_arms.contracts.settings import Settings, Thresholds
+from mcu_arms.contracts.slurm import SlurmJob
 from mcu_arms.contracts.states import INFRASTRUCTURE_CAUSES, FailureKind, ProcessRole, RunStatus
 
 RUN_REPORT_SCHEMA_VERSION = 2
@@ -111,6 +112,9 @@ class RunReport(BaseModel):
     # Where the run was written (--output-dir, MCU_ARMS_OUTPUT_DIR or output/), as it was then: a record, never
     # needed to find the files, which are relative to the episode wherever it now is. None before it was recorded.
     output_root: str | None = None
+    # The Slurm job the episode ran as (None: run on the host that started it). Its processes (pids in
+    # `processes`) are on `slurm.node`; only this job id is ever cancelled for it.
+    slurm: SlurmJob | None = None
 
     @field_validator("noops", "dropped_keys", "sim_fallbacks")
     @classmethod

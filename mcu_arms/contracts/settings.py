@@ -21,6 +21,7 @@ from mcu_arms.contracts.redaction import redact_env, scrub
 from mcu_arms.contracts.rubric import rubric_of
 from mcu_arms.contracts.game_state import DEFAULT_OBSERVE, ObserveMode
 from mcu_arms.contracts.planned import PolicyBackend
+from mcu_arms.contracts.slurm import DEFAULT_EXECUTOR, Executor, SlurmOptions
 from mcu_arms.contracts.states import ProcessRole
 from mcu_arms.contracts.wire import (
     DEFAULT_OBS_ENCODING,
@@ -321,6 +322,9 @@ class ProcessPlan(BaseModel):
     log: str
     port: int | None = None
     url: str | None = None
+    # A listening socket the supervisor bound on `port` and hands to the server (inherited at this descriptor), so
+    # that no other process can take the port between the pick and the server's start.
+    listen_fd: int | None = None
 
     def redacted_env(self) -> dict[str, str]:
         return redact_env(self.env)
@@ -365,6 +369,8 @@ class ArmPlan(BaseModel):
     processes: list[ProcessPlan]
     warnings: list[str]
     blocked: list[str] = Field(default_factory=list)  # failed host checks: `run` refuses this arm
+    executor: Executor = DEFAULT_EXECUTOR  # slurm: the episode runs as a job, on whichever node Slurm gives it
+    slurm: SlurmOptions | None = None  # the job's options, for executor slurm
 
     def process(self, role: ProcessRole) -> ProcessPlan:
         return next(p for p in self.processes if p.role == role)

@@ -16,19 +16,21 @@ SERVER_ROLES: tuple[ProcessRole, ...] = ("green", "purple")
 STOP_ORDER: tuple[ProcessRole, ...] = ("green", "purple", "client")
 SUPERVISOR_ROLE = "mcu-arms"
 
-# A run report's status: written `started`, finalised once.
-RunStatus = Literal["started", "finished", "failed", "interrupted"]
+# A run report's status: written `started` (or `queued`, by the host that submits it as a Slurm job), finalised once.
+RunStatus = Literal["queued", "started", "finished", "failed", "interrupted"]
+# Not final: the episode has yet to start, or runs now.
+OPEN_STATUSES: frozenset[str] = frozenset({"queued", "started"})
 FINAL_STATUSES: frozenset[str] = frozenset({"finished", "failed", "interrupted"})
 
-# What `run` says of each arm it was given.
-ArmOutcomeStatus = Literal["finished", "failed", "interrupted", "skipped"]
+# What `run` says of each arm it was given (queued: submitted as a Slurm job by `run --detach`, left to run).
+ArmOutcomeStatus = Literal["finished", "failed", "interrupted", "skipped", "queued"]
 
 # An arm's place in its lifecycle, as the live view shows it.
-ArmPhase = Literal["planning", "starting", "ready", "running", "finished", "failed", "interrupted"]
+ArmPhase = Literal["planning", "queued", "starting", "ready", "running", "finished", "failed", "interrupted"]
 
-# Why an arm's episode failed: infrastructure (retried by a campaign), the agent under test, mcu-arms itself, or a
-# stop asked for.
-FailureKind = Literal["infrastructure", "agent", "supervisor", "stopped"]
+# Why an arm's episode failed: infrastructure (retried by a campaign), the agent under test, mcu-arms itself, a
+# stop asked for, or the time limit of the Slurm job it ran as (a rerun runs it again with the same fingerprint).
+FailureKind = Literal["infrastructure", "agent", "supervisor", "stopped", "time_limit"]
 
 # Why a step's action was the noop. Infrastructure causes: the agent could not be reached or could not answer.
 # Behaviour causes: it answered, with something that cannot be applied.
@@ -47,5 +49,5 @@ EndedBy = Literal["max_steps", "simulator_done", "canceled", "error"]
 TurnOutcome = Literal["ok", "failed", "timeout", "overflow"]
 
 # What a status line of an arm's latest episode says (the report's status, or why there is none to read).
-ArmStatusText = Literal["started", "finished", "failed", "interrupted", "stale (supervisor gone)", "no report",
-                        "unreadable report"]
+ArmStatusText = Literal["queued", "started", "finished", "failed", "failed (time limit)", "interrupted",
+                        "stale (supervisor gone)", "stale (job ended)", "no report", "unreadable report"]

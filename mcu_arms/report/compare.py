@@ -61,7 +61,7 @@ EXIT_NOT_TRUSTWORTHY = 3
 
 PURPLE_COUNTERS: set[str] = set(REPORTED_BY) | {"invalid_outputs_by_kind"}
 
-ArmStatus = Literal["finished", "failed", "interrupted", "started", "no run"]
+ArmStatus = Literal["finished", "failed", "interrupted", "queued", "started", "no run"]
 CellState = Literal["reached", "not reached", "unavailable", "no run", "not in run"]
 
 
@@ -432,7 +432,9 @@ def _arm_result(target: ArmTarget, episode: int | None, flags: list[Flag]) -> tu
         limit = purple_limit
     if report.status != "finished":
         reason = report.failure.reason if report.failure else "no failure recorded"
-        if report.status == "started":
+        if report.status == "queued":
+            reason = "queued as a Slurm job, not started yet"
+        elif report.status == "started":
             reason = "still running, or its supervisor died before finalising the report"
         flags.append(Flag(kind=report.status, arm=target.name, message=f"episode {report.episode}: {reason}"))
     for alert in report.alerts:
@@ -853,7 +855,7 @@ def to_markdown(result: ComparisonResult) -> str:
         lines += _md_table(header, rows)
         lines.append("")
     for arm in result.arms:
-        if arm.status in ("failed", "interrupted", "started"):
+        if arm.status in ("failed", "interrupted", "queued", "started"):
             lines.append(f"- {arm.arm} {arm.status}: {arm.failure_reason or 'no failure recorded'}")
             lines += [f"  - {role}: `{path}`" for role, path in arm.logs.items()]
     return "\n".join(lines).rstrip() + "\n"

@@ -24,6 +24,7 @@ from mcu_arms.supervise.progress import ArmProgress
 REFRESH_PER_SECOND = 2
 STATE_STYLES = {
     "planning": "dim",
+    "queued": "dim",
     "starting": "yellow",
     "ready": "cyan",
     "running": "bold cyan",

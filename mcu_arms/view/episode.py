@@ -34,7 +34,7 @@ from mcu_arms.contracts.catalog import CODEX_AGENTS
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.evaluation import TaskMetrics
 from mcu_arms.contracts.run_report import RunReport, task_trouble
-from mcu_arms.contracts.states import INFRASTRUCTURE_CAUSES
+from mcu_arms.contracts.states import INFRASTRUCTURE_CAUSES, OPEN_STATUSES
 from mcu_arms.contracts.steps import DEATHS_KEY, INVENTORY_KEY, VITAL_KEYS, StepRecord, frame_step, read_jsonl
 from mcu_arms.contracts.tasks import load_category
 from mcu_arms.layout import RunDir, frames_dir, purple_task_dirs, steps_log, turn_dir, turn_frame
@@ -324,7 +324,7 @@ def _counts(
             add("infrastructure", f"failed model turn: {reason}", count, "the purple's own report")
         add("infrastructure", "processes left behind by a turn (stopped)", episode.leftover_processes_stopped)
     add("infrastructure", "step log lines that are not step records", invalid_lines)
-    if source.report.status != "started":  # while the run goes on, a half-written last line is normal
+    if source.report.status not in OPEN_STATUSES:  # while the run goes on, a half-written last line is normal
         add("infrastructure", "step log ends in a torn line", int(torn), "cut short when the run ended")
     return rows, counts_source
 
@@ -332,7 +332,7 @@ def _counts(
 def _alerts(source: EpisodeSource, view_alerts: list[str]) -> list[str]:
     report = source.report
     alerts = list(view_alerts)
-    if report.status == "started":
+    if report.status in OPEN_STATUSES:
         alerts.append("the run is still going, or its supervisor died before finalising the report")
     if report.failure is not None:
         who = f" ({report.failure.process})" if report.failure.process else ""
