@@ -13,6 +13,7 @@ import importlib.util
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -21,14 +22,14 @@ from typing import Any
 import psutil
 from pydantic import BaseModel
 
-from mcu_arms.arms.spec import ArmSpec
+from mcu_arms.arms.spec import ArmSpec, CodexSpec
 from mcu_arms.containment import containment_support
 from mcu_arms.contracts.catalog import CODEX_AGENTS
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.preflight import CheckStatus, HostCheck
-from mcu_arms.contracts.settings import PurpleOptions
+from mcu_arms.contracts.settings import ArmPlan, PurpleOptions
 from mcu_arms.isolation.codex_home import default_auth, default_root, temporary_dir_reason
-from mcu_arms.isolation.host import GB, MINESTUDIO_INSTANCE_BYTES, network_filesystem_reason
+from mcu_arms.isolation.host import GB, MINESTUDIO_INSTANCE_BYTES, network_filesystem_reason, shared_filesystem
 
 EMBEDDED_ARM_BYTES = GB // 2
 
@@ -245,14 +246,103 @@ def run_doctor(specs: list[ArmSpec], env: Mapping[str, str]) -> DoctorReport:
     return DoctorReport(checks=checks)
 
 
-def preflight(specs: list[ArmSpec], env: Mapping[str, str]) -> dict[str, list[str]]:
-    """What stops each arm from running on this host: every failed doctor check, with its fix (empty: nothing)."""
-    blocked: dict[str, list[str]] = {spec.name: [] for spec in specs}
-    for check in run_doctor(specs, env).checks:
+def _seen_by_the_nodes(name: str, path: Path, nodes: list[str] | None, names: list[str]) -> Check:
+    """A path every node must see as this host does: on a single-node cluster (the node is this host) or on a shared
+    filesystem; else the jobs would find nothing there."""
+    from mcu_arms.cluster.slurm import this_host
+
+    shared, fstype = shared_filesystem(path)
+    if nodes == [this_host()]:
+        return Check(name=name, status="ok", detail=f"{path}: the one node is this host", needed_by=names)
+    if shared:
+        return Check(name=name, status="ok", detail=f"{path} is on {fstype}, shared with the nodes", needed_by=names)
+    where = f"the nodes ({', '.join(nodes[:4])}{', ...' if len(nodes) > 4 else ''})" if nodes else "the nodes"
+    return Check(
+        name=name,
+        status="fail",
+        detail=f"{path} is on {fstype}, local to this host: {where} would not see it; put it on a filesystem the "
+        "nodes share (NFS, Lustre, GPFS, BeeGFS...)",
+        needed_by=names,
+    )
+
+
+def slurm_checks(
+    env: Mapping[str, str], output_dir: Path, partitions: dict[str, str | None], codex_roots: dict[str, Path]
+) -> list[Check]:
+    """What Slurm arms need from the login host: the Slurm commands and submitit, the run directory and this
+    mcu-arms on a filesystem the nodes share, codex homes on node-local disk. `partitions`: arm -> its partition
+    (None: the site's default); `codex_roots`: codex arm -> its codex root. What the episode itself needs (JDK 8,
+    Xvfb, codex, CUDA) is checked on the node when it starts."""
+    from mcu_arms.cluster.slurm import accounting_answers, missing_commands, partition_nodes
+
+    names = list(partitions)
+    missing = missing_commands(env)
+    checks = [
+        Check(name="Slurm commands", status="fail", needed_by=names,
+              detail=f"{', '.join(missing)} not on PATH: run from a login node of the cluster (or install its client)")
+        if missing
+        else Check(name="Slurm commands", status="ok", detail="sbatch, squeue and scancel on PATH", needed_by=names),
+        Check(name="submitit", status="ok", detail="importable", needed_by=names)
+        if importlib.util.find_spec("submitit") is not None
+        else Check(name="submitit", status="fail", detail="not installed: pip install -e '.[slurm]'", needed_by=names),
+    ]  # fmt: skip
+    if not missing:
+        checks.append(
+            Check(name="sacct", status="ok", detail="answers (ended jobs are read from accounting)", needed_by=names)
+            if accounting_answers(env)
+            else Check(name="sacct", status="warn", needed_by=names,
+                       detail="does not answer (no accounting here): an ended job whose episode wrote no final "
+                       "report is read from squeue, which forgets it after MinJobAge")
+        )  # fmt: skip
+    for partition in sorted(set(partitions.values()), key=str):
+        users = [arm for arm, chosen in partitions.items() if chosen == partition]
+        nodes = partition_nodes(partition, env) if not missing else None
+        suffix = f" ({partition})" if partition else ""
+        checks.append(_seen_by_the_nodes(f"run directory{suffix}", output_dir, nodes, users))
+        checks.append(_seen_by_the_nodes(f"mcu-arms{suffix}", Path(sys.executable).parent, nodes, users))
+    for root in sorted(set(codex_roots.values())):
+        users = [arm for arm, chosen in codex_roots.items() if chosen == root]
+        reason = network_filesystem_reason(root)
+        checks.append(
+            Check(name=f"codex homes {root}", status="fail" if reason else "ok", needed_by=users,
+                  detail=reason or "local disk here; built on each node's own disk when the episode starts")
+        )  # fmt: skip
+    return checks
+
+
+def slurm_preflight(
+    env: Mapping[str, str], output_dir: Path, partitions: dict[str, str | None], codex_roots: dict[str, Path]
+) -> dict[str, list[str]]:
+    """What stops each Slurm arm from being submitted from here: every failed Slurm check."""
+    return _failed_by_arm(list(partitions), slurm_checks(env, output_dir, partitions, codex_roots))
+
+
+def _failed_by_arm(names: list[str], checks: list[Check]) -> dict[str, list[str]]:
+    blocked: dict[str, list[str]] = {name: [] for name in names}
+    for check in checks:
         if check.status == "fail":
             for name in check.needed_by:
                 blocked[name].append(f"{check.name}: {check.detail}")
     return blocked
+
+
+def preflight(specs: list[ArmSpec], env: Mapping[str, str]) -> dict[str, list[str]]:
+    """What stops each arm from running on this host: every failed doctor check, with its fix (empty: nothing)."""
+    return _failed_by_arm([spec.name for spec in specs], run_doctor(specs, env).checks)
+
+
+def plan_preflight(plan: ArmPlan, env: Mapping[str, str]) -> list[str]:
+    """What stops a planned episode on this host: the checks `run` makes before it starts an arm here, made where
+    the episode landed (a Slurm node checks them when the episode starts)."""
+    settings = plan.settings
+    codex = CodexSpec.model_construct(
+        root=str(Path(plan.codex_home).parent) if plan.codex_home else None, auth=plan.codex_auth
+    )
+    spec = ArmSpec.model_construct(
+        name=plan.arm, agent=settings.agent, simulator=settings.simulator, cuda_device=settings.cuda_device,
+        env=settings.env, codex=codex,
+    )  # fmt: skip
+    return preflight([spec], env)[plan.arm]
 
 
 def refuse_blocked(blocked: dict[str, list[str]]) -> None:

@@ -5,6 +5,9 @@
     max_parallel = 2              # default: what this host can take
     retries = 1                   # extra attempts for an episode that failed for infrastructure reasons
 
+    [slurm]                       # `run --executor slurm`: what each arm's own [slurm] leaves unset
+    time = "2-00:00:00"
+
     [baseline]
     arm = "demo"                  # an arm in arms/, or a path; or the arm's keys written here
 
@@ -27,11 +30,12 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from mcu_arms.arms.plan import apply_overrides, resolve_settings
-from mcu_arms.arms.spec import ARM_NAME_PATTERN, ArmSpec, arm_path, describe_error, load_arm
+from mcu_arms.arms.spec import ARM_NAME_PATTERN, ArmSpec, SlurmSpec, arm_path, describe_error, load_arm
 from mcu_arms.contracts.errors import NESTED_TOO_DEEPLY, UserError, toml_decode_line, toml_line, user_error
 from mcu_arms.contracts.settings import Overrides, differing_settings
 
-CAMPAIGN_KEYS = ("name", "description", "seeds", "replicates", "max_parallel", "retries", "baseline", "variants")
+CAMPAIGN_KEYS = ("name", "description", "seeds", "replicates", "max_parallel", "retries", "slurm", "baseline",
+                 "variants")
 DEFAULT_RETRIES = 1
 
 
@@ -52,6 +56,7 @@ class Campaign(BaseModel):
     seeds: list[int] | None = None
     max_parallel: int | None = None
     retries: int = DEFAULT_RETRIES
+    slurm: SlurmSpec = SlurmSpec()  # site options for every arm; an arm's own [slurm] keys win
     baseline: CampaignArm
     variants: list[CampaignArm]
 
@@ -76,10 +81,10 @@ def _fail(message: str, path: Path, text: str, key: str, allowed: str | None = N
     return UserError(message, path=path, line=toml_line(text, key), key=key, allowed=allowed)
 
 
-def _validated(data: dict[str, Any], path: Path, text: str, prefix: str) -> ArmSpec:
-    """An inline arm, with any problem reported at its key in the campaign file."""
+def _validated(data: dict[str, Any], path: Path, text: str, prefix: str, model: type[BaseModel] = ArmSpec) -> Any:
+    """An inline arm (or the campaign's [slurm] table), with any problem reported at its key in the campaign file."""
     try:
-        return ArmSpec.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as error:
         raise user_error(
             error, path=path, text=text, key_of=lambda key: f"{prefix}.{key}", describe=describe_error, every=True
@@ -133,6 +138,11 @@ def load_campaign(path: Path, arms_dir: Path) -> Campaign:
     if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
         raise _fail(f"{retries!r} is not allowed", path, text, "retries", allowed="an integer >= 0")
 
+    slurm_table = data.get("slurm", {})
+    if not isinstance(slurm_table, dict):
+        raise _fail("must be a [slurm] table", path, text, "slurm")
+    slurm = _validated(slurm_table, path, text, "slurm", SlurmSpec)
+
     baseline_table = data.get("baseline")
     if not isinstance(baseline_table, dict):
         raise _fail("a campaign needs a [baseline] table (`arm = \"NAME\"`, or the arm's keys)", path, text, "baseline")
@@ -158,7 +168,7 @@ def load_campaign(path: Path, arms_dir: Path) -> Campaign:
             raise _fail(f"arm name '{variant_name}' is used twice in this campaign", path, text, f"variants[{index - 1}].name")
     return Campaign(
         name=name, path=path, description=str(data.get("description", "")), seeds=seeds, max_parallel=max_parallel,
-        retries=retries, baseline=baseline, variants=variants,
+        retries=retries, slurm=slurm, baseline=baseline, variants=variants,
     )  # fmt: skip
 
 
@@ -216,6 +226,15 @@ def _variant(
     return CampaignArm(spec=spec, source=source, differs_in=list(claimed))
 
 
+def _slurm_under(campaign: SlurmSpec, arm: SlurmSpec) -> SlurmSpec:
+    """The arm's [slurm] over the campaign's: each key the arm sets wins; the lists (sbatch, setup) are the
+    campaign's lines, then the arm's."""
+    merged = {**campaign.model_dump(exclude_unset=True), **arm.model_dump(exclude_unset=True)}
+    for key in ("sbatch", "setup"):
+        merged[key] = list(dict.fromkeys([*getattr(campaign, key), *getattr(arm, key)]))
+    return SlurmSpec.model_validate(merged)
+
+
 class Selection(BaseModel):
     """What a command was given: arms (from arm files, or from the campaigns that name them), ready to plan."""
 
@@ -252,7 +271,7 @@ def select_arms(sources: list[Path], overrides: Overrides, arms_dir: Path) -> Se
         campaign = load_campaign(source, arms_dir)
         campaigns.append(campaign)
         for arm in campaign.arms():
-            spec = arm.spec
+            spec = arm.spec.model_copy(update={"slurm": _slurm_under(campaign.slurm, arm.spec.slurm)})
             if campaign.seeds is not None:
                 spec = with_seeds(spec, campaign.seeds)
             specs.append((apply_overrides(spec, overrides, arm.source), arm.source))

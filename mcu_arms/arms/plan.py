@@ -44,6 +44,16 @@ from mcu_arms.contracts.settings import (
     fingerprint,
     flag_for,
 )
+from mcu_arms.contracts.slurm import (
+    DEFAULT_STOP_MARGIN_S,
+    SLURM_TICK_S,
+    TIME_ALLOWED,
+    Placement,
+    SlurmOptions,
+    SlurmOverrides,
+    parse_sbatch_line,
+    parse_slurm_time,
+)
 from mcu_arms.contracts.support import runnable_tasks
 from mcu_arms.contracts.tasks import TaskSpec, select_tasks
 from mcu_arms.environment import Environment
@@ -211,6 +221,26 @@ def mineflayer_server(settings: Settings) -> MineflayerServer | None:
         return None
     fields = {key: getattr(settings, f"mineflayer_{key}") for key in MineflayerServer.model_fields}
     return MineflayerServer(**{key: value for key, value in fields.items() if value is not None})
+
+
+def _with_value(argv: list[str], flag: str, value: str) -> list[str]:
+    index = argv.index(flag)
+    return [*argv[: index + 1], value, *argv[index + 2 :]]
+
+
+def on_ports(plan: ArmPlan, listeners: Mapping[str, tuple[int, int]]) -> ArmPlan:
+    """The plan with its servers on the ports picked where the episode runs (`listeners`: role -> (port, the
+    listening socket's descriptor, handed to the server)): their command lines, URLs and the plan's ports."""
+    processes = []
+    for process in plan.processes:
+        if process.role in listeners:
+            port, fd = listeners[process.role]
+            url = http_url(plan.host, port)
+            argv = _with_value(_with_value(process.argv, "--port", str(port)), "--card-url", url)
+            process = process.model_copy(update={"port": port, "url": url, "argv": argv, "listen_fd": fd})
+        processes.append(process)
+    ports = {f"{role}_port": listeners[role][0] for role in ("green", "purple") if role in listeners}
+    return plan.model_copy(update={"processes": processes, **ports})
 
 
 def _mcu_arms_argv() -> list[str]:
@@ -386,9 +416,76 @@ def plan_arms(
     return plan_specs(load_specs(sources, overrides), overrides, env)
 
 
-def plan_specs(specs: list[tuple[ArmSpec, Path]], overrides: Overrides, env: Environment) -> list[ArmPlan]:
+def resolve_slurm(spec: ArmSpec, given: SlurmOverrides, source: Path) -> SlurmOptions:
+    """The arm's Slurm options: its [slurm] table (a campaign's already merged under it), the --slurm-* flags on
+    top. A time limit is required: a site's default could end a week-long episode after minutes."""
+    written = spec.slurm
+    flags = given.given()
+    time = flags.get("time", written.time)
+    if time is None:
+        raise UserError(
+            "a Slurm job needs a time limit",
+            path=source,
+            key="slurm.time",
+            allowed=f"[slurm] time in the arm or campaign file, or --slurm-time: {TIME_ALLOWED}",
+        )
+    try:
+        time_s = parse_slurm_time(time)  # type: ignore[arg-type]
+    except ValueError as error:  # the file's value was checked when it was read: this one is the flag's
+        raise UserError(str(error), key="--slurm-time", allowed=TIME_ALLOWED) from None
+    for line in given.sbatch:
+        try:
+            parse_sbatch_line(line)
+        except ValueError as error:
+            raise UserError(str(error), key="--slurm-sbatch", allowed="--name=value or --flag") from None
+    margin = written.stop_margin or DEFAULT_STOP_MARGIN_S
+    if margin + SLURM_TICK_S >= time_s:
+        raise UserError(
+            f"told to stop {margin} s before a time limit of {time_s} s, the episode would have under "
+            f"{SLURM_TICK_S} s to run",
+            path=source,
+            line=_line(source, "slurm.stop_margin"),
+            key="slurm.stop_margin",
+            allowed=f"a margin below the time limit minus {SLURM_TICK_S} s, or a longer time",
+        )
+    chosen = {key: flags.get(key, getattr(written, key)) for key in ("partition", "account", "mem", "gres", "cpus",
+                                                                     "array_throttle")}  # fmt: skip
+    return SlurmOptions(
+        time_s=time_s, sbatch=[*written.sbatch, *given.sbatch], setup=written.setup, stop_margin_s=margin, **chosen
+    )
+
+
+def place(plan: ArmPlan, spec: ArmSpec, source: Path, placement: Placement) -> ArmPlan:
+    """The plan as the executor runs it. On Slurm the servers listen on the node's loopback, on ports picked there
+    when the episode starts; the CODEX_HOME is built there too, on the node's own disk."""
+    if placement.executor == "local":
+        return plan
+    if not is_loopback(plan.host):
+        raise UserError(
+            f"on Slurm an arm's servers listen on the loopback of the node the job lands on, not on {plan.host}",
+            path=source,
+            line=_line(source, "ports.host"),
+            key="ports.host",
+            allowed="127.0.0.1 or ::1 (the default)",
+        )
+    warnings = list(plan.warnings)
+    fixed = [role for role in ("green", "purple") if role not in plan.ports_auto]
+    if fixed and plan.replicates > 1:
+        warnings.append(
+            f"fixed {' and '.join(fixed)} port(s) on Slurm: two episodes of this arm on one node at once need the same "
+            "port, and the second aborts; \"auto\" picks free ones on the node"
+        )
+    return plan.model_copy(
+        update={"executor": "slurm", "slurm": resolve_slurm(spec, placement.slurm, source), "warnings": warnings}
+    )
+
+
+def plan_specs(
+    specs: list[tuple[ArmSpec, Path]], overrides: Overrides, env: Environment, placement: Placement | None = None
+) -> list[ArmPlan]:
     """One plan per (arm, seed): the episodes to run. Replicates of one arm with fixed ports share them (they run one
     after another); every other port is one arm's only."""
+    placement = placement or Placement()
     if len(specs) > 1 and (overrides.green_port or overrides.purple_port):
         raise UserError("--green-port/--purple-port apply to one arm; give ports in each arm file instead")
     _check_unique([(spec.name, source) for spec, source in specs], "arm name", key="name")
@@ -430,7 +527,7 @@ def plan_specs(specs: list[tuple[ArmSpec, Path]], overrides: Overrides, env: Env
                     )
                 used[ports[role]] = spec.name
             replicate = spec.model_copy(update={"seed": seed})
-            plans.append(
+            episode_plan = (
                 build_plan(
                     replicate,
                     source,
@@ -443,6 +540,7 @@ def plan_specs(specs: list[tuple[ArmSpec, Path]], overrides: Overrides, env: Env
                     home_name=spec.name if len(seeds) == 1 else f"{spec.name}-seed{seed}",
                 ).model_copy(update={"replicates": len(seeds)})
             )
+            plans.append(place(episode_plan, spec, source, placement))
     homes = [(os.path.realpath(p.codex_home), Path(p.source)) for p in plans if p.codex_home]
     _check_unique(homes, "CODEX_HOME (through a linked codex root)", key="codex.root")
     return plans

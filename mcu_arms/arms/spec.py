@@ -40,6 +40,7 @@ from mcu_arms.contracts.planned import (
 )
 from mcu_arms.contracts.rubric import auto_eval_problem
 from mcu_arms.contracts.settings import DEFAULT_CONTEXT_WINDOW, ENV_NAME_PATTERN, Thresholds
+from mcu_arms.contracts.slurm import MIN_STOP_MARGIN_S, TIME_ALLOWED, parse_sbatch_line, parse_slurm_time
 from mcu_arms.contracts.support import category_reason
 from mcu_arms.contracts.wire import (
     DEFAULT_OBS_ENCODING,
@@ -151,6 +152,36 @@ class PolicySpec(_Strict):
     timeout: float = Field(default=DEFAULT_POLICY_TIMEOUT_S, gt=0)
 
 
+class SlurmSpec(_Strict):
+    """[slurm]: how the arm's episodes are submitted with `run --executor slurm` (a campaign's [slurm] fills what an
+    arm leaves unset; --slurm-* flags win over both). Placement only: never in the fingerprint."""
+
+    partition: str | None = Field(default=None, min_length=1)
+    account: str | None = Field(default=None, min_length=1)
+    time: str | int | None = None
+    mem: str | None = Field(default=None, pattern=r"^[0-9]+[KMGT]?$")
+    gres: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_]+(:[A-Za-z0-9_]+)?(:[0-9]+)?(,[A-Za-z0-9_:]+)*$")
+    cpus: int | None = Field(default=None, ge=1)
+    array_throttle: int | None = Field(default=None, ge=1)
+    sbatch: list[str] = Field(default_factory=list)
+    setup: list[str] = Field(default_factory=list)
+    stop_margin: int | None = Field(default=None, ge=MIN_STOP_MARGIN_S)
+
+    @field_validator("time")
+    @classmethod
+    def _slurm_time(cls, value: str | int | None) -> str | int | None:
+        if value is not None:
+            parse_slurm_time(value)
+        return value
+
+    @field_validator("sbatch")
+    @classmethod
+    def _sbatch_lines(cls, value: list[str]) -> list[str]:
+        for line in value:
+            parse_sbatch_line(line)
+        return value
+
+
 class ArmSpec(_Strict):
     """One comparison arm, as written in its TOML file (before defaults that depend on the host are resolved)."""
 
@@ -180,6 +211,7 @@ class ArmSpec(_Strict):
     auto_eval_dir: str | None = None
     save_frames: bool = True
     thresholds: Thresholds = Field(default_factory=Thresholds)
+    slurm: SlurmSpec = Field(default_factory=SlurmSpec)
     obs_size: list[int] = Field(default_factory=lambda: list(DEFAULT_OBS_SIZE))
     obs_encoding: ObsEncoding = DEFAULT_OBS_ENCODING
     observe: Literal[OBSERVE_MODES] = DEFAULT_OBSERVE  # type: ignore[valid-type]
@@ -391,6 +423,16 @@ ALLOWED: dict[str, str] = {
     "mineflayer.port": "the server's port, 1-65535 (default 25565)",
     "mineflayer.version": "the Java Edition version it runs, e.g. \"1.21.1\" (doctor checks it answers so)",
     "mineflayer.username": "the bot's name, 3-16 letters, digits or '_' (op it on the server for the tasks' commands)",
+    "slurm.partition": "a partition name (sbatch --partition)",
+    "slurm.account": "an account name (sbatch --account)",
+    "slurm.time": TIME_ALLOWED,
+    "slurm.mem": "memory as sbatch --mem takes it: a number with an optional K, M, G or T, e.g. \"8G\"",
+    "slurm.gres": "a GRES as sbatch --gres takes it, e.g. \"mcslot:1\" or \"gpu:1\"",
+    "slurm.cpus": "an integer >= 1 (sbatch --cpus-per-task)",
+    "slurm.array_throttle": "an integer >= 1: at most this many of the array's episodes at once",
+    "slurm.sbatch": "a list of extra sbatch options, each \"--name=value\" or \"--flag\"",
+    "slurm.setup": "a list of shell lines the job runs before the episode, e.g. [\"module load jdk/8\"]",
+    "slurm.stop_margin": f"seconds >= {MIN_STOP_MARGIN_S} before the time limit at which the episode is told to stop",
 }
 
 

@@ -10,7 +10,11 @@ from rich.table import Table
 
 from mcu_arms.arms.spec import arm_files, load_arm
 from mcu_arms.cli.common import environment, print_json, reports_user_errors
-from mcu_arms.doctor import run_doctor
+from mcu_arms.cli.options import with_placement
+from mcu_arms.contracts.catalog import CODEX_AGENTS
+from mcu_arms.contracts.slurm import Placement
+from mcu_arms.doctor import run_doctor, slurm_checks
+from mcu_arms.isolation.codex_home import default_root
 
 STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red"}
 
@@ -18,8 +22,10 @@ STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red"}
 def register(app: typer.Typer) -> None:
     @app.command()
     @reports_user_errors
+    @with_placement
     def doctor(
         ctx: typer.Context,
+        placement: Placement,
         files: list[Path] = typer.Argument(
             None, help="The arm files whose needs are checked (default: every arm in arms/)."
         ),
@@ -27,11 +33,20 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Check this host for what the arms need: JDK 8, Xvfb, the MineStudio engine, local disks for sqlite,
         node and the Minecraft server of mineflayer arms, codex and its credential, CUDA for steve1, and memory for
-        the number of arms. Exit 1 if a check fails."""
+        the number of arms. With --executor slurm, also what
+        submitting them from here needs: sbatch, squeue and scancel, submitit, sacct, the run directory and this
+        mcu-arms on a filesystem the nodes share, codex homes on local disk (the rest must hold on the nodes:
+        `srun mcu-arms doctor ...` checks one). Exit 1 if a check fails."""
         env = environment(ctx)
         paths = files or arm_files(env.arms_dir)
         specs = [load_arm(path) for path in paths]
         report = run_doctor(specs, env.env)
+        if placement.executor == "slurm":
+            chosen = placement.slurm.partition
+            partitions = {spec.name: chosen or spec.slurm.partition for spec in specs}
+            roots = {spec.name: Path(spec.codex.root) if spec.codex.root else default_root(env.env)
+                     for spec in specs if spec.agent in CODEX_AGENTS}  # fmt: skip
+            report.checks += slurm_checks(env.env, env.output_dir, partitions, roots)
         if json_output:
             print_json(env, report)
         else:

@@ -1,7 +1,8 @@
-"""Options several commands share, declared once: the arm-file overrides `plan` and `run` both take.
+"""Options several commands share, declared once: the arm-file overrides `plan` and `run` both take, and where
+their episodes run (`--executor`, `--slurm-*`).
 
 Each override mirrors a flag of the old run-arm.sh and can also come from the environment (MCU_ARMS_STEPS=100 is
---steps 100), so a campaign script can set them once.
+--steps 100), so a campaign script can set them once; so can the placement flags (MCU_ARMS_SLURM_PARTITION=gpu).
 """
 
 import functools
@@ -15,6 +16,7 @@ from pydantic import ValidationError
 from mcu_arms.arms.spec import allowed_for
 from mcu_arms.contracts.errors import UserError, user_error
 from mcu_arms.contracts.settings import OVERRIDDEN_KEYS, Overrides, flag_for
+from mcu_arms.contracts.slurm import EXECUTORS, TIME_ALLOWED, Placement, SlurmOverrides
 
 ENV_PREFIX = "MCU_ARMS_"
 F = TypeVar("F", bound=Callable[..., Any])
@@ -74,6 +76,70 @@ def with_overrides(command: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         given = {field: kwargs.pop(field) for field in OVERRIDDEN_KEYS}
         return command(*args, overrides=overrides_from(given), **kwargs)
+
+    wrapper.__signature__ = signature.replace(parameters=kept + added)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {parameter.name: parameter.annotation for parameter in kept + added}
+    return wrapper  # type: ignore[return-value]
+
+
+# --slurm-NAME -> (type, help): the SlurmOverrides field NAME (dashes for underscores).
+_SLURM_HELP: dict[str, tuple[type, str]] = {
+    "partition": (str, "Slurm partition [the arm's or campaign's [slurm] partition, else the site's default]."),
+    "account": (str, "Slurm account to charge."),
+    "time": (str, f"Each episode's job time limit, {TIME_ALLOWED}."),
+    "mem": (str, "Memory per episode, as sbatch --mem takes it (8G)."),
+    "gres": (str, "GRES per episode, as sbatch --gres takes it (mcslot:1, gpu:1)."),
+    "cpus": (int, "CPUs per episode (sbatch --cpus-per-task)."),
+    "array_throttle": (int, "At most this many episodes of one job array at once."),
+    "sbatch": (list[str], "An extra sbatch option, --name=value or --flag. Repeatable."),
+}
+
+
+def _placement_options() -> list[inspect.Parameter]:
+    executor = typer.Option(
+        "--executor", help=f"Where episodes run: {' or '.join(EXECUTORS)} (a job per episode).",
+        envvar=f"{ENV_PREFIX}EXECUTOR", show_envvar=True,
+    )  # fmt: skip
+    parameters = [
+        inspect.Parameter("executor", inspect.Parameter.KEYWORD_ONLY, default="local", annotation=Annotated[str, executor])
+    ]
+    for field, (kind, help_text) in _SLURM_HELP.items():
+        flag = f"--slurm-{field.replace('_', '-')}"
+        option = typer.Option(flag, help=help_text, envvar=f"{ENV_PREFIX}SLURM_{field.upper()}", show_envvar=True)
+        repeatable = kind is list[str]
+        annotation = Annotated[kind if repeatable else Optional[kind], option]  # type: ignore[valid-type]
+        default: Any = [] if repeatable else None
+        parameters.append(inspect.Parameter(f"slurm_{field}", inspect.Parameter.KEYWORD_ONLY, default=default,
+                                            annotation=annotation))  # fmt: skip
+    return parameters
+
+
+def placement_from(executor: str, slurm: dict[str, Any]) -> Placement:
+    """The Placement the flags give; a bad value names its flag."""
+    if executor not in EXECUTORS:
+        raise UserError(f"{executor!r} is not an executor", key="--executor", allowed=", ".join(EXECUTORS))
+    try:
+        overrides = SlurmOverrides(**{key: value for key, value in slurm.items() if value is not None})
+    except ValidationError as error:
+        raise user_error(error, key_of=lambda key: f"--slurm-{key.replace('_', '-')}") from None
+    if executor == "local" and overrides.given():
+        flags = ", ".join(f"--slurm-{key.replace('_', '-')}" for key in overrides.given())
+        raise UserError(f"{flags} apply to Slurm runs only", key="--executor", allowed="slurm, with --slurm-* flags")
+    return Placement(executor=executor, slurm=overrides)  # type: ignore[arg-type]
+
+
+def with_placement(command: F) -> F:
+    """Give a command --executor and the --slurm-* flags; it receives them as one `placement: Placement` keyword
+    argument."""
+    signature = inspect.signature(command, eval_str=True)
+    kept = [parameter for name, parameter in signature.parameters.items() if name != "placement"]
+    added = _placement_options()
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        executor = kwargs.pop("executor")
+        slurm = {field: kwargs.pop(f"slurm_{field}") for field in _SLURM_HELP}
+        return command(*args, placement=placement_from(executor, slurm), **kwargs)
 
     wrapper.__signature__ = signature.replace(parameters=kept + added)  # type: ignore[attr-defined]
     wrapper.__annotations__ = {parameter.name: parameter.annotation for parameter in kept + added}

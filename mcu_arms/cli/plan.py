@@ -15,9 +15,10 @@ from mcu_arms.arms.campaign import Selection, select_arms
 from mcu_arms.arms.plan import plan_specs, resolve_sources
 from mcu_arms.arms.spec import arm_files
 from mcu_arms.cli.common import environment, print_json, reports_user_errors
-from mcu_arms.cli.options import with_overrides
+from mcu_arms.cli.options import with_overrides, with_placement
 from mcu_arms.contracts.settings import ArmPlan, Overrides
-from mcu_arms.doctor import preflight
+from mcu_arms.contracts.slurm import Placement
+from mcu_arms.doctor import preflight, slurm_preflight
 from mcu_arms.environment import Environment
 from mcu_arms.supervise.reruns import RerunDecision
 
@@ -52,10 +53,15 @@ def render_plan(plan: ArmPlan, env: Environment) -> None:
     ports = f"{plan.host}: green {plan.green_port}, purple {plan.purple_port}"
     if plan.ports_auto:
         ports += f" (auto: {', '.join(plan.ports_auto)})"
+        if plan.slurm is not None:
+            ports = f"{plan.host}: {', '.join(plan.ports_auto)} picked on the node when the episode starts"
     settings.add_row("ports", ports)
+    if plan.slurm is not None:
+        settings.add_row("executor", f"slurm: {escape(plan.slurm.shown())}")
     settings.add_row("episode dir", _short(plan.episode_dir, env))
     if plan.codex_home:
-        settings.add_row("CODEX_HOME", f"{plan.codex_home} (sqlite: {plan.sqlite_dir})")
+        built = "; built on the node's own disk" if plan.slurm is not None else ""
+        settings.add_row("CODEX_HOME", f"{plan.codex_home} (sqlite: {plan.sqlite_dir}{built})")
         settings.add_row("credential", f"{plan.codex_auth} (symlinked, never copied)")
 
     processes = Table.grid(padding=(0, 1))
@@ -85,16 +91,23 @@ def planned(
     arm_names: list[str],
     overrides: Overrides,
     env: Environment,
+    placement: Placement | None = None,
     *,
     every_arm_when_none: bool = False,
 ) -> tuple[list[ArmPlan], Selection]:
     """The episodes to run for what was named (arm files, `--arm`, campaign files; with none and
-    `every_arm_when_none`, every arm in arms/), each with what stops it on this host (doctor's failed checks) for the
-    plan to show and `run` to refuse."""
+    `every_arm_when_none`, every arm in arms/), each with what stops it here for the plan to show and `run` to
+    refuse: doctor's failed checks of this host, or for Slurm the failed checks of what submitting from here needs
+    (what the episode needs is checked on its node)."""
     sources = resolve_sources(files, arm_names, env, every_arm_when_none=every_arm_when_none)
     selection = select_arms(sources, overrides, env.arms_dir)
-    plans = plan_specs(selection.specs, overrides, env)
-    blocked = preflight([spec for spec, _ in selection.specs], env.env)
+    plans = plan_specs(selection.specs, overrides, env, placement)
+    if placement is not None and placement.executor == "slurm":
+        partitions = {plan.arm: plan.slurm.partition for plan in plans if plan.slurm is not None}
+        roots = {plan.arm: Path(plan.codex_home).parent for plan in plans if plan.codex_home}
+        blocked = slurm_preflight(env.env, env.output_dir, partitions, roots)
+    else:
+        blocked = preflight([spec for spec, _ in selection.specs], env.env)
     return [plan.model_copy(update={"blocked": blocked.get(plan.arm, [])}) for plan in plans], selection
 
 
@@ -127,9 +140,11 @@ def register(app: typer.Typer) -> None:
     @app.command()
     @reports_user_errors
     @with_overrides
+    @with_placement
     def plan(
         ctx: typer.Context,
         overrides: Overrides,
+        placement: Placement,
         files: list[Path] = FILES_ARGUMENT,
         arm: list[str] = ARM_OPTION,
         dry_run: bool = DRY_RUN_OPTION,
@@ -137,16 +152,22 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Resolve arms into plans: commands, environment, ports, paths, fingerprint and warnings.
 
-        With no arm named, every arm in arms/. Without --dry-run it also checks that the ports are free now and builds each codex agent's CODEX_HOME; only `run` creates episode dirs.
+        With no arm named, every arm in arms/. Without --dry-run it also checks that the ports are free now and builds each codex agent's CODEX_HOME (on Slurm both happen on the node, when each episode starts); only `run` creates episode dirs.
         """
         env = environment(ctx)
-        plans, _ = planned(files or [], arm, overrides, env, every_arm_when_none=True)
-        if not dry_run:
+        plans, _ = planned(files or [], arm, overrides, env, placement, every_arm_when_none=True)
+        on_nodes = placement.executor == "slurm"
+        if not dry_run and not on_nodes:
             from mcu_arms.arms.prepare import prepare_hosts
 
             plans = prepare_hosts(plans, env)
-        show_plans(plans, env, dry_run=dry_run, json_output=json_output)
-        if not dry_run and not json_output:
+        show_plans(plans, env, dry_run=dry_run or on_nodes, json_output=json_output)
+        if not dry_run and not json_output and on_nodes:
+            env.console.print(
+                f"planned {len(plans)} arm(s) for Slurm: ports and codex homes are made on each episode's node when it "
+                "starts; `mcu-arms run --executor slurm` submits them."
+            )
+        elif not dry_run and not json_output:
             env.console.print(
                 f"prepared {len(plans)} arm(s): ports free now, codex homes built; `mcu-arms run` creates the episode."
             )

@@ -13,6 +13,8 @@ GB = 1024**3
 MINESTUDIO_INSTANCE_BYTES = 4 * GB  # the JVM and the simulator process of one MineStudio episode
 MINESTUDIO_COMFORTABLE = 3  # concurrent MineStudio episodes per host under Xvfb + llvmpipe (the seed's measure)
 NETWORK_FILESYSTEMS = ("nfs", "nfs4", "cifs", "smb", "smb3", "smbfs", "afs", "ceph", "glusterfs", "lustre", "9p")
+# Filesystems a cluster's nodes mount from one place, so that a path means the same files on each.
+SHARED_FILESYSTEMS = NETWORK_FILESYSTEMS + ("gpfs", "beegfs", "wekafs", "pvfs2", "orangefs", "panfs", "virtiofs")
 
 
 def filesystem_type(path: Path, partitions: Iterable[Any] | None = None) -> str:
@@ -38,6 +40,12 @@ def network_filesystem_reason(path: Path, partitions: Iterable[Any] | None = Non
             "active\"); use local disk"
         )
     return None
+
+
+def shared_filesystem(path: Path, partitions: Iterable[Any] | None = None) -> tuple[bool, str]:
+    """(whether the nodes of a cluster can see `path` as this host does, the filesystem type) by its type alone."""
+    fstype = filesystem_type(path, partitions)
+    return fstype in SHARED_FILESYSTEMS or fstype.startswith("fuse"), fstype
 
 
 def host_parallelism(plans: Iterable[Any]) -> int:

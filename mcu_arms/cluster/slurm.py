@@ -1,0 +1,195 @@
+"""Asking Slurm about this project's own jobs, and cancelling one: `squeue`, `sacct` and `scancel` by job id only.
+
+Never by name or user: an id comes from an episode's records (`slurm.json`, the report), written when mcu-arms
+submitted it. `squeue` answers for active jobs and, for `MinJobAge` seconds, for ended ones; `sacct` (when the site
+keeps accounting) for older ones. Every call has a deadline: a slow controller makes an answer unknown, never a hang.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+
+from pydantic import BaseModel
+
+from mcu_arms.contracts.run_report import Failure, RunReport
+from mcu_arms.contracts.slurm import (
+    TIME_LIMIT_STATES,
+    SlurmJob,
+    SlurmState,
+    is_active,
+    parse_slurm_time,
+    slurm_time,
+    state_name,
+)
+from mcu_arms.contracts.states import RunStatus
+from mcu_arms.layout import RunDir
+
+QUERY_TIMEOUT_S = 20.0
+SUBMIT_COMMANDS = ("sbatch", "squeue", "scancel")
+UNKNOWN: SlurmState = "UNKNOWN"
+
+
+class JobStatus(BaseModel):
+    """What Slurm says of one job: its state (`RUNNING`, `TIMEOUT`, ...), the reason it gives, and its node."""
+
+    job_id: str
+    state: SlurmState
+    reason: str = ""
+    node: str = ""
+    time_left: str = ""  # squeue %L while it runs: "0:41", "1-02:00:00"
+    ended: str = ""  # when it ended (squeue %e, sacct End; the controller's local time), once it has
+    source: str  # squeue or sacct
+
+    def seconds_since_end(self, now: datetime | None = None) -> float | None:
+        try:
+            end = datetime.fromisoformat(self.ended)
+        except ValueError:
+            return None
+        return ((now or datetime.now()) - end).total_seconds()
+
+
+class SlurmAnswer(BaseModel):
+    """Slurm's answer about some jobs. `answered` False: it could not be asked (no controller, no squeue), so a job
+    missing from `jobs` may still run; True: a missing job is one Slurm no longer knows."""
+
+    answered: bool
+    jobs: dict[str, JobStatus] = {}
+
+
+def missing_commands(env: Mapping[str, str], commands: Iterable[str] = SUBMIT_COMMANDS) -> list[str]:
+    return [command for command in commands if shutil.which(command, path=env.get("PATH")) is None]
+
+
+def _run(argv: list[str], env: Mapping[str, str]) -> subprocess.CompletedProcess[str] | None:
+    try:
+        return subprocess.run(
+            argv, capture_output=True, text=True, timeout=QUERY_TIMEOUT_S, env=dict(env), stdin=subprocess.DEVNULL
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def _squeue(job_ids: list[str], env: Mapping[str, str]) -> SlurmAnswer:
+    done = _run(["squeue", "-h", "-t", "all", "-r", "-j", ",".join(job_ids), "-o", "%i|%T|%r|%N|%L|%e"], env)
+    if done is None:
+        return SlurmAnswer(answered=False)
+    if done.returncode != 0:  # rc 1 with this message when no id is known any more (purged after MinJobAge)
+        return SlurmAnswer(answered="Invalid job id" in done.stderr)
+    found: dict[str, JobStatus] = {}
+    for line in done.stdout.splitlines():
+        fields = [field.strip() for field in line.split("|")]
+        if len(fields) == 6:
+            job_id, state, reason, node, left, ended = fields
+            if is_active(state_name(state)):
+                ended = ""
+            found[job_id] = JobStatus(job_id=job_id, state=state_name(state), reason=reason, node=node,
+                                      time_left=left, ended=ended, source="squeue")  # fmt: skip
+    return SlurmAnswer(answered=True, jobs=found)
+
+
+def _sacct(job_ids: list[str], env: Mapping[str, str]) -> dict[str, JobStatus]:
+    """sacct's answer for jobs squeue has forgotten; nothing when the site keeps no accounting."""
+    if shutil.which("sacct", path=env.get("PATH")) is None:
+        return {}
+    done = _run(["sacct", "-n", "-P", "-X", "-j", ",".join(job_ids), "-o", "JobID,State,Reason,NodeList,End"], env)
+    found: dict[str, JobStatus] = {}
+    if done is None or done.returncode != 0:
+        return found
+    for line in done.stdout.splitlines():
+        fields = line.split("|")
+        if len(fields) == 5 and fields[0] in job_ids:
+            found[fields[0]] = JobStatus(job_id=fields[0], state=state_name(fields[1]), reason=fields[2],
+                                         node=fields[3], ended=fields[4], source="sacct")  # fmt: skip
+    return found
+
+
+def job_states(job_ids: Iterable[str], env: Mapping[str, str]) -> SlurmAnswer:
+    """Each job's status, from squeue, else sacct."""
+    wanted = sorted(set(job_ids))
+    if not wanted:
+        return SlurmAnswer(answered=True)
+    if missing_commands(env, ("squeue",)):
+        return SlurmAnswer(answered=False)
+    answer = _squeue(wanted, env)
+    rest = [job_id for job_id in wanted if job_id not in answer.jobs]
+    if answer.answered and rest:
+        answer.jobs.update(_sacct(rest, env))
+    return answer
+
+
+def time_left(job_id: str, env: Mapping[str, str]) -> float | None:
+    """Seconds the running job has left before its time limit, as squeue says (None when it cannot say)."""
+    done = _run(["squeue", "-h", "-j", job_id, "-o", "%L"], env) if not missing_commands(env, ("squeue",)) else None
+    if done is None or done.returncode != 0:
+        return None
+    try:
+        return float(parse_slurm_time(done.stdout.strip()))
+    except ValueError:  # UNLIMITED, NOT_SET, INVALID
+        return None
+
+
+def cancel_job(job_id: str, env: Mapping[str, str]) -> str | None:
+    """`scancel JOB_ID` (that one job, or array task, only); returns what went wrong, or None."""
+    if missing_commands(env, ("scancel",)):
+        return "scancel is not on PATH"
+    done = _run(["scancel", job_id], env)
+    if done is None:
+        return f"scancel {job_id} did not answer within {QUERY_TIMEOUT_S:g} s"
+    if done.returncode != 0:
+        return f"scancel {job_id}: {(done.stderr or done.stdout).strip() or f'exit code {done.returncode}'}"
+    return None
+
+
+def partition_nodes(partition: str | None, env: Mapping[str, str]) -> list[str] | None:
+    """The short host names of the nodes a job may land on (the partition's, or every node), None when sinfo cannot
+    say."""
+    argv = ["sinfo", "-h", "-N", "-o", "%N"] + (["-p", partition] if partition else [])
+    done = _run(argv, env) if not missing_commands(env, ("sinfo",)) else None
+    if done is None or done.returncode != 0:
+        return None
+    return sorted({line.strip() for line in done.stdout.splitlines() if line.strip()})
+
+
+def accounting_answers(env: Mapping[str, str]) -> bool:
+    """Does sacct answer here (a site without slurmdbd says "accounting storage is disabled")?"""
+    if missing_commands(env, ("sacct",)):
+        return False
+    done = _run(["sacct", "-n", "-X", "-j", "1"], env)
+    return done is not None and done.returncode == 0
+
+
+def this_host() -> str:
+    return socket.gethostname().split(".")[0]
+
+
+def episode_job(run_dir: RunDir, report: RunReport | None) -> SlurmJob | None:
+    """The Slurm job an episode was submitted as: the report's record once the episode started, else the
+    submitter's slurm.json (None: not a Slurm episode, or one whose submission never completed)."""
+    if report is not None and report.slurm is not None:
+        return report.slurm
+    try:
+        return SlurmJob.model_validate_json(run_dir.slurm_job.read_bytes())
+    except (OSError, ValueError):
+        return None
+
+
+def ended_without_report(job: SlurmJob, status: JobStatus | None) -> tuple[RunStatus, Failure]:
+    """What an episode whose job ended before it wrote its final report amounts to: `failed` with kind time_limit
+    when Slurm ended it at its time limit, `interrupted` when it was cancelled, else `failed` (infrastructure:
+    the node failed, it ran out of memory, mcu-arms was killed)."""
+    state = status.state if status else UNKNOWN
+    said = f"{state}{f' ({status.reason})' if status and status.reason not in ('', 'None') else ''}"
+    where = f" on {status.node or job.node}" if (status and status.node) or job.node else ""
+    if state in TIME_LIMIT_STATES or (status is not None and status.reason == "TimeLimit"):
+        reason = f"Slurm job {job.job_id}{where} was killed at its time limit ({slurm_time(job.time_limit_s)}) before "
+        return "failed", Failure(process=None, kind="time_limit", reason=reason + "the episode could write its report")
+    if state == "CANCELLED":
+        reason = f"Slurm job {job.job_id}{where} was cancelled before the episode could write its report"
+        return "interrupted", Failure(process=None, kind="stopped", reason=reason)
+    known = "" if status else " (neither squeue nor sacct knows it any more)"
+    reason = f"Slurm job {job.job_id}{where} ended {said}{known} without the episode's final report"
+    return "failed", Failure(process=None, reason=reason)
