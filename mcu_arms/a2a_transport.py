@@ -55,7 +55,7 @@ from mcu_arms.contracts.access import BEARER_SCHEME, CALL_TOKEN_ENV, SERVE_TOKEN
 from mcu_arms.contracts.addresses import bind_address, http_url, is_loopback, parse_host, socket_family
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.wire import AGENT_CARD_PATH
-from mcu_arms.procs import log_line
+from mcu_arms.procs import LISTEN_FD_ENV, log_line
 
 PROTOCOL_VERSION = "1.0"
 LEGACY_PROTOCOL_VERSION = "0.3"
@@ -271,12 +271,30 @@ def check_listen_address(host: str, *, token: str | None, expose: bool) -> str:
     return f"WARNING access: open, no token configured, and listening on {host}: anyone on the network may call it"
 
 
+def inherited_socket(fd: str, port: int) -> socket.socket:
+    """The listening socket the supervisor bound for this server and handed down (so that no one could take the
+    port in between); it must be the one the server was told to serve on."""
+    try:
+        sock = socket.socket(fileno=int(fd))
+        bound = sock.getsockname()
+    except (OSError, ValueError) as error:
+        raise PortBusy(f"{LISTEN_FD_ENV}={fd} is not a socket this process inherited: {error}", key=LISTEN_FD_ENV) from None
+    if bound[1] != port:
+        sock.close()
+        raise PortBusy(f"the inherited socket listens on port {bound[1]}, not on {port}", key="--port")
+    return sock
+
+
 def bind_socket(host: str, port: int) -> socket.socket:
-    """Bind the listening socket ourselves so that a busy port is a clear error, not a uvicorn log line.
+    """Bind the listening socket ourselves so that a busy port is a clear error, not a uvicorn log line (or take the
+    one the supervisor bound and handed down in LISTEN_FD_ENV).
 
     The protocol must be named: asyncio sets TCP_NODELAY only on IPPROTO_TCP sockets, and without it every small
     reply waits ~40 ms for a delayed ACK (measured: 48 ms vs 4 ms per round trip).
     """
+    handed = os.environ.pop(LISTEN_FD_ENV, None)
+    if handed is not None:
+        return inherited_socket(handed, port)
     try:
         family = socket_family(host)
     except ValueError as error:

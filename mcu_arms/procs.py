@@ -53,6 +53,9 @@ PRIVATE_UMASK = 0o077
 # How many times a cgroup is swept for members that appeared while it was being stopped.
 CGROUP_SWEEPS = 3
 FoundBy = Literal["recorded", "owner token", "cgroup"]
+# Set when a child inherits its listening socket (ProcessPlan.listen_fd): the descriptor to serve on.
+LISTEN_FD_ENV = "MCU_ARMS_LISTEN_FD"
+
 
 
 def log_line(line: str) -> None:
@@ -292,6 +295,8 @@ class Child:
         self.contain = contain
         self.umask = umask
         self.cgroup: Cgroup | None = None
+        if plan.listen_fd is not None:
+            self.env[LISTEN_FD_ENV] = str(plan.listen_fd)
         self.popen: subprocess.Popen | None = None
         self.pid: int | None = None
         self.create_time: float | None = None
@@ -314,6 +319,7 @@ class Child:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
                 umask=-1 if self.umask is None else self.umask,
+                pass_fds=() if self.plan.listen_fd is None else (self.plan.listen_fd,),
             )
         except OSError:
             log.close()

@@ -17,6 +17,7 @@ from mcu_arms.cli import (
     plan,
     report,
     run,
+    run_episode,
     serve,
     status,
     tasks,
@@ -60,5 +61,7 @@ def _root(
     env.arms_root = arms_dir or env.arms_root
 
 
-for command_module in (plan, run, compare, view, report, status, new, codex_home, doctor, tasks, serve, evaluate):
+for command_module in (
+    plan, run, run_episode, compare, view, report, status, new, codex_home, doctor, tasks, serve, evaluate
+):
     command_module.register(app)

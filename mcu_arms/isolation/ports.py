@@ -143,6 +143,20 @@ class PortRegistry:
         except (psutil.Error, KeyError):
             return False
 
+    def reserved_by_others(self, host: str) -> set[int]:
+        """Ports on `host` that another live mcu-arms has reserved (and may not have bound yet)."""
+        if not self.directory.is_dir():
+            return set()
+        me = psutil.Process().pid
+        with self.lock:
+            entries = self._load()
+        prefix = f"{host}:"
+        return {
+            int(key[len(prefix):])
+            for key, entry in entries.items()
+            if key.startswith(prefix) and entry.get("pid") != me and self._alive(entry)
+        }
+
     @contextmanager
     def reserve(self, host: str, ports: Mapping[int, str], owner: str) -> Iterator[None]:
         """Check each port free and not reserved by a live process, then hold it until the block ends.

@@ -25,6 +25,7 @@ from pathlib import Path
 import psutil
 from pydantic import BaseModel, Field, ValidationError
 from rich.console import Console
+from rich.markup import escape
 
 from mcu_arms.atomic import open_log, write_json_exclusive
 from mcu_arms.containment import containment_support
@@ -51,6 +52,7 @@ from mcu_arms.contracts.states import (
     ArmPhase,
     FailureKind,
     ProcessRole,
+    RunStatus,
 )
 from mcu_arms.contracts.steps import JsonlTail
 from mcu_arms.contracts.text import MAX_LOG_LINE_CHARS, shown_text
@@ -160,6 +162,31 @@ def _shown_source(source: str, cwd: Path) -> str:
         return source
 
 
+def new_report(plan: ArmPlan, env: Environment, *, status: RunStatus, attempt: int) -> RunReport:
+    """An episode's report before anything of it ran: what was planned, where its logs and outputs go. Written
+    `started` by the supervisor that runs it, or `queued` by the host that submits it as a Slurm job."""
+    run_dir = RunDir(Path(plan.episode_dir))
+    return RunReport(
+        status=status,
+        arm=plan.arm,
+        episode=plan.episode,
+        attempt=attempt,
+        source=_shown_source(plan.source, env.cwd),
+        fingerprint=plan.fingerprint,
+        settings=plan.settings.redacted(),
+        overrides=plan.overrides,
+        compaction_limit=plan.compaction.limit,
+        thresholds=plan.thresholds,
+        warnings=plan.warnings,
+        provenance=collect_provenance(env.cwd),
+        started_at=iso_seconds(env.clock()),
+        logs={process.role: run_dir.relative(process.log) for process in plan.processes},
+        output_root=str(env.output_dir),
+        output_dirs={role: run_dir.relative(path) for role, path in (("green", run_dir.green),
+                                                                    ("purple", run_dir.purple))},
+    )  # fmt: skip
+
+
 def supervisor_record() -> ProcessRecord:
     me = psutil.Process()
     return ProcessRecord(role=SUPERVISOR_ROLE, pid=me.pid, create_time=me.create_time(), argv=me.cmdline(), log="")
@@ -197,31 +224,15 @@ class ArmRunner:
         self._alerts_saved = 0  # alerts already in result.json
         self._stop = threading.Event()
         self._stop_reason = ""
+        self._stop_kind: FailureKind = "stopped"
         self._log_path = supervisor_log(self.run_dir)
         self._log_broken = False
         self.report_path: Path | None = self.run_dir.report
         self._started = time.monotonic()
-        logs = {process.role: self.run_dir.relative(process.log) for process in plan.processes}
-        logs[SUPERVISOR_ROLE] = self.run_dir.relative(self._log_path)
-        self.report = RunReport(
-            status="started",
-            arm=plan.arm,
-            episode=plan.episode,
-            attempt=attempt,
-            source=_shown_source(plan.source, env.cwd),
-            fingerprint=plan.fingerprint,
-            settings=plan.settings.redacted(),
-            overrides=plan.overrides,
-            compaction_limit=plan.compaction.limit,
-            thresholds=plan.thresholds,
-            warnings=plan.warnings,
-            provenance=collect_provenance(env.cwd),
-            started_at=iso_seconds(env.clock()),
-            processes={SUPERVISOR_ROLE: supervisor.model_copy(update={"log": logs[SUPERVISOR_ROLE]})},
-            logs=logs,
-            output_root=str(env.output_dir),
-            output_dirs={role: self.run_dir.relative(path) for role, path in (("green", self.run_dir.green),
-                                                                             ("purple", self.run_dir.purple))},
+        self.report = new_report(plan, env, status="started", attempt=attempt)
+        self.report.logs[SUPERVISOR_ROLE] = self.run_dir.relative(self._log_path)
+        self.report.processes[SUPERVISOR_ROLE] = supervisor.model_copy(
+            update={"log": self.report.logs[SUPERVISOR_ROLE]}
         )
 
     # events -----------------------------------------------------------------------------------------------
@@ -267,9 +278,11 @@ class ArmRunner:
         if self._alerts_saved != len(self.progress.alerts):
             self._save()
 
-    def request_stop(self, reason: str) -> None:
+    def request_stop(self, reason: str, *, kind: FailureKind = "stopped") -> None:
+        """Stop the arm; it ends `interrupted`, or `failed` when the stop is its Slurm job's time limit."""
         if not self._stop.is_set():
             self._stop_reason = reason
+            self._stop_kind = kind
             self._stop.set()
 
     def _check_stop(self) -> None:
@@ -298,14 +311,20 @@ class ArmRunner:
             self._run_client()
             status = "finished"
         except _Stopped as stopped:
-            status, failure = "interrupted", Failure(process=None, kind="stopped", reason=str(stopped))
+            status, failure = self._stopped(str(stopped))
         except _ArmFailed as failed:
             status, failure = "failed", failed.failure
+            if self._stop.is_set():  # a child that died once the stop was asked for (Slurm signals every process)
+                status, failure = self._stopped(f"{self._stop_reason} ({failed.failure.reason})")
         except Exception as error:  # a supervisor bug still ends the arm cleanly, reported, children stopped
             status = "failed"
             failure = Failure(process=None, kind="supervisor", reason=f"mcu-arms: {type(error).__name__}: {error}")
         self._finalise(status, failure)
         return self._outcome()
+
+    def _stopped(self, reason: str) -> tuple[ArmOutcomeStatus, Failure]:
+        status: ArmOutcomeStatus = "failed" if self._stop_kind == "time_limit" else "interrupted"
+        return status, Failure(process=None, kind=self._stop_kind, reason=reason)
 
     def _start(self, role: ProcessRole) -> Child:
         child = Child(
@@ -496,7 +515,8 @@ class ArmRunner:
         except Exception as error:  # reported, and the report is still written
             self._record_alert(f"stopping children failed: {type(error).__name__}: {error}")
         self._read_progress()  # what the green logged since the last poll
-        if status == "interrupted" and self.evaluation is None and self.run_dir.evaluation.is_file():
+        stopped = failure is not None and failure.kind == self._stop_kind and self._stop.is_set()
+        if stopped and self.evaluation is None and self.run_dir.evaluation.is_file():
             self.evaluation = self._evaluation_on_disk()
             if self.evaluation is not None:  # complete before the stop took effect: a result, not an interruption
                 status, failure = "finished", None
@@ -603,27 +623,36 @@ class ArmRunner:
         return {child.pid for child in list(self.children.values()) if child.pid is not None}
 
     def _outcome(self) -> ArmOutcome:
-        report = self.report
-        reached, total, reachable = report.milestone_counts()
-        return ArmOutcome(
-            arm=self.plan.arm,
-            seed=self.plan.settings.seed,
-            episode=report.episode,
-            attempt=self.attempt,
-            status=report.status,  # type: ignore[arg-type]
+        return outcome_of(
+            self.report,
             episode_dir=self.plan.episode_dir,
             report_path=str(self.report_path) if self.report_path else None,
-            failure=report.failure,
-            score=report.score,
-            max_score=report.max_score,
-            steps_run=report.steps_run,
-            milestones_reached=reached,
-            milestones_total=total or None,
-            milestones_reachable=reachable if total else None,
-            infrastructure=dict(report.infrastructure),
-            simulator_label=report.simulator_label,
-            alerts=list(report.alerts),
+            attempt=self.attempt,
         )
+
+
+def outcome_of(report: RunReport, *, episode_dir: str, report_path: str | None, attempt: int) -> ArmOutcome:
+    """What `run` says of an episode, from its final report (written here, or on a Slurm node)."""
+    reached, total, reachable = report.milestone_counts()
+    return ArmOutcome(
+        arm=report.arm,
+        seed=report.settings.seed,
+        episode=report.episode,
+        attempt=attempt,
+        status=report.status,  # type: ignore[arg-type]
+        episode_dir=episode_dir,
+        report_path=report_path,
+        failure=report.failure,
+        score=report.score,
+        max_score=report.max_score,
+        steps_run=report.steps_run,
+        milestones_reached=reached,
+        milestones_total=total or None,
+        milestones_reachable=reachable if total else None,
+        infrastructure=dict(report.infrastructure),
+        simulator_label=report.simulator_label,
+        alerts=list(report.alerts),
+    )
 
 
 def _refuse_live_processes(plans: list[ArmPlan], env: Environment) -> None:
@@ -642,8 +671,16 @@ def _refuse_live_processes(plans: list[ArmPlan], env: Environment) -> None:
             )
 
 
-def run_arms(plans: list[ArmPlan], env: Environment, options: RunOptions, out: Console) -> RunOutcome:
-    """Run every arm that is not skipped, side by side; returns once each is finished, failed or interrupted."""
+def run_arms(
+    plans: list[ArmPlan], env: Environment, options: RunOptions, out: Console, *, detach: bool = False
+) -> RunOutcome:
+    """Run every arm that is not skipped, side by side, here or as Slurm jobs (the plans' executor); returns once
+    each is finished, failed or interrupted (with `detach`, once the Slurm jobs are submitted)."""
+    from mcu_arms.supervise.jobs import reconcile, refuse_live_jobs
+
+    for line in reconcile(env, list(dict.fromkeys(plan.arm for plan in plans))):
+        out.print(f"[yellow]{escape(line)}[/]", highlight=False)
+    refuse_live_jobs(plans, env)
     outcomes: list[ArmOutcome] = []
     to_run: list[ArmPlan] = []
     for plan in plans:
@@ -674,8 +711,13 @@ def run_arms(plans: list[ArmPlan], env: Environment, options: RunOptions, out: C
     try:
         with held_arms(to_run, env):
             _refuse_live_processes(to_run, env)
-            with held_ports(to_run, env):
-                outcomes += _supervise(to_run, env, options, out, signalled, wake)
+            if any(plan.executor == "slurm" for plan in to_run):
+                from mcu_arms.supervise.slurm import supervise_jobs
+
+                outcomes += supervise_jobs(to_run, env, options, out, signalled, wake, detach=detach)
+            else:
+                with held_ports(to_run, env):
+                    outcomes += _supervise(to_run, env, options, out, signalled, wake)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -693,7 +735,7 @@ def _ports_of(plan: ArmPlan) -> set[tuple[str, int]]:
     return {(plan.host, plan.green_port), (plan.host, plan.purple_port)}
 
 
-def _retryable(outcome: ArmOutcome) -> bool:
+def retryable(outcome: ArmOutcome) -> bool:
     """Only an episode that failed for infrastructure reasons is run again; one that failed because of the agent
     under test, or was stopped, is kept as it is."""
     return outcome.status == "failed" and outcome.failure is not None and outcome.failure.kind == "infrastructure"
@@ -768,7 +810,7 @@ def _supervise(
                 thread = next(thread for thread, r in running.items() if r is runner)
                 thread.join()
                 del running[thread]
-                if _retryable(outcome) and runner.attempt <= options.retries and stop_reason is None:
+                if retryable(outcome) and runner.attempt <= options.retries and stop_reason is None:
                     outcome = outcome.model_copy(update={"retried": True})
                     view.line(runner.label, f"retrying: attempt {runner.attempt + 1} of {options.retries + 1}")
                     pending.append((runner.plan, runner.attempt + 1))

@@ -1,0 +1,289 @@
+"""`mcu-arms run-episode RUN_DIR`: one queued episode, run where it landed (a Slurm node, or this host), by the same
+ArmRunner that runs arms locally.
+
+The host that submitted it made the episode directory: plan.json (secrets masked; their values come in the job's
+environment, never in a file), scenario.toml, a `queued` report and slurm.json (the job it was submitted as). Here:
+
+- the episode is taken over only while its report is `queued` and only by the job it was submitted as, so a
+  requeued or duplicate job never runs it twice;
+- the host checks `run` makes locally (JDK 8, Xvfb, codex, CUDA, local disks) are made on this host;
+- the servers get ports picked on this host, on loopback, each bound here and handed to its server
+  (isolation/listeners.py), and the CODEX_HOME is built on this host's own disk;
+- the report goes `started` -> `finished | failed | interrupted`, written atomically into the shared directory.
+
+The episode stops itself `stop_margin` seconds before its job's time limit and ends `failed (time limit)`; the
+campaign's rerun runs it again. `mcu-arms stop` leaves a stop request before it cancels the job, which the
+supervisor reads within half a second (Slurm's SIGTERM on cancel reaches only the process it launched).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+import time
+from collections.abc import Mapping
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from mcu_arms.arms.plan import on_ports, scenario_toml
+from mcu_arms.arms.prepare import build_home_for
+from mcu_arms.atomic import write_json_atomic, write_text_atomic
+from mcu_arms.cluster.slurm import this_host, time_left
+from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.run_report import Failure, RunReport, read_report
+from mcu_arms.contracts.settings import ArmPlan
+from mcu_arms.contracts.slurm import EPISODE_SECRETS_ENV, SLURM_TICK_S, SlurmJob, slurm_time, unmasked
+from mcu_arms.contracts.states import SERVER_ROLES, FailureKind
+from mcu_arms.doctor import plan_preflight
+from mcu_arms.environment import Environment
+from mcu_arms.isolation.display import private_display
+from mcu_arms.isolation.listeners import claimed_listeners
+from mcu_arms.layout import RunDir, state_dir
+from mcu_arms.supervise.jobs import finalised
+from mcu_arms.supervise.live import PlainView
+from mcu_arms.supervise.runner import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, ArmRunner, RunOptions, supervisor_record
+
+# Slurm tells every process of the job to stop; the children go on their own, so the runner waits only briefly
+# before it kills what is left (KillWait, often 30 s, bounds the whole stop).
+SLURM_STOP_GRACE_S = 5.0
+# The job log (the episode's stdout) gets a progress line this often; status and the files say the rest.
+PROGRESS_LINE_S = 300.0
+# Under this host's state dir: each MineStudio episode's private display (its xvfb-run and Xvfb's log).
+DISPLAYS_DIR = "displays"
+EXIT_CODES = {"finished": EXIT_OK, "failed": EXIT_FAILED, "interrupted": EXIT_INTERRUPTED}
+
+
+@dataclass(frozen=True)
+class JobHere:
+    """The Slurm job this process runs in, as its environment says."""
+
+    job_id: str  # ARRAY_TASK for an array task, else the plain id
+    raw_job_id: str
+
+    @classmethod
+    def from_environment(cls, env: Mapping[str, str]) -> JobHere | None:
+        raw = env.get("SLURM_JOB_ID")
+        if not raw:
+            return None
+        array, task = env.get("SLURM_ARRAY_JOB_ID"), env.get("SLURM_ARRAY_TASK_ID")
+        return cls(job_id=f"{array}_{task}" if array and task else raw, raw_job_id=raw)
+
+
+def _queued_report(run_dir: RunDir) -> RunReport:
+    if not run_dir.plan.is_file():
+        raise UserError("not an episode directory made by `mcu-arms run` (no plan.json)", path=run_dir.path)
+    try:
+        report = read_report(run_dir.report)
+    except FileNotFoundError:
+        raise UserError("the episode has no report: it was not queued", path=run_dir.report) from None
+    if report.status != "queued":
+        raise UserError(
+            f"the episode is {report.status}, not queued: an episode runs once (a rerun makes a new one)",
+            path=run_dir.report,
+            key="status",
+        )
+    return report
+
+
+def _submitted_job(run_dir: RunDir) -> SlurmJob | None:
+    try:
+        return SlurmJob.model_validate_json(run_dir.slurm_job.read_bytes())
+    except FileNotFoundError:
+        return None  # not submitted (yet: the job can start before its submitter has written the file)
+    except (OSError, ValueError) as error:
+        raise UserError(f"cannot read the episode's Slurm job record: {error}", path=run_dir.slurm_job) from None
+
+
+def _this_job(run_dir: RunDir, queued: RunReport, plan: ArmPlan, here: JobHere | None) -> SlurmJob | None:
+    """The job record the report keeps, completed with where it runs; refuses a job the episode was not given to."""
+    submitted = _submitted_job(run_dir)
+    if submitted is not None and (here is None or here.job_id != submitted.job_id):
+        where = f"job {here.job_id}" if here else "outside Slurm"
+        raise UserError(
+            f"the episode was submitted as Slurm job {submitted.job_id} and runs there, not here ({where}); "
+            f"`mcu-arms stop --arm {plan.arm}` cancels it",
+            path=run_dir.slurm_job,
+        )
+    if here is None:
+        return None
+    if submitted is None:
+        options = plan.slurm
+        submitted = SlurmJob(
+            job_id=here.job_id,
+            submitted_at=queued.started_at,
+            submitted_from=queued.provenance.host,
+            time_limit_s=options.time_s if options else 0,
+            stop_margin_s=options.stop_margin_s if options else 0,
+        )
+    return submitted.model_copy(update={"node": this_host(), "raw_job_id": here.raw_job_id})
+
+
+def _private_plan(run_dir: RunDir, env: Environment) -> ArmPlan:
+    """plan.json with the values it masks put back from the job's environment (EPISODE_SECRETS_ENV)."""
+    public = json.loads(run_dir.plan.read_text(encoding="utf-8"))
+    secrets = env.env.get(EPISODE_SECRETS_ENV)
+    if secrets:
+        try:
+            patch = json.loads(secrets).get(str(run_dir.path), [])
+        except ValueError as error:
+            raise UserError(f"{EPISODE_SECRETS_ENV} is not JSON: {error}", key=EPISODE_SECRETS_ENV) from None
+        public = unmasked(public, [(path, value) for path, value in patch])
+    return ArmPlan.model_validate(public)
+
+
+def _fail_before_start(run_dir: RunDir, queued: RunReport, job: SlurmJob | None, env: Environment, reason: str) -> int:
+    """The queued report, finalised `failed` with why the episode could not start here."""
+    finalised(run_dir, queued, "failed", Failure(process=None, reason=reason), env, job)
+    env.console.out(f"{queued.arm}: failed before it started: {reason}", highlight=False)
+    return EXIT_FAILED
+
+
+class _Stops:
+    """What ends the episode early: SIGTERM/SIGINT/SIGHUP (a stop request from `mcu-arms stop` says who asked),
+    and the Slurm job's time limit, kept by the episode itself: Slurm's warning signal reaches only the process it
+    launched (submitit's, which ignores it), and its limit check lands up to half a minute late, so the episode
+    stops `stop_margin` seconds before the limit by its own clock, measured from the job's start."""
+
+    def __init__(self, run_dir: RunDir, env: Mapping[str, str]) -> None:
+        self.run_dir = run_dir
+        self.env = env
+        self.job: SlurmJob | None = None
+        self.job_started = _job_start()
+        self.runner: ArmRunner | None = None
+        self.pending: tuple[str, FailureKind] | None = None  # a stop that came before the runner was there
+        self._previous: dict[int, Any] = {}
+        self._done = threading.Event()
+
+    def install(self) -> None:
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            self._previous[signum] = signal.signal(signum, self._received)
+
+    def restore(self) -> None:
+        self._done.set()
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+
+    def _stop(self, reason: str, kind: FailureKind) -> None:
+        if self.runner is None:
+            self.pending = self.pending or (reason, kind)
+        else:
+            self.runner.request_stop(reason, kind=kind)
+
+    def _received(self, signum: int, _frame: object) -> None:
+        name = signal.Signals(signum).name
+        request = self.run_dir.stop_request
+        if request.exists():
+            try:
+                who = json.loads(request.read_text(encoding="utf-8")).get("requested_by", "mcu-arms stop")
+            except (OSError, ValueError):
+                who = "mcu-arms stop"
+            self._stop(f"stopped by {who}", "stopped")
+        elif self.job is not None:
+            self._stop(f"Slurm job {self.job.job_id} was ended by {name}: cancelled (scancel), preempted, or its "
+                       "node is going down", "stopped")  # fmt: skip
+        else:
+            self._stop(f"interrupted by {name}", "stopped")
+
+    def attach(self, runner: ArmRunner) -> None:
+        """From now on a stop goes to `runner` (one that came before goes at once: the episode ends before any
+        server starts); and for a Slurm job, its time limit is watched."""
+        self.runner = runner
+        if self.pending is not None:
+            runner.request_stop(self.pending[0], kind=self.pending[1])
+        if self.job is not None and self.job.time_limit_s:
+            threading.Thread(target=self._keep_time, args=(self.job,), name="time-limit", daemon=True).start()
+
+    def _keep_time(self, job: SlurmJob) -> None:
+        stop_at = self.job_started + job.time_limit_s - job.stop_margin_s
+        while not self._done.wait(max(stop_at - time.time(), 0)):
+            extended = time_left(job.job_id, self.env)  # an administrator may have lengthened the limit meanwhile
+            if extended is not None and extended > job.stop_margin_s + SLURM_TICK_S:
+                stop_at = time.time() + extended - job.stop_margin_s
+                continue
+            self._stop(
+                f"Slurm job {job.job_id} reached its time limit ({slurm_time(job.time_limit_s)}; stopped "
+                f"{job.stop_margin_s} s before it): run the campaign again and the episode starts over",
+                "time_limit",
+            )
+            return
+
+
+def _job_start() -> float:
+    """When the job started, as near as this process can tell: the process Slurm launched (this one's parent, when
+    submitit runs it) started then."""
+    me = psutil.Process()
+    try:
+        parent = me.parent()
+        return min(me.create_time(), parent.create_time()) if parent is not None else me.create_time()
+    except psutil.Error:
+        return me.create_time()
+
+
+def run_episode(path: Path, env: Environment) -> int:
+    """Run the queued episode at `path` here; returns the exit code (0 finished, 1 failed, 130 interrupted)."""
+    run_dir = RunDir(path.resolve())
+    queued = _queued_report(run_dir)
+    here = JobHere.from_environment(env.env)
+    signals = _Stops(run_dir, env.env)
+    signals.install()  # before anything slow: a cancel at once still ends in a final report
+    try:
+        plan = _private_plan(run_dir, env)
+        job = _this_job(run_dir, queued, plan, here)
+        signals.job = job
+        env.env = {key: value for key, value in env.env.items() if key != EPISODE_SECRETS_ENV}
+        env.output_root = run_dir.path.parent.parent
+        blocked = plan_preflight(plan, env.env)
+        if blocked:
+            return _fail_before_start(run_dir, queued, job, env, f"this host ({this_host()}) cannot run it: " +
+                                      "; ".join(blocked))  # fmt: skip
+        try:
+            return _run_here(run_dir, plan, queued, job, env, signals)
+        except UserError as error:
+            return _fail_before_start(run_dir, queued, job, env, error.render())
+    finally:
+        signals.restore()
+
+
+def _green_with(plan: ArmPlan, variables: Mapping[str, str]) -> ArmPlan:
+    processes = [
+        process.model_copy(update={"env": {**process.env, **variables}}) if process.role == "green" else process
+        for process in plan.processes
+    ]
+    return plan.model_copy(update={"processes": processes})
+
+
+def _run_here(
+    run_dir: RunDir, plan: ArmPlan, queued: RunReport, job: SlurmJob | None, env: Environment, signals: _Stops
+) -> int:
+    wanted = {role: (None if role in plan.ports_auto else plan.process(role).port) for role in SERVER_ROLES}
+    with ExitStack() as held:
+        sockets = held.enter_context(claimed_listeners(plan.host, wanted, env.env))
+        plan = on_ports(plan, {role: (sock.getsockname()[1], sock.fileno()) for role, sock in sockets.items()})
+        if plan.settings.simulator == "minestudio":
+            display = held.enter_context(private_display(env.env, state_dir(env.env) / DISPLAYS_DIR))
+            plan = _green_with(plan, display)
+        home = build_home_for(plan, env)
+        if home is not None:
+            plan = plan.model_copy(update={"warnings": plan.warnings + home.warnings})
+        write_json_atomic(run_dir.plan, plan.public())  # the plan as it runs here: this host's ports
+        write_text_atomic(run_dir.scenario, scenario_toml(plan))
+        view = PlainView(env.console, PROGRESS_LINE_S)
+        options = RunOptions(stop_grace_s=SLURM_STOP_GRACE_S if job else RunOptions().stop_grace_s)
+        runner = ArmRunner(plan, env, options, view, supervisor_record(), attempt=queued.attempt)
+        runner.report.slurm = job
+        if job is not None:
+            view.line(plan.label, f"Slurm job {job.job_id} on {job.node}, ports {plan.green_port}/{plan.purple_port}")
+        outcomes = []
+        worker = threading.Thread(target=lambda: outcomes.append(runner.run()), name=f"episode-{plan.label}")
+        signals.attach(runner)
+        worker.start()
+        while worker.is_alive():  # the main thread stays free for the stop signals
+            worker.join(timeout=0.5)
+    status = outcomes[0].status if outcomes else "failed"
+    return EXIT_CODES.get(status, EXIT_FAILED)
+
