@@ -79,7 +79,31 @@ def test_the_process_layer_and_the_layout_stand_on_the_contracts_only(floor: str
 
 @pytest.mark.parametrize("part", ["mcu_arms.green", "mcu_arms.purple", "mcu_arms.client"])
 def test_the_three_processes_never_import_what_supervises_or_reports_them(part: str) -> None:
-    assert _violations(part, ("mcu_arms.supervise", "mcu_arms.cli", "mcu_arms.report", "mcu_arms.arms")) == []
+    forbidden = ("mcu_arms.supervise", "mcu_arms.cli", "mcu_arms.report", "mcu_arms.arms", "mcu_arms.cluster")
+    assert _violations(part, forbidden) == []
+
+
+def test_the_slurm_queries_stand_on_the_contracts_and_the_layout_only() -> None:
+    """cluster/ (squeue, sacct, scancel by job id) sits beside isolation/: status, stop, doctor and the Slurm
+    executor read it; it reads nothing above the process layer."""
+    above = ("mcu_arms.arms", "mcu_arms.supervise", "mcu_arms.report", "mcu_arms.cli", "mcu_arms.view",
+             "mcu_arms.green", "mcu_arms.purple", "mcu_arms.client", "mcu_arms.isolation", "mcu_arms.a2a_transport",
+             "mcu_arms.doctor")  # fmt: skip
+    assert "mcu_arms.cluster.slurm" in GRAPH
+    assert _violations("mcu_arms.cluster", above) == []
+
+
+def test_submitit_is_imported_by_the_slurm_executor_only() -> None:
+    """submitit is an optional extra ("slurm"): one module submits with it, inside the function that submits."""
+    importers = set()
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else (
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+            )
+            if any(name == "submitit" or name.startswith("submitit.") for name in names):
+                importers.add(_module_name(path))
+    assert importers == {"mcu_arms.supervise.slurm"}
 
 
 @pytest.mark.parametrize(
@@ -114,7 +138,7 @@ def test_the_results_browser_reads_results_and_runs_nothing() -> None:
 
 
 HEAVY = ("a2a", "numpy", "crafter", "openai", "matplotlib", "httpx", "uvicorn", "minestudio", "pandas", "PIL", "jinja2",
-         "plotly")
+         "plotly", "submitit")
 
 
 @pytest.mark.parametrize("command", ["plan", "status", "compare", "tasks", "new", "doctor", "stop"])

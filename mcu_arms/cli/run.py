@@ -13,9 +13,11 @@ from rich.table import Table
 from rich.text import Text
 
 from mcu_arms.cli.common import environment, print_json, reports_user_errors
-from mcu_arms.cli.options import with_overrides
+from mcu_arms.cli.options import with_overrides, with_placement
 from mcu_arms.cli.plan import ARM_OPTION, DRY_RUN_OPTION, FILES_ARGUMENT, planned, show_plans
+from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.settings import Overrides
+from mcu_arms.contracts.slurm import Placement
 from mcu_arms.contracts.text import MAX_MESSAGE_CHARS, shown_text
 from mcu_arms.doctor import refuse_blocked
 from mcu_arms.environment import Environment, fits
@@ -26,7 +28,7 @@ if TYPE_CHECKING:
 
 RUN_HELP = """Run arms: plan them, start each arm's green and purple agents, wait until both are ready, run the evaluation client, and write output/ARM/episode_NNN/result.json (linked as logs/ARM_result.json).
 
-FILES are arm files or campaign files (campaigns/NAME.toml: a baseline, its variants and their seeds). Each seed of an arm is one episode. Episodes run side by side, at most --max-parallel at a time (default: the campaign's max_parallel, else what this host can take); one failing does not stop the others unless --fail-fast. An episode that failed for infrastructure reasons is run again up to --retries times (default: the campaign's retries, else 0), each attempt recorded. An episode whose latest run of the same seed finished with the same fingerprint is skipped (--rerun runs it anyway); a failed one is retried. --notify CMD runs CMD when the run ends, with MCU_ARMS_RUN_STATUS and MCU_ARMS_RUN_SUMMARY (JSON) in its environment. Ctrl-C or SIGTERM stops this run's own processes only and marks the reports interrupted.
+FILES are arm files or campaign files (campaigns/NAME.toml: a baseline, its variants and their seeds). Each seed of an arm is one episode. Episodes run side by side, at most --max-parallel at a time (default: the campaign's max_parallel, else what this host can take); one failing does not stop the others unless --fail-fast. With --executor slurm each episode is a Slurm job (options from the files' [slurm] tables and the --slurm-* flags; --max-parallel throttles each job array); the run watches them to the end, or returns once they are submitted with --detach. An episode that failed for infrastructure reasons is run again up to --retries times (default: the campaign's retries, else 0), each attempt recorded. An episode whose latest run of the same seed finished with the same fingerprint is skipped (--rerun runs it anyway); a failed one is retried. --notify CMD runs CMD when the run ends, with MCU_ARMS_RUN_STATUS and MCU_ARMS_RUN_SUMMARY (JSON) in its environment. Ctrl-C or SIGTERM stops this run's own processes only and marks the reports interrupted.
 
 Exit codes: 0 every arm finished (or was skipped), 1 an arm failed, 130 interrupted, 2 a user error (bad arm file, busy port, arm already running).
 """
@@ -36,9 +38,11 @@ def register(app: typer.Typer) -> None:
     @app.command(help=RUN_HELP)
     @reports_user_errors
     @with_overrides
+    @with_placement
     def run(
         ctx: typer.Context,
         overrides: Overrides,
+        placement: Placement,
         files: list[Path] = FILES_ARGUMENT,
         arm: list[str] = ARM_OPTION,
         dry_run: bool = DRY_RUN_OPTION,
@@ -56,10 +60,17 @@ def register(app: typer.Typer) -> None:
         notify: Optional[str] = typer.Option(
             None, "--notify", help="Shell command to run when the run ends (status and summary in its environment)."
         ),
+        detach: bool = typer.Option(
+            False, "--detach", help="Slurm: submit the episodes and return, leaving the jobs to run (see `status`)."
+        ),
         json_output: bool = typer.Option(False, "--json", help="Print the outcome as JSON (progress on stderr)."),
     ) -> None:
         env = environment(ctx)
-        plans, selection = planned(files or [], arm, overrides, env)
+        on_slurm = placement.executor == "slurm"
+        if detach and not on_slurm:
+            raise UserError("--detach leaves Slurm jobs running; a local run stops with this command", key="--detach",
+                            allowed="--executor slurm --detach")  # fmt: skip
+        plans, selection = planned(files or [], arm, overrides, env, placement)
         if dry_run:
             from mcu_arms.supervise.reruns import rerun_decision
 
@@ -74,11 +85,12 @@ def register(app: typer.Typer) -> None:
             fail_fast=fail_fast,
             ready_timeout_s=ready_timeout,
             rerun=rerun,
-            max_parallel=max_parallel or selection.max_parallel or host_parallelism(plans),
+            max_parallel=max_parallel or selection.max_parallel or (RunOptions().max_parallel if on_slurm else
+                                                                    host_parallelism(plans)),
             retries=selection.retries if retries is None else retries,
-        )
+        )  # fmt: skip
         human = env.err_console if json_output else env.console
-        outcome = run_arms(plans, env, options, human)
+        outcome = run_arms(plans, env, options, human, detach=detach)
         if notify:
             from mcu_arms.supervise.notify import run_notify
 
@@ -101,7 +113,7 @@ def _milestones(arm: ArmOutcome) -> str:
     return shown
 
 
-STATUS_STYLES = {"finished": "green", "failed": "bold red", "interrupted": "magenta", "skipped": "dim"}
+STATUS_STYLES = {"finished": "green", "failed": "bold red", "interrupted": "magenta", "skipped": "dim", "queued": "cyan"}
 OUTCOME_COLUMNS = ("score", "steps", "milestones", "alerts", "report / reason")
 
 
@@ -109,7 +121,7 @@ def _where(arm: ArmOutcome, env: Environment) -> tuple[str, str]:
     """("reason", why it failed or was skipped), else ("report", where its report is)."""
     if arm.failure is not None:  # a reason may quote an agent: neutralised and bounded
         return "reason", shown_text(f"{arm.failure.process or 'mcu-arms'}: {arm.failure.reason}", MAX_MESSAGE_CHARS)
-    if arm.status == "skipped":
+    if arm.status in ("skipped", "queued"):
         return "reason", arm.message
     return "report", env.shown(arm.report_path) if arm.report_path else ""
 

@@ -16,7 +16,8 @@ from mcu_arms.environment import Environment, fits
 if TYPE_CHECKING:
     from mcu_arms.report.status import ArmState
 
-STATE_STYLES = {"started": "cyan", "finished": "green", "failed": "bold red", "interrupted": "magenta"}
+STATE_STYLES = {"queued": "dim", "started": "cyan", "finished": "green", "failed": "bold red",
+                "failed (time limit)": "bold red", "interrupted": "magenta"}
 
 STOP_HELP = """Stop a running arm, whichever of its episodes started its processes: only processes its reports account for (recorded pids with their create_time re-checked, holders of a recorded owner token, members of a recorded cgroup), never anything found by name. The supervising `mcu-arms run` is asked first (SIGTERM, or a stop request when it also runs other arms) so that it finalises the report as interrupted; when it is gone, the arm's process groups are stopped here (TERM, wait, KILL) and the report is marked interrupted.
 
@@ -25,7 +26,7 @@ Exit codes: 0 done (stopped, or nothing was running), 1 a process survived SIGKI
 
 
 def _processes(state: ArmState, *, stacked: bool) -> str:
-    parts = []
+    parts = [f"slurm {escape(state.slurm_job)}"] if state.slurm_job else []
     for process in state.processes:
         mark = "[green]alive[/]" if process.alive else "[dim]gone[/]"
         parts.append(f"{process.role} {process.pid} {mark}")

@@ -2,7 +2,8 @@
 and every live process of the arm, whichever episode started it.
 
 Reading only: nothing here signals anything. A `started` report whose supervising `mcu-arms run` is gone is shown
-as stale.
+as stale. An episode run as a Slurm job is read from its files first; Slurm (squeue, then sacct) is asked only
+whether the job of an open report still runs, and what it ended as when it ended without a final report.
 """
 
 from __future__ import annotations
@@ -11,13 +12,17 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from mcu_arms.contracts.states import ArmStatusText
+from mcu_arms.cluster.slurm import SlurmAnswer, ended_without_report, episode_job, job_states, this_host
+from mcu_arms.contracts.slurm import SlurmJob, is_active
+from mcu_arms.contracts.states import OPEN_STATUSES, ArmStatusText
 from mcu_arms.contracts.steps import STEPS_FILE, StepProgress, read_jsonl
 from mcu_arms.environment import Environment
 from mcu_arms.layout import RunOnDisk, arm_runs, selected_arms
 from mcu_arms.procs import FoundBy, is_alive, live_processes, supervisor_alive
 
 STALE: ArmStatusText = "stale (supervisor gone)"
+JOB_ENDED: ArmStatusText = "stale (job ended)"
+TIME_LIMIT: ArmStatusText = "failed (time limit)"
 
 
 class ProcessState(BaseModel):
@@ -57,8 +62,9 @@ class ArmState(BaseModel):
     max_score: float | None = None
     failure: str | None = None
     alerts: int = 0
-    processes: list[ProcessState] = []
+    processes: list[ProcessState] = []  # on a Slurm node other than this host: not listed (their pids are the node's)
     live_elsewhere: list[LiveProcessState] = []  # live processes beyond the latest episode's recorded ones
+    slurm_job: str | None = None  # "6_0 RUNNING on vm": the job the episode runs as, and what Slurm says of it
 
 
 def steps_progress(green_dir: Path) -> tuple[str | None, int | None, list[str]]:
@@ -74,7 +80,19 @@ def steps_progress(green_dir: Path) -> tuple[str | None, int | None, list[str]]:
     return task, step, milestones
 
 
-def _state_of(arm: str, run: RunOnDisk) -> ArmState:
+def _job_text(job: SlurmJob, answer: SlurmAnswer | None) -> str:
+    """The job, and (for an open report, when `answer` is Slurm's) what Slurm says of it."""
+    status = answer.jobs.get(job.job_id) if answer else None
+    node = (status.node if status else "") or job.node
+    where = f" on {node}" if node else ""
+    if answer is None:
+        return f"{job.job_id}{where}"
+    if status is None:
+        return f"{job.job_id}{where} ({'unknown to Slurm now' if answer.answered else 'Slurm cannot be asked now'})"
+    return f"{job.job_id} {status.state}{where}"
+
+
+def _state_of(arm: str, run: RunOnDisk, answer: SlurmAnswer | None) -> ArmState:
     report = run.report
     run_dir = run.run_dir
     task, step, milestones = steps_progress(run_dir.green)
@@ -87,8 +105,18 @@ def _state_of(arm: str, run: RunOnDisk) -> ArmState:
     if report is None:
         return base
     state: ArmStatusText = report.status
-    if state == "started" and not supervisor_alive(report):
+    failure = report.failure
+    job = episode_job(run_dir, report)
+    if job is not None and report.status in OPEN_STATUSES and answer is not None and answer.answered:
+        status = answer.jobs.get(job.job_id)
+        if status is None or not is_active(status.state):  # ended without its final report
+            _, failure = ended_without_report(job, status)
+            state = TIME_LIMIT if failure.kind == "time_limit" else JOB_ENDED
+    elif job is None and state == "started" and not supervisor_alive(report):
         state = STALE
+    if state == "failed" and failure is not None and failure.kind == "time_limit":
+        state = TIME_LIMIT
+    local = job is None or job.node in (None, this_host())
     processes = [
         ProcessState(
             role=role,
@@ -97,7 +125,7 @@ def _state_of(arm: str, run: RunOnDisk) -> ArmState:
             alive=is_alive(record.pid, record.create_time),
         )
         for role, record in report.processes.items()
-    ]
+    ] if local else []  # fmt: skip
     if report.status != "started" and report.milestones:
         milestones = [f"{m.identity}@{m.step}" for m in report.milestones if m.step is not None]
     return base.model_copy(
@@ -115,22 +143,23 @@ def _state_of(arm: str, run: RunOnDisk) -> ArmState:
             "finished_at": report.finished_at,
             "score": report.score,
             "max_score": report.max_score,
-            "failure": f"{report.failure.process or 'mcu-arms'}: {report.failure.reason}" if report.failure else None,
+            "failure": f"{failure.process or 'mcu-arms'}: {failure.reason}" if failure else None,
             "alerts": len(report.alerts),
             "processes": processes,
+            "slurm_job": _job_text(job, answer if report.status in OPEN_STATUSES else None) if job else None,
         }
     )
 
 
 def _shown_runs(found: list[RunOnDisk]) -> list[RunOnDisk]:
-    """The latest episode, the latest of each other seed (a campaign's replicates), and every one still marked
-    started (a replicate running beside it, or one whose supervisor died); newest first."""
+    """The latest episode, the latest of each other seed (a campaign's replicates), and every one still open
+    (a replicate queued or running beside it, or one whose supervisor died); newest first."""
     seen: set[int | None] = set()
     shown = []
     for index, run in enumerate(found):
         seed = run.report.settings.seed if run.report else None
         latest_of_seed = seed is not None and seed not in seen
-        if index == 0 or latest_of_seed or (run.report and run.report.status == "started"):
+        if index == 0 or latest_of_seed or (run.report and run.report.status in OPEN_STATUSES):
             shown.append(run)
         seen.add(seed)
     return shown
@@ -149,13 +178,23 @@ def _live_elsewhere(runs: list[RunOnDisk], shown: list[ArmState]) -> list[LivePr
 
 
 def arm_states(env: Environment, names: list[str]) -> list[ArmState]:
-    """Per arm, each seed's latest episode and every started one: state, progress and recorded processes; and,
-    with the first, every other live process of the arm, whichever episode started it."""
+    """Per arm, each seed's latest episode and every open one (queued or started): state, progress and recorded
+    processes, and for a Slurm episode its job (Slurm asked once, about the open ones only); and, with the first,
+    every other live process of the arm, whichever episode started it."""
+    found = {arm: arm_runs(env.output_dir / arm) for arm in selected_arms(env.output_dir, names)}
+    shown = {arm: _shown_runs(runs) for arm, runs in found.items()}
+    jobs = [
+        job
+        for runs in shown.values()
+        for run in runs
+        if run.report is not None and run.report.status in OPEN_STATUSES
+        and (job := episode_job(run.run_dir, run.report)) is not None
+    ]
+    answer = job_states([job.job_id for job in jobs], env.env) if jobs else None
     states = []
-    for arm in selected_arms(env.output_dir, names):
-        found = arm_runs(env.output_dir / arm)
-        of_arm = [_state_of(arm, run) for run in _shown_runs(found)]
+    for arm, runs in shown.items():
+        of_arm = [_state_of(arm, run, answer) for run in runs]
         if of_arm:
-            of_arm[0] = of_arm[0].model_copy(update={"live_elsewhere": _live_elsewhere(found, of_arm)})
+            of_arm[0] = of_arm[0].model_copy(update={"live_elsewhere": _live_elsewhere(found[arm], of_arm)})
         states += of_arm
     return states

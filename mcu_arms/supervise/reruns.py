@@ -10,6 +10,7 @@ from typing import Literal
 
 from mcu_arms.contracts.run_report import RunReport
 from mcu_arms.contracts.settings import ArmPlan
+from mcu_arms.contracts.slurm import slurm_time
 from mcu_arms.layout import arm_runs, episode_name
 
 
@@ -54,6 +55,8 @@ def rerun_decision(plan: ArmPlan, arm_dir: Path, *, rerun: bool) -> RerunDecisio
             "skip", f"{plan.label}: skipped, {where} already finished with fingerprint {plan.fingerprint} (--rerun to run again)"
         )
     if latest is not None and latest.status in ("failed", "interrupted") and latest.fingerprint == plan.fingerprint:
+        if latest.failure is not None and latest.failure.kind == "time_limit":
+            return RerunDecision("retry", _restart_after_time_limit(plan, latest))
         why = latest.failure.reason if latest.failure else "no reason recorded"
         return RerunDecision(
             "retry", f"{plan.label}: retried, {episode_name(latest.episode)} ended {latest.status} ({why})"
@@ -68,6 +71,25 @@ def rerun_decision(plan: ArmPlan, arm_dir: Path, *, rerun: bool) -> RerunDecisio
             f"({finished.fingerprint} -> {plan.fingerprint}): {shown}",
         )
     return RerunDecision("run", None)
+
+
+def _restart_after_time_limit(plan: ArmPlan, latest: RunReport) -> str:
+    """A time-limited episode is run again from its start (neither simulator can save a task mid-way, nor can the
+    agents resume one): say so, and whether the limit now in force looks long enough at the pace it kept."""
+    where = episode_name(latest.episode)
+    done = f" after {latest.steps_run} of {latest.settings.steps} steps" if latest.steps_run else ""
+    text = (
+        f"{plan.label}: restarted from its first step as a new episode: {where} hit its Slurm time limit{done} (an "
+        "episode cannot continue mid-task: neither the simulators nor the agents can resume one)"
+    )
+    if latest.steps_run and latest.wall_s and plan.slurm is not None:
+        needed_s = latest.wall_s / latest.steps_run * latest.settings.steps * max(len(plan.tasks), 1)
+        if needed_s > plan.slurm.time_s:
+            text += (
+                f"; at its pace it needs about {slurm_time(int(needed_s))}, more than the time limit now set "
+                f"({slurm_time(plan.slurm.time_s)}): raise [slurm] time or --slurm-time"
+            )
+    return text
 
 
 def changed_settings(report: RunReport, plan: ArmPlan) -> dict[str, tuple[object, object]]:

@@ -1,9 +1,14 @@
-"""`stop`: stopping an arm's own processes, whichever of its episodes started them.
+"""`stop`: stopping an arm's own processes, whichever of its episodes started them, or cancelling its own Slurm
+jobs.
 
 Only processes an arm's reports account for are ever signalled: recorded pids (create_time re-checked), holders of a
 recorded owner token, members of a recorded cgroup. Stopping prefers asking the supervising `mcu-arms run` (SIGTERM
 when it runs nothing else, a stop request file otherwise), so that it finalises the report itself; when it is gone,
 the processes are stopped here and the report is marked interrupted.
+
+An arm whose episodes are Slurm jobs is stopped by cancelling those jobs, by the ids its episodes recorded (never by
+name or user), each after a stop request in the episode: the episode on its node finalises its own report
+`interrupted`; one cancelled before it started is marked so here.
 """
 
 from __future__ import annotations
@@ -17,18 +22,20 @@ from typing import Literal
 from pydantic import BaseModel
 
 from mcu_arms.atomic import write_json_atomic
+from mcu_arms.cluster.slurm import job_states
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.run_report import Failure, RunReport, read_report
-from mcu_arms.contracts.states import STOP_ORDER, SUPERVISOR_ROLE
+from mcu_arms.contracts.states import OPEN_STATUSES, STOP_ORDER, SUPERVISOR_ROLE
 from mcu_arms.contracts.timestamps import iso_seconds
 from mcu_arms.environment import Environment
-from mcu_arms.layout import RunDir, RunOnDisk, arm_runs, known_arms, selected_arms
+from mcu_arms.layout import RunDir, RunOnDisk, arm_runs, episode_name, known_arms, selected_arms
 from mcu_arms.procs import DEFAULT_STOP_GRACE_S, live_processes, stop_recorded, supervisor_alive, verified_process
+from mcu_arms.supervise.jobs import OpenJob, cancel_episode, finalised, open_jobs, report_of_ended_job
 
 # How long `stop` waits for the supervisor to finalise the report before stopping the processes itself.
 SUPERVISOR_FINALISE_MARGIN_S = 20.0
 
-StopAction = Literal["not running", "supervisor finalised", "stopped here"]
+StopAction = Literal["not running", "supervisor finalised", "stopped here", "cancelled"]
 
 
 class StopResult(BaseModel):
@@ -80,10 +87,51 @@ def _wait_finalised(run_dir: RunDir, deadline: float) -> bool:
     return False
 
 
+def _cancel_jobs(env: Environment, arm: str, jobs: list[OpenJob], grace_s: float) -> StopResult:
+    """Cancel the arm's open Slurm jobs and wait (bounded) for their episodes to finalise their reports; one whose job
+    is gone without a final report (cancelled while queued) is finalised here."""
+    who = f"mcu-arms stop (pid {os.getpid()})"
+    notes = []
+    for open_job in jobs:
+        problem = cancel_episode(open_job.run.run_dir, open_job.job, env, who)
+        notes.append(f"{episode_name(open_job.run.number)}: {problem or f'cancelled Slurm job {open_job.job.job_id}'}")
+    waiting = list(jobs)
+    deadline = time.monotonic() + grace_s + SUPERVISOR_FINALISE_MARGIN_S
+    pause = threading.Event()
+    while waiting:
+        still = []
+        answer = job_states([open_job.job.job_id for open_job in waiting], env.env)
+        for open_job in waiting:
+            try:
+                report = read_report(open_job.run.run_dir.report)
+            except (OSError, UserError):
+                still.append(open_job)
+                continue
+            if report.status not in OPEN_STATUSES:
+                continue
+            ended = report_of_ended_job(report, open_job.job, answer.jobs.get(open_job.job.job_id))
+            if answer.answered and ended is not None and (report.status == "queued" or time.monotonic() > deadline):
+                finalised(open_job.run.run_dir, report, *ended, env, open_job.job)
+                continue
+            still.append(open_job)
+        waiting = still
+        if time.monotonic() > deadline:
+            notes += [f"{episode_name(job.run.number)}: its report is not final yet (see `mcu-arms status --arm {arm}`)"
+                      for job in waiting]  # fmt: skip
+            break
+        pause.wait(0.5)
+    stopped = [f"{episode_name(open_job.run.number)} job {open_job.job.job_id}" for open_job in jobs]
+    return StopResult(arm=arm, action="cancelled", message="; ".join(notes), stopped=stopped)
+
+
 def stop_arm(env: Environment, arm: str, names: list[str], grace_s: float = DEFAULT_STOP_GRACE_S) -> StopResult:
     """Stop every live process of the arm, whichever episode started it: a supervising run is asked first (it
     finalises its report); what is left — orphans of a run that died, leftovers found by owner token or cgroup — is
-    stopped here, and a `started` report whose run is gone is marked interrupted."""
+    stopped here, and a `started` report whose run is gone is marked interrupted. An arm with open Slurm episodes is
+    stopped by cancelling their jobs (their processes are the nodes')."""
+    jobs = open_jobs(env, [arm])
+    if jobs:
+        return _cancel_jobs(env, arm, jobs, grace_s)
     runs = [run for run in arm_runs(env.output_dir / arm) if run.report is not None]
     if not runs:
         return StopResult(arm=arm, action="not running", message="no report: nothing was started for it")
