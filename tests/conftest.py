@@ -102,3 +102,13 @@ def minestudio_host(tmp_path: Path, fake_minestudio: Any) -> dict[str, Any]:
     (home / ENGINE_JAR).write_bytes(b"jar")
     return {"env": {"PATH": str(bin_dir), "MINESTUDIO_DIR": str(home)}, "bin": bin_dir, "home": home,
             "control": fake_minestudio}
+
+
+@pytest.fixture(scope="session")
+def slurm_conf(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """SLURM_CONF of a single-node cluster (slurm_support.py: .ci/run's, or one started for the session as root);
+    the tests that take it skip, saying why, without one."""
+    from slurm_support import slurm_cluster
+
+    with slurm_cluster(tmp_path_factory.mktemp("cluster")) as conf:
+        yield conf

@@ -1,0 +1,392 @@
+"""Slurm without a cluster: the site options and where they come from, the plan, what a job is given (and never
+given), and status, stop and reruns reading the run directory first and asking a stand-in squeue/sacct/scancel
+(scripts that log how they were called) only about open reports. The cluster runs are in test_slurm_e2e.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+from cli_support import invoke
+from conftest import write_script
+
+from mcu_arms.arms.campaign import select_arms
+from mcu_arms.arms.plan import plan_specs
+from mcu_arms.arms.prepare import prepare_episode
+from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.run_report import ProcessRecord, read_report
+from mcu_arms.contracts.settings import Overrides
+from mcu_arms.contracts.slurm import (
+    EPISODE_SECRETS_ENV,
+    Placement,
+    SlurmJob,
+    SlurmOptions,
+    parse_sbatch_line,
+    parse_slurm_time,
+    slurm_time,
+)
+from mcu_arms.environment import Environment
+from mcu_arms.layout import RunDir
+
+ARM = """agent = "random"
+task = "mine_diamond_from_scratch"
+simulator = "embedded"
+steps = 20
+step_timeout = 10
+save_frames = false
+
+[ports]
+green = "auto"
+purple = "auto"
+"""
+
+CAMPAIGN = """name = "site"
+seeds = [0]
+
+[slurm]
+time = "1:00:00"
+stop_margin = 60
+partition = "cpu"
+sbatch = ["--qos=long"]
+
+[baseline]
+arm = "base"
+
+[[variants]]
+name = "other"
+differs_in = ["agent"]
+agent = "noop"
+
+[variants.slurm]
+gres = "mcslot:1"
+"""
+
+
+def _project(tmp_path: Path, arm_extra: str = "") -> Path:
+    project = tmp_path / "project"
+    (project / "arms").mkdir(parents=True)
+    (project / "campaigns").mkdir()
+    (project / "arms" / "base.toml").write_text(ARM + arm_extra)
+    (project / "campaigns" / "site.toml").write_text(CAMPAIGN)
+    return project
+
+
+def _environment(project: Path, tmp_path: Path, **extra: str) -> Environment:
+    env = {"PATH": os.environ["PATH"], "USER": "tester", "MCU_ARMS_STATE_DIR": str(tmp_path / "state"), **extra}
+    return Environment(env=env, cwd=project)
+
+
+def _plans(project: Path, env: Environment, *sources: str, placement: Placement | None = None) -> list:
+    selection = select_arms([project / source for source in sources], Overrides(), env.arms_dir)
+    return plan_specs(selection.specs, Overrides(), env, placement or Placement(executor="slurm"))
+
+
+def test_slurm_times_take_every_form_sbatch_takes() -> None:
+    assert parse_slurm_time(90) == 90 * 60 and parse_slurm_time("90") == 90 * 60
+    assert parse_slurm_time("10:30") == 10 * 60 + 30 and parse_slurm_time("2:00:00") == 7200
+    assert parse_slurm_time("1-12") == 36 * 3600 and parse_slurm_time("2-00:00:00") == 2 * 86400
+    assert slurm_time(2 * 86400 + 5) == "2-00:00:05" and slurm_time(61) == "00:01:01"
+    for wrong in ("1h", "0", "1:2:3:4", "-5"):
+        with pytest.raises(ValueError):
+            parse_slurm_time(wrong)
+    assert parse_sbatch_line("--qos=long") == ("qos", "long") and parse_sbatch_line("--exclusive") == ("exclusive", True)
+    with pytest.raises(ValueError, match="--array is set by mcu-arms"):
+        parse_sbatch_line("--array=0-3")
+
+
+@pytest.mark.parametrize(
+    ("table", "key", "shown"),
+    [
+        ('time = "1h"', "slurm.time", "'1h' is not a Slurm time"),
+        ('sbatch = ["--signal=USR1@60"]', "slurm.sbatch", "--signal is set by mcu-arms"),
+        ('mem = "8 GB"', "slurm.mem", "a number with an optional K, M, G or T"),
+        ("stop_margin = 1", "slurm.stop_margin", "seconds >= 10"),
+        ('queue = "x"', "slurm.queue", "unknown key"),
+    ],
+)
+def test_a_bad_slurm_table_is_an_error_at_its_line(tmp_path: Path, env: dict, table: str, key: str, shown: str) -> None:
+    project = _project(tmp_path, f"\n[slurm]\n{table}\n")
+    done = invoke(project, env, "plan", "--dry-run", "--executor", "slurm", "arms/base.toml")
+    assert done.exit_code == 2, done.out + done.err
+    line = (ARM + f"\n[slurm]\n{table}\n").splitlines().index(table) + 1
+    assert f"base.toml:{line}: key '{key}'" in done.err and shown in done.err
+
+
+def test_a_campaigns_slurm_table_fills_what_each_arm_leaves_unset(tmp_path: Path) -> None:
+    project = _project(tmp_path, '\n[slurm]\ntime = "30"\nsbatch = ["--constraint=avx2"]\n')
+    env = _environment(project, tmp_path)
+    base, other = _plans(project, env, "campaigns/site.toml")
+    assert base.slurm.time_s == 30 * 60, "the arm's own time wins over the campaign's"
+    assert base.slurm.partition == "cpu" and base.slurm.stop_margin_s == 60
+    assert base.slurm.sbatch == ["--qos=long", "--constraint=avx2"], "the campaign's lines, then the arm's"
+    assert other.slurm.gres == "mcslot:1" and base.slurm.gres is None, "a variant's own [slurm] is its own"
+    assert base.fingerprint == _plans(project, env, "arms/base.toml", placement=Placement())[0].fingerprint, (
+        "where an arm runs is not what it runs: the fingerprint ignores [slurm]"
+    )
+    flagged = Placement(executor="slurm", slurm={"time": "2-00:00:00", "partition": "gpu", "sbatch": ["--exclusive"]})
+    base = _plans(project, env, "campaigns/site.toml", placement=flagged)[0]
+    assert (base.slurm.time_s, base.slurm.partition) == (2 * 86400, "gpu") and base.slurm.sbatch[-1] == "--exclusive"
+
+
+def test_plan_shows_the_slurm_options_and_refuses_what_cannot_run_there(tmp_path: Path, env: dict) -> None:
+    project = _project(tmp_path)
+    shown = invoke(project, env, "plan", "--dry-run", "--executor", "slurm", "campaigns/site.toml")
+    assert shown.exit_code == 0, shown.out + shown.err
+    assert "slurm: time 01:00:00, partition cpu, stop 60 s before the limit, sbatch --qos=long" in shown.out
+    assert "green, purple picked on the node when the episode starts" in shown.out
+    data = json.loads(invoke(project, env, "plan", "--dry-run", "--json", "--executor", "slurm",
+                             "campaigns/site.toml").out)  # fmt: skip
+    assert data["plans"][1]["executor"] == "slurm" and data["plans"][1]["slurm"]["gres"] == "mcslot:1"
+
+    no_time = invoke(project, env, "plan", "--dry-run", "--executor", "slurm", "arms/base.toml")
+    assert no_time.exit_code == 2 and "a Slurm job needs a time limit" in no_time.err and "slurm.time" in no_time.err
+    local_flags = invoke(project, env, "plan", "--dry-run", "--slurm-partition", "cpu", "arms/base.toml")
+    assert local_flags.exit_code == 2 and "--slurm-partition apply to Slurm runs only" in local_flags.err
+    margin = invoke(project, env, "plan", "--dry-run", "--executor", "slurm", "--slurm-time", "1", "campaigns/site.toml")
+    assert margin.exit_code == 2 and "slurm.stop_margin" in margin.err
+    bad_flag = invoke(project, env, "plan", "--dry-run", "--executor", "slurm", "--slurm-time", "soon", "arms/base.toml")
+    assert bad_flag.exit_code == 2 and "--slurm-time" in bad_flag.err
+    fixed = ARM.replace('green = "auto"', "green = 20001").replace('purple = "auto"', 'purple = 20002\nhost = "10.1.2.3"')
+    (project / "arms" / "base.toml").write_text(fixed + '[slurm]\ntime = 60\n')
+    exposed = invoke(project, env, "plan", "--dry-run", "--executor", "slurm", "arms/base.toml")
+    assert exposed.exit_code == 2 and "ports.host" in exposed.err and "loopback of the node" in exposed.err
+
+
+def test_a_job_is_told_its_options_and_never_requeued() -> None:
+    from mcu_arms.supervise.slurm import sbatch_parameters
+
+    options = SlurmOptions(time_s=3601, partition="cpu", account="lab", mem="8G", gres="mcslot:1", cpus=2,
+                           array_throttle=5, sbatch=["--qos=long", "--exclusive"], setup=["module load jdk/8"],
+                           stop_margin_s=90)  # fmt: skip
+    parameters = sbatch_parameters(options, count=8, max_parallel=3, name="mcu-arms:a+b")
+    assert parameters["time"] == 61, "minutes, rounded up as Slurm rounds them"
+    assert parameters["array_parallelism"] == 3, "the lower of the arms' throttle and --max-parallel"
+    assert (parameters["partition"], parameters["account"], parameters["gres"], parameters["cpus_per_task"]) == (
+        "cpu", "lab", "mcslot:1", 2
+    )  # fmt: skip
+    extra = parameters["additional_parameters"]
+    assert extra["signal"] == "TERM@90", "submitit's USR2 warning (whose handler kills the episode) is replaced"
+    assert extra["no-requeue"] is True and extra["export"] == "ALL" and extra["mem"] == "8G"
+    assert extra["qos"] == "long" and extra["exclusive"] is True and parameters["setup"] == ["module load jdk/8"]
+
+
+def test_a_masked_value_reaches_the_job_in_its_environment_and_in_no_file(tmp_path: Path) -> None:
+    from mcu_arms.supervise.episode import _private_plan
+    from mcu_arms.supervise.slurm import episode_secrets
+
+    secret = "sk-live-0123456789abcdef"
+    project = _project(tmp_path, f'\n[env]\nPROVIDER_API_KEY = "{secret}"\n\n[slurm]\ntime = 60\n')
+    env = _environment(project, tmp_path)
+    plan = prepare_episode(_plans(project, env, "arms/base.toml")[0])
+    run_dir = RunDir(Path(plan.episode_dir))
+    assert secret not in run_dir.plan.read_text() and "PROVIDER_API_KEY" in run_dir.plan.read_text()
+    carried = episode_secrets([plan])
+    assert set(carried) == {EPISODE_SECRETS_ENV} and secret in carried[EPISODE_SECRETS_ENV]
+    assert _private_plan(run_dir, _environment(project, tmp_path, **carried)) == plan
+    assert _private_plan(run_dir, env).settings.env["PROVIDER_API_KEY"] != secret, "without it, still masked"
+    (project / "arms" / "plain.toml").write_text(ARM + "\n[slurm]\ntime = 60\n")
+    assert episode_secrets(_plans(project, env, "arms/plain.toml")) == {}, "nothing masked, nothing carried"
+
+
+# --- status, stop and reruns against stand-in Slurm commands -------------------------------------------------------
+
+
+def _stand_in_slurm(tmp_path: Path, squeue_lines: str) -> tuple[Path, Path]:
+    """squeue printing `squeue_lines` (%i|%T|%r|%N|%L|%e), scancel and a sacct without accounting, each logging its
+    arguments to calls.log."""
+    bin_dir, calls = tmp_path / "slurm-bin", tmp_path / "calls.log"
+    bin_dir.mkdir(exist_ok=True)
+    (tmp_path / "squeue.out").write_text(squeue_lines)
+    write_script(bin_dir, "squeue", f'echo "squeue $*" >> {calls}; cat {tmp_path / "squeue.out"}')
+    write_script(bin_dir, "scancel", f'echo "scancel $*" >> {calls}')
+    write_script(bin_dir, "sacct", f'echo "sacct $*" >> {calls}; echo "Slurm accounting storage is disabled" >&2; exit 1')
+    write_script(bin_dir, "sbatch", "exit 1")
+    return bin_dir, calls
+
+
+def _queued_episode(project: Path, env: Environment, job_id: str, *, status: str = "queued", node: str | None = None):
+    from mcu_arms.supervise.runner import new_report
+
+    plan = prepare_episode(_plans(project, env, "arms/base.toml")[0])
+    run_dir = RunDir(Path(plan.episode_dir))
+    job = SlurmJob(job_id=job_id, submitted_at="2026-12-01T00:00:00+00:00", submitted_from="login", time_limit_s=3600)
+    (run_dir.slurm_job).write_text(job.model_dump_json())
+    report = new_report(plan, env, status="queued", attempt=1)
+    if status != "queued":
+        me = psutil.Process()
+        supervisor = ProcessRecord(role="mcu-arms", pid=me.pid, create_time=me.create_time(), log="logs/mcu-arms.log")
+        report = report.model_copy(update={"status": status, "slurm": job.model_copy(update={"node": node}),
+                                           "processes": {"mcu-arms": supervisor}})  # fmt: skip
+    run_dir.write_report(report)
+    return run_dir
+
+
+def _calls(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def test_status_reads_the_report_first_and_asks_slurm_only_about_open_episodes(tmp_path: Path, env: dict) -> None:
+    project = _project(tmp_path, "\n[slurm]\ntime = 60\n")
+    bin_dir, calls = _stand_in_slurm(tmp_path, "7_0|RUNNING|None|node17|0:40:00|N/A\n")
+    env = {**env, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    environment = _environment(project, tmp_path, PATH=env["PATH"])
+    run_dir = _queued_episode(project, environment, "7_0", status="started", node="node17")
+
+    shown = json.loads(invoke(project, env, "status", "--json").out)["arms"][0]
+    assert shown["state"] == "started" and shown["slurm_job"] == "7_0 RUNNING on node17"
+    assert shown["processes"] == [], "pids on another node are not this host's to check"
+    assert _calls(calls) == ["squeue -h -t all -r -j 7_0 -o %i|%T|%r|%N|%L|%e"]
+
+    (tmp_path / "squeue.out").write_text("7_0|TIMEOUT|TimeLimit|node17|0:00|2026-12-01T01:00:30\n")
+    shown = json.loads(invoke(project, env, "status", "--json").out)["arms"][0]
+    assert shown["state"] == "failed (time limit)" and "killed at its time limit (01:00:00)" in shown["failure"]
+    assert read_report(run_dir.report).status == "started", "status only reads"
+
+    (tmp_path / "squeue.out").write_text("7_0|OUT_OF_MEMORY|OutOfMemory|node17|0:00|2026-12-01T00:30:00\n")
+    shown = json.loads(invoke(project, env, "status", "--json").out)["arms"][0]
+    assert shown["state"] == "stale (job ended)" and "ended OUT_OF_MEMORY (OutOfMemory)" in shown["failure"]
+
+    report = read_report(run_dir.report)
+    run_dir.write_report(report.model_copy(update={"status": "finished"}))
+    calls.unlink()
+    shown = json.loads(invoke(project, env, "status", "--json").out)["arms"][0]
+    assert shown["state"] == "finished" and shown["slurm_job"] == "7_0 on node17"
+    assert _calls(calls) == [], "a final report is the answer: Slurm is not asked"
+
+
+def test_stop_cancels_only_the_arms_recorded_job_and_marks_one_that_never_started(tmp_path: Path, env: dict) -> None:
+    project = _project(tmp_path, "\n[slurm]\ntime = 60\n")
+    (project / "arms" / "neighbour.toml").write_text(ARM + "\n[slurm]\ntime = 60\n")
+    bin_dir, calls = _stand_in_slurm(tmp_path, "7_1|CANCELLED|None||0:00|2026-12-01T00:00:05\n")
+    env = {**env, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    environment = _environment(project, tmp_path, PATH=env["PATH"])
+    run_dir = _queued_episode(project, environment, "7_1")
+
+    stopped = invoke(project, env, "stop", "--arm", "base", "--json")
+    assert stopped.exit_code == 0, stopped.out + stopped.err
+    result = json.loads(stopped.out)["arms"][0]
+    assert result["action"] == "cancelled" and result["stopped"] == ["episode_001 job 7_1"]
+    assert [call for call in _calls(calls) if call.startswith("scancel")] == ["scancel 7_1"], "that one job only"
+    assert json.loads(run_dir.stop_request.read_text())["requested_by"].startswith("mcu-arms stop")
+    report = read_report(run_dir.report)
+    assert report.status == "interrupted" and report.failure.kind == "stopped"
+    assert "cancelled before the episode could write its report" in report.failure.reason
+    assert report.slurm is not None and report.slurm.job_id == "7_1"
+
+
+def test_a_rerun_finalises_an_episode_whose_job_died_at_its_time_limit_and_then_runs_it_again(tmp_path: Path) -> None:
+    from mcu_arms.supervise.jobs import reconcile, refuse_live_jobs
+    from mcu_arms.supervise.reruns import rerun_decision
+
+    project = _project(tmp_path, "\n[slurm]\ntime = 60\n")
+    bin_dir, calls = _stand_in_slurm(tmp_path, "9_0|RUNNING|None|n1|0:10:00|N/A\n")
+    environment = _environment(project, tmp_path, PATH=f"{bin_dir}:{os.environ['PATH']}")
+    run_dir = _queued_episode(project, environment, "9_0", status="started", node="n1")
+    plan = _plans(project, environment, "arms/base.toml")[0]
+    with pytest.raises(UserError, match="has Slurm job 9_0 RUNNING"):
+        refuse_live_jobs([plan], environment)
+    assert reconcile(environment, ["base"]) == [] and read_report(run_dir.report).status == "started"
+
+    (tmp_path / "squeue.out").write_text("9_0|TIMEOUT|TimeLimit|n1|0:00|2026-12-01T01:00:20\n")
+    assert len(reconcile(environment, ["base"])) == 1
+    report = read_report(run_dir.report)
+    assert report.status == "failed" and report.failure.kind == "time_limit" and report.finished_at is not None
+    refuse_live_jobs([plan], environment)  # nothing runs now
+    decision = rerun_decision(plan, environment.output_dir / "base", rerun=False)
+    assert decision.action == "retry" and "restarted from its first step as a new episode" in decision.message
+
+    (tmp_path / "squeue.out").write_text("")  # a controller that does not answer: squeue fails, nothing is touched
+    write_script(bin_dir, "squeue", "echo 'slurm_load_jobs error: Unable to contact slurm controller' >&2; exit 1")
+    other = _queued_episode(project, environment, "9_1", status="started", node="n1")
+    assert reconcile(environment, ["base"]) == [] and read_report(other.report).status == "started"
+    with pytest.raises(UserError, match="cannot be asked about now"):
+        refuse_live_jobs([plan], environment)
+
+
+def test_run_episode_refuses_what_is_not_its_to_run(tmp_path: Path, env: dict) -> None:
+    project = _project(tmp_path, "\n[slurm]\ntime = 60\n")
+    environment = _environment(project, tmp_path)
+    run_dir = _queued_episode(project, environment, "12_0")
+    by_hand = invoke(project, env, "run-episode", str(run_dir.path))
+    assert by_hand.exit_code == 2 and "submitted as Slurm job 12_0 and runs there" in by_hand.err
+    other_job = invoke(project, {**env, "SLURM_JOB_ID": "31", "SLURM_ARRAY_JOB_ID": "30", "SLURM_ARRAY_TASK_ID": "1"},
+                       "run-episode", str(run_dir.path))  # fmt: skip
+    assert other_job.exit_code == 2 and "not here (job 30_1)" in other_job.err
+    report = read_report(run_dir.report)
+    run_dir.write_report(report.model_copy(update={"status": "finished"}))
+    again = invoke(project, {**env, "SLURM_JOB_ID": "13", "SLURM_ARRAY_JOB_ID": "12", "SLURM_ARRAY_TASK_ID": "0"},
+                   "run-episode", str(run_dir.path))  # fmt: skip
+    assert again.exit_code == 2 and "the episode is finished, not queued" in again.err
+
+
+@pytest.mark.slow
+def test_run_episode_runs_a_queued_episode_on_this_host_as_a_node_would(tmp_path: Path) -> None:
+    from run_helpers import cli_env
+
+    from mcu_arms.supervise.runner import new_report
+
+    project = _project(tmp_path, "\n[slurm]\ntime = 60\n")
+    environment = _environment(project, tmp_path)
+    plan = prepare_episode(_plans(project, environment, "arms/base.toml")[0])
+    run_dir = RunDir(Path(plan.episode_dir))
+    run_dir.write_report(new_report(plan, environment, status="queued", attempt=1))
+    done = subprocess.run([sys.executable, "-m", "mcu_arms", "run-episode", str(run_dir.path)], cwd=project,
+                          env=cli_env(tmp_path / "state"), capture_output=True, text=True, timeout=240)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = read_report(run_dir.report)
+    assert report.status == "finished" and report.steps_run == 20 and report.slurm is None
+    ran = json.loads(run_dir.plan.read_text())
+    servers = {process["role"]: process for process in ran["processes"] if process["port"]}
+    assert set(servers) == {"green", "purple"} and all(process["listen_fd"] for process in servers.values())
+    assert all(f"--port {process['port']}" in " ".join(process["argv"]) for process in servers.values()), (
+        "each server was told the port of the socket it was handed"
+    )
+    assert f"127.0.0.1:{servers['green']['port']}" in run_dir.scenario.read_text()
+
+
+def test_a_server_serves_on_the_socket_it_was_handed_and_a_busy_fixed_port_aborts(tmp_path: Path,
+                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcu_arms.a2a_transport import bind_socket
+    from mcu_arms.isolation.listeners import claim_listener, claimed_listeners
+    from mcu_arms.procs import LISTEN_FD_ENV
+
+    env = {"MCU_ARMS_STATE_DIR": str(tmp_path / "state")}
+    with claimed_listeners("127.0.0.1", {"green": None, "purple": None}, env) as sockets:
+        ports = {role: sock.getsockname()[1] for role, sock in sockets.items()}
+        assert len(set(ports.values())) == 2
+        with pytest.raises(UserError, match=f"port {ports['green']} on 127.0.0.1 is in use by pid {os.getpid()}"):
+            claim_listener("127.0.0.1", ports["green"], set())
+        monkeypatch.setenv(LISTEN_FD_ENV, str(sockets["green"].fileno()))
+        served = bind_socket("127.0.0.1", ports["green"])
+        assert served.getsockname() == sockets["green"].getsockname() and LISTEN_FD_ENV not in os.environ
+        with socket.create_connection(("127.0.0.1", ports["green"]), timeout=5):
+            pass  # it listens already: no one could take the port before the server started
+        served.detach()
+
+
+def test_a_minestudio_episode_gets_a_private_display_and_its_xvfb_is_stopped(tmp_path: Path) -> None:
+    from mcu_arms.isolation.display import private_display
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    pids = tmp_path / "xvfb.pids"
+    xvfb_script = bin_dir / "Xvfb"  # bash: the descriptor Xvfb is given may be above 9
+    xvfb_script.write_text(f'#!/bin/bash\necho $$ >> {pids}\nwhile [ $# -gt 0 ]; do [ "$1" = -displayfd ] && fd=$2; '
+                           'shift; done\necho 42 >&$fd\nexec sleep 600\n')  # fmt: skip
+    xvfb_script.chmod(0o755)
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    with private_display(env, tmp_path / "scratch") as variables:
+        assert variables["DISPLAY"] == ":42"
+        ran = subprocess.run(["xvfb-run", "-a", "-s", "-screen 0 640x360x24", "sh", "-c", "echo on $DISPLAY"],
+                             env={**os.environ, **variables}, capture_output=True, text=True, timeout=30)  # fmt: skip
+        assert ran.stdout.strip() == "on :42", "MineStudio's `xvfb-run -a java ...` runs on the private display"
+        xvfb = int(pids.read_text())
+        assert Path(f"/proc/{xvfb}").exists()
+    assert not Path(f"/proc/{xvfb}").exists() or "zombie" in Path(f"/proc/{xvfb}/status").read_text().lower()
+    assert not list((tmp_path / "scratch").iterdir()), "its shim and log are removed"
