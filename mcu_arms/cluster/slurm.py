@@ -183,7 +183,8 @@ def ended_without_report(job: SlurmJob, status: JobStatus | None) -> tuple[RunSt
     the node failed, it ran out of memory, mcu-arms was killed)."""
     state = status.state if status else UNKNOWN
     said = f"{state}{f' ({status.reason})' if status and status.reason not in ('', 'None') else ''}"
-    where = f" on {status.node or job.node}" if (status and status.node) or job.node else ""
+    node = (status.node if status else "") or job.node
+    where = f" on {node}" if node else ""
     if state in TIME_LIMIT_STATES or (status is not None and status.reason == "TimeLimit"):
         reason = f"Slurm job {job.job_id}{where} was killed at its time limit ({slurm_time(job.time_limit_s)}) before "
         return "failed", Failure(process=None, kind="time_limit", reason=reason + "the episode could write its report")

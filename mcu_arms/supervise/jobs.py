@@ -77,12 +77,14 @@ def reconcile(env: Environment, arms: list[str]) -> list[str]:
     if not jobs:
         return []
     answer = job_states([open_job.job.job_id for open_job in jobs], env.env)
+    if not answer.answered:
+        return []
     done = []
     for open_job in jobs:
         report = open_job.run.report
         assert report is not None
         ended = report_of_ended_job(report, open_job.job, answer.jobs.get(open_job.job.job_id))
-        if not answer.answered or ended is None:
+        if ended is None:
             continue
         final = finalised(open_job.run.run_dir, report, *ended, env, open_job.job)
         done.append(f"{final.arm} {episode_name(final.episode)}: marked {final.status}: {ended[1].reason}")
