@@ -278,7 +278,9 @@ def inherited_socket(fd: str, port: int) -> socket.socket:
         sock = socket.socket(fileno=int(fd))
         bound = sock.getsockname()
     except (OSError, ValueError) as error:
-        raise PortBusy(f"{LISTEN_FD_ENV}={fd} is not a socket this process inherited: {error}", key=LISTEN_FD_ENV) from None
+        raise PortBusy(
+            f"{LISTEN_FD_ENV}={fd} is not a socket this process inherited: {error}", key=LISTEN_FD_ENV
+        ) from None
     if bound[1] != port:
         sock.close()
         raise PortBusy(f"the inherited socket listens on port {bound[1]}, not on {port}", key="--port")

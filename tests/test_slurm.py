@@ -15,6 +15,7 @@ import psutil
 import pytest
 from cli_support import invoke
 from conftest import write_script
+from run_helpers import write_arm
 
 from mcu_arms.arms.campaign import select_arms
 from mcu_arms.arms.plan import plan_specs
@@ -33,18 +34,6 @@ from mcu_arms.contracts.slurm import (
 )
 from mcu_arms.environment import Environment
 from mcu_arms.layout import RunDir
-
-ARM = """agent = "random"
-task = "mine_diamond_from_scratch"
-simulator = "embedded"
-steps = 20
-step_timeout = 10
-save_frames = false
-
-[ports]
-green = "auto"
-purple = "auto"
-"""
 
 CAMPAIGN = """name = "site"
 seeds = [0]
@@ -68,11 +57,16 @@ gres = "mcslot:1"
 """
 
 
+def _arm(project: Path, name: str, extra: str = "", **options: object) -> Path:
+    path = write_arm(project, name, steps=20, **options)  # type: ignore[arg-type]
+    path.write_text(path.read_text() + extra)
+    return path
+
+
 def _project(tmp_path: Path, arm_extra: str = "") -> Path:
     project = tmp_path / "project"
-    (project / "arms").mkdir(parents=True)
+    _arm(project, "base", arm_extra)
     (project / "campaigns").mkdir()
-    (project / "arms" / "base.toml").write_text(ARM + arm_extra)
     (project / "campaigns" / "site.toml").write_text(CAMPAIGN)
     return project
 
@@ -95,7 +89,8 @@ def test_slurm_times_take_every_form_sbatch_takes() -> None:
     for wrong in ("1h", "0", "1:2:3:4", "-5"):
         with pytest.raises(ValueError):
             parse_slurm_time(wrong)
-    assert parse_sbatch_line("--qos=long") == ("qos", "long") and parse_sbatch_line("--exclusive") == ("exclusive", True)
+    assert parse_sbatch_line("--qos=long") == ("qos", "long")
+    assert parse_sbatch_line("--exclusive") == ("exclusive", True)
     with pytest.raises(ValueError, match="--array is set by mcu-arms"):
         parse_sbatch_line("--array=0-3")
 
@@ -114,7 +109,7 @@ def test_a_bad_slurm_table_is_an_error_at_its_line(tmp_path: Path, env: dict, ta
     project = _project(tmp_path, f"\n[slurm]\n{table}\n")
     done = invoke(project, env, "plan", "--dry-run", "--executor", "slurm", "arms/base.toml")
     assert done.exit_code == 2, done.out + done.err
-    line = (ARM + f"\n[slurm]\n{table}\n").splitlines().index(table) + 1
+    line = (project / "arms" / "base.toml").read_text().splitlines().index(table) + 1
     assert f"base.toml:{line}: key '{key}'" in done.err and shown in done.err
 
 
@@ -148,12 +143,13 @@ def test_plan_shows_the_slurm_options_and_refuses_what_cannot_run_there(tmp_path
     assert no_time.exit_code == 2 and "a Slurm job needs a time limit" in no_time.err and "slurm.time" in no_time.err
     local_flags = invoke(project, env, "plan", "--dry-run", "--slurm-partition", "cpu", "arms/base.toml")
     assert local_flags.exit_code == 2 and "--slurm-partition apply to Slurm runs only" in local_flags.err
-    margin = invoke(project, env, "plan", "--dry-run", "--executor", "slurm", "--slurm-time", "1", "campaigns/site.toml")
+    slurm_plan = ("plan", "--dry-run", "--executor", "slurm")
+    margin = invoke(project, env, *slurm_plan, "--slurm-time", "1", "campaigns/site.toml")
     assert margin.exit_code == 2 and "slurm.stop_margin" in margin.err
-    bad_flag = invoke(project, env, "plan", "--dry-run", "--executor", "slurm", "--slurm-time", "soon", "arms/base.toml")
+    bad_flag = invoke(project, env, *slurm_plan, "--slurm-time", "soon", "arms/base.toml")
     assert bad_flag.exit_code == 2 and "--slurm-time" in bad_flag.err
-    fixed = ARM.replace('green = "auto"', "green = 20001").replace('purple = "auto"', 'purple = 20002\nhost = "10.1.2.3"')
-    (project / "arms" / "base.toml").write_text(fixed + '[slurm]\ntime = 60\n')
+    exposed_arm = _arm(project, "base", "[slurm]\ntime = 60\n", green=20001, purple=20002)
+    exposed_arm.write_text(exposed_arm.read_text().replace("purple = 20002", 'purple = 20002\nhost = "10.1.2.3"'))
     exposed = invoke(project, env, "plan", "--dry-run", "--executor", "slurm", "arms/base.toml")
     assert exposed.exit_code == 2 and "ports.host" in exposed.err and "loopback of the node" in exposed.err
 
@@ -190,7 +186,7 @@ def test_a_masked_value_reaches_the_job_in_its_environment_and_in_no_file(tmp_pa
     assert set(carried) == {EPISODE_SECRETS_ENV} and secret in carried[EPISODE_SECRETS_ENV]
     assert _private_plan(run_dir, _environment(project, tmp_path, **carried)) == plan
     assert _private_plan(run_dir, env).settings.env["PROVIDER_API_KEY"] != secret, "without it, still masked"
-    (project / "arms" / "plain.toml").write_text(ARM + "\n[slurm]\ntime = 60\n")
+    _arm(project, "plain", "\n[slurm]\ntime = 60\n")
     assert episode_secrets(_plans(project, env, "arms/plain.toml")) == {}, "nothing masked, nothing carried"
 
 
@@ -205,7 +201,8 @@ def _stand_in_slurm(tmp_path: Path, squeue_lines: str) -> tuple[Path, Path]:
     (tmp_path / "squeue.out").write_text(squeue_lines)
     write_script(bin_dir, "squeue", f'echo "squeue $*" >> {calls}; cat {tmp_path / "squeue.out"}')
     write_script(bin_dir, "scancel", f'echo "scancel $*" >> {calls}')
-    write_script(bin_dir, "sacct", f'echo "sacct $*" >> {calls}; echo "Slurm accounting storage is disabled" >&2; exit 1')
+    write_script(bin_dir, "sacct",
+                 f'echo "sacct $*" >> {calls}; echo "Slurm accounting storage is disabled" >&2; exit 1')  # fmt: skip
     write_script(bin_dir, "sbatch", "exit 1")
     return bin_dir, calls
 
@@ -262,7 +259,7 @@ def test_status_reads_the_report_first_and_asks_slurm_only_about_open_episodes(t
 
 def test_stop_cancels_only_the_arms_recorded_job_and_marks_one_that_never_started(tmp_path: Path, env: dict) -> None:
     project = _project(tmp_path, "\n[slurm]\ntime = 60\n")
-    (project / "arms" / "neighbour.toml").write_text(ARM + "\n[slurm]\ntime = 60\n")
+    _arm(project, "neighbour", "\n[slurm]\ntime = 60\n")
     bin_dir, calls = _stand_in_slurm(tmp_path, "7_1|CANCELLED|None||0:00|2026-12-01T00:00:05\n")
     env = {**env, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
     environment = _environment(project, tmp_path, PATH=env["PATH"])
@@ -350,8 +347,9 @@ def test_run_episode_runs_a_queued_episode_on_this_host_as_a_node_would(tmp_path
     assert f"127.0.0.1:{servers['green']['port']}" in run_dir.scenario.read_text()
 
 
-def test_a_server_serves_on_the_socket_it_was_handed_and_a_busy_fixed_port_aborts(tmp_path: Path,
-                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_server_serves_on_the_socket_it_was_handed_and_a_busy_fixed_port_aborts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from mcu_arms.a2a_transport import bind_socket
     from mcu_arms.isolation.listeners import claim_listener, claimed_listeners
     from mcu_arms.procs import LISTEN_FD_ENV

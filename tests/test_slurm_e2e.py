@@ -13,19 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from run_helpers import Started, run_cli, steps_logged, wait_for
-
-ARM = """agent = "random"
-task = "mine_diamond_from_scratch"
-simulator = "embedded"
-steps = {steps}
-step_timeout = 10
-save_frames = false
-
-[ports]
-green = "auto"
-purple = "auto"
-"""
+from run_helpers import Started, run_cli, steps_logged, wait_for, write_arm
 
 CAMPAIGN = """name = "cluster"
 seeds = [0]
@@ -53,9 +41,8 @@ def project(tmp_path: Path, slurm_conf: str, monkeypatch: pytest.MonkeyPatch) ->
     """A project whose `mcu-arms` finds the cluster (SLURM_CONF); its jobs are cancelled at the end, by id."""
     monkeypatch.setenv("SLURM_CONF", slurm_conf)
     project = tmp_path / "project"
-    (project / "arms").mkdir(parents=True)
+    write_arm(project, "walker", steps=400)
     (project / "campaigns").mkdir()
-    (project / "arms" / "walker.toml").write_text(ARM.format(steps=400))
     (project / "campaigns" / "cluster.toml").write_text(CAMPAIGN)
     yield project
     for record in project.glob("output/*/episode_*/slurm.json"):
@@ -145,8 +132,8 @@ def test_stopping_one_arm_cancels_its_job_only_and_ctrl_c_cancels_the_rest(proje
 
 def test_an_episode_at_its_time_limit_fails_so_and_the_rerun_starts_it_over(project: Path, tmp_path: Path) -> None:
     state = tmp_path / "state"
-    (project / "arms" / "long.toml").write_text(ARM.format(steps=7000).replace('"random"', '"noop"')
-                                                + '\n[slurm]\ntime = 1\nstop_margin = 25\n')  # fmt: skip
+    long = write_arm(project, "long", agent="noop", steps=7000)
+    long.write_text(long.read_text() + "\n[slurm]\ntime = 1\nstop_margin = 25\n")
     limited = run_cli(project, state, "run", "--arm", "long", "--executor", "slurm", timeout=300)
     assert limited.returncode == 1, limited.stdout + limited.stderr
     report = _report(project, "long", 1)

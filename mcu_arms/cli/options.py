@@ -100,9 +100,8 @@ def _placement_options() -> list[inspect.Parameter]:
         "--executor", help=f"Where episodes run: {' or '.join(EXECUTORS)} (a job per episode).",
         envvar=f"{ENV_PREFIX}EXECUTOR", show_envvar=True,
     )  # fmt: skip
-    parameters = [
-        inspect.Parameter("executor", inspect.Parameter.KEYWORD_ONLY, default="local", annotation=Annotated[str, executor])
-    ]
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    parameters = [inspect.Parameter("executor", keyword, default="local", annotation=Annotated[str, executor])]
     for field, (kind, help_text) in _SLURM_HELP.items():
         flag = f"--slurm-{field.replace('_', '-')}"
         option = typer.Option(flag, help=help_text, envvar=f"{ENV_PREFIX}SLURM_{field.upper()}", show_envvar=True)

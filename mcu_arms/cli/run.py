@@ -113,7 +113,9 @@ def _milestones(arm: ArmOutcome) -> str:
     return shown
 
 
-STATUS_STYLES = {"finished": "green", "failed": "bold red", "interrupted": "magenta", "skipped": "dim", "queued": "cyan"}
+STATUS_STYLES = {
+    "finished": "green", "failed": "bold red", "interrupted": "magenta", "skipped": "dim", "queued": "cyan"
+}  # fmt: skip
 OUTCOME_COLUMNS = ("score", "steps", "milestones", "alerts", "report / reason")
 
 

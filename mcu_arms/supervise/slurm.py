@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -119,8 +119,6 @@ class Submitted:
     status: str = "queued"
     seen: tuple[int, int] = (0, 0)  # the report's (mtime_ns, size) when last read
     outcome: ArmOutcome | None = None
-    cancelled: bool = False
-    notes: list[str] = field(default_factory=list)
 
     @property
     def run_dir(self) -> RunDir:
@@ -185,8 +183,10 @@ def submit(episodes: list[tuple[ArmPlan, int]], env: Environment, max_parallel: 
             run_dir = RunDir(Path(plan.episode_dir))
             write_json_atomic(run_dir.slurm_job, record)
             progress = ArmProgress(plan.label, plan.settings.steps, tasks_total=len(plan.tasks) or None, state="queued")
-            submitted.append(Submitted(plan=plan, attempt=attempt, job=record, progress=progress,
-                                       steps=StepsTail(run_dir.green), events=JsonlTail(run_dir.events, EventRecord)))  # fmt: skip
+            submitted.append(Submitted(
+                plan=plan, attempt=attempt, job=record, progress=progress, steps=StepsTail(run_dir.green),
+                events=JsonlTail(run_dir.events, EventRecord),
+            ))  # fmt: skip
     return submitted
 
 
@@ -240,9 +240,9 @@ class Watch:
         """Cancel every open episode's job, each after a stop request (so the episode says it was stopped)."""
         self._cancelled_at = time.monotonic()
         for episode in self.open:
-            episode.cancelled = True
             problem = cancel_episode(episode.run_dir, episode.job, self.env, who)
-            self.view.line(episode.plan.label, problem or f"cancelled Slurm job {episode.job.job_id}", alert=bool(problem))
+            said = problem or f"cancelled Slurm job {episode.job.job_id}"
+            self.view.line(episode.plan.label, said, alert=bool(problem))
 
     def _read(self, episode: Submitted) -> None:
         run_dir = episode.run_dir
@@ -274,7 +274,8 @@ class Watch:
                              attempt=episode.attempt)  # fmt: skip
         episode.progress.finished = time.monotonic()
         if report.failure is not None:
-            self.view.line(episode.plan.label, f"{report.status}: {report.failure.reason}", alert=report.status == "failed")
+            failed = report.status == "failed"
+            self.view.line(episode.plan.label, f"{report.status}: {report.failure.reason}", alert=failed)
         if retryable(outcome) and episode.attempt <= self.options.retries and self._cancelled_at is None:
             outcome = outcome.model_copy(update={"retried": True})
             self.view.line(episode.plan.label, f"retrying: attempt {episode.attempt + 1} of {self.options.retries + 1}")
@@ -312,7 +313,10 @@ class Watch:
         """Cancelled episodes that did not finalise in time: reported interrupted here, their reports left as the
         episodes (or a later `mcu-arms status`/`stop`) make them."""
         for episode in self.open:
-            reason = f"cancelled; no final report within {CANCEL_WAIT_S:g} s (see `mcu-arms status --arm {episode.plan.arm}`)"
+            reason = (
+                f"cancelled; no final report within {CANCEL_WAIT_S:g} s (see `mcu-arms status --arm "
+                f"{episode.plan.arm}`)"
+            )
             self.view.line(episode.plan.label, reason, alert=True)
             episode.outcome = ArmOutcome(arm=episode.plan.arm, seed=episode.plan.settings.seed, status="interrupted",
                                          episode=episode.plan.episode, attempt=episode.attempt,
