@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 import typer
 
@@ -22,7 +23,11 @@ def register(app: typer.Typer) -> None:
     def run_episode(
         ctx: typer.Context,
         run_dir: Path = typer.Argument(..., help="The episode directory (output/ARM/episode_NNN)."),
+        ready_timeout: Optional[float] = typer.Option(
+            None, "--ready-timeout", min=1.0, help="Seconds green and purple get to become ready [as for `run`]."
+        ),
     ) -> None:
         from mcu_arms.supervise.episode import run_episode as run_here
 
-        raise typer.Exit(run_here(run_dir, environment(ctx)))
+        timeout = {} if ready_timeout is None else {"ready_timeout_s": ready_timeout}
+        raise typer.Exit(run_here(run_dir, environment(ctx), **timeout))

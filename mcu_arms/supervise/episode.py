@@ -46,7 +46,15 @@ from mcu_arms.isolation.listeners import claimed_listeners
 from mcu_arms.layout import RunDir, state_dir
 from mcu_arms.supervise.jobs import finalised
 from mcu_arms.supervise.live import PlainView
-from mcu_arms.supervise.runner import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, ArmRunner, RunOptions, supervisor_record
+from mcu_arms.supervise.runner import (
+    DEFAULT_READY_TIMEOUT_S,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    ArmRunner,
+    RunOptions,
+    supervisor_record,
+)
 
 # Slurm tells every process of the job to stop; the children go on their own, so the runner waits only briefly
 # before it kills what is left (KillWait, often 30 s, bounds the whole stop).
@@ -224,7 +232,7 @@ def _job_start() -> float:
         return me.create_time()
 
 
-def run_episode(path: Path, env: Environment) -> int:
+def run_episode(path: Path, env: Environment, *, ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S) -> int:
     """Run the queued episode at `path` here; returns the exit code (0 finished, 1 failed, 130 interrupted)."""
     run_dir = RunDir(path.resolve())
     queued = _queued_report(run_dir)
@@ -242,7 +250,9 @@ def run_episode(path: Path, env: Environment) -> int:
             return _fail_before_start(run_dir, queued, job, env, f"this host ({this_host()}) cannot run it: " +
                                       "; ".join(blocked))  # fmt: skip
         try:
-            return _run_here(run_dir, plan, queued, job, env, signals)
+            options = RunOptions(ready_timeout_s=ready_timeout_s, stop_grace_s=SLURM_STOP_GRACE_S if job else
+                                 RunOptions().stop_grace_s)  # fmt: skip
+            return _run_here(run_dir, plan, queued, job, env, signals, options)
         except UserError as error:
             return _fail_before_start(run_dir, queued, job, env, error.render())
     finally:
@@ -258,7 +268,13 @@ def _green_with(plan: ArmPlan, variables: Mapping[str, str]) -> ArmPlan:
 
 
 def _run_here(
-    run_dir: RunDir, plan: ArmPlan, queued: RunReport, job: SlurmJob | None, env: Environment, signals: _Stops
+    run_dir: RunDir,
+    plan: ArmPlan,
+    queued: RunReport,
+    job: SlurmJob | None,
+    env: Environment,
+    signals: _Stops,
+    options: RunOptions,
 ) -> int:
     wanted = {role: (None if role in plan.ports_auto else plan.process(role).port) for role in SERVER_ROLES}
     with ExitStack() as held:
@@ -273,7 +289,6 @@ def _run_here(
         write_json_atomic(run_dir.plan, plan.public())  # the plan as it runs here: this host's ports
         write_text_atomic(run_dir.scenario, scenario_toml(plan))
         view = PlainView(env.console, PROGRESS_LINE_S)
-        options = RunOptions(stop_grace_s=SLURM_STOP_GRACE_S if job else RunOptions().stop_grace_s)
         runner = ArmRunner(plan, env, options, view, supervisor_record(), attempt=queued.attempt)
         runner.report.slurm = job
         if job is not None:

@@ -57,9 +57,10 @@ CANCEL_WAIT_S = 120.0
 INSTALL_HINT = "pip install -e '.[slurm]' (submitit)"
 
 
-def job_command() -> list[str]:
-    """What each job runs: this interpreter's mcu-arms (the same path must exist on the nodes), on one episode."""
-    return [sys.executable, "-m", "mcu_arms", "run-episode"]
+def job_command(options: RunOptions) -> list[str]:
+    """What each job runs (the episode directory follows): this interpreter's mcu-arms (the same path must exist on
+    the nodes), with the run's own readiness timeout."""
+    return [sys.executable, "-m", "mcu_arms", "run-episode", "--ready-timeout", f"{options.ready_timeout_s:g}"]
 
 
 def sbatch_parameters(options: SlurmOptions, count: int, max_parallel: int, name: str) -> dict[str, Any]:
@@ -138,7 +139,7 @@ def _load_submitit() -> Any:
     return submitit
 
 
-def submit(episodes: list[tuple[ArmPlan, int]], env: Environment, max_parallel: int) -> list[Submitted]:
+def submit(episodes: list[tuple[ArmPlan, int]], env: Environment, options: RunOptions) -> list[Submitted]:
     """Make each episode's directory, write its report `queued`, and submit the episodes as job arrays (one per set
     of Slurm options). A refused submission fails its reports (nothing is lost) and is a UserError."""
     from mcu_arms.arms.prepare import prepare_episode
@@ -156,14 +157,16 @@ def submit(episodes: list[tuple[ArmPlan, int]], env: Environment, max_parallel: 
             reports[plan.episode_dir] = new_report(plan, env, status="queued", attempt=attempt)
             RunDir(Path(plan.episode_dir)).write_report(reports[plan.episode_dir])
         plans = [plan for plan, _ in prepared]
-        options = plans[0].slurm
-        assert options is not None
+        slurm = plans[0].slurm
+        assert slurm is not None
         folder = slurm_jobs_dir(env.output_dir)
         try:
             with _process_environment({**env.env, **episode_secrets(plans)}):
                 executor = submitit.SlurmExecutor(folder=folder, max_num_timeout=0)
-                executor.update_parameters(**sbatch_parameters(options, len(plans), max_parallel, _job_name(plans)))
-                command = submitit.helpers.CommandFunction(job_command(), cwd=str(env.cwd))
+                executor.update_parameters(
+                    **sbatch_parameters(slurm, len(plans), options.max_parallel, _job_name(plans))
+                )
+                command = submitit.helpers.CommandFunction(job_command(options), cwd=str(env.cwd))
                 jobs = executor.map_array(command, [plan.episode_dir for plan in plans])
         except (RuntimeError, OSError, ValueError) as error:  # submitit's FailedJobError is a RuntimeError
             reason = f"sbatch refused the job: {str(error).strip() or type(error).__name__}"
@@ -176,8 +179,8 @@ def submit(episodes: list[tuple[ArmPlan, int]], env: Environment, max_parallel: 
                 job_id=str(job.job_id),
                 submitted_at=iso_seconds(env.clock()),
                 submitted_from=this_host(),
-                time_limit_s=options.time_minutes * 60,
-                stop_margin_s=options.stop_margin_s,
+                time_limit_s=slurm.time_minutes * 60,
+                stop_margin_s=slurm.stop_margin_s,
                 log=os.path.relpath(job.paths.stdout, plan.episode_dir),
             )
             run_dir = RunDir(Path(plan.episode_dir))
@@ -223,6 +226,9 @@ class Watch:
             while self.open:
                 if signalled and self._cancelled_at is None:
                     self.cancel(f"mcu-arms run (pid {os.getpid()}), interrupted by {signalled[0]}")
+                failed = next((o for o in self.outcomes if o.status == "failed" and not o.retried), None)
+                if self.options.fail_fast and failed is not None and self._cancelled_at is None:
+                    self.cancel(f"mcu-arms run (pid {os.getpid()}), --fail-fast: arm '{failed.arm}' failed")
                 for episode in self.open:
                     self._read(episode)
                 if time.monotonic() >= self._next_queue_check:
@@ -281,7 +287,7 @@ class Watch:
             self.view.line(episode.plan.label, f"retrying: attempt {episode.attempt + 1} of {self.options.retries + 1}")
             episode.outcome = outcome
             self.outcomes.append(outcome)
-            self.add(submit([(episode.plan, episode.attempt + 1)], self.env, self.options.max_parallel))
+            self.add(submit([(episode.plan, episode.attempt + 1)], self.env, self.options))
             return
         episode.outcome = outcome
         self.outcomes.append(outcome)
@@ -336,7 +342,7 @@ def supervise_jobs(
     detach: bool,
 ) -> list[ArmOutcome]:
     """Submit the episodes; then, unless `detach`, watch them to their final reports."""
-    submitted = submit([(plan, 1) for plan in plans], env, options.max_parallel)
+    submitted = submit([(plan, 1) for plan in plans], env, options)
     if detach:
         for episode in submitted:
             out.print(f"{episode.plan.label}: queued as Slurm job {episode.job.job_id} ({episode.plan.episode_dir})",
