@@ -148,10 +148,14 @@ def test_plan_shows_the_slurm_options_and_refuses_what_cannot_run_there(tmp_path
     assert margin.exit_code == 2 and "slurm.stop_margin" in margin.err
     bad_flag = invoke(project, env, *slurm_plan, "--slurm-time", "soon", "arms/base.toml")
     assert bad_flag.exit_code == 2 and "--slurm-time" in bad_flag.err
-    exposed_arm = _arm(project, "base", "[slurm]\ntime = 60\n", green=20001, purple=20002)
-    exposed_arm.write_text(exposed_arm.read_text().replace("purple = 20002", 'purple = 20002\nhost = "10.1.2.3"'))
-    exposed = invoke(project, env, "plan", "--dry-run", "--executor", "slurm", "arms/base.toml")
-    assert exposed.exit_code == 2 and "ports.host" in exposed.err and "loopback of the node" in exposed.err
+    own = [entry.address for entries in psutil.net_if_addrs().values() for entry in entries
+           if entry.family == socket.AF_INET and not entry.address.startswith("127.")]  # fmt: skip
+    if own:  # exposed on this host's own address, as a local run may be: on a node, the servers stay on loopback
+        exposed_arm = _arm(project, "base", "[slurm]\ntime = 60\n")
+        exposed_arm.write_text(exposed_arm.read_text().replace('purple = "auto"', f'purple = "auto"\nhost = "{own[0]}"\n'
+                                                               "expose = true"))  # fmt: skip
+        exposed = invoke(project, env, "plan", "--dry-run", "--executor", "slurm", "arms/base.toml")
+        assert exposed.exit_code == 2 and "ports.host" in exposed.err and "loopback of the node" in exposed.err
 
 
 def test_a_job_is_told_its_options_and_never_requeued() -> None:
@@ -355,6 +359,7 @@ def test_a_server_serves_on_the_socket_it_was_handed_and_a_busy_fixed_port_abort
     from mcu_arms.procs import LISTEN_FD_ENV
 
     env = {"MCU_ARMS_STATE_DIR": str(tmp_path / "state")}
+    (tmp_path / "state").mkdir()  # the port registry is read (another mcu-arms's reservations are passed over)
     with claimed_listeners("127.0.0.1", {"green": None, "purple": None}, env) as sockets:
         ports = {role: sock.getsockname()[1] for role, sock in sockets.items()}
         assert len(set(ports.values())) == 2

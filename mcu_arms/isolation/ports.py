@@ -148,7 +148,7 @@ class PortRegistry:
         if not self.directory.is_dir():
             return set()
         me = psutil.Process().pid
-        with self.lock:
+        with locked(self.lock_path):
             entries = self._load()
         prefix = f"{host}:"
         return {

@@ -144,9 +144,14 @@ def _private_plan(run_dir: RunDir, env: Environment) -> ArmPlan:
     return ArmPlan.model_validate(public)
 
 
-def _fail_before_start(run_dir: RunDir, queued: RunReport, job: SlurmJob | None, env: Environment, reason: str) -> int:
-    """The queued report, finalised `failed` with why the episode could not start here."""
-    finalised(run_dir, queued, "failed", Failure(process=None, reason=reason), env, job)
+def _fail_before_start(
+    run_dir: RunDir, queued: RunReport, job: SlurmJob | None, env: Environment, reason: str,
+    kind: FailureKind = "infrastructure",
+) -> int:
+    """The queued report, finalised `failed` with why the episode could not start here (unless the supervisor had
+    already taken the episode over: its report stands)."""
+    if read_report(run_dir.report).status == "queued":
+        finalised(run_dir, queued, "failed", Failure(process=None, kind=kind, reason=reason), env, job)
     env.console.out(f"{queued.arm}: failed before it started: {reason}", highlight=False)
     return EXIT_FAILED
 
@@ -255,6 +260,9 @@ def run_episode(path: Path, env: Environment, *, ready_timeout_s: float = DEFAUL
             return _run_here(run_dir, plan, queued, job, env, signals, options)
         except UserError as error:
             return _fail_before_start(run_dir, queued, job, env, error.render())
+        except Exception as error:  # a bug before the runner took over: the report still says so, then it is raised
+            _fail_before_start(run_dir, queued, job, env, f"mcu-arms: {type(error).__name__}: {error}", "supervisor")
+            raise
     finally:
         signals.restore()
 
