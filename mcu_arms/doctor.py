@@ -338,9 +338,11 @@ def plan_preflight(plan: ArmPlan, env: Mapping[str, str]) -> list[str]:
     codex = CodexSpec.model_construct(
         root=str(Path(plan.codex_home).parent) if plan.codex_home else None, auth=plan.codex_auth
     )
+    from mcu_arms.arms.plan import mineflayer_server
+
     spec = ArmSpec.model_construct(
         name=plan.arm, agent=settings.agent, simulator=settings.simulator, cuda_device=settings.cuda_device,
-        env=settings.env, codex=codex,
+        env=settings.env, codex=codex, mineflayer=mineflayer_server(settings),
     )  # fmt: skip
     return preflight([spec], env)[plan.arm]
 

@@ -393,3 +393,22 @@ def test_a_minestudio_episode_gets_a_private_display_and_its_xvfb_is_stopped(tmp
         assert Path(f"/proc/{xvfb}").exists()
     assert not Path(f"/proc/{xvfb}").exists() or "zombie" in Path(f"/proc/{xvfb}/status").read_text().lower()
     assert not list((tmp_path / "scratch").iterdir()), "its shim and log are removed"
+
+
+def test_a_node_checks_the_episode_as_planned_before_it_starts(tmp_path: Path) -> None:
+    """run-episode makes `run`'s host checks on the node from the plan alone (the arm file may be a campaign's)."""
+    from mcu_arms.arms.plan import plan_arms
+    from mcu_arms.doctor import plan_preflight
+
+    project = _project(tmp_path, "\n[slurm]\ntime = 60\n")
+    env = _environment(project, tmp_path)
+    assert plan_preflight(_plans(project, env, "arms/base.toml")[0], env.env) == []
+    minecraft = project / "arms" / "blocky.toml"
+    free = socket.socket()
+    free.bind(("127.0.0.1", 0))
+    port = free.getsockname()[1]
+    free.close()  # a port nothing answers on: the server the arm names is not up
+    minecraft.write_text((Path(__file__).resolve().parents[1] / "arms" / "planned_mineflayer.toml").read_text()
+                         .replace("port = 25565", f"port = {port}"))  # fmt: skip
+    blocked = plan_preflight(plan_arms([minecraft], Overrides(), env)[0], env.env)
+    assert any(f"127.0.0.1:{port}" in problem for problem in blocked), blocked

@@ -33,10 +33,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Check this host for what the arms need: JDK 8, Xvfb, the MineStudio engine, local disks for sqlite,
         node and the Minecraft server of mineflayer arms, codex and its credential, CUDA for steve1, and memory for
-        the number of arms. With --executor slurm, also what
-        submitting them from here needs: sbatch, squeue and scancel, submitit, sacct, the run directory and this
-        mcu-arms on a filesystem the nodes share, codex homes on local disk (the rest must hold on the nodes:
-        `srun mcu-arms doctor ...` checks one). Exit 1 if a check fails."""
+        the number of arms. With --executor slurm, also what submitting them from here needs: sbatch, squeue and
+        scancel, submitit, sacct, the run directory and this mcu-arms on a filesystem the nodes share, codex homes on
+        local disk (the rest must hold on the nodes: `srun mcu-arms doctor ...` checks one). Exit 1 if a check
+        fails."""
         env = environment(ctx)
         paths = files or arm_files(env.arms_dir)
         specs = [load_arm(path) for path in paths]
