@@ -9,9 +9,9 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from mcu_arms.contracts.text import MAX_MESSAGE_CHARS, shown_text
 from mcu_arms.cli.common import environment, print_json, reports_user_errors
 from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.text import MAX_MESSAGE_CHARS, shown_text
 from mcu_arms.environment import Environment
 from mcu_arms.report.compare import (
     ComparisonResult,

@@ -9,8 +9,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from mcu_arms.contracts.text import MAX_MESSAGE_CHARS, shown_text
 from mcu_arms.cli.common import environment, print_json, reports_user_errors
+from mcu_arms.contracts.text import MAX_MESSAGE_CHARS, shown_text
 from mcu_arms.environment import Environment, fits
 
 if TYPE_CHECKING:

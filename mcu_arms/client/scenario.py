@@ -26,7 +26,15 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ValidationError
 
 from mcu_arms.contracts.catalog import CATEGORIES
-from mcu_arms.contracts.errors import NESTED_TOO_DEEPLY, Problem, UserError, plain_problem, toml_decode_line, toml_line, user_error
+from mcu_arms.contracts.errors import (
+    NESTED_TOO_DEEPLY,
+    Problem,
+    UserError,
+    plain_problem,
+    toml_decode_line,
+    toml_line,
+    user_error,
+)
 from mcu_arms.contracts.wire import EvalConfig, EvalRequest
 
 TOP_LEVEL_TABLES = ("green_agent", "participants", "config")

@@ -12,15 +12,15 @@ import hashlib
 import json
 import shlex
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from mcu_arms.contracts.catalog import ResetMode
-from mcu_arms.contracts.redaction import redact_env, scrub
-from mcu_arms.contracts.rubric import rubric_of
 from mcu_arms.contracts.game_state import DEFAULT_OBSERVE, ObserveMode
 from mcu_arms.contracts.planned import PolicyBackend
+from mcu_arms.contracts.redaction import redact_env, scrub
+from mcu_arms.contracts.rubric import rubric_of
 from mcu_arms.contracts.slurm import DEFAULT_EXECUTOR, Executor, SlurmOptions
 from mcu_arms.contracts.states import ProcessRole
 from mcu_arms.contracts.wire import (

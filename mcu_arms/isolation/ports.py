@@ -18,7 +18,14 @@ from dataclasses import dataclass
 import psutil
 
 from mcu_arms.atomic import write_json_atomic
-from mcu_arms.contracts.addresses import bind_address, is_loopback, is_wildcard, parse_host, reach_address, socket_family
+from mcu_arms.contracts.addresses import (
+    bind_address,
+    is_loopback,
+    is_wildcard,
+    parse_host,
+    reach_address,
+    socket_family,
+)
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.isolation.locks import locked
 from mcu_arms.layout import STATE_DIR_ENV, prepared_state_dir, state_dir
