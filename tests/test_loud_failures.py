@@ -114,7 +114,8 @@ def _run_plans(tmp_path: Path, project: Path, plans: list):
 
     from rich.console import Console
 
-    from mcu_arms.supervise.runner import RunOptions, run_arms
+    from mcu_arms.supervise.executors import run_arms
+    from mcu_arms.supervise.runner import RunOptions
 
     out = io.StringIO()
     env = Environment(

@@ -78,7 +78,8 @@ def register(app: typer.Typer) -> None:
             show_plans(plans, env, dry_run=True, json_output=json_output, decisions=decisions)
             return
 
-        from mcu_arms.supervise.runner import RunOptions, run_arms
+        from mcu_arms.supervise.executors import run_arms
+        from mcu_arms.supervise.runner import RunOptions
 
         refuse_blocked({plan.arm: plan.blocked for plan in plans})
         options = RunOptions(

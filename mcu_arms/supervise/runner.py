@@ -25,13 +25,12 @@ from pathlib import Path
 import psutil
 from pydantic import BaseModel, Field, ValidationError
 from rich.console import Console
-from rich.markup import escape
 
 from mcu_arms.atomic import open_log, write_json_exclusive
 from mcu_arms.containment import containment_support
 from mcu_arms.contracts.access import ArmAccess
 from mcu_arms.contracts.agent_report import AGENT_REPORT_SUFFIX, AgentSummary, agent_summary
-from mcu_arms.contracts.errors import UserError, validation_summary
+from mcu_arms.contracts.errors import validation_summary
 from mcu_arms.contracts.evaluation import EvaluationResult
 from mcu_arms.contracts.events import EventRecord
 from mcu_arms.contracts.redaction import mask_known, secret_values
@@ -61,19 +60,16 @@ from mcu_arms.environment import Environment
 from mcu_arms.layout import (
     SPACE_RESERVE_BYTES,
     RunDir,
-    arm_runs,
-    episode_name,
     lost_reports_dir,
     repoint_links,
     supervisor_log,
 )
-from mcu_arms.procs import DEFAULT_STOP_GRACE_S, PRIVATE_UMASK, AdoptedOrphans, Child, live_processes
+from mcu_arms.procs import DEFAULT_STOP_GRACE_S, PRIVATE_UMASK, AdoptedOrphans, Child
 from mcu_arms.supervise.alerts import AlertMonitor
 from mcu_arms.supervise.live import REFRESH_PER_SECOND, View, make_view
 from mcu_arms.supervise.progress import ArmProgress, StepsTail
 from mcu_arms.supervise.provenance import collect_provenance
 from mcu_arms.supervise.readiness import card_answers, listener_owner
-from mcu_arms.supervise.reruns import rerun_decision
 
 POLL_S = 0.5
 READY_POLL_S = 0.2
@@ -655,77 +651,6 @@ def outcome_of(report: RunReport, *, episode_dir: str, report_path: str | None, 
     )
 
 
-def _refuse_live_processes(plans: list[ArmPlan], env: Environment) -> None:
-    """No run beside a live process of the same arm, whichever episode started it (a SIGKILLed run leaves its green
-    and purple running: a new episode beside them would share the arm's ports, home and host unseen)."""
-    for plan in plans:
-        runs = [(run.number, run.report) for run in arm_runs(env.output_dir / plan.arm) if run.report is not None]
-        live = live_processes(runs)
-        if live:
-            shown = ", ".join(f"{episode_name(p.episode)} {p.role} pid {p.pid}" for p in live[:6])
-            more = f" and {len(live) - 6} more" if len(live) > 6 else ""
-            raise UserError(
-                f"arm '{plan.arm}' has live processes: {shown}{more}; see `mcu-arms status --arm {plan.arm}`, "
-                f"stop them with `mcu-arms stop --arm {plan.arm}`",
-                path=plan.source,
-            )
-
-
-def run_arms(
-    plans: list[ArmPlan], env: Environment, options: RunOptions, out: Console, *, detach: bool = False
-) -> RunOutcome:
-    """Run every arm that is not skipped, side by side, here or as Slurm jobs (the plans' executor); returns once
-    each is finished, failed or interrupted (with `detach`, once the Slurm jobs are submitted)."""
-    from mcu_arms.supervise.jobs import reconcile, refuse_live_jobs
-
-    for line in reconcile(env, list(dict.fromkeys(plan.arm for plan in plans))):
-        out.print(f"[yellow]{escape(line)}[/]", highlight=False)
-    refuse_live_jobs(plans, env)
-    outcomes: list[ArmOutcome] = []
-    to_run: list[ArmPlan] = []
-    for plan in plans:
-        decision = rerun_decision(plan, env.output_dir / plan.arm, rerun=options.rerun)
-        if decision.message:
-            out.print(f"[{'dim' if decision.skip else 'yellow'}]{decision.message}[/]", highlight=False)
-        if decision.skip:
-            outcomes.append(
-                ArmOutcome(arm=plan.arm, seed=plan.settings.seed, status="skipped", message=decision.message or "")
-            )
-        else:
-            to_run.append(plan)
-    if not to_run:
-        return RunOutcome(arms=outcomes)
-
-    from mcu_arms.arms.prepare import held_arms, held_ports
-
-    signalled: list[str] = []
-    wake = threading.Event()
-
-    def on_signal(signum: int, _frame: object) -> None:
-        signalled.append(signal.Signals(signum).name)
-        wake.set()
-
-    previous = {}
-    if threading.current_thread() is threading.main_thread():
-        previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        with held_arms(to_run, env):
-            _refuse_live_processes(to_run, env)
-            if any(plan.executor == "slurm" for plan in to_run):
-                from mcu_arms.supervise.slurm import supervise_jobs
-
-                outcomes += supervise_jobs(to_run, env, options, out, signalled, wake, detach=detach)
-            else:
-                with held_ports(to_run, env):
-                    outcomes += _supervise(to_run, env, options, out, signalled, wake)
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    order = {(plan.arm, plan.settings.seed): index for index, plan in enumerate(plans)}
-    outcomes.sort(key=lambda outcome: (order.get((outcome.arm, outcome.seed), 0), outcome.attempt))
-    return RunOutcome(arms=outcomes, interrupted_by=signalled[0] if signalled else None)
-
-
 def _kind_of(role: ProcessRole) -> FailureKind:
     """A process that dies or never gets ready: the agent under test when it is the purple, else infrastructure."""
     return "agent" if role == "purple" else "infrastructure"
@@ -741,7 +666,7 @@ def retryable(outcome: ArmOutcome) -> bool:
     return outcome.status == "failed" and outcome.failure is not None and outcome.failure.kind == "infrastructure"
 
 
-def _supervise(
+def supervise_here(
     plans: list[ArmPlan],
     env: Environment,
     options: RunOptions,

@@ -1,6 +1,6 @@
 """`run --executor slurm`: each episode a Slurm job, submitted with submitit and watched through its run directory.
 
-The peer of the local scheduler (runner._supervise): the same plans, rerun decisions, retries, live view and exit
+The peer of the local scheduler (runner.supervise_here): the same plans, rerun decisions, retries, live view and exit
 codes; the episode itself is run by `mcu-arms run-episode RUN_DIR` on the node (supervise/episode.py), with the same
 ArmRunner. Here:
 
