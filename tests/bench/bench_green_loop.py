@@ -2,7 +2,9 @@
 one bare A2A round trip (same observation payload, same client setup) plus one bare simulator step, measured in
 the same run. Target: ratio <= 1.25 on a quiet machine. Run on demand:
 `python tests/bench/bench_green_loop.py [STEPS] [ROUNDS]`. It also prints where the loop's own time goes (PNG
-encode, reply parse and validate, step record and its write), each measured alone on the same frame and reply.
+encode, reply parse and validate, step record and its write), each measured alone on the same frame and reply, and
+a second floor: the work no loop can skip (exchange, parse, step, encode) done in sequence with nothing else. Its
+excess over the first floor is what alternating between waiting on a socket and computing costs on this host.
 
 The purple is a real `mcu-arms serve purple --agent noop` subprocess; the loop and the bare measurements run in
 this process, interleaved over several rounds, and medians are reported (the machine is shared).
@@ -55,6 +57,23 @@ async def bare_round_trip_ms(purple_url: str, steps: int, png: bytes) -> float:
         started = time.perf_counter()
         for _ in range(steps):
             await send_and_collect(client, payload_to_message(observation, context_id="b"), 30.0)
+        return (time.perf_counter() - started) * 1000 / steps
+
+
+async def sequence_ms(purple_url: str, steps: int) -> float:
+    """Only what every step must do, one after the other: the loop's channel, the reply parsed, a step, a PNG."""
+    from mcu_arms.green.task_run import AgentChannel
+
+    simulator = make_simulator("embedded")
+    task = select_tasks(*TASK[:1], [TASK[1]])[0]
+    png = encode_png(simulator.reset(task, 0).frame)
+    async with AgentChannel(purple_url, 30.0) as channel:
+        await channel.exchange(InitPayload(prompt="", text=task.text))
+        started = time.perf_counter()
+        for step in range(steps):
+            observation = ObservationPayload(step=step, obs=base64.b64encode(png).decode("ascii"), encoding="png")
+            action = parse_reply(await channel.exchange(observation)).action
+            png = encode_png(simulator.step(action).frame)
         return (time.perf_counter() - started) * 1000 / steps
 
 
@@ -117,10 +136,11 @@ def main() -> None:
             frame = simulator.reset(select_tasks(TASK[0], [TASK[1]])[0], 0).frame
             png = encode_png(frame)
             parts = breakdown(frame, root / "breakdown")
-            samples: dict[str, list[float]] = {"sim": [], "rtt": [], "loop": [], "loop_frames": []}
+            samples: dict[str, list[float]] = {"sim": [], "rtt": [], "sequence": [], "loop": [], "loop_frames": []}
             for index in range(rounds):
                 samples["sim"].append(bare_sim_ms(steps))
                 samples["rtt"].append(asyncio.run(bare_round_trip_ms(purple.url, steps, png)))
+                samples["sequence"].append(asyncio.run(sequence_ms(purple.url, steps)))
                 samples["loop"].append(
                     asyncio.run(loop_ms(purple.url, steps, root / f"loop{index}", save_frames=False)))
                 samples["loop_frames"].append(
@@ -135,6 +155,9 @@ def main() -> None:
     print(f"floor = bare A2A round trip + bare simulator step = {floor:.3f} ms")
     print(f"ratio green loop / floor            = {median['loop'] / floor:.2f}  (target <= 1.25)")
     print(f"ratio green loop with frames / floor = {median['loop_frames'] / floor:.2f}")
+    print(f"ratio green loop / the same work in sequence = {median['loop'] / median['sequence']:.2f}  "
+          f"(alternating socket waits and compute costs {median['sequence'] - floor - parts['png encode']:.3f} "
+          "ms/step here beyond the floor and the PNG)")
     overhead = median["loop"] - floor
     print(f"the loop's own cost: {overhead:.3f} ms/step; measured alone, per step:")
     for name, value in parts.items():
