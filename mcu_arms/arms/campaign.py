@@ -31,7 +31,7 @@ from pydantic import BaseModel, ValidationError
 
 from mcu_arms.arms.plan import apply_overrides, resolve_settings
 from mcu_arms.arms.spec import ARM_NAME_PATTERN, ArmSpec, SlurmSpec, arm_path, describe_error, load_arm
-from mcu_arms.contracts.errors import NESTED_TOO_DEEPLY, UserError, toml_decode_line, toml_line, user_error
+from mcu_arms.contracts.errors import UserError, parse_toml, toml_line, user_error
 from mcu_arms.contracts.settings import Overrides, differing_settings
 
 CAMPAIGN_KEYS = ("name", "description", "seeds", "replicates", "max_parallel", "retries", "slurm", "baseline",
@@ -116,15 +116,11 @@ def load_campaign(path: Path, arms_dir: Path) -> Campaign:
     """Read a campaign file and check that each variant differs from the baseline in exactly what it claims."""
     try:
         text = path.read_text(encoding="utf-8")
-        data = tomllib.loads(text)
     except FileNotFoundError:
         raise UserError("no such campaign file", path=path) from None
     except (OSError, UnicodeDecodeError) as error:
         raise UserError(f"cannot read the campaign file: {error}", path=path) from None
-    except tomllib.TOMLDecodeError as error:
-        raise UserError(f"not valid TOML: {error}", path=path, line=toml_decode_line(error)) from None
-    except RecursionError:
-        raise UserError(NESTED_TOO_DEEPLY, path=path) from None
+    data = parse_toml(text, path)
     for key in data:
         if key not in CAMPAIGN_KEYS:
             raise _fail("unknown key", path, text, key, allowed=", ".join(CAMPAIGN_KEYS))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
@@ -28,7 +27,7 @@ from mcu_arms.contracts.catalog import (
     STATE_AGENTS,
     ResetMode,
 )
-from mcu_arms.contracts.errors import NESTED_TOO_DEEPLY, Problem, UserError, toml_decode_line, user_error
+from mcu_arms.contracts.errors import Problem, UserError, parse_toml, user_error
 from mcu_arms.contracts.game_state import DEFAULT_OBSERVE, OBSERVE_MODES, STATE_SIMULATORS, wants_frame, wants_state
 from mcu_arms.contracts.mineflayer import MineflayerServer
 from mcu_arms.contracts.planned import (
@@ -475,12 +474,7 @@ def _table_keys(table: str) -> str:
 
 def parse_arm(text: str, path: Path) -> ArmSpec:
     """Validate an arm file's text. Every problem is reported with its line and what is allowed."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise UserError(f"not valid TOML: {error}", path=path, line=toml_decode_line(error)) from None
-    except RecursionError:
-        raise UserError(NESTED_TOO_DEEPLY, path=path) from None
+    data = parse_toml(text, path)
     data.setdefault("name", path.stem)
     try:
         return ArmSpec.model_validate(data)

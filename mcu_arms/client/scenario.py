@@ -18,7 +18,6 @@ use them; ours names them as ignored), and the client warns about each, since a 
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -27,11 +26,10 @@ from pydantic import BaseModel, ValidationError
 
 from mcu_arms.contracts.catalog import CATEGORIES
 from mcu_arms.contracts.errors import (
-    NESTED_TOO_DEEPLY,
     Problem,
     UserError,
+    parse_toml,
     plain_problem,
-    toml_decode_line,
     toml_line,
     user_error,
 )
@@ -100,12 +98,7 @@ def load_scenario(path: Path) -> Scenario:
         raise UserError("scenario file not found", path=path) from None
     except (OSError, UnicodeDecodeError) as error:
         raise UserError(f"cannot read scenario file: {error}", path=path) from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise UserError(f"not valid TOML: {error}", path=path, line=toml_decode_line(error)) from None
-    except RecursionError:
-        raise UserError(NESTED_TOO_DEEPLY, path=path) from None
+    data = parse_toml(text, path)
     for key in data:
         if key not in TOP_LEVEL_TABLES:
             raise UserError(

@@ -7,6 +7,7 @@ keeps no positions), so every file format and flag reports its mistakes the same
 from __future__ import annotations
 
 import re
+import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -195,3 +196,13 @@ def toml_decode_line(error: Exception) -> int | None:
     """The line a tomllib.TOMLDecodeError points at."""
     found = re.search(r"line (\d+)", str(error))
     return int(found.group(1)) if found else None
+
+
+def parse_toml(text: str, path: Path) -> dict[str, Any]:
+    """A TOML file's text as a table; text that is not TOML is a UserError at the line tomllib names."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise UserError(f"not valid TOML: {error}", path=path, line=toml_decode_line(error)) from None
+    except RecursionError:
+        raise UserError(NESTED_TOO_DEEPLY, path=path) from None
