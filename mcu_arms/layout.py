@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import getpass
 import hashlib
+import json
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -42,6 +43,7 @@ EVENTS_FILE = "events.jsonl"
 EVALUATION_FILE = "evaluation.json"
 STOP_REQUEST = "stop.request"
 SLURM_JOB_FILE = "slurm.json"
+UNNAMED_STOPPER = "mcu-arms stop"  # who a stop request names when it names nobody
 # Under the output root: the job scripts and logs of the Slurm jobs episodes ran as (not an arm: no arm name starts
 # with a dot).
 SLURM_JOBS_DIR = ".slurm-jobs"
@@ -185,6 +187,19 @@ class RunDir:
     def write_report(self, report: RunReport) -> None:
         """Atomic: a reader never sees half a report."""
         write_json_atomic(self.report, report)
+
+    def request_stop(self, who: str) -> None:
+        """Ask whatever runs this episode to stop, saying who asked (its supervisor polls for the file)."""
+        write_json_atomic(self.stop_request, {"requested_by": who})
+
+    def stop_requested_by(self) -> str | None:
+        """Who asked this episode to stop (None: nobody); a request that cannot be read still counts."""
+        if not self.stop_request.exists():
+            return None
+        try:
+            return json.loads(self.stop_request.read_text(encoding="utf-8")).get("requested_by", UNNAMED_STOPPER)
+        except (OSError, ValueError, AttributeError):
+            return UNNAMED_STOPPER
 
 
 def task_dir(green_dir: Path, task: str) -> Path:

@@ -189,12 +189,8 @@ class _Stops:
 
     def _received(self, signum: int, _frame: object) -> None:
         name = signal.Signals(signum).name
-        request = self.run_dir.stop_request
-        if request.exists():
-            try:
-                who = json.loads(request.read_text(encoding="utf-8")).get("requested_by", "mcu-arms stop")
-            except (OSError, ValueError):
-                who = "mcu-arms stop"
+        who = self.run_dir.stop_requested_by()
+        if who is not None:
             self._stop(f"stopped by {who}", "stopped")
         elif self.job is not None:
             self._stop(f"Slurm job {self.job.job_id} was ended by {name}: cancelled (scancel), preempted, or its "

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mcu_arms.atomic import write_json_atomic
 from mcu_arms.cluster.slurm import JobStatus, cancel_job, ended_without_report, episode_job, job_states
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.run_report import Failure, RunReport
@@ -94,7 +93,7 @@ def reconcile(env: Environment, arms: list[str]) -> list[str]:
 def cancel_episode(run_dir: RunDir, job: SlurmJob, env: Environment, who: str) -> str | None:
     """Leave a stop request in the episode (so it ends saying who stopped it), then cancel its job by id: that one
     job only. Returns what went wrong, or None."""
-    write_json_atomic(run_dir.stop_request, {"requested_by": who})
+    run_dir.request_stop(who)
     return cancel_job(job.job_id, env.env)
 
 

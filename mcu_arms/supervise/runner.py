@@ -14,7 +14,6 @@ fresh tokens (contracts/access.py), given to each child in its environment and m
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import threading
@@ -282,12 +281,8 @@ class ArmRunner:
             self._stop.set()
 
     def _check_stop(self) -> None:
-        request = self.run_dir.stop_request
-        if not self._stop.is_set() and request.exists():
-            try:
-                who = json.loads(request.read_text(encoding="utf-8")).get("requested_by", "mcu-arms stop")
-            except (OSError, ValueError):
-                who = "mcu-arms stop"
+        who = None if self._stop.is_set() else self.run_dir.stop_requested_by()
+        if who is not None:
             self.request_stop(f"stopped by {who}")
         if self._stop.is_set():
             raise _Stopped(self._stop_reason)

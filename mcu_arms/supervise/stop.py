@@ -21,7 +21,6 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from mcu_arms.atomic import write_json_atomic
 from mcu_arms.cluster.slurm import job_states
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.run_report import Failure, RunReport, read_report
@@ -71,7 +70,7 @@ def _ask_supervisor(env: Environment, episode: RunOnDisk, names: list[str]) -> s
         if process is not None:
             process.send_signal(signal.SIGTERM)  # psutil re-checks the pid's identity before signalling
             return f"sent SIGTERM to its mcu-arms run (pid {record.pid})"
-    write_json_atomic(episode.run_dir.stop_request, {"requested_by": f"mcu-arms stop (pid {os.getpid()})"})
+    episode.run_dir.request_stop(f"mcu-arms stop (pid {os.getpid()})")
     return f"asked its mcu-arms run (pid {record.pid}, also running {', '.join(others)}) to stop this arm"
 
 
