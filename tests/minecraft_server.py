@@ -16,7 +16,6 @@ import hashlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import threading
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+from server_procs import free_port
 
 from mcu_arms.contracts.mineflayer import cache_root
 from mcu_arms.green.sims.base import SimulatorUnavailable
@@ -62,12 +62,6 @@ def runtime() -> ServerRuntime | str:
     except SimulatorUnavailable as error:
         return f"the Minecraft test server or the sidecar cannot be installed from npm here: {error}"
     return ServerRuntime(sidecar=sidecar, libraries=libraries)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 class MinecraftServer:

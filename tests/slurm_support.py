@@ -6,24 +6,18 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from server_procs import free_port
 
 SLURM_CONF_ENV = "MCU_ARMS_TEST_SLURM_CONF"
 CLUSTER_SCRIPT = Path(__file__).resolve().parents[1] / ".ci" / "slurm-cluster.sh"
 DAEMONS = ("munged", "mungekey", "slurmctld", "slurmd", "sbatch", "squeue", "scancel", "srun")
 START_TIMEOUT_S = 120
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _answers(conf: str) -> bool:
@@ -51,7 +45,7 @@ def slurm_cluster(scratch: Path) -> Iterator[str]:
         pytest.skip(f"no Slurm cluster: {', '.join(missing)} not installed (apt-get install slurm-wlm munge; .ci/run "
                     "does it)")  # fmt: skip
     directory = scratch / "slurm"
-    knobs = {"CTLD_PORT": str(_free_port()), "SLURMD_PORT": str(_free_port()), "KILLWAIT": "10"}
+    knobs = {"CTLD_PORT": str(free_port()), "SLURMD_PORT": str(free_port()), "KILLWAIT": "10"}
     env = {**os.environ, **knobs}
     try:
         started = subprocess.run([str(CLUSTER_SCRIPT), "start", str(directory)], env=env, capture_output=True,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from cli_support import invoke
-from minecraft_server import free_port
+from server_procs import free_port
 from test_arm_spec import PLANNED as EMBEDDED_PLANNED
 
 from mcu_arms.arms.plan import resolve_settings

@@ -14,8 +14,9 @@ from collections.abc import Iterator
 
 import psutil
 import pytest
-from minecraft_server import VERSION, MinecraftServer, free_port, runtime
+from minecraft_server import VERSION, MinecraftServer, runtime
 from run_helpers import wait_for
+from server_procs import free_port
 
 from mcu_arms.contracts.mineflayer import MineflayerServer
 from mcu_arms.contracts.skills import SkillRequest
