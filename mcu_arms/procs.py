@@ -183,7 +183,9 @@ def _stop_stragglers(token: str, grace_s: float, outcome: StopOutcome, variable:
 
 
 def _stop_listed(processes: list[psutil.Process], grace_s: float, outcome: StopOutcome) -> None:
-    """TERM, wait, KILL `processes` (each proven ours by the caller), through their own psutil handles."""
+    """TERM, wait, KILL `processes` (each proven ours by the caller), through their own psutil handles; one never to
+    be signalled (signal_refused) is left out."""
+    processes = [process for process in processes if signal_refused(process.pid) is None]
     if not processes:
         return
     outcome.was_running = True
@@ -445,9 +447,10 @@ def _recorded_cgroup(record: StartedProcess) -> Cgroup | None:
 def _recorded_leader(
     record: StartedProcess, holders: list[psutil.Process], cgroup: Cgroup | None
 ) -> psutil.Process | None:
-    """The recorded process itself, when it is still the one started (create time) and still carries its evidence."""
+    """The recorded process itself, when it is still the one started (create time), still carries its evidence, and
+    is not one never to be signalled (pid 1, this process, an ancestor: never ours to act on, whatever the record)."""
     leader = verified_process(record.pid, record.create_time)
-    if leader is None:
+    if leader is None or signal_refused(leader.pid) is not None:
         return None
     if record.token_hash is None and record.role == SUPERVISOR_ROLE:
         return leader
@@ -480,7 +483,7 @@ def terminate_started(record: StartedProcess) -> bool:
     was sent."""
     holders = _token_holders({record.token_hash}).get(record.token_hash, []) if record.token_hash else []
     process = _recorded_leader(record, holders, _recorded_cgroup(record))
-    if process is None or signal_refused(process.pid) is not None:
+    if process is None:
         return False
     _send(process, signal.SIGTERM)
     return True
@@ -508,10 +511,7 @@ def stop_started(record: StartedProcess, grace_s: float = DEFAULT_STOP_GRACE_S) 
     holders = by_hash.get(record.token_hash or "", [])
     cgroup = _recorded_cgroup(record)
     leader = _recorded_leader(record, holders, cgroup)
-    outcome = (
-        StopOutcome(was_running=False) if leader is None or signal_refused(leader.pid)
-        else _stop_group(leader, record.create_time, grace_s, None)
-    )  # fmt: skip
+    outcome = StopOutcome(was_running=False) if leader is None else _stop_group(leader, record.create_time, grace_s, None)
     _stop_listed([p for p in holders if _still_running(p)], grace_s, outcome)
     if cgroup is not None:
         stop_cgroup(cgroup, grace_s, outcome)

@@ -35,7 +35,7 @@ class StartedProcess(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     role: str
-    pid: int = Field(gt=1)
+    pid: int = Field(gt=0)  # pid 1 may be recorded (a PID namespace's first process) but is never signalled
     create_time: float
     token_hash: str | None = None
     cgroup: str | None = None
