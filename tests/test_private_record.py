@@ -343,6 +343,8 @@ def test_a_forged_report_naming_another_running_arms_cgroup_leaves_that_arm_runn
         stopped = run_cli(project, state, "stop", "--arm", "g2", "--grace", "1")
         assert stopped.returncode == 0, stopped.stdout + stopped.stderr
         assert NOT_OURS in stopped.stdout, stopped.stdout
+        if green["cgroup"]:  # where the host gives cgroups: the forged report names y's own, of the right shape
+            assert f"cgroup {green['cgroup']}" in stopped.stdout
         assert psutil.Process(green["pid"]).is_running()
         assert run.wait(timeout=300) == 0, run.output
         final = report(project, "y")
