@@ -66,10 +66,6 @@ def log_line(line: str) -> None:
     print(line if OWNER_TOKEN_ENV in os.environ else f"{log_stamp()} {line}", flush=True)
 
 
-def is_alive(pid: int | None, create_time: float | None) -> bool:
-    return verified_process(pid, create_time) is not None
-
-
 def signal_refused(pid: int) -> str | None:
     """Why `pid` must never be signalled from here (None: it may be, once proven ours): pid <= 1 (init, or a PID
     namespace's first process), this process, or one of its ancestors (the shell, the job step that runs us)."""
