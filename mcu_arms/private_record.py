@@ -139,28 +139,45 @@ def _update(
 def record_started(env: Mapping[str, str], episode_dir: Path | str, arm: str, episode: int,
                    process: StartedProcess) -> None:  # fmt: skip
     """Keep what was just started for the episode (its role replaces an earlier one of the same role)."""
-    _update(env, episode_dir, arm, episode, lambda record: record.processes.__setitem__(process.role, process))
+
+    def add(record: EpisodeRecord) -> None:
+        record.processes[process.role] = process
+
+    _update(env, episode_dir, arm, episode, add)
 
 
-def record_submitted(env: Mapping[str, str], episode_dir: Path | str, arm: str, episode: int, job: SubmittedJob) -> None:
+def record_submitted(
+    env: Mapping[str, str], episode_dir: Path | str, arm: str, episode: int, job: SubmittedJob
+) -> None:
     """Keep the Slurm submission of the episode: its job token's hash, and the job id once there is one."""
-    _update(env, episode_dir, arm, episode, lambda record: setattr(record, "slurm", job))
+
+    def submitted(record: EpisodeRecord) -> None:
+        record.slurm = job
+
+    _update(env, episode_dir, arm, episode, submitted)
 
 
 def forget_started(env: Mapping[str, str], episode_dir: Path | str, roles: list[str]) -> None:
     """Drop processes that are gone (the record file goes with its last entry)."""
+
+    def drop(record: EpisodeRecord) -> None:
+        for role in roles:
+            record.processes.pop(role, None)
+
     record = episode_record(env, episode_dir)
-    if record is None:
-        return
-    _update(env, episode_dir, record.arm, record.episode,
-            lambda kept: [kept.processes.pop(role, None) for role in roles])  # fmt: skip
+    if record is not None:
+        _update(env, episode_dir, record.arm, record.episode, drop)
 
 
 def forget_submission(env: Mapping[str, str], episode_dir: Path | str) -> None:
     """Drop the Slurm submission of an episode whose report is final."""
+
+    def drop(record: EpisodeRecord) -> None:
+        record.slurm = None
+
     record = episode_record(env, episode_dir)
     if record is not None:
-        _update(env, episode_dir, record.arm, record.episode, lambda kept: setattr(kept, "slurm", None))
+        _update(env, episode_dir, record.arm, record.episode, drop)
 
 
 def episode_record(env: Mapping[str, str], episode_dir: Path | str) -> EpisodeRecord | None:

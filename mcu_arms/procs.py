@@ -455,7 +455,9 @@ def _recorded_leader(
     return None
 
 
-def _accounted(record: StartedProcess, by_hash: dict[str, list[psutil.Process]]) -> list[tuple[psutil.Process, FoundBy]]:
+def _accounted(
+    record: StartedProcess, by_hash: dict[str, list[psutil.Process]]
+) -> list[tuple[psutil.Process, FoundBy]]:
     found: list[tuple[psutil.Process, FoundBy]] = []
     holders = by_hash.get(record.token_hash or "", [])
     cgroup = _recorded_cgroup(record)
@@ -507,7 +509,9 @@ def stop_started(record: StartedProcess, grace_s: float = DEFAULT_STOP_GRACE_S) 
     holders = by_hash.get(record.token_hash or "", [])
     cgroup = _recorded_cgroup(record)
     leader = _recorded_leader(record, holders, cgroup)
-    outcome = StopOutcome(was_running=False) if leader is None else _stop_group(leader, record.create_time, grace_s, None)
+    outcome = StopOutcome(was_running=False)
+    if leader is not None:
+        outcome = _stop_group(leader, record.create_time, grace_s, None)
     _stop_listed([p for p in holders if _still_running(p)], grace_s, outcome)
     if cgroup is not None:
         stop_cgroup(cgroup, grace_s, outcome)

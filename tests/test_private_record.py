@@ -118,7 +118,8 @@ def test_stop_on_a_corrupt_report_says_so_and_still_stops_what_the_private_recor
     ours = subprocess.Popen(["sleep", "600"], env={**os.environ, OWNER_TOKEN_ENV: token}, start_new_session=True)
     try:
         record_started(env, run_dir.path, "g", plan.episode, StartedProcess(
-            role="green", pid=ours.pid, create_time=psutil.Process(ours.pid).create_time(), token_hash=token_hash(token),
+            role="green", pid=ours.pid, create_time=psutil.Process(ours.pid).create_time(),
+            token_hash=token_hash(token),
         ))  # fmt: skip
         run_dir.report.write_text("{ torn")
         stopped = invoke(project, env, "stop", "--arm", "g", "--grace", "5")
@@ -265,7 +266,8 @@ def _run_episode(project: Path, env: dict, tokens: dict[str, str], path: Path):
     return invoke(project, {**env, **tokens}, "run-episode", str(path))
 
 
-def test_run_episode_refuses_a_copy_a_link_a_forged_command_and_another_episodes_plan(tmp_path: Path, env: dict) -> None:
+def test_run_episode_refuses_a_copy_a_link_a_forged_command_and_another_episodes_plan(tmp_path: Path,
+                                                                                      env: dict) -> None:  # fmt: skip
     project = tmp_path / "project"
     marker = tmp_path / "MARKER"
     original, tokens = _queued(project, env, "a")

@@ -363,7 +363,8 @@ class ArmRunner:
             record_started(self.env.env, self.run_dir.path, self.plan.arm, self.plan.episode, started)
         except (OSError, UserError) as error:
             reason = error.render() if isinstance(error, UserError) else f"{error.strerror or error}"
-            raise _ArmFailed(Failure(process=None, reason=f"cannot keep the private record of what runs: {reason}")) from None
+            reason = f"cannot keep the private record of what runs: {reason}"
+            raise _ArmFailed(Failure(process=None, reason=reason)) from None
 
     def _forget_stopped(self, survivors: set[str]) -> None:
         """Drop from the private record what this run started and stopped; survivors stay findable by `stop`."""

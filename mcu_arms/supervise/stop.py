@@ -113,8 +113,11 @@ def _cancel_jobs(env: Environment, arm: str, jobs: list[OpenJob], grace_s: float
     """Cancel the arm's open Slurm jobs and wait (bounded) for their episodes to finalise their reports; one whose job
     is gone without a final report (cancelled while queued) is finalised here."""
     who = f"mcu-arms stop (pid {os.getpid()})"
-    notes = [f"{episode_name(job.run.number)}: {job.run.run_dir.slurm_job} names Slurm job {job.job.job_id}, which this "
-             "host's private record does not name for it: not cancelled" for job in jobs if not _submitted_here(env, job)]
+    notes = [
+        f"{episode_name(job.run.number)}: {job.run.run_dir.slurm_job} names Slurm job {job.job.job_id}, which this "
+        "host's private record does not name for it: not cancelled"
+        for job in jobs if not _submitted_here(env, job)
+    ]  # fmt: skip
     jobs = [job for job in jobs if _submitted_here(env, job)]
     for open_job in jobs:
         problem = cancel_episode(open_job.run.run_dir, open_job.job, env, who)
