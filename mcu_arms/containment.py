@@ -5,7 +5,9 @@ session and scrubs its environment (`env -i setsid -f ...`). Two marks survive t
 
 - a cgroup v2 per child (`<our cgroup>/mcu-arms/<role>-<fresh id>`), when the unified hierarchy is writable: membership
   is inherited by every descendant and an unprivileged process cannot leave it, so `stop` finds the daemon even
-  after the supervising `mcu-arms run` itself was SIGKILLed;
+  after the supervising `mcu-arms run` itself was SIGKILLed. A fresh marker is written into it at creation (an
+  extended attribute, or where the host has none its inode number) and kept in the private record: a cgroup is
+  emptied only while it still carries the marker the record names;
 - PR_SET_CHILD_SUBREAPER on the supervisor (Linux): orphans are re-parented to it instead of to init, so while it
   lives everything the arms left behind is still its descendant.
 
@@ -31,6 +33,35 @@ _CHILD_CGROUP_NAME = re.compile(r"[a-z]+-[0-9a-f]{32}")
 # another run's, made an instant before its child joins.
 EMPTY_CGROUP_AGE_S = 300.0
 _PR_SET_CHILD_SUBREAPER = 36
+MARKER_ATTRIBUTE = "user.mcu_arms.marker"
+_INODE_MARKER = "inode:"
+
+
+def _made_here(path: Path) -> bool:
+    """The shape of a child cgroup made here: `.../mcu-arms/<role>-<id>`."""
+    return path.parent.name == CGROUP_PARENT and _CHILD_CGROUP_NAME.fullmatch(path.name) is not None
+
+
+def _marker_of(path: Path) -> str | None:
+    """The marker the cgroup carries: its extended attribute, or its inode where the host keeps no attribute."""
+    try:
+        return os.getxattr(path, MARKER_ATTRIBUTE, follow_symlinks=False).decode("ascii", errors="replace")
+    except OSError as error:
+        if error.errno not in (errno.ENODATA, errno.ENOTSUP, errno.EOPNOTSUPP):
+            return None
+    try:
+        return f"{_INODE_MARKER}{os.lstat(path).st_ino}"
+    except OSError:
+        return None
+
+
+def _write_marker(path: Path) -> str:
+    marker = uuid.uuid4().hex
+    try:
+        os.setxattr(path, MARKER_ATTRIBUTE, marker.encode("ascii"), follow_symlinks=False)
+    except OSError:
+        return f"{_INODE_MARKER}{os.lstat(path).st_ino}"
+    return marker
 
 
 @dataclass(frozen=True)
@@ -38,15 +69,16 @@ class Cgroup:
     """One child's cgroup: every process in it was started by that child, or by its descendants."""
 
     path: Path
+    marker: str
 
     @classmethod
-    def recorded(cls, path: str) -> Cgroup | None:
-        """The cgroup a report names, when it has the shape of one made here (`.../mcu-arms/<role>-<id>`): a report
-        edited to name another cgroup must not get that cgroup's processes signalled."""
+    def verified(cls, path: str, marker: str) -> Cgroup | None:
+        """The cgroup the private record names, while it is still the one made then: the shape of one made here and
+        the marker written into it at creation. Any other cgroup (another arm's, one a file names) is None."""
         candidate = Path(path)
-        if candidate.parent.name == CGROUP_PARENT and _CHILD_CGROUP_NAME.fullmatch(candidate.name):
-            return cls(candidate)
-        return None
+        if not _made_here(candidate) or _marker_of(candidate) != marker:
+            return None
+        return cls(candidate, marker)
 
     def add(self, pid: int) -> None:
         (self.path / "cgroup.procs").write_text(f"{pid}\n", encoding="ascii")
@@ -111,21 +143,22 @@ def create_cgroup(role: str) -> Cgroup | None:
     try:
         parent.mkdir(exist_ok=True)
         path.mkdir()
+        marker = _write_marker(path)
     except OSError:
         return None
     _remove_left_over(parent)
-    return Cgroup(path)
+    return Cgroup(path, marker)
 
 
 def _remove_left_over(parent: Path) -> None:
     now = time.time()
     for entry in parent.iterdir():
-        cgroup = Cgroup.recorded(str(entry))
         try:
             old = now - entry.stat().st_mtime > EMPTY_CGROUP_AGE_S
         except OSError:
             continue
-        if cgroup is not None and old and not cgroup.pids():
+        cgroup = Cgroup(entry, "")
+        if _made_here(entry) and old and not cgroup.pids():
             try:
                 cgroup.remove()
             except OSError:

@@ -7,6 +7,7 @@ memory) is 0700, `logs/purple.log` 0600. Results, reports, plans and the other l
         plan.json  scenario.toml      what was planned
         result.json                   the run report (contracts/run_report.py)
         slurm.json                    the Slurm job it was submitted as, when it ran on Slurm
+        job-token.sha256              the hash its job's token must match (the token is in the job's environment)
         events.jsonl                  the green's typed progress events, as the client received them
         logs/{green,purple,client,mcu-arms}.log
         green/evaluation.json         the green's result (contracts/evaluation.py)
@@ -43,6 +44,7 @@ EVENTS_FILE = "events.jsonl"
 EVALUATION_FILE = "evaluation.json"
 STOP_REQUEST = "stop.request"
 SLURM_JOB_FILE = "slurm.json"
+JOB_TOKEN_FILE = "job-token.sha256"
 UNNAMED_STOPPER = "mcu-arms stop"  # who a stop request names when it names nobody
 # Under the output root: the job scripts and logs of the Slurm jobs episodes ran as (not an arm: no arm name starts
 # with a dot).
@@ -149,6 +151,11 @@ class RunDir:
     def slurm_job(self) -> Path:
         """The Slurm job the episode was submitted as (contracts/slurm.SlurmJob), written by the submitting host."""
         return self.path / SLURM_JOB_FILE
+
+    @property
+    def job_token(self) -> Path:
+        """The hash of the token the episode's job was given, bound to this directory (contracts/started.py)."""
+        return self.path / JOB_TOKEN_FILE
 
     @property
     def space_reserve(self) -> Path:

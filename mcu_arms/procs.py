@@ -4,7 +4,9 @@ it knows nothing above it.
 
 Every signal goes to a process this code can prove it started: a pid is only signalled after psutil confirms it is
 still running with the create_time recorded at launch (pids are reused), or it carries the owner token set at launch,
-or it sits in the cgroup made for that child (containment.py). Nothing here looks a process up by name.
+or it sits in the cgroup made for that child (containment.py). What names a process comes from this process's own
+memory or from the private record (contracts/started.py), never from a report in `output/`. Nothing here looks a
+process up by name, and pid <= 1, this process and its ancestors are never signalled, whatever any record says.
 
 What children print reaches their logs neutralised (no terminal escapes), bounded per line, and with the arm's
 secrets masked wherever they turn up; a child that holds a conversation (the purple) starts with umask 077, so that
@@ -30,8 +32,8 @@ import psutil
 from mcu_arms.atomic import PRIVATE_FILE_MODE, SHARED_MODE, open_log
 from mcu_arms.containment import Cgroup, become_subreaper, create_cgroup
 from mcu_arms.contracts.redaction import mask_known
-from mcu_arms.contracts.run_report import ProcessRecord, RunReport
 from mcu_arms.contracts.settings import ProcessPlan
+from mcu_arms.contracts.started import StartedProcess, token_hash
 from mcu_arms.contracts.states import SUPERVISOR_ROLE
 from mcu_arms.contracts.text import MAX_LOG_LINE_CHARS, shown_text
 from mcu_arms.contracts.timestamps import log_stamp
@@ -57,7 +59,6 @@ FoundBy = Literal["recorded", "owner token", "cgroup"]
 LISTEN_FD_ENV = "MCU_ARMS_LISTEN_FD"
 
 
-
 def log_line(line: str) -> None:
     """One line on stdout, which is a child's log: stamped here only when no supervisor stamps it on copy. Bounded
     and neutralised, since it may quote what an agent sent."""
@@ -65,14 +66,18 @@ def log_line(line: str) -> None:
     print(line if OWNER_TOKEN_ENV in os.environ else f"{log_stamp()} {line}", flush=True)
 
 
-def is_alive(pid: int | None, create_time: float | None) -> bool:
-    return verified_process(pid, create_time) is not None
-
-
-def supervisor_alive(report: RunReport) -> bool:
-    """Is the `mcu-arms run` that wrote this report still running (same pid and create_time)?"""
-    record = report.processes.get(SUPERVISOR_ROLE)
-    return record is not None and is_alive(record.pid, record.create_time)
+def signal_refused(pid: int) -> str | None:
+    """Why `pid` must never be signalled from here (None: it may be, once proven ours): pid <= 1 (init, or a PID
+    namespace's first process), this process, or one of its ancestors (the shell, the job step that runs us)."""
+    if pid <= 1:
+        return f"pid {pid} is init or not a process"
+    if pid == os.getpid():
+        return f"pid {pid} is this mcu-arms process"
+    try:
+        ancestors = {parent.pid for parent in psutil.Process().parents()}
+    except psutil.Error:
+        ancestors = {os.getppid()}
+    return f"pid {pid} is an ancestor of this mcu-arms process" if pid in ancestors else None
 
 
 def verified_process(pid: int | None, create_time: float | None) -> psutil.Process | None:
@@ -155,7 +160,7 @@ def _stop_group(
 
 def _carrying(token: str, variable: str) -> list[psutil.Process]:
     """Running processes whose environment has `variable` = `token` (only our own user's environments are readable)."""
-    return _token_holders({token}, variable).get(token, [])
+    return _token_holders({token_hash(token)}, variable).get(token_hash(token), [])
 
 
 def stop_token_holders(
@@ -174,7 +179,9 @@ def _stop_stragglers(token: str, grace_s: float, outcome: StopOutcome, variable:
 
 
 def _stop_listed(processes: list[psutil.Process], grace_s: float, outcome: StopOutcome) -> None:
-    """TERM, wait, KILL `processes` (each proven ours by the caller), through their own psutil handles."""
+    """TERM, wait, KILL `processes` (each proven ours by the caller), through their own psutil handles; one never to
+    be signalled (signal_refused) is left out."""
+    processes = [process for process in processes if signal_refused(process.pid) is None]
     if not processes:
         return
     outcome.was_running = True
@@ -212,6 +219,8 @@ def stop_cgroup(cgroup: Cgroup, grace_s: float, outcome: StopOutcome) -> None:
 
 
 def _send(process: psutil.Process, signum: int) -> None:
+    if signal_refused(process.pid) is not None:
+        return
     try:
         process.send_signal(signum)  # psutil refuses a pid that now belongs to another process
     except psutil.Error:
@@ -222,20 +231,21 @@ def _signal_all(leader: psutil.Process, members: list[psutil.Process], signum: i
     """Signal the leader's group while the leader is still ours, and each other member through its own handle."""
     group = leader.pid
     leader_ours = verified_process(leader.pid, leader.create_time()) is not None
+    leader_ours = leader_ours and signal_refused(group) is None and os.getpgid(0) != group
     if leader_ours:
         try:
             os.killpg(group, signum)
         except ProcessLookupError:
             leader_ours = False
     for member in members:
-        if member.pid == group:
+        if member.pid == group and leader_ours:
             continue
         try:
             if leader_ours and os.getpgid(member.pid) == group:
                 continue  # the group signal reached it
-            member.send_signal(signum)  # psutil refuses a pid that now belongs to another process
-        except (psutil.Error, ProcessLookupError):
+        except ProcessLookupError:
             continue
+        _send(member, signum)
 
 
 def _wait_gone(members: list[psutil.Process], timeout_s: float, popen: subprocess.Popen | None) -> list[psutil.Process]:
@@ -409,54 +419,100 @@ class LiveProcess:
     found_by: FoundBy
 
 
-def live_processes(runs: Iterable[tuple[int, RunReport]]) -> list[LiveProcess]:
-    """Every live process the given episodes' reports account for: the recorded pids (same create_time), the
-    processes carrying a recorded owner token (orphans, reparented or out of their group), and the members of a
-    recorded cgroup (those that also scrubbed their environment). One environment scan serves all episodes."""
-    records = [
-        (episode, record)
-        for episode, report in runs
-        for record in report.processes.values()
-        if record.role != SUPERVISOR_ROLE or report.status == "started"  # a finished arm's run may run other arms
-    ]
-    by_token = _token_holders({record.owner_token for _, record in records if record.owner_token})
+def live_processes(started: Iterable[tuple[int, StartedProcess]]) -> list[LiveProcess]:
+    """Every live process the private record accounts for (`started`: episode number and what was started for it),
+    each still carrying its evidence: the recorded leader (same create time) holding its owner token or in its
+    cgroup, the other holders of a recorded owner token (orphans, reparented or out of their group), and the members
+    of a recorded cgroup that still carries its marker (those that also scrubbed their environment). The supervising
+    run has no token: the record's pid and create time are its evidence. One environment scan serves all."""
+    records = list(started)
+    by_hash = _token_holders({record.token_hash for _, record in records if record.token_hash})
     found: dict[int, LiveProcess] = {}
     for episode, record in records:
-        for process, how in _accounted(record, by_token):
+        for process, how in _accounted(record, by_hash):
             found.setdefault(process.pid, LiveProcess(episode, record.role, process.pid, how))
     return sorted(found.values(), key=lambda live: (live.episode, live.role, live.pid))
 
 
-def _accounted(record: ProcessRecord, by_token: dict[str, list[psutil.Process]]) -> list[tuple[psutil.Process, FoundBy]]:
-    found: list[tuple[psutil.Process, FoundBy]] = []
+def _recorded_cgroup(record: StartedProcess) -> Cgroup | None:
+    if record.cgroup is None or record.cgroup_marker is None:
+        return None
+    return Cgroup.verified(record.cgroup, record.cgroup_marker)
+
+
+def _recorded_leader(
+    record: StartedProcess, holders: list[psutil.Process], cgroup: Cgroup | None
+) -> psutil.Process | None:
+    """The recorded process itself, when it is still the one started (create time), still carries its evidence, and
+    is not one never to be signalled (pid 1, this process, an ancestor: never ours to act on, whatever the record)."""
     leader = verified_process(record.pid, record.create_time)
+    if leader is None or signal_refused(leader.pid) is not None:
+        return None
+    if record.token_hash is None and record.role == SUPERVISOR_ROLE:
+        return leader
+    if any(holder.pid == leader.pid for holder in holders) or (cgroup is not None and leader.pid in cgroup.pids()):
+        return leader
+    return None
+
+
+def _accounted(
+    record: StartedProcess, by_hash: dict[str, list[psutil.Process]]
+) -> list[tuple[psutil.Process, FoundBy]]:
+    found: list[tuple[psutil.Process, FoundBy]] = []
+    holders = by_hash.get(record.token_hash or "", [])
+    cgroup = _recorded_cgroup(record)
+    leader = _recorded_leader(record, holders, cgroup)
     if leader is not None:
         found.append((leader, "recorded"))
-    found += [(process, "owner token") for process in by_token.get(record.owner_token or "", [])]
-    cgroup = Cgroup.recorded(record.cgroup) if record.cgroup else None
+    found += [(process, "owner token") for process in holders]
     if cgroup is not None:
         found += [(p, "cgroup") for p in _handles(cgroup.pids()) if _still_running(p)]
-    return found
+    return [(process, how) for process, how in found if signal_refused(process.pid) is None]
 
 
-def _token_holders(tokens: set[str], variable: str = OWNER_TOKEN_ENV) -> dict[str, list[psutil.Process]]:
+def recorded_alive(record: StartedProcess) -> bool:
+    """Is the recorded process itself still running, and still ours by its evidence?"""
+    holders = _token_holders({record.token_hash}).get(record.token_hash, []) if record.token_hash else []
+    return _recorded_leader(record, holders, _recorded_cgroup(record)) is not None
+
+
+def terminate_started(record: StartedProcess) -> bool:
+    """SIGTERM the recorded process itself (a supervising run, asked to finalise), when it is still ours; whether it
+    was sent."""
+    holders = _token_holders({record.token_hash}).get(record.token_hash, []) if record.token_hash else []
+    process = _recorded_leader(record, holders, _recorded_cgroup(record))
+    if process is None:
+        return False
+    _send(process, signal.SIGTERM)
+    return True
+
+
+def _token_holders(hashes: set[str], variable: str = OWNER_TOKEN_ENV) -> dict[str, list[psutil.Process]]:
+    """Running processes whose environment has `variable` set to a token of one of these hashes, by hash."""
     holders: dict[str, list[psutil.Process]] = {}
-    if not tokens:
+    if not hashes:
         return holders
     for process in psutil.process_iter():
         try:
             token = process.environ().get(variable)
         except (psutil.Error, OSError):
             continue
-        if token in tokens and _still_running(process):
-            holders.setdefault(token, []).append(process)
+        if token and (hashed := token_hash(token)) in hashes and _still_running(process):
+            holders.setdefault(hashed, []).append(process)
     return holders
 
 
-def stop_recorded(record: ProcessRecord, grace_s: float = DEFAULT_STOP_GRACE_S) -> StopOutcome:
-    """Stop one recorded process of a report and everything it left: its group, its token's holders, its cgroup."""
-    outcome = stop_process_group(record.pid, record.create_time, grace_s=grace_s, token=record.owner_token)
-    cgroup = Cgroup.recorded(record.cgroup) if record.cgroup else None
+def stop_started(record: StartedProcess, grace_s: float = DEFAULT_STOP_GRACE_S) -> StopOutcome:
+    """Stop one process the private record names and everything it left, each only while it carries the evidence:
+    its group (the leader holding its token or in its cgroup), its token's holders, its marked cgroup."""
+    by_hash = _token_holders({record.token_hash}) if record.token_hash else {}
+    holders = by_hash.get(record.token_hash or "", [])
+    cgroup = _recorded_cgroup(record)
+    leader = _recorded_leader(record, holders, cgroup)
+    outcome = StopOutcome(was_running=False)
+    if leader is not None:
+        outcome = _stop_group(leader, record.create_time, grace_s, None)
+    _stop_listed([p for p in holders if _still_running(p)], grace_s, outcome)
     if cgroup is not None:
         stop_cgroup(cgroup, grace_s, outcome)
     return outcome

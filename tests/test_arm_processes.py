@@ -249,18 +249,21 @@ def test_without_cgroups_the_run_adopts_what_its_arms_left_behind_and_stops_only
 
 
 
-def test_only_a_cgroup_of_the_shape_made_here_is_taken_from_a_report():
-    """A report edited to name another cgroup (the root, a user slice) must not get that cgroup's processes
-    signalled by `stop`."""
-    from mcu_arms.containment import Cgroup
+@needs_cgroups
+def test_only_a_cgroup_made_here_that_still_carries_its_marker_is_taken():
+    """A record can only name a cgroup by its path and the marker written into it at creation: another cgroup (the
+    root, a user slice, another arm's cgroup of the right shape) is never taken for it."""
+    from mcu_arms.containment import Cgroup, create_cgroup
 
-    made = containment_support().cgroup
-    assert Cgroup.recorded("/sys/fs/cgroup/unified") is None
-    assert Cgroup.recorded("/sys/fs/cgroup/user.slice/user-1000.slice") is None
-    assert Cgroup.recorded("/sys/fs/cgroup/mcu-arms/../init.scope") is None
-    assert Cgroup.recorded(f"/sys/fs/cgroup/mcu-arms/purple-{'0' * 32}") is not None
-    if made is not None:
-        assert Cgroup.recorded(str(made / f"green-{'a' * 32}")) is not None
+    mine, theirs = create_cgroup("green"), create_cgroup("green")
+    try:
+        assert Cgroup.verified(str(mine.path), mine.marker) == mine
+        assert Cgroup.verified(str(theirs.path), mine.marker) is None, "the right shape, but not the one made then"
+        assert Cgroup.verified("/sys/fs/cgroup/unified", mine.marker) is None
+        assert Cgroup.verified(str(mine.path.parent / ".." / mine.path.name), mine.marker) is None
+    finally:
+        mine.remove()
+        theirs.remove()
 
 
 @needs_cgroups

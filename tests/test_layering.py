@@ -77,6 +77,14 @@ def test_the_process_layer_and_the_layout_stand_on_the_contracts_only(floor: str
     assert [target for target in GRAPH[floor] if not any(_under(target, a) for a in allowed)] == []
 
 
+def test_the_private_record_stands_on_the_contracts_and_the_layout_only() -> None:
+    """The record of what we started (private_record.py) sits on floor 2 beside the process layer: stop, status,
+    the runner and run-episode read it; it reads nothing above the layout, and nothing it keeps comes from output/."""
+    allowed = ("mcu_arms.contracts", "mcu_arms.atomic", "mcu_arms.layout")
+    assert "mcu_arms.private_record" in GRAPH
+    assert [t for t in GRAPH["mcu_arms.private_record"] if not any(_under(t, a) for a in allowed)] == []
+
+
 @pytest.mark.parametrize("part", ["mcu_arms.green", "mcu_arms.purple", "mcu_arms.client"])
 def test_the_three_processes_never_import_what_supervises_or_reports_them(part: str) -> None:
     forbidden = ("mcu_arms.supervise", "mcu_arms.cli", "mcu_arms.report", "mcu_arms.arms", "mcu_arms.cluster")

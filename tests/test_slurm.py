@@ -34,6 +34,8 @@ from mcu_arms.contracts.slurm import (
 )
 from mcu_arms.environment import Environment
 from mcu_arms.layout import RunDir
+from mcu_arms.private_record import episode_record, record_submitted
+from mcu_arms.supervise.slurm import episode_tokens
 
 CAMPAIGN = """name = "site"
 seeds = [0]
@@ -218,6 +220,9 @@ def _queued_episode(project: Path, env: Environment, job_id: str, *, status: str
     run_dir = RunDir(Path(plan.episode_dir))
     job = SlurmJob(job_id=job_id, submitted_at="2026-12-01T00:00:00+00:00", submitted_from="login", time_limit_s=3600)
     (run_dir.slurm_job).write_text(job.model_dump_json())
+    episode_tokens([plan], env)  # as `run` submits it: a token for its job, its hash in the episode and the record
+    submission = episode_record(env.env, run_dir.path).slurm
+    record_submitted(env.env, run_dir.path, plan.arm, plan.episode, submission.model_copy(update={"job_id": job_id}))
     report = new_report(plan, env, status="queued", attempt=1)
     if status != "queued":
         me = psutil.Process()
@@ -266,7 +271,7 @@ def test_stop_cancels_only_the_arms_recorded_job_and_marks_one_that_never_starte
     _arm(project, "neighbour", "\n[slurm]\ntime = 60\n")
     bin_dir, calls = _stand_in_slurm(tmp_path, "7_1|CANCELLED|None||0:00|2026-12-01T00:00:05\n")
     env = {**env, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
-    environment = _environment(project, tmp_path, PATH=env["PATH"])
+    environment = _environment(project, tmp_path, PATH=env["PATH"], MCU_ARMS_STATE_DIR=env["MCU_ARMS_STATE_DIR"])
     run_dir = _queued_episode(project, environment, "7_1")
 
     stopped = invoke(project, env, "stop", "--arm", "base", "--json")
@@ -337,8 +342,10 @@ def test_run_episode_runs_a_queued_episode_on_this_host_as_a_node_would(tmp_path
     plan = prepare_episode(_plans(project, environment, "arms/base.toml")[0])
     run_dir = RunDir(Path(plan.episode_dir))
     run_dir.write_report(new_report(plan, environment, status="queued", attempt=1))
+    tokens = episode_tokens([plan], environment)
     done = subprocess.run([sys.executable, "-m", "mcu_arms", "run-episode", str(run_dir.path)], cwd=project,
-                          env=cli_env(tmp_path / "state"), capture_output=True, text=True, timeout=240)  # fmt: skip
+                          env={**cli_env(tmp_path / "state"), **tokens}, capture_output=True, text=True,
+                          timeout=240)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     report = read_report(run_dir.report)
     assert report.status == "finished" and report.steps_run == 20 and report.slurm is None

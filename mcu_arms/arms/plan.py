@@ -7,7 +7,6 @@ limit); the models they land in, and the fingerprint, are contracts (contracts/s
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -36,13 +35,14 @@ from mcu_arms.contracts.settings import (
     CompactionPlan,
     Overrides,
     ProcessPlan,
-    PurpleOptions,
     Settings,
     codex_compacts_at,
+    command_lines,
     default_compact_limit,
     expected_payload_bytes,
     fingerprint,
     flag_for,
+    purple_options,
 )
 from mcu_arms.contracts.slurm import (
     DEFAULT_STOP_MARGIN_S,
@@ -243,15 +243,6 @@ def on_ports(plan: ArmPlan, listeners: Mapping[str, tuple[int, int]]) -> ArmPlan
     return plan.model_copy(update={"processes": processes, **ports})
 
 
-def _mcu_arms_argv() -> list[str]:
-    return [sys.executable, "-m", "mcu_arms"]
-
-
-def purple_options(settings: Settings, run_dir: RunDir) -> PurpleOptions:
-    """The purple's options: the settings it reads, and where it writes its own files."""
-    return PurpleOptions(output_dir=run_dir.purple, **settings.model_dump(include=set(PurpleOptions.model_fields)))
-
-
 def build_plan(
     spec: ArmSpec,
     source: Path,
@@ -295,7 +286,7 @@ def build_plan(
             warnings.append(f"the codex credential {auth} does not exist yet; `run` will refuse to start this arm")
     if spec.cuda_device is not None:
         purple_env["CUDA_VISIBLE_DEVICES"] = spec.cuda_device
-    options = purple_options(settings, run_dir)
+    options = purple_options(settings, run_dir.purple)
     purple_env.update(options.environment())
     _refuse_env_that_isolation_sets(settings.env, purple_env, source)
     green_env = _green_rubric_env(settings, env.env, warnings)
@@ -305,19 +296,15 @@ def build_plan(
             "decodes with Pillow and will see red and blue swapped"
         )
 
-    serve = _mcu_arms_argv() + ["serve"]
-    expose = ["--expose"] if exposed else []
-    purple_argv = serve + ["purple", "--agent", settings.agent, "--host", host, "--port", str(purple_port),
-                           "--card-url", purple_url, *expose] + options.argv()
-    green_argv = serve + ["green", "--host", host, "--port", str(green_port), "--card-url", green_url, *expose,
-                          "--output-root", str(run_dir.path)]
-    client_argv = _mcu_arms_argv() + ["evaluate", str(run_dir.scenario), "--events", str(run_dir.events)]
+    argv = command_lines(settings, host=host, green_port=green_port, purple_port=purple_port,
+                         episode_dir=run_dir.path, purple_dir=run_dir.purple, scenario=run_dir.scenario,
+                         events=run_dir.events)  # fmt: skip
     processes = [
-        ProcessPlan(role="green", argv=green_argv, env=green_env, cwd=str(env.cwd), log=str(run_dir.log("green")),
+        ProcessPlan(role="green", argv=argv["green"], env=green_env, cwd=str(env.cwd), log=str(run_dir.log("green")),
                     port=green_port, url=green_url),
-        ProcessPlan(role="purple", argv=purple_argv, env=purple_env, cwd=str(env.cwd), log=str(run_dir.log("purple")),
+        ProcessPlan(role="purple", argv=argv["purple"], env=purple_env, cwd=str(env.cwd), log=str(run_dir.log("purple")),
                     port=purple_port, url=purple_url),
-        ProcessPlan(role="client", argv=client_argv, env={}, cwd=str(env.cwd), log=str(run_dir.log("client"))),
+        ProcessPlan(role="client", argv=argv["client"], env={}, cwd=str(env.cwd), log=str(run_dir.log("client"))),
     ]  # fmt: skip
     return ArmPlan(
         arm=spec.name,

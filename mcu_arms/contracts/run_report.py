@@ -41,7 +41,7 @@ class Provenance(BaseModel):
 
 class ProcessRecord(BaseModel):
     role: str  # a ProcessRole, or SUPERVISOR_ROLE for the `mcu-arms run` that supervises the arm
-    pid: int | None = None
+    pid: int | None = Field(default=None, gt=0)  # a report naming pid 0 or below is not a report
     create_time: float | None = None
     argv: list[str] = Field(default_factory=list)
     log: str  # relative to the episode directory

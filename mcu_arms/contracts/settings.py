@@ -11,11 +11,13 @@ from __future__ import annotations
 import hashlib
 import json
 import shlex
+import sys
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mcu_arms.contracts.addresses import http_url, is_loopback
 from mcu_arms.contracts.catalog import ResetMode
 from mcu_arms.contracts.game_state import DEFAULT_OBSERVE, ObserveMode
 from mcu_arms.contracts.planned import PolicyBackend
@@ -312,6 +314,34 @@ class PurpleOptions(BaseModel):
         """The variables that give a purple the options kept off its command line."""
         values = self.model_dump()
         return {name: str(values[field]) for field, name in OPTIONS_FROM_ENVIRONMENT.items() if values[field] is not None}
+
+
+def purple_options(settings: Settings, purple_dir: Path) -> PurpleOptions:
+    """The purple's options: the settings it reads, and where it writes its own files."""
+    return PurpleOptions(output_dir=purple_dir, **settings.model_dump(include=set(PurpleOptions.model_fields)))
+
+
+def mcu_arms_argv() -> list[str]:
+    """How every process of an arm is started: this interpreter's mcu-arms."""
+    return [sys.executable, "-m", "mcu_arms"]
+
+
+def command_lines(
+    settings: Settings, *, host: str, green_port: int, purple_port: int, episode_dir: Path, purple_dir: Path,
+    scenario: Path, events: Path,
+) -> dict[ProcessRole, list[str]]:
+    """The one place an arm's three command lines are written, from its validated settings and where the episode
+    runs: `plan` writes them into plan.json, and `run-episode` writes them again rather than run what a file says."""
+    serve = [*mcu_arms_argv(), "serve"]
+    expose = [] if is_loopback(host) else ["--expose"]
+    options = purple_options(settings, purple_dir)
+    return {
+        "green": [*serve, "green", "--host", host, "--port", str(green_port), "--card-url",
+                  http_url(host, green_port), *expose, "--output-root", str(episode_dir)],
+        "purple": [*serve, "purple", "--agent", settings.agent, "--host", host, "--port", str(purple_port),
+                   "--card-url", http_url(host, purple_port), *expose, *options.argv()],
+        "client": [*mcu_arms_argv(), "evaluate", str(scenario), "--events", str(events)],
+    }  # fmt: skip
 
 
 class ProcessPlan(BaseModel):

@@ -1,8 +1,9 @@
 """`status`: what each arm's latest episode is doing, from its report, its step logs and its recorded processes,
 and every live process of the arm, whichever episode started it.
 
-Reading only: nothing here signals anything. A `started` report whose supervising `mcu-arms run` is gone is shown
-as stale. An episode run as a Slurm job is read from its files first; Slurm (squeue, then sacct) is asked only
+Reading only: nothing here signals anything. Which processes are alive comes from the private record of what we
+started (private_record.py), never from the report: a report naming a live process we did not start shows it gone.
+A `started` report whose supervising `mcu-arms run` is gone is shown as stale. An episode run as a Slurm job is read from its files first; Slurm (squeue, then sacct) is asked only
 whether the job of an open report still runs, and what it ended as when it ended without a final report.
 """
 
@@ -14,11 +15,13 @@ from pydantic import BaseModel
 
 from mcu_arms.cluster.slurm import SlurmAnswer, ended_without_report, episode_job, job_states, this_host
 from mcu_arms.contracts.slurm import SlurmJob, is_active
-from mcu_arms.contracts.states import OPEN_STATUSES, ArmStatusText
+from mcu_arms.contracts.started import EpisodeRecord
+from mcu_arms.contracts.states import OPEN_STATUSES, SUPERVISOR_ROLE, ArmStatusText
 from mcu_arms.contracts.steps import STEPS_FILE, StepProgress, read_jsonl
 from mcu_arms.environment import Environment
 from mcu_arms.layout import RunOnDisk, arm_runs, selected_arms
-from mcu_arms.procs import FoundBy, is_alive, live_processes, supervisor_alive
+from mcu_arms.private_record import episode_record, recorded_episodes, started_processes
+from mcu_arms.procs import FoundBy, live_processes, recorded_alive
 
 STALE: ArmStatusText = "stale (supervisor gone)"
 JOB_ENDED: ArmStatusText = "stale (job ended)"
@@ -92,7 +95,13 @@ def _job_text(job: SlurmJob, answer: SlurmAnswer | None) -> str:
     return f"{job.job_id} {status.state}{where}"
 
 
-def _state_of(arm: str, run: RunOnDisk, answer: SlurmAnswer | None) -> ArmState:
+def _alive(record: EpisodeRecord | None, role: str, pid: int | None) -> bool:
+    """Is the process the report names under `role` one the private record names, still running and ours?"""
+    started = record.processes.get(role) if record is not None else None
+    return started is not None and started.pid == pid and recorded_alive(started)
+
+
+def _state_of(env: Environment, arm: str, run: RunOnDisk, answer: SlurmAnswer | None) -> ArmState:
     report = run.report
     run_dir = run.run_dir
     task, step, milestones = steps_progress(run_dir.green)
@@ -112,7 +121,9 @@ def _state_of(arm: str, run: RunOnDisk, answer: SlurmAnswer | None) -> ArmState:
         if status is None or not is_active(status.state):  # ended without its final report
             _, failure = ended_without_report(job, status)
             state = TIME_LIMIT if failure.kind == "time_limit" else JOB_ENDED
-    elif job is None and state == "started" and not supervisor_alive(report):
+    record = episode_record(env.env, run_dir.path)
+    supervisor = report.processes.get(SUPERVISOR_ROLE)
+    if job is None and state == "started" and not _alive(record, SUPERVISOR_ROLE, supervisor and supervisor.pid):
         state = STALE
     if state == "failed" and failure is not None and failure.kind == "time_limit":
         state = TIME_LIMIT
@@ -120,11 +131,11 @@ def _state_of(arm: str, run: RunOnDisk, answer: SlurmAnswer | None) -> ArmState:
     processes = [
         ProcessState(
             role=role,
-            pid=record.pid,
-            create_time=record.create_time,
-            alive=is_alive(record.pid, record.create_time),
+            pid=process.pid,
+            create_time=process.create_time,
+            alive=_alive(record, role, process.pid),
         )
-        for role, record in report.processes.items()
+        for role, process in report.processes.items()
     ] if local else []  # fmt: skip
     if report.status != "started" and report.milestones:
         milestones = [f"{m.identity}@{m.step}" for m in report.milestones if m.step is not None]
@@ -165,11 +176,12 @@ def _shown_runs(found: list[RunOnDisk]) -> list[RunOnDisk]:
     return shown
 
 
-def _live_elsewhere(runs: list[RunOnDisk], shown: list[ArmState]) -> list[LiveProcessState]:
-    """Every live process of the arm not already shown as a recorded process of an episode shown."""
+def _live_elsewhere(env: Environment, arm: str, shown: list[ArmState]) -> list[LiveProcessState]:
+    """Every live process the private record names for the arm, not already shown as a process of an episode
+    shown."""
     recorded = {(state.episode, process.role, process.pid) for state in shown for process in state.processes
                 if process.alive}  # fmt: skip
-    live = live_processes([(run.number, run.report) for run in runs if run.report is not None])
+    live = live_processes(started_processes(recorded_episodes(env.env, env.output_dir / arm)))
     return [
         LiveProcessState(episode=p.episode, role=p.role, pid=p.pid, found_by=p.found_by)
         for p in live
@@ -193,8 +205,8 @@ def arm_states(env: Environment, names: list[str]) -> list[ArmState]:
     answer = job_states([job.job_id for job in jobs], env.env) if jobs else None
     states = []
     for arm, runs in shown.items():
-        of_arm = [_state_of(arm, run, answer) for run in runs]
+        of_arm = [_state_of(env, arm, run, answer) for run in runs]
         if of_arm:
-            of_arm[0] = of_arm[0].model_copy(update={"live_elsewhere": _live_elsewhere(found[arm], of_arm)})
+            of_arm[0] = of_arm[0].model_copy(update={"live_elsewhere": _live_elsewhere(env, arm, of_arm)})
         states += of_arm
     return states

@@ -4,8 +4,12 @@ ArmRunner that runs arms locally.
 The host that submitted it made the episode directory: plan.json (secrets masked; their values come in the job's
 environment, never in a file), scenario.toml, a `queued` report and slurm.json (the job it was submitted as). Here:
 
-- the episode is taken over only while its report is `queued` and only by the job it was submitted as, so a
-  requeued or duplicate job never runs it twice;
+- the directory given is resolved once and is the one run (a link is refused); its plan must name it, and it is
+  taken over only while its report is `queued` and only by the job it was submitted as, proven by the job's token
+  (EPISODE_TOKENS_ENV) against the hash the submitter left in the episode and, on the submitting host, in its
+  private record — so a copy, a requeued or a duplicate job never runs it, nor anything it was not given;
+- the three command lines are written again from the plan's validated settings (contracts/settings.command_lines)
+  and what plan.json says they are must agree: nothing a file holds is executed as stored;
 - the host checks `run` makes locally (JDK 8, Xvfb, codex, CUDA, local disks) are made on this host;
 - the servers get ports picked on this host, on loopback, each bound here and handed to its server
   (isolation/listeners.py), and the CODEX_HOME is built on this host's own disk;
@@ -19,6 +23,8 @@ supervisor reads within half a second (Slurm's SIGTERM on cancel reaches only th
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import signal
 import threading
 import time
@@ -29,21 +35,24 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+from pydantic import ValidationError
 
 from mcu_arms.arms.plan import on_ports, scenario_toml
 from mcu_arms.arms.prepare import build_home_for
 from mcu_arms.atomic import write_json_atomic, write_text_atomic
 from mcu_arms.cluster.slurm import this_host, time_left
-from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.errors import UserError, user_error
 from mcu_arms.contracts.run_report import Failure, RunReport, read_report
-from mcu_arms.contracts.settings import ArmPlan
+from mcu_arms.contracts.settings import ArmPlan, command_lines
 from mcu_arms.contracts.slurm import EPISODE_SECRETS_ENV, SLURM_TICK_S, SlurmJob, slurm_time, unmasked
-from mcu_arms.contracts.states import SERVER_ROLES, FailureKind
+from mcu_arms.contracts.started import EPISODE_TOKENS_ENV, episode_token_hash
+from mcu_arms.contracts.states import OPEN_STATUSES, PROCESS_ROLES, SERVER_ROLES, FailureKind
 from mcu_arms.doctor import plan_preflight
 from mcu_arms.environment import Environment
 from mcu_arms.isolation.display import private_display
 from mcu_arms.isolation.listeners import claimed_listeners
 from mcu_arms.layout import RunDir, state_dir
+from mcu_arms.private_record import episode_record, forget_submission
 from mcu_arms.supervise.jobs import finalised
 from mcu_arms.supervise.live import PlainView
 from mcu_arms.supervise.runner import (
@@ -131,17 +140,99 @@ def _this_job(run_dir: RunDir, queued: RunReport, plan: ArmPlan, here: JobHere |
     return submitted.model_copy(update={"node": this_host(), "raw_job_id": here.raw_job_id})
 
 
+def _episode_given(path: Path) -> RunDir:
+    """The directory given, resolved once: the one episode this process may run. A link is refused: what it points
+    at is another episode's, and would be run a second time."""
+    if path.is_symlink():
+        raise UserError("is a symbolic link: run-episode runs the episode directory it is given, never one reached "
+                        "through a link; the episode it points at is left as it is", path=path)  # fmt: skip
+    return RunDir(Path(os.path.realpath(path)))
+
+
+def _json_map(env: Mapping[str, str], variable: str) -> dict[str, Any]:
+    try:
+        found = json.loads(env.get(variable) or "{}")
+    except ValueError as error:
+        raise UserError(f"{variable} is not JSON: {error}", key=variable) from None
+    if not isinstance(found, dict):
+        raise UserError(f"{variable} is not a JSON object", key=variable)
+    return found
+
+
 def _private_plan(run_dir: RunDir, env: Environment) -> ArmPlan:
-    """plan.json with the values it masks put back from the job's environment (EPISODE_SECRETS_ENV)."""
-    public = json.loads(run_dir.plan.read_text(encoding="utf-8"))
-    secrets = env.env.get(EPISODE_SECRETS_ENV)
-    if secrets:
-        try:
-            patch = json.loads(secrets).get(str(run_dir.path), [])
-        except ValueError as error:
-            raise UserError(f"{EPISODE_SECRETS_ENV} is not JSON: {error}", key=EPISODE_SECRETS_ENV) from None
+    """plan.json with the values it masks put back from the job's environment (EPISODE_SECRETS_ENV), validated; it
+    must be this episode's plan."""
+    try:
+        public = json.loads(run_dir.plan.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise UserError(f"cannot read the episode's plan: {error}", path=run_dir.plan) from None
+    patch = _json_map(env.env, EPISODE_SECRETS_ENV).get(str(run_dir.path), [])
+    if patch:
         public = unmasked(public, [(path, value) for path, value in patch])
-    return ArmPlan.model_validate(public)
+    try:
+        plan = ArmPlan.model_validate(public)
+    except ValidationError as error:
+        problem = user_error(error, path=run_dir.plan)
+        raise UserError(f"not a plan mcu-arms can run: {problem.message}", path=run_dir.plan, key=problem.key) from None
+    if os.path.realpath(plan.episode_dir) != str(run_dir.path):
+        raise UserError(
+            f"its plan is the plan of another episode ({plan.episode_dir}): a copied or moved episode is never run, "
+            "and the episode it names is left as it is",
+            path=run_dir.plan, key="episode_dir",
+        )  # fmt: skip
+    return _rebuilt(plan, run_dir)
+
+
+def _rebuilt(plan: ArmPlan, run_dir: RunDir) -> ArmPlan:
+    """The plan with its three command lines (and logs) written again from its validated settings, for this episode
+    directory; the ones plan.json holds must be what the settings make (never executed as stored)."""
+    roles = sorted(process.role for process in plan.processes)
+    if roles != sorted(PROCESS_ROLES):
+        raise UserError(f"the plan's processes are {roles}", path=run_dir.plan, key="processes",
+                        allowed=", ".join(PROCESS_ROLES))  # fmt: skip
+    planned = RunDir(Path(plan.episode_dir))
+    def lines(where: RunDir) -> dict[str, list[str]]:
+        return command_lines(plan.settings, host=plan.host, green_port=plan.green_port, purple_port=plan.purple_port,
+                             episode_dir=where.path, purple_dir=where.purple, scenario=where.scenario,
+                             events=where.events)  # fmt: skip
+    expected, here = lines(planned), lines(run_dir)
+    processes = []
+    for process in plan.processes:
+        if process.argv[1:] != expected[process.role][1:]:
+            raise UserError(
+                f"the {process.role} command line in plan.json is not the one its settings make: run-episode runs "
+                f"only command lines it writes itself (expected: ... {shlex.join(expected[process.role][1:])})",
+                path=run_dir.plan, key=f"processes.{process.role}.argv",
+            )  # fmt: skip
+        processes.append(process.model_copy(update={"argv": here[process.role], "log": str(run_dir.log(process.role))}))
+    return plan.model_copy(update={"processes": processes, "episode_dir": str(run_dir.path)})
+
+
+def _check_token(run_dir: RunDir, queued: RunReport, here: JobHere | None, env: Environment) -> None:
+    """The caller must hold the token the episode was submitted with (bound to this directory), and on the host that
+    submitted it, the private record must name this episode and this job."""
+    token = _json_map(env.env, EPISODE_TOKENS_ENV).get(str(run_dir.path))
+    if not isinstance(token, str) or not token:
+        raise UserError(f"no job token for this episode ({EPISODE_TOKENS_ENV}): run-episode runs only an episode "
+                        "`mcu-arms run` submitted, in the job it submitted it as", path=run_dir.path)  # fmt: skip
+    presented = episode_token_hash(token, str(run_dir.path))
+    try:
+        expected = run_dir.job_token.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        expected = None
+    if presented != expected:
+        raise UserError("the job's token does not match the episode's: it was submitted as another episode (a copy "
+                        "or a moved directory is never run)", path=run_dir.job_token)  # fmt: skip
+    record = episode_record(env.env, run_dir.path)
+    if record is None or record.slurm is None:
+        if queued.provenance.host == this_host():
+            raise UserError("no submission in this host's private record names this episode: it was not submitted "
+                            "from here", path=run_dir.path)  # fmt: skip
+        return  # a node: the token, bound to this directory, is the proof
+    where = here.job_id if here else None
+    if record.slurm.token_hash != presented or (record.slurm.job_id is not None and record.slurm.job_id != where):
+        raise UserError(f"the private record names job {record.slurm.job_id} for this episode, not this caller "
+                        f"({f'job {where}' if where else 'outside Slurm'})", path=run_dir.path)  # fmt: skip
 
 
 def _fail_before_start(
@@ -235,7 +326,7 @@ def _job_start() -> float:
 
 def run_episode(path: Path, env: Environment, *, ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S) -> int:
     """Run the queued episode at `path` here; returns the exit code (0 finished, 1 failed, 130 interrupted)."""
-    run_dir = RunDir(path.resolve())
+    run_dir = _episode_given(path)
     queued = _queued_report(run_dir)
     here = JobHere.from_environment(env.env)
     signals = _Stops(run_dir, env.env)
@@ -243,8 +334,9 @@ def run_episode(path: Path, env: Environment, *, ready_timeout_s: float = DEFAUL
     try:
         plan = _private_plan(run_dir, env)
         job = _this_job(run_dir, queued, plan, here)
+        _check_token(run_dir, queued, here, env)
         signals.job = job
-        env.env = {key: value for key, value in env.env.items() if key != EPISODE_SECRETS_ENV}
+        env.env = {key: value for key, value in env.env.items() if key not in (EPISODE_SECRETS_ENV, EPISODE_TOKENS_ENV)}
         env.output_root = run_dir.path.parent.parent
         blocked = plan_preflight(plan, env.env)
         if blocked:
@@ -261,6 +353,16 @@ def run_episode(path: Path, env: Environment, *, ready_timeout_s: float = DEFAUL
             raise
     finally:
         signals.restore()
+        _forget_once_final(run_dir, env)
+
+
+def _forget_once_final(run_dir: RunDir, env: Environment) -> None:
+    """The submission leaves the private record once the episode's report is final (a refused run leaves both)."""
+    try:
+        if read_report(run_dir.report).status not in OPEN_STATUSES:
+            forget_submission(env.env, run_dir.path)
+    except (OSError, UserError):
+        pass
 
 
 def _green_with(plan: ArmPlan, variables: Mapping[str, str]) -> ArmPlan:

@@ -15,7 +15,8 @@ from rich.markup import escape
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.settings import ArmPlan
 from mcu_arms.environment import Environment
-from mcu_arms.layout import arm_runs, episode_name
+from mcu_arms.layout import episode_name
+from mcu_arms.private_record import recorded_episodes, started_processes
 from mcu_arms.procs import live_processes
 from mcu_arms.supervise.reruns import rerun_decision
 from mcu_arms.supervise.runner import ArmOutcome, RunOptions, RunOutcome, supervise_here
@@ -78,10 +79,10 @@ def run_arms(
 
 def refuse_live_processes(plans: list[ArmPlan], env: Environment) -> None:
     """No run beside a live process of the same arm, whichever episode started it (a SIGKILLed run leaves its green
-    and purple running: a new episode beside them would share the arm's ports, home and host unseen)."""
+    and purple running: a new episode beside them would share the arm's ports, home and host unseen). What counts
+    is what the private record names, not what reports say."""
     for plan in plans:
-        runs = [(run.number, run.report) for run in arm_runs(env.output_dir / plan.arm) if run.report is not None]
-        live = live_processes(runs)
+        live = live_processes(started_processes(recorded_episodes(env.env, env.output_dir / plan.arm)))
         if live:
             shown = ", ".join(f"{episode_name(p.episode)} {p.role} pid {p.pid}" for p in live[:6])
             more = f" and {len(live) - 6} more" if len(live) > 6 else ""

@@ -29,7 +29,7 @@ from mcu_arms.atomic import open_log, write_json_exclusive
 from mcu_arms.containment import containment_support
 from mcu_arms.contracts.access import ArmAccess
 from mcu_arms.contracts.agent_report import AGENT_REPORT_SUFFIX, AgentSummary, agent_summary
-from mcu_arms.contracts.errors import validation_summary
+from mcu_arms.contracts.errors import UserError, validation_summary
 from mcu_arms.contracts.evaluation import EvaluationResult
 from mcu_arms.contracts.events import EventRecord
 from mcu_arms.contracts.redaction import mask_known, secret_values
@@ -42,6 +42,7 @@ from mcu_arms.contracts.run_report import (
     threshold_breaches,
 )
 from mcu_arms.contracts.settings import ArmPlan
+from mcu_arms.contracts.started import StartedProcess, token_hash
 from mcu_arms.contracts.states import (
     SERVER_ROLES,
     STOP_ORDER,
@@ -63,6 +64,7 @@ from mcu_arms.layout import (
     repoint_links,
     supervisor_log,
 )
+from mcu_arms.private_record import forget_started, record_started
 from mcu_arms.procs import DEFAULT_STOP_GRACE_S, PRIVATE_UMASK, AdoptedOrphans, Child
 from mcu_arms.supervise.alerts import AlertMonitor
 from mcu_arms.supervise.live import REFRESH_PER_SECOND, View, make_view
@@ -293,6 +295,7 @@ class ArmRunner:
         failure: Failure | None = None
         try:
             self._save()
+            self._record_started(self.report.processes[SUPERVISOR_ROLE], None)
             self._reserve_space()
             for warning in self.plan.warnings:
                 self._event(f"warning: {warning}", alert=True)
@@ -331,6 +334,7 @@ class ArmRunner:
         except OSError as error:
             raise _ArmFailed(Failure(process=role, reason=f"{role} could not be started: {error}")) from None
         self.children[role] = child
+        self._record_started(ProcessRecord(role=role, pid=child.pid, create_time=child.create_time, log=""), child)
         self.report.processes[role] = ProcessRecord(
             role=role,
             pid=child.pid,
@@ -343,6 +347,32 @@ class ArmRunner:
         self._save()
         self._event(f"{role} started, pid {child.pid}")
         return child
+
+    def _record_started(self, process: ProcessRecord, child: Child | None) -> None:
+        """Keep in the private record what was just started (what `stop` and `status` may act on): the supervisor by
+        its pid and create time, a child also by its owner token's hash and its marked cgroup."""
+        if process.pid is None or process.create_time is None:
+            return  # it is gone already: nothing to find later
+        started = StartedProcess(
+            role=process.role, pid=process.pid, create_time=process.create_time,
+            token_hash=token_hash(child.token) if child else None,
+            cgroup=str(child.cgroup.path) if child and child.cgroup else None,
+            cgroup_marker=child.cgroup.marker if child and child.cgroup else None,
+        )  # fmt: skip
+        try:
+            record_started(self.env.env, self.run_dir.path, self.plan.arm, self.plan.episode, started)
+        except (OSError, UserError) as error:
+            reason = error.render() if isinstance(error, UserError) else f"{error.strerror or error}"
+            reason = f"cannot keep the private record of what runs: {reason}"
+            raise _ArmFailed(Failure(process=None, reason=reason)) from None
+
+    def _forget_stopped(self, survivors: set[str]) -> None:
+        """Drop from the private record what this run started and stopped; survivors stay findable by `stop`."""
+        roles = [role for role in [SUPERVISOR_ROLE, *self.children] if role not in survivors]
+        try:
+            forget_started(self.env.env, self.run_dir.path, roles)
+        except (OSError, UserError) as error:
+            self._record_alert(f"cannot update the private record of what runs: {error}")
 
     def _start_servers(self) -> None:
         self._state("starting")
@@ -481,7 +511,9 @@ class ArmRunner:
             ) from None
 
     # the end ----------------------------------------------------------------------------------------------
-    def _stop_children(self) -> None:
+    def _stop_children(self) -> set[str]:
+        """Stop every child; returns the roles that left a survivor."""
+        survivors: set[str] = set()
         for role in STOP_ORDER:
             child = self.children.get(role)
             if child is None:
@@ -493,16 +525,18 @@ class ArmRunner:
                 grace = self.options.stop_grace_s
                 self._record_alert(f"{role}: {outcome.killed} process(es) ignored SIGTERM for {grace:g} s and were killed")
             if outcome.survivors:
+                survivors.add(role)
                 self._record_alert(f"{role}: pids {outcome.survivors} survived SIGKILL")
             if outcome.contained:
                 self._record_alert(
                     f"{role}: {len(outcome.contained)} process(es) had left its process group and dropped its owner "
                     f"token; found in its cgroup and stopped (pids {outcome.contained})"
                 )
+        return survivors
 
     def _finalise(self, status: ArmOutcomeStatus, failure: Failure | None) -> None:
         try:
-            self._stop_children()
+            self._forget_stopped(self._stop_children())
         except Exception as error:  # reported, and the report is still written
             self._record_alert(f"stopping children failed: {type(error).__name__}: {error}")
         self._read_progress()  # what the green logged since the last poll

@@ -23,6 +23,7 @@ import os
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -31,18 +32,20 @@ from typing import Any
 
 from rich.console import Console
 
-from mcu_arms.atomic import write_json_atomic
+from mcu_arms.atomic import write_json_atomic, write_text_atomic
 from mcu_arms.cluster.slurm import job_states, this_host
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.events import EventRecord
 from mcu_arms.contracts.run_report import Failure, RunReport, read_report
 from mcu_arms.contracts.settings import ArmPlan
 from mcu_arms.contracts.slurm import EPISODE_SECRETS_ENV, SlurmJob, SlurmOptions, masked_values, parse_sbatch_line
+from mcu_arms.contracts.started import EPISODE_TOKENS_ENV, SubmittedJob, episode_token_hash
 from mcu_arms.contracts.states import FINAL_STATUSES, ArmPhase
 from mcu_arms.contracts.steps import JsonlTail
 from mcu_arms.contracts.timestamps import iso_seconds
 from mcu_arms.environment import Environment
 from mcu_arms.layout import RunDir, slurm_jobs_dir
+from mcu_arms.private_record import episode_key, forget_submission, record_submitted
 from mcu_arms.supervise.jobs import cancel_episode, finalised, report_of_ended_job
 from mcu_arms.supervise.live import REFRESH_PER_SECOND, make_view
 from mcu_arms.supervise.progress import ArmProgress, StepsTail
@@ -91,6 +94,21 @@ def episode_secrets(plans: list[ArmPlan]) -> dict[str, str]:
         if masked:
             patches[plan.episode_dir] = masked
     return {EPISODE_SECRETS_ENV: json.dumps(patches)} if patches else {}
+
+
+def episode_tokens(plans: list[ArmPlan], env: Environment) -> dict[str, str]:
+    """A fresh token per episode, for its job's environment: its hash, bound to the episode's directory, goes into
+    the episode (for a node) and into this host's private record; `run-episode` runs an episode only for the job
+    that holds its token."""
+    tokens = {}
+    for plan in plans:
+        key = episode_key(plan.episode_dir)
+        token = uuid.uuid4().hex
+        hashed = episode_token_hash(token, key)
+        write_text_atomic(RunDir(Path(key)).job_token, hashed + "\n")
+        record_submitted(env.env, key, plan.arm, plan.episode, SubmittedJob(token_hash=hashed))
+        tokens[key] = token
+    return {EPISODE_TOKENS_ENV: json.dumps(tokens)}
 
 
 @contextmanager
@@ -161,7 +179,8 @@ def submit(episodes: list[tuple[ArmPlan, int]], env: Environment, options: RunOp
         assert slurm is not None
         folder = slurm_jobs_dir(env.output_dir)
         try:
-            with _process_environment({**env.env, **episode_secrets(plans)}):
+            tokens = episode_tokens(plans, env)
+            with _process_environment({**env.env, **episode_secrets(plans), **tokens}):
                 executor = submitit.SlurmExecutor(folder=folder, max_num_timeout=0)
                 executor.update_parameters(
                     **sbatch_parameters(slurm, len(plans), options.max_parallel, _job_name(plans))
@@ -185,6 +204,9 @@ def submit(episodes: list[tuple[ArmPlan, int]], env: Environment, options: RunOp
             )
             run_dir = RunDir(Path(plan.episode_dir))
             write_json_atomic(run_dir.slurm_job, record)
+            token_hash = run_dir.job_token.read_text(encoding="ascii").strip()
+            record_submitted(env.env, plan.episode_dir, plan.arm, plan.episode,
+                             SubmittedJob(token_hash=token_hash, job_id=record.job_id))  # fmt: skip
             progress = ArmProgress(plan.label, plan.settings.steps, tasks_total=len(plan.tasks) or None, state="queued")
             submitted.append(Submitted(
                 plan=plan, attempt=attempt, job=record, progress=progress, steps=StepsTail(run_dir.green),
@@ -279,6 +301,7 @@ class Watch:
         outcome = outcome_of(report, episode_dir=episode.plan.episode_dir, report_path=str(episode.run_dir.report),
                              attempt=episode.attempt)  # fmt: skip
         episode.progress.finished = time.monotonic()
+        forget_submission(self.env.env, episode.plan.episode_dir)
         if report.failure is not None:
             failed = report.status == "failed"
             self.view.line(episode.plan.label, f"{report.status}: {report.failure.reason}", alert=failed)
