@@ -272,7 +272,8 @@ def test_embedded_warns_about_skipped_tasks_and_unreachable_milestones(project, 
     write_arm(project, "dia", EMBEDDED_ARM.format(green=9301, purple=9302))
     plans = {p["arm"]: p for p in plan_json(project, env, "--dry-run", "--arm", "craft", "--arm", "dia")["plans"]}
     assert any("will be skipped" in w and "craft_ladder" in w for w in plans["craft"]["warnings"])
-    assert any("iron_ingot has no Crafter analogue" in w for w in plans["dia"]["warnings"])
+    assert any("iron_ingot has no Crafter analogue" in note for note in plans["dia"]["notes"])
+    assert not any("iron_ingot" in warning for warning in plans["dia"]["warnings"]), "a fixed fact is no warning"
 
 
 def test_an_override_that_breaks_a_rule_names_the_flag(project, env):

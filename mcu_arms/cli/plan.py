@@ -80,6 +80,8 @@ def render_plan(plan: ArmPlan, env: Environment) -> None:
     parts: list = [settings, "", processes, "", links]
     for warning in plan.warnings:
         parts.append(f"[yellow]warning:[/] {escape(warning)}")
+    for note in plan.notes:
+        parts.append(f"[dim]note:[/] {escape(note)}")
     for problem in plan.blocked:
         parts.append(f"[bold red]cannot run here:[/] {escape(problem)}")
     title = f"arm [bold]{plan.arm}[/] ({plan.source})"

@@ -106,6 +106,7 @@ class RunReport(BaseModel):
     evaluation_file: str | None = None  # the green's EvaluationResult, relative to the episode directory
     agent: AgentSummary | None = None  # from the purple's own report, when it writes one
     warnings: list[str] = Field(default_factory=list)  # what the plan warned about before the run (caps, payload)
+    plan_notes: list[str] = Field(default_factory=list)  # the plan's fixed facts (a milestone never reachable here)
     alerts: list[str] = Field(default_factory=list)  # infrastructure trouble and silent degradation, made loud
     logs: dict[str, str] = Field(default_factory=dict)  # role -> log, relative to the episode directory
     output_dirs: dict[str, str] = Field(default_factory=dict)  # green / purple -> dir, relative likewise

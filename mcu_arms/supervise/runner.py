@@ -173,6 +173,7 @@ def new_report(plan: ArmPlan, env: Environment, *, status: RunStatus, attempt: i
         compaction_limit=plan.compaction.limit,
         thresholds=plan.thresholds,
         warnings=plan.warnings,
+        plan_notes=plan.notes,
         provenance=collect_provenance(env.cwd),
         started_at=iso_seconds(env.clock()),
         logs={process.role: run_dir.relative(process.log) for process in plan.processes},
@@ -296,6 +297,8 @@ class ArmRunner:
             self._reserve_space()
             for warning in self.plan.warnings:
                 self._event(f"warning: {warning}", alert=True)
+            for note in self.plan.notes:
+                self._event(f"note: {note}")
             repoint_links(self.plan.links, self._record_alert)
             self._start_servers()
             self._wait_ready()
