@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from cli_support import summary_rows
 from run_helpers import cli_env, report, run_cli, wait_for, write_arm
 
 from mcu_arms.arms.plan import plan_arms
@@ -100,7 +101,7 @@ def test_a_codex_arm_whose_every_turn_fails_is_failed_loudly_and_compare_says_no
         [sys.executable, "-m", "mcu_arms", "run", "--dry-run", "--arm", "allfail"], cwd=project, env=env,
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
-    assert "allfail: would retry" in again.stdout, again.stdout
+    assert summary_rows(again.stdout)["allfail"][0] == "retry", again.stdout
 
 
 def _stand_ins(plan, **argvs: list[str]):
@@ -143,7 +144,8 @@ def test_an_init_refused_fails_the_arm_and_the_rerun_retries_it(tmp_path: Path) 
     assert "init failed (refused: refusing on purpose)" in data["failure"]["reason"]
     assert data["failure"]["reason"].startswith("infrastructure:")
     again = run_cli(project, tmp_path / "state", "run", "--dry-run", "--arm", "refused")
-    assert "refused: would retry" in again.stdout and "ended failed" in again.stdout
+    will, why = summary_rows(again.stdout)["refused"]
+    assert will == "retry" and "ended failed" in why, again.stdout
 
 
 @pytest.mark.slow

@@ -14,7 +14,7 @@ from rich.text import Text
 
 from mcu_arms.cli.common import environment, print_json, reports_user_errors
 from mcu_arms.cli.options import with_overrides, with_placement
-from mcu_arms.cli.plan import ARM_OPTION, DRY_RUN_OPTION, FILES_ARGUMENT, planned, show_plans
+from mcu_arms.cli.plan import ARM_OPTION, DRY_RUN_OPTION, FILES_ARGUMENT, VERBOSE_OPTION, planned, show_plans
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.settings import Overrides
 from mcu_arms.contracts.slurm import Placement
@@ -46,6 +46,7 @@ def register(app: typer.Typer) -> None:
         files: list[Path] = FILES_ARGUMENT,
         arm: list[str] = ARM_OPTION,
         dry_run: bool = DRY_RUN_OPTION,
+        verbose: bool = VERBOSE_OPTION,
         fail_fast: bool = typer.Option(False, "--fail-fast", help="Stop every arm as soon as one fails."),
         ready_timeout: float = typer.Option(
             120.0, "--ready-timeout", min=1.0, help="Seconds green and purple get to become ready."
@@ -75,7 +76,7 @@ def register(app: typer.Typer) -> None:
             from mcu_arms.supervise.reruns import rerun_decision
 
             decisions = {p.label: rerun_decision(p, env.output_dir / p.arm, rerun=rerun) for p in plans}
-            show_plans(plans, env, dry_run=True, json_output=json_output, decisions=decisions)
+            show_plans(plans, env, dry_run=True, json_output=json_output, decisions=decisions, verbose=verbose)
             return
 
         from mcu_arms.supervise.executors import run_arms
@@ -144,8 +145,9 @@ def _wide_outcome(outcome: RunOutcome, env: Environment) -> Table:
     """One row per arm, one column per value, none of them wrapped."""
     table = Table(title="mcu-arms run", title_justify="left")
     replicated = _replicated(outcome)
-    for column in ("arm", *(("seed",) if replicated else ()), "status", *OUTCOME_COLUMNS):
+    for column in ("arm", *(("seed",) if replicated else ()), "status", *OUTCOME_COLUMNS[:-1]):
         table.add_column(column, no_wrap=True)
+    table.add_column(OUTCOME_COLUMNS[-1], overflow="fold")  # a long path or reason yields first, never the status
     for arm in outcome.arms:
         seed = (_seed_text(arm),) if replicated else ()
         table.add_row(escape(arm.arm), *seed, _status(arm), *(escape(value) for value in _outcome_values(arm, env)))
