@@ -15,6 +15,7 @@ from rich.text import Text
 from mcu_arms.cli.common import environment, print_json, reports_user_errors
 from mcu_arms.cli.options import with_overrides, with_placement
 from mcu_arms.cli.plan import ARM_OPTION, DRY_RUN_OPTION, FILES_ARGUMENT, VERBOSE_OPTION, planned, show_plans
+from mcu_arms.contracts.annotations import checked_note, parse_tags
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.settings import Overrides
 from mcu_arms.contracts.slurm import Placement
@@ -64,14 +65,20 @@ def register(app: typer.Typer) -> None:
         detach: bool = typer.Option(
             False, "--detach", help="Slurm: submit the episodes and return, leaving the jobs to run (see `status`)."
         ),
+        tag: list[str] = typer.Option(
+            [], "--tag", help="KEY=VALUE kept in every episode's report, shown and filtered by (repeatable)."
+        ),
+        note: Optional[str] = typer.Option(None, "--note", help="Why this run was made: kept in every episode's report."),
         json_output: bool = typer.Option(False, "--json", help="Print the outcome as JSON (progress on stderr)."),
     ) -> None:
         env = environment(ctx)
+        annotations = {"tags": parse_tags(tag), "note": checked_note(note)}
         on_slurm = placement.executor == "slurm"
         if detach and not on_slurm:
             raise UserError("--detach leaves Slurm jobs running; a local run stops with this command", key="--detach",
                             allowed="--executor slurm --detach")  # fmt: skip
         plans, selection = planned(files or [], arm, overrides, env, placement)
+        plans = [plan.model_copy(update=annotations) for plan in plans]
         if dry_run:
             from mcu_arms.supervise.reruns import rerun_decision
 

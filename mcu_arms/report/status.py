@@ -65,6 +65,8 @@ class ArmState(BaseModel):
     processes: list[ProcessState] = []  # on a Slurm node other than this host: not listed (their pids are the node's)
     live_elsewhere: list[LiveProcessState] = []  # live processes beyond the latest episode's recorded ones
     slurm_job: str | None = None  # "6_0 RUNNING on vm": the job the episode runs as, and what Slurm says of it
+    tags: dict[str, str] = {}  # `run --tag`: why the episode was run
+    note: str | None = None
 
 
 def steps_progress(green_dir: Path) -> tuple[str | None, int | None, list[str]]:
@@ -147,6 +149,8 @@ def _state_of(arm: str, run: RunOnDisk, answer: SlurmAnswer | None) -> ArmState:
             "alerts": len(report.alerts),
             "processes": processes,
             "slurm_job": _job_text(job, answer if report.status in OPEN_STATUSES else None) if job else None,
+            "tags": dict(report.tags),
+            "note": report.note,
         }
     )
 

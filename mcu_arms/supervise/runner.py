@@ -174,6 +174,8 @@ def new_report(plan: ArmPlan, env: Environment, *, status: RunStatus, attempt: i
         thresholds=plan.thresholds,
         warnings=plan.warnings,
         plan_notes=plan.notes,
+        tags=plan.tags,
+        note=plan.note,
         provenance=collect_provenance(env.cwd),
         started_at=iso_seconds(env.clock()),
         logs={process.role: run_dir.relative(process.log) for process in plan.processes},
