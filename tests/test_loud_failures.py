@@ -90,6 +90,11 @@ def test_a_codex_arm_whose_every_turn_fails_is_failed_loudly_and_compare_says_no
     assert data["infrastructure"]["failed_turn"] >= 20
     assert data["agent"]["failed_turns"] >= 20 and data["agent"]["kind"] == "worldmodel"
     assert "ALERT" in done.stdout and "infrastructure" in done.stdout
+    said = 'the agent said: {}x "codex failed: stream error: unexpected status 500 Internal Server Error"'
+    assert said.format(data["agent"]["failed_turns"]) in done.stdout, "the model's own reason in the final table"
+    status = subprocess.run([sys.executable, "-m", "mcu_arms", "status", "--json"], cwd=project, env=env,
+                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert said.format(data["agent"]["failed_turns"]) in json.loads(status.stdout)["arms"][0]["failure"]
     compared = subprocess.run(
         [sys.executable, "-m", "mcu_arms", "compare", "allfail", "--json"], cwd=project, env=env,
         capture_output=True, text=True, timeout=120,

@@ -15,6 +15,7 @@ from rich.text import Text
 from mcu_arms.cli.common import environment, print_json, reports_user_errors
 from mcu_arms.cli.options import with_overrides, with_placement
 from mcu_arms.cli.plan import ARM_OPTION, DRY_RUN_OPTION, FILES_ARGUMENT, VERBOSE_OPTION, planned, show_plans
+from mcu_arms.contracts.agent_report import in_its_words
 from mcu_arms.contracts.annotations import checked_note, parse_tags
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.settings import Overrides
@@ -131,7 +132,8 @@ OUTCOME_COLUMNS = ("score", "steps", "milestones", "alerts", "report / reason")
 def _where(arm: ArmOutcome, env: Environment) -> tuple[str, str]:
     """("reason", why it failed or was skipped), else ("report", where its report is)."""
     if arm.failure is not None:  # a reason may quote an agent: neutralised and bounded
-        return "reason", shown_text(f"{arm.failure.process or 'mcu-arms'}: {arm.failure.reason}", MAX_MESSAGE_CHARS)
+        reason = f"{arm.failure.process or 'mcu-arms'}: {arm.failure.reason}{in_its_words(arm.agent_reasons)}"
+        return "reason", shown_text(reason, MAX_MESSAGE_CHARS)
     if arm.status in ("skipped", "queued"):
         return "reason", arm.message
     return "report", env.shown(arm.report_path) if arm.report_path else ""

@@ -12,8 +12,10 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from mcu_arms.contracts.agent_report import in_its_words
 from mcu_arms.cluster.slurm import SlurmAnswer, ended_without_report, episode_job, job_states, this_host
 from mcu_arms.contracts.slurm import SlurmJob, is_active
+from mcu_arms.contracts.run_report import RunReport
 from mcu_arms.contracts.states import OPEN_STATUSES, ArmStatusText
 from mcu_arms.contracts.steps import STEPS_FILE, StepProgress, read_jsonl
 from mcu_arms.environment import Environment
@@ -94,6 +96,10 @@ def _job_text(job: SlurmJob, answer: SlurmAnswer | None) -> str:
     return f"{job.job_id} {status.state}{where}"
 
 
+def _agent_words(report: RunReport) -> str:
+    return in_its_words(report.agent.top_failure_reasons) if report.agent else ""
+
+
 def _state_of(arm: str, run: RunOnDisk, answer: SlurmAnswer | None) -> ArmState:
     report = run.report
     run_dir = run.run_dir
@@ -145,7 +151,7 @@ def _state_of(arm: str, run: RunOnDisk, answer: SlurmAnswer | None) -> ArmState:
             "finished_at": report.finished_at,
             "score": report.score,
             "max_score": report.max_score,
-            "failure": f"{failure.process or 'mcu-arms'}: {failure.reason}" if failure else None,
+            "failure": f"{failure.process or 'mcu-arms'}: {failure.reason}{_agent_words(report)}" if failure else None,
             "alerts": len(report.alerts),
             "processes": processes,
             "slurm_job": _job_text(job, answer if report.status in OPEN_STATUSES else None) if job else None,

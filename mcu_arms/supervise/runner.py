@@ -109,6 +109,7 @@ class ArmOutcome(BaseModel):
     infrastructure: dict[str, int] = {}
     simulator_label: str | None = None
     alerts: list[str] = []
+    agent_reasons: dict[str, int] = {}  # why the agent's turns failed, in its own words (its report's top reasons)
 
 
 class RunOutcome(BaseModel):
@@ -648,6 +649,7 @@ def outcome_of(report: RunReport, *, episode_dir: str, report_path: str | None, 
         infrastructure=dict(report.infrastructure),
         simulator_label=report.simulator_label,
         alerts=list(report.alerts),
+        agent_reasons=dict(report.agent.top_failure_reasons) if report.agent else {},
     )
 
 
