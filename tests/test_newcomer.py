@@ -1,5 +1,6 @@
-"""`run --tag KEY=VALUE --note TEXT`: kept in every episode's report (never in the fingerprint), shown by `status`;
-bad tags refused at the flag; secrets in them masked."""
+"""What a newcomer meets: `run --tag KEY=VALUE --note TEXT` kept in every episode's report (never in the
+fingerprint), shown by `status`, bad tags refused at the flag, secrets in them masked; model endpoints that do not
+answer named by `plan` and `doctor` before anything starts."""
 
 from __future__ import annotations
 
@@ -59,3 +60,36 @@ def test_tags_and_note_reach_the_report_and_status_but_not_the_fingerprint(tmp_p
     assert arm["tags"] == {"purpose": "ablation", "who": "ana"} and arm["note"] == "first try of the noop baseline"
     table = run_cli(tmp_path, state, "status")
     assert "purpose=ablation who=ana; first try of the noop baseline" in table.stdout
+
+
+def test_plan_and_doctor_say_which_model_endpoints_do_not_answer(tmp_path: Path) -> None:
+    """A planned arm's planner and policy are asked before anything starts: any HTTP answer (a 404 too) is a server
+    that is there; a closed port is named, the arm shown as cannot run here and `run` refused."""
+    import http.server
+    import threading
+
+    from server_procs import free_port
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        closed = free_port()
+        arms = tmp_path / "arms"
+        arms.mkdir()
+        (arms / "p.toml").write_text(
+            'agent = "planned"\ntask = "mine_diamond_from_scratch"\nsimulator = "embedded"\nobserve = "state"\n'
+            f'[planner]\nbase_url = "http://127.0.0.1:{server.server_port}/v1"\nmodel = "m"\n'
+            f'[policy]\nbackend = "chat"\nbase_url = "http://127.0.0.1:{closed}/v1"\nmodel = "m"\n'
+        )
+        env = {"MCU_ARMS_STATE_DIR": str(tmp_path / "state"), "PATH": "/usr/bin:/bin"}
+        checked = invoke(tmp_path, env, "doctor", "--json")
+        rows = {row["name"]: row for row in json.loads(checked.out)["checks"]}
+        assert rows["planner endpoint"]["status"] == "ok", rows
+        assert rows["policy endpoint"]["status"] == "fail" and f"127.0.0.1:{closed}/v1/models" in rows["policy endpoint"]["detail"]
+        planned = json.loads(invoke(tmp_path, env, "plan", "--dry-run", "--json", "--arm", "p").out)["plans"][0]
+        assert any(problem.startswith("policy endpoint:") for problem in planned["blocked"]), planned["blocked"]
+        refused = invoke(tmp_path, env, "run", "--arm", "p")
+        assert refused.exit_code == 2 and "policy endpoint" in refused.err and not (tmp_path / "output").exists()
+    finally:
+        server.shutdown()
+        server.server_close()
