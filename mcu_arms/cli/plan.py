@@ -13,8 +13,7 @@ from rich.table import Table
 
 from mcu_arms.arms.campaign import Selection, select_arms
 from mcu_arms.arms.plan import plan_specs, resolve_sources
-from mcu_arms.arms.spec import arm_files
-from mcu_arms.cli.common import environment, print_json, reports_user_errors
+from mcu_arms.cli.common import arm_file_names, environment, print_json, reports_user_errors
 from mcu_arms.cli.options import with_overrides, with_placement
 from mcu_arms.contracts.catalog import CODEX_AGENTS
 from mcu_arms.contracts.settings import ArmPlan, Overrides
@@ -24,13 +23,8 @@ from mcu_arms.environment import Environment, fits
 from mcu_arms.supervise.reruns import RerunDecision
 
 
-def _arm_names(ctx: typer.Context, incomplete: str) -> list[str]:
-    """Shell completion for --arm: the arms in the arms dir."""
-    return [path.stem for path in arm_files(environment(ctx).arms_dir) if path.stem.startswith(incomplete)]
-
-
 FILES_ARGUMENT = typer.Argument(None, help="Arm files (arms/NAME.toml).")
-ARM_OPTION = typer.Option([], "--arm", help="Arm by name: arms/NAME.toml. Repeatable.", autocompletion=_arm_names)
+ARM_OPTION = typer.Option([], "--arm", help="Arm by name: arms/NAME.toml. Repeatable.", autocompletion=arm_file_names)
 DRY_RUN_OPTION = typer.Option(False, "--dry-run", help="Show the plans and touch nothing.")
 VERBOSE_OPTION = typer.Option(
     False, "--verbose", "-v", help="After the one-line-per-arm summary, each plan whole: settings, commands, logs."
