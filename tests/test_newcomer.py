@@ -93,3 +93,49 @@ def test_plan_and_doctor_say_which_model_endpoints_do_not_answer(tmp_path: Path)
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_test_servers_are_stopped_when_ctrl_c_interrupts_their_start(tmp_path: Path, monkeypatch) -> None:
+    """Ctrl-C while a test server is still starting (the longest wait of a fixture) stops it, by its own handle,
+    instead of leaving it running after pytest has gone."""
+    import subprocess
+    import threading
+
+    import minecraft_server
+    import psutil
+    import server_procs
+
+    def interrupted(_url: str) -> bool:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(server_procs, "card_ready", interrupted)
+    port = server_procs.free_port()
+    started: list[server_procs.ServerProcess] = []
+    real_init = server_procs.ServerProcess.__init__
+
+    def recording_init(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        started.append(self)
+
+    monkeypatch.setattr(server_procs.ServerProcess, "__init__", recording_init)
+    with pytest.raises(KeyboardInterrupt):
+        with server_procs.running_cli_server(["serve", "purple", "--agent", "noop", "--port", str(port)],
+                                             tmp_path / "purple.log", port):  # fmt: skip
+            pass
+    assert started and started[0].process.poll() is not None, "the purple was stopped"
+
+    class CtrlC:
+        def wait(self, _timeout: float) -> bool:
+            raise KeyboardInterrupt
+
+    server = minecraft_server.MinecraftServer.__new__(minecraft_server.MinecraftServer)
+    server.process = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    server.create_time = psutil.Process(server.process.pid).create_time()
+    server._reader = threading.Thread(target=lambda: None)
+    server._reader.start()
+    server._log = (tmp_path / "server.log").open("w")
+    server.ready, server._ready = {}, CtrlC()
+    with pytest.raises(KeyboardInterrupt):
+        with server:
+            pass
+    assert server.process.poll() is not None, "the Minecraft test server was stopped"
