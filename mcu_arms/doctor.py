@@ -9,6 +9,7 @@ The MineStudio, mineflayer and STEVE-1 rows are the backends' own preflights (`h
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import shutil
@@ -179,25 +180,31 @@ def model_endpoints(spec: ArmSpec) -> list[tuple[str, str]]:
     return found
 
 
+@functools.lru_cache(maxsize=None)
 def _answers(url: str) -> str | None:
-    """None when something answers HTTP at `url` (any status: a 401 still says the server is there), else why not."""
+    """None when something answers HTTP at `url` (any status: a 401 still says the server is there), else why not.
+    Asked once per command: `plan` reads both the failed checks and the warnings of one doctor run."""
     import urllib.error
+    import urllib.parse
     import urllib.request
 
+    parts = urllib.parse.urlsplit(url)
+    bare = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()  # credentials are not needed to knock
     direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # the agent reaches it directly too
     try:
-        with direct.open(url, timeout=MODEL_ENDPOINT_TIMEOUT_S):
+        with direct.open(bare, timeout=MODEL_ENDPOINT_TIMEOUT_S):
             return None
     except urllib.error.HTTPError:
         return None
-    except (urllib.error.URLError, OSError, ValueError) as error:
+    except Exception as error:  # refused, unresolvable, timed out, not a URL at all: each is "does not answer"
         cause = getattr(error, "reason", error)
         return f"{type(cause).__name__}: {cause}" if not isinstance(cause, str) else cause
 
 
 def model_endpoint_checks(specs: list[ArmSpec]) -> list[Check]:
     """Each model endpoint the arms name, asked once: a planned arm whose planner does not answer would only say so
-    at its first decision, after three processes started."""
+    at its first decision, after three processes started. A warning, not a refusal: the service may be started
+    between the plan and the run (or on the Slurm node)."""
     needed: dict[tuple[str, str], list[str]] = {}
     for spec in specs:
         for what, url in model_endpoints(spec):
@@ -207,7 +214,7 @@ def model_endpoint_checks(specs: list[ArmSpec]) -> list[Check]:
         problem = _answers(url)
         shown = scrub(url)
         detail = f"{shown} answers" if problem is None else f"{shown} does not answer ({scrub(problem)}): start it or fix the URL"
-        checks.append(Check(name=f"{what} endpoint", status="ok" if problem is None else "fail", detail=detail,
+        checks.append(Check(name=f"{what} endpoint", status="ok" if problem is None else "warn", detail=detail,
                             needed_by=names))  # fmt: skip
     return checks
 
@@ -370,18 +377,23 @@ def slurm_preflight(
     return _failed_by_arm(list(partitions), slurm_checks(env, output_dir, partitions, codex_roots))
 
 
-def _failed_by_arm(names: list[str], checks: list[Check]) -> dict[str, list[str]]:
-    blocked: dict[str, list[str]] = {name: [] for name in names}
+def _failed_by_arm(names: list[str], checks: list[Check], status: Status = "fail") -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {name: [] for name in names}
     for check in checks:
-        if check.status == "fail":
+        if check.status == status:
             for name in check.needed_by:
-                blocked[name].append(f"{check.name}: {check.detail}")
-    return blocked
+                found[name].append(f"{check.name}: {check.detail}")
+    return found
 
 
 def preflight(specs: list[ArmSpec], env: Mapping[str, str]) -> dict[str, list[str]]:
     """What stops each arm from running on this host: every failed doctor check, with its fix (empty: nothing)."""
     return _failed_by_arm([spec.name for spec in specs], run_doctor(specs, env).checks)
+
+
+def endpoint_warnings(specs: list[ArmSpec]) -> dict[str, list[str]]:
+    """The model endpoints of each arm that do not answer now, for the plan's warnings."""
+    return _failed_by_arm([spec.name for spec in specs], model_endpoint_checks(specs), status="warn")
 
 
 def plan_preflight(plan: ArmPlan, env: Mapping[str, str]) -> list[str]:

@@ -18,7 +18,7 @@ from mcu_arms.cli.options import with_overrides, with_placement
 from mcu_arms.contracts.catalog import CODEX_AGENTS
 from mcu_arms.contracts.settings import ArmPlan, Overrides
 from mcu_arms.contracts.slurm import Placement
-from mcu_arms.doctor import preflight, slurm_preflight
+from mcu_arms.doctor import endpoint_warnings, preflight, slurm_preflight
 from mcu_arms.environment import Environment, fits
 from mcu_arms.supervise.reruns import RerunDecision
 
@@ -114,7 +114,11 @@ def planned(
         blocked = slurm_preflight(env.env, env.output_dir, partitions, roots)
     else:
         blocked = preflight([spec for spec, _ in selection.specs], env.env)
-    return [plan.model_copy(update={"blocked": blocked.get(plan.arm, [])}) for plan in plans], selection
+    unanswered = endpoint_warnings([spec for spec, _ in selection.specs])
+    return [
+        plan.model_copy(update={"blocked": blocked.get(plan.arm, []), "warnings": plan.warnings + unanswered[plan.arm]})
+        for plan in plans
+    ], selection
 
 
 CANNOT_RUN_HERE = "cannot run here"
