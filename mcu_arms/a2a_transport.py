@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import hmac
 import json
 import os
@@ -26,7 +27,8 @@ from a2a.client import A2AClientTimeoutError, Client, ClientCallContext, ClientC
 from a2a.helpers import get_data_parts, get_text_parts
 from a2a.server.agent_execution import AgentExecutor
 from a2a.server.request_handlers import DefaultRequestHandler
-from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.request_handlers.response_helpers import agent_card_to_dict
+from a2a.server.routes import create_jsonrpc_routes
 from a2a.server.tasks import InMemoryTaskStore
 from a2a.types import (
     AgentCapabilities,
@@ -49,6 +51,9 @@ from pydantic import BaseModel
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
 from mcu_arms import __version__
 from mcu_arms.contracts.access import BEARER_SCHEME, CALL_TOKEN_ENV, SERVE_TOKEN_ENV
@@ -72,6 +77,8 @@ MAX_REQUEST_BYTES = 16 * 1024 * 1024
 # cannot fill the log.
 REFUSALS_LOGGED = 10
 REFUSAL_LOG_EVERY = 100
+# A port serves another arm's card after this server stops: callers keep the card but revalidate it (a 304 by ETag).
+CARD_CACHE_CONTROL = "no-cache"
 
 
 class AgentError(Exception):
@@ -227,6 +234,32 @@ async def _reply(send: Any, status: int, error: str, headers: Sequence[tuple[byt
     await send({"type": "http.response.body", "body": body})
 
 
+def _asks_for_1_0(version: str | None) -> bool:
+    """Whether an `A2A-Version` header names 1.0 or later (1.x clients send it on every request, 0.3 ones never)."""
+    major, _, _ = (version or "").strip().partition(".")
+    return major.isdigit() and int(major) >= 1
+
+
+def card_route(card: AgentCard) -> Route:
+    """The agent card, negotiated by the caller's protocol version: a caller that sends `A2A-Version: 1.0` gets the
+    strict 1.0 card (the protocol's own fields, nothing else: a 1.0 schema accepts it); any other caller gets the same
+    card with the 0.3 fields beside them (`url`, `protocolVersion`, ...), without which 0.3 clients refuse it. Both
+    with an ETag (a matching If-None-Match is a 304) and Cache-Control."""
+    bodies = {strict: json.dumps(shown, sort_keys=True).encode()
+              for strict, shown in ((True, json_format.MessageToDict(card)), (False, agent_card_to_dict(card)))}  # fmt: skip
+    etags = {strict: f'"{hashlib.sha256(body).hexdigest()[:32]}"' for strict, body in bodies.items()}
+
+    async def serve_card(request: Request) -> Response:
+        strict = _asks_for_1_0(request.headers.get("a2a-version"))
+        headers = {"ETag": etags[strict], "Cache-Control": CARD_CACHE_CONTROL, "Vary": "A2A-Version"}
+        asked = {tag.strip() for tag in request.headers.get("if-none-match", "").split(",")}
+        if etags[strict] in asked or "*" in asked:
+            return Response(status_code=304, headers=headers)
+        return Response(bodies[strict], media_type=JSONResponse.media_type, headers=headers)
+
+    return Route(AGENT_CARD_PATH, serve_card, methods=["GET"])
+
+
 def build_app(
     card: AgentCard, executor: AgentExecutor, *, token: str | None = None, max_request_bytes: int = MAX_REQUEST_BYTES
 ) -> Starlette:
@@ -234,7 +267,7 @@ def build_app(
 
     With a `token`, every call but the card needs it as a bearer token; every request body is capped."""
     handler = DefaultRequestHandler(agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=card)
-    routes = create_agent_card_routes(card) + create_jsonrpc_routes(handler, rpc_url="/", enable_v0_3_compat=True)
+    routes = [card_route(card), *create_jsonrpc_routes(handler, rpc_url="/", enable_v0_3_compat=True)]
     guard = Middleware(_Guard, token=token, max_request_bytes=max_request_bytes)
     return Starlette(routes=routes, middleware=[guard])
 

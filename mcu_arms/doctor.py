@@ -9,6 +9,7 @@ The MineStudio, mineflayer and STEVE-1 rows are the backends' own preflights (`h
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import shutil
@@ -27,6 +28,7 @@ from mcu_arms.containment import containment_support
 from mcu_arms.contracts.catalog import CODEX_AGENTS
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.preflight import CheckStatus, HostCheck
+from mcu_arms.contracts.redaction import scrub
 from mcu_arms.contracts.settings import ArmPlan, PurpleOptions
 from mcu_arms.isolation.codex_home import default_auth, default_root, temporary_dir_reason
 from mcu_arms.isolation.host import GB, MINESTUDIO_INSTANCE_BYTES, network_filesystem_reason, shared_filesystem
@@ -160,6 +162,63 @@ def codex_checks(env: Mapping[str, str], specs: list[ArmSpec]) -> list[Check]:
     return checks
 
 
+MODEL_ENDPOINT_TIMEOUT_S = 3.0
+
+
+def model_endpoints(spec: ArmSpec) -> list[tuple[str, str]]:
+    """(what, URL to ask) for every model endpoint an arm names: its planner, its policy (a decision service's
+    model listing, a chat model's `/models`), its codex provider. The user's own codex provider (none named) is
+    codex's to reach."""
+    found = []
+    if spec.planner is not None and spec.planner.base_url:
+        found.append(("planner", spec.planner.base_url.rstrip("/") + "/models"))
+    if spec.policy is not None and spec.policy.base_url:
+        root = spec.policy.base_url.rstrip("/")
+        found.append(("policy", root + ("/v1/models" if spec.policy.backend == "decision_service" else "/models")))
+    if spec.agent in CODEX_AGENTS and spec.codex.provider_base_url:
+        found.append(("codex provider", spec.codex.provider_base_url.rstrip("/") + "/models"))
+    return found
+
+
+@functools.lru_cache(maxsize=None)
+def _answers(url: str) -> str | None:
+    """None when something answers HTTP at `url` (any status: a 401 still says the server is there), else why not.
+    Asked once per command: `plan` reads both the failed checks and the warnings of one doctor run."""
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    parts = urllib.parse.urlsplit(url)
+    bare = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()  # credentials are not needed to knock
+    direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # the agent reaches it directly too
+    try:
+        with direct.open(bare, timeout=MODEL_ENDPOINT_TIMEOUT_S):
+            return None
+    except urllib.error.HTTPError:
+        return None
+    except Exception as error:  # refused, unresolvable, timed out, not a URL at all: each is "does not answer"
+        cause = getattr(error, "reason", error)
+        return f"{type(cause).__name__}: {cause}" if not isinstance(cause, str) else cause
+
+
+def model_endpoint_checks(specs: list[ArmSpec]) -> list[Check]:
+    """Each model endpoint the arms name, asked once: a planned arm whose planner does not answer would only say so
+    at its first decision, after three processes started. A warning, not a refusal: the service may be started
+    between the plan and the run (or on the Slurm node)."""
+    needed: dict[tuple[str, str], list[str]] = {}
+    for spec in specs:
+        for what, url in model_endpoints(spec):
+            needed.setdefault((what, url), []).append(spec.name)
+    checks = []
+    for (what, url), names in needed.items():
+        problem = _answers(url)
+        shown = scrub(url)
+        detail = f"{shown} answers" if problem is None else f"{shown} does not answer ({scrub(problem)}): start it or fix the URL"
+        checks.append(Check(name=f"{what} endpoint", status="ok" if problem is None else "warn", detail=detail,
+                            needed_by=names))  # fmt: skip
+    return checks
+
+
 def cuda_check(env: Mapping[str, str], specs: list[ArmSpec]) -> Check:
     names = [spec.name for spec in specs]
     devices = [spec.cuda_device for spec in specs if spec.cuda_device is not None]
@@ -236,6 +295,7 @@ def run_doctor(specs: list[ArmSpec], env: Mapping[str, str]) -> DoctorReport:
     codex_specs = [s for s in specs if s.agent in CODEX_AGENTS]
     if codex_specs:
         checks += codex_checks(env, codex_specs)
+    checks += model_endpoint_checks(specs)
     steve1_specs = [s for s in specs if s.agent == "steve1"]
     if steve1_specs:
         checks += steve1_checks(env, steve1_specs)
@@ -317,18 +377,23 @@ def slurm_preflight(
     return _failed_by_arm(list(partitions), slurm_checks(env, output_dir, partitions, codex_roots))
 
 
-def _failed_by_arm(names: list[str], checks: list[Check]) -> dict[str, list[str]]:
-    blocked: dict[str, list[str]] = {name: [] for name in names}
+def _failed_by_arm(names: list[str], checks: list[Check], status: Status = "fail") -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {name: [] for name in names}
     for check in checks:
-        if check.status == "fail":
+        if check.status == status:
             for name in check.needed_by:
-                blocked[name].append(f"{check.name}: {check.detail}")
-    return blocked
+                found[name].append(f"{check.name}: {check.detail}")
+    return found
 
 
 def preflight(specs: list[ArmSpec], env: Mapping[str, str]) -> dict[str, list[str]]:
     """What stops each arm from running on this host: every failed doctor check, with its fix (empty: nothing)."""
     return _failed_by_arm([spec.name for spec in specs], run_doctor(specs, env).checks)
+
+
+def endpoint_warnings(specs: list[ArmSpec]) -> dict[str, list[str]]:
+    """The model endpoints of each arm that do not answer now, for the plan's warnings."""
+    return _failed_by_arm([spec.name for spec in specs], model_endpoint_checks(specs), status="warn")
 
 
 def plan_preflight(plan: ArmPlan, env: Mapping[str, str]) -> list[str]:

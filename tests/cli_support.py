@@ -41,3 +41,9 @@ def invoke(cwd: Path, env: dict[str, str], *args: str) -> Outcome:
     environment, out, err = make_environment(cwd, env)
     result = CliRunner().invoke(app, list(args), obj=environment, catch_exceptions=False)
     return Outcome(result.exit_code, out.getvalue() + result.stdout, err.getvalue())
+
+
+def summary_rows(text: str) -> dict[str, tuple[str, str]]:
+    """`plan --dry-run` / `run --dry-run` summary as printed to a pipe: arm label -> (will, why)."""
+    rows = [[cell.strip() for cell in line.split("│")[1:-1]] for line in text.splitlines() if line.startswith("│")]
+    return {row[0]: (row[7], row[8]) for row in rows if len(row) == 9}

@@ -103,7 +103,14 @@ class MinecraftServer:
         self._ready.set()
 
     def __enter__(self) -> MinecraftServer:
-        if not self._ready.wait(READY_DEADLINE_S) or not self.ready:
+        """Wait until the server is up; whatever ends the wait early (Ctrl-C included) stops it first, since a
+        `with` whose __enter__ raises never calls __exit__."""
+        try:
+            came_up = self._ready.wait(READY_DEADLINE_S) and bool(self.ready)
+        except BaseException:
+            self.stop()
+            raise
+        if not came_up:
             self.stop()
             raise AssertionError(f"the test server did not come up:\n{self.log_path.read_text()[-3000:]}")
         return self

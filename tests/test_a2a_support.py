@@ -223,3 +223,31 @@ def test_malformed_answers_are_transport_errors(body, status):
 
         with pytest.raises(AgentTransportError):
             asyncio.run(scenario())
+
+
+def test_the_card_is_negotiated_by_protocol_version_and_cached_by_etag():
+    """A 1.0 caller (A2A-Version: 1.0, as every a2a-sdk 1.x client sends) gets the strict 1.0 card: parsed against the
+    protocol's own 1.0 definition (a2a.proto's AgentCard) with unknown fields refused, it passes, where today's
+    compatible card fails on its 0.3 fields. A 0.3 caller (no header) still gets those fields. Both carry an ETag and
+    Cache-Control, and a matching If-None-Match is a 304 with no body."""
+    import httpx
+    from a2a.types import AgentCard
+    from google.protobuf import json_format
+
+    with running_app(echo_app()) as url:
+        with httpx.Client(trust_env=False, timeout=5) as http:
+            strict = http.get(url + "/.well-known/agent-card.json", headers={"A2A-Version": "1.0"})
+            compatible = http.get(url + "/.well-known/agent-card.json")
+            again = http.get(url + "/.well-known/agent-card.json", headers={"If-None-Match": strict.headers["etag"],
+                                                                              "A2A-Version": "1.0"})  # fmt: skip
+            stale = http.get(url + "/.well-known/agent-card.json", headers={"If-None-Match": '"other"'})
+    json_format.ParseDict(strict.json(), AgentCard(), ignore_unknown_fields=False)
+    with pytest.raises(json_format.ParseError):
+        json_format.ParseDict(compatible.json(), AgentCard(), ignore_unknown_fields=False)
+    assert "url" not in strict.json() and compatible.json()["protocolVersion"].startswith("0.3")
+    assert strict.json()["supportedInterfaces"][0]["protocolVersion"] == "1.0"
+    for response in (strict, compatible):
+        assert response.headers["cache-control"] == "no-cache" and response.headers["etag"].startswith('"')
+    assert strict.headers["etag"] != compatible.headers["etag"]
+    assert again.status_code == 304 and again.content == b"" and again.headers["etag"] == strict.headers["etag"]
+    assert stale.status_code == 200 and stale.json() == compatible.json()

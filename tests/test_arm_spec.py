@@ -69,9 +69,18 @@ def test_bad_port_values():
     assert "'9101' is not a port" in message
 
 
-def test_missing_ports_table_is_required():
-    message = error_for('agent = "noop"\ntask = "crafting"\nsimulator = "embedded"\n')
-    assert "'ports'" in message and "is required" in message
+def test_an_arm_without_ports_gets_auto_ports():
+    spec = parse_arm('agent = "noop"\ntask = "crafting"\nsimulator = "embedded"\n', Path("arms/arm.toml"))
+    assert (spec.ports.green, spec.ports.purple, spec.ports.host) == ("auto", "auto", "127.0.0.1")
+
+
+def test_an_unknown_key_or_value_says_what_was_probably_meant():
+    message = error_for(VALID.replace('simulator = "embedded"', 'simulator = "embedded"\nstepz = 3'))
+    assert "'stepz'" in message and "did you mean 'steps'?" in message
+    message = error_for(VALID.replace('agent = "noop"', 'agent = "scriptd"'))
+    assert "did you mean 'scripted'?" in message
+    message = error_for(VALID.replace("[ports]", "[ports]\nhots = \"::1\""))
+    assert "'ports.hots'" in message and "did you mean 'host'?" in message
 
 
 def test_session_turns_zero_is_refused_with_the_reason():

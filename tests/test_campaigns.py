@@ -14,7 +14,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from cli_support import invoke
+from cli_support import invoke, summary_rows
 from run_helpers import cli_env, wait_for, write_arm
 
 from mcu_arms.arms.campaign import load_campaign
@@ -161,7 +161,7 @@ def test_a_campaign_runs_two_at_a_time_retries_an_infrastructure_failure_and_rer
         [sys.executable, "-m", "mcu_arms", "run", "--dry-run", "campaigns/agents.toml"], cwd=project,
         env=cli_env(state), capture_output=True, text=True, timeout=300,
     )  # fmt: skip
-    assert dry.stdout.count("would skip") == 6, dry.stdout
+    assert [will for will, _ in summary_rows(dry.stdout).values()] == ["skip"] * 6, dry.stdout
 
     compared = subprocess.run(
         [sys.executable, "-m", "mcu_arms", "compare", "campaigns/agents.toml", "--plot", "plots/agents.png",

@@ -86,3 +86,6 @@ def test_completion_installs_into_home_for_bash_and_completes_commands_flags_and
     assert completions("mcu-arms", "pl") == ["plan"]
     assert "--rerun" in completions("mcu-arms", "run", "--re")
     assert completions("mcu-arms", "run", "--arm", "demo_") == ["demo_pair"]
+    (project / "output" / "demo_ran" / "episode_001").mkdir(parents=True)
+    assert completions("mcu-arms", "compare", "demo_") == ["demo_pair", "demo_ran"], "positional arms complete too"
+    assert completions("mcu-arms", "view", "demo_r") == ["demo_ran"]

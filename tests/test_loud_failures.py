@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from cli_support import summary_rows
 from run_helpers import cli_env, report, run_cli, wait_for, write_arm
 
 from mcu_arms.arms.plan import plan_arms
@@ -89,6 +90,11 @@ def test_a_codex_arm_whose_every_turn_fails_is_failed_loudly_and_compare_says_no
     assert data["infrastructure"]["failed_turn"] >= 20
     assert data["agent"]["failed_turns"] >= 20 and data["agent"]["kind"] == "worldmodel"
     assert "ALERT" in done.stdout and "infrastructure" in done.stdout
+    said = 'the agent said: {}x "codex failed: stream error: unexpected status 500 Internal Server Error"'
+    assert said.format(data["agent"]["failed_turns"]) in done.stdout, "the model's own reason in the final table"
+    status = subprocess.run([sys.executable, "-m", "mcu_arms", "status", "--json"], cwd=project, env=env,
+                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert said.format(data["agent"]["failed_turns"]) in json.loads(status.stdout)["arms"][0]["failure"]
     compared = subprocess.run(
         [sys.executable, "-m", "mcu_arms", "compare", "allfail", "--json"], cwd=project, env=env,
         capture_output=True, text=True, timeout=120,
@@ -100,7 +106,7 @@ def test_a_codex_arm_whose_every_turn_fails_is_failed_loudly_and_compare_says_no
         [sys.executable, "-m", "mcu_arms", "run", "--dry-run", "--arm", "allfail"], cwd=project, env=env,
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
-    assert "allfail: would retry" in again.stdout, again.stdout
+    assert summary_rows(again.stdout)["allfail"][0] == "retry", again.stdout
 
 
 def _stand_ins(plan, **argvs: list[str]):
@@ -143,7 +149,8 @@ def test_an_init_refused_fails_the_arm_and_the_rerun_retries_it(tmp_path: Path) 
     assert "init failed (refused: refusing on purpose)" in data["failure"]["reason"]
     assert data["failure"]["reason"].startswith("infrastructure:")
     again = run_cli(project, tmp_path / "state", "run", "--dry-run", "--arm", "refused")
-    assert "refused: would retry" in again.stdout and "ended failed" in again.stdout
+    will, why = summary_rows(again.stdout)["refused"]
+    assert will == "retry" and "ended failed" in why, again.stdout
 
 
 @pytest.mark.slow

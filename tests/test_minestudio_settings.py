@@ -79,7 +79,7 @@ def test_tasks_shows_the_reason_each_entry_never_pays(project: Path, env: dict[s
 
 def test_plan_warns_about_each_dead_entry_with_the_reason(project: Path, env: dict[str, str]) -> None:
     _arm(project, "explore")
-    warnings = _plans(project, env, "explore")["explore"]["warnings"]
+    warnings = _plans(project, env, "explore")["explore"]["notes"]
     boat = [w for w in warnings if w.startswith("explore_boat: ")]
     assert len(boat) == 2 and all("never reachable on the minestudio simulator" in w for w in boat)
     assert any("craft_boat never pays: craft_item 'boat'" in w for w in boat)

@@ -141,7 +141,7 @@ def test_piped_plan_doctor_and_hints_keep_every_line_whole(tmp_path: Path) -> No
     hint = "check it with: mcu-arms plan --dry-run arms/an_arm_whose_name_alone_takes_forty_chars.toml"
     assert made.out.splitlines() == [f"wrote arms/an_arm_whose_name_alone_takes_forty_chars.toml; {hint}"]
 
-    planned = invoke(tmp_path, env, "plan", "--dry-run")
+    planned = invoke(tmp_path, env, "plan", "--dry-run", "--verbose")
     assert planned.exit_code == 0, planned.err
     purple = next(line for line in planned.out.splitlines() if "serve purple" in line)
     as_json = invoke(tmp_path, env, "plan", "--dry-run", "--json")

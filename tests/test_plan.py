@@ -39,7 +39,7 @@ def plan_json(project: Path, env: dict[str, str], *args: str) -> dict:
 
 
 def test_seed_arms_dry_run_prints_three_plans(env):
-    outcome = invoke(REPO, env, "plan", "--dry-run", "arms/dm_pl.toml", "arms/dm_wm.toml", "arms/dm_wmc.toml")
+    outcome = invoke(REPO, env, "plan", "--dry-run", "--verbose", "arms/dm_pl.toml", "arms/dm_wm.toml", "arms/dm_wmc.toml")
     assert outcome.exit_code == 0, outcome.err
     for arm in ("dm_pl", "dm_wm", "dm_wmc"):
         assert f"arm {arm}" in outcome.out
@@ -55,8 +55,15 @@ def test_plan_with_no_arm_named_plans_every_arm_in_arms_and_run_refuses(env):
     assert outcome.exit_code == 0, outcome.err
     arms = sorted(path.stem for path in (REPO / "arms").glob("*.toml"))
     assert len(arms) >= 5
+    rows = [[cell.strip() for cell in line.split("│")[1:-1]] for line in outcome.out.splitlines() if line.startswith("│")]
+    assert [row[0] for row in rows] == arms, "summary first: one line per arm"
+    assert {row[7] for row in rows} <= {"ready", "cannot run here"}, rows
+    assert "arm demo (" not in outcome.out and "--verbose" in outcome.out, "each plan whole only when asked"
+    assert len(outcome.out.splitlines()) < 40
+    verbose = invoke(REPO, env, "plan", "--dry-run", "--verbose").out
+    assert verbose.index("│ demo ") < verbose.index("arm demo (")
     for arm in arms:
-        assert f"arm {arm} (" in outcome.out
+        assert f"arm {arm} (" in verbose
     planned = plan_json(REPO, env, "--dry-run")["plans"]
     assert [plan["arm"] for plan in planned] == arms
 
@@ -116,7 +123,7 @@ def test_overrides_are_applied_and_marked(project, env):
     assert plan["settings"]["steps"] == 50 and plan["settings"]["step_timeout"] == 9
     assert plan["green_port"] == 9301
     assert plan["overrides"] == {"steps": 50, "step_timeout": 9.0, "green_port": 9301}
-    text = invoke(project, env, "plan", "--dry-run", "--arm", "a", "--steps", "50").out
+    text = invoke(project, env, "plan", "--dry-run", "--verbose", "--arm", "a", "--steps", "50").out
     assert "50 (override)" in text
 
 
@@ -272,7 +279,8 @@ def test_embedded_warns_about_skipped_tasks_and_unreachable_milestones(project, 
     write_arm(project, "dia", EMBEDDED_ARM.format(green=9301, purple=9302))
     plans = {p["arm"]: p for p in plan_json(project, env, "--dry-run", "--arm", "craft", "--arm", "dia")["plans"]}
     assert any("will be skipped" in w and "craft_ladder" in w for w in plans["craft"]["warnings"])
-    assert any("iron_ingot has no Crafter analogue" in w for w in plans["dia"]["warnings"])
+    assert any("iron_ingot has no Crafter analogue" in note for note in plans["dia"]["notes"])
+    assert not any("iron_ingot" in warning for warning in plans["dia"]["warnings"]), "a fixed fact is no warning"
 
 
 def test_an_override_that_breaks_a_rule_names_the_flag(project, env):
@@ -419,3 +427,25 @@ def test_the_shells_auto_eval_dir_never_picks_an_arms_rubric(project, env, tmp_p
     assert green["env"] == {"MCU_AUTO_EVAL_DIR": ""}
     assert any("MCU_AUTO_EVAL_DIR is set here" in warning for warning in plan["warnings"])
     assert any("decodes with Pillow and will see red and blue swapped" in w for w in plan["warnings"])
+
+
+def test_plan_summary_on_a_narrow_terminal_is_a_whole_line_per_arm(env):
+    """At 80 columns the summary table would cut arm names: each arm becomes a plain line instead (wrapped, never
+    cut)."""
+    from rich.console import Console
+
+    from mcu_arms.arms.plan import plan_specs, resolve_sources
+    from mcu_arms.arms.campaign import select_arms
+    from mcu_arms.cli.plan import plan_summary
+    from mcu_arms.contracts.settings import Overrides
+    from cli_support import make_environment
+
+    environment, _, _ = make_environment(REPO, env)
+    selection = select_arms(resolve_sources([], ["demo", "demo_random"], environment), Overrides(), environment.arms_dir)
+    plans = plan_specs(selection.specs, Overrides(), environment)
+    narrow = Console(width=80, record=True, color_system=None)
+    narrow.print(plan_summary(plans, environment.__class__(**{**environment.__dict__, "console": narrow})))
+    text = narrow.export_text()
+    assert text.startswith("demo: ready (scripted on embedded, mine_diamond_from_scratch, 3000 steps, seed")
+    assert "\ndemo_random: ready (random on embedded" in text
+    assert all(plan.fingerprint in text.replace("\n", "") for plan in plans), "nothing cut"

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from cli_support import summary_rows
 
 REPO = Path(__file__).resolve().parents[1]
 BASH_BLOCK = re.compile(r"^```bash\n(.*?)^```", re.MULTILINE | re.DOTALL)
@@ -169,8 +170,11 @@ def check_campaign_dry_run(line: str, clone: Path, env: dict[str, str]) -> None:
     before = _episodes(clone)
     done = shell(line, clone, env, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
-    verdicts = [f"{arm} s{seed}: would run" for arm in CAMPAIGN_ARMS for seed in (0, 1, 2)]
-    assert all(verdict in done.stdout for verdict in verdicts), done.stdout[-2000:]
+    rows = summary_rows(done.stdout)
+    assert {label: will for label, (will, _) in rows.items()} == {
+        f"{arm} s{seed}": "run" for arm in CAMPAIGN_ARMS for seed in (0, 1, 2)
+    }, done.stdout[-2000:]
+    assert done.stdout.index("run --dry-run") < 200, "the summary comes first"
     assert _episodes(clone) == before
 
 

@@ -44,6 +44,20 @@ def test_secret_names_are_recognised_without_catching_path_or_pwd():
         assert not is_secret_name(name), name
 
 
+def test_limits_counts_and_sizes_are_never_masked_whatever_their_name_says():
+    """The compaction limit is the number the seed's users grep for in purple.log: a name holding TOKEN must not
+    hide it. A quantity-sounding name does not let a secret-shaped or non-numeric value through."""
+    line = "codex exec -c model_auto_compact_token_limit=516000 -c api_key=hunter2-value"
+    assert scrub(line) == line.replace("hunter2-value", redact("API_KEY", "hunter2-value"))
+    assert redact("MODEL_AUTO_COMPACT_TOKEN_LIMIT", "516000") == "516000"
+    assert redact("AUTH_RETRY_COUNT", "3") == "3"
+    assert redact("SECRET_SIZE", "1.5e3") == "1.5e3"
+    assert redact("TOKEN_LIMIT", "not-a-number").startswith("***")
+    assert redact("TOKEN_LIMIT", "sk-canary8abcdefghijklmnopqrstuv").startswith("***")
+    assert redact("DB_PASSWORD", "123456").startswith("***")
+    assert secret_values({"MODEL_AUTO_COMPACT_TOKEN_LIMIT": "516000", "GH_TOKEN": "42424242"}) == ["42424242"]
+
+
 def test_values_are_scrubbed_by_shape_and_masks_are_stable_and_idempotent():
     for name, value in CANARIES.items():
         shown = redact(name, value)
@@ -55,6 +69,7 @@ def test_values_are_scrubbed_by_shape_and_masks_are_stable_and_idempotent():
     assert redact_env({"LEVEL": "3"}) == {"LEVEL": "3"}
     assert redact("A_KEY", "one") != redact("A_KEY", "two")
     secrets = secret_values(CANARIES, ["a-run-token-value"])
+    assert "516000" not in secrets and "sk-canary8abcdefghijklmnopqrstuv" in secrets
     leaked = "; ".join([*CANARIES.values(), "a-run-token-value"])
     assert not any(part in mask_known(leaked, secrets) for part in [*SECRET_PARTS[:9], "a-run-token-value"])
 

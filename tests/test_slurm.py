@@ -133,7 +133,7 @@ def test_a_campaigns_slurm_table_fills_what_each_arm_leaves_unset(tmp_path: Path
 
 def test_plan_shows_the_slurm_options_and_refuses_what_cannot_run_there(tmp_path: Path, env: dict) -> None:
     project = _project(tmp_path)
-    shown = invoke(project, env, "plan", "--dry-run", "--executor", "slurm", "campaigns/site.toml")
+    shown = invoke(project, env, "plan", "--dry-run", "--verbose", "--executor", "slurm", "campaigns/site.toml")
     assert shown.exit_code == 0, shown.out + shown.err
     assert "slurm: time 01:00:00, partition cpu, stop 60 s before the limit, sbatch --qos=long" in shown.out
     assert "green, purple picked on the node when the episode starts" in shown.out

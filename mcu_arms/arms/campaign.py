@@ -31,7 +31,7 @@ from pydantic import BaseModel, ValidationError
 
 from mcu_arms.arms.plan import apply_overrides, resolve_settings
 from mcu_arms.arms.spec import ARM_NAME_PATTERN, ArmSpec, SlurmSpec, arm_path, describe_error, load_arm
-from mcu_arms.contracts.errors import UserError, parse_toml, toml_line, user_error
+from mcu_arms.contracts.errors import UserError, did_you_mean, parse_toml, toml_line, user_error
 from mcu_arms.contracts.settings import Overrides, differing_settings
 
 CAMPAIGN_KEYS = ("name", "description", "seeds", "replicates", "max_parallel", "retries", "slurm", "baseline",
@@ -123,7 +123,7 @@ def load_campaign(path: Path, arms_dir: Path) -> Campaign:
     data = parse_toml(text, path)
     for key in data:
         if key not in CAMPAIGN_KEYS:
-            raise _fail("unknown key", path, text, key, allowed=", ".join(CAMPAIGN_KEYS))
+            raise _fail(f"unknown key{did_you_mean(key, CAMPAIGN_KEYS)}", path, text, key, allowed=", ".join(CAMPAIGN_KEYS))
     name = data.get("name", path.stem)
     if not isinstance(name, str) or not re.fullmatch(ARM_NAME_PATTERN, name):
         raise _fail("not a valid campaign name", path, text, "name", allowed="letters, digits, '_' and '-'")

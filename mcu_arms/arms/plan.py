@@ -13,6 +13,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from mcu_arms.arms.spec import (
+    AUTO_PORT,
     SESSION_TURNS_WARN_ABOVE,
     ArmSpec,
     arm_files,
@@ -155,13 +156,14 @@ def resolve_settings(spec: ArmSpec, warnings: list[str]) -> tuple[Settings, Comp
     return settings, compaction
 
 
-def check_tasks(spec: ArmSpec, source: Path, warnings: list[str]) -> list[TaskSpec]:
+def check_tasks(spec: ArmSpec, source: Path, warnings: list[str], notes: list[str]) -> list[TaskSpec]:
     """The tasks the arm will run: they exist, and the simulator can score them — found now, not after three
     processes started.
 
-    On the embedded simulator a whole category may be partly runnable (the rest is skipped, and said so). An entry the
+    On the embedded simulator a whole category may be partly runnable (the rest is skipped: a warning). An entry the
     simulator can never observe (no Crafter analogue; no Minecraft 1.16 statistic on MineStudio) still counts in the
-    total but can never be reached: said so, with the reason.
+    total but can never be reached: a note with the reason — a fixed fact of the simulator, not an alert that would
+    wear down attention for real ones at every run.
     """
     try:
         tasks = select_tasks(spec.task, spec.tasks)
@@ -184,8 +186,8 @@ def check_tasks(spec: ArmSpec, source: Path, warnings: list[str]) -> list[TaskSp
         )
     for task in runnable:
         for line in support[task.name].unavailable_text():
-            warnings.append(f"{task.name}: {line}: counted in the total, never reachable on the {spec.simulator} simulator")
-        warnings += [f"{task.name}: {note}" for note in support[task.name].notes]
+            notes.append(f"{task.name}: {line}: counted in the total, never reachable on the {spec.simulator} simulator")
+        notes += [f"{task.name}: {note}" for note in support[task.name].notes]
     return runnable
 
 
@@ -258,7 +260,8 @@ def build_plan(
     """One episode of an arm. `home_name` is its CODEX_HOME's name under the codex root (the arm's own name unless
     its replicates need one home each)."""
     warnings: list[str] = []
-    tasks = check_tasks(spec, source, warnings)
+    notes: list[str] = []
+    tasks = check_tasks(spec, source, warnings, notes)
     settings, compaction = resolve_settings(spec, warnings)
     host = spec.ports.host
     run_dir = RunDir(env.output_dir / spec.name / episode_name(episode))
@@ -327,6 +330,7 @@ def build_plan(
         thresholds=spec.thresholds,
         processes=processes,
         warnings=warnings,
+        notes=notes,
     )
 
 
@@ -499,7 +503,7 @@ def plan_specs(
             ports: dict[str, int] = {}
             for role in ("green", "purple"):
                 declared = getattr(spec.ports, role)
-                if declared == "auto":
+                if declared == AUTO_PORT:
                     ports[role] = pick_free_port(spec.ports.host, avoid=fixed | set(used))
                     auto.append(role)
                 else:

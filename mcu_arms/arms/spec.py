@@ -27,7 +27,7 @@ from mcu_arms.contracts.catalog import (
     STATE_AGENTS,
     ResetMode,
 )
-from mcu_arms.contracts.errors import Problem, UserError, parse_toml, user_error
+from mcu_arms.contracts.errors import Problem, UserError, did_you_mean, parse_toml, user_error
 from mcu_arms.contracts.game_state import DEFAULT_OBSERVE, OBSERVE_MODES, STATE_SIMULATORS, wants_frame, wants_state
 from mcu_arms.contracts.mineflayer import MineflayerServer
 from mcu_arms.contracts.planned import (
@@ -79,16 +79,21 @@ class SettingConflict(ValueError):
         self.key = key
 
 
+AUTO_PORT = "auto"
+
+
 class PortsSpec(_Strict):
-    green: int | str
-    purple: int | str
+    """Both ports default to "auto" (free ones picked at plan time), so an arm without [ports] runs beside others."""
+
+    green: int | str = AUTO_PORT
+    purple: int | str = AUTO_PORT
     host: str = "127.0.0.1"
     expose: bool = False  # a host beyond loopback opens the arm to the network: it must be asked for
 
     @field_validator("green", "purple", mode="before")
     @classmethod
     def _port_range(cls, value: Any) -> int | str:
-        if value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and 1024 <= value <= 65535):
+        if value == AUTO_PORT or (isinstance(value, int) and not isinstance(value, bool) and 1024 <= value <= 65535):
             return value
         raise ValueError(f"{value!r} is not a port between 1024 and 65535, nor \"auto\"")
 
@@ -199,7 +204,7 @@ class ArmSpec(_Strict):
     compact: bool = False
     compact_limit: int | None = Field(default=None, gt=0)
     context_window: int = Field(default=DEFAULT_CONTEXT_WINDOW, gt=0)
-    ports: PortsSpec
+    ports: PortsSpec = Field(default_factory=PortsSpec)
     codex: CodexSpec = Field(default_factory=CodexSpec)
     env: dict[str, str] = Field(default_factory=dict)
     cuda_device: str | None = None
@@ -450,26 +455,26 @@ def describe_error(error: dict[str, Any]) -> Problem:
         return Problem(conflict.key, str(conflict))  # the message names the combination that is allowed
     if kind == "extra_forbidden":
         table = ".".join(loc[:-1])
-        known = ArmSpec.model_fields if not table else None
-        allowed_keys = ", ".join(known) if known else _table_keys(table)
-        return Problem(key, f"unknown key (known keys here: {allowed_keys})", kind=kind)
+        known = list(ArmSpec.model_fields) if not table else _table_keys(table)
+        return Problem(key, f"unknown key{did_you_mean(loc[-1], known)} (known keys here: {', '.join(known)})", kind=kind)
     if kind == "missing":
         return Problem(key, "is required", kind=kind)
     if kind == "literal_error":
-        return Problem(key, f"{error['input']!r} is not allowed", allowed_for(key), kind)
+        allowed = allowed_for(key)
+        hint = did_you_mean(error["input"], (allowed or "").split(", "))
+        return Problem(key, f"{error['input']!r} is not allowed{hint}", allowed, kind)
     message = str(error["msg"]).removeprefix("Value error, ")
     return Problem(key, message, allowed_for(key), kind)
 
 
-def _table_keys(table: str) -> str:
+def _table_keys(table: str) -> list[str]:
     model: Any = ArmSpec
     for part in table.split("."):
         field = model.model_fields.get(part)
         if field is None:
-            return ""
+            return []
         model = field.annotation
-    fields = getattr(model, "model_fields", {})
-    return ", ".join(fields)
+    return list(getattr(model, "model_fields", {}))
 
 
 def parse_arm(text: str, path: Path) -> ArmSpec:
@@ -510,5 +515,8 @@ def arm_path(arms_dir: Path, name: str, *, key: str = "--arm") -> Path:
         raise UserError(f"'{name}' is not a valid arm name", key=key, allowed=ALLOWED["name"])
     path = arms_dir / f"{name}.toml"
     if not path.exists():
-        raise UserError(f"no arm named '{name}' ({path} does not exist)", key=key, allowed=known_arms_text(arms_dir))
+        hint = did_you_mean(name, (known.stem for known in arm_files(arms_dir)))
+        raise UserError(
+            f"no arm named '{name}'{hint} ({path} does not exist)", key=key, allowed=known_arms_text(arms_dir)
+        )
     return path

@@ -16,7 +16,7 @@ from typing import Any
 import tomlkit
 from tomlkit.exceptions import ParseError
 
-from mcu_arms.arms.spec import ALLOWED, ARM_NAME_PATTERN, arm_path, load_arm, parse_arm
+from mcu_arms.arms.spec import ALLOWED, ARM_NAME_PATTERN, AUTO_PORT, arm_path, load_arm, parse_arm
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.resources import ARM_TEMPLATE
 from mcu_arms.environment import Environment
@@ -108,7 +108,7 @@ def new_arm_file(
         if value is not None:
             values[(None, key)] = value
     for role, port in (("green", green_port), ("purple", purple_port)):
-        values[("ports", role)] = port if port is not None else "auto"
+        values[("ports", role)] = port if port is not None else AUTO_PORT
     text = arm_text(values, only_given=from_arm is not None)
     parse_arm(text, target)  # refuse to write an arm that would not load
     env.arms_dir.mkdir(parents=True, exist_ok=True)

@@ -58,6 +58,21 @@ def environment(ctx: typer.Context) -> Environment:
     return root.obj
 
 
+def arm_file_names(ctx: typer.Context, incomplete: str) -> list[str]:
+    """Shell completion for `--arm`: the arms in the arms dir."""
+    from mcu_arms.arms.spec import arm_files
+
+    return [path.stem for path in arm_files(environment(ctx).arms_dir) if path.stem.startswith(incomplete)]
+
+
+def ran_arm_names(ctx: typer.Context, incomplete: str) -> list[str]:
+    """Shell completion for the arms `compare`, `view` and `report` read: those that have run, and the arm files."""
+    from mcu_arms.layout import known_arms
+
+    ran = [name for name in known_arms(environment(ctx).output_dir) if name.startswith(incomplete)]
+    return sorted({*ran, *arm_file_names(ctx, incomplete)})
+
+
 def reports_user_errors(fn: F) -> F:
     """Turn a UserError into one clear line on stderr and exit code 2, never a traceback."""
 

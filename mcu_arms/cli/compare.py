@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from mcu_arms.cli.common import environment, print_json, reports_user_errors
+from mcu_arms.cli.common import environment, ran_arm_names, print_json, reports_user_errors
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.text import MAX_MESSAGE_CHARS, shown_text
 from mcu_arms.environment import Environment
@@ -107,7 +107,9 @@ def register(app: typer.Typer) -> None:
     @reports_user_errors
     def compare(
         ctx: typer.Context,
-        arms: list[str] = typer.Argument(None, help="Arm files, names or output dirs.", show_default=False),
+        arms: list[str] = typer.Argument(
+            None, help="Arm files, names or output dirs.", show_default=False, autocompletion=ran_arm_names
+        ),
         baseline: Optional[str] = typer.Option(None, "--baseline", help="Arm the deltas are against (default: first)."),
         show_all: bool = typer.Option(False, "--all", help="Show every setting, not only those that differ."),
         run: Optional[int] = typer.Option(None, "--run", help="Compare episode N of each arm."),

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Optional, TypeVar
 import typer
 from pydantic import ValidationError
 
+from mcu_arms.cli.common import ran_arm_names
 from mcu_arms.arms.spec import allowed_for
 from mcu_arms.contracts.errors import UserError, user_error
 from mcu_arms.contracts.settings import OVERRIDDEN_KEYS, Overrides, flag_for
@@ -148,7 +149,10 @@ def with_placement(command: F) -> F:
 # Which runs the results browser shows (`view`, `report --html`): the same choice as `compare` makes.
 ArmsArgument = Annotated[
     Optional[list[str]],
-    typer.Argument(help="Arm files, names or output dirs (default: every arm that has run).", show_default=False),
+    typer.Argument(
+        help="Arm files, names or output dirs (default: every arm that has run).", show_default=False,
+        autocompletion=ran_arm_names,
+    ),
 ]
 RunOption = Annotated[
     Optional[int], typer.Option("--run", help="Show episode N of each arm (default: its latest finished).")

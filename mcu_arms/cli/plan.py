@@ -6,31 +6,31 @@ import sys
 from pathlib import Path
 
 import typer
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
 from mcu_arms.arms.campaign import Selection, select_arms
 from mcu_arms.arms.plan import plan_specs, resolve_sources
-from mcu_arms.arms.spec import arm_files
-from mcu_arms.cli.common import environment, print_json, reports_user_errors
+from mcu_arms.cli.common import arm_file_names, environment, print_json, reports_user_errors
 from mcu_arms.cli.options import with_overrides, with_placement
+from mcu_arms.contracts.catalog import CODEX_AGENTS
 from mcu_arms.contracts.settings import ArmPlan, Overrides
 from mcu_arms.contracts.slurm import Placement
-from mcu_arms.doctor import preflight, slurm_preflight
-from mcu_arms.environment import Environment
+from mcu_arms.doctor import endpoint_warnings, preflight, slurm_preflight
+from mcu_arms.environment import Environment, fits
 from mcu_arms.supervise.reruns import RerunDecision
 
 
-def _arm_names(ctx: typer.Context, incomplete: str) -> list[str]:
-    """Shell completion for --arm: the arms in the arms dir."""
-    return [path.stem for path in arm_files(environment(ctx).arms_dir) if path.stem.startswith(incomplete)]
-
-
 FILES_ARGUMENT = typer.Argument(None, help="Arm files (arms/NAME.toml).")
-ARM_OPTION = typer.Option([], "--arm", help="Arm by name: arms/NAME.toml. Repeatable.", autocompletion=_arm_names)
+ARM_OPTION = typer.Option([], "--arm", help="Arm by name: arms/NAME.toml. Repeatable.", autocompletion=arm_file_names)
 DRY_RUN_OPTION = typer.Option(False, "--dry-run", help="Show the plans and touch nothing.")
+VERBOSE_OPTION = typer.Option(
+    False, "--verbose", "-v", help="After the one-line-per-arm summary, each plan whole: settings, commands, logs."
+)
+# Settings that only a codex-driven agent reads: left out of another agent's plan rather than shown as if they counted.
+CODEX_ONLY_SETTINGS = frozenset({"session_turns", "compact", "compact_limit", "context_window"})
 
 
 def _short(text: str, env: Environment) -> str:
@@ -42,13 +42,17 @@ def render_plan(plan: ArmPlan, env: Environment) -> None:
     settings = Table.grid(padding=(0, 2))
     settings.add_column(style="bold")
     settings.add_column()
+    codex = plan.settings.agent in CODEX_AGENTS
     for key, value in plan.settings.redacted().model_dump().items():
-        if value is None or (key == "env" and not value):
+        if value is None or (key == "env" and not value) or (key in CODEX_ONLY_SETTINGS and not codex):
+            continue
+        if key == "video_model" and not plan.settings.video_eval:
             continue
         shown = ", ".join(f"{k}=***" for k in value) if key == "env" else value
         mark = " [yellow](override)[/]" if key in plan.overrides else ""
         settings.add_row(key, f"{shown}{mark}")
-    settings.add_row("compaction", plan.compaction.explanation)
+    if codex:
+        settings.add_row("compaction", plan.compaction.explanation)
     settings.add_row("fingerprint", plan.fingerprint)
     ports = f"{plan.host}: green {plan.green_port}, purple {plan.purple_port}"
     if plan.ports_auto:
@@ -80,6 +84,8 @@ def render_plan(plan: ArmPlan, env: Environment) -> None:
     parts: list = [settings, "", processes, "", links]
     for warning in plan.warnings:
         parts.append(f"[yellow]warning:[/] {escape(warning)}")
+    for note in plan.notes:
+        parts.append(f"[dim]note:[/] {escape(note)}")
     for problem in plan.blocked:
         parts.append(f"[bold red]cannot run here:[/] {escape(problem)}")
     title = f"arm [bold]{plan.arm}[/] ({plan.source})"
@@ -108,7 +114,57 @@ def planned(
         blocked = slurm_preflight(env.env, env.output_dir, partitions, roots)
     else:
         blocked = preflight([spec for spec, _ in selection.specs], env.env)
-    return [plan.model_copy(update={"blocked": blocked.get(plan.arm, [])}) for plan in plans], selection
+    unanswered = endpoint_warnings([spec for spec, _ in selection.specs])
+    return [
+        plan.model_copy(update={"blocked": blocked.get(plan.arm, []), "warnings": plan.warnings + unanswered[plan.arm]})
+        for plan in plans
+    ], selection
+
+
+CANNOT_RUN_HERE = "cannot run here"
+WILL_STYLES = {"ready": "green", "run": "green", "retry": "yellow", "skip": "dim", CANNOT_RUN_HERE: "bold red"}
+
+
+def _will(plan: ArmPlan, decision: RerunDecision | None) -> tuple[str, str]:
+    """What happens to this episode (ready, or run / skip / retry for `run --dry-run`, or cannot run here) and why."""
+    if plan.blocked:  # each "check: what is wrong and how to fix it"; the summary names the checks
+        checks = ", ".join(problem.split(":", 1)[0] for problem in plan.blocked)
+        return CANNOT_RUN_HERE, f"{checks} (`mcu-arms doctor` or --verbose says how to fix them)"
+    if decision is None:
+        return "ready", ""
+    return decision.action, decision.message or ""
+
+
+SUMMARY_COLUMNS = ("arm", "agent", "simulator", "task", "steps", "seed", "fingerprint", "will", "why")
+
+
+def _summary_values(plan: ArmPlan, decisions: dict[str, RerunDecision] | None) -> tuple[str, ...]:
+    will, why = _will(plan, (decisions or {}).get(plan.label))
+    settings = plan.settings
+    return (plan.label, settings.agent, settings.simulator, settings.task, str(settings.steps), str(settings.seed),
+            plan.fingerprint, will, why)  # fmt: skip
+
+
+def plan_summary(
+    plans: list[ArmPlan], env: Environment, decisions: dict[str, RerunDecision] | None = None
+) -> RenderableType:
+    """One line per episode, what matters first: what it is, what will happen to it, and why. A table when the
+    terminal is wide enough, else a plain line each (`ARM: WILL - why (what it is)`), never a cut name."""
+    table = Table(title="plan" if decisions is None else "run --dry-run", title_justify="left")
+    for column in SUMMARY_COLUMNS[:-1]:
+        table.add_column(column, no_wrap=True)
+    table.add_column(SUMMARY_COLUMNS[-1], overflow="fold")
+    rows = [_summary_values(plan, decisions) for plan in plans]
+    for *values, will, why in rows:
+        table.add_row(*(escape(value) for value in values), f"[{WILL_STYLES[will]}]{will}[/]", escape(why))
+    if fits(env.console, table):
+        return table
+    lines = []
+    for label, agent, simulator, task, steps, seed, fingerprint, will, why in rows:
+        reason = f" - {escape(why)}" if why else ""
+        lines.append(f"[bold]{escape(label)}[/]: [{WILL_STYLES[will]}]{will}[/]{reason} "
+                     f"[dim]({agent} on {simulator}, {escape(task)}, {steps} steps, seed {seed}, {fingerprint})[/]")  # fmt: skip
+    return Group(*lines)
 
 
 def show_plans(
@@ -118,20 +174,25 @@ def show_plans(
     dry_run: bool,
     json_output: bool,
     decisions: dict[str, RerunDecision] | None = None,
+    verbose: bool = False,
 ) -> None:
-    """The plans; for `run --dry-run` also what run would do with each arm (run, skip as finished, retry)."""
+    """A summary line per episode first (for `run --dry-run`: run, skip as finished, retry, or cannot run here), then
+    the warnings; each plan whole only with `verbose`."""
     if json_output:
         shown: dict = {"dry_run": dry_run, "plans": [p.public() for p in plans]}
         if decisions is not None:
             shown["decisions"] = {arm: {"action": d.action, "message": d.message} for arm, d in decisions.items()}
         print_json(env, shown)
         return
+    env.console.print(plan_summary(plans, env, decisions))
     for arm_plan in plans:
-        render_plan(arm_plan, env)
-    for arm, decision in (decisions or {}).items():
-        blocked = next(plan.blocked for plan in plans if plan.label == arm)
-        action = "refuse (this host cannot run it)" if blocked else decision.action
-        env.console.print(f"[bold]{escape(arm)}[/]: would {action}" + (f" — {escape(decision.message)}" if decision.message else ""))
+        for warning in arm_plan.warnings:
+            env.console.print(f"[yellow]warning:[/] {escape(arm_plan.label)}: {escape(warning)}")
+    if verbose:
+        for arm_plan in plans:
+            render_plan(arm_plan, env)
+    else:
+        env.console.print("[dim]each plan whole (settings, commands, logs, notes): --verbose[/]")
     if dry_run:
         env.console.print("[bold]dry run:[/] nothing was created, reserved or started.")
 
@@ -148,6 +209,7 @@ def register(app: typer.Typer) -> None:
         files: list[Path] = FILES_ARGUMENT,
         arm: list[str] = ARM_OPTION,
         dry_run: bool = DRY_RUN_OPTION,
+        verbose: bool = VERBOSE_OPTION,
         json_output: bool = typer.Option(False, "--json", help="Print the plans as JSON."),
     ) -> None:
         """Resolve arms into plans: commands, environment, ports, paths, fingerprint and warnings.
@@ -161,7 +223,7 @@ def register(app: typer.Typer) -> None:
             from mcu_arms.arms.prepare import prepare_hosts
 
             plans = prepare_hosts(plans, env)
-        show_plans(plans, env, dry_run=dry_run or on_nodes, json_output=json_output)
+        show_plans(plans, env, dry_run=dry_run or on_nodes, json_output=json_output, verbose=verbose)
         if not dry_run and not json_output and on_nodes:
             env.console.print(
                 f"planned {len(plans)} arm(s) for Slurm: ports and codex homes are made on each episode's node when it "

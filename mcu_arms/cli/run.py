@@ -14,7 +14,9 @@ from rich.text import Text
 
 from mcu_arms.cli.common import environment, print_json, reports_user_errors
 from mcu_arms.cli.options import with_overrides, with_placement
-from mcu_arms.cli.plan import ARM_OPTION, DRY_RUN_OPTION, FILES_ARGUMENT, planned, show_plans
+from mcu_arms.cli.plan import ARM_OPTION, DRY_RUN_OPTION, FILES_ARGUMENT, VERBOSE_OPTION, planned, show_plans
+from mcu_arms.contracts.agent_report import in_its_words
+from mcu_arms.contracts.annotations import checked_note, parse_tags
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.settings import Overrides
 from mcu_arms.contracts.slurm import Placement
@@ -46,6 +48,7 @@ def register(app: typer.Typer) -> None:
         files: list[Path] = FILES_ARGUMENT,
         arm: list[str] = ARM_OPTION,
         dry_run: bool = DRY_RUN_OPTION,
+        verbose: bool = VERBOSE_OPTION,
         fail_fast: bool = typer.Option(False, "--fail-fast", help="Stop every arm as soon as one fails."),
         ready_timeout: float = typer.Option(
             120.0, "--ready-timeout", min=1.0, help="Seconds green and purple get to become ready."
@@ -63,19 +66,25 @@ def register(app: typer.Typer) -> None:
         detach: bool = typer.Option(
             False, "--detach", help="Slurm: submit the episodes and return, leaving the jobs to run (see `status`)."
         ),
+        tag: list[str] = typer.Option(
+            [], "--tag", help="KEY=VALUE kept in every episode's report, shown and filtered by (repeatable)."
+        ),
+        note: Optional[str] = typer.Option(None, "--note", help="Why this run was made: kept in every episode's report."),
         json_output: bool = typer.Option(False, "--json", help="Print the outcome as JSON (progress on stderr)."),
     ) -> None:
         env = environment(ctx)
+        annotations = {"tags": parse_tags(tag), "note": checked_note(note)}
         on_slurm = placement.executor == "slurm"
         if detach and not on_slurm:
             raise UserError("--detach leaves Slurm jobs running; a local run stops with this command", key="--detach",
                             allowed="--executor slurm --detach")  # fmt: skip
         plans, selection = planned(files or [], arm, overrides, env, placement)
+        plans = [plan.model_copy(update=annotations) for plan in plans]
         if dry_run:
             from mcu_arms.supervise.reruns import rerun_decision
 
             decisions = {p.label: rerun_decision(p, env.output_dir / p.arm, rerun=rerun) for p in plans}
-            show_plans(plans, env, dry_run=True, json_output=json_output, decisions=decisions)
+            show_plans(plans, env, dry_run=True, json_output=json_output, decisions=decisions, verbose=verbose)
             return
 
         from mcu_arms.supervise.executors import run_arms
@@ -123,7 +132,8 @@ OUTCOME_COLUMNS = ("score", "steps", "milestones", "alerts", "report / reason")
 def _where(arm: ArmOutcome, env: Environment) -> tuple[str, str]:
     """("reason", why it failed or was skipped), else ("report", where its report is)."""
     if arm.failure is not None:  # a reason may quote an agent: neutralised and bounded
-        return "reason", shown_text(f"{arm.failure.process or 'mcu-arms'}: {arm.failure.reason}", MAX_MESSAGE_CHARS)
+        reason = f"{arm.failure.process or 'mcu-arms'}: {arm.failure.reason}{in_its_words(arm.agent_reasons)}"
+        return "reason", shown_text(reason, MAX_MESSAGE_CHARS)
     if arm.status in ("skipped", "queued"):
         return "reason", arm.message
     return "report", env.shown(arm.report_path) if arm.report_path else ""
@@ -144,8 +154,9 @@ def _wide_outcome(outcome: RunOutcome, env: Environment) -> Table:
     """One row per arm, one column per value, none of them wrapped."""
     table = Table(title="mcu-arms run", title_justify="left")
     replicated = _replicated(outcome)
-    for column in ("arm", *(("seed",) if replicated else ()), "status", *OUTCOME_COLUMNS):
+    for column in ("arm", *(("seed",) if replicated else ()), "status", *OUTCOME_COLUMNS[:-1]):
         table.add_column(column, no_wrap=True)
+    table.add_column(OUTCOME_COLUMNS[-1], overflow="fold")  # a long path or reason yields first, never the status
     for arm in outcome.arms:
         seed = (_seed_text(arm),) if replicated else ()
         table.add_row(escape(arm.arm), *seed, _status(arm), *(escape(value) for value in _outcome_values(arm, env)))

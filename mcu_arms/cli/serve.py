@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from mcu_arms.cli.common import App, reports_user_errors
 from mcu_arms.contracts.access import SERVE_TOKEN_ENV
 from mcu_arms.contracts.catalog import AGENT_KINDS
-from mcu_arms.contracts.errors import UserError, user_error
+from mcu_arms.contracts.errors import UserError, did_you_mean, user_error
 from mcu_arms.contracts.planned import (
     DEFAULT_PLANNER_TIMEOUT_S,
     DEFAULT_POLICY_BACKEND,
@@ -195,7 +195,9 @@ def serve_purple(
     except ValidationError as error:
         raise user_error(error, key_of=flag_for) from None
     if agent not in AGENT_KINDS:
-        raise UserError(f"unknown agent kind '{agent}'", key="--agent", allowed=", ".join(AGENT_KINDS))
+        raise UserError(
+            f"unknown agent kind '{agent}'{did_you_mean(agent, AGENT_KINDS)}", key="--agent", allowed=", ".join(AGENT_KINDS)
+        )
 
     from mcu_arms.purple.server import serve_purple as run_purple_server
 

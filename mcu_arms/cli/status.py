@@ -53,14 +53,25 @@ def _step(state: ArmState) -> str:
     return f"{state.step if state.step is not None else '-'}/{state.max_steps or '-'}"
 
 
+MAX_NOTE_SHOWN = 80  # status shows the start of a run's note; the report keeps it whole
+
+
 def _score(state: ArmState) -> str | None:
     return f"{state.score:g} / {state.max_score:g}" if state.score is not None and state.max_score else None
 
 
 def _note(state: ArmState) -> str:
+    """Why it failed (or how many alerts), then the run's tags and note (`run --tag`, `--note`)."""
+    parts = []
     if state.failure:
-        return shown_text(state.failure, MAX_MESSAGE_CHARS)  # a reason from a report may quote an agent
-    return f"{state.alerts} alert(s)" if state.alerts else ""
+        parts.append(shown_text(state.failure, MAX_MESSAGE_CHARS))  # a reason from a report may quote an agent
+    elif state.alerts:
+        parts.append(f"{state.alerts} alert(s)")
+    if state.tags:
+        parts.append(" ".join(f"{key}={value}" for key, value in state.tags.items()))
+    if state.note:
+        parts.append(shown_text(state.note, MAX_NOTE_SHOWN))
+    return "; ".join(parts)
 
 
 def _styled_state(state: ArmState, text: str) -> str:

@@ -28,6 +28,7 @@ from mcu_arms.contracts.catalog import CATEGORIES
 from mcu_arms.contracts.errors import (
     Problem,
     UserError,
+    did_you_mean,
     parse_toml,
     plain_problem,
     toml_line,
@@ -86,7 +87,8 @@ def _check_keys(table: dict[str, Any], allowed: tuple[str, ...], *, path: Path, 
     for key in table:
         if key not in allowed:
             raise UserError(
-                f"unknown key in [{name}]", path=path, line=locate(key), key=f"{name}.{key}", allowed=", ".join(allowed)
+                f"unknown key in [{name}]{did_you_mean(key, allowed)}", path=path, line=locate(key), key=f"{name}.{key}",
+                allowed=", ".join(allowed),
             )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -22,6 +23,7 @@ from mcu_arms.contracts.planned import PolicyBackend
 from mcu_arms.contracts.redaction import scrub
 from mcu_arms.contracts.settings import CODEX_UNBOUNDED_TOKENS, codex_compacts_at, compacts
 from mcu_arms.contracts.states import TurnOutcome
+from mcu_arms.contracts.text import MAX_REASON_CHARS, shown_text
 from mcu_arms.contracts.timestamps import iso_seconds
 
 AGENT_REPORT_SUFFIX = "_report.json"
@@ -469,6 +471,9 @@ class AgentSummary(BaseModel):
     turns: int | None = None
     failed_turns: int | None = None
     failed_turns_by_reason: dict[str, int] = Field(default_factory=dict)
+    # The commonest reasons a turn failed, in the agent's own words (bounded, neutralised), most frequent first:
+    # "503 Service Unavailable: model overloaded" says more than "failed_turn 40".
+    top_failure_reasons: dict[str, int] = Field(default_factory=dict)
     compactions: int | None = None
     overflow_resets: int | None = None
     sessions_lost: int | None = None
@@ -489,8 +494,26 @@ class AgentSummary(BaseModel):
     warnings: list[str] = Field(default_factory=list)
 
 
+TOP_FAILURE_REASONS = 3
+
+
+def top_reasons(reasons: Iterable[str | None], most: int = TOP_FAILURE_REASONS) -> dict[str, int]:
+    """The `most` commonest reasons, each as it may be shown (bounded, control characters made visible)."""
+    counted = Counter(shown_text(reason, MAX_REASON_CHARS) for reason in reasons if reason)
+    return dict(counted.most_common(most))
+
+
+def in_its_words(reasons: dict[str, int]) -> str:
+    """`; the agent said: 40x "503 Service Unavailable: model overloaded"`, or "" when it reported none."""
+    if not reasons:
+        return ""
+    return "; the agent said: " + ", ".join(f'{count}x "{reason}"' for reason, count in reasons.items())
+
+
 def summary_of_codex(report: AgentReport, report_file: str) -> AgentSummary:
+    failed = (record.reason for episode in report.episodes for record in episode.turn_records if record.outcome != "ok")
     return AgentSummary(
+        top_failure_reasons=top_reasons(failed),
         kind=report.kind,
         report_file=report_file,
         turns=report.turns,

@@ -6,9 +6,10 @@ keeps no positions), so every file format and flag reports its mistakes the same
 
 from __future__ import annotations
 
+import difflib
 import re
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,6 +72,12 @@ class Problem:
     message: str
     allowed: str | None = None
     kind: str = ""
+
+
+def did_you_mean(word: object, candidates: Iterable[str]) -> str:
+    """` (did you mean 'steps'?)` when `word` is close to one of `candidates`, else "": the usual typo named."""
+    close = difflib.get_close_matches(str(word), list(candidates), n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 def dotted(location: tuple[Any, ...] | list[Any]) -> str:

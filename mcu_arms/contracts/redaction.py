@@ -5,6 +5,8 @@ scrubbed of what LOOKS like a secret: the password (or, without one, the user) o
 parameters whose name says secret (`?api_key=`, `&sig=`, `--password=`), and keys with a well-known prefix (`sk-`,
 `ghp_`, `AKIA`, JWTs, PEM private keys). A mask keeps a short hash of what it hides, so that two different secrets
 still differ in a comparison, and masking is idempotent: a value read back from a saved plan or report stays as is.
+A limit, a count or a size is never masked: a plain number under a name that ends in a quantity word
+(`model_auto_compact_token_limit=516000`) is shown as it is, whatever secret word the name also holds.
 """
 
 from __future__ import annotations
@@ -22,6 +24,12 @@ _SECRET_SUFFIXES = ("KEY", "KEYS", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PAS
 _SECRET_SEGMENTS = frozenset({"PAT", "PASS", "PW", "PWD", "CRED", "CREDS", "SIG", "PRIVATE", "BEARER"})
 # Names that contain a secret word but hold none (the shell's working directories).
 _NOT_SECRET_NAMES = frozenset({"PWD", "OLDPWD"})
+# A name whose last segment is one of these names a quantity (MODEL_AUTO_COMPACT_TOKEN_LIMIT, AUTH_RETRY_COUNT): its
+# number is what users grep for and is never masked. Anything but a plain number under such a name is still judged
+# as before, so a key hidden behind a quantity-sounding name stays masked.
+_QUANTITY_SEGMENTS = frozenset({"LIMIT", "LIMITS", "COUNT", "COUNTS", "SIZE", "SIZES", "MAX", "MIN", "BUDGET", "LEN",
+                                "LENGTH", "BYTES", "NUM", "NUMBER", "TURNS", "WINDOW", "TTL", "TIMEOUT", "RETRIES"})  # fmt: skip
+_PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 
 _URL_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^\s/?#@:]*)(?::(?P<password>[^\s/?#@]*))?@")
 _NAMED_PARAMETER = re.compile(r"(?P<name>(?<![A-Za-z0-9_.])[A-Za-z_][A-Za-z0-9_.-]*)(?P<sep>=|:\s+)(?P<value>[^\s&#;,'\"]+)")
@@ -53,12 +61,25 @@ def mask(secret: str) -> str:
     return MASK + hashlib.sha256(secret.encode()).hexdigest()[:6]
 
 
+def _segments(name: str) -> list[str]:
+    return [segment for segment in re.split(r"[^A-Za-z0-9]+", name.upper()) if segment]
+
+
 def is_secret_name(name: str) -> bool:
     """Does a variable or parameter NAME say that its value is a secret?"""
     if name.upper() in _NOT_SECRET_NAMES:
         return False
-    segments = [segment for segment in re.split(r"[^A-Za-z0-9]+", name.upper()) if segment]
-    return any(segment in _SECRET_SEGMENTS or segment.endswith(_SECRET_SUFFIXES) for segment in segments)
+    return any(segment in _SECRET_SEGMENTS or segment.endswith(_SECRET_SUFFIXES) for segment in _segments(name))
+
+
+def is_quantity(name: str, value: str) -> bool:
+    """A plain number under a name that ends in a quantity word (a limit, a count, a size): never a secret."""
+    segments = _segments(name)
+    return bool(segments) and segments[-1] in _QUANTITY_SEGMENTS and _PLAIN_NUMBER.fullmatch(value.strip()) is not None
+
+
+def _masks_by_name(name: str, value: str) -> bool:
+    return is_secret_name(name) and not is_quantity(name, value)
 
 
 def _is_masked(text: str) -> bool:
@@ -76,7 +97,7 @@ def _userinfo(match: re.Match[str]) -> str:
 
 def _parameter(match: re.Match[str]) -> str:
     value = match.group("value")
-    if not is_secret_name(match.group("name")) or _is_masked(value):
+    if not _masks_by_name(match.group("name"), value) or _is_masked(value):
         return match.group(0)
     return f"{match.group('name')}{match.group('sep')}{mask(value)}"
 
@@ -92,7 +113,7 @@ def scrub(text: str) -> str:
 
 def redact(name: str, value: str) -> str:
     """A variable's value as it may be shown: masked whole when its name says secret, else scrubbed by shape."""
-    return mask(value) if is_secret_name(name) and not _is_masked(value) else scrub(value)
+    return mask(value) if _masks_by_name(name, value) and not _is_masked(value) else scrub(value)
 
 
 def redact_env(env: Mapping[str, str]) -> dict[str, str]:
@@ -103,7 +124,7 @@ def secret_values(env: Mapping[str, str], extra: Iterable[str] = ()) -> list[str
     """The values of `env` that are secrets (by name, or the secret parts of a value by shape), plus `extra`:
     what a log copier must never let through, whatever line it turns up in. Longest first, so that a secret
     containing another is masked whole."""
-    found = {value for name, value in env.items() if is_secret_name(name) and value}
+    found = {value for name, value in env.items() if _masks_by_name(name, value) and value}
     for value in env.values():
         found |= _secret_parts(value)
     found |= {value for value in extra if value}
@@ -115,7 +136,7 @@ def _secret_parts(value: str) -> set[str]:
     for match in _URL_USERINFO.finditer(value):
         parts.add(match.group("password") or match.group("user") or "")
     for match in _NAMED_PARAMETER.finditer(value):
-        if is_secret_name(match.group("name")):
+        if _masks_by_name(match.group("name"), match.group("value")):
             parts.add(match.group("value"))
     return {part for part in parts if part and not _is_masked(part)}
 

@@ -106,6 +106,9 @@ class RunReport(BaseModel):
     evaluation_file: str | None = None  # the green's EvaluationResult, relative to the episode directory
     agent: AgentSummary | None = None  # from the purple's own report, when it writes one
     warnings: list[str] = Field(default_factory=list)  # what the plan warned about before the run (caps, payload)
+    plan_notes: list[str] = Field(default_factory=list)  # the plan's fixed facts (a milestone never reachable here)
+    tags: dict[str, str] = Field(default_factory=dict)  # `run --tag KEY=VALUE`: why this run was made, to filter by
+    note: str | None = None  # `run --note TEXT`
     alerts: list[str] = Field(default_factory=list)  # infrastructure trouble and silent degradation, made loud
     logs: dict[str, str] = Field(default_factory=dict)  # role -> log, relative to the episode directory
     output_dirs: dict[str, str] = Field(default_factory=dict)  # green / purple -> dir, relative likewise

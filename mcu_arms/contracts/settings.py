@@ -398,6 +398,11 @@ class ArmPlan(BaseModel):
     thresholds: Thresholds = Field(default_factory=Thresholds)
     processes: list[ProcessPlan]
     warnings: list[str]
+    # Fixed facts of the simulator worth knowing (a milestone it can never pay, and why): shown, never alerted.
+    notes: list[str] = Field(default_factory=list)
+    # What the researcher said about the run (`run --tag`, `--note`): in the report, never in the fingerprint.
+    tags: dict[str, str] = Field(default_factory=dict)
+    note: str | None = None
     blocked: list[str] = Field(default_factory=list)  # failed host checks: `run` refuses this arm
     executor: Executor = DEFAULT_EXECUTOR  # slurm: the episode runs as a job, on whichever node Slurm gives it
     slurm: SlurmOptions | None = None  # the job's options, for executor slurm

@@ -14,7 +14,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from mcu_arms.contracts.errors import NESTED_TOO_DEEPLY, UserError, key_parts, user_error
+from mcu_arms.contracts.errors import NESTED_TOO_DEEPLY, UserError, did_you_mean, key_parts, user_error
 from mcu_arms.contracts.resources import TASKS_ROOT
 
 ScoringKind = Literal["reward", "milestones", "video"]
@@ -132,8 +132,8 @@ def load_task(path: Path | str) -> TaskSpec:
             continue
         if key not in _FILE_KEYS:
             raise UserError(
-                "unknown key", path=path, line=_line_of(root_node, (key,)), key=str(key),
-                allowed=", ".join(_FILE_KEYS),
+                f"unknown key{did_you_mean(key, _FILE_KEYS)}", path=path, line=_line_of(root_node, (key,)),
+                key=str(key), allowed=", ".join(_FILE_KEYS),
             )
         if value is not None:  # an empty key means "none", e.g. `custom_init_commands:` with nothing under it
             fields[_FILE_KEYS[key]] = value
@@ -170,7 +170,8 @@ def load_category(category: str, root: Path | str | None = None) -> list[TaskSpe
     folders = _category_dirs(tasks_root(root))
     if category not in folders:
         raise UserError(
-            f"unknown task category '{category}'", path=tasks_root(root), key="task_category",
+            f"unknown task category '{category}'{did_you_mean(category, folders)}", path=tasks_root(root),
+            key="task_category",
             allowed=", ".join(folders),
         )
     return [load_task(path) for path in sorted(folders[category].glob("*.yaml"))]
@@ -186,7 +187,8 @@ def select_tasks(category: str, names: list[str] | None, root: Path | str | None
     for name in names:
         if name not in by_name:
             raise UserError(
-                f"unknown task '{name}' in category '{category}'", key="tasks", allowed=", ".join(by_name)
+                f"unknown task '{name}' in category '{category}'{did_you_mean(name, by_name)}", key="tasks",
+                allowed=", ".join(by_name),
             )
         if by_name[name] in chosen:
             raise UserError(f"task '{name}' is listed twice", key="tasks")

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from mcu_arms.contracts.catalog import AGENT_KINDS
-from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.errors import UserError, did_you_mean
 from mcu_arms.contracts.settings import PurpleOptions
 
 if TYPE_CHECKING:
@@ -46,7 +46,9 @@ def _import_agent_module(kind: str):  # noqa: ANN202 - a module object
 def policy_factory(kind: str) -> PolicyFactory:
     """Resolve a kind to a constructor, importing its module now so that a missing piece fails at server start."""
     if kind not in AGENT_KINDS:
-        raise UserError(f"unknown agent kind '{kind}'", key="--agent", allowed=", ".join(AGENT_KINDS))
+        raise UserError(
+            f"unknown agent kind '{kind}'{did_you_mean(kind, AGENT_KINDS)}", key="--agent", allowed=", ".join(AGENT_KINDS)
+        )
     module = _import_agent_module(kind)
     if kind == "noop":
         return lambda options: module.NoopPolicy()

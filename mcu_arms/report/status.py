@@ -14,7 +14,9 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from mcu_arms.cluster.slurm import SlurmAnswer, ended_without_report, episode_job, job_states, this_host
+from mcu_arms.contracts.agent_report import in_its_words
 from mcu_arms.contracts.slurm import SlurmJob, is_active
+from mcu_arms.contracts.run_report import RunReport
 from mcu_arms.contracts.started import EpisodeRecord
 from mcu_arms.contracts.states import OPEN_STATUSES, SUPERVISOR_ROLE, ArmStatusText
 from mcu_arms.contracts.steps import STEPS_FILE, StepProgress, read_jsonl
@@ -68,6 +70,8 @@ class ArmState(BaseModel):
     processes: list[ProcessState] = []  # on a Slurm node other than this host: not listed (their pids are the node's)
     live_elsewhere: list[LiveProcessState] = []  # live processes beyond the latest episode's recorded ones
     slurm_job: str | None = None  # "6_0 RUNNING on vm": the job the episode runs as, and what Slurm says of it
+    tags: dict[str, str] = {}  # `run --tag`: why the episode was run
+    note: str | None = None
 
 
 def steps_progress(green_dir: Path) -> tuple[str | None, int | None, list[str]]:
@@ -99,6 +103,10 @@ def _alive(record: EpisodeRecord | None, role: str, pid: int | None) -> bool:
     """Is the process the report names under `role` one the private record names, still running and ours?"""
     started = record.processes.get(role) if record is not None else None
     return started is not None and started.pid == pid and recorded_alive(started)
+
+
+def _agent_words(report: RunReport) -> str:
+    return in_its_words(report.agent.top_failure_reasons) if report.agent else ""
 
 
 def _state_of(env: Environment, arm: str, run: RunOnDisk, answer: SlurmAnswer | None) -> ArmState:
@@ -154,10 +162,12 @@ def _state_of(env: Environment, arm: str, run: RunOnDisk, answer: SlurmAnswer | 
             "finished_at": report.finished_at,
             "score": report.score,
             "max_score": report.max_score,
-            "failure": f"{failure.process or 'mcu-arms'}: {failure.reason}" if failure else None,
+            "failure": f"{failure.process or 'mcu-arms'}: {failure.reason}{_agent_words(report)}" if failure else None,
             "alerts": len(report.alerts),
             "processes": processes,
             "slurm_job": _job_text(job, answer if report.status in OPEN_STATUSES else None) if job else None,
+            "tags": dict(report.tags),
+            "note": report.note,
         }
     )
 

@@ -111,6 +111,7 @@ class ArmOutcome(BaseModel):
     infrastructure: dict[str, int] = {}
     simulator_label: str | None = None
     alerts: list[str] = []
+    agent_reasons: dict[str, int] = {}  # why the agent's turns failed, in its own words (its report's top reasons)
 
 
 class RunOutcome(BaseModel):
@@ -175,6 +176,9 @@ def new_report(plan: ArmPlan, env: Environment, *, status: RunStatus, attempt: i
         compaction_limit=plan.compaction.limit,
         thresholds=plan.thresholds,
         warnings=plan.warnings,
+        plan_notes=plan.notes,
+        tags=plan.tags,
+        note=plan.note,
         provenance=collect_provenance(env.cwd),
         started_at=iso_seconds(env.clock()),
         logs={process.role: run_dir.relative(process.log) for process in plan.processes},
@@ -299,6 +303,8 @@ class ArmRunner:
             self._reserve_space()
             for warning in self.plan.warnings:
                 self._event(f"warning: {warning}", alert=True)
+            for note in self.plan.notes:
+                self._event(f"note: {note}")
             repoint_links(self.plan.links, self._record_alert)
             self._start_servers()
             self._wait_ready()
@@ -677,6 +683,7 @@ def outcome_of(report: RunReport, *, episode_dir: str, report_path: str | None, 
         infrastructure=dict(report.infrastructure),
         simulator_label=report.simulator_label,
         alerts=list(report.alerts),
+        agent_reasons=dict(report.agent.top_failure_reasons) if report.agent else {},
     )
 
 
