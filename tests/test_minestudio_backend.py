@@ -116,7 +116,8 @@ def test_the_engine_is_looked_for_where_minestudio_looks_when_tmpdir_is_set(
 ) -> None:
     other_tmp = tmp_path / "other-tmp"
     other_tmp.mkdir()
-    env = {"PATH": minestudio_host["env"]["PATH"], "TMPDIR": str(other_tmp)}
+    env = {**minestudio_host["env"], "TMPDIR": str(other_tmp)}
+    del env["MINESTUDIO_DIR"]
     stdlib = subprocess.run(
         [sys.executable, "-c", "import tempfile; print(tempfile.gettempdir())"], env=env, capture_output=True,
         text=True, check=True,
@@ -208,7 +209,7 @@ def _fresh_start(host: dict[str, Any], task: TaskSpec, seed: int, reset_mode: st
 
 
 def test_reset_and_step_through_the_stand_in(minestudio_host: dict[str, Any]) -> None:
-    simulator = MineStudioSimulator({**minestudio_host["env"], "MCU_CAMERA_QUANTISED": "1"}, partitions=LOCAL_DISK)
+    simulator = MineStudioSimulator(minestudio_host["env"], partitions=LOCAL_DISK)
     assert minestudio_host["control"].envs == []  # the engine starts on first reset, in the worker
     task = TaskSpec(name="t", category="crafting", text="t", init_commands=("/give @s minecraft:stone 3",))
     first = simulator.reset(task, seed=7)
@@ -219,7 +220,8 @@ def test_reset_and_step_through_the_stand_in(minestudio_host: dict[str, Any]) ->
     for _ in range(5):
         stepped = simulator.step(noop_action() | {"attack": 1, "camera": (4.32, 0.0)})
     assert sum(stepped.counters["mine_block"].values()) == 1  # five attack steps break one block
-    assert simulator.fallback_counts() == {"camera_quantised": 5}
+    assert simulator.fallback_counts() == {}  # agent mode's quantising is the task run's (and counted there)
+    assert fake.world.player.pitch == pytest.approx(5 * 4.32)  # the backend applies env actions as given
     simulator.close()
     assert fake.is_closed()
 
@@ -409,6 +411,6 @@ def test_the_green_asks_minestudio_to_render_the_observation_size(monkeypatch: p
     built: dict[str, Any] = {}
     monkeypatch.setattr(backend, "MineStudioSimulator", lambda **kwargs: built.update(kwargs) or "minestudio")
     assert make_simulator("minestudio", obs_size=(640, 360)) == "minestudio"
-    assert built == {"obs_size": (640, 360), "reset_mode": "hard"}
-    make_simulator("minestudio", reset_mode="seeded_fast")
-    assert built["reset_mode"] == "seeded_fast"
+    assert built == {"obs_size": (640, 360), "reset_mode": "hard", "action_mode": "agent"}
+    make_simulator("minestudio", reset_mode="seeded_fast", action_mode="env")
+    assert built["reset_mode"] == "seeded_fast" and built["action_mode"] == "env"

@@ -31,7 +31,7 @@ def test_a_crash_mid_task_is_recovered_and_every_dead_entry_is_named(
     built: list[MineStudioSimulator] = []
 
     def make(name: str, obs_size: tuple[int, int], reset_mode: str | None,
-             mineflayer: object = None) -> MineStudioSimulator:
+             mineflayer: object = None, action_mode: str | None = None) -> MineStudioSimulator:
         built.append(MineStudioSimulator(minestudio_host["env"], reset_mode=reset_mode or "hard", obs_size=obs_size,
                                          partitions=[Partition("/dev/sda1", "/", "ext4", "rw")]))
         return built[-1]

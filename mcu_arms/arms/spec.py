@@ -18,6 +18,7 @@ from pydantic import (
 
 from mcu_arms.contracts.addresses import is_loopback, parse_host
 from mcu_arms.contracts.catalog import (
+    ACTION_MODES,
     AGENT_KINDS,
     CATEGORIES,
     FRAME_READING_AGENTS,
@@ -25,6 +26,7 @@ from mcu_arms.contracts.catalog import (
     RESET_MODES,
     SIMULATORS,
     STATE_AGENTS,
+    ActionMode,
     ResetMode,
 )
 from mcu_arms.contracts.errors import Problem, UserError, parse_toml, user_error
@@ -204,6 +206,7 @@ class ArmSpec(_Strict):
     env: dict[str, str] = Field(default_factory=dict)
     cuda_device: str | None = None
     reset_mode: ResetMode | None = None
+    action_mode: ActionMode | None = None
     steve1_condition: str | None = Field(default=None, min_length=1)
     video_eval: bool = False
     video_model: str = Field(default=DEFAULT_VIDEO_MODEL, min_length=1)
@@ -286,6 +289,11 @@ class ArmSpec(_Strict):
             raise SettingConflict(
                 "reset_mode", "reset_mode is only for simulator = \"minestudio\" (the embedded one builds a new world "
                 "from the seed for every task)"
+            )
+        if self.action_mode is not None and self.simulator != "minestudio":
+            raise SettingConflict(
+                "action_mode", "action_mode is only for simulator = \"minestudio\" (the other simulators take env "
+                "actions as they are)"
             )
         if self.agent == "scripted" and self.simulator != "embedded":
             raise SettingConflict(
@@ -388,6 +396,7 @@ ALLOWED: dict[str, str] = {
     "env": "NAME = \"value\" pairs; names of letters, digits and '_', not starting with a digit; string values",
     "cuda_device": "a CUDA device index or UUID as a string, for agent = \"steve1\" only",
     "reset_mode": f"{', '.join(RESET_MODES)}; for simulator = \"minestudio\" only",
+    "action_mode": f"{', '.join(ACTION_MODES)}; for simulator = \"minestudio\" only",
     "steve1_condition": "a non-empty text STEVE-1 is conditioned on for every task, for agent = \"steve1\" only",
     "ports.green": "a port 1024-65535 or \"auto\"",
     "ports.purple": "a port 1024-65535 or \"auto\"",
