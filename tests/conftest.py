@@ -65,6 +65,7 @@ def fake_minestudio(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     from minestudio.simulator import reset_control
 
     control = reset_control()
+    control.destruct_sleeps_s = (0.0, 0.0)  # the real 3 s per closed instance, for the tests that time close
     yield control
     from minestudio.simulator.minerl.env.malmo import InstanceManager
 

@@ -27,7 +27,8 @@ def test_a_crash_mid_task_is_recovered_and_every_dead_entry_is_named(
 ) -> None:
     control = minestudio_host["control"]
     control.spawn_engine_process = True
-    control.crash_at_env_step = 20 + 5 + 3 + 3  # empty frames, the start (5 commands), the task's 3, its 3rd step
+    # empty frames, the start (5 commands, then 20 settling frames), the task's 3 commands, its 3rd step
+    control.crash_at_env_step = 20 + 5 + 20 + 3 + 3
     built: list[MineStudioSimulator] = []
 
     def make(name: str, obs_size: tuple[int, int], reset_mode: str | None,

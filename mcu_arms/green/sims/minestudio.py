@@ -88,6 +88,8 @@ GREEN_IMPORTS = (
     "from minestudio.simulator import MinecraftSim",
     "from minestudio.simulator.callbacks import CommandsCallback, MinecraftCallback, RecordCallback",
     "from minestudio.simulator.minerl.env.malmo import InstanceManager",
+    # the first thing MinecraftSim builds: 1.1.6's Text space uses np.unicode_, so this fails under numpy 2
+    "from minestudio.simulator.minerl.herobraine.hero.spaces import Text; Text([1])",
 )
 RECORDING_NAME = "episode_1.mp4"  # what a fresh RecordCallback writes for its first episode (upstream grades it)
 RECORD_FPS = 20

@@ -24,8 +24,11 @@ class FakeControl:
     # Crash the engine of the first instance that has taken this many env steps (commands and empty frames count);
     # later instances run on (the knob clears itself).
     crash_at_env_step: int | None = None
-    # Seconds close() takes (the real one sleeps ~3 s: 1 s, Exit message, 2 s, then SIGKILLs the group).
-    close_delay_s: float = 0.0
+    # MinecraftInstance._destruct's sleeps: before sending <Exit>, and after it (then it SIGKILLs the group). The
+    # real ones (1 s, 2 s) are the default; the tests' fixture sets (0, 0) unless a test times close.
+    destruct_sleeps_s: tuple[float, float] = (1.0, 2.0)
+    # Whether the engine's info carries health and food_level (1.1.6 copies them only when the engine sends them).
+    send_vitals: bool = True
     # Observability for tests.
     daemon: Any = None
     launches: int = 0
