@@ -91,6 +91,7 @@ GREEN_IMPORTS = (
     # the first thing MinecraftSim builds: 1.1.6's Text space uses np.unicode_, so this fails under numpy 2
     "from minestudio.simulator.minerl.herobraine.hero.spaces import Text; Text([1])",
 )
+HUD_INFO_KEYS = ("health", "food_level", "is_gui_open")  # the info the step log keeps (what a player's HUD shows)
 RECORDING_NAME = "episode_1.mp4"  # what a fresh RecordCallback writes for its first episode (upstream grades it)
 RECORD_FPS = 20
 _claim_lock = threading.Lock()
@@ -649,7 +650,7 @@ class MineStudioSimulator(Simulator):
     def _visible_info(info: Mapping[str, Any]) -> dict[str, Any]:
         """What a player sees in the HUD; positions, voxels and mob lists stay in the backend."""
         visible: dict[str, Any] = {}
-        for key in ("health", "food_level", "is_gui_open"):
+        for key in HUD_INFO_KEYS:
             if key in info:
                 value = info[key]
                 visible[key] = value.item() if hasattr(value, "item") else value

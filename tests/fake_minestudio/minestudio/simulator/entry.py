@@ -36,12 +36,14 @@ def _camera_degrees(index: int) -> float:
     return math.copysign(((1 + CAMERA_MU) ** abs(value) - 1) / CAMERA_MU, value) * CAMERA_MAX
 
 
-def check_engine() -> None:
-    """As in 1.1.6 (entry.py:75-88): without the jar it asks on stdin, then exit(0) unless the answer is y/Y.
-    The stand-in never downloads; `control.engine_present` says whether the jar 'exists'."""
+def check_engine(skip_confirmation=False) -> None:
+    """As in 1.1.6 (entry.py:75-88): without the jar it asks on stdin (unless told to skip the question), then
+    exit(0) unless the answer is y/Y. The stand-in never downloads; `control.engine_present` says whether the jar
+    'exists'."""
     if control.engine_present:
         return
-    if input("Detecting missing simulator engine, do you want to download it from huggingface (Y/N)?\n") in ("Y", "y"):
+    question = "Detecting missing simulator engine, do you want to download it from huggingface (Y/N)?\n"
+    if skip_confirmation or input(question) in ("Y", "y"):
         raise RuntimeError("stand-in: would download engine.zip from CraftJarvis/SimulatorEngine")
     raise SystemExit(0)
 
