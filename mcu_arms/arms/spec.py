@@ -352,6 +352,12 @@ class ArmSpec(_Strict):
                 f"observe = \"{self.observe}\" needs structured state, which only the "
                 f"{' and '.join(sorted(STATE_SIMULATORS))} simulators provide (the {self.simulator} one serves frames)",
             )
+        if self.agent == "steve1" and self.obs_encoding == "jpeg_bgr":
+            raise SettingConflict(
+                "obs_encoding",
+                "agent \"steve1\" decodes frames as RGB: with obs_encoding = \"jpeg_bgr\" it would see red and blue "
+                "swapped (jpeg_bgr is for purples that decode with cv2, as MCU-AgentBeats' do)",
+            )
         if self.agent in FRAME_READING_AGENTS and not wants_frame(self.observe):
             raise SettingConflict("observe", f"agent \"{self.agent}\" reads frames: it needs observe = \"frame\" or \"frame+state\"")
         if self.agent not in STATE_AGENTS:
