@@ -470,6 +470,7 @@ class FakeEnv:
         self.steps_taken = 0  # env steps on this instance (commands and empty frames included)
         self.hard_resets = 0
         self.commands: list[str] = []
+        self.command_steps: list[int] = []  # the env step (steps_taken) each command ran as
         self.ignored_keys: Counter = Counter()
         self._hang = threading.Event()
         self._hang.set()
@@ -544,6 +545,7 @@ class FakeEnv:
         chat = action.get("chat", "")
         if isinstance(chat, str) and chat:
             self.commands.append(chat)
+            self.command_steps.append(self.steps_taken)
             self.world.run_command(chat)
         self.world.tick(action)
         done = self._natural_done_pending
