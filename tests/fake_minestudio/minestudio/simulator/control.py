@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
+
+
+# The default of spawn_engine_process in a process the tests cannot reach in (the acceptance command's).
+SPAWN_ENGINE_ENV = "FAKE_MINESTUDIO_SPAWN_ENGINE"
 
 
 @dataclass
@@ -12,7 +17,7 @@ class FakeControl:
     engine_present: bool = True
     # Start a real process group per instance (a leader with one child, like launchClient.sh -> xvfb-run/java),
     # so pid-based stopping can be tested. The pid is sim.env.instances[0].minecraft_process.pid.
-    spawn_engine_process: bool = False
+    spawn_engine_process: bool = field(default_factory=lambda: os.environ.get(SPAWN_ENGINE_ENV) == "1")
     # Start a long-lived "daemon" child in its own session on first launch, as database_manager.check_daemon does
     # (kept in `daemon`).
     spawn_daemon_process: bool = False
