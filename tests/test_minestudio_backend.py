@@ -466,3 +466,19 @@ def test_the_import_check_imports_as_the_green_does_in_a_child_and_names_the_err
     with pytest.raises(SimulatorUnavailable, match="importing minestudio fails"):
         MineStudioSimulator(env, partitions=LOCAL_DISK)
     _simulator(minestudio_host).close()  # the refusal left the process free
+
+
+def test_an_import_that_fails_in_the_green_breaks_the_backend_once_and_loudly(
+    minestudio_host: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Preflight imported MineStudio in a child; if this process still cannot (its sys.path differs, a later pip),
+    the first reset says so and every later one fails at once with the same reason, never retried per task."""
+    simulator = _simulator(minestudio_host)
+    monkeypatch.setitem(sys.modules, "minestudio.simulator", None)
+    try:
+        for task in TASKS[:2]:
+            with pytest.raises(SimulatorUnavailable, match="MineStudio cannot be imported in the green: ModuleNotFoundError"):
+                simulator.reset(task, seed=0)
+        assert minestudio_host["control"].launches == 0
+    finally:
+        simulator.close()

@@ -530,6 +530,7 @@ class MineStudioSimulator(Simulator):
     def _make_sim(self, seed: int) -> Any:
         try:
             from minestudio.simulator import MinecraftSim
+            from minestudio.simulator.callbacks import CommandsCallback, RecordCallback  # noqa: F401 - fail here
         except Exception as error:  # preflight imported it in a child: this process differs (sys.path, a later pip)
             self._broken = f"MineStudio cannot be imported in the green: {type(error).__name__}: {error}"
             raise SimulatorUnavailable(self._broken) from error
@@ -541,10 +542,10 @@ class MineStudioSimulator(Simulator):
     def _prepare_reset(self, task: "TaskSpec", seed: int) -> None:
         """Construct the instance if there is none (no engine starts until its first reset) and set up how this
         task starts."""
-        from minestudio.simulator.callbacks import CommandsCallback, RecordCallback
-
         if self._sim is None:
             self._sim = self._make_sim(seed)
+        from minestudio.simulator.callbacks import CommandsCallback, RecordCallback
+
         self._record_callback = None
         if self._record_dir is not None:  # a fresh one per attempt: its first episode is episode_1, as upstream's
             self._record_callback = RecordCallback(
