@@ -4,7 +4,8 @@ Every class, function, method, signature, default, attribute and info key the Mi
 STAT_KEYS, the backend's HUD_INFO_KEYS) must be the same in the stand-in as in the wheel, so the backend's tests
 cannot pass against a MineStudio that does not exist. The wheel is downloaded once without its dependencies
 (`pip download --no-deps minestudio==1.1.6`, 26 MB) and cached under ~/.cache/mcu-arms; offline, the test skips and
-says so. Nothing from the wheel is imported or run.
+says so. Nothing from the wheel is imported or run, except its action mapping in the last test (where gymnasium is
+installed), which checks agent mode against 1.1.6's own code.
 
 How it fails when the stand-in drifts: change `num_empty_frames: int = 20` to `= 10` in
 tests/fake_minestudio/minestudio/simulator/entry.py and it reports
@@ -278,3 +279,74 @@ def test_a_changed_stand_in_signature_is_reported_with_both_versions(
     [problem] = mismatches(wheel)
     assert problem.startswith(f"{SIM}/entry.py MinecraftSim.__init__: the stand-in's signature differs")
     assert "num_empty_frames=20" in problem and "num_empty_frames=10" in problem
+
+
+def test_agent_mode_matches_1_1_6s_own_action_mapping(wheel: zipfile.ZipFile, tmp_path: Path) -> None:
+    """through_agent_mode against the wheel's own code (env2policy, from_factored, to_factored, policy2env with
+    1.1.6's CameraConfig defaults) on random env actions. Runs where gymnasium and attrs are installed (the wheel's
+    action mapping needs them; its torch-only helper module is replaced by the one decorator the mapping uses)."""
+    pytest.importorskip("gymnasium", reason="gymnasium is not installed (the wheel's action mapping needs it)")
+    pytest.importorskip("attr", reason="attrs is not installed (the wheel's action mapping needs it)")
+    import functools
+    import inspect
+    import random
+    import types
+
+    import numpy as np
+
+    from mcu_arms.contracts.wire import BUTTON_KEYS, noop_action
+    from mcu_arms.green.actions import through_agent_mode
+
+    library = "minestudio/utils/vpt_lib"
+    for name in ("actions.py", "action_mapping.py", "mc.py", "mc_constants.1.16.json"):
+        (tmp_path / library).mkdir(parents=True, exist_ok=True)
+        (tmp_path / library / name).write_bytes(wheel.read(f"{library}/{name}"))
+
+    def store_args(method):  # what minecraft_util (which imports torch) gives ActionTransformer
+        signature = inspect.signature(method)
+
+        @functools.wraps(method)
+        def wrapper(self, *args, **kwargs):
+            bound = signature.bind(self, *args, **kwargs)
+            bound.apply_defaults()
+            for key, value in list(bound.arguments.items())[1:]:
+                setattr(self, key, value)
+            return method(self, *args, **kwargs)
+
+        return wrapper
+
+    saved = {name: module for name, module in sys.modules.items() if name.startswith("minestudio")}
+    try:
+        for name in [name for name in sys.modules if name.startswith("minestudio")]:
+            del sys.modules[name]
+        for package in ("minestudio", "minestudio.utils", "minestudio.utils.vpt_lib"):
+            module = types.ModuleType(package)
+            module.__path__ = [str(tmp_path / package.replace(".", "/"))]
+            sys.modules[package] = module
+        helper = types.ModuleType("minestudio.utils.vpt_lib.minecraft_util")
+        helper.store_args = store_args  # type: ignore[attr-defined]
+        sys.modules[helper.__name__] = helper
+        from minestudio.utils.vpt_lib.action_mapping import CameraHierarchicalMapping
+        from minestudio.utils.vpt_lib.actions import ActionTransformer, Buttons
+
+        assert list(BUTTON_KEYS) == Buttons.ALL
+        mapper = CameraHierarchicalMapping(n_camera_bins=11)
+        transformer = ActionTransformer(camera_maxval=10, camera_binsize=2, camera_quantization_scheme="mu_law",
+                                        camera_mu=10.0)
+        rng = random.Random(5)
+        for _ in range(5000):
+            action = noop_action()
+            for key in BUTTON_KEYS:
+                action[key] = int(rng.random() < 0.15)
+            action["camera"] = (rng.choice([0.0, rng.uniform(-30, 30)]), rng.choice([0.0, rng.uniform(-30, 30)]))
+            batched = {key: np.array([value]) for key, value in action.items() if key != "camera"}
+            batched["camera"] = np.array([action["camera"]])
+            applied = transformer.policy2env(mapper.to_factored(mapper.from_factored(transformer.env2policy(batched))))
+            ours, _ = through_agent_mode(action)
+            assert {key: int(np.asarray(applied[key]).reshape(-1)[0]) for key in BUTTON_KEYS} == {
+                key: ours[key] for key in BUTTON_KEYS}, action
+            assert np.allclose(np.asarray(applied["camera"]).reshape(-1), ours["camera"], atol=1e-4), action
+    finally:
+        for name in [name for name in sys.modules if name.startswith("minestudio")]:
+            del sys.modules[name]
+        sys.modules.update(saved)
