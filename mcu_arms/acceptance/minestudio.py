@@ -308,7 +308,7 @@ def _alive(pid: int, created: float) -> bool:
 
 
 def _kill_engine(simulator: Any, stand_in: bool) -> str:
-    """SIGKILL the Java process of the simulator's engine (a process this run started, re-checked by create time)."""
+    """SIGKILL the Java process of the simulator's engine (a process this run started, under its engine's group)."""
     import psutil
 
     from mcu_arms.green.sims.minestudio import _engine_processes
@@ -319,10 +319,8 @@ def _kill_engine(simulator: Any, stand_in: bool) -> str:
     for leader in _engine_processes(simulator._sim):
         for process in [psutil.Process(leader.pid), *psutil.Process(leader.pid).children(recursive=True)]:
             if process.name().startswith("java"):
-                created = process.create_time()
-                if psutil.Process(process.pid).create_time() == created:
-                    process.kill()
-                    return f"java pid {process.pid}"
+                process.kill()  # psutil refuses a pid reused since `process` was read
+                return f"java pid {process.pid}"
     raise _Failed("no java process was found under the engine's process group")
 
 
