@@ -268,3 +268,21 @@ def test_a_new_setting_at_its_neutral_value_keeps_existing_fingerprints():
     assert fingerprint(both) != fingerprint(frame)
     planned, _ = resolve_settings(parse_arm(PLANNED, Path("arms/p.toml")), [])
     assert planned.fingerprinted()["policy_revision"] == "6cfce5c" and planned.fingerprinted()["planner_timeout"] == 60
+
+
+def test_steve1_refuses_jpeg_bgr_at_the_line_that_sets_it():
+    steve = VALID.replace('"noop"', '"steve1"').replace('"embedded"', '"minestudio"')
+    message = error_for(steve.replace('simulator = "minestudio"', 'simulator = "minestudio"\nobs_encoding = "jpeg_bgr"'))
+    assert "arms/arm.toml:4: key 'obs_encoding'" in message and "red and blue swapped" in message
+    assert parse_arm(steve.replace('simulator = "minestudio"', 'simulator = "minestudio"\nobs_encoding = "jpeg"'),
+                     Path("arms/arm.toml")).obs_encoding == "jpeg"
+
+
+def test_action_mode_is_for_minestudio_only_and_names_the_modes():
+    message = error_for(VALID.replace('agent = "noop"', 'agent = "noop"\naction_mode = "env"'))
+    assert "arms/arm.toml:2: key 'action_mode'" in message and 'only for simulator = "minestudio"' in message
+    minestudio = VALID.replace('"embedded"', '"minestudio"')
+    message = error_for(minestudio.replace('agent = "noop"', 'agent = "noop"\naction_mode = "exact"'))
+    assert "arms/arm.toml:2" in message and "agent, env" in message
+    spec = parse_arm(minestudio.replace('agent = "noop"', 'agent = "noop"\naction_mode = "env"'), Path("arms/a.toml"))
+    assert spec.action_mode == "env"

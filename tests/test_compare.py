@@ -309,7 +309,8 @@ def test_different_simulators_and_fingerprints_are_flagged(tmp_path: Path) -> No
     assert "different_simulators" in kinds
     fingerprints = next(f for f in result.flags if f.kind == "fingerprints_differ")
     assert fingerprints.arm == "emb" and "episodes 1" in fingerprints.message and "episodes 2" in fingerprints.message
-    assert result.verdict.differing == ["simulator", "steps", "reset_mode"]  # reset_mode is minestudio's only
+    # reset_mode and action_mode are minestudio's only
+    assert result.verdict.differing == ["simulator", "steps", "reset_mode", "action_mode"]
     outcome = invoke(tmp_path, {}, "compare", "emb", "mc")
     assert "different_simulators" in outcome.out and "MineStudio 1.1.6" in outcome.out
 

@@ -319,8 +319,12 @@ def test_video_evaluation_blends_into_a_partial_score_with_the_configured_model(
     assert evaluation.final_state == "completed", evaluation.statuses
     metrics = evaluation.task("craft_furnace")
     assert (metrics["sim_score"], metrics["score"], metrics["score_source"]) == (0.0, 3.0, "sim+video")
+    graded = metrics["video"].pop("graded_frames")
     assert metrics["video"] == {"status": "ok", "reason": "", "task_progress": 6.0, "model": "vision-test-model",
-                                "rubric": "mcu_arms"}
+                                "rubric": "mcu_arms", "recording_problem": None}
+    # the embedded simulator records nothing: the observation frames the step log saved are graded, and said so
+    assert graded == {"source": "observation_frames", "path": str(tmp_path / "craft_furnace" / "frames"),
+                      "width": 128, "height": 128, "frames_in_episode": 4, "frames_sent": 4}
     assert evaluation.result["video_rubric"] == "mcu_arms"
     assert metrics["action_control"] == 3.0 and evaluation.result["results"][0]["avg_action_control"] == 3.0
     (request,) = FakeModelService.requests

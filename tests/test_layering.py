@@ -196,3 +196,16 @@ def test_the_mineflayer_backend_is_the_greens_and_its_checks_are_light() -> None
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_the_acceptance_checklist_uses_the_backends_and_nothing_that_plans_or_supervises() -> None:
+    """acceptance/ drives the green's MineStudio backend, its video grader and the STEVE-1 policy directly, as the
+    arms will; only its CLI command reaches it, and importing that command loads no heavy stack."""
+    assert "mcu_arms.acceptance.minestudio" in GRAPH
+    assert _violations("mcu_arms.acceptance", ("mcu_arms.supervise", "mcu_arms.cli", "mcu_arms.report",
+                                               "mcu_arms.arms", "mcu_arms.view")) == []
+    users = {module for module, targets in GRAPH.items() if any(_under(t, "mcu_arms.acceptance") for t in targets)}
+    assert {module for module in users if not _under(module, "mcu_arms.acceptance")} == {"mcu_arms.cli.acceptance"}
+    code = f"import sys, mcu_arms.cli.acceptance\nprint(sorted(m for m in {HEAVY!r} if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "[]"

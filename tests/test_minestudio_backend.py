@@ -116,7 +116,8 @@ def test_the_engine_is_looked_for_where_minestudio_looks_when_tmpdir_is_set(
 ) -> None:
     other_tmp = tmp_path / "other-tmp"
     other_tmp.mkdir()
-    env = {"PATH": minestudio_host["env"]["PATH"], "TMPDIR": str(other_tmp)}
+    env = {**minestudio_host["env"], "TMPDIR": str(other_tmp)}
+    del env["MINESTUDIO_DIR"]
     stdlib = subprocess.run(
         [sys.executable, "-c", "import tempfile; print(tempfile.gettempdir())"], env=env, capture_output=True,
         text=True, check=True,
@@ -208,7 +209,7 @@ def _fresh_start(host: dict[str, Any], task: TaskSpec, seed: int, reset_mode: st
 
 
 def test_reset_and_step_through_the_stand_in(minestudio_host: dict[str, Any]) -> None:
-    simulator = MineStudioSimulator({**minestudio_host["env"], "MCU_CAMERA_QUANTISED": "1"}, partitions=LOCAL_DISK)
+    simulator = MineStudioSimulator(minestudio_host["env"], partitions=LOCAL_DISK)
     assert minestudio_host["control"].envs == []  # the engine starts on first reset, in the worker
     task = TaskSpec(name="t", category="crafting", text="t", init_commands=("/give @s minecraft:stone 3",))
     first = simulator.reset(task, seed=7)
@@ -219,7 +220,8 @@ def test_reset_and_step_through_the_stand_in(minestudio_host: dict[str, Any]) ->
     for _ in range(5):
         stepped = simulator.step(noop_action() | {"attack": 1, "camera": (4.32, 0.0)})
     assert sum(stepped.counters["mine_block"].values()) == 1  # five attack steps break one block
-    assert simulator.fallback_counts() == {"camera_quantised": 5}
+    assert simulator.fallback_counts() == {}  # agent mode's quantising is the task run's (and counted there)
+    assert fake.world.player.pitch == pytest.approx(5 * 4.32)  # the backend applies env actions as given
     simulator.close()
     assert fake.is_closed()
 
@@ -409,6 +411,74 @@ def test_the_green_asks_minestudio_to_render_the_observation_size(monkeypatch: p
     built: dict[str, Any] = {}
     monkeypatch.setattr(backend, "MineStudioSimulator", lambda **kwargs: built.update(kwargs) or "minestudio")
     assert make_simulator("minestudio", obs_size=(640, 360)) == "minestudio"
-    assert built == {"obs_size": (640, 360), "reset_mode": "hard"}
-    make_simulator("minestudio", reset_mode="seeded_fast")
-    assert built["reset_mode"] == "seeded_fast"
+    assert built == {"obs_size": (640, 360), "reset_mode": "hard", "action_mode": "agent"}
+    make_simulator("minestudio", reset_mode="seeded_fast", action_mode="env")
+    assert built["reset_mode"] == "seeded_fast" and built["action_mode"] == "env"
+
+
+def test_seeded_fast_lands_before_the_settling_frames_on_hard_and_fast_resets(minestudio_host: dict[str, Any]) -> None:
+    """As 1.1.6's FastResetCallback: the teleport comes before MineStudio's 20 empty frames, so the first view is the
+    settled landing (the first reset of an instance is hard; the teleport follows its new world, then 20 frames)."""
+    simulator = _simulator(minestudio_host, reset_mode="seeded_fast")
+    try:
+        for task in TASKS[:2]:
+            simulator.reset(task, seed=3)
+            fake = simulator._sim.fake
+            [teleported] = [step for step, command in zip(fake.command_steps, fake.commands, strict=True)
+                            if command.startswith("/teleportbiome")][-1:]
+            assert fake.steps_taken - teleported == 20, task.name  # no task commands here: 20 settling frames
+        assert fake.hard_resets == 1  # the second task's start was a fast one
+    finally:
+        simulator.close()
+
+
+def test_only_one_minestudio_simulator_per_process(minestudio_host: dict[str, Any]) -> None:
+    first = _simulator(minestudio_host)
+    with pytest.raises(SimulatorUnavailable, match="already runs a MineStudio evaluation"):
+        _simulator(minestudio_host)
+    first.close()
+    _simulator(minestudio_host).close()  # a closed one frees the process
+
+
+@pytest.mark.parametrize(
+    ("broken", "expected"),
+    [
+        ({"FAKE_MINESTUDIO_NUMPY": "2"}, "AttributeError: `np.unicode_` was removed in the NumPy 2.0 release"),
+        ("libgl", "ImportError: libGL.so.1: cannot open shared object file: No such file or directory"),
+    ],
+)
+def test_the_import_check_imports_as_the_green_does_in_a_child_and_names_the_error(
+    minestudio_host: dict[str, Any], tmp_path: Path, broken: Any, expected: str
+) -> None:
+    env = dict(minestudio_host["env"])
+    if broken == "libgl":  # a cv2 that cannot load libGL, imported by the simulator package as 1.1.6's does
+        shadow = tmp_path / "shadow"
+        (shadow / "cv2").mkdir(parents=True)
+        (shadow / "cv2" / "__init__.py").write_text(
+            "raise ImportError('libGL.so.1: cannot open shared object file: No such file or directory')\n"
+        )
+        env["PYTHONPATH"] = f"{shadow}{os.pathsep}{env['PYTHONPATH']}"
+    else:
+        env.update(broken)
+    [check] = [check for check in host_checks(env, partitions=LOCAL_DISK) if check.name == "minestudio import"]
+    assert check.status == "fail" and expected in check.detail, check.detail
+    assert "numpy < 2" in check.fix
+    with pytest.raises(SimulatorUnavailable, match="importing minestudio fails"):
+        MineStudioSimulator(env, partitions=LOCAL_DISK)
+    _simulator(minestudio_host).close()  # the refusal left the process free
+
+
+def test_an_import_that_fails_in_the_green_breaks_the_backend_once_and_loudly(
+    minestudio_host: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Preflight imported MineStudio in a child; if this process still cannot (its sys.path differs, a later pip),
+    the first reset says so and every later one fails at once with the same reason, never retried per task."""
+    simulator = _simulator(minestudio_host)
+    monkeypatch.setitem(sys.modules, "minestudio.simulator", None)
+    try:
+        for task in TASKS[:2]:
+            with pytest.raises(SimulatorUnavailable, match="MineStudio cannot be imported in the green: ModuleNotFoundError"):
+                simulator.reset(task, seed=0)
+        assert minestudio_host["control"].launches == 0
+    finally:
+        simulator.close()

@@ -99,6 +99,29 @@ def test_reset_mode_is_a_setting_in_the_fingerprint_and_the_scenario(project: Pa
     assert load_scenario(scenario).config.reset_mode == "seeded_fast"
 
 
+def test_action_mode_defaults_to_upstreams_agent_mode_and_env_keeps_the_fingerprint_of_older_results(
+    project: Path, env: dict[str, str]
+) -> None:
+    """Every MineStudio result before the setting ran env mode: an arm asking for env mode keeps exactly that
+    fingerprint (its settings without action_mode), while the new default, agent mode, gets its own. Arms on the other
+    simulators have no action_mode at all, so their fingerprints do not move."""
+    from mcu_arms.contracts.settings import Settings, fingerprint
+
+    _arm(project, "agent")
+    _arm(project, "env", extra='action_mode = "env"\n')
+    plans = _plans(project, env, "agent", "env")
+    assert plans["agent"]["settings"]["action_mode"] == "agent", "the default, stated in the plan"
+    assert plans["agent"]["fingerprint"] != plans["env"]["fingerprint"]
+    older = Settings.model_validate({**plans["env"]["settings"], "action_mode": None})  # a report from before
+    assert fingerprint(older) == plans["env"]["fingerprint"]
+    scenario = project / "scenario.toml"
+    scenario.write_text(scenario_toml(ArmPlan.model_validate(plans["env"])))
+    assert load_scenario(scenario).config.action_mode == "env"
+    embedded = MINESTUDIO_ARM.format(agent="random", task="crafting", extra="").replace('"minestudio"', '"embedded"')
+    (project / "arms" / "emb.toml").write_text(embedded)
+    assert _plans(project, env, "emb")["emb"]["settings"]["action_mode"] is None
+
+
 def test_reset_mode_is_refused_on_the_embedded_simulator(project: Path, env: dict[str, str]) -> None:
     text = MINESTUDIO_ARM.format(agent="random", task="crafting", extra='reset_mode = "hard"\n')
     (project / "arms" / "emb.toml").write_text(text.replace('simulator = "minestudio"', 'simulator = "embedded"'))
@@ -138,8 +161,9 @@ def test_doctor_rows_are_the_backends_own_checks(
     host = {**env, **minestudio_host["env"], "MINESTUDIO_GPU_RENDER": "1"}
     outcome = invoke(project, host, "doctor", "--json", *(str(project / "arms" / f"{a}.toml") for a in ("ms", "steve")))
     rows = {(row["name"], tuple(row["needed_by"])): row for row in json.loads(outcome.out)["checks"]}
-    for name in ("minestudio package", "java", "xvfb-run", "xauth", "MineStudio engine", "MINESTUDIO_DIR"):
+    for name in ("minestudio import", "java", "xvfb-run", "xauth", "MineStudio engine", "MINESTUDIO_DIR"):
         assert rows[(name, ("ms", "steve"))]["status"] == "ok", rows[(name, ("ms", "steve"))]
+    assert "imports as the green imports it (minestudio 1.1.6+fake" in rows[("minestudio import", ("ms", "steve"))]["detail"]
     assert rows[("MINESTUDIO_GPU_RENDER", ("ms", "steve"))]["status"] == "warn"
     assert rows[("STEVE-1 weights", ("steve",))]["status"] == "ok", "found through the arm's [env]"
     tokenizer = rows[("MineCLIP tokenizer", ("steve",))]

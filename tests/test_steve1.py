@@ -240,6 +240,7 @@ def test_the_condition_is_the_arms_text_or_the_tasks_and_the_ack_records_it(
     monkeypatch.setattr(steve1, "_load_model", lambda weights, device: model)
     monkeypatch.setattr(steve1, "_cuda_input", lambda frame: frame)
     monkeypatch.setattr(steve1, "_inference_mode", lambda: __import__("contextlib").nullcontext())
+    monkeypatch.setattr(steve1, "device_description", lambda: "Test GPU (torch 0, CUDA 0, cuDNN 0)")
 
     async def episode() -> tuple[str, list]:
         policy = Steve1Policy(PurpleOptions(seed=5, steve1_condition=condition), environ={})
@@ -250,4 +251,43 @@ def test_the_condition_is_the_arms_text_or_the_tasks_and_the_ack_records_it(
     message, actions = asyncio.run(episode())
     assert model.texts == [expected]
     assert f"conditioned on {expected!r}" in message and "seed 5" in message
+    assert "same-seed actions reproducible on Test GPU (torch 0, CUDA 0, cuDNN 0)" in message
     assert all(action.action_type == "agent" and len(action.buttons) == 1 for action in actions)
+
+
+def test_a_jpeg_bgr_frame_reaches_steve1_in_rgb_order():
+    """Plans refuse jpeg_bgr for steve1 arms; a green configured by hand may still send it, and the channels are
+    put back."""
+    from PIL import Image
+
+    frame = np.zeros((128, 128, 3), dtype=np.uint8)
+    frame[..., 0] = 200  # red
+    buffer = io.BytesIO()
+    Image.fromarray(np.ascontiguousarray(frame[:, :, ::-1])).save(buffer, format="JPEG", quality=95)
+    encoded = base64.b64encode(buffer.getvalue()).decode("ascii")
+    decoded = steve1._decode_frame(encoded, bgr=True)
+    assert decoded[..., 0].mean() > 150 and decoded[..., 2].mean() < 50
+
+
+def test_steve1_goes_offline_once_checked_and_names_what_breaks_same_seed_determinism(monkeypatch):
+    import types
+    import warnings
+
+    environ: dict[str, str] = {}
+    fake_constants = types.SimpleNamespace(HF_HUB_OFFLINE=False)
+    monkeypatch.setitem(sys.modules, "huggingface_hub.constants", fake_constants)
+    steve1.go_offline(environ)
+    assert environ == {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"} and fake_constants.HF_HUB_OFFLINE is True
+
+    class Warns(NumpySteve):
+        def get_action(self, inputs, state, input_shape):
+            warnings.warn("scatter_add_cuda_kernel does not have a deterministic implementation", UserWarning)
+            return super().get_action(inputs, state, input_shape)
+
+    episode = Steve1Episode(Warns(), 3, lambda frame: frame)
+    episode.prepare("chop a tree")
+    episode.act(FRAMES[0])
+    episode.act(FRAMES[1])
+    assert episode.nondeterministic_ops == ["scatter_add_cuda_kernel does not have a deterministic implementation"]
+    statement = steve1.Determinism(device="GPU X", nondeterministic_ops=episode.nondeterministic_ops).statement()
+    assert statement.startswith("same-seed actions NOT guaranteed on GPU X") and "scatter_add" in statement

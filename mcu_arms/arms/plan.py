@@ -23,7 +23,7 @@ from mcu_arms.arms.spec import (
     load_arm,
 )
 from mcu_arms.contracts.addresses import http_url, is_loopback
-from mcu_arms.contracts.catalog import CODEX_AGENTS, DEFAULT_RESET_MODE, FRAME_READING_AGENTS, capped_steps
+from mcu_arms.contracts.catalog import CODEX_AGENTS, DEFAULT_ACTION_MODE, DEFAULT_RESET_MODE, FRAME_READING_AGENTS, capped_steps
 from mcu_arms.contracts.errors import UserError, toml_line, user_error
 from mcu_arms.contracts.mineflayer import MineflayerServer
 from mcu_arms.contracts.rubric import AUTO_EVAL_ENV
@@ -149,6 +149,7 @@ def resolve_settings(spec: ArmSpec, warnings: list[str]) -> tuple[Settings, Comp
     resolved = {"steps": steps, "compact_limit": compaction.limit}
     if spec.simulator == "minestudio":
         resolved["reset_mode"] = spec.reset_mode or DEFAULT_RESET_MODE
+        resolved["action_mode"] = spec.action_mode or DEFAULT_ACTION_MODE
     if spec.simulator == "mineflayer":
         server = spec.mineflayer or MineflayerServer()
         resolved |= {f"mineflayer_{key}": value for key, value in server.model_dump().items()}
@@ -365,6 +366,8 @@ def scenario_toml(plan: ArmPlan) -> str:
         config["auto_eval_dir"] = settings.auto_eval_dir
     if settings.reset_mode:
         config["reset_mode"] = settings.reset_mode
+    if settings.action_mode:
+        config["action_mode"] = settings.action_mode
     server = mineflayer_server(settings)
     if server is not None:
         config["mineflayer"] = server.model_dump()

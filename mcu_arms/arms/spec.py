@@ -18,6 +18,7 @@ from pydantic import (
 
 from mcu_arms.contracts.addresses import is_loopback, parse_host
 from mcu_arms.contracts.catalog import (
+    ACTION_MODES,
     AGENT_KINDS,
     CATEGORIES,
     FRAME_READING_AGENTS,
@@ -25,6 +26,7 @@ from mcu_arms.contracts.catalog import (
     RESET_MODES,
     SIMULATORS,
     STATE_AGENTS,
+    ActionMode,
     ResetMode,
 )
 from mcu_arms.contracts.errors import Problem, UserError, did_you_mean, parse_toml, user_error
@@ -209,6 +211,7 @@ class ArmSpec(_Strict):
     env: dict[str, str] = Field(default_factory=dict)
     cuda_device: str | None = None
     reset_mode: ResetMode | None = None
+    action_mode: ActionMode | None = None
     steve1_condition: str | None = Field(default=None, min_length=1)
     video_eval: bool = False
     video_model: str = Field(default=DEFAULT_VIDEO_MODEL, min_length=1)
@@ -292,6 +295,11 @@ class ArmSpec(_Strict):
                 "reset_mode", "reset_mode is only for simulator = \"minestudio\" (the embedded one builds a new world "
                 "from the seed for every task)"
             )
+        if self.action_mode is not None and self.simulator != "minestudio":
+            raise SettingConflict(
+                "action_mode", "action_mode is only for simulator = \"minestudio\" (the other simulators take env "
+                "actions as they are)"
+            )
         if self.agent == "scripted" and self.simulator != "embedded":
             raise SettingConflict(
                 "simulator", "agent \"scripted\" plays Crafter frames: it needs simulator = \"embedded\""
@@ -349,6 +357,12 @@ class ArmSpec(_Strict):
                 f"observe = \"{self.observe}\" needs structured state, which only the "
                 f"{' and '.join(sorted(STATE_SIMULATORS))} simulators provide (the {self.simulator} one serves frames)",
             )
+        if self.agent == "steve1" and self.obs_encoding == "jpeg_bgr":
+            raise SettingConflict(
+                "obs_encoding",
+                "agent \"steve1\" decodes frames as RGB: with obs_encoding = \"jpeg_bgr\" it would see red and blue "
+                "swapped (jpeg_bgr is for purples that decode with cv2, as MCU-AgentBeats' do)",
+            )
         if self.agent in FRAME_READING_AGENTS and not wants_frame(self.observe):
             raise SettingConflict("observe", f"agent \"{self.agent}\" reads frames: it needs observe = \"frame\" or \"frame+state\"")
         if self.agent not in STATE_AGENTS:
@@ -393,6 +407,7 @@ ALLOWED: dict[str, str] = {
     "env": "NAME = \"value\" pairs; names of letters, digits and '_', not starting with a digit; string values",
     "cuda_device": "a CUDA device index or UUID as a string, for agent = \"steve1\" only",
     "reset_mode": f"{', '.join(RESET_MODES)}; for simulator = \"minestudio\" only",
+    "action_mode": f"{', '.join(ACTION_MODES)}; for simulator = \"minestudio\" only",
     "steve1_condition": "a non-empty text STEVE-1 is conditioned on for every task, for agent = \"steve1\" only",
     "ports.green": "a port 1024-65535 or \"auto\"",
     "ports.purple": "a port 1024-65535 or \"auto\"",

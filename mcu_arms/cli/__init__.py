@@ -9,6 +9,7 @@ import typer
 
 from mcu_arms import __version__
 from mcu_arms.cli import (
+    acceptance,
     codex_home,
     compare,
     doctor,
@@ -62,6 +63,6 @@ def _root(
 
 
 for command_module in (
-    plan, run, run_episode, compare, view, report, status, new, codex_home, doctor, tasks, serve, evaluate
+    plan, run, run_episode, compare, view, report, status, new, codex_home, doctor, acceptance, tasks, serve, evaluate
 ):
     command_module.register(app)

@@ -45,6 +45,15 @@ ResetMode = Literal["hard", "seeded_fast"]
 RESET_MODES: tuple[str, ...] = get_args(ResetMode)
 DEFAULT_RESET_MODE: ResetMode = "hard"
 
+# How the MineStudio backend applies an agent's action, whatever format it came in:
+# "agent": as upstream MCU-AgentBeats' green does, through MineStudio's agent action mode (env and expanded actions are
+# turned into the compact joint action first: camera quantised to 11 mu-law bins per axis within ±10 degrees,
+# forward+back and left+right cancel, the later key of a group wins, inventory alone and without camera);
+# "env": env action mode, the camera exact up to ±180 degrees and the keys as sent (not MCU's action semantics).
+ActionMode = Literal["agent", "env"]
+ACTION_MODES: tuple[str, ...] = get_args(ActionMode)
+DEFAULT_ACTION_MODE: ActionMode = "agent"
+
 
 def default_max_steps(category: str) -> int:
     """MCU's step budget: long-term categories get 12,000 steps, the rest 1,200."""

@@ -133,12 +133,26 @@ class MilestoneResult(BaseModel):
     available: bool  # False: no analogue on this simulator, can never be reached here
 
 
+class GradedFrames(BaseModel):
+    """Which frames video evaluation graded: the simulator's recording of the render (what MCU grades: MineStudio's
+    640x360 `episode_1.mp4`), or the observation frames at the agent's obs_size (PNGs the step log saved)."""
+
+    source: Literal["render_recording", "observation_frames"]
+    path: str  # the video file, or the folder of PNGs
+    width: int
+    height: int
+    frames_in_episode: int
+    frames_sent: int  # how many of them the grader was shown
+
+
 class VideoResult(BaseModel):
     status: str
     reason: str = ""
     task_progress: float | None = None
     model: str | None = None
     rubric: VideoRubric = "mcu_arms"  # schema 1 had only ours
+    graded_frames: GradedFrames | None = None  # None: nothing graded, or a result from before it was said
+    recording_problem: str | None = None  # the simulator's recording could not be written (observation frames graded)
 
 
 class SimulatorRestart(BaseModel):
@@ -288,6 +302,7 @@ class SimulatorInfo(BaseModel):
     version: str
     label: str
     reset_mode: str | None = None  # how each task was started (catalog.ResetMode); None in older results
+    action_mode: str | None = None  # how actions were applied (catalog.ActionMode); None where it does not apply
 
 
 class EvaluationResult(BaseModel):

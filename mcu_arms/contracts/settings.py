@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from mcu_arms.contracts.addresses import http_url, is_loopback
-from mcu_arms.contracts.catalog import ResetMode
+from mcu_arms.contracts.catalog import ActionMode, ResetMode
 from mcu_arms.contracts.game_state import DEFAULT_OBSERVE, ObserveMode
 from mcu_arms.contracts.planned import PolicyBackend
 from mcu_arms.contracts.redaction import redact_env, scrub
@@ -163,6 +163,7 @@ class Settings(BaseModel):
     env: dict[str, str]
     cuda_device: str | None
     reset_mode: ResetMode | None = None  # minestudio arms only; older plans read as unset
+    action_mode: ActionMode | None = None  # minestudio arms only; older plans (which ran env mode) read as unset
     steve1_condition: str | None = None  # steve1 arms only: the text STEVE-1 is conditioned on instead of the task's
     observe: ObserveMode = DEFAULT_OBSERVE
     # The planned agent's models ([planner] and [policy] in the arm file); None for every other agent.
@@ -195,13 +196,17 @@ class Settings(BaseModel):
 
         Unset (None) settings are left out, and so are the observation settings at their defaults, so a setting
         added later does not change existing fingerprints. The auto_eval checkout counts as the rubric it selects,
-        not as a path.
+        not as a path. A MineStudio arm's action_mode is left out when it is "env", the mode every MineStudio result
+        before the setting ran in: such a result keeps its fingerprint and matches an arm that asks for env mode,
+        while an arm at the new default ("agent") gets a new fingerprint, because it plays a different game.
         """
         data = {key: value for key, value in self.model_dump().items() if value is not None}
         for key in REPLICATE_AND_PLACEMENT_KEYS:
             data.pop(key, None)
         if data.pop("auto_eval_dir", None) is not None:
             data["video_rubric"] = rubric_of(self.auto_eval_dir)
+        if data.get("action_mode") == "env":
+            data.pop("action_mode")
         for key, default in (
             ("obs_size", DEFAULT_OBS_SIZE), ("obs_encoding", DEFAULT_OBS_ENCODING), ("observe", DEFAULT_OBSERVE)
         ):

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mcu_arms.contracts.catalog import ResetMode
+from mcu_arms.contracts.catalog import ActionMode, ResetMode
 from mcu_arms.contracts.game_state import DEFAULT_OBSERVE, GameState, ObserveMode
 from mcu_arms.contracts.mineflayer import MineflayerServer
 from mcu_arms.contracts.skills import GameEvent, SkillOutcome, SkillRequest
@@ -164,6 +164,7 @@ class EvalConfig(BaseModel):
     obs_encoding: ObsEncoding = DEFAULT_OBS_ENCODING
     auto_eval_dir: str | None = None  # a checkout of MCU's auto_eval folder on the green's host: MCU's video rubric
     reset_mode: ResetMode | None = None  # how MineStudio starts each task; None: DEFAULT_RESET_MODE (catalog)
+    action_mode: ActionMode | None = None  # how MineStudio applies actions; None: DEFAULT_ACTION_MODE (catalog)
 
     def ignored_keys(self) -> list[str]:
         """The keys this green does not know, in order."""

@@ -22,7 +22,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from mcu_arms.contracts.camera import MAX_CAMERA_INDEX, NULL_CAMERA_INDEX, camera_index_degrees
+from mcu_arms.contracts.camera import (
+    MAX_CAMERA_INDEX,
+    NULL_CAMERA_INDEX,
+    camera_index_degrees,
+    degrees_to_camera_index,
+)
 from mcu_arms.contracts.errors import validation_summary
 from mcu_arms.contracts.skills import SkillRequest
 from mcu_arms.contracts.states import NoopCause
@@ -126,6 +131,41 @@ def decode_compact(button_index: int, camera_index: int) -> tuple[EnvAction, lis
     elif camera_index != NULL_CAMERA_INDEX:
         adjustments.append("camera_meta_off")
     return action, adjustments
+
+
+def encode_compact(action: EnvAction) -> tuple[int, int]:
+    """The compact (button index, camera index) MineStudio's agent mode makes of an env action (VPT's
+    from_factored): forward+back and left+right pressed together mean neither; in the other groups the key later in
+    the group wins (sneak over sprint, hotbar.9 over hotbar.1); inventory is alone (index 8640) and keeps the camera
+    still; the camera meta action is on when the quantised camera moves."""
+    camera_index = degrees_to_camera_index(*action[CAMERA_KEY])
+    if action.get("inventory"):
+        return COMPACT_INVENTORY_INDEX, NULL_CAMERA_INDEX
+    button_index = 0
+    for group in _BUTTON_GROUPS:
+        if group[-1] == CAMERA_KEY:
+            choice = int(camera_index != NULL_CAMERA_INDEX)
+        else:
+            pressed = [position for position, key in enumerate(group) if key is not None and action.get(key)]
+            cancelling = len(group) == 3 and group[1:] in (("forward", "back"), ("left", "right"))
+            choice = 0 if not pressed or (cancelling and len(pressed) == 2) else pressed[-1]
+        button_index = button_index * len(group) + choice
+    return button_index, camera_index
+
+
+def through_agent_mode(action: EnvAction) -> tuple[EnvAction, list[str]]:
+    """What MineStudio's agent action mode applies for an env action (upstream MCU-AgentBeats sends env and expanded
+    actions this way), and the adjustments that made it differ from what was sent."""
+    applied, _ = decode_compact(*encode_compact(action))
+    adjustments: list[str] = []
+    if tuple(applied[CAMERA_KEY]) != tuple(float(value) for value in action[CAMERA_KEY]):
+        adjustments.append("camera_quantised" if not action.get("inventory") else "camera_inventory_exclusive")
+    changed = {key for key in BUTTON_KEYS if int(bool(action.get(key))) != applied[key]}
+    if changed & {"forward", "back", "left", "right"}:
+        adjustments.append("opposite_keys_cancelled")
+    if changed - {"forward", "back", "left", "right"}:
+        adjustments.append("inventory_exclusive" if action.get("inventory") else "key_group_exclusive")
+    return applied, adjustments
 
 
 def parse_reply(text: str | None) -> ParsedAction:

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from mcu_arms.contracts.evaluation import MilestoneResult
+from mcu_arms.contracts.evaluation import GradedFrames, MilestoneResult
 from mcu_arms.contracts.rubric import VideoRubric
 from mcu_arms.contracts.tasks import RewardEntry, ScoringKind, TaskSpec
 
@@ -119,6 +119,7 @@ class VideoEvaluation(BaseModel):
     criteria: dict[str, float] = Field(default_factory=dict)
     model: str | None = None
     rubric: VideoRubric = "mcu_arms"
+    graded_frames: GradedFrames | None = None
 
 
 class TaskScore(BaseModel):

@@ -223,7 +223,7 @@ class GreenExecutor(AgentExecutor):
             simulator: Simulator = await asyncio.get_running_loop().run_in_executor(
                 sim_thread,
                 partial(make_simulator, config.simulator, obs_size=config.obs_size, reset_mode=config.reset_mode,
-                        mineflayer=config.mineflayer),
+                        mineflayer=config.mineflayer, action_mode=config.action_mode),
             )
         except (SimulatorUnavailable, UserError) as error:
             raise RequestRejected(f"simulator '{config.simulator}' cannot run here: {error}") from None
@@ -343,7 +343,7 @@ class GreenExecutor(AgentExecutor):
             results=[CategoryResult.of(config.task_category, metrics, plan.skipped)],
             simulator=SimulatorInfo(
                 name=simulator.name, version=simulator.version(), label=simulator.label(),
-                reset_mode=simulator.reset_mode(),
+                reset_mode=simulator.reset_mode(), action_mode=simulator.action_mode(),
             ),
             seed=config.seed,
             max_steps=plan.max_steps,

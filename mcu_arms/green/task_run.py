@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ValidationError
 
-from mcu_arms.contracts.catalog import DEFAULT_RESET_MODE, SIMULATORS, ResetMode
+from mcu_arms.contracts.catalog import DEFAULT_ACTION_MODE, DEFAULT_RESET_MODE, SIMULATORS, ActionMode, ResetMode
 from mcu_arms.contracts.errors import UserError, validation_summary
 from mcu_arms.contracts.evaluation import (
     CappedCounter,
@@ -53,16 +53,18 @@ from mcu_arms.contracts.wire import (
     ObsEncoding,
     ObservationPayload,
 )
-from mcu_arms.green.actions import ParsedAction, noop_result, parse_reply
+from mcu_arms.green.actions import ParsedAction, noop_result, parse_reply, through_agent_mode
 from mcu_arms.green.observation import NO_FRAME, EncodedFrame, FrameEncoder
 from mcu_arms.green.steplog import StepLog
 
 if TYPE_CHECKING:
     from mcu_arms.contracts.tasks import TaskSpec
     from mcu_arms.green.scoring import MilestoneEvent, RewardTracker, TaskScore, VideoEvaluation
-    from mcu_arms.green.sims.base import SimStep, Simulator
+    from mcu_arms.green.sims.base import Recording, SimStep, Simulator
 
 EventSink = Callable[[GreenEvent], Awaitable[None]]
+
+RECORDING_DIR = "recording"  # in the task's folder: the simulator's video of the task (MineStudio: episode_1.mp4)
 
 BASE_PROMPT = """You are an AI agent playing Minecraft. Each turn you receive one observation: a JSON object
 {"type": "obs", "step": N, "obs": "<base64 image of your first-person view>", "encoding": "png" | "jpeg" |
@@ -84,13 +86,18 @@ and the simulator's capability list); "obs" is empty when the arm observes the s
 
 def make_simulator(
     name: str, obs_size: tuple[int, int] = DEFAULT_OBS_SIZE, reset_mode: ResetMode | None = None,
-    mineflayer: MineflayerServer | None = None,
+    mineflayer: MineflayerServer | None = None, action_mode: ActionMode | None = None,
 ) -> Simulator:
     """The named simulator backend, imported only now (MineStudio is an optional, heavy extra).
 
     MineStudio renders the observation at `obs_size` itself (as upstream's green asks it to); the embedded backend
     draws 128x128 Crafter frames, which the frame encoder resizes; the mineflayer one plays on the server named.
     """
+    if action_mode is not None and name != "minestudio":
+        raise UserError(
+            f"action_mode '{action_mode}' is for minestudio: the {name} simulator takes env actions as they are",
+            key="action_mode",
+        )
     if name == "embedded":
         from mcu_arms.green.sims.embedded import EmbeddedSimulator
 
@@ -103,7 +110,9 @@ def make_simulator(
     if name == "minestudio":
         from mcu_arms.green.sims.minestudio import MineStudioSimulator
 
-        return MineStudioSimulator(obs_size=obs_size, reset_mode=reset_mode or DEFAULT_RESET_MODE)
+        return MineStudioSimulator(
+            obs_size=obs_size, reset_mode=reset_mode or DEFAULT_RESET_MODE, action_mode=action_mode or DEFAULT_ACTION_MODE
+        )
     if name == "mineflayer":
         from mcu_arms.green.sims.mineflayer.backend import MineflayerSimulator
 
@@ -234,6 +243,8 @@ class TaskRun:
         self.error: str | None = None
         self.init: InitOutcome | None = None
         self.support = simulator.supports(task)
+        self.agent_mode = simulator.action_mode() == "agent"
+        self.recording_problem: str | None = None
 
     async def run(self) -> TaskMetrics:
         from mcu_arms.a2a_transport import AgentError
@@ -242,8 +253,10 @@ class TaskRun:
         started_at, started = iso_seconds(), time.monotonic()
         tracker = RewardTracker(self.task, self.support.unavailable)
         log = StepLog(self.task_dir, save_frames=self.settings.save_frames)
+        recording: Recording | None = None
         try:
             self.sim.set_frames(self._frames_needed())
+            self.sim.record_to(self.task_dir / RECORDING_DIR if self.settings.video_eval else None)
             seen = self._observe(self.sim.reset(self.task, self.settings.seed))
             async with AgentChannel(self.agent_url, self.settings.step_timeout) as channel:
                 self.init = await self._send_init(channel)
@@ -256,7 +269,8 @@ class TaskRun:
             self.ended_by, self.error = "error", f"{type(error).__name__}: {error}"
         finally:
             log.close()
-        video = await self._evaluate_video(tracker, log)
+            recording = self._finish_recording()
+        video = await self._evaluate_video(tracker, log, recording)
         return self._metrics(tracker, video, log, started_at, time.monotonic() - started)
 
     async def _send_init(self, channel: AgentChannel) -> InitOutcome:
@@ -298,6 +312,7 @@ class TaskRun:
                 break
             started = time.perf_counter()
             received, parsed = await self._ask(channel, step, seen)
+            parsed = self._as_the_simulator_applies(parsed)
             agent_ms = (time.perf_counter() - started) * 1000
             sim_step, sim_ms, seen = self._advance(parsed, step, seen, log)
             events = tracker.update(step, sim_step.counters)  # backends count from their reset (sims/base.py)
@@ -349,6 +364,15 @@ class TaskRun:
                 "actions only (skills are for simulators whose capabilities say actions = \"skills\")",
             )  # fmt: skip
         return received, parsed
+
+    def _as_the_simulator_applies(self, parsed: ParsedAction) -> ParsedAction:
+        """In agent action mode an env or expanded action goes through the compact joint space, as upstream's green
+        sends it (the step log then shows what was applied, and the adjustments are counted); a compact action is
+        already in it."""
+        if self.agent_mode and parsed.skill is None and parsed.format != "compact":
+            applied, adjustments = through_agent_mode(parsed.action)
+            return parsed.model_copy(update={"action": applied, "adjustments": [*parsed.adjustments, *adjustments]})
+        return parsed
 
     def _advance(self, parsed: ParsedAction, step: int, seen: Seen, log: StepLog) -> tuple[SimStep, float, Seen]:
         """Keep the frame the agent saw, step (or carry out the skill), and build the next observation."""
@@ -437,14 +461,27 @@ class TaskRun:
             noops=sum(stats.count for stats in self.noops.values()),
         )
 
-    async def _evaluate_video(self, tracker: RewardTracker, log: StepLog) -> VideoEvaluation:
+    def _finish_recording(self) -> Recording | None:
+        """The simulator's recording of this task, written out; a failure to write it is said in the result
+        (recording_problem), and video evaluation then grades the observation frames."""
+        try:
+            return self.sim.finish_recording()
+        except Exception as error:  # noqa: BLE001 - the episode's result stands without its video
+            self.recording_problem = f"the recording could not be written ({type(error).__name__}: {error})"
+            return None
+
+    async def _evaluate_video(
+        self, tracker: RewardTracker, log: StepLog, recording: Recording | None
+    ) -> VideoEvaluation:
+        """Grade the simulator's recording of the render when there is one (as MCU does), else the observation
+        frames the step log saved."""
         from mcu_arms.green.video_eval import evaluate_video
 
         return await asyncio.to_thread(
             evaluate_video,
             self.task,
-            log.frames_dir,
-            None,
+            None if recording is not None else log.frames_dir,
+            recording,
             enabled=self.settings.video_eval,
             env=self.settings.env,
             model=self.settings.video_model,
@@ -494,7 +531,7 @@ class TaskRun:
             init=self.init,
             video=VideoResult(
                 status=video.status, reason=video.reason, task_progress=video.task_progress, model=video.model,
-                rubric=video.rubric,
+                rubric=video.rubric, graded_frames=video.graded_frames, recording_problem=self.recording_problem,
             ),
             agent_latency=LatencyStats.of(self.agent_ms),
             sim_step_ms_mean=round(sum(self.sim_ms) / len(self.sim_ms), 3) if self.sim_ms else None,

@@ -8,6 +8,10 @@ Two rubrics (contracts/rubric.py), and every result names the one used:
 - `mcu_arms`: our generic prompt and six criteria (MCU_benchmark/auto_eval/), up to 16 evenly spaced PNG frames,
   a JSON answer.
 
+The frames graded are the simulator's recording of the render when there is one (MineStudio's RecordCallback at
+640x360, what MCU grades), else the observation frames the step log saved (at the agent's obs_size); the result says
+which (GradedFrames).
+
 It never raises: a disabled evaluation, a missing OPENAI_API_KEY and every failure come back as a status with a
 reason, so the score falls back loudly (score_task marks what was used).
 """
@@ -18,18 +22,20 @@ import base64
 import io
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from mcu_arms.contracts.evaluation import GradedFrames
 from mcu_arms.contracts.resources import AUTO_EVAL_DIR
 from mcu_arms.contracts.rubric import MCU_PROMPT_FILE, criteria_file, rubric_of
 from mcu_arms.contracts.tasks import TaskSpec
 from mcu_arms.contracts.wire import DEFAULT_VIDEO_MODEL
 from mcu_arms.green.scoring import CRITERIA, VideoEvaluation, VideoStatus
+from mcu_arms.green.sims.base import Recording
 
 PROMPT_FILE = AUTO_EVAL_DIR / "prompt" / "video_eval.md"
 CRITERIA_FILE = AUTO_EVAL_DIR / "criteria.yaml"
@@ -65,12 +71,13 @@ class _Request:
 
     messages: list[dict[str, Any]]
     options: dict[str, Any]  # sampling options for chat.completions.create
+    graded: GradedFrames
 
 
 def evaluate_video(
     task: TaskSpec,
     frames_dir: Path | None,
-    recording: Path | None,
+    recording: Recording | None,
     *,
     enabled: bool,
     env: Mapping[str, str],
@@ -79,7 +86,7 @@ def evaluate_video(
     reached: Iterable[str] = (),
     auto_eval_dir: Path | None = None,
 ) -> VideoEvaluation:
-    """Grade the episode's frames (PNG files in `frames_dir`, else the `recording` video).
+    """Grade the episode's frames (the `recording` of the render, else the PNG files in `frames_dir`).
 
     `needed` is False when the simulator score is already full; `reached` names the milestones already reached, so
     that for a milestone task the model grades progress on the current (first unreached) milestone. With
@@ -110,26 +117,29 @@ def evaluate_video(
     except Exception as error:  # noqa: BLE001 — the contract is a status, never an exception
         return outcome("failed", f"{type(error).__name__}: {error}"[:MAX_REASON_CHARS])
     return VideoEvaluation(
-        status="ok", task_progress=scores["task_progress"], criteria=scores, model=model, rubric=rubric
+        status="ok", task_progress=scores["task_progress"], criteria=scores, model=model, rubric=rubric,
+        graded_frames=request.graded,
     )
 
 
 def _our_request(
-    task: TaskSpec, frames_dir: Path | None, recording: Path | None, reached: set[str]
+    task: TaskSpec, frames_dir: Path | None, recording: Recording | None, reached: set[str]
 ) -> _Request | None:
-    frames, step_count = _sample_frames(frames_dir, recording, MAX_FRAMES)
-    if not frames:
+    source = _FrameSource.of(frames_dir, recording)
+    if source is None:
         return None
-    content: list[dict[str, Any]] = [{"type": "text", "text": build_prompt(task, len(frames), step_count, reached)}]
+    frames = [_png(frame) for frame in source.frames(_evenly(source.count, MAX_FRAMES))]
+    content: list[dict[str, Any]] = [{"type": "text", "text": build_prompt(task, len(frames), source.count, reached)}]
     content += [_image_part("image/png", frame, detail="low") for frame in frames]
     return _Request(
         messages=[{"role": "user", "content": content}],
         options={"temperature": 0, "seed": REQUEST_SEED, "response_format": {"type": "json_object"}},
+        graded=source.graded(len(frames)),
     )
 
 
 def _mcu_request(
-    task: TaskSpec, auto_eval_dir: Path, frames_dir: Path | None, recording: Path | None, reached: set[str]
+    task: TaskSpec, auto_eval_dir: Path, frames_dir: Path | None, recording: Recording | None, reached: set[str]
 ) -> _Request | None:
     """MCU's rating prompt as the system message, then the task and its criteria, then the sampled frames."""
     criteria_path = criteria_file(auto_eval_dir, task.name)
@@ -138,9 +148,11 @@ def _mcu_request(
                                 f"({criteria_path})")
     system = (auto_eval_dir / MCU_PROMPT_FILE).read_text(encoding="utf-8")
     criteria = criteria_path.read_text(encoding="utf-8")
-    frames = _mcu_frames(frames_dir, recording)
-    if not frames:
+    source = _FrameSource.of(frames_dir, recording)
+    if source is None:
         return None
+    every = MCU_LONG_FRAME_EVERY if source.count >= MCU_LONG_FROM_FRAMES else MCU_FRAME_EVERY
+    frames = [_jpeg(frame) for frame in source.frames(range(0, source.count, every))]
     text = (
         f"Task: {task.name.replace('_', ' ')}\n{_milestone_focus(task, reached)}"
         f"Grade the agent in the video frames that follow by these criteria:\n{criteria}"
@@ -153,28 +165,83 @@ def _mcu_request(
         ],
         options={"temperature": 0, "top_p": 1, "seed": MCU_REQUEST_SEED, "frequency_penalty": 0,
                  "presence_penalty": 0},
+        graded=source.graded(len(frames)),
     )
 
 
-def _mcu_frames(frames_dir: Path | None, recording: Path | None) -> list[bytes]:
-    """Every 20th frame (every 60th for episodes of 1,200 frames or more), each as JPEG quality 85."""
-    if frames_dir is not None and frames_dir.is_dir() and (paths := sorted(frames_dir.glob("*.png"))):
-        every = MCU_LONG_FRAME_EVERY if len(paths) >= MCU_LONG_FROM_FRAMES else MCU_FRAME_EVERY
-        return [_jpeg_file(path) for path in paths[::every]]
-    if recording is not None and recording.is_file():
+@dataclass(frozen=True)
+class _FrameSource:
+    """The episode's frames to grade: the recording of the render if there is one, else the observation PNGs."""
+
+    graded_source: str
+    path: Path
+    count: int
+    width: int
+    height: int
+
+    @staticmethod
+    def of(frames_dir: Path | None, recording: Recording | None) -> _FrameSource | None:
+        if recording is not None and recording.path.is_file():
+            count, (height, width) = 0, (recording.height, recording.width)
+            for frame in _video_frames(recording.path):
+                count, (height, width) = count + 1, frame.shape[:2]
+            return _FrameSource("render_recording", recording.path, count, width, height) if count else None
+        if frames_dir is not None and frames_dir.is_dir() and (paths := sorted(frames_dir.glob("*.png"))):
+            from PIL import Image
+
+            with Image.open(paths[0]) as first:
+                width, height = first.size
+            return _FrameSource("observation_frames", frames_dir, len(paths), width, height)
+        return None
+
+    def frames(self, indices: Iterable[int]) -> list[Any]:
+        """The frames at `indices`, as RGB arrays."""
+        wanted = set(indices)
+        if self.graded_source == "render_recording":
+            return [frame for index, frame in enumerate(_video_frames(self.path)) if index in wanted]
+        import numpy as np
+        from PIL import Image
+
+        chosen = []
+        for index, path in enumerate(sorted(self.path.glob("*.png"))):
+            if index in wanted:
+                with Image.open(path) as image:
+                    chosen.append(np.asarray(image.convert("RGB")))
+        return chosen
+
+    def graded(self, sent: int) -> GradedFrames:
+        return GradedFrames(
+            source=self.graded_source, path=str(self.path), width=self.width, height=self.height,  # type: ignore[arg-type]
+            frames_in_episode=self.count, frames_sent=sent,
+        )
+
+
+def _video_frames(path: Path) -> Iterator[Any]:
+    """The RGB frames of a video, decoded with OpenCV (which MineStudio 1.1.6 installs); imageio where there is none."""
+    try:
+        import cv2
+    except ImportError:
         import imageio.v3 as iio
 
-        count = sum(1 for _ in iio.imiter(recording))
-        every = MCU_LONG_FRAME_EVERY if count >= MCU_LONG_FROM_FRAMES else MCU_FRAME_EVERY
-        return [_jpeg(frame) for index, frame in enumerate(iio.imiter(recording)) if index % every == 0]
-    return []
+        yield from iio.imiter(path)
+        return
+    capture = cv2.VideoCapture(str(path))
+    try:
+        while True:
+            ok, frame = capture.read()
+            if not ok:
+                return
+            yield cv2.cvtColor(frame, cv2.COLOR_BGR2RGB)
+    finally:
+        capture.release()
 
 
-def _jpeg_file(path: Path) -> bytes:
+def _png(frame: Any) -> bytes:
     from PIL import Image
 
-    with Image.open(path) as image:
-        return _jpeg(image.convert("RGB"))
+    buffer = io.BytesIO()
+    Image.fromarray(frame).save(buffer, format="PNG")
+    return buffer.getvalue()
 
 
 def _jpeg(image: Any) -> bytes:
@@ -250,35 +317,6 @@ def _evenly(count: int, wanted: int) -> list[int]:
     if count <= wanted:
         return list(range(count))
     return sorted({round(i * (count - 1) / (wanted - 1)) for i in range(wanted)})
-
-
-def _sample_frames(frames_dir: Path | None, recording: Path | None, wanted: int) -> tuple[list[bytes], int]:
-    """PNG bytes of up to `wanted` evenly spaced frames, and how many frames the episode had."""
-    if frames_dir is not None and frames_dir.is_dir():
-        paths = sorted(frames_dir.glob("*.png"))
-        if paths:
-            return [paths[i].read_bytes() for i in _evenly(len(paths), wanted)], len(paths)
-    if recording is not None and recording.is_file():
-        return _sample_recording(recording, wanted)
-    return [], 0
-
-
-def _sample_recording(recording: Path, wanted: int) -> tuple[list[bytes], int]:
-    """Decode a recorded video (MineStudio's RecordCallback mp4) with imageio; needs its ffmpeg plugin."""
-    import io
-
-    import imageio.v3 as iio
-    from PIL import Image
-
-    count = sum(1 for _ in iio.imiter(recording))
-    keep = set(_evenly(count, wanted))
-    frames: list[bytes] = []
-    for index, frame in enumerate(iio.imiter(recording)):
-        if index in keep:
-            buffer = io.BytesIO()
-            Image.fromarray(frame).save(buffer, format="PNG")
-            frames.append(buffer.getvalue())
-    return frames, count
 
 
 def _image_part(media_type: str, frame: bytes, **extra: str) -> dict[str, Any]:

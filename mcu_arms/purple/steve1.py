@@ -6,6 +6,15 @@ CUDA device. All four are checked when the policy is constructed, from files and
 piece is a clear UserError before torch or minestudio is imported and before the 1.6 GB model loads. The model is
 loaded once per process and answers in MineStudio's compact agent format, which is what its action head emits.
 
+Offline: once the weights and the tokenizer are found in the cache (at construction), the model and the tokenizer load
+with HF_HUB_OFFLINE=1 (and TRANSFORMERS_OFFLINE=1), so a run never reaches the hub and never picks up a newer
+revision than the one checked.
+
+Determinism is per device: deterministic kernels are asked for (cuDNN deterministic, torch deterministic algorithms
+with warn_only), so two runs with one seed on the same GPU model, driver and torch sample the same actions; another
+device may sample differently. An op that has no deterministic kernel only warns in torch: every such warning is
+caught and named (`Determinism`), so a run says whether its same-seed claim holds.
+
 Randomness: the prior's sample in `prepare_condition` and the action sampling in `get_action` draw from torch's
 global generators. Each episode seeds its own stream from the arm's seed before the condition is prepared and
 swaps it in around each of its model calls (`RandomStreams`), so two runs with one seed sample the same actions
@@ -23,15 +32,19 @@ import random
 import re
 import sys
 import threading
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, Field
+
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.preflight import HostCheck
 from mcu_arms.contracts.settings import PurpleOptions
 from mcu_arms.contracts.wire import AckPayload, ActionPayload, InitPayload, ObservationPayload
+from mcu_arms.procs import log_line
 from mcu_arms.purple.base import Policy
 
 HF_REPO = "CraftJarvis/MineStudio_STEVE-1.official"
@@ -44,6 +57,9 @@ NVIDIA_DEVICE_FILES = ("/dev/nvidiactl", "/proc/driver/nvidia/version")
 COMMIT_HASH = re.compile(r"[0-9a-f]{40}")
 # Deterministic cuBLAS needs this before CUDA initialises (torch.use_deterministic_algorithms).
 CUBLAS_WORKSPACE = ("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+# Set once the weights and the tokenizer were found in the cache: nothing is fetched from the hub after that.
+OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+MAX_NAMED_WARNINGS = 8
 
 _models: dict[tuple[str, str], Any] = {}
 _model_calls = threading.Lock()  # the generators are process-global: one episode's call at a time
@@ -238,6 +254,30 @@ class RandomStreams:
                 self._restore(saved)
 
 
+class Determinism(BaseModel):
+    """Whether same-seed runs of STEVE-1 sample the same actions, and where: on `device` only."""
+
+    device: str  # e.g. "NVIDIA H200 (torch 2.8.0, CUDA 12.8, cuDNN 91002)"
+    deterministic_kernels_requested: bool = True
+    nondeterministic_ops: list[str] = Field(default_factory=list)  # torch's warnings, the first MAX_NAMED_WARNINGS
+
+    def statement(self) -> str:
+        if self.nondeterministic_ops:
+            return (f"same-seed actions NOT guaranteed on {self.device}: ops without a deterministic kernel ran "
+                    f"({'; '.join(self.nondeterministic_ops)})")
+        return (f"same-seed actions reproducible on {self.device} (deterministic kernels; a different GPU model, driver "
+                "or torch may sample differently)")
+
+
+def go_offline(environ: Any = os.environ) -> None:
+    """From now on nothing is fetched from the HuggingFace hub (the cache was checked): the variables for libraries
+    imported later, and huggingface_hub's constant if it is already imported."""
+    environ.update(OFFLINE_ENV)
+    constants = sys.modules.get("huggingface_hub.constants")
+    if constants is not None:
+        constants.HF_HUB_OFFLINE = True
+
+
 class Steve1Episode:
     """One episode of a STEVE-1-shaped model (`prepare_condition`, `get_action`): its condition, recurrent state and
     random stream. `to_input` turns an HxWx3 uint8 frame into what the model reads; `no_grad` wraps every call."""
@@ -255,15 +295,28 @@ class Steve1Episode:
         self._streams = RandomStreams(seed)
         self._condition: Any = None
         self._state: Any = None
+        self.nondeterministic_ops: list[str] = []
+
+    @contextmanager
+    def _noting_nondeterminism(self) -> Iterator[None]:
+        """torch warns (warn_only) when an op has no deterministic kernel: keep what it names."""
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield
+        for warning in caught:
+            text = str(warning.message)
+            if "determinist" in text and text not in self.nondeterministic_ops:
+                if len(self.nondeterministic_ops) < MAX_NAMED_WARNINGS:
+                    self.nondeterministic_ops.append(" ".join(text.split())[:300])
 
     def prepare(self, text: str) -> None:
         """Condition on `text`: the prior samples from the episode's stream, so it is drawn after seeding."""
-        with self._streams.active(), self._no_grad():
+        with self._streams.active(), self._no_grad(), self._noting_nondeterminism():
             self._condition = self._model.prepare_condition({"cond_scale": COND_SCALE, "text": text})
 
     def act(self, frame: Any) -> tuple[int, int]:
         """The compact action (button index, camera index) for one frame."""
-        with self._streams.active(), self._no_grad():
+        with self._streams.active(), self._no_grad(), self._noting_nondeterminism():
             action, self._state = self._model.get_action(
                 {"image": self._to_input(frame), "condition": self._condition}, self._state, input_shape="BT*"
             )
@@ -271,11 +324,12 @@ class Steve1Episode:
 
 
 def _load_model(weights: Path, device: str) -> Any:
-    """Load (once per process) and move to the GPU, with deterministic kernels. Called in a worker thread: it takes
-    tens of seconds."""
+    """Load (once per process, offline) and move to the GPU, with deterministic kernels. Called in a worker thread:
+    it takes tens of seconds."""
     key = (str(weights), device)
     if key not in _models:
         os.environ.setdefault(*CUBLAS_WORKSPACE)
+        go_offline()
         import torch
         from minestudio.models import SteveOnePolicy
 
@@ -291,6 +345,15 @@ def _load_model(weights: Path, device: str) -> Any:
         model.eval()
         _models[key] = model
     return _models[key]
+
+
+def device_description() -> str:
+    """The GPU model and the software that decide which kernels run (what same-seed determinism is relative to)."""
+    import torch
+
+    cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    return (f"{torch.cuda.get_device_name(torch.cuda.current_device())} (torch {torch.__version__}, "
+            f"CUDA {torch.version.cuda}, cuDNN {cudnn})")
 
 
 def _cuda_input(frame: Any) -> Any:
@@ -314,31 +377,40 @@ class Steve1Policy(Policy):
         self.environ = os.environ if environ is None else environ
         self.weights = check_requirements(options, self.environ)
         self._episode: Steve1Episode | None = None
+        self.determinism: Determinism | None = None
 
     async def init(self, payload: InitPayload) -> AckPayload:
         if self.options.cuda_device is not None:
             os.environ["CUDA_VISIBLE_DEVICES"] = self.options.cuda_device  # before torch initialises CUDA
         device = os.environ.get("CUDA_VISIBLE_DEVICES", "all")
         model = await asyncio.to_thread(_load_model, self.weights, device)
+        self.determinism = Determinism(device=await asyncio.to_thread(device_description))
         text = self.options.steve1_condition or payload.text
         self._episode = Steve1Episode(model, self.options.seed, _cuda_input, _inference_mode)
         await asyncio.to_thread(self._episode.prepare, text)
         return AckPayload(
-            message=f"STEVE-1 ready on CUDA device {device}, conditioned on {text!r}, seed {self.options.seed}"
+            message=f"STEVE-1 ready on CUDA device {device}, conditioned on {text!r}, seed {self.options.seed}; "
+            f"{self.determinism.statement()}"
         )
 
     async def act(self, payload: ObservationPayload) -> ActionPayload:
         assert self._episode is not None, "act before init"
-        buttons, camera = await asyncio.to_thread(self._episode.act, _decode_frame(payload.obs))
+        frame = _decode_frame(payload.obs, bgr=payload.encoding == "jpeg_bgr")
+        buttons, camera = await asyncio.to_thread(self._episode.act, frame)
         return ActionPayload(action_type="agent", buttons=[buttons], camera=[camera])
 
     async def close(self) -> None:
+        if self._episode is not None and self._episode.nondeterministic_ops and self.determinism is not None:
+            self.determinism.nondeterministic_ops = list(self._episode.nondeterministic_ops)
+            log_line(f"steve1: {self.determinism.statement()}")
         self._episode = None
 
 
-def _decode_frame(obs: str) -> Any:
+def _decode_frame(obs: str, *, bgr: bool = False) -> Any:
+    """The frame as STEVE-1 reads it: RGB, 128x128 (a jpeg_bgr frame's channels are put back in RGB order; plans
+    refuse jpeg_bgr for steve1 arms, a green configured by hand may still send it)."""
     import numpy as np
     from PIL import Image
 
-    frame = Image.open(io.BytesIO(base64.b64decode(obs))).convert("RGB").resize(FRAME_SIZE)
-    return np.asarray(frame, dtype=np.uint8)
+    frame = np.asarray(Image.open(io.BytesIO(base64.b64decode(obs))).convert("RGB").resize(FRAME_SIZE), dtype=np.uint8)
+    return np.ascontiguousarray(frame[:, :, ::-1]) if bgr else frame

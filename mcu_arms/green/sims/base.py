@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcu_arms.contracts.support import TaskSupport
@@ -17,7 +18,7 @@ from mcu_arms.contracts.support import TaskSupport
 if TYPE_CHECKING:
     import numpy as np
 
-    from mcu_arms.contracts.catalog import ResetMode
+    from mcu_arms.contracts.catalog import ActionMode, ResetMode
     from mcu_arms.contracts.evaluation import SimulatorRestart
     from mcu_arms.contracts.game_state import GameState
     from mcu_arms.contracts.skills import GameEvent, SkillOutcome, SkillRequest
@@ -36,6 +37,17 @@ class SimStep:
     no_effect: list[str] = field(default_factory=list)  # inputs of this step the simulator could not carry out
     skill: "SkillOutcome | None" = None  # what the step's skill request came to (simulators that take skills)
     events: "list[GameEvent]" = field(default_factory=list)  # what the player felt since the previous step
+
+
+@dataclass(frozen=True)
+class Recording:
+    """A task's video as the simulator recorded it (what MCU grades), beside the agent's observation frames."""
+
+    path: Path
+    width: int
+    height: int
+    frames: int
+    source: str  # who recorded it, and which frames
 
 
 class SimulatorUnavailable(Exception):
@@ -65,6 +77,11 @@ class Simulator(ABC):
         """How each task is started: a catalog.ResetMode (a function of (seed, task) only), or how a backend that
         cannot make it so starts it (mineflayer: the server's world)."""
 
+    def action_mode(self) -> "ActionMode | None":
+        """How actions are applied (catalog.ActionMode), for a backend that has the choice (MineStudio); None: env
+        actions as they are."""
+        return None
+
     @abstractmethod
     def reset(self, task: "TaskSpec", seed: int) -> SimStep: ...
 
@@ -90,6 +107,15 @@ class Simulator(ABC):
     def agent_instructions(self) -> str:
         """Plain words appended to the init prompt: how this simulator interprets the env action keys."""
         return ""
+
+    def record_to(self, directory: Path | None) -> bool:
+        """Record the render of the next task into `directory` (None: do not); False when this backend cannot, and
+        video evaluation then grades the observation frames the step log saved."""
+        return False
+
+    def finish_recording(self) -> Recording | None:
+        """The recording of the task that just ended, written out; None when there is none."""
+        return None
 
     def restarts(self) -> list["SimulatorRestart"]:
         """The instances replaced by the latest reset, because the one before had failed (none by default)."""

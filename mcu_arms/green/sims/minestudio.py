@@ -13,18 +13,24 @@ it through a stand-in of those classes' behaviour (tests/fake_minestudio).
   RuntimeError("... done=True"). A crash or a missed deadline marks the instance dead: its engine is stopped by pid
   (re-checked with its create time), and the next reset starts a fresh MinecraftSim, recorded as a restart.
 - Scoring reads the cumulative statistics in info (mine_block, craft_item, ...) relative to their values after reset.
+- Actions: env action mode underneath; in agent action mode (the default, upstream's) the task run first sends every
+  non-compact action through the compact joint space (green/actions.py through_agent_mode), as upstream's green does.
+- Video: with `record_to`, MineStudio's own RecordCallback records the render (render_size, 640x360 as MCU's) of
+  each task into that task's folder, as upstream records `episode_1.mp4`; the observation size is the agent's.
+- One MineStudio simulator per process at a time: 1.1.6's instance pool is process-wide, so a crash handled in one
+  evaluation would stop the engines of another.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import os
 import re
 import shutil
 import subprocess
 import sys
 import threading
+import weakref
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -33,14 +39,13 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar
 
-from mcu_arms.contracts.camera import quantise_camera
-from mcu_arms.contracts.catalog import DEFAULT_RESET_MODE, ResetMode
+from mcu_arms.contracts.catalog import DEFAULT_ACTION_MODE, DEFAULT_RESET_MODE, ActionMode, ResetMode
 from mcu_arms.contracts.evaluation import SimulatorRestart
 from mcu_arms.contracts.preflight import HostCheck, failures
 from mcu_arms.contracts.support import MINESTUDIO_COUNTED_EVENTS, TaskSupport, task_support
 from mcu_arms.contracts.timestamps import iso_seconds
 from mcu_arms.contracts.wire import BUTTON_KEYS, CAMERA_KEY
-from mcu_arms.green.sims.base import SimStep, Simulator, SimulatorUnavailable
+from mcu_arms.green.sims.base import Recording, SimStep, Simulator, SimulatorUnavailable
 from mcu_arms.isolation.host import network_filesystem_reason, unwritable_reason
 from mcu_arms.procs import log_line
 
@@ -51,7 +56,6 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 ENGINE_JAR = Path("engine") / "build" / "libs" / "mcprec-6.13.jar"
-QUANTISED_ENV = "MCU_CAMERA_QUANTISED"
 GPU_RENDER_ENV = "MINESTUDIO_GPU_RENDER"
 TEMPDIR_VARIABLES = ("TMPDIR", "TEMP", "TMP")  # what tempfile.gettempdir() reads, in its order
 TEMPDIR_FALLBACKS = ("/tmp", "/var/tmp", "/usr/tmp")
@@ -59,6 +63,8 @@ TEMPDIR_FALLBACKS = ("/tmp", "/var/tmp", "/usr/tmp")
 NO_EFFECT_KEYS: frozenset[str] = frozenset({"drop"})
 INSTALL_HINTS = {
     "package": "pip install 'mcu-arms[minestudio]' (about 8 GB and 15 minutes)",
+    "import": "read the error: 1.1.6 needs numpy < 2 (`pip install 'numpy<2'`), and cv2 needs libGL.so.1 "
+    "(`apt-get install libgl1`) unless only opencv-python-headless is installed",
     "java": "install JDK 8 and put its java first on PATH: Debian 12 has no openjdk-8 package, take temurin-8-jdk "
     "from Adoptium's apt repository (https://packages.adoptium.net/artifactory/deb, see "
     "https://adoptium.net/installation/linux); on Ubuntu `apt-get install openjdk-8-jdk`",
@@ -76,6 +82,20 @@ STEP_TIMEOUT_S = 120.0
 CLOSE_TIMEOUT_S = 120.0
 ENGINE_STOP_GRACE_S = 5.0
 MAX_FAILURES_IN_A_ROW = 3  # failed instances without a successful reset between them; then the backend gives up
+IMPORT_TIMEOUT_S = 120.0
+# What the green imports from MineStudio, in the order it does (this module and the callback below).
+GREEN_IMPORTS = (
+    "from minestudio.simulator import MinecraftSim",
+    "from minestudio.simulator.callbacks import CommandsCallback, MinecraftCallback, RecordCallback",
+    "from minestudio.simulator.minerl.env.malmo import InstanceManager",
+    # the first thing MinecraftSim builds: 1.1.6's Text space uses np.unicode_, so this fails under numpy 2
+    "from minestudio.simulator.minerl.herobraine.hero.spaces import Text; Text([1])",
+)
+HUD_INFO_KEYS = ("health", "food_level", "is_gui_open")  # the info the step log keeps (what a player's HUD shows)
+RECORDING_NAME = "episode_1.mp4"  # what a fresh RecordCallback writes for its first episode (upstream grades it)
+RECORD_FPS = 20
+_claim_lock = threading.Lock()
+_claimed_by: "weakref.ref[MineStudioSimulator] | None" = None  # the one open MineStudio simulator of this process
 
 
 class _Failure(NamedTuple):
@@ -135,13 +155,30 @@ def _java_major_version(java: str) -> int | None:
     return minor if major == 1 else major
 
 
-def _minestudio_installed() -> bool:
-    if "minestudio" in sys.modules:
-        return True
+def import_check(env: Mapping[str, str]) -> HostCheck:
+    """Import MineStudio in a fresh interpreter exactly as the green will (same interpreter, same environment, the
+    same import statements), so that an import that fails (numpy >= 2, cv2 without libGL) is found before a task
+    runs; the check reports the error's last line."""
+    script = "\n".join(GREEN_IMPORTS) + "\nimport minestudio, numpy; print(getattr(minestudio, '__version__', '?'), numpy.__version__)"
     try:
-        return importlib.util.find_spec("minestudio") is not None
-    except (ImportError, ValueError):
-        return False
+        completed = subprocess.run(
+            [sys.executable, "-c", script], env=dict(env), stdin=subprocess.DEVNULL, capture_output=True, text=True,
+            timeout=IMPORT_TIMEOUT_S, check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return HostCheck(name="minestudio import", status="fail", detail=f"importing minestudio took over "
+                         f"{IMPORT_TIMEOUT_S:.0f} s", fix=INSTALL_HINTS["import"])
+    if completed.returncode == 0:
+        versions = completed.stdout.split()
+        return HostCheck(name="minestudio import", status="ok",
+                         detail=f"imports as the green imports it (minestudio {versions[0]}, numpy {versions[1]})")
+    lines = [line for line in completed.stderr.splitlines() if line.strip()]
+    error = lines[-1] if lines else f"exit status {completed.returncode}"
+    if "No module named 'minestudio'" in error:
+        return HostCheck(name="minestudio import", status="fail", detail="the minestudio package is not installed",
+                         fix=INSTALL_HINTS["package"])
+    return HostCheck(name="minestudio import", status="fail", detail=f"importing minestudio fails: {error}",
+                     fix=INSTALL_HINTS["import"])
 
 
 def _java_check(search_path: str) -> HostCheck:
@@ -219,18 +256,13 @@ def _directory_checks(env: Mapping[str, str], partitions: Iterable[Any] | None) 
 def host_checks(env: Mapping[str, str], *, partitions: Iterable[Any] | None = None) -> list[HostCheck]:
     """Everything MineStudio 1.1.6 needs from this host, each ok, warn or fail with how to fix it.
 
-    Cheap: it never imports minestudio (700 MB) and never constructs MinecraftSim.
+    It imports minestudio in a child process (about 2 s), never in this one, and never constructs MinecraftSim.
     """
     search_path = env.get("PATH", "")
-    package = (
-        HostCheck(name="minestudio package", status="ok", detail="importable")
-        if _minestudio_installed()
-        else HostCheck(
-            name="minestudio package", status="fail", detail="the minestudio package is not installed",
-            fix=INSTALL_HINTS["package"],
-        )
-    )
-    return [package, _java_check(search_path), *_display_checks(env, search_path), *_directory_checks(env, partitions)]
+    return [
+        import_check(env), _java_check(search_path), *_display_checks(env, search_path),
+        *_directory_checks(env, partitions),
+    ]
 
 
 def minestudio_preflight(env: Mapping[str, str], *, partitions: Iterable[Any] | None = None) -> list[str]:
@@ -257,27 +289,39 @@ def _seeded_start_class() -> type:
 
     class SeededStartCallback(MinecraftCallback):
         """The first reset of an instance is MineStudio's hard one (seeded by env.seed); later ones skip it after
-        /kill. After either, the same clean-up and a /teleportbiome to `target`, so a task starts in the same state
-        whichever tasks ran before it on this instance."""
+        /kill. Either way the same clean-up and a /teleportbiome to `target` come BEFORE the settling frames, as
+        1.1.6's FastResetCallback teleports in before_reset: on a fast reset here, on a hard one right after the new
+        world exists, followed by as many no-op frames as MineStudio's own. So a task's first view is the landed,
+        settled player, whichever tasks ran before it on this instance."""
 
         def __init__(self) -> None:
             self.target: tuple[str, int, int] = (FAST_RESET_BIOMES[0], 0, 0)
+            self._after_hard_reset = False
 
-        def before_reset(self, sim: Any, reset_flag: bool) -> bool:
-            if not sim.already_reset:
-                return reset_flag
-            sim.env.execute_cmd("/kill")  # respawn with a fresh inventory and health; empty frames follow
-            return False
-
-        def after_reset(self, sim: Any, obs: Any, info: dict) -> tuple[Any, dict]:
+        def _clean_and_teleport(self, sim: Any) -> tuple[Any, dict]:
             biome, x, z = self.target
             for command in (
                 "/time set 0", "/weather clear", "/kill @e[type=!player]", "/kill @e[type=item]",
                 f"/teleportbiome @a {biome} {x} ~0 {z}",
             ):
                 raw_obs, _reward, _done, info = sim.env.execute_cmd(command)
-                obs.update(raw_obs)
-            return sim._wrap_obs_info(obs, info)
+            return raw_obs, info
+
+        def before_reset(self, sim: Any, reset_flag: bool) -> bool:
+            self._after_hard_reset = not sim.already_reset
+            if self._after_hard_reset:
+                return reset_flag
+            sim.env.execute_cmd("/kill")  # respawn with a fresh inventory and health
+            self._clean_and_teleport(sim)
+            return False  # MineStudio's empty frames follow: the landing settles
+
+        def after_reset(self, sim: Any, obs: Any, info: dict) -> tuple[Any, dict]:
+            if not self._after_hard_reset:
+                return obs, info
+            raw_obs, info = self._clean_and_teleport(sim)
+            for _ in range(sim.num_empty_frames):
+                raw_obs, _reward, _done, info = sim.env.step(sim.env.action_space.no_op())
+            return sim._wrap_obs_info(raw_obs, info)
 
     return SeededStartCallback
 
@@ -302,10 +346,8 @@ def _engine_processes(sim: Any) -> list[Any]:
 
 
 class MineStudioSimulator(Simulator):
-    """Real Minecraft (MineStudio 1.1.6) in env action mode; `MCU_CAMERA_QUANTISED=1` snaps the camera to the
-    11 mu-law bins per axis that MineStudio's agent action mode would apply (our quantiser), so an arm can compare
-    both without changing the wire format.
-    """
+    """Real Minecraft (MineStudio 1.1.6), stepped in env action mode; `action_mode` says whether actions arrive
+    through agent mode first (upstream's semantics, done by the task run) or as sent."""
 
     name = "minestudio"
 
@@ -314,9 +356,9 @@ class MineStudioSimulator(Simulator):
         env: Mapping[str, str] | None = None,
         *,
         reset_mode: ResetMode = DEFAULT_RESET_MODE,
+        action_mode: ActionMode = DEFAULT_ACTION_MODE,
         obs_size: tuple[int, int] = (128, 128),
         render_size: tuple[int, int] = (640, 360),
-        record_dir: Path | None = None,
         fast_reset_biomes: tuple[str, ...] = FAST_RESET_BIOMES,
         random_tp_range: int = FAST_RESET_RANGE,
         reset_timeout_s: float = RESET_TIMEOUT_S,
@@ -324,14 +366,21 @@ class MineStudioSimulator(Simulator):
         partitions: Iterable[Any] | None = None,
     ) -> None:
         self._env = dict(env if env is not None else os.environ)
-        problems = minestudio_preflight(self._env, partitions=partitions)
+        self._claimed = False
+        self._claim()
+        try:
+            problems = minestudio_preflight(self._env, partitions=partitions)
+        except BaseException:
+            self._release_claim()
+            raise
         if problems:
+            self._release_claim()
             raise SimulatorUnavailable("MineStudio cannot run on this host:\n- " + "\n- ".join(problems))
-        self.quantised = self._env.get(QUANTISED_ENV) == "1"
         self._reset_mode: ResetMode = reset_mode
+        self._action_mode: ActionMode = action_mode
         self._obs_size = obs_size
         self._render_size = render_size
-        self._record_dir = record_dir
+        self._record_dir: Path | None = None  # where the next task's render is recorded (record_to)
         self._fast_reset_biomes = tuple(fast_reset_biomes)
         self._random_tp_range = random_tp_range
         self._reset_timeout_s = reset_timeout_s
@@ -361,8 +410,15 @@ class MineStudioSimulator(Simulator):
             return "unknown"
 
     def label(self) -> str:
-        camera = "camera quantised to agent-mode bins" if self.quantised else "camera in env mode (exact degrees)"
-        return f"minestudio (MineStudio {self.version()}): MCU on Minecraft, {camera}"
+        actions = (
+            "actions in agent mode as MCU's green applies them (camera in 11 bins within ±10°, exclusive key groups)"
+            if self._action_mode == "agent"
+            else "actions in env mode (camera exact up to ±180°, keys as sent): not MCU's action semantics"
+        )
+        return f"minestudio (MineStudio {self.version()}): MCU on Minecraft, {actions}"
+
+    def action_mode(self) -> ActionMode:
+        return self._action_mode
 
     def supports(self, task: "TaskSpec") -> TaskSupport:
         return task_support(self.name, task)
@@ -375,10 +431,13 @@ class MineStudioSimulator(Simulator):
 
     def agent_instructions(self) -> str:
         drop = "drop has no effect in MineStudio (it is counted as an input with no effect)."
-        if self.quantised:
+        if self._action_mode == "agent":
             return (
-                "Camera: [pitch, yaw] in degrees per step, snapped to one of -10, -5.81, -3.22, -1.61, -0.62, 0, "
-                f"0.62, 1.61, 3.22, 5.81, 10 per axis (larger requests turn 10 degrees). {drop}"
+                "Actions go through MineStudio's agent mode, as in MCU. Camera: [pitch, yaw] in degrees per step, "
+                "snapped to one of -10, -5.81, -3.22, -1.61, -0.62, 0, 0.62, 1.61, 3.22, 5.81, 10 per axis (larger "
+                "requests turn 10 degrees). forward+back or left+right together press neither; of sprint/sneak and "
+                "of the hotbar keys only the later one counts; inventory is pressed alone and stops the camera. "
+                f"{drop}"
             )
         return f"Camera: [pitch, yaw] in degrees per step, applied as given (up to ±180). {drop}"
 
@@ -469,13 +528,13 @@ class MineStudioSimulator(Simulator):
     # --- reset --------------------------------------------------------------------------------------------------
 
     def _make_sim(self, seed: int) -> Any:
-        from minestudio.simulator import MinecraftSim
-        from minestudio.simulator.callbacks import RecordCallback
-
+        try:
+            from minestudio.simulator import MinecraftSim
+            from minestudio.simulator.callbacks import CommandsCallback, RecordCallback  # noqa: F401 - fail here
+        except Exception as error:  # preflight imported it in a child: this process differs (sys.path, a later pip)
+            self._broken = f"MineStudio cannot be imported in the green: {type(error).__name__}: {error}"
+            raise SimulatorUnavailable(self._broken) from error
         self._seeded_start = _seeded_start_class()() if self._reset_mode == "seeded_fast" else None
-        if self._record_dir is not None:
-            self._record_dir.mkdir(parents=True, exist_ok=True)
-            self._record_callback = RecordCallback(record_path=str(self._record_dir), fps=20)
         return MinecraftSim(
             action_type="env", obs_size=self._obs_size, render_size=self._render_size, seed=seed, callbacks=[]
         )
@@ -483,10 +542,15 @@ class MineStudioSimulator(Simulator):
     def _prepare_reset(self, task: "TaskSpec", seed: int) -> None:
         """Construct the instance if there is none (no engine starts until its first reset) and set up how this
         task starts."""
-        from minestudio.simulator.callbacks import CommandsCallback
-
         if self._sim is None:
             self._sim = self._make_sim(seed)
+        from minestudio.simulator.callbacks import CommandsCallback, RecordCallback
+
+        self._record_callback = None
+        if self._record_dir is not None:  # a fresh one per attempt: its first episode is episode_1, as upstream's
+            self._record_callback = RecordCallback(
+                record_path=str(self._record_dir), fps=RECORD_FPS, frame_type="pov"
+            )
         commands = CommandsCallback(list(task.init_commands)) if task.init_commands else None
         if self._seeded_start is not None:
             self._seeded_start.target = fast_reset_target(
@@ -548,11 +612,6 @@ class MineStudioSimulator(Simulator):
                 continue
             env_action[key] = pressed
         pitch, yaw = action.get(CAMERA_KEY, (0.0, 0.0))
-        if self.quantised:
-            snapped = quantise_camera(pitch, yaw)
-            if snapped != (float(pitch), float(yaw)):
-                self._fallbacks["camera_quantised"] += 1
-            pitch, yaw = snapped
         env_action[CAMERA_KEY] = np.array([pitch, yaw], dtype=np.float32)
         return env_action, no_effect
 
@@ -592,7 +651,7 @@ class MineStudioSimulator(Simulator):
     def _visible_info(info: Mapping[str, Any]) -> dict[str, Any]:
         """What a player sees in the HUD; positions, voxels and mob lists stay in the backend."""
         visible: dict[str, Any] = {}
-        for key in ("health", "food_level", "is_gui_open"):
+        for key in HUD_INFO_KEYS:
             if key in info:
                 value = info[key]
                 visible[key] = value.item() if hasattr(value, "item") else value
@@ -600,6 +659,43 @@ class MineStudioSimulator(Simulator):
 
     def fallback_counts(self) -> dict[str, int]:
         return dict(self._fallbacks)
+
+    def record_to(self, directory: Path | None) -> bool:
+        self._record_dir = directory
+        return True
+
+    def finish_recording(self) -> Recording | None:
+        """Write the task's recording now (1.1.6's RecordCallback writes at the next reset or close; its
+        before_close saves the frames it holds and touches nothing else), and say what it holds."""
+        callback, self._record_callback = self._record_callback, None
+        if callback is None or self._record_dir is None:
+            return None
+        frames = len(callback.frames)
+        with self._lock:
+            callback.before_close(self._sim)
+        path = self._record_dir / RECORDING_NAME
+        if not path.is_file():
+            return None
+        width, height = self._render_size
+        return Recording(path=path, width=width, height=height, frames=frames,
+                         source="MineStudio RecordCallback (frame_type pov: the render)")
+
+    def _claim(self) -> None:
+        """Become this process's one open MineStudio simulator, or refuse (one closed or collected frees it)."""
+        global _claimed_by
+        with _claim_lock:
+            holder = _claimed_by() if _claimed_by is not None else None
+            if holder is not None and holder._claimed:
+                raise SimulatorUnavailable(
+                    "this process already runs a MineStudio evaluation: MineStudio 1.1.6 keeps one engine pool per "
+                    "process, so a crash handled in one would stop the other's engine (one evaluation per green)"
+                )
+            _claimed_by = weakref.ref(self)
+            self._claimed = True
+
+    def _release_claim(self) -> None:
+        with _claim_lock:
+            self._claimed = False
 
     def close(self) -> None:
         with self._lock:
@@ -616,3 +712,4 @@ class MineStudioSimulator(Simulator):
             self._stop_engines()
             self._sim = None
             self._worker.shutdown(wait=False, cancel_futures=True)
+            self._release_claim()

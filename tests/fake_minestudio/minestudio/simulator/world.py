@@ -10,7 +10,11 @@ What is mimicked from the real Python side (file:line refer to the 1.1.6 wheel):
 - env.step(): once the engine is gone (crash, or stepped after close) the step sets done=True and then fails in the
   random-observation fallback with TypeError (_multiagent.py:360-376, spaces.py:497); every later step or command
   raises RuntimeError("Attempted to step an environment server with done=True") (_multiagent.py:406).
-  A hard reset after a crash raises ConnectionRefusedError (socket connect to the dead engine).
+  A hard reset after a crash raises ConnectionRefusedError (comms.retry re-raises the socket error at once), and a
+  second one AttributeError (_TO_MOVE_handle_frozen_minecraft reads `self.instance`, _multiagent.py:760-768).
+- env.reset() waits while MAX_RESETTING_ENV_COUNT envs are resetting (_multiagent.py:29, 459-463; host-wide there
+  through diskcache, process-wide here).
+- health and food_level are in info only when the engine sends them (_multiagent.py:251-256; `control.send_vitals`).
 - Action keys that are not actionables (drop, anything unknown) are ignored silently (_multiagent.py:293-298);
   chat "" is skipped; a non-empty chat is run as a server command.
 - Statistics are cumulative per world: they survive /kill and fast resets, and start at zero in a new world.
@@ -34,6 +38,7 @@ from collections import Counter, OrderedDict, defaultdict
 from typing import Any
 
 import numpy as np
+import psutil
 
 from minestudio.simulator.control import control
 from minestudio.simulator.minerl.env.malmo import InstanceManager
@@ -58,6 +63,9 @@ MOVE_PER_STEP = 0.2
 KEY_ACTIONS = ("forward", "left", "back", "right", "jump", "inventory", "sneak", "sprint", "attack", "use", "pickItem")
 STAT_EVENTS = ("use_item", "pickup", "break_item", "craft_item", "mine_block", "damage_dealt", "custom", "kill_entity")
 ITEM_ENTITY = "item"
+MAX_RESETTING_ENV_COUNT = max(4, (os.cpu_count() or 1) // 12)
+_resetting = threading.Condition()
+_resetting_count = 0
 
 
 def stable_hash(*parts: Any) -> int:
@@ -94,8 +102,14 @@ class FakeActionSpace:
 
 
 class FakeObservationSpace:
-    """sample() fails exactly like the real space does: its inventory slots are minerl Text spaces whose sample()
-    builds np.array(..., np.dtype), which numpy rejects with TypeError."""
+    """sample() fails exactly like the real space does under numpy 1: its inventory slots are minerl Text spaces whose
+    sample() builds np.array(..., np.dtype), which numpy rejects with TypeError. (Under numpy 2 the real spaces cannot
+    even be built: see herobraine/hero/spaces.py here.)"""
+
+    def __init__(self) -> None:
+        from minestudio.simulator.minerl.herobraine.hero.spaces import Text
+
+        self.text = Text([1])
 
     def seed(self, seed: int | None) -> None:
         self._seed = seed
@@ -348,9 +362,9 @@ class World:
                 "sun_brightness": np.array(0.94), "sky_light_level": np.array(1.0), "light_level": np.array(15),
                 "can_see_sky": np.array(True), "rainfall": np.array(0.4), "temperature": np.array(0.8),
             },
-            "health": np.float32(player.health),
-            "food_level": np.int32(player.food),
         }
+        if control.send_vitals:
+            monitor |= {"health": np.float32(player.health), "food_level": np.int32(player.food)}
         return obs, monitor
 
     def render(self, render_size: tuple[int, int]) -> np.ndarray:
@@ -383,7 +397,7 @@ class FakeInstance:
     def __init__(self) -> None:
         self.running = False
         self.crashed = False
-        self.minecraft_process: subprocess.Popen | None = None
+        self.minecraft_process: psutil.Popen | None = None
         InstanceManager._instance_pool.append(self)
 
     def launch(self) -> None:
@@ -391,7 +405,7 @@ class FakeInstance:
         if control.spawn_engine_process:
             child = "import time; time.sleep(10**6)"
             leader = f"import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {child!r}]); time.sleep(10**6)"
-            self.minecraft_process = subprocess.Popen(
+            self.minecraft_process = psutil.Popen(
                 [sys.executable, "-c", leader], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL, start_new_session=True,
             )
@@ -418,9 +432,11 @@ class FakeInstance:
         self._kill_group()
 
     def kill(self) -> None:
-        """Like MinecraftInstance._destruct: (delay) then SIGKILL the whole process group; leaves the pool."""
-        if control.close_delay_s:
-            threading.Event().wait(control.close_delay_s)
+        """Like MinecraftInstance._destruct: sleep, send <Exit>, sleep (control.destruct_sleeps_s), SIGKILL the
+        whole process group; leaves the pool."""
+        before_exit, after_exit = control.destruct_sleeps_s
+        threading.Event().wait(before_exit)
+        threading.Event().wait(after_exit)
         self._kill_group()
         self.running = False
         if self in InstanceManager._instance_pool:
@@ -438,8 +454,12 @@ class FakeInstance:
 class FakeEnv:
     """The surface of `sim.env` (a minerl _SingleAgentEnv) that callers and callbacks use."""
 
-    def __init__(self, render_size: tuple[int, int]) -> None:
+    def __init__(self, render_size: tuple[int, int], inventory: dict | None = None,
+                 preferred_spawn_biome: str | None = None) -> None:
         self.render_size = render_size
+        self.inventory = dict(inventory or {})
+        self.preferred_spawn_biome = preferred_spawn_biome
+        self.failed_reconnects = 0
         self.action_space = FakeActionSpace()
         self.observation_space = FakeObservationSpace()
         self.instances: list[FakeInstance] = []
@@ -450,6 +470,7 @@ class FakeEnv:
         self.steps_taken = 0  # env steps on this instance (commands and empty frames included)
         self.hard_resets = 0
         self.commands: list[str] = []
+        self.command_steps: list[int] = []  # the env step (steps_taken) each command ran as
         self.ignored_keys: Counter = Counter()
         self._hang = threading.Event()
         self._hang.set()
@@ -468,12 +489,27 @@ class FakeEnv:
         return self.action_space.no_op()
 
     def reset(self) -> dict[str, Any]:
+        global _resetting_count
+        with _resetting:
+            _resetting.wait_for(lambda: _resetting_count < MAX_RESETTING_ENV_COUNT)
+            _resetting_count += 1
+        try:
+            return self._reset()
+        finally:
+            with _resetting:
+                _resetting_count -= 1
+                _resetting.notify_all()
+
+    def _reset(self) -> dict[str, Any]:
         try:
             if not self.instances:
                 instance = FakeInstance()
                 instance.launch()
                 self.instances.append(instance)  # as _setup_instances does, once the launch returned
             if self.instances[0].engine_gone or self._already_closed:
+                self.failed_reconnects += 1
+                if self.failed_reconnects > 1:
+                    raise AttributeError("'_SingleAgentEnv' object has no attribute 'instance'")
                 raise ConnectionRefusedError(111, "Connection refused")
             # HumanControlEnvSpec.create_agent_start draws from np.random on every hard reset
             np.random.uniform(1, 1), np.random.uniform(2, 2), np.random.uniform(70, 70), np.random.randint(16, 17)
@@ -487,7 +523,8 @@ class FakeEnv:
         finally:
             self._seed = None  # "We don't force the same seed every episode"
 
-    def step(self, action: dict[str, Any]) -> tuple[dict[str, Any], float, bool, dict[str, Any]]:
+    def step(self, single_agent_action: dict[str, Any]) -> tuple[dict[str, Any], float, bool, dict[str, Any]]:
+        action = single_agent_action
         if self.done:
             raise RuntimeError("Attempted to step an environment server with done=True")
         instance = self.instances[0] if self.instances else None
@@ -508,6 +545,7 @@ class FakeEnv:
         chat = action.get("chat", "")
         if isinstance(chat, str) and chat:
             self.commands.append(chat)
+            self.command_steps.append(self.steps_taken)
             self.world.run_command(chat)
         self.world.tick(action)
         done = self._natural_done_pending

@@ -1,0 +1,51 @@
+"""`mcu-arms acceptance minestudio`: the first-run checklist of a MineStudio host, with a report of what it proved."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from pathlib import Path
+from typing import Literal
+
+import typer
+from rich.markup import escape
+
+from mcu_arms.cli.common import environment, print_json, reports_user_errors
+
+STYLE = {"passed": "green", "stand-in": "cyan", "skipped": "yellow", "failed": "bold red"}
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    @reports_user_errors
+    def acceptance(
+        ctx: typer.Context,
+        simulator: Literal["minestudio"] = typer.Argument(..., help="The simulator whose host is checked."),
+        out: Path = typer.Option(
+            None, "--out", help="Where the run's folder (report.json, report.txt, recording/) goes [output/acceptance]."
+        ),
+        json_output: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    ) -> None:
+        """Run the first-run checklist on the real engine (a few minutes, four engine launches; needs the engine, a GPU
+        for STEVE-1, OPENAI_API_KEY to grade video): the green's import; a raw smoke run (image shape, info keys,
+        statistic names, camera sign); two seeded hard resets giving the same first frame; a killed engine replaced
+        with nothing left running; a seeded_fast landing; STEVE-1 offline with same-seed actions; a video graded at
+        MCU's 640x360. Each check passed, failed or skipped with its evidence; on the test stand-in the engine
+        checks say "stand-in". Exit 1 if a check failed."""
+        from mcu_arms.acceptance.minestudio import new_run_dir, run_acceptance, write_report
+
+        env = environment(ctx)
+        run_dir = new_run_dir(out or env.output_dir / "acceptance")
+        with contextlib.redirect_stdout(sys.stderr):  # MineStudio prints every callback at each reset
+            report = run_acceptance(env.env, run_dir)
+        json_path, text_path = write_report(report, run_dir)
+        if json_output:
+            print_json(env, report)
+        else:
+            for check in report.checks:
+                env.console.print(f"[{STYLE[check.status]}]{check.status:9}[/] {escape(check.name)} ({check.seconds} s)")
+                for line in check.evidence:
+                    env.console.print(f"          {escape(line)}", highlight=False)
+            env.console.print(f"report: {json_path} and {text_path}")
+        if report.failed:
+            raise typer.Exit(1)
