@@ -2,7 +2,7 @@
 
 Per arm, the Kaplan–Meier estimate of "not reached yet" by step, with a pointwise band (Greenwood's variance on the
 log(−log) scale, which keeps it inside [0, 1]); the median steps-to-milestone with its interval (the steps where the
-band's upper and lower curves cross 0.5; None: not reached); the probability of reaching it by the step cap. Between
+band's lower and upper curves cross 0.5; None: not reached); the probability of reaching it by the step cap. Between
 two arms, the log-rank test. A "median of the episodes that reached it" would favour an arm that rarely reaches it.
 Pure Python: `compare` is a light command.
 """
@@ -119,8 +119,8 @@ def kaplan_meier(data: Sequence[TimeToEvent]) -> KaplanMeier:
         reached=sum(1 for item in data if item.reached),
         points=points,
         median=_first_at_or_below(points, lambda p: p.not_reached, 0.5),
-        median_ci=(_first_at_or_below(points, lambda p: p.band.high, 0.5),
-                   _first_at_or_below(points, lambda p: p.band.low, 0.5)),  # fmt: skip
+        median_ci=(_first_at_or_below(points, lambda p: p.band.low, 0.5),
+                   _first_at_or_below(points, lambda p: p.band.high, 0.5)),  # fmt: skip
         step_cap=last.step if last else None,
         reached_by_cap=1 - last.not_reached if last else 0.0,
         reached_by_cap_band=Interval(low=1 - last.band.high, high=1 - last.band.low) if last else Interval(low=0, high=0),
