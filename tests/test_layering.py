@@ -151,6 +151,13 @@ def test_the_statistical_methods_load_no_heavy_stack_on_import() -> None:
     assert done.stdout.strip() == "[]"
 
 
+def test_the_sequential_run_is_driven_by_the_run_command_only() -> None:
+    """until_resolved sits above supervise and report (it runs looks and tests them): only `run` uses it."""
+    users = {module for module, targets in GRAPH.items() if "mcu_arms.until_resolved" in targets}
+    assert users == {"mcu_arms.cli.run"}
+    assert _violations("mcu_arms.until_resolved", ("mcu_arms.cli",)) == []
+
+
 def test_the_results_browser_reads_results_and_runs_nothing() -> None:
     """view/ sits beside report/ (it shows its comparison): it never starts or stops arms; only the CLI uses it."""
     runners = ("mcu_arms.supervise", "mcu_arms.cli", "mcu_arms.green", "mcu_arms.purple", "mcu_arms.client",

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from statistics import NormalDist
+from typing import Literal, get_args
 
 from pydantic import BaseModel
 
@@ -25,7 +26,9 @@ from mcu_arms.report.stats import ALPHA, RESAMPLE_SEED
 
 DEFAULT_MAX_SEEDS = 12  # with batches of 4: looks at 4, 8 and 12 seeds; a same-sign difference resolves at 8
 DEFAULT_BATCH = 4
-DEFAULT_PRIMARY = "score"
+PrimaryMetric = Literal["score", "sim_score", "milestones"]  # the score, the normalised sim score, milestones reached
+PRIMARY_METRICS: tuple[str, ...] = get_args(PrimaryMetric)
+DEFAULT_PRIMARY: PrimaryMetric = "score"
 SEQUENTIAL_METHOD = (
     "group-sequential exact sign-flip test (paired by seed), Lan–DeMets alpha spending with O'Brien–Fleming-type "
     "bounds; Bonferroni over the variants"
