@@ -109,7 +109,7 @@ def test_six_same_sign_pairs_resolve_and_five_cannot() -> None:
 def test_pairing_needs_the_same_seeds_on_a_seeded_world() -> None:
     assert pairing("embedded", None, [0, 1, 2], "embedded", None, [2, 1, 0]).design == "paired"
     assert pairing("minestudio", "hard", [0, 1], "minestudio", "hard", [0, 1]).design == "paired"
-    assert pairing("minestudio", None, [0, 1], "minestudio", None, [0, 1]).design == "paired"  # the default reset
+    assert pairing("minestudio", None, [0, 1], "minestudio", "hard", [0, 1]).design == "paired"  # the default reset
     fast = pairing("minestudio", "seeded_fast", [0, 1], "minestudio", "seeded_fast", [0, 1])
     assert fast.design == "unpaired" and "seeded_fast" in fast.reason
     assert "Mineflayer" in pairing("mineflayer", None, [0], "mineflayer", None, [0]).reason

@@ -104,3 +104,13 @@ def test_a_fixed_n_reading_says_it_was_sequential() -> None:
     assert experiment.alpha_spent == pytest.approx(obf_alpha_spent(8 / 12, ALPHA))
     assert "sequential experiment" in experiment.text and "Lan–DeMets" in experiment.text
     assert sequential_experiment([None, None]) is None
+
+
+def test_beyond_2_to_the_20_signs_the_boundaries_are_sampled_and_still_spend_within_their_error() -> None:
+    rng = random.Random(5)
+    differences = [rng.gauss(0.3, 1) for _ in range(24)]
+    result = sequential_sign_flip(differences, [12, 24], max_seeds=24)
+    assert [look.n for look in result.looks][-1] in (12, 24)
+    error = 4 * math.sqrt(ALPHA / 100_000)
+    assert all(look.alpha_spent <= look.alpha_allowed + error for look in result.looks)
+    assert sequential_sign_flip(differences, [12, 24], max_seeds=24) == result  # seeded

@@ -47,7 +47,7 @@ def pairing(
     seeds_b: Sequence[int],
 ) -> Pairing:
     """Paired when both arms ran the same seeds on the same simulator whose world is a function of the seed."""
-    if simulator_a != simulator_b or (reset_mode_a or None) != (reset_mode_b or None):
+    if simulator_a != simulator_b or _reset(simulator_a, reset_mode_a) != _reset(simulator_b, reset_mode_b):
         return Pairing(design="unpaired", reason="the arms ran on different simulators or resets: a seed is not the "
                        "same world in both", seeds=[])  # fmt: skip
     why_not = seeded_world(simulator_a, reset_mode_a)
@@ -61,6 +61,11 @@ def pairing(
         return Pairing(design="unpaired", reason="a seed appears more than once in an arm", seeds=[])
     return Pairing(design="paired", reason=f"same seeds on {simulator_a}, whose world is a function of the seed",
                    seeds=sorted(seeds_a))  # fmt: skip
+
+
+def _reset(simulator: str, reset_mode: str | None) -> str | None:
+    """How MineStudio starts each task (unset: its default); other simulators have no reset mode."""
+    return (reset_mode or DEFAULT_RESET_MODE) if simulator == "minestudio" else None
 
 
 def _listed(seeds: list[int], shown: int = 6) -> str:
