@@ -104,6 +104,9 @@ def register(app: typer.Typer) -> None:
             if detach or dry_run:
                 raise UserError("--until-resolved decides each batch from the last one's results", key="--until-resolved",
                                 allowed="without --detach and --dry-run")  # fmt: skip
+            if overrides.seeds is not None:
+                raise UserError("--until-resolved chooses the seeds: the campaign's, then the integers after them, "
+                                "a batch at a time", key="--seeds", allowed="--max-seeds N and --batch K")  # fmt: skip
             _run_until_resolved(env, files or [], arm, overrides, placement, json_output, fail_fast, ready_timeout,
                                 max_parallel, retries, max_seeds or DEFAULT_MAX_SEEDS, batch or DEFAULT_BATCH,
                                 primary or DEFAULT_PRIMARY)  # type: ignore[arg-type]  # fmt: skip
