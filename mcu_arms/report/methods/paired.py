@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
 from mcu_arms.report.stats import ALPHA, CONFIDENCE, RESAMPLE_SEED, RESAMPLES, Z_ALPHA, Z_POWER, Interval
+
+if TYPE_CHECKING:
+    import numpy as np
 
 EXACT_SIGNS_MAX_PAIRS = 20  # 2^20 sign vectors: enumerated; more pairs are sampled
 SIGN_FLIP_RESAMPLES = 100_000
@@ -80,7 +84,7 @@ def _tolerance(observed: float) -> float:
     return 1e-9 * max(1.0, abs(observed))
 
 
-def sign_flip_sums(differences: Sequence[float]):  # -> numpy array
+def sign_flip_sums(differences: Sequence[float]) -> np.ndarray:
     """Σ s_i·d_i for every sign vector s (index bit i set: s_i = −1), built by doubling: 2^n values."""
     import numpy as np
 
@@ -90,7 +94,7 @@ def sign_flip_sums(differences: Sequence[float]):  # -> numpy array
     return sums
 
 
-def random_sign_sums(values, seed: int, resamples: int = SIGN_FLIP_RESAMPLES):  # -> iterator of numpy arrays
+def random_sign_sums(values: np.ndarray, seed: int, resamples: int = SIGN_FLIP_RESAMPLES) -> Iterator[np.ndarray]:
     """Σ s·d for `resamples` seeded random sign vectors, in chunks: with b a fair bit, Σ (2b − 1)·d = 2·(b·d) − Σ d."""
     import numpy as np
 

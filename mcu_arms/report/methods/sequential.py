@@ -16,13 +16,16 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from statistics import NormalDist
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 
 from pydantic import BaseModel
 
 from mcu_arms.contracts.sequential import SequentialLook
 from mcu_arms.report.methods.paired import EXACT_SIGNS_MAX_PAIRS, SIGN_FLIP_RESAMPLES, sign_flip_sums, sign_flip_test
 from mcu_arms.report.stats import ALPHA, RESAMPLE_SEED
+
+if TYPE_CHECKING:
+    import numpy as np
 
 DEFAULT_MAX_SEEDS = 12  # with batches of 4: looks at 4, 8 and 12 seeds; a same-sign difference resolves at 8
 DEFAULT_BATCH = 4
@@ -69,13 +72,16 @@ class SequentialTest(BaseModel):
         return self.looks[-1].alpha_spent if self.looks else 0.0
 
 
-def _prefix_sums(absolute, size: int, total: int):  # -> numpy array of |Σ| over the first `size`, for 2^total signs
+def _prefix_sums(absolute: np.ndarray, size: int, total: int) -> np.ndarray:
+    """|Σ s·|d|| over the first `size` differences, for each of the 2^total sign vectors (index bits as in
+    sign_flip_sums, so the first `size` are the low bits)."""
     import numpy as np
 
     return np.tile(np.abs(sign_flip_sums(absolute[:size])), 2 ** (total - size))
 
 
-def _sampled_prefix_sums(absolute, sizes: Sequence[int], seed: int):
+def _sampled_prefix_sums(absolute: np.ndarray, sizes: Sequence[int], seed: int) -> list[np.ndarray]:
+    """|Σ s·|d|| over the first `size` differences for each look's size, for SIGN_FLIP_RESAMPLES seeded sign vectors."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
