@@ -39,6 +39,8 @@ RUN_HELP = """Run arms: plan them, start each arm's green and purple agents, wai
 
 FILES are arm files or campaign files (campaigns/NAME.toml: a baseline, its variants and their seeds). Each seed of an arm is one episode. Episodes run side by side, at most --max-parallel at a time (default: the campaign's max_parallel, else what this host can take); one failing does not stop the others unless --fail-fast. With --executor slurm each episode is a Slurm job (options from the files' [slurm] tables and the --slurm-* flags; --max-parallel throttles each job array); the run watches them to the end, or returns once they are submitted with --detach. An episode that failed for infrastructure reasons is run again up to --retries times (default: the campaign's retries, else 0), each attempt recorded. An episode whose latest run of the same seed finished with the same fingerprint is skipped (--rerun runs it anyway); a failed one is retried. --notify CMD runs CMD when the run ends, with MCU_ARMS_RUN_STATUS and MCU_ARMS_RUN_SUMMARY (JSON) in its environment. Ctrl-C or SIGTERM stops this run's own processes only and marks the reports interrupted.
 
+With --until-resolved a campaign runs its seeds a --batch at a time (looks) and stops when every variant's difference from the baseline on --primary is resolved by a group-sequential exact sign-flip test (valid however many looks; Lan–DeMets O'Brien–Fleming alpha spending up to --max-seeds), or at --max-seeds; each episode records its look. It needs a paired design (the embedded simulator, or MineStudio with reset_mode = "hard") and runs every episode fresh.
+
 Exit codes: 0 every arm finished (or was skipped), 1 an arm failed, 130 interrupted, 2 a user error (bad arm file, busy port, arm already running).
 """
 
