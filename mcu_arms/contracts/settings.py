@@ -23,6 +23,7 @@ from mcu_arms.contracts.game_state import DEFAULT_OBSERVE, ObserveMode
 from mcu_arms.contracts.planned import PolicyBackend
 from mcu_arms.contracts.redaction import redact_env, scrub
 from mcu_arms.contracts.rubric import rubric_of
+from mcu_arms.contracts.sequential import SequentialLook
 from mcu_arms.contracts.slurm import DEFAULT_EXECUTOR, Executor, SlurmOptions
 from mcu_arms.contracts.states import ProcessRole
 from mcu_arms.contracts.wire import (
@@ -411,6 +412,7 @@ class ArmPlan(BaseModel):
     blocked: list[str] = Field(default_factory=list)  # failed host checks: `run` refuses this arm
     executor: Executor = DEFAULT_EXECUTOR  # slurm: the episode runs as a job, on whichever node Slurm gives it
     slurm: SlurmOptions | None = None  # the job's options, for executor slurm
+    sequential: SequentialLook | None = None  # `run --until-resolved`: the look this episode runs in
 
     def process(self, role: ProcessRole) -> ProcessPlan:
         return next(p for p in self.processes if p.role == role)

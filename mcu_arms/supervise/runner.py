@@ -179,6 +179,7 @@ def new_report(plan: ArmPlan, env: Environment, *, status: RunStatus, attempt: i
         plan_notes=plan.notes,
         tags=plan.tags,
         note=plan.note,
+        sequential=plan.sequential,
         provenance=collect_provenance(env.cwd),
         started_at=iso_seconds(env.clock()),
         logs={process.role: run_dir.relative(process.log) for process in plan.processes},
