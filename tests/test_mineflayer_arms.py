@@ -91,7 +91,8 @@ def test_plan_names_the_server_in_the_scenario_and_blocks_an_arm_whose_server_do
 
     config = tomllib.loads(scenario_toml(ArmPlan.model_validate(plan)))["config"]
     assert config["simulator"] == "mineflayer" and config["observe"] == "state"
-    assert config["mineflayer"] == {"host": "127.0.0.1", "port": port, "version": "1.21.1", "username": "mcu_agent"}
+    assert config["mineflayer"] == {"host": "127.0.0.1", "port": port, "version": "1.21.1", "username": "mcu_agent",
+                                    "chat": False}
 
 
 def test_doctor_fails_when_the_server_does_not_answer(project: Path, env) -> None:
