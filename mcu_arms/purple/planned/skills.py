@@ -79,8 +79,8 @@ def request_for(executor, candidate, state: GameState) -> tuple[SkillRequest | N
     if skill == "go_home":
         if state.home is None or state.position is None:
             return None, "no home remembered, or no position to walk from"
-        home = state.position.x + state.home.east, state.position.y + (state.home.up or 0), state.position.z + state.home.south
-        x, y, z = (round(value, 1) for value in home)
+        here, home = state.position, state.home
+        x, y, z = (round(value, 1) for value in (here.x + home.east, here.y + (home.up or 0), here.z + home.south))
         return SkillRequest(kind="go_to", args={"x": x, "y": y, "z": z, "range": 2}), ""
     if skill == "go_to":
         kind = "entity" if any(entity.kind == target for entity in state.entities or []) else "block"
