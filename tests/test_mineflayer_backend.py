@@ -239,6 +239,16 @@ def test_a_zombie_attacks_and_is_fought_off(vanilla: MineflayerSimulator | None)
     assert fight.skill.status == "success" and fight.counters.get("kill_entity", {}).get("zombie") == 1
 
 
+def test_deposit_and_withdraw_at_a_chest(vanilla: MineflayerSimulator | None) -> None:
+    vanilla = on_vanilla(vanilla, "chests (a chest's window never opens)")
+    vanilla.reset(COLLECT_WOOD.model_copy(update={"init_commands": ("/give @s chest 1", "/give @s oak_log 4")}), 0)
+    assert vanilla.act(SkillRequest(kind="place", args={"item": "chest"})).skill.status == "success"
+    vanilla.act(SkillRequest(kind="deposit", args={"item": "oak_log", "count": 3}))
+    assert vanilla.state().count("oak_log") == 1, "judged by the inventory afterwards"
+    vanilla.act(SkillRequest(kind="withdraw", args={"item": "oak_log", "count": 2}))
+    assert vanilla.state().count("oak_log") == 3
+
+
 def test_death_and_respawn(vanilla: MineflayerSimulator | None) -> None:
     vanilla = on_vanilla(vanilla, "respawn on 1.21.1 (the client's respawn request is never answered)")
     vanilla.reset(COLLECT_WOOD.model_copy(update={"init_commands": ("/kill @s",)}), 0)

@@ -132,8 +132,9 @@ def test_a_planned_arm_collects_oak_logs_on_a_minecraft_server_and_feels_the_dam
     assert near_creeper, "the creeper was seen"
     assert all(c.id != "fight_creeper" for r in records for c in r.available_actions), "a creeper is never fought"
     assert near_creeper[0].phase == "threat" and near_creeper[0].selected_action in ("flee", "go_home")
-    fled = next(r for r in records if r.step >= near_creeper[0].step and r.selected_action == "flee")
-    assert not any(e.kind == "creeper" and e.distance <= 7 for e in fled.next_state.entities or []), "beyond its blast"
+    away = [r for r in records if r.step >= near_creeper[0].step and r.selected_action in ("flee", "go_home")]
+    assert any(not any(e.kind == "creeper" and e.distance <= 7 for e in r.next_state.entities or []) for r in away), (
+        "it got beyond the creeper's blast")
 
     assert planner.requests and all(
         body.get("chat_template_kwargs") == {"enable_thinking": False} for body in planner.requests

@@ -332,9 +332,10 @@ function capabilities ({ crafts = [], sources = [], smelting = {}, fuels = [], p
 // ------------------------------------------------------------------------------------------------ acts
 class Stopped extends Error {}
 
+// Stops whatever runs. The path goes with its goal: pathfinder.stop() is not called, as with no path in progress its
+// flag outlives the stop and kills the next skill's first path ("Path was stopped before it could be completed").
 function halt () {
   try { bot.pathfinder.setGoal(null) } catch (error) {}
-  try { bot.pathfinder.stop() } catch (error) {}
   try { bot.stopDigging() } catch (error) {}
   try { bot.clearControlStates() } catch (error) {}
   try { if (bot.currentWindow) bot.closeWindow(bot.currentWindow) } catch (error) {}
