@@ -1,9 +1,11 @@
 """A planned arm on the mineflayer backend, end to end: `mcu-arms run` starts the green, the purple and the client;
 the green's sidecar plays MCU's collect_wood on a real Minecraft-protocol server (flying-squid from npm, with
 trees); the planner and the decision service are the stand-ins of tests/planned_stubs.py (the decision service goes
-home whenever it is offered). Mid-run the test gives the bot a shield, then puts a zombie beside it and hurts it on
-the server's console: the damage must reach the agent's reflex, the shield (put in the off-hand by the executor) go
-up, and the threat loop take the bot home; then a creeper: the bot must get away from it, never attack it. The
+home whenever it is offered). Mid-run the test gives the bot a shield, then hurts it below half health on the
+server's console: the damage must reach the agent's reflex and the shield (put in the off-hand by the executor) go
+up; while the bot rests, a zombie appears beside it, and the threat loop must take it home; while it rests at home,
+a creeper: the bot must get away from it, never attack it (the fixture's creatures stand still: flying-squid has no
+mob AI). The
 planner is asked with thinking off, and the agent's decisions reach the server's chat tagged by source. Skipped,
 saying why, when npm cannot install the server or the sidecar here."""
 
@@ -24,6 +26,7 @@ from mcu_arms.green.sims.mineflayer.runtime import SIDECAR_SCRIPT
 
 BOT = "planned_bot"
 STEPS = 16
+HURT = 12  # health 20 -> 8: below half, so the agent rests (flying-squid never regenerates it)
 LOGS = {"goal": "oak logs", "steps": [{"subgoal": "chop oak logs", "method": "collect", "item": "oak_log", "count": 2}]}
 MORE_LOGS = {"goal": "more oak logs", "steps": [{"subgoal": "chop more", "method": "collect", "item": "oak_log", "count": 4}]}
 ARM = f"""agent = "planned"
@@ -68,6 +71,10 @@ def _decided(trajectory: Path, *actions: str) -> bool:
     return any(json.loads(line)["selected_action"] in actions for line in lines)
 
 
+def _count(trajectory: Path, action: str) -> int:
+    return sum(json.loads(line)["selected_action"] == action for line in trajectory.read_text().splitlines())
+
+
 def _sidecars() -> list[int]:
     """Running sidecars of this checkout (to prove none is left behind; nothing here signals them)."""
     found = []
@@ -96,10 +103,12 @@ def test_a_planned_arm_collects_oak_logs_on_a_minecraft_server_and_feels_the_dam
         run.remember_family()
         server.command(f"give {BOT} shield 1")
         wait_for(lambda: _decided(trajectory, "equip_shield") or run.popen.poll() is not None, "the shield put on", 300)
-        server.command(f"spawnmob {BOT} zombie 2 0")
-        server.command(f"damage {BOT} 3")
+        server.command(f"damage {BOT} {HURT}")  # below half health: the agent waits to recover, standing still
+        wait_for(lambda: _decided(trajectory, "wait") or run.popen.poll() is not None, "resting", 300)
+        server.command(f"spawnmob {BOT} zombie 1 1")
         wait_for(lambda: _decided(trajectory, "go_home") or run.popen.poll() is not None, "going home", 300)
-        server.command(f"spawnmob {BOT} creeper 0 3")
+        wait_for(lambda: _count(trajectory, "wait") >= 2 or run.popen.poll() is not None, "resting at home", 300)
+        server.command(f"spawnmob {BOT} creeper 0 2")
         code = run.wait(timeout=600)
     assert code == 0, run.output
 
@@ -116,7 +125,7 @@ def test_a_planned_arm_collects_oak_logs_on_a_minecraft_server_and_feels_the_dam
     collected = [r for r in records if r.selected_action == "collect_oak_log" and r.action_status == "succeeded"]
     assert collected and all(r.result.inventory_delta.get("oak_log", 0) > 0 for r in collected), "judged by the delta"
     hurt = [r for r in records if r.reflex is not None]
-    assert hurt and hurt[0].reflex.health_before - hurt[0].reflex.health_after == 3, "the damage reached the reflex"
+    assert hurt and hurt[0].reflex.health_before - hurt[0].reflex.health_after == HURT, "the damage reached the reflex"
     assert hurt[0].reflex.observed_step == hurt[0].reflex.interrupted_step == hurt[0].end_step
     assert all(r.world_seed == server.ready["seed"] for r in records), "the server's world seed, not the arm's"
 
@@ -140,7 +149,7 @@ def test_a_planned_arm_collects_oak_logs_on_a_minecraft_server_and_feels_the_dam
         body.get("chat_template_kwargs") == {"enable_thinking": False} for body in planner.requests
     ), "thinking off in every planner request"
     chat = [r["message"] for r in server.reports if r.get("event") == "chat" and r.get("username") == BOT]
-    for tag in ("[planner] plan: collect oak_log 2", "[policy] plan: collect_oak_log", "[reflex] health 20 -> 17"):
+    for tag in ("[planner] plan: collect oak_log 2", "[policy] plan: collect_oak_log", "[reflex] health 20 -> 8"):
         assert any(line.startswith(tag) for line in chat), (tag, chat)
 
     steps = [json.loads(line) for line in next((project / "output" / "mined" / "episode_001" / "green").glob(

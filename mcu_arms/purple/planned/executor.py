@@ -444,8 +444,9 @@ class Executor:
             offered.append((FOOD_STOCK_BELOW, stock))
         offered += [(FOOD_STOCK_BELOW + 0.1, candidate) for candidate in self._gear(state)]
         energy = _vital(state, "energy")
-        if energy is not None and energy[0] <= ENERGY_BELOW * energy[1]:
-            offered.append((energy[0] / energy[1], self._candidate("sleep", None)))
+        hostile_in_view = any(entity.hostile for entity in state.entities or [])
+        if energy is not None and energy[0] <= ENERGY_BELOW * energy[1] and (not hostile_in_view or energy[0] <= 0):
+            offered.append((energy[0] / energy[1], self._candidate("sleep", None)))  # a sleeper is hit hard (Crafter: 7)
         return [candidate for _, candidate in sorted(offered, key=lambda pair: pair[0])]
 
     def _gear(self, state: GameState) -> list[CandidateAction]:
