@@ -259,3 +259,16 @@ def test_a_new_setting_at_its_neutral_value_keeps_existing_fingerprints():
     assert fingerprint(both) != fingerprint(frame)
     planned, _ = resolve_settings(parse_arm(PLANNED, Path("arms/p.toml")), [])
     assert planned.fingerprinted()["policy_revision"] == "6cfce5c" and planned.fingerprinted()["planner_timeout"] == 60
+
+
+def test_thinking_is_in_the_fingerprint_and_only_for_chat_endpoints():
+    from mcu_arms.arms.plan import resolve_settings
+    from mcu_arms.contracts.settings import fingerprint
+
+    unset, _ = resolve_settings(parse_arm(PLANNED, Path("arms/p.toml")), [])
+    off, _ = resolve_settings(parse_arm(PLANNED.replace("[policy]\n", "thinking = false\n\n[policy]\n"),
+                                        Path("arms/p.toml")), [])  # fmt: skip
+    assert "planner_thinking" not in unset.fingerprinted() and off.fingerprinted()["planner_thinking"] is False
+    assert fingerprint(off) != fingerprint(unset)
+    message = error_for(PLANNED.replace('revision = "6cfce5c"\n', 'revision = "6cfce5c"\nthinking = false\n'))
+    assert "a decision service applies no chat template" in message, message
