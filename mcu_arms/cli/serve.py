@@ -140,10 +140,11 @@ def serve_purple(
         typer.Option("--planner-timeout", help=f"Planned agent: seconds per planner call [{DEFAULT_PLANNER_TIMEOUT_S:g}]."),
     ] = None,
     planner_thinking: Annotated[
-        Optional[bool],
+        Optional[str],
         typer.Option(
-            "--planner-thinking/--no-planner-thinking",
-            help="Planned agent: send chat_template_kwargs.enable_thinking with every planner request [not sent].",
+            "--planner-thinking",
+            metavar="true|false",
+            help="Planned agent: chat_template_kwargs.enable_thinking in every planner request (unset: not sent).",
         ),
     ] = None,
     policy_backend: Annotated[
@@ -171,10 +172,11 @@ def serve_purple(
         typer.Option("--policy-timeout", help=f"Planned agent: seconds per decision [{DEFAULT_POLICY_TIMEOUT_S:g}]."),
     ] = None,
     policy_thinking: Annotated[
-        Optional[bool],
+        Optional[str],
         typer.Option(
-            "--policy-thinking/--no-policy-thinking",
-            help="Planned agent, chat policy: send chat_template_kwargs.enable_thinking with every decision [not sent].",
+            "--policy-thinking",
+            metavar="true|false",
+            help="Planned agent, chat policy: as --planner-thinking, in every decision request.",
         ),
     ] = None,
 ) -> None:

@@ -309,9 +309,7 @@ class PurpleOptions(BaseModel):
         the options that can carry a secret are in `environment()` instead."""
         flags: list[str] = []
         for field, value in self.model_dump().items():
-            if isinstance(value, bool):
-                flags.append(flag_for(field) if value else flag_for(f"no_{field}"))
-            elif value is not None and field not in OPTIONS_FROM_ENVIRONMENT:
+            if value is not None and field not in OPTIONS_FROM_ENVIRONMENT:
                 flags += [flag_for(field), str(value)]
         return flags
 
