@@ -172,6 +172,11 @@ def choose_first(criteria: list[str], weight: float = 0.8) -> dict[str, Any]:
     return {"choice": criteria[0], "probabilities": {c: weight if i == 0 else rest for i, c in enumerate(criteria)}}
 
 
+def home_first(criteria: list[str]) -> dict[str, Any]:
+    """A valid decision that goes home whenever that is offered (else the first candidate)."""
+    return choose_first(sorted(criteria, key=lambda c: c != "go_home"))
+
+
 def bad_sum(criteria: list[str]) -> dict[str, Any]:
     return {"choice": criteria[0], "probabilities": {c: 0.9 for c in criteria}}
 
@@ -192,9 +197,13 @@ class StubDecisionService(StubService):
     """A Kev-style service: `script[i]` answers the i-th decision (a function of the candidate ids, or LATE); then
     `choose_first`. It counts what it gave: every invalid answer and every late one must show in the agent's report."""
 
-    def __init__(self, script: list[Any], late_s: float, model: str = POLICY_MODEL, revision: str = POLICY_REVISION):
+    def __init__(
+        self, script: list[Any], late_s: float, model: str = POLICY_MODEL, revision: str = POLICY_REVISION,
+        then: Callable[[list[str]], dict[str, Any]] = choose_first,
+    ) -> None:  # fmt: skip
         super().__init__()
         self.script = list(script)
+        self.then = then
         self.late_s = late_s
         self.run = f"{model}@{revision}"
         self.invalid_given = 0
@@ -211,7 +220,7 @@ class StubDecisionService(StubService):
         criteria = list(body["questions"]["action"]["criteria"])
         with self.lock:
             self.requests.append(body)
-            answer = self.script.pop(0) if self.script else choose_first
+            answer = self.script.pop(0) if self.script else self.then
             if answer is LATE:
                 self.late_given += 1
             elif answer in INVALID_ANSWERS:

@@ -286,3 +286,16 @@ def test_action_mode_is_for_minestudio_only_and_names_the_modes():
     assert "arms/arm.toml:2" in message and "agent, env" in message
     spec = parse_arm(minestudio.replace('agent = "noop"', 'agent = "noop"\naction_mode = "env"'), Path("arms/a.toml"))
     assert spec.action_mode == "env"
+
+
+def test_thinking_is_in_the_fingerprint_and_only_for_chat_endpoints():
+    from mcu_arms.arms.plan import resolve_settings
+    from mcu_arms.contracts.settings import fingerprint
+
+    unset, _ = resolve_settings(parse_arm(PLANNED, Path("arms/p.toml")), [])
+    off, _ = resolve_settings(parse_arm(PLANNED.replace("[policy]\n", "thinking = false\n\n[policy]\n"),
+                                        Path("arms/p.toml")), [])  # fmt: skip
+    assert "planner_thinking" not in unset.fingerprinted() and off.fingerprinted()["planner_thinking"] is False
+    assert fingerprint(off) != fingerprint(unset)
+    message = error_for(PLANNED.replace('revision = "6cfce5c"\n', 'revision = "6cfce5c"\nthinking = false\n'))
+    assert "a decision service applies no chat template" in message, message

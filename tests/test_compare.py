@@ -487,6 +487,7 @@ def test_planned_counters_are_shown_and_na_for_other_agents(tmp_path: Path) -> N
     outcome = invoke(tmp_path, {}, "compare", "scripted_arm", "planned_kev")
     assert _row(outcome.out, "decisions") == ["n/a", "30"]
     assert _row(outcome.out, "failed turns")[0] == "n/a" and _row(outcome.out, "failed turns")[1].startswith("1 (")
+    assert "policy_timeout=1" in _row(outcome.out, "failed turns")[1], "model failures by cause, by name"
     assert _row(outcome.out, "decision ms (median)") == ["n/a", "42.2"]
     csv_rows = list(csv.reader(io.StringIO(invoke(tmp_path, {}, "compare", "scripted_arm", "planned_kev", "--csv").out)))
     invalid = next(row for row in csv_rows if row[:2] == ["result", "invalid outputs"])

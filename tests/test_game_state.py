@@ -31,7 +31,7 @@ ALLOWED_KEYS = {
     "north", "west", "entities", "kind", "offset", "hostile", "facing", "faced", "tile", "entity", "daylight",
     "stations_in_reach", "sleeping", "position", "equipment", "capabilities", "keymap", "items", "inventory_cap",
     "skills", "recipes", "method", "item", "source", "consumes", "requires", "stations", "placed_on", "yields",
-    "aliases", "walkable", "actions", "foods", "feasible",
+    "aliases", "walkable", "actions", "foods", "feasible", "home",
 }  # fmt: skip
 PRIVILEGED = ("achievements", "semantic", "player_pos", "_hunger", "_thirst", "_fatigue", "_recover", "cooldown")
 ENTITY_KIND = {"plant-ripe": "ripe_plant"}
@@ -225,3 +225,31 @@ def test_the_capability_list_is_crafters_rule_book() -> None:
     assert recipes[("place", "table")].consumes["wood"] >= 1
     assert capabilities.aliases["oak_log"] == "wood" and capabilities.aliases["crafting_table"] == "table"
     assert capabilities.inventory_cap == 9 and "health" not in capabilities.items
+
+
+def test_home_is_the_spawn_until_a_table_is_placed_then_that_table_wherever_the_player_goes() -> None:
+    sim = EmbeddedSimulator()
+    sim.set_frames(False)
+    sim.reset(TASK, 0)
+    start = sim.state()
+    assert (start.home.east, start.home.south) == (0, 0), "at the spawn, home is here"
+    player, world = sim._env.player, sim._env.world
+    walked = 0
+    for _ in range(40):  # walk off the spawn: home stays where the spawn was
+        sim.step(env_action_for(random.Random(walked).choice(["move_left", "move_right", "move_up", "move_down"])))
+        walked += 1
+    spawn_offset = sim.state().home
+    moved = (int(player.pos[0]) - int(sim._state_reader.home[0]), int(player.pos[1]) - int(sim._state_reader.home[1]))
+    assert (spawn_offset.east, spawn_offset.south) == (-moved[0], -moved[1])
+    player.inventory["wood"] = 2
+    for direction in ("move_left", "move_right", "move_up", "move_down"):  # face a grass tile, then place on it
+        facing = (int(player.pos[0] + player.facing[0]), int(player.pos[1] + player.facing[1]))
+        if world[facing][0] in ("grass", "sand", "path") and world[facing][1] is None:
+            break
+        sim.step(env_action_for(direction))
+    facing = (int(player.pos[0] + player.facing[0]), int(player.pos[1] + player.facing[1]))
+    sim.step(env_action_for("place_table"))
+    assert world[facing][0] == "table", "the table was placed"
+    placed = sim.state()
+    assert (placed.home.east, placed.home.south) == (facing[0] - int(player.pos[0]), facing[1] - int(player.pos[1]))
+    assert placed.home.model_dump(exclude_none=True) == placed.view.tiles["table"].nearest.model_dump(exclude_none=True)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import json
 import tomllib
 from pathlib import Path
@@ -91,7 +93,8 @@ def test_plan_names_the_server_in_the_scenario_and_blocks_an_arm_whose_server_do
 
     config = tomllib.loads(scenario_toml(ArmPlan.model_validate(plan)))["config"]
     assert config["simulator"] == "mineflayer" and config["observe"] == "state"
-    assert config["mineflayer"] == {"host": "127.0.0.1", "port": port, "version": "1.21.1", "username": "mcu_agent"}
+    assert config["mineflayer"] == {"host": "127.0.0.1", "port": port, "version": "1.21.1", "username": "mcu_agent",
+                                    "chat": False}
 
 
 def test_doctor_fails_when_the_server_does_not_answer(project: Path, env) -> None:
@@ -130,7 +133,7 @@ OBSERVED = {
     "entities": [{"name": "zombie", "kind": "hostile", "offset": [2.4, 0.0, -1.2]},
                  {"name": "cow", "kind": "animal", "offset": [0.0, 0.0, 1.0]}],
     "faced": {"block": "grass_block", "entity": None}, "stations": [], "time_of_day": 6000, "sleeping": False,
-    "feasible": ["collect:oak_log"],
+    "feasible": ["collect:oak_log"], "home": [2, 23, 10],
 }  # fmt: skip
 
 
@@ -146,6 +149,10 @@ def test_the_sidecars_observation_becomes_the_game_state_contract() -> None:
     assert [(e.kind, e.distance, e.hostile) for e in state.entities] == [("cow", 1, False), ("zombie", 3, True)]
     assert (state.facing.east, state.facing.south) == (0, -1), "yaw 0 looks north"
     assert state.position.y == 24.0 and state.equipment == {"hand": "wooden_axe"} and state.daylight == 1.0
+    assert (state.home.east, state.home.south, state.home.up) == (-6, 2, -1), "home, from where the bot stands"
+    quirks: Counter[str] = Counter()
+    texts = game_state({**OBSERVED, "inventory": {"oak_log": "10", "apple": "0"}}, capabilities, quirks)
+    assert texts.inventory == {"oak_log": 10} and quirks["server_quirk.count_converted"] == 2, "a string count is an int"
 
 
 @pytest.mark.parametrize(("yaw", "east", "south"), [(0.0, 0, -1), (3.1416, 0, 1), (1.5708, -1, 0), (-1.5708, 1, 0)])

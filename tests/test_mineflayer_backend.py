@@ -1,8 +1,9 @@
 """The mineflayer backend against a real Minecraft-protocol server (flying-squid from npm, loopback, offline, trees):
-connect, observe, move, dig and pick up, place, eat, a damage event, env keys, a lost sidecar, doctor's server check.
+connect, observe, move, dig and pick up, place, eat, a damage event and the shield it raises, the server's world seed,
+chat lines, scoring per tick whatever the skills, env keys, a lost sidecar, doctor's server check.
 Success is judged by the inventory delta the state shows, never by what the skill says of itself.
 
-What flying-squid 1.12.0 lacks (crafting windows, furnaces, mob AI, respawn on 1.21.1) is tested against a vanilla
+What flying-squid 1.12.0 lacks (crafting windows, furnaces, chests, mob AI, respawn on 1.21.1) is tested against a vanilla
 server when MCU_ARMS_VANILLA_SERVER=host:port names one (offline mode, the bot op'd), and skipped with that reason
 otherwise. Everything is skipped, saying why, when npm cannot install the server or the sidecar here.
 """
@@ -21,7 +22,8 @@ from server_procs import free_port
 from mcu_arms.contracts.mineflayer import MineflayerServer
 from mcu_arms.contracts.skills import SkillRequest
 from mcu_arms.contracts.tasks import select_tasks
-from mcu_arms.green.sims.base import SimulatorUnavailable
+from mcu_arms.green.scoring import RewardTracker
+from mcu_arms.green.sims.base import SimStep, SimulatorUnavailable
 from mcu_arms.green.sims.mineflayer.backend import MineflayerSimulator, server_check
 
 BOT = "green_bot"
@@ -41,7 +43,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MinecraftServer
 
 @pytest.fixture(scope="module")
 def sim(server: MinecraftServer) -> Iterator[MineflayerSimulator]:
-    simulator = MineflayerSimulator(MineflayerServer(port=server.port, username=BOT))
+    simulator = MineflayerSimulator(MineflayerServer(port=server.port, username=BOT, chat=True))
     try:
         yield simulator
     finally:
@@ -120,6 +122,57 @@ def test_eat_raises_food(sim: MineflayerSimulator, server: MinecraftServer) -> N
     assert step.skill.status == "success" and sim.state().vitals.food.value > 10
 
 
+def test_the_world_seed_is_the_one_the_server_says(sim: MineflayerSimulator, server: MinecraftServer) -> None:
+    assert sim.world_seed(0) == (server.ready["seed"], ""), "the server's, not the arm's"
+
+
+def test_tagged_chat_lines_reach_the_server(sim: MineflayerSimulator, server: MinecraftServer) -> None:
+    sim.say(["[policy] plan: collect_oak_log p=0.80", "[reflex] health 20 -> 17"])
+    said = lambda: [r["message"] for r in server.reports if r.get("event") == "chat" and r.get("username") == BOT]
+    wait_for(lambda: len(said()) >= 2, "both lines on the server", timeout=10)
+    assert said()[-2:] == ["[policy] plan: collect_oak_log p=0.80", "[reflex] health 20 -> 17"]
+
+
+def test_a_shield_in_the_off_hand_is_raised_on_damage_and_lowered_after(
+    sim: MineflayerSimulator, server: MinecraftServer
+) -> None:
+    server.command(f"give {BOT} shield 1")
+    wait_for(lambda: sim.state().count("shield"), "the shield arrived", timeout=10)
+    equip = sim.act(SkillRequest(kind="equip", args={"item": "shield", "destination": "off-hand"}))
+    assert sim.state().equipment.get("off-hand") == "shield", equip.skill  # judged by the equipment read after
+    server.command(f"later 500 damage {BOT} 2")
+    step = sim.act(SkillRequest(kind="wait", args={"duration_ms": 8000}))
+    assert step.skill.status == "interrupted" and "shield_raised" in [event.kind for event in step.events]
+    seen = lambda kind: [r for r in server.reports if r.get("event") == kind and r.get("username") == BOT]
+    wait_for(lambda: seen("release_use_item"), "the shield lowered, as the server saw it", timeout=10)
+    assert [r["hand"] for r in seen("use_item")][-1] == "off", "raised with the off-hand"
+    assert seen("release_use_item")[-1]["wall_ms"] > seen("use_item")[-1]["wall_ms"]
+    later = sim.act(SkillRequest(kind="wait", args={"duration_ms": 100}))
+    assert "shield_lowered" in [event.kind for event in step.events + later.events]
+
+
+def _score(steps: list[SimStep]) -> float:
+    """The reward a run of steps earns, as the green scores it (sims/base.py: per tick where a step spans many)."""
+    tracker = RewardTracker(COLLECT_WOOD)
+    for number, step in enumerate(steps):
+        for counters in step.counter_ticks or [step.counters]:
+            tracker.update(number, counters)
+    return tracker.sim_reward
+
+
+def test_the_same_pickups_score_the_same_in_one_skill_or_in_many(sim: MineflayerSimulator) -> None:
+    """MCU pays a pickup entry at most once per tick; a skill spans many ticks, so it is paid per tick counted in."""
+    sim.reset(COLLECT_WOOD, 0)
+    one = [sim.act(SkillRequest(kind="collect", args={"block": "oak_log", "count": 3}))]
+    one.append(sim.act(SkillRequest(kind="wait", args={"duration_ms": 500})))  # the last pickup lands
+    sim.reset(COLLECT_WOOD, 0)
+    many = [sim.act(SkillRequest(kind="collect", args={"block": "oak_log", "count": 1})) for _ in range(3)]
+    many.append(sim.act(SkillRequest(kind="wait", args={"duration_ms": 500})))
+    picked = [steps[-1].counters.get("pickup", {}).get("oak_log", 0) for steps in (one, many)]
+    assert picked[0] == picked[1] >= 3, picked
+    assert _score(one) == _score(many) == picked[0], "one payout per pickup, however many skills carried it"
+
+
 def test_env_keys_hold_for_a_tick_and_say_what_has_no_effect(sim: MineflayerSimulator) -> None:
     step = sim.step({"forward": 1, "attack": 1, "hotbar.2": 1, "camera": (0.0, 30.0)})
     assert step.no_effect == ["attack"] and step.info["health"] > 0 and step.skill is None
@@ -184,6 +237,16 @@ def test_a_zombie_attacks_and_is_fought_off(vanilla: MineflayerSimulator | None)
     vanilla.reset(COLLECT_WOOD.model_copy(update={"init_commands": ("/summon zombie ~3 ~ ~",)}), 0)
     fight = vanilla.act(SkillRequest(kind="attack", args={"entity": "zombie"}, timeout_ms=60_000))
     assert fight.skill.status == "success" and fight.counters.get("kill_entity", {}).get("zombie") == 1
+
+
+def test_deposit_and_withdraw_at_a_chest(vanilla: MineflayerSimulator | None) -> None:
+    vanilla = on_vanilla(vanilla, "chests (a chest's window never opens)")
+    vanilla.reset(COLLECT_WOOD.model_copy(update={"init_commands": ("/give @s chest 1", "/give @s oak_log 4")}), 0)
+    assert vanilla.act(SkillRequest(kind="place", args={"item": "chest"})).skill.status == "success"
+    vanilla.act(SkillRequest(kind="deposit", args={"item": "oak_log", "count": 3}))
+    assert vanilla.state().count("oak_log") == 1, "judged by the inventory afterwards"
+    vanilla.act(SkillRequest(kind="withdraw", args={"item": "oak_log", "count": 2}))
+    assert vanilla.state().count("oak_log") == 3
 
 
 def test_death_and_respawn(vanilla: MineflayerSimulator | None) -> None:

@@ -190,6 +190,23 @@ def test_a_chat_policy_is_held_to_the_same_contract(state) -> None:
     assert set(json.loads(stub.requests[0]["messages"][1]["content"])["allowed_actions"]) == set(ids)
 
 
+def test_thinking_off_is_sent_with_every_request_and_nothing_when_unset(state) -> None:
+    script = [lambda ids: json.dumps(choose_first(ids))] * 4
+    off, unset = StubChatPolicy(list(script)), StubChatPolicy(list(script))
+
+    async def ask(stub: StubChatPolicy, thinking: bool | None) -> None:
+        with stub.serving() as url:
+            policy = ChatPolicy(ChatModel("policy", url + "/v1", POLICY_MODEL, None, 10, thinking))
+            for _ in range(2):
+                await policy.ask({"goal": "g"}, _candidates(state))
+            await policy.close()
+
+    asyncio.run(ask(off, False))
+    asyncio.run(ask(unset, None))
+    assert len(off.requests) == 2 and all(r["chat_template_kwargs"] == {"enable_thinking": False} for r in off.requests)
+    assert unset.requests and not any("chat_template_kwargs" in r for r in unset.requests), "the server's default"
+
+
 def _candidates(state):
     from mcu_arms.contracts.trajectory import CandidateAction
 
@@ -307,3 +324,73 @@ def test_an_interrupted_action_with_side_effects_needs_a_replan_and_success_is_t
     walk = executor.start(CandidateAction(id="explore", skill="explore", description="d"), state, 0)
     assert isinstance(walk.next(state), str)
     assert walk.interrupt(state).status == "interrupted", "a resumable action is offered again, not replayed"
+
+
+def test_a_creeper_is_fled_beyond_its_blast_never_fought_and_gear_and_food_are_offered(state) -> None:
+    """The embedded simulator cannot host a creeper (Crafter's creatures are zombies, skeletons, cows and plants), so
+    the encounter is a state with one added; tests/test_mineflayer_e2e.py meets a real one on a Minecraft server."""
+    import random
+
+    from mcu_arms.contracts.game_state import Entity, Offset, Position
+    from mcu_arms.purple.planned.executor import BLAST_RADIUS, Executor
+    from mcu_arms.purple.planned.skills import request_for
+
+    executor = Executor(state.capabilities, random.Random(0))
+    creeper = Entity(kind="creeper", offset=Offset(east=0, south=5), distance=5, hostile=True)
+    zombie = Entity(kind="zombie", offset=Offset(east=3, south=0), distance=3, hostile=True)
+    near = state.model_copy(update={"entities": [zombie, creeper], "home": Offset(east=-6, south=2)})
+    assert executor.threatened(near.model_copy(update={"entities": [creeper]})), "5 steps away: inside its blast"
+    offered = [c.id for c in executor.threat(near)]
+    assert offered[:2] == ["flee", "go_home"] and "fight_creeper" not in offered and "fight_zombie" in offered
+    far = creeper.model_copy(update={"offset": Offset(east=0, south=BLAST_RADIUS + 1), "distance": BLAST_RADIUS + 1})
+    assert not executor.threatened(near.model_copy(update={"entities": [far]}))
+    flee = next(c for c in executor.threat(near) if c.id == "flee")
+    minecraft = near.model_copy(update={"position": Position(x=0.0, y=64.0, z=0.0)})
+    request, _ = request_for(executor, flee, minecraft)
+    assert request.kind == "retreat" and request.args["from"] == "creeper" and request.args["distance"] > BLAST_RADIUS
+    home = next(c for c in executor.threat(near) if c.id == "go_home")
+    request, _ = request_for(executor, home, minecraft)
+    assert (request.kind, request.args["x"], request.args["z"]) == ("go_to", -6.0, 2.0)
+    hungry = state.model_copy(update={"vitals": state.vitals.model_copy(update={"food": state.vitals.food.model_copy(
+        update={"value": 6.0})}), "entities": [Entity(kind="cow", offset=Offset(east=2, south=0), distance=2,
+                                                      hostile=False)]})  # fmt: skip
+    assert [c.id for c in executor.survival(hungry)] == ["eat_cow"], "the food stock: topped up while a cow is near"
+    armed = state.model_copy(update={"inventory": {"shield": 1, "iron_helmet": 1}, "equipment": {"hand": "stick"}})
+    assert [c.id for c in executor.survival(armed)] == ["equip_iron_helmet", "equip_shield"]
+    worn = armed.model_copy(update={"equipment": {"off-hand": "shield", "head": "iron_helmet"}})
+    assert executor.survival(worn) == []
+
+
+def test_the_reflex_takes_the_player_home_on_the_embedded_simulator(tmp_path: Path) -> None:
+    """A zombie summoned beside a player who has walked away from its spawn: when it hurts, the threat loop offers
+    going home, and the (stand-in) policy that prefers it takes the player back towards the spawn."""
+    from planned_stubs import home_first
+
+    from mcu_arms.contracts.crafter_keymap import env_action_for
+
+    planner, kev = StubPlanner([]), StubDecisionService([], late_s=0, then=home_first)
+    task = load_task(TASKS_ROOT / "combat" / "combat_zombies.yaml")
+
+    async def play() -> None:
+        with planner.serving() as planner_url, kev.serving() as kev_url:
+            policy = PlannedPolicy(_options(tmp_path, planner_url, kev_url))
+            assert (await policy.init(InitPayload(prompt="", text=task.text, world_seed=0))).success
+            sim = EmbeddedSimulator()
+            sim.set_frames(False)
+            sim.reset(task, 0)
+            for _ in range(4):
+                sim.step(env_action_for("move_left"))
+            for step in range(120):
+                answer = await policy.act(ObservationPayload(step=step, obs="", state=sim.state()))
+                sim.step(answer.action)
+                await asyncio.sleep(0.002)
+            await policy.close()
+
+    asyncio.run(play())
+    records = read_trajectory(tmp_path / "task_01" / TRAJECTORY_FILE)
+    assert any(r.reflex is not None for r in records), "the zombie never hurt the player"
+    home = [r for r in records if r.selected_action == "go_home"]
+    assert home and home[0].phase == "threat", [r.selected_action for r in records]
+    before, after = home[0].state.home, home[0].next_state.home
+    assert abs(after.east) + abs(after.south) < abs(before.east) + abs(before.south), "it went towards home"
+    assert all(r.world_seed == 0 for r in records)

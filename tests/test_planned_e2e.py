@@ -47,6 +47,7 @@ base_url = "{planner}/v1"
 model = "{planner_model}"
 revision = "stub-1"
 timeout = 20
+thinking = false
 
 [policy]
 backend = "decision_service"
@@ -124,6 +125,10 @@ def test_planned_arms_reach_their_milestones_count_every_bad_answer_and_log_ever
 
     records = read_trajectory(diamond_trajectory)
     assert records and all(r.planner.model == PLANNER_MODEL and r.policy.revision == POLICY_REVISION for r in records)
+    assert all(r.world_seed == 0 for r in records), "the embedded world is the arm's seed's"
+    assert planner.requests and all(
+        body.get("chat_template_kwargs") == {"enable_thinking": False} for body in planner.requests
+    ), "thinking off in every planner request"
     fallbacks = [r for r in records if r.invalid_output is not None]
     assert len(fallbacks) == kev.invalid_given and all(r.decision_source == "fallback" for r in fallbacks)
     assert any(r.subgoal is not None and r.subgoal.item == "wood_pickaxe" and r.action_status == "succeeded"
@@ -152,3 +157,4 @@ def test_planned_arms_reach_their_milestones_count_every_bad_answer_and_log_ever
     assert combat_arm["reflex_interrupts"] == len(hits)
     markdown = run_cli(project, state, "compare", "planned_diamond", "planned_combat", "--markdown").stdout
     assert "| decision ms (median) |" in markdown and "invalid_policy_output=3" in markdown
+    assert "policy_timeout=1" in markdown, "the model failure shown by name"

@@ -222,3 +222,45 @@ def test_mcu_rubric_failures_are_loud(tmp_path: Path, model_service: str) -> Non
     assert (off.status, off.rubric) == ("disabled", "mcu")
     assert "is not a directory" in auto_eval_problem(tmp_path / "missing")
     assert "prompt/single_rating_prompt.txt" in auto_eval_problem(folder / "criteria_files")
+
+
+def test_a_skill_spanning_many_ticks_is_paid_per_tick_as_mcu_would() -> None:
+    """Three pickups on three ticks pay three times whether one skill or three carried them; two on one tick pay once
+    (MCU pays an entry at most once per tick)."""
+    from mcu_arms.green.sims.mineflayer.backend import counter_ticks
+
+    task = load_task(TASKS_ROOT / "mining_and_collecting" / "collect_wood.yaml")
+
+    def score(steps: list[list[dict[str, dict[str, int]]]]) -> float:
+        tracker = RewardTracker(task)
+        for number, ticks in enumerate(steps):
+            for counters in ticks:
+                tracker.update(number, counters)
+        return tracker.sim_reward
+
+    pickups = [{"event": "pickup", "object": "oak_log", "n": 1, "tick": tick} for tick in (10, 31, 57)]
+    three = {"pickup": {"oak_log": 3}}
+    one_skill = [counter_ticks({}, pickups, three)]
+    many_skills, before = [], {}
+    for number, pickup in enumerate(pickups, start=1):
+        after = {"pickup": {"oak_log": number}}
+        many_skills.append(counter_ticks(before, [pickup], after))
+        before = after
+    assert score(one_skill) == score(many_skills) == 3.0
+    assert score([[three]]) == 1.0, "what one step without ticks would have paid"
+    same_tick = [{**pickup, "tick": 10} for pickup in pickups[:2]]
+    assert score([counter_ticks({}, same_tick, {"pickup": {"oak_log": 2}})]) == 1.0
+    missed = counter_ticks({}, pickups[:1], {"pickup": {"oak_log": 2}})
+    assert missed[-1] == {"pickup": {"oak_log": 2}}, "a count the tick list missed still lands"
+
+
+def test_inventory_counts_from_a_server_are_integers_and_odd_ones_are_counted() -> None:
+    from collections import Counter
+
+    from mcu_arms.green.sims.mineflayer.state import whole_counts
+
+    quirks: Counter[str] = Counter()
+    held = whole_counts({"oak_log": "10", "stick": 4.0, "dirt": "1.5", "sand": 3, "gravel": True, "clay": -2}, quirks)
+    assert held == {"oak_log": 10, "stick": 4, "sand": 3}
+    assert held["oak_log"] + 1 == 11, "never summed as text ('10' + '1')"
+    assert quirks == {"server_quirk.count_converted": 2, "server_quirk.count_unreadable": 3}

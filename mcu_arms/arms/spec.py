@@ -145,6 +145,7 @@ class PlannerSpec(_Strict):
     revision: str | None = None  # recorded in every trajectory line; the endpoint cannot say it
     env_key: str | None = Field(default=None, pattern=ENV_NAME_PATTERN)
     timeout: float = Field(default=DEFAULT_PLANNER_TIMEOUT_S, gt=0)
+    thinking: bool | None = None  # sent as chat_template_kwargs.enable_thinking; None: the server's default
 
 
 class PolicySpec(_Strict):
@@ -156,6 +157,7 @@ class PolicySpec(_Strict):
     revision: str | None = None  # decision_service: checked against its /v1/models at start
     env_key: str | None = Field(default=None, pattern=ENV_NAME_PATTERN)
     timeout: float = Field(default=DEFAULT_POLICY_TIMEOUT_S, gt=0)
+    thinking: bool | None = None  # chat backend only, as the planner's
 
 
 class SlurmSpec(_Strict):
@@ -382,6 +384,10 @@ class ArmSpec(_Strict):
                     f"{table}.timeout {spec.timeout:g} s must be below step_timeout {self.step_timeout:g} s, or a slow "
                     "answer turns the step into a noop",
                 )
+        if self.policy.backend == "decision_service" and self.policy.thinking is not None:
+            raise SettingConflict(
+                "policy.thinking", "a decision service applies no chat template: thinking is for backend = \"chat\""
+            )
         if self.policy.backend == "decision_service" and self.policy.revision is None:
             raise SettingConflict(
                 "policy.revision", "a decision service's model revision is checked at start: set [policy] revision"
@@ -432,12 +438,17 @@ ALLOWED: dict[str, str] = {
     "planner.model": "the served model name (vLLM's --served-model-name, llama.cpp's --alias)",
     "planner.env_key": "the NAME of the environment variable holding the planner's API key, not the key",
     "planner.timeout": "seconds > 0, below step_timeout",
+    "planner.thinking": "true or false: sent in every request as chat_template_kwargs.enable_thinking (README: which "
+    "servers honour it); unset: nothing is sent",
     "policy.backend": ", ".join(POLICY_BACKENDS),
     "policy.base_url": "decision_service: the service root (it serves /v1/systemone); chat: an endpoint ending in /v1",
     "policy.revision": "the model revision the decision service must serve (its /v1/models `run` ends in @REVISION)",
     "policy.env_key": "the NAME of the environment variable holding the policy's API key, not the key",
     "policy.timeout": "seconds > 0, below step_timeout",
-    "mineflayer": "a table (host, port, version, username), for simulator = \"mineflayer\" only",
+    "policy.thinking": "true or false, backend = \"chat\" only: as planner.thinking",
+    "mineflayer": "a table (host, port, version, username, chat), for simulator = \"mineflayer\" only",
+    "mineflayer.chat": "true or false (default): post the planned agent's decisions in the game's chat, tagged by "
+    "source",
     "mineflayer.host": "the Minecraft server's address (default 127.0.0.1)",
     "mineflayer.port": "the server's port, 1-65535 (default 25565)",
     "mineflayer.version": "the Java Edition version it runs, e.g. \"1.21.1\" (doctor checks it answers so)",

@@ -139,6 +139,14 @@ def serve_purple(
         Optional[float],
         typer.Option("--planner-timeout", help=f"Planned agent: seconds per planner call [{DEFAULT_PLANNER_TIMEOUT_S:g}]."),
     ] = None,
+    planner_thinking: Annotated[
+        Optional[str],
+        typer.Option(
+            "--planner-thinking",
+            metavar="true|false",
+            help="Planned agent: chat_template_kwargs.enable_thinking in every planner request (unset: not sent).",
+        ),
+    ] = None,
     policy_backend: Annotated[
         Optional[str],
         typer.Option("--policy-backend", help=f"Planned agent: {', '.join(POLICY_BACKENDS)} [{DEFAULT_POLICY_BACKEND}]."),
@@ -163,6 +171,14 @@ def serve_purple(
         Optional[float],
         typer.Option("--policy-timeout", help=f"Planned agent: seconds per decision [{DEFAULT_POLICY_TIMEOUT_S:g}]."),
     ] = None,
+    policy_thinking: Annotated[
+        Optional[str],
+        typer.Option(
+            "--policy-thinking",
+            metavar="true|false",
+            help="Planned agent, chat policy: as --planner-thinking, in every decision request.",
+        ),
+    ] = None,
 ) -> None:
     """Serve a purple agent: answers the green's init with an ack and each observation with an action."""
     given = {
@@ -183,12 +199,14 @@ def serve_purple(
         "planner_revision": planner_revision,
         "planner_env_key": planner_env_key,
         "planner_timeout": planner_timeout,
+        "planner_thinking": planner_thinking,
         "policy_backend": policy_backend,
         "policy_base_url": policy_base_url,
         "policy_model": policy_model,
         "policy_revision": policy_revision,
         "policy_env_key": policy_env_key,
         "policy_timeout": policy_timeout,
+        "policy_thinking": policy_thinking,
     }
     try:  # options not given take PurpleOptions' own defaults
         options = PurpleOptions(**{name: value for name, value in given.items() if value is not None})

@@ -372,12 +372,14 @@ class PlannedSettings(BaseModel):
     planner_revision: str | None
     planner_env_key: str | None
     planner_timeout: float
+    planner_thinking: bool | None = None  # None: nothing sent, the server's default
     policy_backend: PolicyBackend
     policy_base_url: str
     policy_model: str
     policy_revision: str | None
     policy_env_key: str | None
     policy_timeout: float
+    policy_thinking: bool | None = None
     policy_served: str | None = None  # what the decision service said it runs (its /v1/models `run`)
 
     @field_serializer("planner_base_url", "policy_base_url")
@@ -394,6 +396,8 @@ class PlannedEpisode(BaseModel):
     task: str
     started_at: str
     trajectory: str  # relative to the purple dir
+    world_seed: int | None = None  # as the green said it (the trajectory's world_seed)
+    world_seed_unknown: str | None = None  # why world_seed is None
     observations: int = 0
     actions: int = 0  # high-level actions run (one trajectory line each)
     decisions: int = 0  # decision points: candidates offered and one chosen

@@ -23,6 +23,7 @@ Which simulator provides what (the `Field` descriptions below say it field by fi
 | stations_in_reach | the 3x3 rule crafting uses | crafting table / furnace within 4 blocks | cannot |
 | sleeping | yes | yes | not provided |
 | position, equipment | never (not on screen) | yes (the F3 screen; the armour and hand slots) | equipment only, not wired |
+| home | remembered by the simulator for the player: its spawn, then the last table it placed | the spawn, then the last bed or crafting table the bot placed | not provided |
 | feasible | never | the sidecar's candidates: skills its library finds possible now | cannot |
 
 On Minecraft, offsets are in blocks: `east` = +x, `south` = +z, `up` = +y.
@@ -49,7 +50,8 @@ PlanMethod = Literal["collect", "craft", "smelt", "place"]
 PLAN_METHODS: tuple[PlanMethod, ...] = get_args(PlanMethod)
 # The high-level actions a simulator can carry out for an agent (its executor expands each into per-step actions).
 Skill = Literal[
-    "collect", "craft", "smelt", "place", "equip", "eat", "drink", "sleep", "fight", "flee", "go_to", "explore", "wait"
+    "collect", "craft", "smelt", "place", "equip", "eat", "drink", "sleep", "fight", "flee", "go_to", "go_home",
+    "explore", "wait", "deposit", "withdraw",
 ]
 SKILLS: tuple[Skill, ...] = get_args(Skill)
 Direction = Literal["north", "south", "east", "west"]
@@ -180,6 +182,11 @@ class GameState(_State):
     sleeping: bool | None = None
     position: Position | None = Field(default=None, description="embedded: never (not on screen); mineflayer: yes")
     equipment: dict[str, str] | None = Field(default=None, description="embedded: none (tools sit in the inventory)")
+    home: Offset | None = Field(
+        default=None,
+        description="where home is from here, as the player remembers it: the last bed or crafting table it placed, "
+        "else where it spawned (None: the simulator keeps no home)",
+    )
     feasible: list[str] | None = Field(
         default=None, description="mineflayer: `kind:arg` skills its library finds possible now (craft:stick, ...)"
     )

@@ -88,6 +88,7 @@ class MineflayerServer(BaseModel):
     port: int = Field(default=DEFAULT_PORT, ge=1, le=65535)
     version: str = Field(default=DEFAULT_VERSION, pattern=r"^\d+\.\d+(\.\d+)?$")
     username: str = Field(default=DEFAULT_USERNAME, pattern=r"^[A-Za-z0-9_]{3,16}$")
+    chat: bool = False  # post the agent's tagged decisions (ActionPayload.say) in the game's chat, to watch a run
 
     @property
     def address(self) -> str:

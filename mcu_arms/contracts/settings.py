@@ -133,7 +133,7 @@ def flag_for(field: str) -> str:
 # (Which Minecraft server a mineflayer arm plays on is placement too; its version is not, and the result's simulator
 # label names the server.)
 REPLICATE_AND_PLACEMENT_KEYS: frozenset[str] = frozenset(
-    {"seed", "cuda_device", "mineflayer_host", "mineflayer_port", "mineflayer_username"}
+    {"seed", "cuda_device", "mineflayer_host", "mineflayer_port", "mineflayer_username", "mineflayer_chat"}
 )
 
 
@@ -173,17 +173,20 @@ class Settings(BaseModel):
     planner_revision: str | None = None
     planner_env_key: str | None = None
     planner_timeout: float | None = None
+    planner_thinking: bool | None = None
     policy_backend: PolicyBackend | None = None
     policy_base_url: str | None = None
     policy_model: str | None = None
     policy_revision: str | None = None
     policy_env_key: str | None = None
     policy_timeout: float | None = None
+    policy_thinking: bool | None = None
     # The Minecraft server of a mineflayer arm ([mineflayer] in the arm file); None for every other simulator.
     mineflayer_host: str | None = None
     mineflayer_port: int | None = None
     mineflayer_version: str | None = None
     mineflayer_username: str | None = None
+    mineflayer_chat: bool | None = None  # for watching a run: placement, never a difference
 
     def redacted(self) -> Settings:
         """These settings as saved and shown: secrets in environment values and the endpoint URLs masked."""
@@ -300,12 +303,14 @@ class PurpleOptions(BaseModel):
     planner_revision: str | None = None
     planner_env_key: str | None = Field(default=None, pattern=ENV_NAME_PATTERN)
     planner_timeout: float | None = Field(default=None, gt=0)
+    planner_thinking: bool | None = None
     policy_backend: PolicyBackend | None = None
     policy_base_url: str | None = None
     policy_model: str | None = None
     policy_revision: str | None = None
     policy_env_key: str | None = Field(default=None, pattern=ENV_NAME_PATTERN)
     policy_timeout: float | None = Field(default=None, gt=0)
+    policy_thinking: bool | None = None
 
     def argv(self) -> list[str]:
         """The `serve purple` flags that give a purple exactly these options (unset ones are left to the default);

@@ -17,13 +17,17 @@ from pydantic import BaseModel, ConfigDict, Field
 
 # What a simulator can be asked to do in one skill request (the mineflayer sidecar's `act` kinds).
 SkillKind = Literal[
-    "move", "go_to", "collect", "dig", "craft", "smelt", "place", "equip", "eat", "attack", "retreat", "wait"
+    "move", "go_to", "collect", "dig", "craft", "smelt", "place", "equip", "eat", "attack", "retreat", "wait",
+    "deposit", "withdraw",
 ]
 SKILL_KINDS: tuple[SkillKind, ...] = get_args(SkillKind)
 # How the simulator says a skill ended. `interrupted`: stopped early (its own damage reflex: reason "damage");
 # `died`: the player died during it; `busy`: another skill was still running; `error`: the library failed.
 SkillStatus = Literal["success", "failure", "timeout", "interrupted", "error", "busy", "died"]
-GameEventKind = Literal["damage", "heal", "death", "respawn", "kicked", "disconnected"]
+# shield_raised / shield_lowered: the simulator's damage reflex raised a shield held in the off-hand, and lowered it.
+GameEventKind = Literal[
+    "damage", "heal", "death", "respawn", "kicked", "disconnected", "shield_raised", "shield_lowered"
+]
 ArgValue = str | int | float | bool | list[float] | None
 
 

@@ -77,7 +77,9 @@ class TrajectoryRecord(BaseModel):
     episode_id: str = Field(description="one episode (one A2A context)")
     step: int = Field(description="the simulator step the action was decided at")
     end_step: int = Field(description="the step it ended at")
-    world_seed: int
+    world_seed: int | None = Field(
+        description="the world's seed as the simulator said it; None when it cannot be read (the episode says why)"
+    )
     goal: str
     subgoal: PlanStep | None = Field(description="the plan step the action served (None outside the plan)")
     phase: Phase

@@ -6,7 +6,7 @@ text part (a2a-sdk 1.x data parts turn integers into floats). Only pydantic here
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -70,6 +70,14 @@ def noop_action() -> EnvAction:
     return action
 
 
+# What an agent's `say` lines may start with: who decided (seed 002 tags its chat by source). A line must start with
+# one of these, so that nothing an agent says can be a server command.
+ChatSource = Literal["planner", "policy", "reflex"]
+CHAT_TAGS: tuple[str, ...] = tuple(f"[{source}] " for source in get_args(ChatSource))
+MAX_SAY_LINES = 4  # per action
+MAX_SAY_CHARS = 200  # per line (a vanilla server takes 256)
+
+
 class _Payload(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
@@ -78,6 +86,10 @@ class InitPayload(_Payload):
     type: Literal["init"] = "init"
     prompt: str
     text: str
+    world_seed: int | None = Field(
+        default=None, description="the seed of the world this task plays in, when the simulator can say it"
+    )  # added beside upstream's fields, as the two below
+    world_seed_unknown: str | None = Field(default=None, description="why world_seed is None")
 
 
 class AckPayload(_Payload):
@@ -134,6 +146,11 @@ class ActionPayload(_Payload):
     skill: SkillRequest | None = None
     reason: str | None = None
     failure: AgentFailure | None = None
+    say: list[str] | None = Field(
+        default=None,
+        description="lines for the game's chat, each starting with its source's tag (CHAT_TAGS); posted where the "
+        "arm sets [mineflayer] chat = true, ignored elsewhere; an untagged line is dropped and counted",
+    )
 
 
 class EvalConfig(BaseModel):

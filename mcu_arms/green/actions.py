@@ -37,6 +37,9 @@ from mcu_arms.contracts.wire import (
     BUTTON_KEYS,
     CAMERA_KEY,
     CAMERA_LIMIT_DEGREES,
+    CHAT_TAGS,
+    MAX_SAY_CHARS,
+    MAX_SAY_LINES,
     ActionPayload,
     EnvAction,
     noop_action,
@@ -91,6 +94,8 @@ class ParsedAction(BaseModel):
     failure_cause: str | None = None  # the agent said it could not act (AgentFailure.cause): an infrastructure noop
     skill: SkillRequest | None = None  # a skill to carry out instead of `action` (the noop then), for simulators that
     # take skills (the task run refuses it for the others)
+    say: list[str] = Field(default_factory=list)  # tagged chat lines (wire.CHAT_TAGS), for simulators that post them;
+    # each refused line (untagged, one too many, not text) is a dropped key "say"
 
 
 class _Invalid(Exception):
@@ -205,9 +210,22 @@ def parse_payload(data: dict[str, Any]) -> ParsedAction:
     note = data.get("reason")
     if isinstance(note, str) and note:
         parsed.agent_note = shown_text(note, 500)
+    parsed.say, refused = _say_lines(data.get("say"))
     used = _FORMAT_KEYS[parsed.format] if parsed.format else PAYLOAD_KEYS
     unused = [key for key, value in data.items() if key not in PAYLOAD_KEYS or (key not in used and value is not None)]
+    unused += ["say"] * refused
     return _with_dropped(parsed, [*unused, *parsed.dropped_keys])
+
+
+def _say_lines(lines: Any) -> tuple[list[str], int]:
+    """The chat lines to post: text lines that start with a source tag (never a command), at most MAX_SAY_LINES of
+    MAX_SAY_CHARS; and how many were refused."""
+    if lines is None:
+        return [], 0
+    if not isinstance(lines, list):
+        return [], 1
+    kept = [shown_text(line, MAX_SAY_CHARS) for line in lines if isinstance(line, str) and line.startswith(CHAT_TAGS)]
+    return kept[:MAX_SAY_LINES], len(lines) - len(kept[:MAX_SAY_LINES])
 
 
 def _with_dropped(parsed: ParsedAction, keys: list[Any]) -> ParsedAction:

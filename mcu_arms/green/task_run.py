@@ -282,7 +282,9 @@ class TaskRun:
                 prompt = f"{prompt}\n\n{extra}"
         started = time.perf_counter()
         try:
-            text = await channel.exchange(InitPayload(prompt=prompt, text=self.task.text))
+            world_seed, unknown = self.sim.world_seed(self.settings.seed)
+            init = InitPayload(prompt=prompt, text=self.task.text, world_seed=world_seed, world_seed_unknown=unknown or None)
+            text = await channel.exchange(init)
         except AgentTimeout as error:
             return InitOutcome(ok=False, cause="timeout", message=str(error))
         except AgentTransportError as error:
@@ -315,7 +317,8 @@ class TaskRun:
             parsed = self._as_the_simulator_applies(parsed)
             agent_ms = (time.perf_counter() - started) * 1000
             sim_step, sim_ms, seen = self._advance(parsed, step, seen, log)
-            events = tracker.update(step, sim_step.counters)  # backends count from their reset (sims/base.py)
+            events = [paid for counters in sim_step.counter_ticks or [sim_step.counters]
+                      for paid in tracker.update(step, counters)]  # backends count from their reset (sims/base.py)
             self._count(step, parsed, agent_ms, sim_ms, sim_step)
             log.write(self._record(step, received, parsed, agent_ms, sim_ms, events, sim_step))
             self.steps_run = step + 1
@@ -379,6 +382,8 @@ class TaskRun:
         if seen.frame.png is not None:
             log.save_frame(step, seen.frame.png)
         started = time.perf_counter()
+        if parsed.say:
+            self.sim.say(parsed.say)
         sim_step = self.sim.act(parsed.skill) if parsed.skill is not None else self.sim.step(parsed.action)
         sim_ms = (time.perf_counter() - started) * 1000
         return sim_step, sim_ms, self._observe(sim_step)

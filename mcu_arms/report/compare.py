@@ -59,7 +59,7 @@ EXIT_COMPARABLE = 0
 EXIT_NOT_COMPARABLE = 1
 EXIT_NOT_TRUSTWORTHY = 3
 
-PURPLE_COUNTERS: set[str] = set(REPORTED_BY) | {"invalid_outputs_by_kind"}
+PURPLE_COUNTERS: set[str] = set(REPORTED_BY) | {"invalid_outputs_by_kind", "failed_turns_by_reason"}
 
 ArmStatus = Literal["finished", "failed", "interrupted", "queued", "started", "no run"]
 CellState = Literal["reached", "not reached", "unavailable", "no run", "not in run"]
@@ -99,6 +99,7 @@ class ArmResult(BaseModel):
     sim_fallbacks: dict[str, int] = Field(default_factory=dict)
     purple_report: bool = False  # False: the counters below are unknown, not zero
     failed_turns: int | None = None
+    failed_turns_by_reason: dict[str, int] = Field(default_factory=dict)  # the planned agent's: model failures by cause
     infrastructure: dict[str, int] = Field(default_factory=dict)  # noops and failures the agent could not help
     infrastructure_share: float | None = None  # of the steps run
     behaviour: dict[str, int] = Field(default_factory=dict)
@@ -697,6 +698,8 @@ def _purple_counter(arm: ArmResult, key: str) -> str:
         return "not reported"
     if key == "invalid_outputs" and arm.invalid_outputs_by_kind:
         return f"{value} ({_counts(arm.invalid_outputs_by_kind)})"
+    if key == "failed_turns" and arm.failed_turns_by_reason:
+        return f"{value} ({_counts(arm.failed_turns_by_reason)})"
     return _number(value, 1) if isinstance(value, float) else str(value)
 
 

@@ -37,6 +37,10 @@ class SimStep:
     no_effect: list[str] = field(default_factory=list)  # inputs of this step the simulator could not carry out
     skill: "SkillOutcome | None" = None  # what the step's skill request came to (simulators that take skills)
     events: "list[GameEvent]" = field(default_factory=list)  # what the player felt since the previous step
+    # A step that spans many game ticks (a skill): the cumulative counters after each tick on which something was
+    # counted, in order, the last equal to `counters`. The scorer pays them tick by tick, as MineStudio's per-tick
+    # RewardsCallback would over the same ticks; empty: the step is one tick, scored from `counters`.
+    counter_ticks: list[dict[str, dict[str, int]]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -103,6 +107,13 @@ class Simulator(ABC):
     def set_frames(self, enabled: bool) -> None:
         """Whether steps render a frame: an arm that observes the state alone and saves none needs none. A backend
         that always renders (MineStudio) keeps rendering."""
+
+    def say(self, lines: list[str]) -> None:
+        """Post the agent's tagged chat lines in the game, where the simulator has a chat and the arm asks for it."""
+
+    def world_seed(self, seed: int) -> tuple[int | None, str]:
+        """The seed of the world the last reset made, or None and why it cannot be told."""
+        return None, f"the {self.name} simulator does not say its world seed"
 
     def agent_instructions(self) -> str:
         """Plain words appended to the init prompt: how this simulator interprets the env action keys."""

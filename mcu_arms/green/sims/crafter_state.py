@@ -34,6 +34,8 @@ HOSTILE_KINDS = ("zombie", "skeleton", "arrow")
 STATIONS = frozenset({"table", "furnace"})
 REACH = (-1, 0, 1)  # crafting looks at the 3x3 tiles around the player (objects.Player._make)
 NEIGHBOURS = {"north": (0, -1), "south": (0, 1), "east": (1, 0), "west": (-1, 0)}
+HOME_STATIONS = frozenset({"table"})  # placing one makes it home (Crafter has no bed)
+NO_SUCH_SKILLS = frozenset({"deposit", "withdraw"})  # Crafter has no chests
 # Attacking a cow until it dies feeds the player (objects.Player._do_object); data.yaml has no entry for it.
 EATING = Recipe(method="collect", item="food", source="cow", yields=6)
 
@@ -66,7 +68,7 @@ def crafter_capabilities(aliases: dict[str, str]) -> Capabilities:
         keymap="crafter",
         items=items,
         inventory_cap=max(info["max"] for info in constants.items.values()),
-        skills=list(SKILLS),
+        skills=[skill for skill in SKILLS if skill not in NO_SUCH_SKILLS],
         recipes=recipes,
         aliases=dict(sorted(aliases.items())),
         walkable=list(constants.walkable),
@@ -81,6 +83,18 @@ class CrafterStateReader:
         self._env = env
         self.capabilities = capabilities
         self._maxima = {name: float(constants.items[name]["max"]) for name in VITALS}
+        self.home: tuple[int, int] | None = None  # absolute; remembered for the player, who cannot see its position
+
+    def remember_spawn(self) -> None:
+        """At reset: home is where the player starts, until it places a table."""
+        self.home = (int(self._env.player.pos[0]), int(self._env.player.pos[1]))
+
+    def remember_placed(self, before: dict[tuple[int, int], str]) -> None:
+        """After a step: a home station that now stands where `before` had none is the new home."""
+        world = self._env.world
+        for position, material in before.items():
+            if material not in HOME_STATIONS and world[position][0] in HOME_STATIONS:
+                self.home = position
 
     def state(self) -> GameState:
         env = self._env
@@ -95,6 +109,7 @@ class CrafterStateReader:
             inventory=held,
             facing=Offset(east=facing[0], south=facing[1]),
             sleeping=bool(player.sleeping),
+            home=self._home_offset(player),
             capabilities=self.capabilities,
         )
         if player.sleeping:  # the frame shows a greyed view: nothing in it can be told apart
@@ -115,6 +130,18 @@ class CrafterStateReader:
             daylight=round(daylight, 3),
             stations_in_reach=sorted({kinds.get((east, south)) for east in REACH for south in REACH} & STATIONS),
         )
+
+    def _home_offset(self, player) -> Offset | None:
+        if self.home is None:
+            return None
+        return Offset(east=self.home[0] - int(player.pos[0]), south=self.home[1] - int(player.pos[1]))
+
+    def faced_cell(self) -> dict[tuple[int, int], str]:
+        """The tile the player faces, by absolute position: what a place action may change."""
+        player, world = self._env.player, self._env.world
+        target = (int(player.pos[0] + player.facing[0]), int(player.pos[1] + player.facing[1]))
+        width, height = world.area
+        return {target: world[target][0]} if 0 <= target[0] < width and 0 <= target[1] < height else {}
 
     @staticmethod
     def _window(world, player, visible) -> tuple[dict[str, list[tuple[int, int]]], dict[tuple[int, int], str], int]:

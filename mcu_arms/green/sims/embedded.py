@@ -117,6 +117,7 @@ class EmbeddedSimulator(Simulator):
         self._counters = {}
         self._deaths = 0
         frame = self._env.reset_world(seed)
+        self._state_reader.remember_spawn()
         applied, unsupported = self._apply_init_commands(task.init_commands)
         if applied:
             frame = self._env.frame()  # inventory or creatures changed; the noise RNG is private, so this is safe
@@ -128,7 +129,9 @@ class EmbeddedSimulator(Simulator):
 
     def step(self, action: "EnvAction") -> SimStep:
         crafter_action = self._adapter.translate(action)
+        faced = self._state_reader.faced_cell() if crafter_action.startswith("place_") else {}
         frame, _reward, _done, _info = self._env.step(self._env.action_names.index(crafter_action))
+        self._state_reader.remember_placed(faced)
         self._count_achievements()
         if self._env.player.health <= 0:
             self._deaths += 1
@@ -146,6 +149,9 @@ class EmbeddedSimulator(Simulator):
 
     def state(self) -> GameState:
         return self._state_reader.state()
+
+    def world_seed(self, seed: int) -> tuple[int | None, str]:
+        return seed, ""  # every reset builds the world from the arm's seed
 
     def set_frames(self, enabled: bool) -> None:
         self._env.draws_frames = enabled

@@ -47,7 +47,7 @@ from mcu_arms.contracts.trajectory import (
     ReflexInterruption,
     TrajectoryRecord,
 )
-from mcu_arms.contracts.wire import AckPayload, ActionPayload, InitPayload, ObservationPayload
+from mcu_arms.contracts.wire import MAX_SAY_LINES, AckPayload, ActionPayload, InitPayload, ObservationPayload
 from mcu_arms.layout import claim_task_dir
 from mcu_arms.procs import log_line
 from mcu_arms.purple.base import Policy, failure_noop
@@ -135,6 +135,9 @@ class PlannedPolicy(Policy):
         self.threat_mode = False
         self.pending_reflex: ReflexInterruption | None = None
         self.refused: str | None = None  # why init refused the episode: every step then says so
+        self.world_seed: int | None = None
+        self.said: list[str] = []  # chat lines tagged by source, sent with the next action (ActionPayload.say)
+        self._plan_shown: object = None
         self._warned: set[str] = set()
 
     # --- the episode ---------------------------------------------------------------------------------------------
@@ -142,6 +145,7 @@ class PlannedPolicy(Policy):
         await self._close_episode()
         self._reset()
         self.goal = payload.text
+        self.world_seed = payload.world_seed
         self.task_dir = claim_task_dir(self.output_dir)
         self._trajectory = (self.task_dir / TRAJECTORY_FILE).open("x", encoding="utf-8")
         self.episode = PlannedEpisode(
@@ -149,10 +153,13 @@ class PlannedPolicy(Policy):
             task=payload.text,
             started_at=iso_seconds(),
             trajectory=str((self.task_dir / TRAJECTORY_FILE).relative_to(self.output_dir)),
-        )
+            world_seed=payload.world_seed,
+            world_seed_unknown=None if payload.world_seed is not None else (
+                payload.world_seed_unknown or "the green sent no world seed (a green that predates the field)"),
+        )  # fmt: skip
         settings = self.settings
         self._planner = ChatModel("planner", settings.planner_base_url, settings.planner_model, self._planner_key,
-                                  settings.planner_timeout)  # fmt: skip
+                                  settings.planner_timeout, settings.planner_thinking)  # fmt: skip
         try:
             await self._planner.check_served()
             if settings.policy_backend == "decision_service":
@@ -162,7 +169,7 @@ class PlannedPolicy(Policy):
                 self.settings = settings.model_copy(update={"policy_served": await service.check_revision()})
             else:
                 chat = ChatModel("policy", settings.policy_base_url, settings.policy_model, self._policy_key,
-                                 settings.policy_timeout)  # fmt: skip
+                                 settings.policy_timeout, settings.policy_thinking)  # fmt: skip
                 self._policy = ChatPolicy(chat)
                 await chat.check_served()
         except ModelCallFailed as failure:
@@ -199,18 +206,33 @@ class PlannedPolicy(Policy):
             self.tracker = PlanTracker(self._planner, self.goal, state.capabilities, self.episode, self._warn)
             await self.tracker.first(state)
         self.tracker.poll()
+        self._say_plan()
         self.executor.last_skill = payload.last_skill
         self._reflex(state, step, received, payload.last_skill)
         for _ in range(DECISIONS_PER_STEP):
             if self.running is not None:
                 action = self.running.action.next(state)
                 if isinstance(action, SkillRequest):
-                    return ActionPayload(action_type="skill", skill=action)
+                    return ActionPayload(action_type="skill", skill=action, say=self._take_said())
                 if isinstance(action, str):
-                    return ActionPayload(action_type="env", action=env_action_for(action))
+                    return ActionPayload(action_type="env", action=env_action_for(action), say=self._take_said())
                 self._end_action(action, state, step)
             await self._decide(state, step)
-        return ActionPayload(action_type="env", action=env_action_for("noop"))
+        return ActionPayload(action_type="env", action=env_action_for("noop"), say=self._take_said())
+
+    # --- chat ----------------------------------------------------------------------------------------------------
+    def _take_said(self) -> list[str] | None:
+        said, self.said = self.said[-MAX_SAY_LINES:], []
+        return said or None
+
+    def _say_plan(self) -> None:
+        """A plan newly accepted (or reworded) is announced once, as the planner's."""
+        plan = self.tracker.plan if self.tracker is not None else None
+        if plan is None or plan is self._plan_shown:
+            return
+        self._plan_shown = plan
+        steps = ", ".join(f"{step.method} {step.item} {step.count}" for step in plan.steps)
+        self.said.append(f"[planner] plan: {steps}")
 
     async def close(self) -> None:
         await self._close_episode()
@@ -255,6 +277,8 @@ class PlannedPolicy(Policy):
             simulator_stop_ms=skill.stopped_after_damage_ms if skill is not None else None,
         )
         self.threat_mode = True
+        stopped = f", stopped {reflex.interrupted_action}" if reflex.interrupted_action else ""
+        self.said.append(f"[reflex] health {before:g} -> {health:g}{stopped}")
         self.episode.reflex_interrupts += 1
         self.episode.reflex_latency_ms_max = max(self.episode.reflex_latency_ms_max or 0.0, reflex.latency_ms)
         if outcome is not None:
@@ -289,6 +313,9 @@ class PlannedPolicy(Policy):
         if latency is not None:
             self.episode.decision_latency_ms.append(latency)
         chosen = candidates[ids.index(decision.choice)]
+        chance = decision.probabilities.get(decision.choice)
+        by = "policy" if decision.source == "policy" else f"executor ({decision.source})"
+        self.said.append(f"[policy] {phase}: {chosen.id}" + (f" p={chance:.2f}" if by == "policy" else f" by the {by}"))
         reflex, self.pending_reflex = self.pending_reflex, None
         decided = _Decided(state, candidates, decision, latency, invalid, phase, subgoal, reflex)
         self.running = _Running(self.executor.start(chosen, state, step), decided)
@@ -340,7 +367,7 @@ class PlannedPolicy(Policy):
             episode_id=self.episode_id,
             step=action.started_step,
             end_step=step,
-            world_seed=self.options.seed,
+            world_seed=self.world_seed,
             goal=self.goal,
             subgoal=decided.subgoal,
             phase=decided.phase,

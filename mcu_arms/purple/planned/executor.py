@@ -26,8 +26,16 @@ INTERACT = "do"
 PROJECTILES = frozenset({"arrow"})  # hostile, but nothing to fight
 THREAT_RADIUS = 4  # a hostile creature this close (steps) is a threat
 ARROW_RADIUS = 2
+# Creatures that explode: never fought in melee, kept beyond their blast (a Minecraft creeper's explosion hurts out to
+# about 6 blocks; its fuse starts within 3).
+EXPLODING = frozenset({"creeper"})
+BLAST_RADIUS = 7
+HOME_REACHED = 1  # steps from home that count as home
 DRINK_BELOW, FOOD_BELOW, ENERGY_BELOW = 0.4, 0.4, 0.25  # of the vital's maximum: look after it now
 FOOD_HUNT_BELOW = 0.25  # below this, go looking for food even when none is in view
+FOOD_STOCK_BELOW = 0.75  # the food stock: below this, food in view is taken on the way (embedded: the food vital)
+FOOD_STOCK_ITEMS = 4  # the food stock on Minecraft: this many food items held
+FOOD_ANIMALS = ("cow", "pig", "sheep", "chicken", "rabbit")  # Minecraft: hunted for the stock
 RESUME_HEALTH = 0.5  # of the maximum: work resumes after a threat only from here up
 MAX_PREREQUISITES = 4  # how deep "to craft X, first get Y" may go
 EXPLORE_STEPS = 14
@@ -47,6 +55,23 @@ def _offset(offset) -> tuple[int, int]:
 
 def _facing(state: GameState) -> tuple[int, int]:
     return _offset(state.facing)
+
+
+# Where an item is worn (Mineflayer's equip destinations, the state's equipment keys): put on when held, not worn.
+WORN_SUFFIXES = {"_helmet": "head", "_chestplate": "torso", "_leggings": "legs", "_boots": "feet"}
+
+
+def slot_for(item: str) -> str:
+    if item == "shield":
+        return "off-hand"
+    return next((slot for suffix, slot in WORN_SUFFIXES.items() if item.endswith(suffix)), "hand")
+
+
+def threat_radius(kind: str) -> int:
+    """How near (steps) a hostile of this kind is a threat: an exploding one from beyond its blast."""
+    if kind in PROJECTILES:
+        return ARROW_RADIUS
+    return BLAST_RADIUS if kind in EXPLODING else THREAT_RADIUS
 
 
 def _direction_to(target: tuple[int, int]) -> Direction:
@@ -249,6 +274,22 @@ class Sleep(RunningAction):
         return "sleep"
 
 
+class GoHome(RunningAction):
+    """Back to where home is remembered (the state's `home`), when a threat or the night calls for it."""
+
+    def act(self, state: GameState) -> str | Outcome:
+        if state.home is None:
+            return self.finish(state, "failed", "no home remembered")
+        target = _offset(state.home)
+        if abs(target[0]) + abs(target[1]) <= HOME_REACHED:
+            return self.finish(state, "succeeded", "home")
+        move = self.navigator.toward(state, target)
+        return move if move is not None else self.finish(state, "succeeded", "home")
+
+    def timed_out_status(self, state: GameState) -> ActionStatus:
+        return "failed"
+
+
 class Fight(RunningAction):
     def act(self, state: GameState) -> str | Outcome:
         kind = self.candidate.target or ""
@@ -287,7 +328,7 @@ class Wait(RunningAction):
 
 ACTIONS: dict[str, type[RunningAction]] = {
     "collect": Collect, "eat": Collect, "drink": Collect, "craft": Craft, "place": Place, "go_to": GoTo,
-    "explore": Explore, "sleep": Sleep, "fight": Fight, "flee": Flee, "wait": Wait,
+    "go_home": GoHome, "explore": Explore, "sleep": Sleep, "fight": Fight, "flee": Flee, "wait": Wait,
 }  # fmt: skip
 
 
@@ -309,8 +350,6 @@ class Executor:
             )
         self.navigator = Navigator(self.capabilities, self.rng)
         self._recipes = {(recipe.method, recipe.item): recipe for recipe in self.capabilities.recipes}
-        # Home, for the threat loop: the station crafting needs (Crafter's table, Minecraft's crafting_table).
-        self.home = next((s for r in self.capabilities.recipes if r.method == "craft" for s in r.stations), None)
 
     # --- what the state shows ------------------------------------------------------------------------------------
     def recipe(self, method: str, item: str) -> Recipe:
@@ -318,6 +357,10 @@ class Executor:
 
     def obtained_by(self, item: str) -> Recipe | None:
         return next((r for r in self.capabilities.recipes if r.item == item and r.method != "place"), None)
+
+    @staticmethod
+    def away_from_home(state: GameState) -> bool:
+        return state.home is not None and abs(state.home.east) + abs(state.home.south) > HOME_REACHED
 
     @staticmethod
     def missing(needed: dict[str, int], state: GameState) -> str:
@@ -334,11 +377,7 @@ class Executor:
         return None
 
     def threats(self, state: GameState) -> list[tuple[int, int]]:
-        return [
-            _offset(e.offset)
-            for e in state.entities or []
-            if e.hostile and e.distance <= (ARROW_RADIUS if e.kind in PROJECTILES else THREAT_RADIUS)
-        ]
+        return [_offset(e.offset) for e in state.entities or [] if e.hostile and e.distance <= threat_radius(e.kind)]
 
     def threatened(self, state: GameState) -> bool:
         return bool(self.threats(state))
@@ -400,23 +439,55 @@ class Executor:
         held = [name for name in foods if state.count(name)]
         if food is not None and held and food[0] <= FOOD_BELOW * food[1]:
             offered.append((food[0] / food[1], self._candidate("eat", max(held, key=foods.__getitem__))))
+        stock = self._food_stock(state)
+        if stock is not None and not self.threatened(state) and stock.id not in {c.id for _, c in offered}:
+            offered.append((FOOD_STOCK_BELOW, stock))
+        offered += [(FOOD_STOCK_BELOW + 0.1, candidate) for candidate in self._gear(state)]
         energy = _vital(state, "energy")
-        if energy is not None and energy[0] <= ENERGY_BELOW * energy[1]:
-            offered.append((energy[0] / energy[1], self._candidate("sleep", None)))
+        hostile_in_view = any(entity.hostile for entity in state.entities or [])
+        if energy is not None and energy[0] <= ENERGY_BELOW * energy[1] and (not hostile_in_view or energy[0] <= 0):
+            offered.append((energy[0] / energy[1], self._candidate("sleep", None)))  # a sleeper is hit hard (Crafter: 7)
         return [candidate for _, candidate in sorted(offered, key=lambda pair: pair[0])]
 
+    def _gear(self, state: GameState) -> list[CandidateAction]:
+        """Protective gear held but not worn (a shield for the off-hand, armour): put it on. Only where the state
+        shows the equipment, which judges the equip afterwards."""
+        if state.equipment is None or "equip" not in self.capabilities.skills:
+            return []
+        worn = set(state.equipment.values())
+        return [self._candidate("equip", item) for item in sorted(state.inventory)
+                if slot_for(item) != "hand" and item not in worn]  # fmt: skip
+
+    def _food_stock(self, state: GameState) -> CandidateAction | None:
+        """Food taken on the way while it is in view, so that hunger never finds the player empty-handed: on Crafter
+        the food vital below FOOD_STOCK_BELOW with a cow in view; on Minecraft fewer than FOOD_STOCK_ITEMS food items
+        held with a food animal in view."""
+        food = _vital(state, "food")
+        recipe = self._recipes.get(("collect", "food"))
+        if recipe is not None and food is not None:
+            source = recipe.source or ""
+            if food[0] < FOOD_STOCK_BELOW * food[1] and self.nearest(state, source) is not None:
+                return self._candidate("eat", "food", source=source, description=f"stock up: eat from the nearest {source}")
+            return None
+        if not self.capabilities.foods or sum(state.count(name) for name in self.capabilities.foods) >= FOOD_STOCK_ITEMS:
+            return None
+        animal = next((e.kind for e in state.entities or [] if e.kind in FOOD_ANIMALS), None)
+        if animal is None:
+            return None
+        return self._candidate("fight", animal, description=f"stock up on food: hunt the nearest {animal}")
+
     def threat(self, state: GameState) -> list[CandidateAction]:
-        """Fight the nearest hostile or flee (flee first when hurt), or go home to the table when it is in view."""
+        """Fight the nearest hostile or flee (flee first when hurt, or when one explodes: never fought), or go home."""
         kinds = []
         for entity in state.entities or []:
             if entity.hostile and entity.kind not in PROJECTILES and entity.kind not in kinds:
                 kinds.append(entity.kind)
-        fights = [self._candidate("fight", kind) for kind in kinds]
+        fights = [self._candidate("fight", kind) for kind in kinds if kind not in EXPLODING]
         flee = [self._candidate("flee", None)]
-        offered = fights + flee if self.healthy(state) else flee + fights
-        if self.home is not None and self.nearest(state, self.home) is not None:
-            offered.append(self._candidate("go_to", self.home, description="go home: back to the crafting table"))
-        return offered
+        home = [self._candidate("go_home", None)] if self.away_from_home(state) else []
+        if self.healthy(state) and not EXPLODING & set(kinds):
+            return fights + flee + home
+        return flee + home + fights
 
     def recovery(self, state: GameState) -> list[CandidateAction]:
         return self.survival(state) + [self._candidate("wait", None)]
@@ -435,7 +506,7 @@ class Executor:
             "collect": f"collect {target} from the nearest {source} until {count} held",
             "eat": f"eat: hit the nearest {source} for {target}" if source else f"eat a {target}",
             "smelt": f"smelt {target} in the furnace within reach",
-            "equip": f"hold the {target}",
+            "equip": f"equip the {target} ({slot_for(target or '')})",
             "drink": f"drink from the nearest {source}",
             "craft": f"craft {target}",
             "place": f"place a {target} in front",
@@ -443,7 +514,10 @@ class Executor:
             "explore": f"explore until a {target} is in view" if target else "explore unseen ground",
             "sleep": "sleep until rested (dangerous with hostiles near)",
             "fight": f"fight the nearest {target}",
-            "flee": "move away from the hostiles",
+            "flee": "move away from the hostiles (beyond a creeper's blast)",
+            "go_home": "go home: back to the last bed or table placed, else the spawn",
+            "deposit": f"put {target} into the nearest chest",
+            "withdraw": f"take {target} out of the nearest chest",
             "wait": "stand still until health regrows",
         }
         named = source if source and skill in ("eat", "drink") else target

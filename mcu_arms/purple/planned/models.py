@@ -45,9 +45,19 @@ def _elapsed_ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 3)
 
 
+def template_switches(thinking: bool | None) -> dict[str, Any]:
+    """What every chat request carries beside the messages: `thinking` as the chat template's `enable_thinking`
+    (vLLM and llama.cpp's llama-server with --jinja pass `chat_template_kwargs` to the template; Qwen3's reads it).
+    None: nothing, the server's default."""
+    return {} if thinking is None else {"chat_template_kwargs": {"enable_thinking": thinking}}
+
+
 class ChatModel:
-    def __init__(self, role: Role, base_url: str, model: str, api_key: str | None, timeout: float) -> None:
+    def __init__(
+        self, role: Role, base_url: str, model: str, api_key: str | None, timeout: float, thinking: bool | None = None
+    ) -> None:
         self.role = role
+        self.extra_body = template_switches(thinking)
         self.base_url = base_url
         self.model = model
         self.timeout = timeout
@@ -82,6 +92,7 @@ class ChatModel:
                 messages=messages,  # type: ignore[arg-type]
                 temperature=0,
                 response_format={"type": "json_object"},
+                extra_body=self.extra_body or None,
             )
         except APITimeoutError:
             raise ModelCallFailed(f"{self.role}_timeout", f"no answer within {self.timeout:g} s") from None

@@ -15,6 +15,7 @@ import math
 from mcu_arms.contracts.game_state import GameState
 from mcu_arms.contracts.skills import SkillOutcome, SkillRequest
 from mcu_arms.contracts.trajectory import ActionStatus
+from mcu_arms.purple.planned.executor import BLAST_RADIUS, EXPLODING, slot_for
 from mcu_arms.purple.planned.running import Outcome, RunningAction
 
 EXPLORE_BLOCKS = 16  # how far one exploring walk heads off
@@ -24,7 +25,8 @@ WAIT_MS = 3000
 MS_PER_BLOCK_COLLECTED = 20_000  # a collect's time limit: this per block wanted, plus a start
 COLLECT_START_MS = 10_000
 MAX_SKILL_MS = 600_000
-SIDE_EFFECTS = frozenset({"craft", "smelt", "place", "equip", "eat"})  # whether they happened is for the state to say
+SIDE_EFFECTS = frozenset({"craft", "smelt", "place", "equip", "eat", "deposit", "withdraw"})  # for the state to say
+CLEAR_OF_BLAST = BLAST_RADIUS + 3  # how far a retreat from an exploding creature goes
 
 
 class SkillAction(RunningAction):
@@ -68,16 +70,29 @@ def request_for(executor, candidate, state: GameState) -> tuple[SkillRequest | N
     if skill == "smelt":
         recipe = executor.recipe("smelt", target or "")
         return SkillRequest(kind="smelt", args={"item": next(iter(recipe.consumes)), "count": 1}), ""
-    if skill in ("place", "equip", "eat"):
+    if skill in ("place", "eat"):
         return SkillRequest(kind=skill, args={"item": target}), ""
+    if skill == "equip":
+        return SkillRequest(kind="equip", args={"item": target, "destination": slot_for(target or "")}), ""
+    if skill in ("deposit", "withdraw"):
+        return SkillRequest(kind=skill, args={"item": target, "count": candidate.count or 1}), ""
+    if skill == "go_home":
+        if state.home is None or state.position is None:
+            return None, "no home remembered, or no position to walk from"
+        here, home = state.position, state.home
+        x, y, z = (round(value, 1) for value in (here.x + home.east, here.y + (home.up or 0), here.z + home.south))
+        return SkillRequest(kind="go_to", args={"x": x, "y": y, "z": z, "range": 2}), ""
     if skill == "go_to":
         kind = "entity" if any(entity.kind == target for entity in state.entities or []) else "block"
         return SkillRequest(kind="go_to", args={kind: target}), ""
     if skill == "fight":
         return SkillRequest(kind="attack", args={"entity": target}), ""
     if skill == "flee":
-        threat = next((entity.kind for entity in state.entities or [] if entity.hostile), None)
-        args = {"distance": float(FLEE_BLOCKS)} | ({"from": threat} if threat else {})
+        hostiles = [entity.kind for entity in state.entities or [] if entity.hostile]
+        exploding = next((kind for kind in hostiles if kind in EXPLODING), None)
+        threat = exploding or next(iter(hostiles), None)
+        distance = float(CLEAR_OF_BLAST if exploding else FLEE_BLOCKS)
+        args = {"distance": distance} | ({"from": threat} if threat else {})
         return SkillRequest(kind="retreat", args=args), ""
     if skill == "explore":
         if state.position is None:
@@ -104,8 +119,17 @@ def judge(action, state: GameState) -> tuple[ActionStatus, str]:
         seen = state.view is not None and target in state.view.tiles
         return ("succeeded" if spent and seen else "failed"), f"{target} {'placed' if spent and seen else 'not placed'}"
     if skill == "equip":
-        held = (state.equipment or {}).get("hand")
-        return ("succeeded" if held == target else "failed"), f"holding {held}"
+        slot = slot_for(target)
+        worn = (state.equipment or {}).get(slot)
+        return ("succeeded" if worn == target else "failed"), f"{slot}: {worn or 'nothing'} (read after the skill)"
+    if skill in ("deposit", "withdraw"):
+        moved = action.gained(state, target)
+        done = moved < 0 if skill == "deposit" else moved > 0
+        return ("succeeded" if done else "failed"), f"{target} {moved:+d} in the inventory"
+    if skill == "go_home":
+        home = state.home
+        reached = home is not None and abs(home.east) + abs(home.south) <= REACHED_BLOCKS
+        return ("succeeded" if reached else "failed"), "home" if reached else "not home"
     if skill == "eat":
         gained = action.gained(state, "food")
         return ("succeeded" if gained > 0 else "failed"), f"food {gained:+d}"

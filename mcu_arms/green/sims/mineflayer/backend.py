@@ -6,13 +6,16 @@ agents that send no skills, the baselines, use). The server is pinged when the b
 answer, or runs another version than the arm names, stops the evaluation before any task. The sidecar is started at
 the first reset and restarted (recorded) at a later reset when it or its connection was lost.
 
-Scoring counts come from the sidecar (contracts/mineflayer.py says which), from the last reset on.
+Scoring counts come from the sidecar (contracts/mineflayer.py says which), from the last reset on, each with the
+game tick it happened on: a skill spans many ticks, and the scorer pays per tick as MCU does (sims/base.py SimStep).
+The world's seed is asked of the server once per connection (`/seed`, as an operator would).
 """
 
 from __future__ import annotations
 
 import os
 from collections import Counter
+from itertools import groupby
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +40,7 @@ from mcu_arms.green.sims.base import SimStep, Simulator, SimulatorUnavailable
 from mcu_arms.green.sims.mineflayer.ping import ServerStatus, server_status
 from mcu_arms.green.sims.mineflayer.runtime import ensure_runtime, runtime_checks
 from mcu_arms.green.sims.mineflayer.sidecar import Sidecar, SidecarFailed
-from mcu_arms.green.sims.mineflayer.state import capabilities_from, game_state
+from mcu_arms.green.sims.mineflayer.state import capabilities_from, game_state, whole_counts
 from mcu_arms.procs import log_line
 
 if TYPE_CHECKING:
@@ -59,9 +62,10 @@ Besides env actions (held for one game tick: forward, back, left, right, jump, s
 {{"type": "action", "action_type": "skill", "skill": {{"kind": KIND, "args": {{...}}}}}} with KIND one of
 {', '.join(SKILL_KINDS)}. Arguments: move {{direction, duration_ms}}; go_to {{x, y, z, range}} or {{block}} or
 {{entity}}; collect {{block, count}}; dig {{x, y, z}} or {{block}}; craft {{item, count}}; smelt {{item, count}};
-place {{item}}; equip {{item, destination}}; eat {{item}}; attack {{entity}}; retreat {{from, distance}}; wait
-{{duration_ms}}. The next observation's "last_skill" says what came of it, "events" what you felt meanwhile; a
-skill is stopped when you take damage (not attack, retreat or eat)."""
+place {{item}}; equip {{item, destination}} (hand, off-hand, head, torso, legs, feet); eat {{item}}; attack
+{{entity}}; retreat {{from, distance}}; wait {{duration_ms}}; deposit {{item, count}} and withdraw {{item, count}}
+(the nearest chest). The next observation's "last_skill" says what came of it, "events" what you felt meanwhile; a
+skill is stopped when you take damage (not attack, retreat or eat), and a shield in the off-hand is raised."""
 
 
 def check_server(server: MineflayerServer) -> ServerStatus:
@@ -97,6 +101,23 @@ def host_checks(env: Mapping[str, str], server: MineflayerServer) -> list[HostCh
     return [*runtime_checks(env), server_check(server)]
 
 
+def counter_ticks(
+    before: dict[str, dict[str, int]], counted: list[dict[str, Any]], after: dict[str, dict[str, int]]
+) -> list[dict[str, dict[str, int]]]:
+    """The cumulative counters after each tick on which the sidecar counted something, from `before` on; the last
+    is `after` (a count the tick list missed still lands there, never lost)."""
+    running = {event: dict(objects) for event, objects in before.items()}
+    snapshots: list[dict[str, dict[str, int]]] = []
+    for _, group in groupby(sorted(counted, key=lambda entry: entry["tick"]), key=lambda entry: entry["tick"]):
+        for entry in group:
+            per_event = running.setdefault(entry["event"], {})
+            per_event[entry["object"]] = per_event.get(entry["object"], 0) + int(entry["n"])
+        snapshots.append({event: dict(objects) for event, objects in running.items()})
+    if snapshots and snapshots[-1] != after:
+        snapshots.append({event: dict(objects) for event, objects in after.items()})
+    return snapshots
+
+
 def _refused(replies: list[str]) -> bool:
     return any(marker in reply for reply in replies for marker in REFUSAL_MARKERS)
 
@@ -128,6 +149,9 @@ class MineflayerSimulator(Simulator):
         self._task_name = ""
         self._steps = 0
         self._timeouts_ms: dict[str, int] = {}
+        self._ticks: list[dict[str, dict[str, int]]] = []
+        self._world_seed: int | None = None
+        self._seed_unknown = "not connected yet"
 
     # --- what it is ------------------------------------------------------------------------------------------------
     def version(self) -> str:
@@ -171,12 +195,34 @@ class MineflayerSimulator(Simulator):
             sidecar.stop()
             raise
         self._sidecar, self._lost = sidecar, None
+        self._read_seed(sidecar)
         self._capabilities = capabilities_from(rules)
         self._timeouts_ms = dict(rules["timeouts_ms"])
         self._minecraft_version = str(joined["version"])
         self._log(f"mineflayer: {joined['username']} joined {server.address} (Minecraft {joined['version']}, "
                   f"{joined['game_mode']}) in {joined['connect_ms']:.0f} ms; sidecar pid {sidecar.pid}, node "
                   f"v{self._runtime.node_version}")  # fmt: skip
+
+    def _read_seed(self, sidecar: Sidecar) -> None:
+        try:
+            answer = sidecar.request("seed", REQUEST_TIMEOUT_S)
+        except SidecarFailed as error:
+            self._world_seed, self._seed_unknown = None, f"/seed could not be asked: {error}"
+            return
+        seed = answer.get("seed")
+        if seed is not None:
+            self._world_seed, self._seed_unknown = int(seed), ""
+            return
+        said = "; ".join(answer.get("replies") or []) or "nothing"
+        self._world_seed = None
+        self._seed_unknown = f"the server did not say its seed to /seed (op the bot; it said: {said[:200]})"
+
+    def world_seed(self, seed: int) -> tuple[int | None, str]:
+        return self._world_seed, self._seed_unknown
+
+    def say(self, lines: list[str]) -> None:
+        if self._server.chat and lines:
+            self._request("say", REQUEST_TIMEOUT_S, lines=lines)
 
     def _ensure_connected(self) -> None:
         if self._sidecar is not None and self._sidecar.alive() and self._lost is None:
@@ -226,7 +272,7 @@ class MineflayerSimulator(Simulator):
                 self._fallbacks["reset_command_refused" if ours else "init_command_refused"] += 1
             applied.append({**entry, "refused": refused})
         self._events()  # what happened before the task started is not the agent's
-        self._counters = {}
+        self._counters, self._ticks = {}, []
         self._standing = {"health": answer["health"], "inventory": answer["inventory"], "deaths": 0}
         info = self._info()
         info["init_commands"] = applied
@@ -244,6 +290,7 @@ class MineflayerSimulator(Simulator):
         return SimStep(
             frame=None, counters=self._copy_counters(), info=self._info(skill.label(), outcome.status),
             no_effect=[] if outcome.status == "success" else [skill.label()], skill=outcome, events=self._events(),
+            counter_ticks=self._ticks,
         )  # fmt: skip
 
     def step(self, action: "EnvAction") -> SimStep:
@@ -258,15 +305,20 @@ class MineflayerSimulator(Simulator):
         self._steps += 1
         self._absorb(answer)
         return SimStep(frame=None, counters=self._copy_counters(), info=self._info("keys", answer["status"]),
-                       no_effect=no_effect, events=self._events())  # fmt: skip
+                       no_effect=no_effect, events=self._events(), counter_ticks=self._ticks)  # fmt: skip
 
     def state(self) -> "GameState":
         answer = self._request("observe", REQUEST_TIMEOUT_S)
-        return game_state(answer["state"], self._capabilities)
+        return game_state(answer["state"], self._capabilities, self._fallbacks)
 
     def _absorb(self, answer: dict[str, Any]) -> None:
+        before = self._counters
         self._counters = {event: dict(objects) for event, objects in (answer.get("counters") or {}).items()}
-        self._standing = {key: answer.get(key) for key in ("health", "food", "inventory", "deaths")}
+        self._ticks = counter_ticks(before, answer.get("counted") or [], self._counters)
+        inventory = whole_counts(answer.get("inventory") or {}, self._fallbacks)
+        self._standing = {key: answer.get(key) for key in ("health", "food", "deaths")} | {"inventory": inventory}
+        for quirk, times in (answer.get("quirks") or {}).items():
+            self._fallbacks[f"server_quirk.{quirk}"] = int(times)
 
     def _copy_counters(self) -> dict[str, dict[str, int]]:
         return {event: dict(objects) for event, objects in self._counters.items()}

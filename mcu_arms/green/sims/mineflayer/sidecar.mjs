@@ -10,7 +10,7 @@
 // the real write. Requests run concurrently, so `stop` reaches a running `act`; one act runs at a time. EOF on stdin
 // quits the bot and exits 0: the Python side owns this process and stops it by pid.
 //
-// Ops: ping, connect, observe, capabilities, act, keys, stop, reset, stats, close. Started by
+// Ops: ping, connect, observe, capabilities, act, keys, say, seed, stop, reset, stats, close. Started by
 // mcu_arms/green/sims/mineflayer/sidecar.py with NODE_PATH pointing at the npm-installed libraries.
 import { createRequire } from 'node:module'
 import readline from 'node:readline'
@@ -44,11 +44,15 @@ const VERSIONS = {
 }
 
 // Default time limits per act kind (ms); a request may set its own.
-const TIMEOUT_MS = { move: 5000, go_to: 30000, collect: 60000, dig: 15000, place: 8000, equip: 3000, eat: 6000, attack: 20000, retreat: 15000, craft: 10000, smelt: 40000, wait: 30000 }
+const TIMEOUT_MS = { move: 5000, go_to: 30000, collect: 60000, dig: 15000, place: 8000, equip: 3000, eat: 6000, attack: 20000, retreat: 15000, craft: 10000, smelt: 40000, wait: 30000, deposit: 15000, withdraw: 15000 }
 // The threat responses themselves are not stopped by the damage reflex.
 const REFLEX_EXEMPT = new Set(['retreat', 'attack', 'eat'])
 const STATIONS = ['crafting_table', 'furnace']
 const STATION_REACH = 4
+const CONTAINER_SEARCH = 16 // deposit and withdraw walk to the nearest chest this near
+const HOME_BLOCKS = /^(crafting_table|.*_bed)$/ // placing one makes it home
+const SHIELD_HOLD_MS = 1500 // a shield raised on damage is lowered this long after the last hit
+const OFF_HAND_SLOT = 45
 const UNBREAKABLE_ON_THE_WAY = /_(log|wood|stem|hyphae)$/ // path-finding must not harvest what a task counts
 
 let bot = null
@@ -58,6 +62,11 @@ let counters = {}
 let deaths = 0
 let lastHealth = null
 let chat = [] // what the server said, newest last
+let home = null // where the bot spawned, then the last bed or crafting table it placed (as a player remembers it)
+let tick = 0 // client physics ticks (20 a second): when each counted event happened
+let counted = [] // counted events since the last answer: {event, object, n, tick}
+const quirks = {} // what the server sent that a vanilla one would not (counts that are not integers), by kind
+let shieldTimer = null
 const hitAt = new Map() // entity id -> when the bot last hit it
 const dead = new Set() // entity ids that died (some servers never destroy them)
 
@@ -66,17 +75,31 @@ const sleep = (ms) => new Promise(resolve => setTimeout(resolve, ms))
 const round = (x, digits = 2) => Math.round(x * 10 ** digits) / 10 ** digits
 const vec = (v) => v ? [round(v.x), round(v.y), round(v.z)] : null
 
-function count (event, object, n = 1) {
+function count (event, object, n = 1, at = tick) {
   counters[event] = counters[event] || {}
   counters[event][object] = (counters[event][object] || 0) + n
+  counted.push({ event, object, n, tick: at })
+}
+
+// A stack's count as an integer. Some servers keep counts as text (flying-squid's /give: "10"), and text sums as text
+// ("10" + 1 = "101"): a count that is not a number is converted when it reads as a whole number, and counted as a
+// quirk either way; one that cannot be read so is left out (counted too).
+function wholeCount (raw) {
+  if (Number.isInteger(raw) && raw >= 0) return raw
+  quirks.count_not_integer = (quirks.count_not_integer || 0) + 1
+  const text = String(raw).trim()
+  if (/^\d+$/.test(text)) return parseInt(text, 10)
+  if (typeof raw === 'number' && Number.isInteger(Math.round(raw)) && Math.abs(raw - Math.round(raw)) < 1e-9 && raw >= 0) return Math.round(raw)
+  quirks.count_unreadable = (quirks.count_unreadable || 0) + 1
+  return 0
 }
 
 function inventory () {
   const held = {}
   if (!bot?.inventory) return held
-  for (const item of bot.inventory.items()) held[item.name] = (held[item.name] || 0) + Number(item.count)
-  const offHand = bot.inventory.slots[45]
-  if (offHand) held[offHand.name] = (held[offHand.name] || 0) + Number(offHand.count)
+  for (const item of bot.inventory.items()) held[item.name] = (held[item.name] || 0) + wholeCount(item.count)
+  const offHand = bot.inventory.slots[OFF_HAND_SLOT]
+  if (offHand) held[offHand.name] = (held[offHand.name] || 0) + wholeCount(offHand.count)
   return held
 }
 
@@ -179,7 +202,7 @@ function observe ({ sideways = 16, up_down = 8, entity_radius = 24, feasible = t
     if (offset.norm() > entity_radius) continue
     entities.push({ id: entity.id, name: entity.name || entity.username || 'unknown', kind: kindOf(entity), offset: vec(offset) })
   }
-  const slots = { hand: bot.heldItem, 'off-hand': bot.inventory.slots[45], head: bot.inventory.slots[5], torso: bot.inventory.slots[6], legs: bot.inventory.slots[7], feet: bot.inventory.slots[8] }
+  const slots = { hand: bot.heldItem, 'off-hand': bot.inventory.slots[OFF_HAND_SLOT], head: bot.inventory.slots[5], torso: bot.inventory.slots[6], legs: bot.inventory.slots[7], feet: bot.inventory.slots[8] }
   const equipment = {}
   for (const [slot, item] of Object.entries(slots)) if (item) equipment[slot] = item.name
   const cursor = bot.blockAtCursor?.(5)
@@ -201,6 +224,8 @@ function observe ({ sideways = 16, up_down = 8, entity_radius = 24, feasible = t
     faced: cursor ? { block: cursor.name, entity: cursorEntity ? (cursorEntity.name || cursorEntity.username) : null } : null,
     stations,
     time_of_day: bot.time?.timeOfDay ?? null,
+    home: home ? vec(home) : null,
+    shield_raised: Boolean(shieldTimer),
     sleeping: Boolean(bot.isSleeping),
     feasible: feasible ? feasibleNow(blocks, stations) : null,
     busy: running ? running.kind : null,
@@ -307,9 +332,10 @@ function capabilities ({ crafts = [], sources = [], smelting = {}, fuels = [], p
 // ------------------------------------------------------------------------------------------------ acts
 class Stopped extends Error {}
 
+// Stops whatever runs. The path goes with its goal: pathfinder.stop() is not called, as with no path in progress its
+// flag outlives the stop and kills the next skill's first path ("Path was stopped before it could be completed").
 function halt () {
   try { bot.pathfinder.setGoal(null) } catch (error) {}
-  try { bot.pathfinder.stop() } catch (error) {}
   try { bot.stopDigging() } catch (error) {}
   try { bot.clearControlStates() } catch (error) {}
   try { if (bot.currentWindow) bot.closeWindow(bot.currentWindow) } catch (error) {}
@@ -382,9 +408,62 @@ async function act ({ kind, args = {}, timeout_ms: timeoutMs }) {
   }
 }
 
-// What every step reports beside its own answer: the vitals, the inventory and the counters since the last reset.
+// What every step reports beside its own answer: the vitals, the inventory, the counters since the last reset, the
+// counted events since the last answer with the tick each happened on, and the server's quirks so far.
 function standing () {
-  return { health: bot?.health ?? null, food: bot?.food ?? null, inventory: inventory(), deaths, counters }
+  const events = counted
+  counted = []
+  return { health: bot?.health ?? null, food: bot?.food ?? null, inventory: inventory(), deaths, counters, counted: events, quirks }
+}
+
+// The reflex's shield: raised (use with the off-hand) when a shield is really there, lowered SHIELD_HOLD_MS after the
+// last hit; each reported as an event.
+function raiseShield (b) {
+  const offHand = b.inventory.slots[OFF_HAND_SLOT]
+  if (offHand?.name !== 'shield') return
+  if (!shieldTimer) {
+    b.activateItem(true)
+    send({ event: 'shield_raised', health: b.health, during: running?.kind ?? null, wall_ms: Date.now() })
+  }
+  clearTimeout(shieldTimer)
+  shieldTimer = setTimeout(() => {
+    shieldTimer = null
+    try { b.deactivateItem() } catch (error) { note('deactivateItem:', error.message) }
+    send({ event: 'shield_lowered', health: b.health, during: running?.kind ?? null, wall_ms: Date.now() })
+  }, SHIELD_HOLD_MS)
+}
+
+// Chat lines the agent tagged by source (the Python side lets through only tagged ones; a command never).
+async function say ({ lines = [] }) {
+  let said = 0
+  for (const line of lines) {
+    if (typeof line !== 'string' || line.startsWith('/')) continue
+    bot.chat(line)
+    said++
+  }
+  return { said }
+}
+
+// Items between the inventory and the nearest chest; judged by the inventory afterwards.
+async function transfer (way, item, wanted) {
+  const kind = registry.itemsByName[item]
+  if (!kind) return { status: 'failure', reason: `unknown item '${item}'` }
+  const chest = bot.findBlock({ matching: ['chest', 'barrel', 'trapped_chest'].map(name => registry.blocksByName[name]?.id).filter(id => id !== undefined), maxDistance: CONTAINER_SEARCH })
+  if (!chest) return { status: 'failure', reason: `no chest within ${CONTAINER_SEARCH}` }
+  await walkTo(new goals.GoalLookAtBlock(chest.position, bot.world, { reach: 4 }))
+  const before = inventory()[item] || 0
+  const container = await bot.openContainer(chest)
+  try {
+    const available = way === 'deposit' ? before : container.containerItems().filter(held => held.name === item).reduce((sum, held) => sum + wholeCount(held.count), 0)
+    const moving = Math.min(wanted, available)
+    if (!moving) return { status: 'failure', reason: way === 'deposit' ? `no ${item} in the inventory` : `no ${item} in the chest` }
+    await container[way](kind.id, null, moving)
+  } finally {
+    container.close()
+  }
+  const moved = (inventory()[item] || 0) - before
+  const done = way === 'deposit' ? moved < 0 : moved > 0
+  return { status: done ? 'success' : 'failure', details: { chest: vec(chest.position), moved } }
 }
 
 async function dig (block) {
@@ -536,6 +615,7 @@ const ACTS = {
     try { await bot.placeBlock(against, face) } catch (error) { note('placeBlock:', error.message) } // judged by the world below
     const placed = await until(() => bot.blockAt(cell)?.name === item, 1000)
     if (placed) count('use_item', item)
+    if (placed && HOME_BLOCKS.test(item)) home = cell.clone()
     await until(() => (inventory()[item] || 0) < (before[item] || 0), 500)
     return { status: placed ? 'success' : 'failure', reason: placed ? null : `the cell holds ${bot.blockAt(cell)?.name}`, details: { position: vec(cell) } }
   },
@@ -544,9 +624,15 @@ const ACTS = {
     const stack = bot.inventory.items().find(held => held.name === item)
     if (!stack) return { status: 'failure', reason: `no ${item} in the inventory` }
     await bot.equip(stack, destination)
-    const held = destination === 'hand' ? bot.heldItem?.name : item
-    return { status: held === item ? 'success' : 'failure', details: { held } }
+    const slot = { hand: null, 'off-hand': OFF_HAND_SLOT, head: 5, torso: 6, legs: 7, feet: 8 }[destination]
+    await until(() => (slot === null ? bot.heldItem : bot.inventory.slots[slot])?.name === item, 1000)
+    const worn = (slot === null ? bot.heldItem : bot.inventory.slots[slot])?.name ?? null
+    return { status: worn === item ? 'success' : 'failure', reason: worn === item ? null : `${destination} holds ${worn}`, details: { destination, worn } }
   },
+
+  async deposit ({ item, count: wanted = 1 }) { return transfer('deposit', item, wanted) },
+
+  async withdraw ({ item, count: wanted = 1 }) { return transfer('withdraw', item, wanted) },
 
   async eat ({ item }) {
     const foods = registry.foodsByName
@@ -696,6 +782,7 @@ async function connect ({ host, port, version, username, timeout_ms: timeoutMs =
   bot.pathfinder.setMovements(movements)
   bot.pathfinder.thinkTimeout = 5000
   lastHealth = bot.health
+  home = bot.entity.position.floored()
   await bot.waitForChunksToLoad().catch(() => {})
   return { connect_ms: round(now() - start, 1), version: bot.version, username: bot.username, position: vec(bot.entity.position), game_mode: bot.game.gameMode }
 }
@@ -709,6 +796,7 @@ function listen (b) {
         running.damageAt = now()
         running.stop('damage')
       }
+      raiseShield(b)
     } else if (lastHealth !== null && health > lastHealth) {
       send({ event: 'heal', health, previous: lastHealth, during: running?.kind ?? null, wall_ms: Date.now() })
     }
@@ -716,6 +804,7 @@ function listen (b) {
   })
   b.on('death', () => { deaths++; send({ event: 'death', health: 0, during: running?.kind ?? null, wall_ms: Date.now() }) })
   b.on('respawn', () => send({ event: 'respawn', health: b.health, wall_ms: Date.now() }))
+  b.on('physicsTick', () => { tick++ })
   b.on('kicked', (reason) => send({ event: 'kicked', detail: typeof reason === 'string' ? reason : JSON.stringify(reason), wall_ms: Date.now() }))
   b.on('end', (why) => { send({ event: 'disconnected', detail: String(why), wall_ms: Date.now() }); bot = null })
   b.on('error', (error) => note('bot error:', error?.message || error))
@@ -726,7 +815,7 @@ function listen (b) {
   b.once('spawn', () => {
     b.inventory.on('updateSlot', (slot, old, fresh) => {
       if (!fresh) return
-      const added = Number(fresh.count) - (old && old.type === fresh.type ? Number(old.count) : 0)
+      const added = wholeCount(fresh.count) - (old && old.type === fresh.type ? wholeCount(old.count) : 0)
       if (added > 0) gains.push({ at: now(), name: fresh.name, added, claimed: false })
       while (gains.length > 50) gains.shift()
     })
@@ -735,11 +824,12 @@ function listen (b) {
     if (collector !== b.entity) return
     let item = null
     try { item = collected.getDroppedItem() } catch (error) {}
-    if (item) { count('pickup', item.name, Number(item.count)); return }
+    if (item) { count('pickup', item.name, wholeCount(item.count)); return }
     const at = now()
+    const atTick = tick
     setTimeout(() => {
       const gain = gains.find(g => !g.claimed && Math.abs(g.at - at) < 300)
-      if (gain) { gain.claimed = true; count('pickup', gain.name, gain.added) }
+      if (gain) { gain.claimed = true; count('pickup', gain.name, gain.added, atTick) }
     }, 300)
   })
   // kill_entity: a creature that dies or vanishes within 1.5 s of the bot's hit
@@ -767,9 +857,23 @@ async function reset ({ commands = [], wait_ms: waitMs = 400 }) {
   }
   await sleep(100)
   counters = {}
+  counted = []
+  for (const kind of Object.keys(quirks)) delete quirks[kind]
   deaths = 0
   lastHealth = bot.health
   return { applied, inventory: inventory(), position: vec(bot.entity.position), health: bot.health }
+}
+
+// The world's seed as the server says it to an operator (`/seed` answers "Seed: [N]"), or null and what it said.
+async function worldSeed ({ wait_ms: waitMs = 1500 } = {}) {
+  const first = chat.length
+  bot.chat('/seed')
+  const said = () => chat.slice(first).map(message => message.text)
+  const seen = () => said().map(text => /Seed: \[(-?\d+)\]/.exec(text)).find(Boolean)
+  const start = now()
+  while (!seen() && now() - start < waitMs) await sleep(50)
+  const found = seen()
+  return { seed: found ? found[1] : null, replies: said() }
 }
 
 // ------------------------------------------------------------------------------------------------ dispatch
@@ -781,6 +885,8 @@ const OPS = {
   capabilities: async (request) => { connected(); return capabilities(request) },
   act: async (request) => { connected(); return act(request) },
   keys: async (request) => { connected(); return keys(request) },
+  say: async (request) => { connected(); return say(request) },
+  seed: async (request) => { connected(); return worldSeed(request) },
   stop: async () => { const kind = running?.kind ?? null; if (running) running.stop('stopped'); else if (bot) halt(); return { stopped: kind } },
   reset: async (request) => { connected(); return reset(request) },
   stats: async () => ({ rss_bytes: process.memoryUsage().rss, stdout_diverted: diverted, uptime_s: round(process.uptime()) }),

@@ -8,6 +8,8 @@ contract counts them. The facing comes from the yaw (Minecraft's: 0 looks north,
 from __future__ import annotations
 
 import math
+import re
+from collections import Counter
 from typing import Any
 
 from mcu_arms.contracts.game_state import (
@@ -30,8 +32,36 @@ VITAL_MAX = 20.0
 TICKS_PER_DAY = 24000
 # What the planned agent's executor can ask of this backend (each becomes one skill request).
 MINEFLAYER_SKILLS: tuple[Skill, ...] = (
-    "collect", "craft", "smelt", "place", "equip", "eat", "fight", "flee", "go_to", "explore", "wait",
+    "collect", "craft", "smelt", "place", "equip", "eat", "fight", "flee", "go_to", "go_home", "explore", "wait",
+    "deposit", "withdraw",
 )  # fmt: skip
+
+
+def whole_count(raw: Any) -> int | None:
+    """An inventory count as an integer: a whole number as text ("10") or as a float (10.0) is converted; anything
+    else (negative, fractional, not a number) cannot be read and is None. Never summed as text."""
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, int):
+        return raw if raw >= 0 else None
+    if isinstance(raw, float):
+        return int(raw) if raw.is_integer() and raw >= 0 else None
+    if isinstance(raw, str) and re.fullmatch(r"\s*\d+\s*", raw):
+        return int(raw)
+    return None
+
+
+def whole_counts(counts: dict[str, Any], quirks: Counter[str]) -> dict[str, int]:
+    """The inventory with integer counts; each count that was not an integer is a server quirk, counted by kind
+    (converted, or left out when it cannot be read)."""
+    held = {}
+    for name, raw in counts.items():
+        count = whole_count(raw)
+        if count is None or not isinstance(raw, int) or isinstance(raw, bool):
+            quirks["server_quirk.count_converted" if count is not None else "server_quirk.count_unreadable"] += 1
+        if count:
+            held[name] = count
+    return held
 
 
 def capabilities_from(answer: dict[str, Any]) -> Capabilities:
@@ -73,7 +103,7 @@ def _steps(offset: Offset) -> int:
     return abs(offset.east) + abs(offset.south) + abs(offset.up or 0)
 
 
-def game_state(observed: dict[str, Any], capabilities: Capabilities) -> GameState:
+def game_state(observed: dict[str, Any], capabilities: Capabilities, quirks: Counter[str] | None = None) -> GameState:
     hostile = set(capabilities.hostile)
     sideways = int(observed["sideways"])
     tiles = {
@@ -88,13 +118,14 @@ def game_state(observed: dict[str, Any], capabilities: Capabilities) -> GameStat
     entities.sort(key=lambda entity: (entity.distance, entity.offset.south, entity.offset.east))
     faced = observed.get("faced")
     x, y, z = observed["position"]
+    home = observed.get("home")
     time_of_day = observed.get("time_of_day")
     return GameState(
         simulator="mineflayer",
         vitals=Vitals(
             health=Gauge(value=observed["health"], max=VITAL_MAX), food=Gauge(value=observed["food"], max=VITAL_MAX)
         ),
-        inventory={name: count for name, count in observed["inventory"].items() if count > 0},
+        inventory=whole_counts(observed["inventory"], quirks if quirks is not None else Counter()),
         view=View(width=2 * sideways + 1, height=2 * sideways + 1, tiles=tiles),
         adjacent={direction: name for direction, name in observed["adjacent"].items() if name is not None},
         entities=entities,
@@ -105,6 +136,7 @@ def game_state(observed: dict[str, Any], capabilities: Capabilities) -> GameStat
         sleeping=bool(observed["sleeping"]),
         position=Position(x=x, y=y, z=z),
         equipment=dict(observed["equipment"]),
+        home=_offset([home[0] - x, home[1] - y, home[2] - z]) if home else None,
         feasible=observed.get("feasible"),
         capabilities=capabilities,
     )
