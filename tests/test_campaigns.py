@@ -131,6 +131,21 @@ def test_a_campaign_runs_two_at_a_time_retries_an_infrastructure_failure_and_rer
         process = psutil.Process(green["pid"])
         assert abs(process.create_time() - green["create_time"]) < 0.01, "the recorded green is the one we started"
         process.send_signal(signal.SIGKILL)  # an infrastructure failure: the evaluator dies mid-episode
+
+        def campaign_with_a_pace() -> dict | None:
+            """status --campaign while the campaign runs: once an episode has ended, the ones still queued and an ETA."""
+            shown = invoke(project, {"MCU_ARMS_STATE_DIR": str(state)}, "status", "--campaign", "campaigns/agents.toml",
+                           "--json")  # fmt: skip
+            (campaign,) = json.loads(shown.out)["campaigns"]
+            tally = campaign["tally"]
+            return campaign if tally["ended"] >= 1 and tally["queued"] >= 1 else None
+
+        during = wait_for(campaign_with_a_pace, "an episode to end while others are queued", timeout=180)
+        assert len(during["cells"]) == 6 and during["supervisor_alive"]
+        states = [cell["state"] for cell in during["cells"]]
+        assert "queued" in states and states.count("running") <= 2, states
+        text = invoke(project, {"MCU_ARMS_STATE_DIR": str(state)}, "status", "--campaign", "campaigns/agents.toml").out
+        assert " of 6 done" in text and "queued" in text and "ETA" in text, text
         out, _ = running.communicate(timeout=600)
     finally:
         if running.poll() is None:
@@ -203,15 +218,17 @@ def test_a_campaign_runs_two_at_a_time_retries_an_infrastructure_failure_and_rer
     assert (project / "export" / "tidy.csv").read_bytes() == exported and not (project / "plots" / "again.png").exists()
     status = invoke(project, {"MCU_ARMS_STATE_DIR": str(state)}, "status", "--campaign", "campaigns/agents.toml",
                     "--json")  # fmt: skip
-    latest = {(s["arm"], s["seed"]): s["state"] for s in json.loads(status.out)["arms"]}
-    assert latest == {episode: "finished" for episode in finished}, "each seed's latest episode, the retried one too"
+    (campaign,) = json.loads(status.out)["campaigns"]
+    latest = {(cell["arm"], cell["seed"]): cell["state"] for cell in campaign["cells"]}
+    assert latest == {episode: "done" for episode in finished}, "each seed's latest episode, the retried one too"
+    assert campaign["tally"]["done"] == campaign["tally"]["total"] == 6
     print(f"campaign of 6 episodes with one retry: {wall:.1f} s")
 
 
 def test_status_and_compare_take_a_campaign_file(tmp_path: Path) -> None:
     project = _project(tmp_path)
     shown = invoke(project, {}, "compare", "campaigns/agents.toml", "--json")
-    assert shown.exit_code == 0, shown.err
+    assert shown.exit_code == 1, "no arm has a finished episode: never 0"
     arms = json.loads(shown.out)["arms"]
     assert [arm["arm"] for arm in arms] == ["scripted_arm", "random_arm"] and {a["status"] for a in arms} == {"no run"}
     assert json.loads(shown.out)["baseline"] == "scripted_arm"

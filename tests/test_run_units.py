@@ -362,7 +362,7 @@ def test_a_failing_view_stops_the_arms_instead_of_leaving_them_running_unwatched
     plan, project = _plan(tmp_path)
 
     class BrokenView(PlainView):
-        def refresh(self, arms) -> None:
+        def refresh(self, arms, summary=None) -> None:
             """Fails once green and purple are both started (and never ready: they are stand-ins)."""
             try:
                 started = json.loads(RunDir(Path(plan.episode_dir)).report.read_text())["processes"]

@@ -65,6 +65,7 @@ from mcu_arms.layout import (
 )
 from mcu_arms.procs import DEFAULT_STOP_GRACE_S, PRIVATE_UMASK, AdoptedOrphans, Child
 from mcu_arms.supervise.alerts import AlertMonitor
+from mcu_arms.contracts.campaign_run import CampaignTally
 from mcu_arms.supervise.live import REFRESH_PER_SECOND, View, make_view
 from mcu_arms.supervise.progress import ArmProgress, StepsTail
 from mcu_arms.supervise.provenance import collect_provenance
@@ -177,6 +178,7 @@ def new_report(plan: ArmPlan, env: Environment, *, status: RunStatus, attempt: i
         started_at=iso_seconds(env.clock()),
         logs={process.role: run_dir.relative(process.log) for process in plan.processes},
         output_root=str(env.output_dir),
+        campaign=plan.campaign,
         output_dirs={role: run_dir.relative(path) for role, path in (("green", run_dir.green),
                                                                     ("purple", run_dir.purple))},
     )  # fmt: skip
@@ -708,6 +710,7 @@ def supervise_here(
 
     outcomes: list[ArmOutcome] = []
     started: list[ArmRunner] = []
+    began = time.monotonic()
     adopted = AdoptedOrphans(enabled=containment_support().cgroup is None)
     next_adoption_poll = time.monotonic() + ADOPTED_POLL_S
     try:
@@ -737,7 +740,9 @@ def supervise_here(
                 outcomes.append(outcome)
             if stop_reason is None:
                 start_next()
-            view.refresh(progresses)
+            queued = [ArmProgress(_queued_label(plan, attempt), plan.settings.steps, state="queued")
+                      for plan, attempt in pending]  # fmt: skip
+            view.refresh(progresses + queued, summary=_tally(len(plans), outcomes, running, pending, began).text())
             wake.wait(1.0 / REFRESH_PER_SECOND)
             wake.clear()
     except BaseException as error:  # a failing view must not leave the arms running unwatched while we wait on them
@@ -750,6 +755,24 @@ def supervise_here(
         _stop_adopted(adopted, started, options.stop_grace_s)
         view.close(progresses)
     return outcomes
+
+
+def _queued_label(plan: ArmPlan, attempt: int) -> str:
+    return plan.label if attempt == 1 else f"{plan.label} (attempt {attempt})"
+
+
+def _tally(total: int, outcomes: list[ArmOutcome], running: dict, pending: deque, began: float) -> CampaignTally:
+    """This run's episodes by state, for the live view's summary line (k of n done, ETA from the pace so far)."""
+    return CampaignTally(
+        total=total,
+        done=sum(o.status == "finished" for o in outcomes),
+        running=len(running),
+        queued=len(pending),
+        failed=sum(o.status in ("failed", "interrupted") and not o.retried for o in outcomes),
+        retried=sum(o.retried for o in outcomes),
+        ended=len(outcomes),
+        elapsed_s=time.monotonic() - began,
+    )
 
 
 def _not_started(plan: ArmPlan, reason: str) -> ArmOutcome:
