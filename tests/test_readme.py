@@ -209,7 +209,7 @@ def check_refusal(line: str, clone: Path, env: dict[str, str]) -> None:
     assert done.returncode == 2, done.stdout + done.stderr
     assert "more than one experiment of 'demo', 'demo_random'" in done.stderr, done.stderr
     for arm in CAMPAIGN_ARMS:
-        assert f"  {arm}: experiment " in done.stderr and "differs from its arm file in steps" in done.stderr
+        assert f"  {arm}: experiment " in done.stderr and "steps = 300 (arm file: 3000)" in done.stderr
     assert "--experiment PREFIX" in done.stderr
 
 

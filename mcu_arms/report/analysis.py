@@ -103,6 +103,7 @@ class Experiment(BaseModel):
     first_started: str
     last_started: str
     differs: list[str]  # settings in which it differs from what the arm file says today
+    values: dict[str, Any] = Field(default_factory=dict)  # those settings: this experiment's value, the file's
 
 
 class ExperimentChoice(BaseModel):
@@ -451,11 +452,12 @@ class _ArmRuns(BaseModel):
         reports = self.experiments[fp]
         settings = reports[-1].settings
         differs = differing_settings([self.file_settings, settings]) if self.file_settings is not None else []
+        ours, theirs = flat_settings(settings), flat_settings(self.file_settings) if self.file_settings else {}
         return Experiment(
             fingerprint=fp, episodes=[r.episode for r in reports],
             finished=len({r.settings.seed for r in reports if r.status == "finished"}),
             first_started=min(r.started_at for r in reports), last_started=max(r.started_at for r in reports),
-            differs=differs,
+            differs=differs, values={key: [ours.get(key), theirs.get(key)] for key in differs},
         )  # fmt: skip
 
 
@@ -488,9 +490,9 @@ def _candidates_text(arms: list[_ArmRuns]) -> str:
     for each in arms:
         for fp in each.experiments:
             described = each.describe(fp)
-            differs = ", ".join(described.differs) or "nothing (as the arm file says today)"
+            differs = ", ".join(f"{key} = {ours} (arm file: {theirs})" for key, (ours, theirs) in described.values.items())
             lines.append(
-                f"  {each.target.name}: experiment {short(fp)} differs from its arm file in {differs}; "
+                f"  {each.target.name}: experiment {short(fp)}: {differs or 'as its arm file says today'}; "
                 f"n = {described.finished} finished; episodes {', '.join(map(str, described.episodes))}; "
                 f"{described.first_started[:16]} – {described.last_started[:16]}"
             )
