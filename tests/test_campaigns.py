@@ -151,6 +151,7 @@ def test_a_campaign_runs_two_at_a_time_retries_an_infrastructure_failure_and_rer
         if running.poll() is None:
             running.kill()
     assert running.returncode == 0, out
+    assert "6 of 6 done, 0 running, 0 queued, 0 failed, 1 retried" in out, "the live view's summary, last at the end"
     reports = _recorded(project)
     failed = [r for r in reports if r["status"] == "failed"]
     assert len(failed) == 1 and failed[0]["failure"]["process"] == "green"

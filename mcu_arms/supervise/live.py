@@ -222,6 +222,7 @@ class PlainView:
         self.interval_s = interval_s
         self._lock = threading.Lock()
         self._last_progress = time.monotonic()
+        self._summary: str | None = None
 
     def _print(self, text: str) -> None:
         with self._lock:
@@ -231,6 +232,7 @@ class PlainView:
         self._print(f"{'ALERT ' if alert else ''}{arm}: {shown_text(text, MAX_LOG_LINE_CHARS, one_line=False)}")
 
     def refresh(self, arms: Sequence[ArmProgress], summary: str | None = None) -> None:
+        self._summary = summary or self._summary
         now = time.monotonic()
         if now - self._last_progress >= self.interval_s:
             self._last_progress = now
@@ -241,7 +243,9 @@ class PlainView:
                     self._print(progress_line(progress))
 
     def close(self, arms: Sequence[ArmProgress]) -> None:
-        """Nothing to tear down: every line is already out."""
+        """Every line is already out but the run's last summary (k of n done)."""
+        if self._summary:
+            self._print(self._summary)
 
 
 def make_view(console: Console, interval_s: float) -> View:
