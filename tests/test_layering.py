@@ -127,6 +127,37 @@ def test_supervise_and_report_do_not_import_each_other() -> None:
     assert _violations("mcu_arms.report", ("mcu_arms.supervise", "mcu_arms.cli")) == []
 
 
+def test_the_statistical_methods_stand_on_the_contracts_and_the_report_statistics_only() -> None:
+    """report/methods/ is pure functions over numbers: every view may use it, it uses no view, runner or reader."""
+    allowed = ("mcu_arms.contracts", "mcu_arms.report.stats", "mcu_arms.report.methods")
+    assert "mcu_arms.report.methods.paired" in GRAPH
+    outside = sorted(
+        f"{module} imports {target}"
+        for module, targets in GRAPH.items()
+        if _under(module, "mcu_arms.report.methods")
+        for target in targets
+        if not any(_under(target, package) for package in allowed)
+    )
+    assert outside == []
+
+
+def test_the_statistical_methods_load_no_heavy_stack_on_import() -> None:
+    """numpy is imported inside the functions that resample: `compare` imports these modules and stays light."""
+    code = (
+        "import sys, mcu_arms.report.methods.comparison, mcu_arms.report.methods.sequential\n"
+        f"print(sorted(m for m in {HEAVY!r} + ('scipy', 'lifelines') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_the_sequential_run_is_driven_by_the_run_command_only() -> None:
+    """until_resolved sits above supervise and report (it runs looks and tests them): only `run` uses it."""
+    users = {module for module, targets in GRAPH.items() if "mcu_arms.until_resolved" in targets}
+    assert users == {"mcu_arms.cli.run"}
+    assert _violations("mcu_arms.until_resolved", ("mcu_arms.cli",)) == []
+
+
 def test_the_results_browser_reads_results_and_runs_nothing() -> None:
     """view/ sits beside report/ (it shows its comparison): it never starts or stops arms; only the CLI uses it."""
     runners = ("mcu_arms.supervise", "mcu_arms.cli", "mcu_arms.green", "mcu_arms.purple", "mcu_arms.client",

@@ -151,6 +151,7 @@ def check_report(line: str, clone: Path, env: dict[str, str]) -> None:
 
 
 CAMPAIGN_ARMS = ("demo", "demo_random")
+CAMPAIGN_SEEDS = tuple(range(6))  # the template's: six paired seeds, the fewest an exact sign-flip test can resolve
 
 
 def check_campaign_file(line: str, clone: Path, env: dict[str, str]) -> None:
@@ -165,11 +166,11 @@ def _episodes(clone: Path) -> dict[str, list[str]]:
 
 
 def check_campaign_dry_run(line: str, clone: Path, env: dict[str, str]) -> None:
-    """Run / skip / retry per episode: all six would run (300 steps is a new experiment), and nothing starts."""
+    """Run / skip / retry per episode: all twelve would run (300 steps is a new experiment), and nothing starts."""
     before = _episodes(clone)
     done = shell(line, clone, env, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
-    verdicts = [f"{arm} s{seed}: would run" for arm in CAMPAIGN_ARMS for seed in (0, 1, 2)]
+    verdicts = [f"{arm} s{seed}: would run" for arm in CAMPAIGN_ARMS for seed in CAMPAIGN_SEEDS]
     assert all(verdict in done.stdout for verdict in verdicts), done.stdout[-2000:]
     assert _episodes(clone) == before
 
@@ -188,7 +189,7 @@ def check_campaign_run(line: str, clone: Path, env: dict[str, str]) -> None:
     done = shell(line, clone, env, timeout=1500)
     assert done.returncode == 0, done.stdout + done.stderr
     rows = _campaign_rows(done.stdout, seed_at=1)
-    assert sorted(rows) == [(arm, seed) for arm in CAMPAIGN_ARMS for seed in (0, 1, 2)], done.stdout
+    assert sorted(rows) == [(arm, seed) for arm in CAMPAIGN_ARMS for seed in CAMPAIGN_SEEDS], done.stdout
     assert all(cells[2] == "finished" and cells[4] == "300" for cells in rows.values()), rows
 
 
@@ -196,9 +197,9 @@ def check_campaign_status(line: str, clone: Path, env: dict[str, str]) -> None:
     """Each arm × seed of the campaign from its own episodes (not the demo's earlier 3000-step runs): all done."""
     done = shell(line, clone, env, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "6 of 6 done" in done.stdout, done.stdout
+    assert "12 of 12 done" in done.stdout, done.stdout
     rows = _campaign_rows(done.stdout, seed_at=1)
-    assert sorted(rows) == [(arm, seed) for arm in CAMPAIGN_ARMS for seed in (0, 1, 2)], done.stdout
+    assert sorted(rows) == [(arm, seed) for arm in CAMPAIGN_ARMS for seed in CAMPAIGN_SEEDS], done.stdout
     assert all(cells[2] == "done" and cells[5] == "300/300" for cells in rows.values()), rows
 
 
@@ -214,16 +215,16 @@ def check_refusal(line: str, clone: Path, env: dict[str, str]) -> None:
 
 
 def check_campaign_compare(line: str, clone: Path, env: dict[str, str]) -> None:
-    """Intervals over n = 3, the verdict with n and the seeds that would resolve it, a PDF, and the tidy export."""
+    """Intervals over n = 6, the verdict with its n and design, a PDF, and the tidy export."""
     done = shell(line, clone, env, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "comparable: differs only in agent" in done.stdout
-    assert "not distinguishable from seed noise at n = 3 + 3" in done.stdout and "seeds per arm would" in done.stdout
-    assert row(done.stdout, "replicates")[1:] == ["n = 3 (seeds 0, 1, 2)"] * 2
+    assert "distinguishable from seed noise (paired, n = 6)" in done.stdout or "at n = 6 + 6" in done.stdout
+    assert row(done.stdout, "replicates")[1:] == ["n = 6 (seeds 0, 1, 2, 3, 4, 5)"] * 2
     assert (clone / "agents.pdf").read_bytes()[:5] == b"%PDF-"
     with (clone / "agents" / "tidy.csv").open() as handle:
         scores = [r for r in csv.DictReader(handle) if r["metric"] == "score"]
-    assert sorted((r["arm"], r["seed"]) for r in scores) == [(a, str(s)) for a in CAMPAIGN_ARMS for s in (0, 1, 2)]
+    assert sorted((r["arm"], r["seed"]) for r in scores) == [(a, str(s)) for a in CAMPAIGN_ARMS for s in CAMPAIGN_SEEDS]
     again = shell(line, clone, env, timeout=600)
     assert again.returncode == 2 and "never written over" in again.stderr, again.stderr
 

@@ -16,19 +16,30 @@ from mcu_arms.cli.common import environment, print_json, reports_user_errors
 from mcu_arms.cli.options import with_overrides, with_placement
 from mcu_arms.cli.plan import ARM_OPTION, DRY_RUN_OPTION, FILES_ARGUMENT, planned, show_plans
 from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.sequential import SequentialLook
 from mcu_arms.contracts.settings import Overrides
 from mcu_arms.contracts.slurm import Placement
 from mcu_arms.contracts.text import MAX_MESSAGE_CHARS, shown_text
 from mcu_arms.doctor import refuse_blocked
 from mcu_arms.environment import Environment, fits
 from mcu_arms.isolation.host import host_parallelism
+from mcu_arms.report.methods.sequential import (
+    DEFAULT_BATCH,
+    DEFAULT_MAX_SEEDS,
+    DEFAULT_PRIMARY,
+    PRIMARY_METRICS,
+    PrimaryMetric,
+)
 
 if TYPE_CHECKING:
+    from mcu_arms.contracts.settings import ArmPlan
     from mcu_arms.supervise.runner import ArmOutcome, RunOutcome
 
 RUN_HELP = """Run arms: plan them, start each arm's green and purple agents, wait until both are ready, run the evaluation client, and write output/ARM/episode_NNN/result.json (linked as logs/ARM_result.json).
 
 FILES are arm files or campaign files (campaigns/NAME.toml: a baseline, its variants and their seeds). Each seed of an arm is one episode. Episodes run side by side, at most --max-parallel at a time (default: the campaign's max_parallel, else what this host can take); one failing does not stop the others unless --fail-fast. With --executor slurm each episode is a Slurm job (options from the files' [slurm] tables and the --slurm-* flags; --max-parallel throttles each job array); the run watches them to the end, or returns once they are submitted with --detach. An episode that failed for infrastructure reasons is run again up to --retries times (default: the campaign's retries, else 0), each attempt recorded. An episode whose latest run of the same seed finished with the same fingerprint is skipped (--rerun runs it anyway); a failed one is retried. --notify CMD runs CMD when the run ends, with MCU_ARMS_RUN_STATUS and MCU_ARMS_RUN_SUMMARY (JSON) in its environment. Ctrl-C or SIGTERM stops this run's own processes only and marks the reports interrupted.
+
+With --until-resolved a campaign runs its seeds a --batch at a time (looks) and stops when every variant's difference from the baseline on --primary is resolved by a group-sequential exact sign-flip test (valid however many looks; Lan–DeMets O'Brien–Fleming alpha spending up to --max-seeds), or at --max-seeds; each episode records its look. It needs a paired design (the embedded simulator, or MineStudio with reset_mode = "hard") and runs every episode fresh.
 
 Exit codes: 0 every arm finished (or was skipped), 1 an arm failed, 130 interrupted, 2 a user error (bad arm file, busy port, arm already running).
 """
@@ -64,12 +75,43 @@ def register(app: typer.Typer) -> None:
             False, "--detach", help="Slurm: submit the episodes and return, leaving the jobs to run (see `status`)."
         ),
         json_output: bool = typer.Option(False, "--json", help="Print the outcome as JSON (progress on stderr)."),
+        until_resolved: bool = typer.Option(
+            False, "--until-resolved", help="A campaign: run its seeds in batches until every variant's difference "
+            "from the baseline is resolved (a group-sequential test, valid however many looks), or --max-seeds."
+        ),
+        max_seeds: Optional[int] = typer.Option(
+            None, "--max-seeds", min=2, help=f"--until-resolved: the most seeds per arm [{DEFAULT_MAX_SEEDS}]."
+        ),
+        batch: Optional[int] = typer.Option(
+            None, "--batch", min=1, help=f"--until-resolved: seeds per look [{DEFAULT_BATCH}]."
+        ),
+        primary: Optional[str] = typer.Option(
+            None, "--primary", help=f"--until-resolved: the metric the stopping rule reads: "
+            f"{', '.join(PRIMARY_METRICS)} [{DEFAULT_PRIMARY}]."
+        ),
     ) -> None:
         env = environment(ctx)
         on_slurm = placement.executor == "slurm"
         if detach and not on_slurm:
             raise UserError("--detach leaves Slurm jobs running; a local run stops with this command", key="--detach",
                             allowed="--executor slurm --detach")  # fmt: skip
+        sequential_options = {"--max-seeds": max_seeds, "--batch": batch, "--primary": primary}
+        given = [name for name, value in sequential_options.items() if value is not None]
+        if given and not until_resolved:
+            raise UserError(f"{given[0]} sets how --until-resolved runs", key=given[0], allowed="--until-resolved")
+        if primary is not None and primary not in PRIMARY_METRICS:
+            raise UserError(f"{primary!r} is not a metric the stopping rule can read", key="--primary",
+                            allowed=", ".join(PRIMARY_METRICS))  # fmt: skip
+        if until_resolved:
+            if detach or dry_run:
+                raise UserError("--until-resolved decides each batch from the last one's results", key="--until-resolved",
+                                allowed="without --detach and --dry-run")  # fmt: skip
+            if overrides.seeds is not None:
+                raise UserError("--until-resolved chooses the seeds: the campaign's, then the integers after them, "
+                                "a batch at a time", key="--seeds", allowed="--max-seeds N and --batch K")  # fmt: skip
+            _run_until_resolved(env, files or [], arm, overrides, placement, json_output, fail_fast, ready_timeout,
+                                max_parallel, retries, max_seeds or DEFAULT_MAX_SEEDS, batch or DEFAULT_BATCH,
+                                primary or DEFAULT_PRIMARY)  # type: ignore[arg-type]  # fmt: skip
         plans, selection = planned(files or [], arm, overrides, env, placement)
         if dry_run:
             from mcu_arms.supervise.reruns import rerun_decision
@@ -102,6 +144,59 @@ def register(app: typer.Typer) -> None:
         else:
             _render_outcome(outcome, env)
         raise typer.Exit(outcome.exit_code)
+
+
+def _run_until_resolved(
+    env: Environment,
+    files: list[Path],
+    arm_names: list[str],
+    overrides: Overrides,
+    placement: Placement,
+    json_output: bool,
+    fail_fast: bool,
+    ready_timeout: float,
+    max_parallel: int | None,
+    retries: int | None,
+    max_seeds: int,
+    batch: int,
+    primary: PrimaryMetric,
+) -> None:
+    from mcu_arms.supervise.executors import run_arms
+    from mcu_arms.supervise.runner import RunOptions
+    from mcu_arms.until_resolved import run_until_resolved
+
+    plans, selection = planned(files, arm_names, overrides, env, placement)
+    if len(selection.campaigns) != 1 or len(selection.specs) != len(selection.campaigns[0].arms()):
+        raise UserError("--until-resolved runs one campaign (a baseline and its variants), nothing else",
+                        key="--until-resolved", allowed="mcu-arms run campaigns/NAME.toml --until-resolved")  # fmt: skip
+    human = env.err_console if json_output else env.console
+    options = RunOptions(
+        fail_fast=fail_fast, ready_timeout_s=ready_timeout, rerun=True,
+        max_parallel=max_parallel or selection.max_parallel or (
+            RunOptions().max_parallel if placement.executor == "slurm" else host_parallelism(plans)),
+        retries=selection.retries if retries is None else retries,
+    )  # fmt: skip
+
+    def plan_look(seeds: list[int], look: SequentialLook) -> list[ArmPlan]:
+        batch_plans, _ = planned(files, arm_names, overrides.model_copy(update={"seeds": seeds}), env, placement)
+        refuse_blocked({plan.arm: plan.blocked for plan in batch_plans})
+        return [plan.model_copy(update={"sequential": look}) for plan in batch_plans]
+
+    def run_look(batch_plans: list[ArmPlan]) -> RunOutcome:
+        outcome = run_arms(batch_plans, env, options, human)
+        if not json_output:
+            _render_outcome(outcome, env)
+        return outcome
+
+    result = run_until_resolved(selection.campaigns[0], plan_look, run_look, human, max_seeds=max_seeds, batch=batch,
+                                primary=primary)  # fmt: skip
+    if json_output:
+        print_json(env, {"exit_code": result.exit_code, **result.model_dump(mode="json")})
+    else:
+        seeds = sum(len(look.seeds) for look in result.looks)
+        env.console.print(f"stopped ({result.stopped}) after {len(result.looks)} look{'s' if len(result.looks) > 1 else ''}"
+                          f", {seeds} seeds per arm; {escape(result.method)}", highlight=False)  # fmt: skip
+    raise typer.Exit(result.exit_code)
 
 
 def _milestones(arm: ArmOutcome) -> str:

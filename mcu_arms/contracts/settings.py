@@ -21,6 +21,7 @@ from mcu_arms.contracts.game_state import DEFAULT_OBSERVE, ObserveMode
 from mcu_arms.contracts.planned import PolicyBackend
 from mcu_arms.contracts.redaction import redact_env, scrub
 from mcu_arms.contracts.rubric import rubric_of
+from mcu_arms.contracts.sequential import SequentialLook
 from mcu_arms.contracts.slurm import DEFAULT_EXECUTOR, Executor, SlurmOptions
 from mcu_arms.contracts.states import ProcessRole
 from mcu_arms.contracts.wire import (
@@ -380,6 +381,7 @@ class ArmPlan(BaseModel):
     executor: Executor = DEFAULT_EXECUTOR  # slurm: the episode runs as a job, on whichever node Slurm gives it
     slurm: SlurmOptions | None = None  # the job's options, for executor slurm
     campaign: CampaignTag | None = None  # None: run as an arm of its own, not for a campaign
+    sequential: SequentialLook | None = None  # `run --until-resolved`: the look this episode runs in
 
     def process(self, role: ProcessRole) -> ProcessPlan:
         return next(p for p in self.processes if p.role == role)

@@ -174,6 +174,7 @@ def new_report(plan: ArmPlan, env: Environment, *, status: RunStatus, attempt: i
         compaction_limit=plan.compaction.limit,
         thresholds=plan.thresholds,
         warnings=plan.warnings,
+        sequential=plan.sequential,
         provenance=collect_provenance(env.cwd),
         started_at=iso_seconds(env.clock()),
         logs={process.role: run_dir.relative(process.log) for process in plan.processes},

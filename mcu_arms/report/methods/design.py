@@ -1,0 +1,73 @@
+"""Which design a comparison of two arms can use: paired by seed, or two independent samples.
+
+Pairing removes the world's difficulty from the noise, but only where a seed *is* a world: the embedded simulator
+(Crafter's world generation is a function of the seed) and MineStudio with a seeded hard reset before each task. A
+Mineflayer world is the server's, whatever the arm's seed, and MineStudio's `seeded_fast` reset carries the last
+task's world over; there the arms are independent samples.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from pydantic import BaseModel
+
+from mcu_arms.contracts.catalog import DEFAULT_RESET_MODE
+
+Design = Literal["paired", "unpaired"]
+
+
+class Pairing(BaseModel):
+    """The design a comparison uses, and why (also when it is paired: which seeds pair the arms)."""
+
+    design: Design
+    reason: str
+    seeds: list[int]  # the seeds both arms ran (paired), else empty
+
+
+def seeded_world(simulator: str, reset_mode: str | None) -> str | None:
+    """None when the simulator's world is a function of the seed, else why not."""
+    if simulator == "embedded":
+        return None
+    if simulator == "minestudio":
+        mode = reset_mode or DEFAULT_RESET_MODE
+        return None if mode == "hard" else f"MineStudio with reset_mode = \"{mode}\" does not rebuild the world from the seed"
+    if simulator == "mineflayer":
+        return "a Mineflayer world is the server's, whatever the seed"
+    return f"simulator '{simulator}' is not known to make its world from the seed"
+
+
+def pairing(
+    simulator_a: str,
+    reset_mode_a: str | None,
+    seeds_a: Sequence[int],
+    simulator_b: str,
+    reset_mode_b: str | None,
+    seeds_b: Sequence[int],
+) -> Pairing:
+    """Paired when both arms ran the same seeds on the same simulator whose world is a function of the seed."""
+    if simulator_a != simulator_b or _reset(simulator_a, reset_mode_a) != _reset(simulator_b, reset_mode_b):
+        return Pairing(design="unpaired", reason="the arms ran on different simulators or resets: a seed is not the "
+                       "same world in both", seeds=[])  # fmt: skip
+    why_not = seeded_world(simulator_a, reset_mode_a)
+    if why_not is not None:
+        return Pairing(design="unpaired", reason=why_not, seeds=[])
+    if sorted(seeds_a) != sorted(seeds_b):
+        only = sorted(set(seeds_a) ^ set(seeds_b))
+        return Pairing(design="unpaired", reason=f"the arms ran different seeds (only one ran {_listed(only)})",
+                       seeds=[])  # fmt: skip
+    if len(set(seeds_a)) != len(seeds_a):
+        return Pairing(design="unpaired", reason="a seed appears more than once in an arm", seeds=[])
+    return Pairing(design="paired", reason=f"same seeds on {simulator_a}, whose world is a function of the seed",
+                   seeds=sorted(seeds_a))  # fmt: skip
+
+
+def _reset(simulator: str, reset_mode: str | None) -> str | None:
+    """How MineStudio starts each task (unset: its default); other simulators have no reset mode."""
+    return (reset_mode or DEFAULT_RESET_MODE) if simulator == "minestudio" else None
+
+
+def _listed(seeds: list[int], shown: int = 6) -> str:
+    head = ", ".join(str(seed) for seed in seeds[:shown])
+    return f"seed{'s' if len(seeds) > 1 else ''} {head}{', ...' if len(seeds) > shown else ''}"

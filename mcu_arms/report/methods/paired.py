@@ -1,0 +1,194 @@
+"""A − B paired by seed: per-seed differences, an exact sign-flip permutation test, a paired bootstrap interval,
+and what the pairing bought (the correlation between the arms, the variance of the paired vs the unpaired difference).
+
+Under "no difference" the sign of each seed's difference is a fair coin, whatever the world's difficulty: the test
+counts the sign vectors whose mean difference is at least as far from 0 as the observed one (all 2^n of them up to
+2^20 = EXACT_SIGNS_MAX_PAIRS pairs, else SIGN_FLIP_RESAMPLES seeded random ones with the (hits + 1) / (N + 1) rule).
+The interval resamples seeds (both arms' values of a seed together). numpy is imported inside the functions:
+`compare` is a light command.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel
+
+from mcu_arms.report.stats import ALPHA, CONFIDENCE, RESAMPLE_SEED, RESAMPLES, Z_ALPHA, Z_POWER, Interval
+
+if TYPE_CHECKING:
+    import numpy as np
+
+EXACT_SIGNS_MAX_PAIRS = 20  # 2^20 sign vectors: enumerated; more pairs are sampled
+SIGN_FLIP_RESAMPLES = 100_000
+MIN_PAIRS_EXACT = 6  # the fewest pairs with which an exact two-sided sign-flip test can give p < 0.05 (2 / 2^6)
+SIGN_FLIP_METHOD = "exact two-sided sign-flip permutation test over all 2^n signs"
+SIGN_FLIP_MC_METHOD = f"two-sided sign-flip permutation test, {SIGN_FLIP_RESAMPLES:,} seeded random signs, (hits+1)/(N+1)"
+BOOTSTRAP_METHOD = f"paired percentile bootstrap {CONFIDENCE:.0%} interval ({RESAMPLES:,} seed resamples, seeded)"
+PAIRED_VERDICT_RULE = f"distinguishable when p < {ALPHA} and the interval excludes 0"
+
+
+class PairingEffect(BaseModel):
+    """What pairing by seed bought: a positive correlation between the arms makes the paired difference less noisy."""
+
+    correlation: float | None  # Pearson, between the arms' values over the seeds; None when an arm does not vary
+    variance_paired: float | None  # sample variance of the per-seed differences
+    variance_unpaired: float | None  # var(A) + var(B): what the differences' variance would be without pairing
+    method: str = "Pearson correlation; sample variances of A − B per seed and of A plus B"
+
+    def text(self) -> str:
+        if self.variance_paired is None or self.variance_unpaired is None:
+            return "pairing: fewer than 2 seeds"
+        correlation = "n/a" if self.correlation is None else f"{self.correlation:+.2f}"
+        return (f"pairing: correlation {correlation}; variance of the difference {self.variance_paired:.3g} paired vs "
+                f"{self.variance_unpaired:.3g} unpaired")  # fmt: skip
+
+
+class SignFlipTest(BaseModel):
+    p_value: float
+    exact: bool  # all 2^n signs; else Monte Carlo
+    resamples: int  # sign vectors counted (2^n when exact)
+    method: str
+
+
+class PairedDifference(BaseModel):
+    """mean(A − B) over the seeds both arms ran, its interval, the test, the verdict and the seeds-needed figure."""
+
+    metric: str
+    design: str = "paired"
+    seeds: list[int]
+    differences: list[float]  # A − B, in the order of `seeds`
+    n: int
+    estimate: float | None
+    ci: Interval | None
+    ci_method: str = BOOTSTRAP_METHOD
+    test: SignFlipTest | None
+    p_value: float | None
+    distinguishable: bool
+    seeds_needed: int | None  # pairs that would resolve a difference of this size; None when there is none
+    effect: PairingEffect
+    verdict_rule: str = PAIRED_VERDICT_RULE
+    text: str
+
+
+def differences_by_seed(a: Mapping[int, float], b: Mapping[int, float]) -> tuple[list[int], list[float]]:
+    """The seeds both arms ran, in order, and A − B for each."""
+    seeds = sorted(set(a) & set(b))
+    return seeds, [float(a[seed]) - float(b[seed]) for seed in seeds]
+
+
+def _tolerance(observed: float) -> float:
+    return 1e-9 * max(1.0, abs(observed))
+
+
+def sign_flip_sums(differences: Sequence[float]) -> np.ndarray:
+    """Σ s_i·d_i for every sign vector s (index bit i set: s_i = −1), built by doubling: 2^n values."""
+    import numpy as np
+
+    sums = np.zeros(1)
+    for difference in differences:
+        sums = np.concatenate((sums + difference, sums - difference))
+    return sums
+
+
+def random_sign_sums(values: np.ndarray, seed: int, resamples: int = SIGN_FLIP_RESAMPLES) -> Iterator[np.ndarray]:
+    """Σ s·d for `resamples` seeded random sign vectors, in chunks: with b a fair bit, Σ (2b − 1)·d = 2·(b·d) − Σ d."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    chunk = max(1, 2_000_000 // len(values))
+    for start in range(0, resamples, chunk):
+        bits = rng.integers(0, 2, size=(min(chunk, resamples - start), len(values)), dtype=np.uint8)
+        yield 2 * (bits.astype(float) @ values) - values.sum()
+
+
+def sign_flip_test(differences: Sequence[float], *, seed: int = RESAMPLE_SEED) -> SignFlipTest:
+    """Two-sided: the share of sign vectors whose |Σ s·d| is at least the observed |Σ d| (Σ or mean: the same test)."""
+    import numpy as np
+
+    values = np.asarray(differences, dtype=float)
+    observed = abs(float(values.sum()))
+    threshold = observed - _tolerance(observed)
+    if len(values) <= EXACT_SIGNS_MAX_PAIRS:
+        sums = sign_flip_sums(values)
+        return SignFlipTest(p_value=float(np.count_nonzero(np.abs(sums) >= threshold)) / len(sums), exact=True,
+                            resamples=len(sums), method=SIGN_FLIP_METHOD)  # fmt: skip
+    hits = sum(int(np.count_nonzero(np.abs(sums) >= threshold)) for sums in random_sign_sums(values, seed))
+    return SignFlipTest(p_value=(hits + 1) / (SIGN_FLIP_RESAMPLES + 1), exact=False, resamples=SIGN_FLIP_RESAMPLES,
+                        method=SIGN_FLIP_MC_METHOD)  # fmt: skip
+
+
+def paired_bootstrap_interval(
+    differences: Sequence[float], *, resamples: int = RESAMPLES, seed: int = RESAMPLE_SEED
+) -> Interval | None:
+    """Percentile interval of the mean difference, seeds resampled with replacement (None below 2 pairs). The same
+    differences and seed always give the same interval."""
+    if len(differences) < 2:
+        return None
+    import numpy as np
+
+    values = np.asarray(differences, dtype=float)
+    rng = np.random.default_rng(seed)
+    means = values[rng.integers(0, len(values), size=(resamples, len(values)))].mean(axis=1)
+    tail = (1 - CONFIDENCE) / 2
+    low, high = np.quantile(means, [tail, 1 - tail])
+    return Interval(low=float(low), high=float(high))
+
+
+def pairing_effect(a: Sequence[float], b: Sequence[float]) -> PairingEffect:
+    """Over the seeds both ran (a[i] and b[i] are one seed): the correlation, and the paired vs unpaired variance."""
+    if len(a) < 2:
+        return PairingEffect(correlation=None, variance_paired=None, variance_unpaired=None)
+    var_a, var_b = statistics.variance(a), statistics.variance(b)
+    correlation = statistics.correlation(a, b) if var_a > 0 and var_b > 0 else None
+    paired = statistics.variance([x - y for x, y in zip(a, b)])
+    return PairingEffect(correlation=correlation, variance_paired=paired, variance_unpaired=var_a + var_b)
+
+
+def seeds_needed_paired(differences: Sequence[float]) -> int | None:
+    """Pairs that would resolve a mean difference of the observed size at 80 % power (normal approximation on the
+    per-seed differences), never fewer than the MIN_PAIRS_EXACT an exact sign-flip test needs to reach p < 0.05.
+    None when no difference was observed."""
+    if not differences or statistics.fmean(differences) == 0:
+        return None
+    spread = statistics.stdev(differences) if len(differences) >= 2 else 0.0
+    needed = ((Z_ALPHA + Z_POWER) * spread / abs(statistics.fmean(differences))) ** 2
+    return max(MIN_PAIRS_EXACT, math.ceil(needed))
+
+
+def compare_paired(
+    metric: str, a: Mapping[int, float], b: Mapping[int, float], *, name_a: str, name_b: str
+) -> PairedDifference:
+    """`name_a − name_b` for `metric`, paired over the seeds both arms ran (a and b: seed -> value)."""
+    seeds, differences = differences_by_seed(a, b)
+    n = len(seeds)
+    effect = pairing_effect([float(a[s]) for s in seeds], [float(b[s]) for s in seeds])
+    if not seeds:
+        return PairedDifference(metric=metric, seeds=[], differences=[], n=0, estimate=None, ci=None, test=None,
+                                p_value=None, distinguishable=False, seeds_needed=None, effect=effect,
+                                text=f"{metric}: no seed that both arms ran")  # fmt: skip
+    estimate = statistics.fmean(differences)
+    needed = seeds_needed_paired(differences)
+    head = f"{metric}: {name_a} − {name_b} = {estimate:+.2f}"
+    if n < 2:
+        return PairedDifference(metric=metric, seeds=seeds, differences=differences, n=n, estimate=estimate, ci=None,
+                                test=None, p_value=None, distinguishable=False, seeds_needed=needed, effect=effect,
+                                text=f"{head}; n = 1 pair: no interval can be given (run more seeds)")  # fmt: skip
+    interval = paired_bootstrap_interval(differences)
+    test = sign_flip_test(differences)
+    assert interval is not None
+    distinguishable = test.p_value < ALPHA and (interval.low > 0 or interval.high < 0)
+    head += f" {interval.text()} (paired, sign-flip p = {test.p_value:.3g})"
+    if distinguishable:
+        text = f"{head}; distinguishable from seed noise (paired, n = {n})"
+    elif needed is None:
+        text = f"{head}; no difference (paired, n = {n})"
+    else:
+        text = (f"{head}; not distinguishable from seed noise (paired, n = {n}); about {needed} paired seeds would "
+                "resolve a difference of this size")  # fmt: skip
+    return PairedDifference(metric=metric, seeds=seeds, differences=differences, n=n, estimate=estimate, ci=interval,
+                            test=test, p_value=test.p_value, distinguishable=distinguishable, seeds_needed=needed,
+                            effect=effect, text=text)  # fmt: skip

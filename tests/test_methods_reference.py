@@ -1,0 +1,185 @@
+"""report/methods against reference implementations (scipy.stats, lifelines) on fixed fixtures, and by hand where
+the edge is the point (censoring: none, all, ties; Holm)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from mcu_arms.report.methods.design import pairing
+from mcu_arms.report.methods.multiplicity import holm
+from mcu_arms.report.methods.paired import (
+    SIGN_FLIP_RESAMPLES,
+    compare_paired,
+    paired_bootstrap_interval,
+    pairing_effect,
+    seeds_needed_paired,
+    sign_flip_test,
+)
+from mcu_arms.report.methods.survival import TimeToEvent, episodes, kaplan_meier, logrank
+
+np = pytest.importorskip("numpy")
+stats = pytest.importorskip("scipy.stats", reason="scipy is in the test extra")
+lifelines = pytest.importorskip("lifelines", reason="lifelines is in the test extra")
+from lifelines.statistics import logrank_test  # noqa: E402
+from lifelines.utils import median_survival_times  # noqa: E402
+
+A = [12.0, 30.0, 7.5, 44.0, 18.0, 25.0, 9.0, 31.0]
+B = [10.0, 21.0, 9.0, 30.0, 11.0, 27.0, 2.0, 20.0]
+STEPS_A = [(120, 300), (None, 300), (80, 300), (120, 300), (None, 100), (200, 300), (None, 300), (95, 300)]
+STEPS_B = [(150, 300), (None, 300), (None, 300), (210, 300), (None, 300), (290, 300), (120, 300), (None, 200)]
+
+
+def _paired_reference(a, b, n_resamples):
+    return stats.permutation_test(
+        (a, b), lambda x, y, axis: np.mean(x - y, axis=axis), permutation_type="samples", vectorized=True,
+        n_resamples=n_resamples, alternative="two-sided",
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("shift", [0.0, 3.0, -6.0])
+def test_the_exact_sign_flip_p_is_scipys_paired_permutation_test(shift: float) -> None:
+    a = [x + shift for x in A]
+    ours = sign_flip_test([x - y for x, y in zip(a, B)])
+    reference = _paired_reference(np.array(a), np.array(B), np.inf)
+    assert ours.exact and ours.resamples == 2 ** len(A)
+    assert ours.p_value == pytest.approx(reference.pvalue, abs=1e-9)
+
+
+def test_zero_differences_and_ties_in_the_sign_flip_test() -> None:
+    a, b = [3.0, 3.0, 5.0, 1.0, 4.0], [3.0, 1.0, 3.0, 3.0, 2.0]  # one zero, equal magnitudes of both signs
+    ours = sign_flip_test([x - y for x, y in zip(a, b)])
+    assert ours.p_value == pytest.approx(_paired_reference(np.array(a), np.array(b), np.inf).pvalue, abs=1e-9)
+    assert sign_flip_test([0.0, 0.0, 0.0]).p_value == 1.0
+
+
+def test_the_monte_carlo_sign_flip_p_is_within_its_error_of_the_exact_one() -> None:
+    rng = np.random.default_rng(7)
+    differences = rng.normal(0.45, 1.0, size=24)
+    ours = sign_flip_test(differences)
+    assert not ours.exact and ours.resamples == SIGN_FLIP_RESAMPLES
+    reference = _paired_reference(differences, np.zeros(24), 200_000).pvalue
+    error = math.sqrt(reference * (1 - reference) * (1 / SIGN_FLIP_RESAMPLES + 1 / 200_000))
+    assert abs(ours.p_value - reference) < 4 * error + 1 / SIGN_FLIP_RESAMPLES
+    assert sign_flip_test(differences).p_value == ours.p_value  # seeded
+
+
+def test_the_paired_bootstrap_interval_matches_scipys_within_monte_carlo_error() -> None:
+    differences = [x - y for x, y in zip(A, B)]
+    ours = paired_bootstrap_interval(differences)
+    reference = stats.bootstrap(
+        (np.array(A), np.array(B)), lambda x, y, axis: np.mean(x - y, axis=axis), paired=True, vectorized=True,
+        n_resamples=10_000, method="percentile", confidence_level=0.95, random_state=np.random.default_rng(3),
+    ).confidence_interval  # fmt: skip
+    spread = np.std(differences, ddof=0) / math.sqrt(len(differences))  # sd of the resampled means
+    # Monte Carlo sd of a 2.5 % quantile of 10,000 near-normal resamples, for each of the two intervals
+    quantile_error = math.sqrt(0.025 * 0.975 / 10_000) / (stats.norm.pdf(1.959964) / spread)
+    assert ours is not None
+    assert abs(ours.low - reference.low) < 4 * math.sqrt(2) * quantile_error
+    assert abs(ours.high - reference.high) < 4 * math.sqrt(2) * quantile_error
+    assert paired_bootstrap_interval(differences) == ours  # the same data and seed give the same interval
+
+
+def test_the_pairing_effect_is_numpys_correlation_and_variances() -> None:
+    effect = pairing_effect(A, B)
+    assert effect.correlation == pytest.approx(np.corrcoef(A, B)[0, 1], abs=1e-12)
+    assert effect.variance_paired == pytest.approx(np.var(np.subtract(A, B), ddof=1), abs=1e-9)
+    assert effect.variance_unpaired == pytest.approx(np.var(A, ddof=1) + np.var(B, ddof=1), abs=1e-9)
+    assert effect.variance_paired < effect.variance_unpaired  # correlated arms: pairing helps
+
+
+def test_identical_arms_are_no_difference_with_a_zero_width_interval() -> None:
+    same = {seed: value for seed, value in enumerate(A)}
+    result = compare_paired("score", same, dict(same), name_a="a", name_b="b")
+    assert (result.estimate, result.ci.low, result.ci.high, result.p_value) == (0.0, 0.0, 0.0, 1.0)
+    assert not result.distinguishable and result.seeds_needed is None and "no difference (paired, n = 8)" in result.text
+
+
+def test_six_same_sign_pairs_resolve_and_five_cannot() -> None:
+    six = compare_paired("score", dict(enumerate([0, 0, 0, 0, 0, 0])), dict(enumerate([53, 40, 60, 55, 47, 70])),
+                         name_a="demo_random", name_b="demo")  # fmt: skip
+    assert six.p_value == pytest.approx(2 / 64) and six.distinguishable
+    assert "distinguishable from seed noise (paired, n = 6)" in six.text
+    five = compare_paired("score", dict(enumerate([0] * 5)), dict(enumerate([53, 40, 60, 55, 47])), name_a="a", name_b="b")
+    assert five.p_value == pytest.approx(2 / 32) and not five.distinguishable and five.seeds_needed == 6
+    assert seeds_needed_paired([1.0, -1.0, 1.2, -0.8]) is not None and seeds_needed_paired([0.0, 0.0]) is None
+
+
+def test_pairing_needs_the_same_seeds_on_a_seeded_world() -> None:
+    assert pairing("embedded", None, [0, 1, 2], "embedded", None, [2, 1, 0]).design == "paired"
+    assert pairing("minestudio", "hard", [0, 1], "minestudio", "hard", [0, 1]).design == "paired"
+    assert pairing("minestudio", None, [0, 1], "minestudio", "hard", [0, 1]).design == "paired"  # the default reset
+    fast = pairing("minestudio", "seeded_fast", [0, 1], "minestudio", "seeded_fast", [0, 1])
+    assert fast.design == "unpaired" and "seeded_fast" in fast.reason
+    assert "Mineflayer" in pairing("mineflayer", None, [0], "mineflayer", None, [0]).reason
+    assert "different seeds" in pairing("embedded", None, [0, 1], "embedded", None, [0, 2]).reason
+
+
+def _lifelines_km(data):
+    fitter = lifelines.KaplanMeierFitter(alpha=0.05)
+    fitter.fit([item.steps for item in data], [item.reached for item in data])
+    return fitter
+
+
+@pytest.mark.parametrize("fixture", [STEPS_A, STEPS_B], ids=["a", "b"])
+def test_kaplan_meier_curve_band_and_median_are_lifelines(fixture) -> None:
+    """(The fixtures avoid a curve at exactly 0.5: lifelines multiplies in log space and may land either side.)"""
+    data = episodes([step for step, _ in fixture], [run for _, run in fixture])
+    ours, fitter = kaplan_meier(data), _lifelines_km(data)
+    for point in ours.points:
+        assert point.not_reached == pytest.approx(fitter.survival_function_.loc[point.step].iloc[0], abs=1e-9)
+        band = fitter.confidence_interval_.loc[point.step]
+        if 0 < point.not_reached < 1:
+            assert (point.band.low, point.band.high) == pytest.approx((band.iloc[0], band.iloc[1]), abs=1e-9)
+    median = fitter.median_survival_time_
+    assert (ours.median if ours.median is not None else math.inf) == median
+    low, high = median_survival_times(fitter.confidence_interval_).iloc[0]
+    assert [math.inf if bound is None else bound for bound in ours.median_ci] == [low, high]
+    assert ours.reached_by_cap == pytest.approx(1 - fitter.survival_function_.iloc[-1, 0], abs=1e-9)
+
+
+def test_kaplan_meier_by_hand_none_censored_all_censored_and_ties() -> None:
+    none_censored = kaplan_meier([TimeToEvent(steps=s, reached=True) for s in (10, 20, 20, 40)])
+    assert [p.not_reached for p in none_censored.points] == pytest.approx([0.75, 0.25, 0.0])
+    assert none_censored.median == 20 and none_censored.reached_by_cap == 1.0
+    all_censored = kaplan_meier([TimeToEvent(steps=s, reached=False) for s in (100, 100, 80)])
+    assert all(p.not_reached == 1.0 for p in all_censored.points)
+    assert all_censored.median is None and all_censored.median_text() == "not reached"
+    assert all_censored.reached_by_cap == 0.0
+    # a tie of a reach and an end at step 20: the ended episode is still at risk at 20 (4 at risk, 1 reaches)
+    tied = kaplan_meier([TimeToEvent(steps=10, reached=True), TimeToEvent(steps=20, reached=True),
+                         TimeToEvent(steps=20, reached=False), TimeToEvent(steps=30, reached=True),
+                         TimeToEvent(steps=40, reached=False)])  # fmt: skip
+    assert [(p.step, p.at_risk) for p in tied.points] == [(10, 5), (20, 4), (30, 2), (40, 1)]
+    assert [p.not_reached for p in tied.points] == pytest.approx([0.8, 0.6, 0.3, 0.3])
+    assert tied.median == 30
+
+
+def test_logrank_is_scipys_and_lifelines() -> None:
+    a = episodes([s for s, _ in STEPS_A], [r for _, r in STEPS_A])
+    b = episodes([s for s, _ in STEPS_B], [r for _, r in STEPS_B])
+    ours = logrank(a, b)
+    reference = logrank_test([x.steps for x in a], [x.steps for x in b], [x.reached for x in a], [x.reached for x in b])
+    assert ours.statistic == pytest.approx(reference.test_statistic, abs=1e-9)
+    assert ours.p_value == pytest.approx(reference.p_value, abs=1e-9)
+    censored = [stats.CensoredData(uncensored=[x.steps for x in arm if x.reached],
+                                   right=[x.steps for x in arm if not x.reached]) for arm in (a, b)]  # fmt: skip
+    scipy_result = stats.logrank(censored[0], censored[1])
+    assert ours.p_value == pytest.approx(scipy_result.pvalue, abs=1e-9)
+    assert abs(ours.z) == pytest.approx(abs(scipy_result.statistic), abs=1e-9)
+
+
+def test_logrank_without_any_reach_has_no_test() -> None:
+    never = [TimeToEvent(steps=100, reached=False)] * 3
+    assert logrank(never, never).p_value is None
+
+
+def test_holm_by_hand() -> None:
+    result = holm([("a", 0.01), ("b", 0.04), ("c", 0.03), ("d", None), ("e", 0.005)], family="four tests")
+    adjusted = {test.name: test.adjusted_p for test in result.tests}
+    # sorted: e 0.005·4 = 0.02; a 0.01·3 = 0.03; c 0.03·2 = 0.06; b max(0.06, 0.04·1) = 0.06
+    assert adjusted == pytest.approx({"a": 0.03, "b": 0.06, "c": 0.06, "e": 0.02})
+    assert {test.name for test in result.tests if test.rejected} == {"a", "e"}
+    assert result.excluded == ["d"] and [test.name for test in result.tests] == ["a", "b", "c", "e"]
+    assert [t.adjusted_p for t in holm([("x", 0.9), ("y", 0.4)], family="two").tests] == [0.9, 0.8]  # monotone, capped at 1
