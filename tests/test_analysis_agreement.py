@@ -134,8 +134,15 @@ def test_the_fixture_is_analysed_as_designed(analysis: Analysis) -> None:
     assert "differs from the other arms only in agent" in scripted.experiment.why
     assert random_.milestones[f"{TASK}/place_table"].text() == "1/4 @ 380", "the interrupted episode's 300 is not in k/n"
     assert analysis.exit_code == 0 and analysis.verdict.text == "comparable: differs only in agent"
+    assert analysis.arms[1].milestones[f"{TASK}/place_table"].reached == 1
+    place_table = next(row for row in analysis.milestones if row.identity == "place_table")
+    assert [cell.time_to_event.median for cell in place_table.cells] == [44, None], "Kaplan–Meier, censored"
     score = analysis.differences[0].score
-    assert score.verdict == "distinguishable" and score.n_a == score.n_b == 4
+    assert score.design == "paired" and score.n_a == score.n_b == 4 and score.p == 2 / 16, "all four seeds worse"
+    assert score.p_adjusted is None, "the only score test: alone in its family"
+    steps = analysis.differences[0].milestone_steps
+    assert all(line.p_adjusted >= line.p for line in steps) and "the 3 steps-to-milestone test(s)" in analysis.family
+    assert score.verdict == "not distinguishable" and "about 6 paired seeds would resolve" in score.text
 
 
 def test_text_json_csv_and_markdown_agree(project: Path, analysis: Analysis) -> None:
@@ -184,7 +191,8 @@ def _check_numbers(rows: list[dict[str, str]], analysis: Analysis) -> None:
     for difference in analysis.differences:
         for line in difference.lines():
             key = (line.arm, f"difference:{line.metric}")
-            assert value[(*key, "estimate")] == line.estimate and value.get((*key, "p")) == line.p
+            assert value.get((*key, "estimate")) == line.estimate and value.get((*key, "p")) == line.p
+            assert value.get((*key, "p_adjusted")) == line.p_adjusted
             assert value[(*key, f"verdict:{line.verdict}")] == 1
             if line.interval is not None:
                 assert (value[(*key, "ci_low")], value[(*key, "ci_high")]) == (line.interval.low, line.interval.high)
@@ -226,7 +234,7 @@ def test_the_html_pages_in_chromium_agree(project: Path, analysis: Analysis, tmp
     written = invoke(project, {}, "report", "--html", str(bundle), "campaigns/agents.toml")
     assert written.exit_code == 0, written.err
     with start_browser(window=(1400, 1000)) as browser:
-        browser.open((bundle / "index.html").as_uri())
+        browser.open((bundle / "index.html").as_uri(), timeout=120)  # plotly.js is parsed on a shared, loaded host
         browser.wait_for("window.VIEWER_READY === true", timeout=60)
         page: dict[str, Any] = browser.run_js("""(() => ({
             verdict: document.querySelector('#verdict strong').textContent,
@@ -248,7 +256,8 @@ def test_the_html_pages_in_chromium_agree(project: Path, analysis: Analysis, tmp
     assert len(page["differences"]) == len(lines)
     for row, line in zip(page["differences"], lines):
         assert (row["arm"], row["metric"], row["verdict"]) == (line.arm, line.metric, line.verdict)
-        assert row["n"] == f"{line.n_a} + {line.n_b}" and _close(row["estimate"], line.estimate)
+        assert row["n"] == f"{line.n_a} + {line.n_b}"
+        assert row["estimate"] == "" if line.estimate is None else _close(row["estimate"], line.estimate)
         assert row["p"] == ("" if line.p is None else f"{line.p:.3f}")
         if line.interval is not None:
             low, high = re.findall(r"-?\d+\.\d+", row["interval"])

@@ -187,8 +187,9 @@ def test_a_campaign_runs_two_at_a_time_retries_an_infrastructure_failure_and_rer
     text = compared.stdout
     assert "comparable: differs only in agent" in text
     assert "n = 3 (seeds 0, 1, 2)" in text and "(n = 3)" in text, "intervals over the replicates"
-    assert "score: random_arm − scripted_arm = " in text and "at n = 3 + 3" in text
-    assert "/3 @ " in text, "milestones as k/n with their median step"
+    assert "score: random_arm − scripted_arm = " in text and "(paired, n = 3)" in text, "paired by seed: embedded"
+    assert "/3 · " in text, "milestones as k/n with their Kaplan–Meier median steps"
+    assert "Holm" in text and "steps (Kaplan–Meier median)" in text and "log-rank" in text
     for suffix, magic in (("png", b"\x89PNG"), ("pdf", b"%PDF"), ("svg", b"<?xml")):
         drawn = subprocess.run(
             [sys.executable, "-m", "mcu_arms", "compare", "campaigns/agents.toml", "--plot", f"plots/agents.{suffix}",

@@ -40,12 +40,18 @@ from mcu_arms.contracts.settings import (
 from mcu_arms.contracts.states import INFRASTRUCTURE_CAUSES, RunStatus
 from mcu_arms.environment import Environment
 from mcu_arms.layout import EPISODE_PATTERN, arm_runs
+from mcu_arms.report.methods.comparison import MetricComparison, compare_metric, compare_milestone
+from mcu_arms.report.methods.design import Pairing, pairing
+from mcu_arms.report.methods.multiplicity import HOLM_METHOD, holm
+from mcu_arms.report.methods.paired import PairingEffect
+from mcu_arms.report.methods.sequential import SequentialExperiment, sequential_experiment
+from mcu_arms.report.methods.survival import KM_METHOD, LOGRANK_METHOD, KaplanMeier, episodes, kaplan_meier
+from mcu_arms.report.stats import ALPHA
 from mcu_arms.report.stats import METHOD as STATS_METHOD
 from mcu_arms.report.stats import (
     Interval,
     MilestoneStats,
     Summary,
-    compare_means,
     milestone_stats,
     quantile,
     summarise,
@@ -189,6 +195,9 @@ class ArmAnalysis(BaseModel):
     metrics: dict[str, Summary] = Field(default_factory=dict)  # MetricName -> over the episodes used
     max_score: float | None = None
     milestones: dict[str, MilestoneStats] = Field(default_factory=dict)  # "task/identity" -> k/n, steps
+    # "task/identity" -> steps to it as time to an event, censored at the steps run (Kaplan–Meier)
+    time_to_milestone: dict[str, KaplanMeier] = Field(default_factory=dict)
+    sequential: SequentialExperiment | None = None  # its episodes were run with `run --until-resolved`
     per_episode: list[EpisodeMilestones] = Field(default_factory=list)
     curve: ReachedCurve | None = None  # None: no finished episode to draw
     infrastructure_share: float | None = None  # infrastructure noops over the steps run, all episodes used
@@ -220,14 +229,18 @@ class DifferenceResult(BaseModel):
     interval: Interval | None
     p: float | None  # raw
     p_adjusted: float | None = None  # over the family (`Analysis.family`); None when not adjusted
-    verdict: DifferenceVerdict
-    seeds_needed: int | None  # per arm, to resolve a difference of this size
+    verdict: DifferenceVerdict  # read on the adjusted p when there is one
+    seeds_needed: int | None  # per arm (unpaired) or pairs (paired), to resolve a difference of this size
+    pairing_effect: PairingEffect | None = None  # paired: what pairing by seed bought
+    medians: list[float | None] | None = None  # steps to a milestone: the arm's and the baseline's Kaplan–Meier
+    # medians (None: not reached); the estimate is their difference when both were reached
     text: str
 
 
 class ArmDifference(BaseModel):
     arm: str
     baseline: str
+    pairing: Pairing  # the design the arm and the baseline allow, and why
     score: DifferenceResult
     milestone_steps: list[DifferenceResult]
 
@@ -248,9 +261,10 @@ class SettingRow(BaseModel):
 
 class MilestoneCell(BaseModel):
     state: CellState
-    step: int | None = None  # one episode: its step; several: the median step of those that reached it
-    delta: int | None = None  # step minus the baseline's step, when both reached it
+    step: int | None = None  # one episode: its step; several: the Kaplan–Meier median (None: not reached)
+    delta: int | None = None  # step minus the baseline's step, when both have one
     stats: MilestoneStats | None = None  # k/n reached and the steps, over the episodes used
+    time_to_event: KaplanMeier | None = None  # several episodes: steps to it, censored at the steps run
 
 
 class MilestoneRow(BaseModel):
@@ -280,8 +294,11 @@ class Analysis(BaseModel):
     milestones: list[MilestoneRow]
     verdict: Verdict
     differences: list[ArmDifference] = Field(default_factory=list)
-    statistics_method: str = STATS_METHOD
-    family: str = "none: each p stands alone (no adjustment for the number of tests)"
+    statistics_method: str = (
+        f"scores: paired by seed where the design allows (paired bootstrap interval, exact sign-flip test), else "
+        f"{STATS_METHOD}; milestones: {KM_METHOD}, {LOGRANK_METHOD}"
+    )
+    family: str = "no test was made"  # which tests were adjusted together (Holm), in words
     flags: list[Flag] = Field(default_factory=list)
 
     @property
@@ -725,11 +742,20 @@ def _arm_analysis(
     metrics = {name: summarise([v[name] for v in values if v[name] is not None]) for name in METRICS}
     milestones, per_episode = _milestones(used)
     curve = reached_curve(per_episode, milestones) if used else None
+    time_to_milestone = {
+        key: kaplan_meier(episodes([each.steps.get(key) for each in per_episode],
+                                   [each.steps_run or 0 for each in per_episode]))
+        for key, stats in milestones.items() if stats.available and len(per_episode) > 1
+    }  # fmt: skip
+    sequential = sequential_experiment([report.sequential for report in used])
+    if sequential is not None:
+        flags.append(Flag(kind="sequential", arm=target.name, message=sequential.text))
     return ArmAnalysis(
         arm=target.name, source=source, campaign=target.campaign, status="finished" if used else report.status,
         settings_from="report", settings=report.settings.redacted(), fingerprint=report.fingerprint,
         experiment=experiment, used=[EpisodeRef(**_ref(r)) for r in used], excluded=excluded, metrics=metrics,
-        max_score=report.max_score, milestones=milestones, per_episode=per_episode, curve=curve,
+        max_score=report.max_score, milestones=milestones, time_to_milestone=time_to_milestone, sequential=sequential,
+        per_episode=per_episode, curve=curve,
         infrastructure_share=_infrastructure_share(used), thresholds=report.thresholds,
         compaction_limit=limit, latest=_facts(path, report),
     ), report  # fmt: skip
@@ -817,10 +843,8 @@ def _milestone_rows(arms: list[ArmAnalysis], reports: list[RunReport | None], ba
                 cells.append(MilestoneCell(state="not in run"))
             elif not stats.available:
                 cells.append(MilestoneCell(state="unavailable", stats=stats))
-            elif stats.median_step is None:
-                cells.append(MilestoneCell(state="not reached", stats=stats))
             else:
-                cells.append(MilestoneCell(state="reached", step=round(stats.median_step), stats=stats))
+                cells.append(_milestone_cell(stats, arm.time_to_milestone.get(key)))
         base_step = cells[baseline].step
         for cell in cells:
             if cell.step is not None and base_step is not None:
@@ -829,44 +853,138 @@ def _milestone_rows(arms: list[ArmAnalysis], reports: list[RunReport | None], ba
     return rows
 
 
-def _difference(metric: str, arm: ArmAnalysis, base: ArmAnalysis, mine: list[float], theirs: list[float]) -> DifferenceResult:
-    found = compare_means(metric, mine, theirs, name_a=arm.arm, name_b=base.arm)
-    if not mine or not theirs:
-        verdict: DifferenceVerdict = "no runs"
-    elif found.ci is None:
-        verdict = "too few episodes"
-    elif found.distinguishable:
-        verdict = "distinguishable"
+def _milestone_cell(stats: MilestoneStats, survival: KaplanMeier | None) -> MilestoneCell:
+    """One episode: the step it landed on; several: the Kaplan–Meier median, censored at the steps run."""
+    if survival is not None:
+        step = round(survival.median) if survival.median is not None else None
+        state: CellState = "reached" if stats.reached else "not reached"
+        return MilestoneCell(state=state, step=step, stats=stats, time_to_event=survival)
+    if stats.median_step is None:
+        return MilestoneCell(state="not reached", stats=stats)
+    return MilestoneCell(state="reached", step=round(stats.median_step), stats=stats)
+
+
+def _design_text(line: DifferenceResult) -> str:
+    return f"{line.design}, n = {line.n_a}" if line.design == "paired" else f"{line.design}, n = {line.n_a} + {line.n_b}"
+
+
+def _verdict_of(line: DifferenceResult) -> DifferenceVerdict:
+    """Read on the adjusted p (raw when the test is alone); an interval, where there is one, must exclude 0."""
+    p = line.p_adjusted if line.p_adjusted is not None else line.p
+    if line.n_a == 0 or line.n_b == 0:
+        return "no runs"
+    if p is None:
+        return "too few episodes"
+    excludes_zero = line.interval is None or line.interval.low > 0 or line.interval.high < 0
+    if p < ALPHA and excludes_zero:
+        return "distinguishable"
+    if line.estimate == 0 and (line.interval is None or line.interval.low == line.interval.high == 0 or p >= 1):
+        return "no difference"
+    return "not distinguishable"
+
+
+def _worded(line: DifferenceResult) -> str:
+    """The one sentence every view shows for a difference: estimate, interval, test, p (adjusted), verdict."""
+    if line.medians is not None:
+        shown = ["not reached" if median is None else f"{median:g}" for median in line.medians]
+        head = f"{line.metric} (Kaplan–Meier median): {shown[0]} for {line.arm} vs {shown[1]} for {line.baseline}"
+    elif line.estimate is None:
+        head = f"{line.metric}: {line.arm} − {line.baseline}: no estimate"
     else:
-        verdict = "no difference" if found.seeds_needed is None else "not distinguishable"
+        head = f"{line.metric}: {line.arm} − {line.baseline} = {line.estimate:+.2f}"
+    if line.interval is not None:
+        head += f" {line.interval.text()}"
+    design = _design_text(line)
+    if line.p is None:
+        return f"{head}; {design}: no interval or test can be given (run more seeds: `--seeds 0-5`)"
+    adjusted = f", Holm-adjusted p = {line.p_adjusted:.3g}" if line.p_adjusted is not None else ""
+    test = "log-rank" if line.medians is not None else line.design
+    head += f" ({test}: p = {line.p:.3g}{adjusted})"
+    effect = f"; {line.pairing_effect.text()}" if line.pairing_effect is not None else ""
+    if line.verdict == "distinguishable":
+        return f"{head}; distinguishable from seed noise ({design}){effect}"
+    if line.verdict == "no difference":
+        return f"{head}; no difference ({design}){effect}"
+    tail = ""
+    if line.seeds_needed is not None:
+        unit = "paired seeds" if line.design == "paired" else "seeds per arm"
+        tail = f"; about {line.seeds_needed} {unit} would resolve a difference of this size"
+    return f"{head}; not distinguishable from seed noise ({design}){tail}{effect}"
+
+
+def _score_difference(arm: ArmAnalysis, base: ArmAnalysis, design: Pairing) -> DifferenceResult:
+    """The score, paired by seed when the design allows (else two independent samples, saying why)."""
+    mine = {ref.seed: value for ref, value in zip(arm.used, arm.metrics["score"].values)}
+    theirs = {ref.seed: value for ref, value in zip(base.used, base.metrics["score"].values)}
+    found: MetricComparison = compare_metric("score", mine, theirs, design, name_a=arm.arm, name_b=base.arm)
     return DifferenceResult(
-        metric=metric, arm=arm.arm, baseline=base.arm, method="bootstrap interval; permutation test",
-        n_a=found.n_a, n_b=found.n_b, estimate=found.estimate, interval=found.ci, p=found.p_value, verdict=verdict,
-        seeds_needed=found.seeds_needed, text=found.text,
+        metric="score", arm=arm.arm, baseline=base.arm, method=found.method, design=found.design,
+        design_reason=found.design_reason, n_a=found.n_a, n_b=found.n_b, estimate=found.estimate, interval=found.ci,
+        p=found.p_value, verdict="too few episodes", seeds_needed=found.seeds_needed,
+        pairing_effect=found.paired.effect if found.paired else None, text="",
     )  # fmt: skip
 
 
-def _differences(arms: list[ArmAnalysis], baseline: int) -> list[ArmDifference]:
-    """Each arm with finished episodes against the baseline: the score, and the step of every milestone both
-    reached."""
+def _milestone_difference(key: str, arm: ArmAnalysis, base: ArmAnalysis) -> DifferenceResult | None:
+    """Steps to a milestone as time to an event (censored at the steps run): the Kaplan–Meier medians' difference
+    and the log-rank test. None when neither arm reached it."""
+    def times(of: ArmAnalysis) -> list[tuple[int | None, int]]:
+        return [(each.steps.get(key), each.steps_run or 0) for each in of.per_episode]
+
+    task, identity = key.split("/", 1)
+    found = compare_milestone(task, identity, times(arm), times(base))
+    if found.logrank.p_value is None:
+        return None
+    medians = (found.arm_a.median, found.arm_b.median)
+    estimate = medians[0] - medians[1] if None not in medians else None
+    return DifferenceResult(
+        metric=f"{identity} steps", arm=arm.arm, baseline=base.arm, method=f"{KM_METHOD}; {LOGRANK_METHOD}",
+        design="unpaired", design_reason="the log-rank test compares the arms' time-to-milestone curves",
+        n_a=found.arm_a.n, n_b=found.arm_b.n, estimate=estimate, interval=None, p=found.logrank.p_value,
+        verdict="too few episodes", seeds_needed=None, medians=list(medians), text="",
+    )  # fmt: skip
+
+
+def _differences(arms: list[ArmAnalysis], baseline: int) -> tuple[list[ArmDifference], str]:
+    """Each arm with finished episodes against the baseline: the score (paired when the design allows) and the steps
+    to every milestone either reached (time to event); then Holm over all of them. Returns the family in words."""
     base = arms[baseline]
     if base.n == 0:
-        return []
+        return [], "no test was made"
     differences = []
     for arm in arms:
         if arm is base or arm.n == 0:
             continue
-        milestone_steps = []
-        for key, stats in base.milestones.items():
-            other = arm.milestones.get(key)
-            if other is None or not stats.reached or not other.reached:
-                continue
-            mine = [each.steps[key] for each in arm.per_episode if each.steps.get(key) is not None]
-            theirs = [each.steps[key] for each in base.per_episode if each.steps.get(key) is not None]
-            milestone_steps.append(_difference(f"{key.split('/', 1)[1]} step", arm, base, mine, theirs))
-        score = _difference("score", arm, base, arm.metrics["score"].values, base.metrics["score"].values)
-        differences.append(ArmDifference(arm=arm.arm, baseline=base.arm, score=score, milestone_steps=milestone_steps))
-    return differences
+        design = pairing(arm.settings.simulator, arm.settings.reset_mode, arm.seeds,
+                         base.settings.simulator, base.settings.reset_mode, base.seeds)  # fmt: skip
+        keys = [key for key, stats in base.milestones.items()
+                if stats.available and key in arm.milestones and (stats.reached or arm.milestones[key].reached)]
+        milestone_steps = [line for key in keys if (line := _milestone_difference(key, arm, base)) is not None]
+        differences.append(ArmDifference(arm=arm.arm, baseline=base.arm, pairing=design,
+                                         score=_score_difference(arm, base, design), milestone_steps=milestone_steps))
+    families = {
+        f"the {{count}} score test(s) (the primary metric, one per arm against {base.arm})":
+            [difference.score for difference in differences],
+        "the {count} steps-to-milestone test(s)": [line for difference in differences for line in difference.milestone_steps],
+    }  # fmt: skip
+    stated = []
+    for name, members in families.items():
+        tested = [(str(index), line.p) for index, line in enumerate(members)]
+        count = sum(p is not None for _, p in tested)
+        if count == 0:
+            continue
+        stated.append(name.format(count=count))
+        adjusted = holm(tested, family=stated[-1])
+        for index, line in enumerate(members):
+            test = adjusted.adjusted(str(index))
+            line.p_adjusted = test.adjusted_p if test is not None and count > 1 else None
+    family = (f"{HOLM_METHOD} within each family: {'; '.join(stated)}; verdicts read the adjusted p (a test alone "
+              "in its family is not adjusted)" if stated else "no test was made")  # fmt: skip
+    lines = [line for difference in differences for line in difference.lines()]
+    for line in lines:
+        line.verdict = _verdict_of(line)
+        line.text = _worded(line)
+    return differences, family
 
 
 def _cross_arm_flags(arms: list[ArmAnalysis], flags: list[Flag]) -> None:
@@ -915,6 +1033,7 @@ def analyse(
     _cross_arm_flags(arms, flags)
     base_index = names.index(baseline_name)
     campaigns = {target.campaign for target in targets}
+    differences, family = _differences(arms, base_index)
     return Analysis(
         baseline=baseline_name,
         campaign=campaigns.pop() if len(campaigns) == 1 else None,
@@ -923,6 +1042,7 @@ def analyse(
         settings=_setting_rows_of([arm.settings for arm in arms], show_all),
         milestones=_milestone_rows(arms, reports, base_index),
         verdict=_verdict(arms),
-        differences=_differences(arms, base_index),
+        differences=differences,
+        family=family,
         flags=flags,
     )

@@ -153,9 +153,12 @@ def episode_rows(result: Analysis) -> list[tuple[str, list[str]]]:
 
 
 def cell_text(cell: MilestoneCell) -> str:
-    """One episode: the step (or —, n/a); several: reached k/n @ median step [quartiles]."""
-    if cell.stats is not None and cell.stats.n > 1:
-        return cell.stats.text()
+    """One episode: the step (or —, n/a); several: reached k/n · the Kaplan–Meier median steps [its interval], or
+    "not reached" (episodes that did not reach it count as censored at their steps run, never left out)."""
+    if cell.state == "unavailable" or cell.stats is None:
+        return CELL_WORDS.get(cell.state, "")
+    if cell.time_to_event is not None:
+        return f"{cell.stats.reached}/{cell.stats.n} · {cell.time_to_event.median_text()}"
     if cell.state == "reached":
         return str(cell.step)
     return CELL_WORDS.get(cell.state, "")
@@ -198,9 +201,10 @@ def tidy_numbers(result: Analysis) -> list[tuple[str, str, str, float]]:
     """The analysis as (arm, metric, statistic, value) rows of numbers only — what --csv prints.
 
     Per metric: n, mean, std, ci_low, ci_high, and each episode's value as `episode:N`. Per milestone
-    (`milestone:task/identity`): reached, n, median_step, q1, q3, delta. Per difference (`difference:<metric>`,
-    under the arm, against the baseline): estimate, ci_low, ci_high, p, p_adjusted, n_a, n_b, seeds_needed, and
-    `verdict:<word>` = 1. Per arm: `episodes` used/excluded:<reason>, `experiment:<fingerprint>` = n. Across arms
+    (`milestone:task/identity`): reached, n, and over several episodes km_median, km_median_low, km_median_high,
+    reached_by_cap (Kaplan–Meier), over one its step; delta. Per difference (`difference:<metric>`, under the arm,
+    against the baseline): estimate, ci_low, ci_high, p, p_adjusted, n_a, n_b, seeds_needed, `design:<paired or
+    unpaired>` = 1, `verdict:<word>` = 1, and when paired pairing_correlation, variance_paired, variance_unpaired. Per arm: `episodes` used/excluded:<reason>, `experiment:<fingerprint>` = n. Across arms
     (arm empty): `verdict` comparable, trustworthy, exit_code.
     """
     rows: list[tuple[str, str, str, float]] = []
@@ -230,9 +234,14 @@ def tidy_numbers(result: Analysis) -> list[tuple[str, str, str, float]]:
             if stats is not None and stats.available:
                 add(arm.arm, metric, "reached", stats.reached)
                 add(arm.arm, metric, "n", stats.n)
-                add(arm.arm, metric, "median_step", stats.median_step)
-                add(arm.arm, metric, "q1", stats.iqr.low if stats.iqr else None)
-                add(arm.arm, metric, "q3", stats.iqr.high if stats.iqr else None)
+            survival = cell.time_to_event
+            if survival is not None:
+                add(arm.arm, metric, "km_median", survival.median)
+                add(arm.arm, metric, "km_median_low", survival.median_ci[0])
+                add(arm.arm, metric, "km_median_high", survival.median_ci[1])
+                add(arm.arm, metric, "reached_by_cap", survival.reached_by_cap)
+            elif cell.state == "reached":
+                add(arm.arm, metric, "step", cell.step)
             add(arm.arm, metric, "delta", cell.delta)
     for difference in result.differences:
         for line in difference.lines():
@@ -245,7 +254,13 @@ def tidy_numbers(result: Analysis) -> list[tuple[str, str, str, float]]:
             add(line.arm, metric, "n_a", line.n_a)
             add(line.arm, metric, "n_b", line.n_b)
             add(line.arm, metric, "seeds_needed", line.seeds_needed)
+            add(line.arm, metric, f"design:{line.design}", 1)
             add(line.arm, metric, f"verdict:{line.verdict}", 1)
+            effect = line.pairing_effect
+            if effect is not None:
+                add(line.arm, metric, "pairing_correlation", effect.correlation)
+                add(line.arm, metric, "variance_paired", effect.variance_paired)
+                add(line.arm, metric, "variance_unpaired", effect.variance_unpaired)
     add("", "verdict", "comparable", int(result.verdict.comparable))
     add("", "verdict", "trustworthy", int(result.verdict.trustworthy))
     add("", "verdict", "exit_code", result.exit_code)
