@@ -40,12 +40,20 @@ from mcu_arms.contracts.settings import (
 from mcu_arms.contracts.states import INFRASTRUCTURE_CAUSES, RunStatus
 from mcu_arms.environment import Environment
 from mcu_arms.layout import EPISODE_PATTERN, arm_runs
-from mcu_arms.report.methods.comparison import MetricComparison, compare_metric, compare_milestone
+from mcu_arms.report.methods.comparison import MetricComparison, compare_metric
 from mcu_arms.report.methods.design import Pairing, pairing
 from mcu_arms.report.methods.multiplicity import HOLM_METHOD, holm
 from mcu_arms.report.methods.paired import PairingEffect
 from mcu_arms.report.methods.sequential import SequentialExperiment, sequential_experiment
-from mcu_arms.report.methods.survival import KM_METHOD, LOGRANK_METHOD, KaplanMeier, episodes, kaplan_meier
+from mcu_arms.report.methods.survival import (
+    KM_METHOD,
+    LOGRANK_METHOD,
+    KaplanMeier,
+    TimeToEvent,
+    episodes,
+    kaplan_meier,
+    logrank,
+)
 from mcu_arms.report.stats import ALPHA
 from mcu_arms.report.stats import METHOD as STATS_METHOD
 from mcu_arms.report.stats import (
@@ -53,7 +61,6 @@ from mcu_arms.report.stats import (
     MilestoneStats,
     Summary,
     milestone_stats,
-    quantile,
     summarise,
 )
 
@@ -666,21 +673,24 @@ def _milestones(reports: list[RunReport]) -> tuple[dict[str, MilestoneStats], li
 
 
 def reached_curve(per_episode: list[EpisodeMilestones], milestones: dict[str, MilestoneStats]) -> ReachedCurve:
-    landed_steps = sorted({step for each in per_episode for step in each.steps.values() if step is not None})
+    """Per step where any episode reached a milestone: how many each episode had reached by then, summarised by the
+    median and quartiles (numpy's linear interpolation, as report/stats.py's quantile)."""
+    import bisect
+
+    import numpy as np
+
+    reached = [sorted(step for step in each.steps.values() if step is not None) for each in per_episode]
+    landed_steps = sorted({step for steps in reached for step in steps})
     last = max([each.steps_run or 0 for each in per_episode] + landed_steps + [0])
     grid = [0, *landed_steps] + ([last] if last > (landed_steps[-1] if landed_steps else 0) else [])
-    counts = [[sum(1 for step in each.steps.values() if step is not None and step <= x) for each in per_episode]
-              for x in grid]  # fmt: skip
+    counts = np.array([[bisect.bisect_right(steps, x) for x in grid] for steps in reached], dtype=float)
+    low, median, high = np.quantile(counts, [0.25, 0.5, 0.75], axis=0).tolist()
     landed = [
         (round(stats.median_step), key.split("/", 1)[1])
         for key, stats in milestones.items()
         if stats.median_step is not None and stats.reached * 2 >= stats.n
     ]
-    return ReachedCurve(
-        steps=grid, median=[quantile(column, 0.5) for column in counts],
-        low=[quantile(column, 0.25) for column in counts], high=[quantile(column, 0.75) for column in counts],
-        landed=sorted(landed),
-    )  # fmt: skip
+    return ReachedCurve(steps=grid, median=median, low=low, high=high, landed=sorted(landed))
 
 
 def _infrastructure_share(reports: list[RunReport]) -> float | None:
@@ -926,22 +936,22 @@ def _score_difference(arm: ArmAnalysis, base: ArmAnalysis, design: Pairing) -> D
 
 
 def _milestone_difference(key: str, arm: ArmAnalysis, base: ArmAnalysis) -> DifferenceResult | None:
-    """Steps to a milestone as time to an event (censored at the steps run): the Kaplan–Meier medians' difference
-    and the log-rank test. None when neither arm reached it."""
-    def times(of: ArmAnalysis) -> list[tuple[int | None, int]]:
-        return [(each.steps.get(key), each.steps_run or 0) for each in of.per_episode]
+    """Steps to a milestone as time to an event (censored at the steps run): the arms' Kaplan–Meier medians and the
+    log-rank test. None when neither arm reached it."""
+    def times(of: ArmAnalysis) -> list[TimeToEvent]:
+        return episodes([each.steps.get(key) for each in of.per_episode], [each.steps_run or 0 for each in of.per_episode])
 
-    task, identity = key.split("/", 1)
-    found = compare_milestone(task, identity, times(arm), times(base))
-    if found.logrank.p_value is None:
+    mine, theirs = times(arm), times(base)
+    test = logrank(mine, theirs)
+    if test.p_value is None:
         return None
-    medians = (found.arm_a.median, found.arm_b.median)
+    medians = [(of.time_to_milestone.get(key) or kaplan_meier(data)).median for of, data in ((arm, mine), (base, theirs))]
     estimate = medians[0] - medians[1] if None not in medians else None
     return DifferenceResult(
-        metric=f"{identity} steps", arm=arm.arm, baseline=base.arm, method=f"{KM_METHOD}; {LOGRANK_METHOD}",
+        metric=f"{key.split('/', 1)[1]} steps", arm=arm.arm, baseline=base.arm, method=f"{KM_METHOD}; {LOGRANK_METHOD}",
         design="unpaired", design_reason="the log-rank test compares the arms' time-to-milestone curves",
-        n_a=found.arm_a.n, n_b=found.arm_b.n, estimate=estimate, interval=None, p=found.logrank.p_value,
-        verdict="too few episodes", seeds_needed=None, medians=list(medians), text="",
+        n_a=len(mine), n_b=len(theirs), estimate=estimate, interval=None, p=test.p_value, verdict="too few episodes",
+        seeds_needed=None, medians=medians, text="",
     )  # fmt: skip
 
 
