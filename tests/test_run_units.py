@@ -347,6 +347,9 @@ def test_a_tally_gives_k_of_n_done_and_an_eta_from_the_pace_so_far() -> None:
                             "(pace so far 1:40 per episode)")  # fmt: skip
     assert "ETA" not in CampaignTally(total=2, done=2, running=0, queued=0, failed=0, retried=0, ended=2,
                                       elapsed_s=9).text()  # fmt: skip
+    halfway = CampaignTally(total=4, done=2, running=2, queued=0, failed=0, retried=0, ended=2, in_progress=1.0,
+                            elapsed_s=300)  # fmt: skip
+    assert halfway.pace_s == 100 and halfway.eta_s == 100, "two running halfway: one episode's worth of work left"
 
 
 def test_fail_fast_stops_the_other_arms_when_one_fails_and_the_run_exits_1(tmp_path: Path) -> None:

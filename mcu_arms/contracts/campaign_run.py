@@ -36,8 +36,9 @@ def clock_text(seconds: float) -> str:
 
 
 class CampaignTally(BaseModel):
-    """Where a campaign run stands: its episodes by state, and an ETA from the pace observed so far (the time since
-    the run started over the episodes it has ended), the same for `status --campaign` and the live view."""
+    """Where a campaign run stands: its episodes by state, and an ETA from the pace observed so far — the time since
+    the run started over the work done (episodes ended, plus the share of its steps each running one has done) —
+    the same for `status --campaign` and the live view."""
 
     total: int
     done: int  # finished (this run, or an earlier one it skipped)
@@ -46,6 +47,7 @@ class CampaignTally(BaseModel):
     failed: int  # failed or interrupted, for good (not to be retried)
     retried: int  # episodes that failed for infrastructure reasons and were run again
     ended: int  # episodes this run ended (finished or failed): the pace's base
+    in_progress: float = 0.0  # the running episodes' share of their steps done, summed
     elapsed_s: float
 
     @property
@@ -54,11 +56,12 @@ class CampaignTally(BaseModel):
 
     @property
     def pace_s(self) -> float | None:
-        return self.elapsed_s / self.ended if self.ended else None
+        """Seconds of the run per episode's worth of work, once an episode has ended."""
+        return self.elapsed_s / (self.ended + self.in_progress) if self.ended else None
 
     @property
     def eta_s(self) -> float | None:
-        return self.pace_s * self.remaining if self.pace_s is not None else None
+        return self.pace_s * max(self.remaining - self.in_progress, 0.0) if self.pace_s is not None else None
 
     def text(self) -> str:
         head = (f"{self.done} of {self.total} done, {self.running} running, {self.queued} queued, {self.failed} failed, "

@@ -301,6 +301,8 @@ def campaign_state(env: Environment, campaign: Campaign) -> CampaignState:
         failed=sum(state.state in ("failed", "interrupted", "stale") for state in states),
         retried=sum(max(state.attempts - 1, 0) for state in states),
         ended=sum(run.report.status in FINAL_STATUSES for run in this_run),
+        in_progress=sum(min(state.step / state.max_steps, 1.0) for state in states
+                        if state.state == "running" and state.step and state.max_steps),  # fmt: skip
         elapsed_s=elapsed,
     )
     return CampaignState(

@@ -772,6 +772,7 @@ def _tally(total: int, outcomes: list[ArmOutcome], running: dict, pending: deque
         failed=sum(o.status in ("failed", "interrupted") and not o.retried for o in outcomes),
         retried=sum(o.retried for o in outcomes),
         ended=len(outcomes),
+        in_progress=sum(runner.progress.done_share() for runner in running.values()),
         elapsed_s=time.monotonic() - began,
     )
 
