@@ -248,6 +248,8 @@ def test_the_html_pages_in_chromium_agree(project: Path, analysis: Analysis, tmp
             experiments: [...document.querySelectorAll('#arms td.experiment')].map(td => td.textContent),
             text: document.body.innerText,
             chart: MCU_COMPARISON.series.map(s => s.replicates),
+            kmKey: document.getElementById('km-milestone').value,
+            km: document.getElementById('km-chart').data.filter(t => t.name).map(t => ({name: t.name, x: t.x, y: t.y})),
         }))()""")
         assert browser.external_requests() == [] and browser.errors() == []
     assert page["verdict"] == analysis.verdict.text
@@ -267,3 +269,9 @@ def test_the_html_pages_in_chromium_agree(project: Path, analysis: Analysis, tmp
     assert len(page["excluded"]) == sum(len(arm.excluded) for arm in analysis.arms)
     assert all(short(arm.experiment.fingerprint or "") in shown for arm, shown in zip(analysis.arms, page["experiments"]))
     assert page["chart"] == [arm.n for arm in analysis.arms]
+    row = next(row for row in analysis.milestones if f"{row.task}/{row.identity}" == page["kmKey"])
+    curves = [(arm, cell.time_to_event) for arm, cell in zip(analysis.arms, row.cells) if cell.time_to_event]
+    assert [trace["name"].split(" ")[0] for trace in page["km"]] == [arm.arm for arm, _ in curves]
+    for trace, (_, survival) in zip(page["km"], curves):
+        assert trace["x"] == [0, *(point.step for point in survival.points)]
+        assert trace["y"] == pytest.approx([0, *(1 - point.not_reached for point in survival.points)])

@@ -285,9 +285,23 @@ class Site:
 
 
 def comparison_data(result: Analysis) -> dict[str, object]:
-    """The comparison chart: milestones reached against step, one line per arm (report/plot.py's series)."""
+    """The comparison's charts: milestones reached against step, one line per arm (report/plot.py's series); and per
+    milestone each arm's Kaplan–Meier curve of reaching it (1 − S) with its band, as the analysis computed them."""
     plot = plot_data(result)
-    return {"title": plot.title, "series": [s.model_dump() for s in plot.series], "not_plotted": plot.not_plotted}
+    survival: dict[str, list[dict[str, object]]] = {}
+    for row in result.milestones:
+        curves = [
+            {"arm": arm.arm, "n": cell.time_to_event.n, "median": cell.time_to_event.median,
+             "steps": [0.0, *(point.step for point in cell.time_to_event.points)],
+             "reached": [0.0, *(1 - point.not_reached for point in cell.time_to_event.points)],
+             "low": [0.0, *(1 - point.band.high for point in cell.time_to_event.points)],
+             "high": [0.0, *(1 - point.band.low for point in cell.time_to_event.points)]}
+            for arm, cell in zip(result.arms, row.cells) if cell.time_to_event is not None
+        ]  # fmt: skip
+        if curves:
+            survival[f"{row.task}/{row.identity}"] = curves
+    return {"title": plot.title, "series": [s.model_dump() for s in plot.series], "not_plotted": plot.not_plotted,
+            "survival": survival}  # fmt: skip
 
 
 class BundleSummary(BaseModel):
