@@ -113,6 +113,7 @@ def _recorded(project: Path) -> list[dict]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)  # six real episodes, a retry, a rerun and five compares: past 600 s on a loaded 2-core host
 def test_a_campaign_runs_two_at_a_time_retries_an_infrastructure_failure_and_reruns_as_a_no_op(tmp_path: Path) -> None:
     project = _project(tmp_path)
     state = tmp_path / "state"
