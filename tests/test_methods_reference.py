@@ -183,3 +183,29 @@ def test_holm_by_hand() -> None:
     assert {test.name for test in result.tests if test.rejected} == {"a", "e"}
     assert result.excluded == ["d"] and [test.name for test in result.tests] == ["a", "b", "c", "e"]
     assert [t.adjusted_p for t in holm([("x", 0.9), ("y", 0.4)], family="two").tests] == [0.9, 0.8]  # monotone, capped at 1
+
+
+def test_the_unpaired_path_is_todays_test_and_says_why() -> None:
+    from mcu_arms.report.methods.comparison import compare_metric
+    from mcu_arms.report.stats import compare_means
+
+    a, b = dict(enumerate(A)), {seed + 10: value for seed, value in enumerate(B)}
+    design = pairing("embedded", None, list(a), "embedded", None, list(b))
+    result = compare_metric("score", a, b, design, name_a="a", name_b="b")
+    today = compare_means("score", A, B, name_a="a", name_b="b")
+    assert result.design == "unpaired" and result.unpaired == today and result.p_value == today.p_value
+    assert "different seeds" in result.text and result.seeds_needed == today.seeds_needed
+
+
+def test_holm_over_a_compares_family_reads_the_verdict_on_the_adjusted_p() -> None:
+    from mcu_arms.report.methods.comparison import adjust_family, compare_metric
+
+    paired = pairing("embedded", None, range(6), "embedded", None, range(6))
+    clear = compare_metric("score", dict(enumerate([0.0] * 6)), dict(enumerate([53, 40, 60, 55, 47, 70])), paired,
+                           name_a="a", name_b="b")  # fmt: skip
+    noise = compare_metric("collect_wood", dict(enumerate([1.0, 3, 2, 5, 4, 6])), dict(enumerate([2.0, 1, 4, 3, 6, 5])),
+                           paired, name_a="a", name_b="b")  # fmt: skip
+    family, adjusted = adjust_family([clear, noise], family="score and one milestone")
+    assert clear.distinguishable and clear.p_value == pytest.approx(2 / 64)
+    assert adjusted[0].adjusted_p == pytest.approx(min(1.0, 2 * 2 / 64)) and not adjusted[0].distinguishable
+    assert [test.p_value for test in family.tests] == [clear.p_value, noise.p_value]

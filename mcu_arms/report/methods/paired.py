@@ -95,14 +95,20 @@ def sign_flip_sums(differences: Sequence[float]) -> np.ndarray:
 
 
 def random_sign_sums(values: np.ndarray, seed: int, resamples: int = SIGN_FLIP_RESAMPLES) -> Iterator[np.ndarray]:
-    """Σ s·d for `resamples` seeded random sign vectors, in chunks: with b a fair bit, Σ (2b − 1)·d = 2·(b·d) − Σ d."""
+    """Σ s·d for `resamples` seeded random sign vectors, in chunks. With b a fair bit, Σ (2b − 1)·d = 2·(b·d) − Σ d;
+    b·d is read a byte at a time from a table of the 256 subset sums of each 8 consecutive values."""
     import numpy as np
 
+    groups = -(-len(values) // 8)
+    padded = np.zeros(groups * 8)
+    padded[: len(values)] = values
+    bits = (np.arange(256)[:, None] >> np.arange(8)) & 1  # byte -> its 8 bits, low bit first
+    table = padded.reshape(groups, 8) @ bits.T  # group, byte -> the sum of the values whose bits are set
     rng = np.random.default_rng(seed)
-    chunk = max(1, 2_000_000 // len(values))
+    chunk = max(1, 4_000_000 // groups)
     for start in range(0, resamples, chunk):
-        bits = rng.integers(0, 2, size=(min(chunk, resamples - start), len(values)), dtype=np.uint8)
-        yield 2 * (bits.astype(float) @ values) - values.sum()
+        drawn = rng.integers(0, 256, size=(min(chunk, resamples - start), groups))
+        yield 2 * table[np.arange(groups), drawn].sum(axis=1) - values.sum()
 
 
 def sign_flip_test(differences: Sequence[float], *, seed: int = RESAMPLE_SEED) -> SignFlipTest:
