@@ -55,10 +55,14 @@ def write_run(
     steps: dict[str, int | None] | None = None,
     unavailable: tuple[str, ...] = (),
     status: str = "finished",
+    settings_steps: int | None = None,
     **fields: Any,
 ) -> RunReport:
-    """A run report for arms/NAME.toml as `run` writes it, with milestone steps given by identity."""
+    """A run report for arms/NAME.toml as `run` writes it, with milestone steps given by identity (`settings_steps`:
+    as run with --steps N)."""
     spec = load_arm(cwd / "arms" / f"{name}.toml")
+    if settings_steps is not None:
+        spec = spec.model_copy(update={"steps": settings_steps})
     settings, compaction = resolve_settings(spec, [])
     episode_dir = cwd / "output" / name / f"episode_{episode:03d}"
     episode_dir.mkdir(parents=True)
@@ -495,3 +499,41 @@ def test_planned_counters_are_shown_and_na_for_other_agents(tmp_path: Path) -> N
     assert _row(outcome.out, "failed turns")[0] == "n/a" and _row(outcome.out, "failed turns")[1].startswith("1 (")
     assert _row(outcome.out, "decision ms (median)") == ["n/a", "42.2"]
     assert _row(outcome.out, "invalid outputs") == ["n/a", "4 (invalid_plan=1 invalid_policy_output=3)"]
+
+
+def test_two_arms_whose_latest_runs_are_other_experiments_are_refused_naming_both(pair: Path) -> None:
+    """Both arms also ran with --steps 40: each has two experiments that differ only in agent from the other arm's,
+    so which to compare is not clear; compare refuses (exit 2), lists the candidates, and --experiment chooses."""
+    write_run(pair, "scripted_arm", episode=2, steps={"collect_wood": 5}, overrides={"steps": 40},
+              settings_steps=40)  # fmt: skip
+    write_run(pair, "random_arm", episode=2, steps={}, overrides={"steps": 40}, settings_steps=40)
+    refused = invoke(pair, {}, "compare", "scripted_arm", "random_arm")
+    assert refused.exit_code == 2, refused.out
+    assert "more than one experiment of 'scripted_arm', 'random_arm'" in refused.err
+    for arm in ("scripted_arm", "random_arm"):
+        assert f"  {arm}: experiment " in refused.err
+    assert "steps = 40 (arm file: 400)" in refused.err and "n = 1 finished; episodes 1" in refused.err
+    assert "--experiment PREFIX" in refused.err and "--run N" in refused.err
+
+    first = compare(pair, "scripted_arm", "random_arm", episode=1)
+    assert [arm.settings.steps for arm in first.arms] == [400, 400] and first.exit_code == 0
+    chosen = [arm.experiment.candidates[0].fingerprint for arm in compare(pair, "scripted_arm", "random_arm",
+                                                                            episode=2).arms]  # fmt: skip
+    prefixes = [fp.split(":", 1)[1][:8] for fp in chosen]
+    outcome = invoke(pair, {}, "compare", "scripted_arm", "random_arm", *(f"--experiment={p}" for p in prefixes), "--json")
+    assert outcome.exit_code == 0, outcome.err
+    result = Analysis.model_validate_json(outcome.out)
+    assert [arm.settings.steps for arm in result.arms] == [40, 40]
+    assert all("chosen by --experiment" in arm.experiment.why for arm in result.arms)
+    assert [(e.episode, e.reason) for e in result.arms[0].excluded] == [(1, "other experiment")]
+
+
+def test_an_arm_with_one_matching_experiment_is_chosen_whatever_ran_last(pair: Path) -> None:
+    """Only scripted_arm ran again with --steps 40: the 400-step runs are the pair that differs only in agent."""
+    write_run(pair, "scripted_arm", episode=2, steps={"collect_wood": 5}, overrides={"steps": 40}, settings_steps=40)
+    result = compare(pair, "scripted_arm", "random_arm")
+    assert result.verdict.text == "comparable: differs only in agent" and result.exit_code == 0
+    scripted = result.arms[0]
+    assert [ref.episode for ref in scripted.used] == [1] and scripted.settings.steps == 400
+    assert "differs from the other arms only in agent" in scripted.experiment.why
+    assert [(e.episode, e.reason) for e in scripted.excluded] == [(2, "other experiment")]
