@@ -52,11 +52,11 @@ def _run_until_resolved(rng: random.Random, variants: int, max_seeds: int, batch
     return any(test.rejected for test in tests), naive
 
 
-@pytest.mark.parametrize(("variants", "max_seeds", "batch", "peeking_inflates"), [(1, 12, 2, True), (2, 12, 4, False)])
+@pytest.mark.parametrize(("variants", "max_seeds", "batch", "peeking_inflates"), [(1, 16, 2, True), (2, 12, 4, False)])
 def test_no_true_difference_rejects_at_most_alpha_however_often_it_is_looked_at(
     variants: int, max_seeds: int, batch: int, peeking_inflates: bool
 ) -> None:
-    """With 6 looks the naive rule's error is well above alpha; with 3 coarse looks at alpha / 2 it barely moves, but
+    """With 8 looks the naive rule's error is well above alpha; with 3 coarse looks at alpha / 2 it barely moves, but
     the sequential rule must hold in both."""
     rng = random.Random(20261201 + variants)
     outcomes = [_run_until_resolved(rng, variants, max_seeds, batch) for _ in range(CAMPAIGNS)]
