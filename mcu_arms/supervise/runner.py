@@ -29,6 +29,7 @@ from mcu_arms.atomic import open_log, write_json_exclusive
 from mcu_arms.containment import containment_support
 from mcu_arms.contracts.access import ArmAccess
 from mcu_arms.contracts.agent_report import AGENT_REPORT_SUFFIX, AgentSummary, agent_summary
+from mcu_arms.contracts.campaign_run import CampaignTally
 from mcu_arms.contracts.errors import validation_summary
 from mcu_arms.contracts.evaluation import EvaluationResult
 from mcu_arms.contracts.events import EventRecord
@@ -65,7 +66,6 @@ from mcu_arms.layout import (
 )
 from mcu_arms.procs import DEFAULT_STOP_GRACE_S, PRIVATE_UMASK, AdoptedOrphans, Child
 from mcu_arms.supervise.alerts import AlertMonitor
-from mcu_arms.contracts.campaign_run import CampaignTally
 from mcu_arms.supervise.live import REFRESH_PER_SECOND, View, make_view
 from mcu_arms.supervise.progress import ArmProgress, StepsTail
 from mcu_arms.supervise.provenance import collect_provenance
