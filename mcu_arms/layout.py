@@ -316,6 +316,14 @@ def create_run_dir(arm_dir: Path, number: int) -> RunDir:
     return RunDir(path)
 
 
+CAMPAIGN_RUNS_DIR = ".campaigns"  # hidden beside the arms: known_arms counts dirs with episodes only
+
+
+def campaign_runs_dir(output_dir: Path, campaign: str) -> Path:
+    """Where each `mcu-arms run` of a campaign records the episodes it set out to run."""
+    return output_dir / CAMPAIGN_RUNS_DIR / campaign
+
+
 def known_arms(output_dir: Path) -> list[str]:
     """Arms with at least one episode dir under `output_dir`."""
     if not output_dir.is_dir():

@@ -113,6 +113,7 @@ def _recorded(project: Path) -> list[dict]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)  # six real episodes, a retry, a rerun and five compares: past 600 s on a loaded 2-core host
 def test_a_campaign_runs_two_at_a_time_retries_an_infrastructure_failure_and_reruns_as_a_no_op(tmp_path: Path) -> None:
     project = _project(tmp_path)
     state = tmp_path / "state"
@@ -131,11 +132,27 @@ def test_a_campaign_runs_two_at_a_time_retries_an_infrastructure_failure_and_rer
         process = psutil.Process(green["pid"])
         assert abs(process.create_time() - green["create_time"]) < 0.01, "the recorded green is the one we started"
         process.send_signal(signal.SIGKILL)  # an infrastructure failure: the evaluator dies mid-episode
+
+        def campaign_with_a_pace() -> dict | None:
+            """status --campaign while the campaign runs: once an episode has ended, the ones still queued and an ETA."""
+            shown = invoke(project, {"MCU_ARMS_STATE_DIR": str(state)}, "status", "--campaign", "campaigns/agents.toml",
+                           "--json")  # fmt: skip
+            (campaign,) = json.loads(shown.out)["campaigns"]
+            tally = campaign["tally"]
+            return campaign if tally["ended"] >= 1 and tally["queued"] >= 1 else None
+
+        during = wait_for(campaign_with_a_pace, "an episode to end while others are queued", timeout=180)
+        assert len(during["cells"]) == 6 and during["supervisor_alive"]
+        states = [cell["state"] for cell in during["cells"]]
+        assert "queued" in states and states.count("running") <= 2, states
+        text = invoke(project, {"MCU_ARMS_STATE_DIR": str(state)}, "status", "--campaign", "campaigns/agents.toml").out
+        assert " of 6 done" in text and "queued" in text and "ETA" in text, text
         out, _ = running.communicate(timeout=600)
     finally:
         if running.poll() is None:
             running.kill()
     assert running.returncode == 0, out
+    assert "6 of 6 done, 0 running, 0 queued, 0 failed, 1 retried" in out, "the live view's summary, last at the end"
     reports = _recorded(project)
     failed = [r for r in reports if r["status"] == "failed"]
     assert len(failed) == 1 and failed[0]["failure"]["process"] == "green"
@@ -171,8 +188,9 @@ def test_a_campaign_runs_two_at_a_time_retries_an_infrastructure_failure_and_rer
     text = compared.stdout
     assert "comparable: differs only in agent" in text
     assert "n = 3 (seeds 0, 1, 2)" in text and "(n = 3)" in text, "intervals over the replicates"
-    assert "score: random_arm − scripted_arm = " in text and "at n = 3 + 3" in text
-    assert "/3 @ " in text, "milestones as k/n with their median step"
+    assert "score: random_arm − scripted_arm = " in text and "(paired, n = 3)" in text, "paired by seed: embedded"
+    assert "/3 · " in text, "milestones as k/n with their Kaplan–Meier median steps"
+    assert "Holm" in text and "steps (Kaplan–Meier median)" in text and "log-rank" in text
     for suffix, magic in (("png", b"\x89PNG"), ("pdf", b"%PDF"), ("svg", b"<?xml")):
         drawn = subprocess.run(
             [sys.executable, "-m", "mcu_arms", "compare", "campaigns/agents.toml", "--plot", f"plots/agents.{suffix}",
@@ -203,15 +221,17 @@ def test_a_campaign_runs_two_at_a_time_retries_an_infrastructure_failure_and_rer
     assert (project / "export" / "tidy.csv").read_bytes() == exported and not (project / "plots" / "again.png").exists()
     status = invoke(project, {"MCU_ARMS_STATE_DIR": str(state)}, "status", "--campaign", "campaigns/agents.toml",
                     "--json")  # fmt: skip
-    latest = {(s["arm"], s["seed"]): s["state"] for s in json.loads(status.out)["arms"]}
-    assert latest == {episode: "finished" for episode in finished}, "each seed's latest episode, the retried one too"
+    (campaign,) = json.loads(status.out)["campaigns"]
+    latest = {(cell["arm"], cell["seed"]): cell["state"] for cell in campaign["cells"]}
+    assert latest == {episode: "done" for episode in finished}, "each seed's latest episode, the retried one too"
+    assert campaign["tally"]["done"] == campaign["tally"]["total"] == 6
     print(f"campaign of 6 episodes with one retry: {wall:.1f} s")
 
 
 def test_status_and_compare_take_a_campaign_file(tmp_path: Path) -> None:
     project = _project(tmp_path)
     shown = invoke(project, {}, "compare", "campaigns/agents.toml", "--json")
-    assert shown.exit_code == 0, shown.err
+    assert shown.exit_code == 1, "no arm has a finished episode: never 0"
     arms = json.loads(shown.out)["arms"]
     assert [arm["arm"] for arm in arms] == ["scripted_arm", "random_arm"] and {a["status"] for a in arms} == {"no run"}
     assert json.loads(shown.out)["baseline"] == "scripted_arm"

@@ -21,7 +21,8 @@ from mcu_arms.contracts.agent_report import AgentSummary
 from mcu_arms.contracts.run_report import Failure, MilestoneRecord, Provenance, RunReport
 from mcu_arms.contracts.settings import fingerprint
 from mcu_arms.layout import RunDir
-from mcu_arms.report.compare import ComparisonResult, compare_arms
+from mcu_arms.report.analysis import Analysis, analyse
+from mcu_arms.report.compare import cell_text
 
 EMBEDDED_LABEL = "embedded (Crafter analogue of MCU)"
 MILESTONES = ("collect_wood", "place_table", "make_wood_pickaxe", "collect_stone", "collect_diamond")
@@ -54,10 +55,14 @@ def write_run(
     steps: dict[str, int | None] | None = None,
     unavailable: tuple[str, ...] = (),
     status: str = "finished",
+    settings_steps: int | None = None,
     **fields: Any,
 ) -> RunReport:
-    """A run report for arms/NAME.toml as `run` writes it, with milestone steps given by identity."""
+    """A run report for arms/NAME.toml as `run` writes it, with milestone steps given by identity (`settings_steps`:
+    as run with --steps N)."""
     spec = load_arm(cwd / "arms" / f"{name}.toml")
+    if settings_steps is not None:
+        spec = spec.model_copy(update={"steps": settings_steps})
     settings, compaction = resolve_settings(spec, [])
     episode_dir = cwd / "output" / name / f"episode_{episode:03d}"
     episode_dir.mkdir(parents=True)
@@ -106,9 +111,9 @@ def write_run(
     return report
 
 
-def compare(cwd: Path, *items: str, **options: Any) -> ComparisonResult:
+def compare(cwd: Path, *items: str, **options: Any) -> Analysis:
     env, _, _ = make_environment(cwd, {})
-    return compare_arms(list(items), env, **options)
+    return analyse(list(items), env, **options)
 
 
 @pytest.fixture()
@@ -154,7 +159,7 @@ def test_milestone_matrix_steps_deltas_and_markers(pair: Path) -> None:
     assert _row(outcome.out, "collect_wood") == ["12", "150 (+138)"]
     assert _row(outcome.out, "place_table") == ["40", "—"]
     assert _row(outcome.out, "collect_diamond") == ["—", "n/a"]
-    matrix = outcome.out.split("milestones of")[1]
+    matrix = outcome.out.split("milestones of")[1].split("excluded episodes")[0]
     rows = [line.split("│")[1].strip() for line in matrix.splitlines() if line.startswith("│")]
     assert rows == list(MILESTONES), "rows keep task order"
 
@@ -173,9 +178,13 @@ def test_not_comparable_lists_every_difference_and_exits_1(tmp_path: Path) -> No
     assert _row(outcome.out, "status") == ["no run", "no run"]
 
 
-def test_identical_settings_exit_0(tmp_path: Path) -> None:
+def test_identical_settings_exit_0_once_both_ran(tmp_path: Path) -> None:
     write_arm(tmp_path, "a")
     write_arm(tmp_path, "b")
+    never_ran = compare(tmp_path, "a", "b")
+    assert never_ran.verdict.missing == ["a", "b"] and never_ran.exit_code == 1, "an arm that never ran is never 0"
+    write_run(tmp_path, "a")
+    write_run(tmp_path, "b")
     result = compare(tmp_path, "a", "b")
     assert result.verdict.identical and result.verdict.text == "identical settings"
     assert result.settings == []
@@ -219,7 +228,7 @@ def test_missing_purple_report_is_unknown_not_zero(tmp_path: Path) -> None:
     assert _row(outcome.out, "compactions") == ["2", "no purple report"]
     assert _row(outcome.out, "overflow resets") == ["0", "no purple report"]
     result = compare(tmp_path, "wm", "wm_plain")
-    assert result.arms[1].purple_report is False and result.arms[1].failed_turns is None
+    assert result.arms[1].latest.purple_report is False and result.arms[1].latest.failed_turns is None
     assert result.arms[0].compaction_limit == 206400
 
 
@@ -227,7 +236,7 @@ def test_a_default_compaction_limit_moves_with_the_context_window_as_one_change(
     write_arm(tmp_path, "wide", agent="worldmodel", simulator="minestudio")
     write_arm(tmp_path, "narrow", agent="worldmodel", simulator="minestudio", context_window=128000)
     result = compare(tmp_path, "wide", "narrow")
-    assert result.verdict.text == "comparable: differs only in context_window"
+    assert result.verdict.settings_text == "comparable: differs only in context_window"
     limit = next(row for row in result.settings if row.key == "compact_limit")
     assert limit.values == [516000, 256000] and limit.follows == "context_window"
     write_arm(tmp_path, "narrow", agent="worldmodel", simulator="minestudio", context_window=128000,
@@ -246,7 +255,7 @@ def test_compaction_limit_reported_by_the_purple_wins_and_is_flagged(tmp_path: P
                                                  compaction_limit=1000, failed_turns=2))
     result = compare(tmp_path, "wm")
     assert result.arms[0].compaction_limit == 1000
-    assert result.arms[0].failed_turns == 2
+    assert result.arms[0].latest.failed_turns == 2
     assert any(f.kind == "compaction_limit_mismatch" for f in result.flags)
 
 
@@ -261,9 +270,9 @@ def test_failed_arm_stays_with_logs_and_reason(pair: Path) -> None:
         score=None,
     )
     latest_finished = compare(pair, "scripted_arm", "random_arm")
-    assert latest_finished.arms[1].episode == 1
-    later = next(f for f in latest_finished.flags if f.kind == "later_runs")
-    assert "episode 2 failed" in later.message
+    assert [ref.episode for ref in latest_finished.arms[1].used] == [1]
+    (left_out,) = latest_finished.arms[1].excluded
+    assert (left_out.episode, left_out.reason) == (2, "failed") and "before its card" in left_out.detail
 
     outcome = invoke(pair, {}, "compare", "scripted_arm", "random_arm", "--run", "2")
     assert outcome.exit_code == 2
@@ -273,8 +282,9 @@ def test_failed_arm_stays_with_logs_and_reason(pair: Path) -> None:
     write_run(pair, "broken", status="failed", failure=Failure(process="green", reason="green port busy"),
               steps_run=None, noops={})
     outcome = invoke(pair, {}, "compare", "scripted_arm", "broken")
-    assert outcome.exit_code == 0
+    assert outcome.exit_code == 3, "no finished episode, for infrastructure reasons"
     assert _row(outcome.out, "status") == ["finished", "failed"]
+    assert "NO RESULT for broken" in outcome.out
     assert "broken failed (green): green port busy" in outcome.out
     assert str(pair / "output/broken/episode_001/logs/purple.log") in outcome.out
     assert _row(outcome.out, "noops") == ["3", ""]
@@ -286,15 +296,17 @@ def test_arm_that_never_ran_or_is_still_running(pair: Path) -> None:
     write_run(pair, "live", status="started", steps_run=None, score=None, wall_s=None, noops={})
     result = compare(pair, "scripted_arm", "fresh", "live")
     assert [arm.status for arm in result.arms] == ["finished", "no run", "started"]
-    assert [cell.text() for cell in result.milestones[0].cells] == ["12", "no run", "—"]
-    assert {(f.kind, f.arm) for f in result.flags} >= {("no_run", "fresh"), ("started", "live")}
-    assert result.verdict.text == "identical settings", "seeds are replicates of one arm, not a difference"
+    assert [cell_text(cell) for cell in result.milestones[0].cells] == ["12", "no run", "none finished"]
+    assert {(f.kind, f.arm) for f in result.flags} >= {("no_run", "fresh"), ("no_finished_episode", "live")}
+    assert result.arms[2].excluded[0].reason == "unfinished"
+    assert result.verdict.differing == [], "seeds are replicates of one arm, not a difference"
+    assert result.verdict.missing == ["fresh", "live"] and result.exit_code == 1
 
     from mcu_arms.report.plot import plot_data
 
     data = plot_data(result)
-    assert [s.arm for s in data.series] == ["scripted_arm", "live"] and data.not_plotted == ["fresh"]
-    assert "no run: fresh" in data.title
+    assert [s.arm for s in data.series] == ["scripted_arm"] and data.not_plotted == ["fresh", "live"]
+    assert "no finished episode: fresh, live" in data.title
 
 
 def test_different_simulators_and_fingerprints_are_flagged(tmp_path: Path) -> None:
@@ -307,10 +319,10 @@ def test_different_simulators_and_fingerprints_are_flagged(tmp_path: Path) -> No
     result = compare(tmp_path, "emb", "mc")
     kinds = {flag.kind for flag in result.flags}
     assert "different_simulators" in kinds
-    fingerprints = next(f for f in result.flags if f.kind == "fingerprints_differ")
-    assert fingerprints.arm == "emb" and "episodes 1" in fingerprints.message and "episodes 2" in fingerprints.message
-    # reset_mode and action_mode are minestudio's only
-    assert result.verdict.differing == ["simulator", "steps", "reset_mode", "action_mode"]
+    emb = result.arms[0]
+    assert len(emb.experiment.candidates) == 2 and [ref.episode for ref in emb.used] == [2]
+    assert [(each.episode, each.reason) for each in emb.excluded] == [(1, "other experiment")]
+    assert result.verdict.differing == ["simulator", "steps", "reset_mode", "action_mode"]  # minestudio's only
     outcome = invoke(tmp_path, {}, "compare", "emb", "mc")
     assert "different_simulators" in outcome.out and "MineStudio 1.1.6" in outcome.out
 
@@ -330,36 +342,33 @@ def test_secret_env_values_never_shown_but_still_compared(tmp_path: Path) -> Non
         path.write_text(path.read_text() + f'\n[env]\nOPENAI_API_KEY = "{secret}"\nMODE = "x"\n', encoding="utf-8")
     outcome = invoke(tmp_path, {}, "compare", "a", "b", "--json", "--all")
     assert "sk-FIRST" not in outcome.out and "sk-SECOND" not in outcome.out
-    result = ComparisonResult.model_validate_json(outcome.out)
-    assert result.verdict.text == "comparable: differs only in env.OPENAI_API_KEY"
+    result = Analysis.model_validate_json(outcome.out)
+    assert result.verdict.settings_text == "comparable: differs only in env.OPENAI_API_KEY"
     assert next(row for row in result.settings if row.key == "env.MODE").values == ["x", "x"]
 
 
 def test_json_round_trips(pair: Path) -> None:
     outcome = invoke(pair, {}, "compare", "scripted_arm", "random_arm", "--json")
     assert outcome.exit_code == 0
-    parsed = ComparisonResult.model_validate_json(outcome.out)
+    parsed = Analysis.model_validate_json(outcome.out)
     assert parsed == compare(pair, "scripted_arm", "random_arm")
     assert parsed.milestones[0].cells[1].delta == 138
 
 
-def test_csv_round_trips(pair: Path) -> None:
+def test_csv_is_tidy_numbers(pair: Path) -> None:
     outcome = invoke(pair, {}, "compare", "scripted_arm", "random_arm", "--csv")
     assert outcome.exit_code == 0
     rows = list(csv.DictReader(io.StringIO(outcome.out)))
-    assert list(rows[0]) == ["kind", "key", "scripted_arm", "random_arm"]
-    by_kind: dict[str, dict[str, dict[str, str]]] = {}
-    for row in rows:
-        by_kind.setdefault(row["kind"], {})[row["key"]] = row
-    assert by_kind["setting"]["agent"]["random_arm"] == "random"
-    assert by_kind["result"]["score"]["scripted_arm"] == "3"
+    assert list(rows[0]) == ["arm", "metric", "statistic", "value"]
+    assert all(float(row["value"]) == float(row["value"]) for row in rows), "every value is a number"
+    value = {(row["arm"], row["metric"], row["statistic"]): float(row["value"]) for row in rows}
+    assert value[("scripted_arm", "score", "mean")] == 3 and value[("scripted_arm", "score", "n")] == 1
+    assert value[("scripted_arm", "score", "episode:1")] == 3, "a one-episode value is labelled with its episode"
     result = compare(pair, "scripted_arm", "random_arm")
     for milestone in result.milestones:
-        key = f"{milestone.task}/{milestone.identity}"
-        assert [by_kind["milestone"][key][arm] for arm in result.arm_names()] == [c.text() for c in milestone.cells]
-        deltas = [by_kind["milestone_delta"][key][arm] for arm in result.arm_names()]
-        assert deltas == ["" if c.delta is None else str(c.delta) for c in milestone.cells]
-    assert by_kind["verdict"]["verdict"]["scripted_arm"] == "comparable: differs only in agent"
+        for arm, cell in zip(result.arm_names(), milestone.cells):
+            assert value.get((arm, f"milestone:{milestone.task}/{milestone.identity}", "delta")) == cell.delta
+    assert value[("", "verdict", "comparable")] == 1 and value[("", "verdict", "exit_code")] == 0
 
 
 def test_markdown_has_every_table(pair: Path) -> None:
@@ -391,7 +400,7 @@ def test_plot_is_a_png_with_one_line_per_arm(pair: Path) -> None:
     target = pair / "plots" / "cmp.png"
     outcome = invoke(pair, {}, "compare", "scripted_arm", "random_arm", "--plot", "plots/cmp.png", "--json")
     assert outcome.exit_code == 0
-    ComparisonResult.model_validate_json(outcome.out)  # the plot note stays off stdout
+    Analysis.model_validate_json(outcome.out)  # the plot note stays off stdout
     assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert image.imread(target).shape[:2] == (550, 900)
 
@@ -441,11 +450,12 @@ def test_real_embedded_runs_scripted_ahead_of_random(tmp_path: Path) -> None:
 
     outcome = invoke(tmp_path, {}, "compare", "scripted_real", "random_real", "--json")
     assert outcome.exit_code == 0, outcome.err
-    result = ComparisonResult.model_validate_json(outcome.out)
+    result = Analysis.model_validate_json(outcome.out)
     assert result.verdict.text == "comparable: differs only in agent"
     assert [arm.status for arm in result.arms] == ["finished", "finished"]
-    assert all(arm.steps_run == 200 and "Crafter" in (arm.simulator_label or "") for arm in result.arms)
-    assert not [flag for flag in result.flags if flag.kind in ("arm_file_changed", "fingerprints_differ")]
+    assert all(arm.metrics["steps_run"].mean == 200 and "Crafter" in (arm.latest.simulator_label or "")
+               for arm in result.arms)  # fmt: skip
+    assert not [flag for flag in result.flags if flag.kind == "arm_file_changed"]
     first = result.milestones[0]
     scripted, random_ = first.cells
     assert scripted.state == "reached", f"scripted did not reach {first.identity}"
@@ -464,7 +474,7 @@ def test_a_policy_model_with_its_endpoint_and_revision_is_one_change(tmp_path: P
     for name in ("planned_kev", "planned_chat"):
         (tmp_path / "arms" / f"{name}.toml").write_text((repository / f"{name}.toml").read_text())
     result = compare(tmp_path, "planned_kev", "planned_chat")
-    assert result.verdict.text == "comparable: differs only in policy_model"
+    assert result.verdict.settings_text == "comparable: differs only in policy_model"
     follows = {row.key: row.follows for row in result.settings}
     assert follows["policy_backend"] == follows["policy_base_url"] == follows["policy_revision"] == "policy_model"
     outcome = invoke(tmp_path, {}, "compare", "planned_kev", "planned_chat")
@@ -489,6 +499,42 @@ def test_planned_counters_are_shown_and_na_for_other_agents(tmp_path: Path) -> N
     assert _row(outcome.out, "failed turns")[0] == "n/a" and _row(outcome.out, "failed turns")[1].startswith("1 (")
     assert "policy_timeout=1" in _row(outcome.out, "failed turns")[1], "model failures by cause, by name"
     assert _row(outcome.out, "decision ms (median)") == ["n/a", "42.2"]
-    csv_rows = list(csv.reader(io.StringIO(invoke(tmp_path, {}, "compare", "scripted_arm", "planned_kev", "--csv").out)))
-    invalid = next(row for row in csv_rows if row[:2] == ["result", "invalid outputs"])
-    assert invalid[2:] == ["n/a", "4 (invalid_plan=1 invalid_policy_output=3)"]
+    assert _row(outcome.out, "invalid outputs") == ["n/a", "4 (invalid_plan=1 invalid_policy_output=3)"]
+
+
+def test_two_arms_whose_latest_runs_are_other_experiments_are_refused_naming_both(pair: Path) -> None:
+    """Both arms also ran with --steps 40: each has two experiments that differ only in agent from the other arm's,
+    so which to compare is not clear; compare refuses (exit 2), lists the candidates, and --experiment chooses."""
+    write_run(pair, "scripted_arm", episode=2, steps={"collect_wood": 5}, overrides={"steps": 40},
+              settings_steps=40)  # fmt: skip
+    write_run(pair, "random_arm", episode=2, steps={}, overrides={"steps": 40}, settings_steps=40)
+    refused = invoke(pair, {}, "compare", "scripted_arm", "random_arm")
+    assert refused.exit_code == 2, refused.out
+    assert "more than one experiment of 'scripted_arm', 'random_arm'" in refused.err
+    for arm in ("scripted_arm", "random_arm"):
+        assert f"  {arm}: experiment " in refused.err
+    assert "steps = 40 (arm file: 400)" in refused.err and "n = 1 finished; episodes 1" in refused.err
+    assert "--experiment PREFIX" in refused.err and "--run N" in refused.err
+
+    first = compare(pair, "scripted_arm", "random_arm", episode=1)
+    assert [arm.settings.steps for arm in first.arms] == [400, 400] and first.exit_code == 0
+    chosen = [arm.experiment.candidates[0].fingerprint for arm in compare(pair, "scripted_arm", "random_arm",
+                                                                            episode=2).arms]  # fmt: skip
+    prefixes = [fp.split(":", 1)[1][:8] for fp in chosen]
+    outcome = invoke(pair, {}, "compare", "scripted_arm", "random_arm", *(f"--experiment={p}" for p in prefixes), "--json")
+    assert outcome.exit_code == 0, outcome.err
+    result = Analysis.model_validate_json(outcome.out)
+    assert [arm.settings.steps for arm in result.arms] == [40, 40]
+    assert all("chosen by --experiment" in arm.experiment.why for arm in result.arms)
+    assert [(e.episode, e.reason) for e in result.arms[0].excluded] == [(1, "other experiment")]
+
+
+def test_an_arm_with_one_matching_experiment_is_chosen_whatever_ran_last(pair: Path) -> None:
+    """Only scripted_arm ran again with --steps 40: the 400-step runs are the pair that differs only in agent."""
+    write_run(pair, "scripted_arm", episode=2, steps={"collect_wood": 5}, overrides={"steps": 40}, settings_steps=40)
+    result = compare(pair, "scripted_arm", "random_arm")
+    assert result.verdict.text == "comparable: differs only in agent" and result.exit_code == 0
+    scripted = result.arms[0]
+    assert [ref.episode for ref in scripted.used] == [1] and scripted.settings.steps == 400
+    assert "differs from the other arms only in agent" in scripted.experiment.why
+    assert [(e.episode, e.reason) for e in scripted.excluded] == [(2, "other experiment")]

@@ -55,7 +55,7 @@ def test_an_old_episode_on_disk_is_shown_by_status_and_compare(tmp_path: Path) -
     assert json.loads(status.out)["arms"][0]["state"] == "finished"
     compared = invoke(project, {}, "compare", "demo", "--json")
     assert compared.exit_code in (0, 1), compared.err
-    assert json.loads(compared.out)["arms"][0]["score"] == read_report(V1_REPORT).score
+    assert json.loads(compared.out)["arms"][0]["metrics"]["score"]["mean"] == read_report(V1_REPORT).score
 
 
 def test_a_report_from_a_newer_mcu_arms_is_refused_by_name(tmp_path: Path) -> None:

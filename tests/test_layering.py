@@ -240,3 +240,22 @@ def test_the_acceptance_checklist_uses_the_backends_and_nothing_that_plans_or_su
     code = f"import sys, mcu_arms.cli.acceptance\nprint(sorted(m for m in {HEAVY!r} if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.strip() == "[]"
+
+
+VIEWS = ("mcu_arms.report.compare", "mcu_arms.report.plot", "mcu_arms.report.export", "mcu_arms.results",
+         "mcu_arms.view", "mcu_arms.cli.compare", "mcu_arms.cli.view", "mcu_arms.cli.report")  # fmt: skip
+
+
+def test_the_analysis_stands_below_every_view_and_the_views_compute_no_statistic() -> None:
+    """report/analysis.py computes the comparison once; the views render it. A view importing a statistic's function
+    (report/stats.py's, or report/methods/) would be computing a number the others might not show."""
+    assert _violations("mcu_arms.report.analysis", VIEWS) == []
+    statistics = [
+        f"{module} imports {target}"
+        for module, targets in GRAPH.items()
+        if any(_under(module, view) for view in VIEWS)
+        for target in targets
+        if _under(target, "mcu_arms.report.methods")
+        or (target.startswith("mcu_arms.report.stats.") and target.rsplit(".", 1)[1][:1].islower())
+    ]
+    assert statistics == []

@@ -80,7 +80,7 @@ def test_a_run_under_an_output_dir_records_it_and_its_moved_episode_still_resolv
     assert [(arm["arm"], arm["state"]) for arm in json.loads(shown.out)["arms"]] == [("solo", "finished")]
     compared = invoke(project, env, "compare", "--json", "solo")
     assert compared.exit_code == 0, compared.err
-    assert json.loads(compared.out)["arms"][0]["score"] == report.score
+    assert json.loads(compared.out)["arms"][0]["metrics"]["score"]["mean"] == report.score
 
 
 def _episode_dir(project: Path, env: dict[str, str], *args: str) -> Path:

@@ -153,8 +153,8 @@ def test_planned_arms_reach_their_milestones_count_every_bad_answer_and_log_ever
     compared = run_cli(project, state, "compare", "planned_diamond", "planned_combat", "--json")
     rows = json.loads(compared.stdout)
     (diamond_arm, combat_arm) = rows["arms"]
-    assert diamond_arm["decisions"] > 0 and diamond_arm["invalid_outputs"] == agent["invalid_outputs"]
-    assert combat_arm["reflex_interrupts"] == len(hits)
+    assert diamond_arm["latest"]["decisions"] > 0 and diamond_arm["latest"]["invalid_outputs"] == agent["invalid_outputs"]
+    assert combat_arm["latest"]["reflex_interrupts"] == len(hits)
     markdown = run_cli(project, state, "compare", "planned_diamond", "planned_combat", "--markdown").stdout
     assert "| decision ms (median) |" in markdown and "invalid_policy_output=3" in markdown
     assert "policy_timeout=1" in markdown, "the model failure shown by name"

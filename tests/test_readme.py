@@ -198,12 +198,24 @@ def check_campaign_run(line: str, clone: Path, env: dict[str, str]) -> None:
 
 
 def check_campaign_status(line: str, clone: Path, env: dict[str, str]) -> None:
-    """Each seed's latest episode: the campaign's twelve, not the demo's earlier 3000-step run of seed 0."""
+    """Each arm × seed of the campaign from its own episodes (not the demo's earlier 3000-step runs): all done."""
     done = shell(line, clone, env, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
-    rows = _campaign_rows(done.stdout, seed_at=2)
+    assert "12 of 12 done" in done.stdout, done.stdout
+    rows = _campaign_rows(done.stdout, seed_at=1)
     assert sorted(rows) == [(arm, seed) for arm in CAMPAIGN_ARMS for seed in CAMPAIGN_SEEDS], done.stdout
-    assert all(cells[3] == "finished" and cells[5] == "300/300" for cells in rows.values()), rows
+    assert all(cells[2] == "done" and cells[5] == "300/300" for cells in rows.values()), rows
+
+
+def check_refusal(line: str, clone: Path, env: dict[str, str]) -> None:
+    """Both arms now have two experiments (3000 and 300 steps) that differ only in agent: compare refuses, naming
+    each candidate, and says how to choose."""
+    done = shell(line, clone, env, timeout=120)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "more than one experiment of 'demo', 'demo_random'" in done.stderr, done.stderr
+    for arm in CAMPAIGN_ARMS:
+        assert f"  {arm}: experiment " in done.stderr and "steps = 300 (arm file: 3000)" in done.stderr
+    assert "--experiment PREFIX" in done.stderr
 
 
 def check_campaign_compare(line: str, clone: Path, env: dict[str, str]) -> None:
@@ -231,9 +243,10 @@ EXAMPLES: dict[str, Example] = {
     "mcu-arms run campaigns/agents.toml --steps 300": check_campaign_run,
     "mcu-arms status --campaign campaigns/agents.toml": check_campaign_status,
     "mcu-arms compare campaigns/agents.toml --plot agents.pdf --export agents/": check_campaign_compare,
+    "mcu-arms compare demo demo_random": check_refusal,
     "pip install -e '.[view]'": check_view_extra,
-    "mcu-arms view demo demo_random": check_view,
-    "mcu-arms report demo demo_random --html demo-report/": check_report,
+    "mcu-arms view campaigns/agents.toml": check_view,
+    "mcu-arms report campaigns/agents.toml --html demo-report/": check_report,
 }
 
 

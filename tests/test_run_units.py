@@ -319,10 +319,12 @@ def test_the_terminal_view_shows_one_row_per_arm_with_progress_and_the_latest_al
     for width in (200, 80):  # one column per value; stacked on a default-size terminal, nothing cut short
         screen = io.StringIO()
         view = LiveView(Console(file=screen, force_terminal=True, width=width, color_system=None))
-        view.refresh([progress, ArmProgress("arm_b", max_steps=50)])
+        queued = ArmProgress("arm_b", max_steps=50, state="queued")
+        view.refresh([progress, queued], summary="0 of 2 done, 1 running, 1 queued, 0 failed, 0 retried; ETA 1:00")
         view.close([progress])
         drawn = screen.getvalue()
-        for expected in ("arm_a", "running", "craft_x", "10/100", "mine_log@4", "timeout 1", "by cause so", "arm_b"):
+        for expected in ("arm_a", "running", "craft_x", "10/100", "mine_log@4", "timeout 1", "by cause so", "arm_b",
+                         "queued", "0 of 2 done", "ETA 1:00"):  # fmt: skip
             assert expected in drawn, (width, expected)
         assert "…" not in drawn, width
     line = progress_line(progress)
@@ -330,8 +332,24 @@ def test_the_terminal_view_shows_one_row_per_arm_with_progress_and_the_latest_al
     assert "noops infra 1 (10%): timeout 1" in line
 
     plain = io.StringIO()
-    PlainView(Console(file=plain, width=200), interval_s=0).refresh([progress])
-    assert "arm_a: running, task craft_x, step 10/100" in plain.getvalue()
+    PlainView(Console(file=plain, width=200), interval_s=0).refresh([progress], summary="0 of 2 done")
+    assert "arm_a: running, task craft_x, step 10/100" in plain.getvalue() and "0 of 2 done" in plain.getvalue()
+
+
+def test_a_tally_gives_k_of_n_done_and_an_eta_from_the_pace_so_far() -> None:
+    from mcu_arms.contracts.campaign_run import CampaignTally
+
+    fresh = CampaignTally(total=6, done=0, running=2, queued=4, failed=0, retried=0, ended=0, elapsed_s=30)
+    assert fresh.eta_s is None and fresh.text().endswith("ETA after the first episode ends")
+    paced = CampaignTally(total=6, done=2, running=2, queued=1, failed=1, retried=1, ended=4, elapsed_s=400)
+    assert paced.pace_s == 100 and paced.remaining == 3 and paced.eta_s == 300
+    assert paced.text() == ("2 of 6 done, 2 running, 1 queued, 1 failed, 1 retried; ETA 5:00 "
+                            "(pace so far 1:40 per episode)")  # fmt: skip
+    assert "ETA" not in CampaignTally(total=2, done=2, running=0, queued=0, failed=0, retried=0, ended=2,
+                                      elapsed_s=9).text()  # fmt: skip
+    halfway = CampaignTally(total=4, done=2, running=2, queued=0, failed=0, retried=0, ended=2, in_progress=1.0,
+                            elapsed_s=300)  # fmt: skip
+    assert halfway.pace_s == 100 and halfway.eta_s == 100, "two running halfway: one episode's worth of work left"
 
 
 def test_fail_fast_stops_the_other_arms_when_one_fails_and_the_run_exits_1(tmp_path: Path) -> None:
@@ -362,7 +380,7 @@ def test_a_failing_view_stops_the_arms_instead_of_leaving_them_running_unwatched
     plan, project = _plan(tmp_path)
 
     class BrokenView(PlainView):
-        def refresh(self, arms) -> None:
+        def refresh(self, arms, summary=None) -> None:
             """Fails once green and purple are both started (and never ready: they are stand-ins)."""
             try:
                 started = json.loads(RunDir(Path(plan.episode_dir)).report.read_text())["processes"]

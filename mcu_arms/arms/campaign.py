@@ -32,7 +32,7 @@ from pydantic import BaseModel, ValidationError
 from mcu_arms.arms.plan import apply_overrides, resolve_settings
 from mcu_arms.arms.spec import ARM_NAME_PATTERN, ArmSpec, SlurmSpec, arm_path, describe_error, load_arm
 from mcu_arms.contracts.errors import UserError, did_you_mean, parse_toml, toml_line, user_error
-from mcu_arms.contracts.settings import Overrides, differing_settings
+from mcu_arms.contracts.settings import CampaignTag, Overrides, differing_settings
 
 CAMPAIGN_KEYS = ("name", "description", "seeds", "replicates", "max_parallel", "retries", "slurm", "baseline",
                  "variants")
@@ -247,6 +247,10 @@ class Selection(BaseModel):
     @property
     def retries(self) -> int:
         return max((campaign.retries for campaign in self.campaigns), default=0)
+
+    def campaign_tags(self, run: str) -> dict[str, CampaignTag]:
+        """Arm name -> the campaign its episodes run for in this `run` (arms named on their own carry none)."""
+        return {arm.spec.name: CampaignTag(name=c.name, run=run) for c in self.campaigns for arm in c.arms()}
 
 
 def with_seeds(spec: ArmSpec, seeds: list[int]) -> ArmSpec:

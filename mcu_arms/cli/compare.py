@@ -9,13 +9,15 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from mcu_arms.cli.common import environment, ran_arm_names, print_json, reports_user_errors
+from mcu_arms.cli.common import environment, print_json, ran_arm_names, reports_user_errors
+from mcu_arms.cli.options import ExperimentOption
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.text import MAX_MESSAGE_CHARS, shown_text
 from mcu_arms.environment import Environment
+from mcu_arms.report.analysis import Analysis, analyse
 from mcu_arms.report.compare import (
-    ComparisonResult,
-    compare_arms,
+    episode_rows,
+    excluded_lines,
     milestone_text,
     result_rows,
     setting_text,
@@ -24,24 +26,30 @@ from mcu_arms.report.compare import (
 )
 
 HELP = """\
-Compare arms: the settings that differ, what each scored, and the step each milestone landed on.
+Compare arms: the settings that differ, what each scored over its seeds, and the step each milestone landed on.
 
-ARMS are arm files (arms/x.toml), names (x: arms/x.toml, or output/x/ when there is no arm file) or output \
-dirs. Each arm's latest finished run is shown (--run N: episode N); an arm that never ran is listed as "no \
-run".
+ARMS are arm files (arms/x.toml), names (x: arms/x.toml, or output/x/ when there is no arm file), output dirs, \
+or a campaign file (its arms, and only the episodes run for that campaign).
+
+An arm's runs are grouped into experiments (one fingerprint each). Per arm, compare uses the experiment that \
+matches the other arms except in what is under test, and of it the latest finished episode per seed; when that \
+experiment is not unique it refuses (exit 2) and lists the candidates: choose with --experiment PREFIX \
+(repeatable) or --run N. Interrupted, failed and unfinished episodes, other experiments and superseded episodes \
+are listed with their reason and enter no statistic.
 
 Settings come from the run's report (the values in force), else from the arm file; only those that differ are \
 shown unless --all. Milestone deltas are steps against the baseline arm (the first unless --baseline): \
 negative is earlier.
 
-CSV (--csv) is one table: kind, key, then one column per arm; kinds are setting, result, milestone (step, "—" \
-not reached, "n/a" unavailable on that simulator), milestone_delta, verdict and flag.
+--json prints the analysis itself; --csv prints tidy numbers (arm, metric, statistic, value).
 
-Exit code: 0 comparable (at most one setting differs), 1 not comparable, 3 not trustworthy (an arm's numbers are dominated by infrastructure trouble: it failed its thresholds, or its infrastructure noops are above its share), 2 user error.
+Exit code: 0 comparable (at most one setting differs) and every arm has a finished episode; 1 not comparable, or \
+an arm has no finished episode; 3 not trustworthy (an arm's numbers are dominated by infrastructure trouble, or \
+it has no finished episode because of it); 2 user error (also: the experiment to compare is not clear).
 """
 
 
-def _header(result: ComparisonResult) -> Table:
+def _header(result: Analysis) -> Table:
     table = Table()
     table.add_column("", overflow="fold")
     for name in result.arm_names():
@@ -49,19 +57,28 @@ def _header(result: ComparisonResult) -> Table:
     return table
 
 
-def render(result: ComparisonResult, env: Environment) -> None:
+def _table(result: Analysis, title: str, rows: list[tuple[str, list[str]]], env: Environment) -> None:
+    env.console.print(f"[bold]{title}[/]", highlight=False)
+    table = _header(result)
+    for key, cells in rows:
+        table.add_row(key, *(escape(cell) for cell in cells))
+    env.console.print(table)
+
+
+def render(result: Analysis, env: Environment) -> None:
     console = env.console
-    style = "green" if result.verdict.comparable and result.verdict.trustworthy else "bold red"
-    console.print(f"[{style}]{escape(result.verdict.text)}[/]", highlight=False)
+    good = result.verdict.comparable and result.verdict.trustworthy and not result.verdict.missing
+    console.print(f"[{'green' if good else 'bold red'}]{escape(result.verdict.text)}[/]", highlight=False)
     for flag in result.flags:
         who = f" {escape(flag.arm)}:" if flag.arm else ""
         console.print(f"[bold yellow]! {flag.kind}[/]{who} {escape(flag.message)}", highlight=False, soft_wrap=True)
     for difference in result.differences:
-        for line in [difference.score, *difference.milestone_steps]:
-            style = "green" if line.distinguishable else "default"
+        for line in difference.lines():
+            style = "green" if line.verdict == "distinguishable" else "default"
             console.print(f"[{style}]{escape(line.text)}[/]", highlight=False, soft_wrap=True)
     if result.differences:
-        console.print(f"[dim]statistics: {escape(result.statistics_method)}[/]", highlight=False, soft_wrap=True)
+        console.print(f"[dim]statistics: {escape(result.statistics_method)}; multiple comparisons: "
+                      f"{escape(result.family)}[/]", highlight=False, soft_wrap=True)  # fmt: skip
 
     if result.settings:
         console.print("[bold]settings" + (" (all)" if result.show_all else " that differ") + "[/]")
@@ -75,11 +92,7 @@ def render(result: ComparisonResult, env: Environment) -> None:
             settings.add_row(f"{row.key}{mark}", *(escape(setting_text(v)) for v in row.values))
         console.print(settings)
 
-    console.print("[bold]results[/]")
-    results = _header(result)
-    for key, cells in result_rows(result):
-        results.add_row(key, *(escape(cell) for cell in cells))
-    console.print(results)
+    _table(result, "results over the episodes used", result_rows(result), env)
 
     if result.milestones:
         tasks = list(dict.fromkeys(row.task for row in result.milestones))
@@ -93,12 +106,19 @@ def render(result: ComparisonResult, env: Environment) -> None:
             matrix.add_row(row.identity if one_task else f"{row.task}/{row.identity}", *cells)
         console.print(matrix)
 
+    excluded = excluded_lines(result)
+    console.print(f"[bold]excluded episodes[/] ({len(excluded) or 'none'})", highlight=False)
+    for line in excluded:
+        console.print(f"  {escape(shown_text(line, MAX_MESSAGE_CHARS))}", highlight=False, soft_wrap=True)
+    _table(result, "one episode per arm: the latest used (counters, not statistics)", episode_rows(result), env)
+
     for arm in result.arms:
-        if arm.status in ("failed", "interrupted", "queued", "started"):
-            process = f" ({arm.failure_process})" if arm.failure_process else ""
-            reason = arm.failure_reason or "no failure recorded"
+        facts = arm.latest
+        if arm.status != "finished" and facts is not None:
+            process = f" ({facts.failure_process})" if facts.failure_process else ""
+            reason = facts.failure_reason or "no failure recorded"
             console.print(f"[bold red]{arm.arm} {arm.status}{process}:[/] {escape(shown_text(reason, MAX_MESSAGE_CHARS))}", soft_wrap=True)
-            for role, path in arm.logs.items():
+            for role, path in facts.logs.items():
                 console.print(f"  {role}: {escape(path)}", highlight=False, soft_wrap=True)
 
 
@@ -113,8 +133,9 @@ def register(app: typer.Typer) -> None:
         baseline: Optional[str] = typer.Option(None, "--baseline", help="Arm the deltas are against (default: first)."),
         show_all: bool = typer.Option(False, "--all", help="Show every setting, not only those that differ."),
         run: Optional[int] = typer.Option(None, "--run", help="Compare episode N of each arm."),
-        json_output: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
-        csv_output: bool = typer.Option(False, "--csv", help="Print one CSV table with a kind column."),
+        experiment: ExperimentOption = None,
+        json_output: bool = typer.Option(False, "--json", help="Print the analysis as JSON."),
+        csv_output: bool = typer.Option(False, "--csv", help="Print tidy numbers: arm, metric, statistic, value."),
         markdown_output: bool = typer.Option(False, "--markdown", help="Print markdown tables."),
         plot: Optional[Path] = typer.Option(
             None, "--plot", help="Also draw milestones against step to FILE (.png, .pdf or .svg, by its suffix)."
@@ -130,7 +151,7 @@ def register(app: typer.Typer) -> None:
         if export is not None:
             export = export if export.is_absolute() else env.cwd / export
             _refuse_earlier_export(export)
-        result = compare_arms(arms or [], env, baseline=baseline, episode=run, show_all=show_all)
+        result = analyse(arms or [], env, baseline=baseline, episode=run, experiments=experiment, show_all=show_all)
         if plot is not None:
             _write_plot(result, plot if plot.is_absolute() else env.cwd / plot, env, log_x=log_x)
         if export is not None:
@@ -158,7 +179,7 @@ def _refuse_earlier_export(directory: Path) -> None:
         )  # fmt: skip
 
 
-def _write_export(result: ComparisonResult, directory: Path, env: Environment) -> None:
+def _write_export(result: Analysis, directory: Path, env: Environment) -> None:
     from mcu_arms.report.export import write_export
 
     try:
@@ -168,7 +189,7 @@ def _write_export(result: ComparisonResult, directory: Path, env: Environment) -
     env.err_console.print(f"export: {', '.join(str(path) for path in written)}", highlight=False, soft_wrap=True)
 
 
-def _write_plot(result: ComparisonResult, path: Path, env: Environment, *, log_x: bool) -> None:
+def _write_plot(result: Analysis, path: Path, env: Environment, *, log_x: bool) -> None:
     """The note goes to stderr so that --json/--csv output stays clean."""
     from mcu_arms.report.plot import save_plot
 

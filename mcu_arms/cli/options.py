@@ -155,7 +155,11 @@ ArmsArgument = Annotated[
     ),
 ]
 RunOption = Annotated[
-    Optional[int], typer.Option("--run", help="Show episode N of each arm (default: its latest finished).")
+    Optional[int], typer.Option("--run", help="Show episode N of each arm (default: its latest finished per seed).")
+]
+ExperimentOption = Annotated[
+    Optional[list[str]],
+    typer.Option("--experiment", help="Use the experiment whose fingerprint starts with PREFIX. Repeatable (one per arm)."),
 ]
 BaselineOption = Annotated[
     Optional[str], typer.Option("--baseline", help="Arm the deltas are against (default: first).")

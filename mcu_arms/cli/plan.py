@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from mcu_arms.cli.options import with_overrides, with_placement
 from mcu_arms.contracts.catalog import CODEX_AGENTS
 from mcu_arms.contracts.settings import ArmPlan, Overrides
 from mcu_arms.contracts.slurm import Placement
+from mcu_arms.contracts.timestamps import file_stamp
 from mcu_arms.doctor import endpoint_warnings, preflight, slurm_preflight
 from mcu_arms.environment import Environment, fits
 from mcu_arms.supervise.reruns import RerunDecision
@@ -107,7 +109,8 @@ def planned(
     (what the episode needs is checked on its node)."""
     sources = resolve_sources(files, arm_names, env, every_arm_when_none=every_arm_when_none)
     selection = select_arms(sources, overrides, env.arms_dir)
-    plans = plan_specs(selection.specs, overrides, env, placement)
+    tags = selection.campaign_tags(f"{file_stamp(env.clock())}-{os.getpid()}")
+    plans = [plan.model_copy(update={"campaign": tags.get(plan.arm)}) for plan in plan_specs(selection.specs, overrides, env, placement)]
     if placement is not None and placement.executor == "slurm":
         partitions = {plan.arm: plan.slurm.partition for plan in plans if plan.slurm is not None}
         roots = {plan.arm: Path(plan.codex_home).parent for plan in plans if plan.codex_home}

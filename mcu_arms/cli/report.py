@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from mcu_arms.cli.common import environment, print_json, reports_user_errors
-from mcu_arms.cli.options import ArmsArgument, BaselineOption, RunOption
+from mcu_arms.cli.options import ArmsArgument, BaselineOption, ExperimentOption, RunOption
 
 HELP = """\
 Write the results browser's pages into DIR as a static bundle.
@@ -30,6 +30,7 @@ def register(app: typer.Typer) -> None:
         arms: ArmsArgument = None,
         baseline: BaselineOption = None,
         run: RunOption = None,
+        experiment: ExperimentOption = None,
         json_output: Annotated[bool, typer.Option("--json", help="Print what was written as JSON.")] = False,
     ) -> None:
         env = environment(ctx)
@@ -38,7 +39,7 @@ def register(app: typer.Typer) -> None:
         require_view_extra()
         from mcu_arms.view.site import Site, chosen_arms, write_bundle
 
-        site = Site.build(chosen_arms(arms or [], env), env, baseline=baseline, episode=run)
+        site = Site.build(chosen_arms(arms or [], env), env, baseline=baseline, episode=run, experiments=experiment)
         summary = write_bundle(site, html if html.is_absolute() else env.cwd / html)
         if json_output:
             print_json(env, summary)

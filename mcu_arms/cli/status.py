@@ -14,7 +14,8 @@ from mcu_arms.contracts.text import MAX_MESSAGE_CHARS, shown_text
 from mcu_arms.environment import Environment, fits
 
 if TYPE_CHECKING:
-    from mcu_arms.report.status import ArmState
+    from mcu_arms.arms.campaign import Campaign
+    from mcu_arms.report.status import ArmState, CampaignState
 
 STATE_STYLES = {"queued": "dim", "started": "cyan", "finished": "green", "failed": "bold red",
                 "failed (time limit)": "bold red", "interrupted": "magenta"}
@@ -130,6 +131,35 @@ def _render(states: list[ArmState], env: Environment) -> None:
     env.console.print(wide if fits(env.console, wide) else _stacked(states))
 
 
+def _campaigns(paths: list[Path], env: Environment) -> list[Campaign]:
+    from mcu_arms.arms.campaign import load_campaign
+
+    return [load_campaign(path if path.is_absolute() else env.cwd / path, env.arms_dir) for path in paths]
+
+
+CELL_STYLES = {"done": "green", "running": "cyan", "queued": "dim", "failed": "bold red", "interrupted": "magenta",
+               "stale": "yellow", "not started": "dim"}  # fmt: skip
+
+
+def _render_campaign(state: CampaignState, env: Environment) -> None:
+    """The campaign's arm × seed grid under one line: k of n done, and the ETA from the pace so far."""
+    run = f" (run {state.run}{', running' if state.supervisor_alive else ''})" if state.run else " (never run)"
+    env.console.print(f"[bold]campaign {escape(state.campaign)}[/]{escape(run)}: {escape(state.tally.text())}",
+                      highlight=False, soft_wrap=True)  # fmt: skip
+    table = Table(title_justify="left")
+    for column in ("arm", "seed", "state", "episode", "attempts", "step", "score", "note"):
+        table.add_column(column, overflow="fold")
+    for cell in state.cells:
+        step = f"{cell.step}/{cell.max_steps}" if cell.step is not None else "-"
+        table.add_row(
+            escape(cell.arm), str(cell.seed), f"[{CELL_STYLES[cell.state]}]{cell.state}[/]",
+            f"{cell.episode:03d}" if cell.episode is not None else "-", str(cell.attempts), step,
+            f"{cell.score:g}" if cell.score is not None else "-",
+            escape(shown_text(cell.note, MAX_MESSAGE_CHARS)) if cell.note else "",
+        )  # fmt: skip
+    env.console.print(table)
+
+
 def campaign_arms(campaigns: list[Path], env: Environment) -> list[str]:
     """The arms the campaign files name (baseline first), those that have run (status and stop look at runs)."""
     from mcu_arms.arms.campaign import load_campaign
@@ -146,7 +176,8 @@ def campaign_arms(campaigns: list[Path], env: Environment) -> list[str]:
 def register(app: typer.Typer) -> None:
     @app.command(
         help="Each arm in output/: its latest episode's state, progress and recorded processes (alive or not), and "
-        "every other live process of the arm, whichever episode started it. "
+        "every other live process of the arm, whichever episode started it. With --campaign: each arm × seed of the "
+        "campaign (done, running, queued, failed; attempts), k of n done and an ETA from the pace so far. "
         "A started run whose mcu-arms supervisor is gone shows as 'stale (supervisor gone)'. "
         "Exit codes: 0 shown, 2 a user error (unknown arm)."
     )
@@ -154,18 +185,30 @@ def register(app: typer.Typer) -> None:
     def status(
         ctx: typer.Context,
         arm: list[str] = typer.Option([], "--arm", help="Only these arms. Repeatable."),
-        campaign: list[Path] = typer.Option([], "--campaign", help="The arms of this campaign file. Repeatable."),
+        campaign: list[Path] = typer.Option(
+            [], "--campaign", help="This campaign: each arm × seed of it, from its own episodes only. Repeatable."
+        ),
         json_output: bool = typer.Option(False, "--json", help="Print as JSON."),
     ) -> None:
-        from mcu_arms.report.status import arm_states
+        from mcu_arms.layout import known_arms
+        from mcu_arms.report.status import arm_states, campaign_state
 
         env = environment(ctx)
-        states = arm_states(env, arm + campaign_arms(campaign, env))
+        loaded = _campaigns(campaign, env)
+        campaigns = [campaign_state(env, each) for each in loaded]
+        states = arm_states(env, arm) if arm or not campaign else []
         if json_output:
-            print_json(env, {"arms": [state.model_dump(mode="json") for state in states]})
-        elif states:
+            ran = set(known_arms(env.output_dir))
+            of_campaigns = [state for each in loaded for state in arm_states(
+                env, [name for name in each.arm_names() if name in ran], campaign=each.name)]  # fmt: skip
+            print_json(env, {"arms": [state.model_dump(mode="json") for state in states + of_campaigns],
+                             "campaigns": [state.model_dump(mode="json") for state in campaigns]})  # fmt: skip
+            return
+        for state in campaigns:
+            _render_campaign(state, env)
+        if states:
             _render(states, env)
-        else:
+        elif not campaigns:
             env.console.print(f"no arm has run yet in {env.output_dir}")
 
     @app.command(help=STOP_HELP)

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from mcu_arms.cli.common import environment, reports_user_errors
-from mcu_arms.cli.options import ArmsArgument, BaselineOption, RunOption
+from mcu_arms.cli.options import ArmsArgument, BaselineOption, ExperimentOption, RunOption
 
 HELP = """\
 Browse results: the comparison of ARMS (settings that differ, the verdict, results, milestones) and, per task of \
@@ -39,6 +39,7 @@ def register(app: typer.Typer) -> None:
         arms: ArmsArgument = None,
         baseline: BaselineOption = None,
         run: RunOption = None,
+        experiment: ExperimentOption = None,
         port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port to listen on (0: a free one).")] = 0,
         host: Annotated[
             str,
@@ -54,7 +55,7 @@ def register(app: typer.Typer) -> None:
 
         token = view_token(host, env.env)
         items = chosen_arms(arms or [], env)
-        holder = SiteHolder(lambda: Site.build(items, env, baseline=baseline, episode=run))
+        holder = SiteHolder(lambda: Site.build(items, env, baseline=baseline, episode=run, experiments=experiment))
         site = holder.current(rebuild=True)  # a bad arm name fails here, before anything listens
         server = open_server(holder, host, port, token)
         url = url_of(server, host)

@@ -22,7 +22,7 @@ from mcu_arms.contracts.errors import NESTED_TOO_DEEPLY, UserError, user_error
 from mcu_arms.contracts.evaluation import EvaluationResult, TaskMetrics, top_counts
 from mcu_arms.contracts.redaction import scrub
 from mcu_arms.contracts.sequential import SequentialLook
-from mcu_arms.contracts.settings import Settings, Thresholds
+from mcu_arms.contracts.settings import CampaignTag, Settings, Thresholds
 from mcu_arms.contracts.slurm import SlurmJob
 from mcu_arms.contracts.states import INFRASTRUCTURE_CAUSES, FailureKind, ProcessRole, RunStatus
 
@@ -119,6 +119,7 @@ class RunReport(BaseModel):
     # The Slurm job the episode ran as (None: run on the host that started it). Its processes (pids in
     # `processes`) are on `slurm.node`; only this job id is ever cancelled for it.
     slurm: SlurmJob | None = None
+    campaign: CampaignTag | None = None  # the campaign this episode ran for (None: run as an arm of its own)
     # The look of a sequential run this episode belonged to (None: a fixed-n run).
     sequential: SequentialLook | None = None
 

@@ -384,6 +384,14 @@ class CompactionPlan(BaseModel):
     explanation: str
 
 
+class CampaignTag(BaseModel):
+    """The campaign an episode ran for: `compare CAMPAIGN`, `status --campaign` and the viewer read only episodes that
+    carry its name; `run` is the one `mcu-arms run` of it (its record under output/.campaigns/NAME/)."""
+
+    name: str
+    run: str
+
+
 class ArmPlan(BaseModel):
     """One arm, resolved: what will run, where, with which settings. Saved as the episode's plan.json."""
 
@@ -417,6 +425,7 @@ class ArmPlan(BaseModel):
     blocked: list[str] = Field(default_factory=list)  # failed host checks: `run` refuses this arm
     executor: Executor = DEFAULT_EXECUTOR  # slurm: the episode runs as a job, on whichever node Slurm gives it
     slurm: SlurmOptions | None = None  # the job's options, for executor slurm
+    campaign: CampaignTag | None = None  # None: run as an arm of its own, not for a campaign
     sequential: SequentialLook | None = None  # `run --until-resolved`: the look this episode runs in
 
     def process(self, role: ProcessRole) -> ProcessPlan:

@@ -1,13 +1,17 @@
-"""`compare --export DIR`: the comparison as tidy tables for analysis — CSV always, Parquet when pyarrow is installed.
+"""`compare --export DIR`: the analysis as tidy tables — CSV always, Parquet when pyarrow is installed.
 
-    tidy.csv    arm, episode, seed, metric, value     one row per episode and metric (score, steps_run, wall_s,
-                                                      infrastructure_noops, and `milestone:<task>/<identity>` = the
-                                                      step it was reached at, empty when it was not)
+    analysis.json  the Analysis itself (what --json prints): every statistic, difference and verdict
+    numbers.csv arm, metric, statistic, value          the analysis's numbers (what --csv prints)
+    tidy.csv    arm, episode, seed, metric, value     one row per episode used and metric (the analysis's per-episode
+                                                      values: score, sim_score, steps_run, wall_s, steps_per_minute,
+                                                      noops, infrastructure_noops, and `milestone:<task>/<identity>` =
+                                                      the step it was reached at, empty when it was not)
     steps.csv   arm, episode, seed, task, step, t, noop_cause, agent_ms, sim_ms, reward, health, food, drink, energy,
                 milestones                           one row per step of every replicate
 
-The episodes are the ones `compare` chose: per arm, its finished replicates of one experiment. The rows are built
-here without pandas; `mcu_arms.results` hands them to notebooks as DataFrames.
+The episodes are the ones the analysis used: per arm, its finished replicates of one experiment (interrupted and
+failed episodes never). Nothing here computes a statistic. The rows are built here without pandas;
+`mcu_arms.results` hands them to notebooks as DataFrames.
 """
 
 from __future__ import annotations
@@ -17,10 +21,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from mcu_arms.contracts.run_report import read_report
 from mcu_arms.contracts.steps import STEPS_FILE, StepRecord, read_jsonl
 from mcu_arms.layout import RunDir, episode_name
-from mcu_arms.report.compare import ArmResult, ComparisonResult
+from mcu_arms.report.analysis import Analysis, ArmAnalysis
+from mcu_arms.report.compare import CSV_COLUMNS, tidy_numbers
 
 TIDY_COLUMNS = ("arm", "episode", "seed", "metric", "value")
 STEP_COLUMNS = (
@@ -30,33 +34,29 @@ STEP_COLUMNS = (
 VITALS = ("health", "food", "drink", "energy")
 
 
-def _run_dirs(arm: ArmResult) -> Iterator[tuple[RunDir, int, int]]:
-    """(episode dir, episode, seed) of each replicate compare chose for this arm."""
-    if arm.replicates is None or arm.episode_dir is None:
+def _run_dirs(arm: ArmAnalysis) -> Iterator[tuple[RunDir, int, int]]:
+    """(episode dir, episode, seed) of each episode the analysis used for this arm."""
+    if arm.latest is None:
         return
-    arm_dir = Path(arm.episode_dir).parent
-    for each in arm.replicates.per_episode:
+    arm_dir = Path(arm.latest.episode_dir).parent
+    for each in arm.used:
         yield RunDir(arm_dir / episode_name(each.episode)), each.episode, each.seed
 
 
-def tidy_rows(result: ComparisonResult) -> list[dict[str, Any]]:
+def tidy_rows(result: Analysis) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for arm in result.arms:
-        for run_dir, episode, seed in _run_dirs(arm):
-            report = read_report(run_dir.report)
-            metrics: dict[str, Any] = {
-                "score": report.score,
-                "steps_run": report.steps_run,
-                "wall_s": report.wall_s,
-                "infrastructure_noops": sum(report.infrastructure.values()),
-            }
-            metrics |= {f"milestone:{m.task}/{m.identity}": m.step for m in report.milestones if m.available}
-            rows += [{"arm": arm.arm, "episode": episode, "seed": seed, "metric": key, "value": value}
+        values = {name: summary.values for name, summary in arm.metrics.items() if summary.n == arm.n}
+        for index, (ref, milestones) in enumerate(zip(arm.used, arm.per_episode)):
+            metrics: dict[str, Any] = {name: column[index] for name, column in values.items()}
+            metrics |= {f"milestone:{key}": step for key, step in milestones.steps.items()
+                        if arm.milestones[key].available}  # fmt: skip
+            rows += [{"arm": arm.arm, "episode": ref.episode, "seed": ref.seed, "metric": key, "value": value}
                      for key, value in metrics.items()]  # fmt: skip
     return rows
 
 
-def step_rows(result: ComparisonResult) -> Iterator[dict[str, Any]]:
+def step_rows(result: Analysis) -> Iterator[dict[str, Any]]:
     for arm in result.arms:
         for run_dir, episode, seed in _run_dirs(arm):
             for path in sorted(run_dir.green.glob(f"*/{STEPS_FILE}")):
@@ -88,7 +88,7 @@ def _write_parquet(path: Path, columns: tuple[str, ...], rows: list[dict[str, An
         pq.write_table(table, handle)
 
 
-EXPORT_FILES = ("tidy.csv", "steps.csv", "tidy.parquet", "steps.parquet")
+EXPORT_FILES = ("analysis.json", "numbers.csv", "tidy.csv", "steps.csv", "tidy.parquet", "steps.parquet")
 
 
 def earlier_export(directory: Path) -> list[str]:
@@ -96,15 +96,18 @@ def earlier_export(directory: Path) -> list[str]:
     return [name for name in EXPORT_FILES if (directory / name).exists()]
 
 
-def write_export(result: ComparisonResult, directory: Path) -> list[Path]:
+def write_export(result: Analysis, directory: Path) -> list[Path]:
     """Write the tables into `directory` (never over an earlier export); returns what was written."""
     import importlib.util
 
     directory.mkdir(parents=True, exist_ok=True)
     tidy, steps = tidy_rows(result), list(step_rows(result))
-    written = [directory / "tidy.csv", directory / "steps.csv"]
-    _write_csv(written[0], TIDY_COLUMNS, tidy)
-    _write_csv(written[1], STEP_COLUMNS, steps)
+    written = [directory / name for name in EXPORT_FILES[:4]]
+    with written[0].open("x", encoding="utf-8") as handle:
+        handle.write(result.model_dump_json(indent=2))
+    _write_csv(written[1], CSV_COLUMNS, [dict(zip(CSV_COLUMNS, row)) for row in tidy_numbers(result)])
+    _write_csv(written[2], TIDY_COLUMNS, tidy)
+    _write_csv(written[3], STEP_COLUMNS, steps)
     if importlib.util.find_spec("pyarrow") is not None:
         for name, columns, rows in (("tidy", TIDY_COLUMNS, tidy), ("steps", STEP_COLUMNS, steps)):
             _write_parquet(directory / f"{name}.parquet", columns, rows)

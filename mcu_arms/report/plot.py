@@ -1,7 +1,7 @@
 """`compare --plot FILE`: milestones reached against step, one line per arm — the median over its replicates with
-the interquartile range as a band — in the format the file's suffix names (png, pdf, svg).
+the interquartile range as a band, the analysis's ReachedCurve — in the format the file's suffix names (png, pdf, svg).
 
-The series are computed without matplotlib (tests read them); matplotlib is imported only to draw, with Agg. Each
+The series come from the Analysis without matplotlib (tests read them); matplotlib is imported only to draw, with Agg. Each
 line is labelled by what differs from the baseline (`agent=random`), not by the arm's name, and the title keeps the
 simulator label: a figure pasted into a paper still says what ran where.
 """
@@ -14,8 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from mcu_arms.contracts.settings import differing_settings, flat_settings
-from mcu_arms.report.compare import ArmResult, ComparisonResult
-from mcu_arms.report.stats import quantile
+from mcu_arms.report.analysis import Analysis, ArmAnalysis, simulator_label
 
 PlotFormat = Literal["png", "pdf", "svg"]
 FORMATS: tuple[PlotFormat, ...] = ("png", "pdf", "svg")
@@ -35,14 +34,14 @@ class PlotSeries(BaseModel):
 class PlotData(BaseModel):
     title: str
     series: list[PlotSeries]
-    not_plotted: list[str]  # arms with no run
+    not_plotted: list[str]  # arms with no finished episode
     log_x: bool = False
 
 
 LABEL_SETTINGS = 3  # a legend names at most this many differing settings, then counts the rest
 
 
-def _label(arm: ArmResult, baseline: ArmResult) -> str:
+def _label(arm: ArmAnalysis, baseline: ArmAnalysis) -> str:
     if arm is baseline:
         return f"{arm.arm} (baseline)"
     differing = differing_settings([baseline.settings, arm.settings])
@@ -52,29 +51,17 @@ def _label(arm: ArmResult, baseline: ArmResult) -> str:
     return f"{arm.arm}: {shown}{more}" if shown else arm.arm
 
 
-def _series(arm: ArmResult, baseline: ArmResult) -> PlotSeries | None:
-    replicates = arm.replicates
-    if replicates is None:
-        return None
-    episodes = replicates.per_episode
-    landed_steps = sorted({step for each in episodes for step in each.steps.values() if step is not None})
-    last = max([each.steps_run or 0 for each in episodes] + landed_steps + [0])
-    grid = [0, *landed_steps] + ([last] if last > (landed_steps[-1] if landed_steps else 0) else [])
-    counts = [[sum(1 for step in each.steps.values() if step is not None and step <= x) for each in episodes] for x in grid]
-    median = [quantile(column, 0.5) for column in counts]
-    landed = [
-        (round(stats.median_step), key.split("/", 1)[1])
-        for key, stats in replicates.milestones.items()
-        if stats.median_step is not None and stats.reached * 2 >= stats.n
-    ]
+def _series(arm: ArmAnalysis, baseline: ArmAnalysis) -> PlotSeries | None:
+    curve = arm.curve
+    if curve is None:
+        return None  # interrupted and failed episodes are never drawn
     return PlotSeries(
-        arm=arm.arm, label=_label(arm, baseline), steps=grid, median=median,
-        low=[quantile(column, 0.25) for column in counts], high=[quantile(column, 0.75) for column in counts],
-        replicates=replicates.n, landed=sorted(landed),
+        arm=arm.arm, label=_label(arm, baseline), steps=curve.steps, median=curve.median, low=curve.low,
+        high=curve.high, replicates=arm.n, landed=curve.landed,
     )  # fmt: skip
 
 
-def plot_data(result: ComparisonResult, *, log_x: bool = False) -> PlotData:
+def plot_data(result: Analysis, *, log_x: bool = False) -> PlotData:
     baseline = next(arm for arm in result.arms if arm.arm == result.baseline)
     series: list[PlotSeries] = []
     not_plotted: list[str] = []
@@ -85,11 +72,11 @@ def plot_data(result: ComparisonResult, *, log_x: bool = False) -> PlotData:
         else:
             series.append(drawn)
     tasks = list(dict.fromkeys(arm.settings.task for arm in result.arms))
-    labels = list(dict.fromkeys(arm.simulator_label or arm.settings.simulator for arm in result.arms))
+    labels = list(dict.fromkeys(simulator_label(arm) for arm in result.arms))
     counts = ", ".join(f"{s.arm} n={s.replicates}" for s in series)
     title = f"{', '.join(tasks)} ({counts})\n{' vs '.join(labels)}"
     if not_plotted:
-        title += f"\n(no run: {', '.join(not_plotted)})"
+        title += f"\n(no finished episode: {', '.join(not_plotted)})"
     return PlotData(title=title, series=series, not_plotted=not_plotted, log_x=log_x)
 
 
@@ -129,7 +116,7 @@ def plot_format(path: Path) -> PlotFormat:
     return suffix  # type: ignore[return-value]
 
 
-def save_plot(result: ComparisonResult, path: Path, *, log_x: bool = False) -> PlotData:
+def save_plot(result: Analysis, path: Path, *, log_x: bool = False) -> PlotData:
     """Write the figure in the format its suffix names (Agg: no display needed) and return what was drawn."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 

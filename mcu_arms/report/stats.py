@@ -9,7 +9,7 @@ Methods, stated wherever a number is shown:
   80 % power, never fewer than the 4 per arm an exact test needs to reach p < 0.05);
 - milestones: reached k/n, and the median step of the episodes that reached it with its interquartile range.
 Resampling draws from a generator seeded with a fixed number, so the same data always gives the same intervals.
-Pure Python: `compare` is a light command.
+Pure Python, but for the resampling of means (numpy, imported inside the function): `compare` is a light command.
 """
 
 from __future__ import annotations
@@ -116,12 +116,23 @@ def _percentile_interval(samples: list[float]) -> Interval:
 
 
 def bootstrap(values: Sequence[float], statistic: Callable[[Sequence[float]], float] = mean) -> Interval | None:
-    """The percentile bootstrap interval of `statistic` (None below 2 values)."""
+    """The percentile bootstrap interval of `statistic` (None below 2 values); of the mean, resampled with numpy."""
     if len(values) < 2:
         return None
+    if statistic is mean:
+        return _percentile_interval(_resampled_means(values))
     rng = random.Random(RESAMPLE_SEED)
     samples = [statistic(rng.choices(values, k=len(values))) for _ in range(RESAMPLES)]
     return _percentile_interval(samples)
+
+
+def _resampled_means(values: Sequence[float], seed: int = RESAMPLE_SEED) -> list[float]:
+    """The means of RESAMPLES resamples (with replacement) of `values`, from a generator seeded with `seed`."""
+    import numpy as np
+
+    data = np.asarray(values, dtype=float)
+    rng = np.random.default_rng(seed)
+    return data[rng.integers(0, len(data), size=(RESAMPLES, len(data)))].mean(axis=1).tolist()
 
 
 def summarise(values: Sequence[float]) -> Summary:
@@ -160,9 +171,8 @@ def difference_interval(a: Sequence[float], b: Sequence[float]) -> Interval | No
     """Bootstrap interval of mean(a) − mean(b), each arm resampled on its own."""
     if len(a) < 2 or len(b) < 2:
         return None
-    rng = random.Random(RESAMPLE_SEED)
-    samples = [mean(rng.choices(a, k=len(a))) - mean(rng.choices(b, k=len(b))) for _ in range(RESAMPLES)]
-    return _percentile_interval(samples)
+    means_a, means_b = _resampled_means(a), _resampled_means(b, RESAMPLE_SEED + 1)
+    return _percentile_interval([x - y for x, y in zip(means_a, means_b)])
 
 
 def seeds_needed(a: Sequence[float], b: Sequence[float]) -> int | None:

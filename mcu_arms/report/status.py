@@ -9,21 +9,25 @@ whether the job of an open report still runs, and what it ended as when it ended
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel
 
+from mcu_arms.arms.campaign import Campaign
 from mcu_arms.cluster.slurm import SlurmAnswer, ended_without_report, episode_job, job_states, this_host
 from mcu_arms.contracts.agent_report import in_its_words
 from mcu_arms.contracts.slurm import SlurmJob, is_active
+from mcu_arms.contracts.campaign_run import CampaignRun, CampaignTally
 from mcu_arms.contracts.run_report import RunReport
 from mcu_arms.contracts.started import EpisodeRecord
-from mcu_arms.contracts.states import OPEN_STATUSES, SUPERVISOR_ROLE, ArmStatusText
+from mcu_arms.contracts.states import FINAL_STATUSES, OPEN_STATUSES, SUPERVISOR_ROLE, ArmStatusText
 from mcu_arms.contracts.steps import STEPS_FILE, StepProgress, read_jsonl
 from mcu_arms.environment import Environment
-from mcu_arms.layout import RunOnDisk, arm_runs, selected_arms
+from mcu_arms.layout import RunOnDisk, arm_runs, campaign_runs_dir, selected_arms
 from mcu_arms.private_record import episode_record, recorded_episodes, started_processes
-from mcu_arms.procs import FoundBy, live_processes, recorded_alive
+from mcu_arms.procs import FoundBy, is_alive, live_processes, recorded_alive, supervisor_alive
 
 STALE: ArmStatusText = "stale (supervisor gone)"
 JOB_ENDED: ArmStatusText = "stale (job ended)"
@@ -199,11 +203,15 @@ def _live_elsewhere(env: Environment, arm: str, shown: list[ArmState]) -> list[L
     ]
 
 
-def arm_states(env: Environment, names: list[str]) -> list[ArmState]:
+def arm_states(env: Environment, names: list[str], *, campaign: str | None = None) -> list[ArmState]:
     """Per arm, each seed's latest episode and every open one (queued or started): state, progress and recorded
     processes, and for a Slurm episode its job (Slurm asked once, about the open ones only); and, with the first,
-    every other live process of the arm, whichever episode started it."""
-    found = {arm: arm_runs(env.output_dir / arm) for arm in selected_arms(env.output_dir, names)}
+    every other live process of the arm, whichever episode started it. With `campaign`, its episodes only."""
+    found = {
+        arm: [run for run in arm_runs(env.output_dir / arm) if campaign is None
+              or (run.report is not None and run.report.campaign is not None and run.report.campaign.name == campaign)]
+        for arm in selected_arms(env.output_dir, names)
+    }  # fmt: skip
     shown = {arm: _shown_runs(runs) for arm, runs in found.items()}
     jobs = [
         job
@@ -220,3 +228,106 @@ def arm_states(env: Environment, names: list[str]) -> list[ArmState]:
             of_arm[0] = of_arm[0].model_copy(update={"live_elsewhere": _live_elsewhere(env, arm, of_arm)})
         states += of_arm
     return states
+
+
+CellState = Literal["done", "running", "queued", "failed", "interrupted", "stale", "not started"]
+CELL_STATE: dict[str, CellState] = {"finished": "done", "started": "running", "queued": "queued", "failed": "failed",
+                                    "interrupted": "interrupted"}  # fmt: skip
+
+
+class CampaignCellState(BaseModel):
+    """One arm × seed of a campaign: its latest episode run for the campaign, and how many attempts it took."""
+
+    arm: str
+    seed: int
+    state: CellState
+    episode: int | None = None
+    attempts: int = 0  # episodes of this cell in the campaign's latest run
+    step: int | None = None
+    max_steps: int | None = None
+    score: float | None = None
+    note: str | None = None  # why it failed, or that an earlier run of the campaign finished it
+
+
+class CampaignState(BaseModel):
+    campaign: str
+    run: str | None  # the latest `mcu-arms run` of it (None: it never ran)
+    started_at: str | None
+    supervisor_alive: bool
+    cells: list[CampaignCellState]
+    tally: CampaignTally
+
+
+def _latest_record(env: Environment, campaign: str) -> CampaignRun | None:
+    directory = campaign_runs_dir(env.output_dir, campaign)
+    records = sorted(directory.glob("*.json")) if directory.is_dir() else []
+    for path in reversed(records):
+        try:
+            return CampaignRun.model_validate_json(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def _cell(arm: str, seed: int, runs: list[RunOnDisk], record: CampaignRun | None, alive: bool,
+          skipped: bool) -> CampaignCellState:  # fmt: skip
+    """The cell's state from its episodes run for the campaign (newest first): the latest of the campaign's latest
+    run; an earlier run's when this one skipped the cell (or there is no record); else queued while the run lives."""
+    this_run = [run for run in runs if record is not None and run.report.campaign.run == record.run]
+    earlier = runs if record is None or skipped else []
+    if not (this_run or earlier):
+        return CampaignCellState(arm=arm, seed=seed, state="queued" if alive else "not started")
+    run = (this_run or earlier)[0]
+    report = run.report
+    state = CELL_STATE[report.status]
+    if state == "running" and not supervisor_alive(report) and episode_job(run.run_dir, report) is None:
+        state = "stale"
+    step = steps_progress(run.run_dir.green)[1] if state == "running" else report.steps_run
+    note = f"{report.failure.process or 'mcu-arms'}: {report.failure.reason}" if report.failure else None
+    if not this_run and record is not None:
+        note = f"finished by an earlier run of the campaign (episode {report.episode})"
+    return CampaignCellState(
+        arm=arm, seed=seed, state=state, episode=report.episode, attempts=len(this_run), step=step,
+        max_steps=report.settings.steps, score=report.score, note=note,
+    )  # fmt: skip
+
+
+def campaign_state(env: Environment, campaign: Campaign) -> CampaignState:
+    """Per arm × seed of the campaign: done, running, queued, failed or retried, read from the episodes run for it
+    only; k of n done and an ETA from the pace of its latest run so far."""
+    record = _latest_record(env, campaign.name)
+    alive = record is not None and is_alive(record.supervisor_pid, record.supervisor_create_time)
+    if record is not None:
+        cells = [(cell.arm, cell.seed, cell.skipped) for cell in record.cells]
+    else:
+        seeds = {arm.spec.name: campaign.seeds or arm.spec.replicate_seeds() for arm in campaign.arms()}
+        cells = [(name, seed, False) for name, arm_seeds in seeds.items() for seed in arm_seeds]
+    runs: dict[str, list[RunOnDisk]] = {
+        name: [run for run in arm_runs(env.output_dir / name) if run.report is not None and run.report.campaign
+               is not None and run.report.campaign.name == campaign.name]
+        for name in dict.fromkeys(arm for arm, _, _ in cells)
+    }  # fmt: skip
+    states = [
+        _cell(arm, seed, [run for run in runs[arm] if run.report.settings.seed == seed], record, alive, skipped)
+        for arm, seed, skipped in cells
+    ]
+    elapsed = 0.0
+    if record is not None:
+        elapsed = max((env.clock() - datetime.fromisoformat(record.started_at)).total_seconds(), 0.0)
+    this_run = [run for arm in runs.values() for run in arm if record is not None and run.report.campaign.run == record.run]
+    tally = CampaignTally(
+        total=len(states),
+        done=sum(state.state == "done" for state in states),
+        running=sum(state.state == "running" for state in states),
+        queued=sum(state.state == "queued" for state in states),
+        failed=sum(state.state in ("failed", "interrupted", "stale") for state in states),
+        retried=sum(max(state.attempts - 1, 0) for state in states),
+        ended=sum(run.report.status in FINAL_STATUSES for run in this_run),
+        in_progress=sum(min(state.step / state.max_steps, 1.0) for state in states
+                        if state.state == "running" and state.step and state.max_steps),  # fmt: skip
+        elapsed_s=elapsed,
+    )
+    return CampaignState(
+        campaign=campaign.name, run=record.run if record else None, started_at=record.started_at if record else None,
+        supervisor_alive=alive, cells=states, tally=tally,
+    )  # fmt: skip

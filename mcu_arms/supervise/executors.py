@@ -12,10 +12,13 @@ import threading
 from rich.console import Console
 from rich.markup import escape
 
+from mcu_arms.atomic import write_json_exclusive
+from mcu_arms.contracts.campaign_run import CampaignCell, CampaignRun
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.settings import ArmPlan
 from mcu_arms.environment import Environment
-from mcu_arms.layout import episode_name
+from mcu_arms.contracts.timestamps import iso_seconds
+from mcu_arms.layout import campaign_runs_dir, episode_name
 from mcu_arms.private_record import recorded_episodes, started_processes
 from mcu_arms.procs import live_processes
 from mcu_arms.supervise.reruns import rerun_decision
@@ -46,6 +49,7 @@ def run_arms(
             to_run.append(plan)
     if not to_run:
         return RunOutcome(arms=outcomes)
+    record_campaign_runs(plans, to_run, env, options)
 
     from mcu_arms.arms.prepare import held_arms, held_ports
 
@@ -75,6 +79,25 @@ def run_arms(
     order = {(plan.arm, plan.settings.seed): index for index, plan in enumerate(plans)}
     outcomes.sort(key=lambda outcome: (order.get((outcome.arm, outcome.seed), 0), outcome.attempt))
     return RunOutcome(arms=outcomes, interrupted_by=signalled[0] if signalled else None)
+
+
+def record_campaign_runs(plans: list[ArmPlan], to_run: list[ArmPlan], env: Environment, options: RunOptions) -> None:
+    """Before the first episode starts: each campaign's record of the episodes this run sets out to run (the ones
+    not yet started are what `status --campaign` shows as queued)."""
+    import psutil
+
+    me = psutil.Process()
+    running = {id(plan) for plan in to_run}
+    for tag in {plan.campaign.run: plan.campaign for plan in plans if plan.campaign is not None}.values():
+        cells = [CampaignCell(arm=plan.arm, seed=plan.settings.seed, skipped=id(plan) not in running)
+                 for plan in plans if plan.campaign == tag]  # fmt: skip
+        record = CampaignRun(
+            name=tag.name, run=tag.run, started_at=iso_seconds(env.clock()), supervisor_pid=me.pid,
+            supervisor_create_time=me.create_time(), max_parallel=options.max_parallel, cells=cells,
+        )  # fmt: skip
+        directory = campaign_runs_dir(env.output_dir, tag.name)
+        directory.mkdir(parents=True, exist_ok=True)
+        write_json_exclusive(directory / f"{tag.run}.json", record)
 
 
 def refuse_live_processes(plans: list[ArmPlan], env: Environment) -> None:

@@ -11,7 +11,7 @@ import time
 from collections.abc import Sequence
 from typing import Protocol
 
-from rich.console import Console
+from rich.console import Console, Group
 from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
@@ -37,7 +37,7 @@ STATE_STYLES = {
 class View(Protocol):
     def line(self, arm: str, text: str, *, alert: bool = False) -> None: ...
 
-    def refresh(self, arms: Sequence[ArmProgress]) -> None: ...
+    def refresh(self, arms: Sequence[ArmProgress], summary: str | None = None) -> None: ...
 
     def close(self, arms: Sequence[ArmProgress]) -> None: ...
 
@@ -192,6 +192,7 @@ class LiveView:
         self.console = console
         self._lock = threading.Lock()
         self._live = Live(console=console, auto_refresh=False, transient=False)
+        self._summary: str | None = None  # k of n done, ETA: above the table
         self._live.start()
 
     def line(self, arm: str, text: str, *, alert: bool = False) -> None:
@@ -201,9 +202,11 @@ class LiveView:
             shown = escape(shown_text(text, MAX_LOG_LINE_CHARS, one_line=False))
             self.console.print(f"[{style}]{log_stamp()} {label}{escape(arm)}: {shown}[/]", highlight=False)
 
-    def refresh(self, arms: Sequence[ArmProgress]) -> None:
+    def refresh(self, arms: Sequence[ArmProgress], summary: str | None = None) -> None:
+        self._summary = summary or self._summary
+        table = progress_table(arms, self.console)
         with self._lock:
-            self._live.update(progress_table(arms, self.console), refresh=True)
+            self._live.update(Group(escape(self._summary), table) if self._summary else table, refresh=True)
 
     def close(self, arms: Sequence[ArmProgress]) -> None:
         self.refresh(arms)
@@ -211,14 +214,15 @@ class LiveView:
 
 
 class PlainView:
-    """Without a terminal: the arms' event lines (state changes, alerts) as they come, and a progress line per
-    running arm every `interval_s`."""
+    """Without a terminal: the arms' event lines (state changes, alerts) as they come, and every `interval_s` the
+    run's summary (k of n done, ETA) and a progress line per running arm."""
 
     def __init__(self, console: Console, interval_s: float = 30.0) -> None:
         self.console = console
         self.interval_s = interval_s
         self._lock = threading.Lock()
         self._last_progress = time.monotonic()
+        self._summary: str | None = None
 
     def _print(self, text: str) -> None:
         with self._lock:
@@ -227,16 +231,21 @@ class PlainView:
     def line(self, arm: str, text: str, *, alert: bool = False) -> None:
         self._print(f"{'ALERT ' if alert else ''}{arm}: {shown_text(text, MAX_LOG_LINE_CHARS, one_line=False)}")
 
-    def refresh(self, arms: Sequence[ArmProgress]) -> None:
+    def refresh(self, arms: Sequence[ArmProgress], summary: str | None = None) -> None:
+        self._summary = summary or self._summary
         now = time.monotonic()
         if now - self._last_progress >= self.interval_s:
             self._last_progress = now
+            if summary:
+                self._print(summary)
             for progress in arms:
                 if progress.state == "running":
                     self._print(progress_line(progress))
 
     def close(self, arms: Sequence[ArmProgress]) -> None:
-        """Nothing to tear down: every line is already out."""
+        """Every line is already out but the run's last summary (k of n done)."""
+        if self._summary:
+            self._print(self._summary)
 
 
 def make_view(console: Console, interval_s: float) -> View:

@@ -42,11 +42,20 @@ class RerunDecision:
         return self.action == "skip"
 
 
+def _same_campaign(plan: ArmPlan, report: RunReport) -> bool:
+    """A campaign's episode counts only its own campaign's earlier runs (its compare reads no other); an arm run on
+    its own counts every earlier run of the arm."""
+    if plan.campaign is None:
+        return True
+    return report.campaign is not None and report.campaign.name == plan.campaign.name
+
+
 def rerun_decision(plan: ArmPlan, arm_dir: Path, *, rerun: bool) -> RerunDecision:
     """Skip an episode whose latest run of the same seed finished with the same fingerprint; retry one that failed or
     was interrupted (never skip it); announce a changed fingerprint."""
     seed = plan.settings.seed
-    latest = next((run.report for run in arm_runs(arm_dir) if run.report and run.report.settings.seed == seed), None)
+    latest = next((run.report for run in arm_runs(arm_dir) if run.report and run.report.settings.seed == seed
+                   and _same_campaign(plan, run.report)), None)  # fmt: skip
     if latest is not None and latest.status == "finished" and latest.fingerprint == plan.fingerprint:
         where = episode_name(latest.episode)
         if rerun:

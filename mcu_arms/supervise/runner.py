@@ -29,6 +29,7 @@ from mcu_arms.atomic import open_log, write_json_exclusive
 from mcu_arms.containment import containment_support
 from mcu_arms.contracts.access import ArmAccess
 from mcu_arms.contracts.agent_report import AGENT_REPORT_SUFFIX, AgentSummary, agent_summary
+from mcu_arms.contracts.campaign_run import CampaignTally
 from mcu_arms.contracts.errors import UserError, validation_summary
 from mcu_arms.contracts.evaluation import EvaluationResult
 from mcu_arms.contracts.events import EventRecord
@@ -184,6 +185,7 @@ def new_report(plan: ArmPlan, env: Environment, *, status: RunStatus, attempt: i
         started_at=iso_seconds(env.clock()),
         logs={process.role: run_dir.relative(process.log) for process in plan.processes},
         output_root=str(env.output_dir),
+        campaign=plan.campaign,
         output_dirs={role: run_dir.relative(path) for role, path in (("green", run_dir.green),
                                                                     ("purple", run_dir.purple))},
     )  # fmt: skip
@@ -750,6 +752,7 @@ def supervise_here(
 
     outcomes: list[ArmOutcome] = []
     started: list[ArmRunner] = []
+    began = time.monotonic()
     adopted = AdoptedOrphans(enabled=containment_support().cgroup is None)
     next_adoption_poll = time.monotonic() + ADOPTED_POLL_S
     try:
@@ -779,7 +782,9 @@ def supervise_here(
                 outcomes.append(outcome)
             if stop_reason is None:
                 start_next()
-            view.refresh(progresses)
+            queued = [ArmProgress(_queued_label(plan, attempt), plan.settings.steps, state="queued")
+                      for plan, attempt in pending]  # fmt: skip
+            view.refresh(progresses + queued, summary=_tally(len(plans), outcomes, running, pending, began).text())
             wake.wait(1.0 / REFRESH_PER_SECOND)
             wake.clear()
     except BaseException as error:  # a failing view must not leave the arms running unwatched while we wait on them
@@ -792,6 +797,25 @@ def supervise_here(
         _stop_adopted(adopted, started, options.stop_grace_s)
         view.close(progresses)
     return outcomes
+
+
+def _queued_label(plan: ArmPlan, attempt: int) -> str:
+    return plan.label if attempt == 1 else f"{plan.label} (attempt {attempt})"
+
+
+def _tally(total: int, outcomes: list[ArmOutcome], running: dict, pending: deque, began: float) -> CampaignTally:
+    """This run's episodes by state, for the live view's summary line (k of n done, ETA from the pace so far)."""
+    return CampaignTally(
+        total=total,
+        done=sum(o.status == "finished" for o in outcomes),
+        running=len(running),
+        queued=len(pending),
+        failed=sum(o.status in ("failed", "interrupted") and not o.retried for o in outcomes),
+        retried=sum(o.retried for o in outcomes),
+        ended=len(outcomes),
+        in_progress=sum(runner.progress.done_share() for runner in running.values()),
+        elapsed_s=time.monotonic() - began,
+    )
 
 
 def _not_started(plan: ArmPlan, reason: str) -> ArmOutcome:

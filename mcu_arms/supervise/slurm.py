@@ -34,6 +34,7 @@ from rich.console import Console
 
 from mcu_arms.atomic import write_json_atomic, write_text_atomic
 from mcu_arms.cluster.slurm import job_states, this_host
+from mcu_arms.contracts.campaign_run import CampaignTally
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.events import EventRecord
 from mcu_arms.contracts.run_report import Failure, RunReport, read_report
@@ -233,6 +234,7 @@ class Watch:
         self.outcomes: list[ArmOutcome] = []
         self._next_queue_check = 0.0
         self._cancelled_at: float | None = None
+        self._began = time.monotonic()
 
     def add(self, submitted: list[Submitted]) -> None:
         for episode in submitted:
@@ -257,12 +259,27 @@ class Watch:
                     self._ask_slurm()
                 if self._cancelled_at is not None and time.monotonic() - self._cancelled_at > CANCEL_WAIT_S:
                     self._give_up()
-                self.view.refresh([episode.progress for episode in self.episodes])
+                self.view.refresh([episode.progress for episode in self.episodes], summary=self.tally().text())
                 wake.wait(1.0 / REFRESH_PER_SECOND)
                 wake.clear()
         finally:
             self.view.close([episode.progress for episode in self.episodes])
         return self.outcomes
+
+    def tally(self) -> CampaignTally:
+        """This run's episodes by state, for the live view's summary line (k of n done, ETA from the pace so far)."""
+        running = [episode for episode in self.open if episode.status == "started"]
+        return CampaignTally(
+            total=len({(episode.plan.arm, episode.plan.settings.seed) for episode in self.episodes}),
+            done=sum(outcome.status == "finished" for outcome in self.outcomes),
+            running=len(running),
+            queued=sum(episode.status == "queued" for episode in self.open),
+            failed=sum(o.status in ("failed", "interrupted") and not o.retried for o in self.outcomes),
+            retried=sum(outcome.retried for outcome in self.outcomes),
+            ended=len(self.outcomes),
+            in_progress=sum(episode.progress.done_share() for episode in running),
+            elapsed_s=time.monotonic() - self._began,
+        )
 
     def cancel(self, who: str) -> None:
         """Cancel every open episode's job, each after a stop request (so the episode says it was stopped)."""

@@ -12,7 +12,15 @@ from pathlib import Path
 from typing import Any
 
 from mcu_arms import __version__
-from mcu_arms.report.compare import ComparisonResult, milestone_text, result_rows, setting_text
+from mcu_arms.report.analysis import Analysis, simulator_label
+from mcu_arms.report.compare import (
+    episode_rows,
+    experiment_text,
+    excluded_lines,
+    milestone_text,
+    result_rows,
+    setting_text,
+)
 from mcu_arms.view.downsample import LATENCY_BUCKETS
 from mcu_arms.view.episode import EpisodeView
 
@@ -57,7 +65,7 @@ def _common(generated_at: datetime, root: str) -> dict[str, Any]:
     }
 
 
-def render_comparison(result: ComparisonResult, episode_links: list[EpisodeLink], generated_at: datetime) -> str:
+def render_comparison(result: Analysis, episode_links: list[EpisodeLink], generated_at: datetime) -> str:
     names = result.arm_names()
     links: dict[str, list[EpisodeLink]] = {name: [] for name in names}
     for link in episode_links:
@@ -75,6 +83,10 @@ def render_comparison(result: ComparisonResult, episode_links: list[EpisodeLink]
             names=names,
             links=links,
             results=result_rows(result),
+            episode_facts=episode_rows(result),
+            excluded=excluded_lines(result),
+            experiments={arm.arm: experiment_text(arm) for arm in result.arms},
+            simulators={arm.arm: simulator_label(arm) for arm in result.arms},
             settings=[(row, [setting_text(value) for value in row.values]) for row in result.settings],
             milestones=milestones,
             one_task=len({row.task for row in result.milestones}) <= 1,

@@ -37,8 +37,8 @@ from mcu_arms.contracts.evaluation import TaskMetrics, read_evaluation
 from mcu_arms.contracts.run_report import RunReport, read_report
 from mcu_arms.contracts.steps import FRAME_NAME, StepProgress, frame_name
 from mcu_arms.environment import Environment
-from mcu_arms.layout import RunDir, frames_dir, known_arms, logged_tasks, steps_log
-from mcu_arms.report.compare import ComparisonResult, compare_arms
+from mcu_arms.layout import RunDir, episode_name, frames_dir, known_arms, logged_tasks, steps_log
+from mcu_arms.report.analysis import Analysis, analyse
 from mcu_arms.report.plot import plot_data
 from mcu_arms.view.episode import (
     EpisodeData,
@@ -120,51 +120,67 @@ def chosen_arms(items: list[str], env: Environment) -> list[str]:
     return found
 
 
-def episode_sources(result: ComparisonResult) -> list[EpisodeSource]:
-    """Every task of every run the comparison selected, with what its reports say about it."""
+def episode_sources(result: Analysis) -> list[EpisodeSource]:
+    """Every task of every episode the analysis used (an arm with none: its latest run, to read why), with what its
+    reports say about it."""
     sources: list[EpisodeSource] = []
     for arm in result.arms:
-        if arm.report_path is None or arm.episode_dir is None:
+        if arm.latest is None:
             continue
-        run_dir = RunDir(Path(arm.episode_dir))
-        report: RunReport = read_report(Path(arm.report_path))
-        metrics: dict[str, TaskMetrics] = {}
-        if report.evaluation_file and run_dir.resolve(report.evaluation_file).is_file():
-            evaluation = read_evaluation(run_dir.resolve(report.evaluation_file))
-            metrics = {name: m for category in evaluation.results for name, m in category.task_metrics.items()}
-        tasks = _task_order(run_dir, metrics)
-        purple = purple_episodes(run_dir, tasks, report.settings.task) if report.settings.agent in CODEX_AGENTS else {}
-        for task in tasks:
-            folder, episode = purple.get(task, (None, None))
-            turns: list[TurnRecord] = episode.turn_records if episode else []
-            sources.append(
-                EpisodeSource(
-                    arm=arm.arm,
-                    run_dir=run_dir,
-                    task=task,
-                    report=report,
-                    metrics=metrics.get(task),
-                    arm_file=arm.source,
-                    purple_task_dir=folder,
-                    turn_records=turns,
-                    purple_episode=episode,
-                )
+        arm_dir = Path(arm.latest.episode_dir).parent
+        episodes = [ref.episode for ref in arm.used] or [arm.latest.episode]
+        for number in episodes:
+            sources += _episode_sources(arm.arm, arm.source, RunDir(arm_dir / episode_name(number)))
+    return sources
+
+
+def _episode_sources(arm: str, arm_file: str | None, run_dir: RunDir) -> list[EpisodeSource]:
+    """One episode's tasks, in the order they ran."""
+    report: RunReport = read_report(run_dir.report)
+    metrics: dict[str, TaskMetrics] = {}
+    if report.evaluation_file and run_dir.resolve(report.evaluation_file).is_file():
+        evaluation = read_evaluation(run_dir.resolve(report.evaluation_file))
+        metrics = {name: m for category in evaluation.results for name, m in category.task_metrics.items()}
+    tasks = _task_order(run_dir, metrics)
+    purple = purple_episodes(run_dir, tasks, report.settings.task) if report.settings.agent in CODEX_AGENTS else {}
+    sources = []
+    for task in tasks:
+        folder, episode = purple.get(task, (None, None))
+        turns: list[TurnRecord] = episode.turn_records if episode else []
+        sources.append(
+            EpisodeSource(
+                arm=arm,
+                run_dir=run_dir,
+                task=task,
+                report=report,
+                metrics=metrics.get(task),
+                arm_file=arm_file,
+                purple_task_dir=folder,
+                turn_records=turns,
+                purple_episode=episode,
             )
+        )
     return sources
 
 
 @dataclass
 class Site:
-    comparison: ComparisonResult
+    comparison: Analysis
     sources: dict[str, EpisodeSource]  # by episode id
     generated_at: datetime
     _episodes: dict[str, tuple[tuple[int, int], EpisodeData]] = field(default_factory=dict)
 
     @classmethod
     def build(
-        cls, items: list[str], env: Environment, *, baseline: str | None = None, episode: int | None = None
+        cls,
+        items: list[str],
+        env: Environment,
+        *,
+        baseline: str | None = None,
+        episode: int | None = None,
+        experiments: list[str] | None = None,
     ) -> Site:
-        comparison = compare_arms(items, env, baseline=baseline, episode=episode)
+        comparison = analyse(items, env, baseline=baseline, episode=episode, experiments=experiments)
         sources: dict[str, EpisodeSource] = {}
         for source in episode_sources(comparison):
             base = _slug(f"{source.arm}-{source.run_dir.number:03d}-{source.task}")
@@ -268,10 +284,24 @@ class Site:
         return None
 
 
-def comparison_data(result: ComparisonResult) -> dict[str, object]:
-    """The comparison chart: milestones reached against step, one line per arm (report/plot.py's series)."""
+def comparison_data(result: Analysis) -> dict[str, object]:
+    """The comparison's charts: milestones reached against step, one line per arm (report/plot.py's series); and per
+    milestone each arm's Kaplan–Meier curve of reaching it (1 − S) with its band, as the analysis computed them."""
     plot = plot_data(result)
-    return {"title": plot.title, "series": [s.model_dump() for s in plot.series], "not_plotted": plot.not_plotted}
+    survival: dict[str, list[dict[str, object]]] = {}
+    for row in result.milestones:
+        curves = [
+            {"arm": arm.arm, "n": cell.time_to_event.n, "median": cell.time_to_event.median,
+             "steps": [0.0, *(point.step for point in cell.time_to_event.points)],
+             "reached": [0.0, *(1 - point.not_reached for point in cell.time_to_event.points)],
+             "low": [0.0, *(1 - point.band.high for point in cell.time_to_event.points)],
+             "high": [0.0, *(1 - point.band.low for point in cell.time_to_event.points)]}
+            for arm, cell in zip(result.arms, row.cells) if cell.time_to_event is not None
+        ]  # fmt: skip
+        if curves:
+            survival[f"{row.task}/{row.identity}"] = curves
+    return {"title": plot.title, "series": [s.model_dump() for s in plot.series], "not_plotted": plot.not_plotted,
+            "survival": survival}  # fmt: skip
 
 
 class BundleSummary(BaseModel):

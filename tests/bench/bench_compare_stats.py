@@ -7,7 +7,7 @@ ratio to a bare read (json.loads) of the same 400 result files.
 everything report/methods offers a compare: the paired score difference (exact sign flip is out of reach at 200
 pairs: 100,000 seeded random signs; paired bootstrap), per milestone both Kaplan–Meier curves with their bands,
 medians and the log-rank test, Holm over the 21 tests, and the sequential-experiment check. `--compare` also times
-`compare_arms` as it stands (the views' whole pipeline, including today's unpaired tests).
+`analyse` (report/analysis.py: the Analysis every view renders, the whole pipeline).
 """
 
 from __future__ import annotations
@@ -120,11 +120,11 @@ def main() -> None:
         print(f"read + report/methods:    {full:.3f} s  ({full / bare:.1f}x the bare read; target {TARGET_S:g} s: "
               f"{full / TARGET_S:.2f} of it)")  # fmt: skip
         if options.compare:
-            from mcu_arms.report.compare import compare_arms
+            from mcu_arms.report.analysis import analyse
 
             env, _, _ = make_environment(root, {})
-            whole = timed(compare_arms, ["base_arm", "variant_arm"], env)
-            print(f"compare_arms as it is:    {whole:.3f} s  ({whole / bare:.1f}x the bare read)")
+            whole = timed(analyse, ["base_arm", "variant_arm"], env)
+            print(f"analyse (every view's):   {whole:.3f} s  ({whole / bare:.1f}x the bare read)")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
-// The comparison page's chart: milestones reached against step, per arm the median over its seeds with the IQR
-// as a band (report/plot.py's series).
+// The comparison page's charts: milestones reached against step, per arm the median over its seeds with the IQR
+// as a band (report/plot.py's series); and per milestone (chosen in a list) each arm's Kaplan–Meier curve.
 // The tables are plain HTML; this only draws window.MCU_COMPARISON (comparison-data.js).
 (function () {
   'use strict';
@@ -28,8 +28,31 @@
     yaxis: { title: { text: 'milestones reached (median)' }, rangemode: 'tozero', dtick: 1 },
     legend: { orientation: 'h', y: -0.2 },
   };
-  Plotly.newPlot(gd, traces, layout, { displayModeBar: false, responsive: true }).then(() => {
-    window.VIEWER_READY = true;
-    window.READY_AT = performance.now();
-  });
+  const km = document.getElementById('km-chart');
+  const choice = document.getElementById('km-milestone');
+  const keys = Object.keys(C.survival || {});
+  keys.forEach(key => choice.add(new Option(key.split('/').slice(1).join('/'), key)));
+  function drawSurvival() {  // each arm's Kaplan–Meier curve of reaching the chosen milestone, its band beneath
+    if (!keys.length) { km.textContent = 'no arm ran several episodes: no curve to draw'; return Promise.resolve(); }
+    const curves = [];
+    C.survival[choice.value].forEach(c => {
+      curves.push({ type: 'scatter', mode: 'lines', x: c.steps, y: c.high, line: { shape: 'hv', width: 0 },
+                    showlegend: false, hoverinfo: 'skip' });
+      curves.push({ type: 'scatter', mode: 'lines', x: c.steps, y: c.low, line: { shape: 'hv', width: 0 },
+                    fill: 'tonexty', opacity: 0.2, showlegend: false, hoverinfo: 'skip' });
+      curves.push({ type: 'scatter', mode: 'lines', name: `${c.arm} (n=${c.n}, median ${c.median ?? 'not reached'})`,
+                    x: c.steps, y: c.reached, line: { shape: 'hv', width: 2 } });
+    });
+    return Plotly.react(km, curves, {
+      margin: { l: 60, r: 10, t: 20, b: 50 }, xaxis: { title: { text: 'step' } },
+      yaxis: { title: { text: 'share of episodes that reached it' }, range: [0, 1.02] },
+      legend: { orientation: 'h', y: -0.2 },
+    }, { displayModeBar: false, responsive: true });
+  }
+  choice.addEventListener('change', drawSurvival);
+  Promise.all([Plotly.newPlot(gd, traces, layout, { displayModeBar: false, responsive: true }), drawSurvival()])
+    .then(() => {
+      window.VIEWER_READY = true;
+      window.READY_AT = performance.now();
+    });
 })();
