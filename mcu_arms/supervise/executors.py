@@ -16,8 +16,8 @@ from mcu_arms.atomic import write_json_exclusive
 from mcu_arms.contracts.campaign_run import CampaignCell, CampaignRun
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.settings import ArmPlan
-from mcu_arms.environment import Environment
 from mcu_arms.contracts.timestamps import iso_seconds
+from mcu_arms.environment import Environment
 from mcu_arms.layout import campaign_runs_dir, episode_name
 from mcu_arms.private_record import recorded_episodes, started_processes
 from mcu_arms.procs import live_processes
