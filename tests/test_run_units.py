@@ -164,7 +164,7 @@ def test_links_are_repointed_and_a_regular_file_in_the_way_is_left_alone(tmp_pat
 def test_dry_run_prints_the_plan_and_touches_nothing(tmp_path: Path) -> None:
     project = tmp_path / "project"
     write_arm(project, "dry")
-    done = invoke(project, {"MCU_ARMS_STATE_DIR": str(tmp_path / "state")}, "run", "--arm", "dry", "--dry-run")
+    done = invoke(project, {"MCU_ARMS_STATE_DIR": str(tmp_path / "state")}, "run", "--arm", "dry", "--dry-run", "--verbose")
     assert done.exit_code == 0, done.err
     assert "dry run: nothing was created, reserved or started" in done.out and "serve green" in done.out
     assert sorted(p.name for p in project.iterdir()) == ["arms"]

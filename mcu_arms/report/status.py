@@ -27,7 +27,7 @@ from mcu_arms.contracts.steps import STEPS_FILE, StepProgress, read_jsonl
 from mcu_arms.environment import Environment
 from mcu_arms.layout import RunOnDisk, arm_runs, campaign_runs_dir, selected_arms
 from mcu_arms.private_record import episode_record, recorded_episodes, started_processes
-from mcu_arms.procs import FoundBy, is_alive, live_processes, recorded_alive, supervisor_alive
+from mcu_arms.procs import FoundBy, live_processes, recorded_alive, verified_process
 
 STALE: ArmStatusText = "stale (supervisor gone)"
 JOB_ENDED: ArmStatusText = "stale (job ended)"
@@ -269,7 +269,7 @@ def _latest_record(env: Environment, campaign: str) -> CampaignRun | None:
     return None
 
 
-def _cell(arm: str, seed: int, runs: list[RunOnDisk], record: CampaignRun | None, alive: bool,
+def _cell(env: Environment, arm: str, seed: int, runs: list[RunOnDisk], record: CampaignRun | None, alive: bool,
           skipped: bool) -> CampaignCellState:  # fmt: skip
     """The cell's state from its episodes run for the campaign (newest first): the latest of the campaign's latest
     run; an earlier run's when this one skipped the cell (or there is no record); else queued while the run lives."""
@@ -280,7 +280,10 @@ def _cell(arm: str, seed: int, runs: list[RunOnDisk], record: CampaignRun | None
     run = (this_run or earlier)[0]
     report = run.report
     state = CELL_STATE[report.status]
-    if state == "running" and not supervisor_alive(report) and episode_job(run.run_dir, report) is None:
+    supervisor = report.processes.get(SUPERVISOR_ROLE)
+    if state == "running" and episode_job(run.run_dir, report) is None and not _alive(
+        episode_record(env.env, run.run_dir.path), SUPERVISOR_ROLE, supervisor and supervisor.pid
+    ):
         state = "stale"
     step = steps_progress(run.run_dir.green)[1] if state == "running" else report.steps_run
     note = f"{report.failure.process or 'mcu-arms'}: {report.failure.reason}" if report.failure else None
@@ -296,7 +299,8 @@ def campaign_state(env: Environment, campaign: Campaign) -> CampaignState:
     """Per arm × seed of the campaign: done, running, queued, failed or retried, read from the episodes run for it
     only; k of n done and an ETA from the pace of its latest run so far."""
     record = _latest_record(env, campaign.name)
-    alive = record is not None and is_alive(record.supervisor_pid, record.supervisor_create_time)
+    # Only shown (queued, or not started): a pid read from output/ is never signalled, only looked at.
+    alive = record is not None and verified_process(record.supervisor_pid, record.supervisor_create_time) is not None
     if record is not None:
         cells = [(cell.arm, cell.seed, cell.skipped) for cell in record.cells]
     else:
@@ -308,7 +312,7 @@ def campaign_state(env: Environment, campaign: Campaign) -> CampaignState:
         for name in dict.fromkeys(arm for arm, _, _ in cells)
     }  # fmt: skip
     states = [
-        _cell(arm, seed, [run for run in runs[arm] if run.report.settings.seed == seed], record, alive, skipped)
+        _cell(env, arm, seed, [run for run in runs[arm] if run.report.settings.seed == seed], record, alive, skipped)
         for arm, seed, skipped in cells
     ]
     elapsed = 0.0
