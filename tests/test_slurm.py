@@ -42,7 +42,8 @@ seeds = [0]
 time = "1:00:00"
 stop_margin = 60
 partition = "cpu"
-sbatch = ["--qos=long"]
+qos = "long"
+sbatch = ["--mail-type=END"]
 
 [baseline]
 arm = "base"
@@ -89,10 +90,13 @@ def test_slurm_times_take_every_form_sbatch_takes() -> None:
     for wrong in ("1h", "0", "1:2:3:4", "-5"):
         with pytest.raises(ValueError):
             parse_slurm_time(wrong)
-    assert parse_sbatch_line("--qos=long") == ("qos", "long")
+    assert parse_sbatch_line("--mail-type=END") == ("mail-type", "END")
     assert parse_sbatch_line("--exclusive") == ("exclusive", True)
     with pytest.raises(ValueError, match="--array is set by mcu-arms"):
         parse_sbatch_line("--array=0-3")
+    for option, key in (("qos", "qos"), ("constraint", "constraint"), ("exclude", "exclude"), ("output", "log_dir")):
+        with pytest.raises(ValueError, match=rf"--{option} has its own key: \[slurm\] {key} \(or --slurm-"):
+            parse_sbatch_line(f"--{option}=x")
 
 
 @pytest.mark.parametrize(
@@ -114,26 +118,32 @@ def test_a_bad_slurm_table_is_an_error_at_its_line(tmp_path: Path, env: dict, ta
 
 
 def test_a_campaigns_slurm_table_fills_what_each_arm_leaves_unset(tmp_path: Path) -> None:
-    project = _project(tmp_path, '\n[slurm]\ntime = "30"\nsbatch = ["--constraint=avx2"]\n')
+    project = _project(tmp_path, '\n[slurm]\ntime = "30"\nconstraint = "avx2"\nsbatch = ["--exclusive"]\n')
     env = _environment(project, tmp_path)
     base, other = _plans(project, env, "campaigns/site.toml")
     assert base.slurm.time_s == 30 * 60, "the arm's own time wins over the campaign's"
     assert base.slurm.partition == "cpu" and base.slurm.stop_margin_s == 60
-    assert base.slurm.sbatch == ["--qos=long", "--constraint=avx2"], "the campaign's lines, then the arm's"
+    assert (base.slurm.qos, base.slurm.constraint) == ("long", "avx2"), "a key of its own, from either file"
+    assert base.slurm.sbatch == ["--mail-type=END", "--exclusive"], "the campaign's lines, then the arm's"
     assert other.slurm.gres == "mcslot:1" and base.slurm.gres is None, "a variant's own [slurm] is its own"
     assert base.fingerprint == _plans(project, env, "arms/base.toml", placement=Placement())[0].fingerprint, (
         "where an arm runs is not what it runs: the fingerprint ignores [slurm]"
     )
-    flagged = Placement(executor="slurm", slurm={"time": "2-00:00:00", "partition": "gpu", "sbatch": ["--exclusive"]})
+    flagged = Placement(executor="slurm", slurm={"time": "2-00:00:00", "partition": "gpu", "sbatch": ["--hold"],
+                                                 "qos": "short", "constraint": "ib", "exclude": "n[1-2]",
+                                                 "log_dir": "logs"})  # fmt: skip
     base = _plans(project, env, "campaigns/site.toml", placement=flagged)[0]
-    assert (base.slurm.time_s, base.slurm.partition) == (2 * 86400, "gpu") and base.slurm.sbatch[-1] == "--exclusive"
+    assert (base.slurm.time_s, base.slurm.partition) == (2 * 86400, "gpu") and base.slurm.sbatch[-1] == "--hold"
+    assert (base.slurm.qos, base.slurm.constraint, base.slurm.exclude, base.slurm.log_dir) == (
+        "short", "ib", "n[1-2]", "logs"
+    ), "each flag wins over the files' key"
 
 
 def test_plan_shows_the_slurm_options_and_refuses_what_cannot_run_there(tmp_path: Path, env: dict) -> None:
     project = _project(tmp_path)
     shown = invoke(project, env, "plan", "--dry-run", "--executor", "slurm", "campaigns/site.toml")
     assert shown.exit_code == 0, shown.out + shown.err
-    assert "slurm: time 01:00:00, partition cpu, stop 60 s before the limit, sbatch --qos=long" in shown.out
+    assert "slurm: time 01:00:00, partition cpu, qos long, stop 60 s before the limit, sbatch --mail-type=END" in shown.out
     assert "green, purple picked on the node when the episode starts" in shown.out
     data = json.loads(invoke(project, env, "plan", "--dry-run", "--json", "--executor", "slurm",
                              "campaigns/site.toml").out)  # fmt: skip
@@ -158,22 +168,39 @@ def test_plan_shows_the_slurm_options_and_refuses_what_cannot_run_there(tmp_path
         assert exposed.exit_code == 2 and "ports.host" in exposed.err and "loopback of the node" in exposed.err
 
 
-def test_a_job_is_told_its_options_and_never_requeued() -> None:
-    from mcu_arms.supervise.slurm import sbatch_parameters
+def test_a_job_array_is_told_its_options_and_each_episode_its_own_logs(tmp_path: Path) -> None:
+    from mcu_arms.supervise.runner import RunOptions
+    from mcu_arms.supervise.slurm import job_name, job_script, sbatch_options
 
-    options = SlurmOptions(time_s=3601, partition="cpu", account="lab", mem="8G", gres="mcslot:1", cpus=2,
-                           array_throttle=5, sbatch=["--qos=long", "--exclusive"], setup=["module load jdk/8"],
+    options = SlurmOptions(time_s=3601, partition="cpu", account="lab", qos="long", constraint="avx2&ib",
+                           exclude="n[01-02]", mem="8G", gres="mcslot:1", cpus=2, array_throttle=5,
+                           sbatch=["--mail-type=END", "--exclusive"], setup=["module load jdk/8"],
                            stop_margin_s=90)  # fmt: skip
-    parameters = sbatch_parameters(options, count=8, max_parallel=3, name="mcu-arms:a+b")
-    assert parameters["time"] == 61, "minutes, rounded up as Slurm rounds them"
-    assert parameters["array_parallelism"] == 3, "the lower of the arms' throttle and --max-parallel"
-    assert (parameters["partition"], parameters["account"], parameters["gres"], parameters["cpus_per_task"]) == (
-        "cpu", "lab", "mcslot:1", 2
+    chosen = sbatch_options(options, count=8, max_parallel=3, name="mcu-arms:a+b")
+    assert chosen["time"] == "61", "minutes, rounded up as Slurm rounds them"
+    assert chosen["array"] == "0-7%3", "the lower of the arms' throttle and --max-parallel"
+    assert (chosen["partition"], chosen["account"], chosen["qos"], chosen["constraint"], chosen["exclude"]) == (
+        "cpu", "lab", "long", "avx2&ib", "n[01-02]"
     )  # fmt: skip
-    extra = parameters["additional_parameters"]
-    assert extra["signal"] == "TERM@90", "submitit's USR2 warning (whose handler kills the episode) is replaced"
-    assert extra["no-requeue"] is True and extra["export"] == "ALL" and extra["mem"] == "8G"
-    assert extra["qos"] == "long" and extra["exclusive"] is True and parameters["setup"] == ["module load jdk/8"]
+    assert (chosen["gres"], chosen["cpus-per-task"], chosen["mem"]) == ("mcslot:1", "2", "8G")
+    assert chosen["signal"] == "TERM@90" and chosen["requeue"] is True and chosen["export"] == "ALL"
+    assert chosen["mail-type"] == "END" and chosen["exclusive"] is True
+
+    project = _project(tmp_path, "\n[slurm]\ntime = 60\n")
+    env = _environment(project, tmp_path)
+    plans = [prepare_episode(plan) for plan in _plans(project, env, "campaigns/site.toml",
+                                                      placement=Placement(executor="slurm", slurm={"time": "60"}))]
+    assert job_name(plans[:1]) == "mcu-arms:base:seed0" and job_name(plans) == "mcu-arms:base+other"
+    script = job_script(plans, options, RunOptions(), "mcu-arms:base+other", tmp_path / "job.%A_%a.out", None)
+    lines = script.splitlines()
+    assert "#SBATCH --qos=long" in lines and "#SBATCH --exclude=n[01-02]" in lines and "#SBATCH --requeue" in lines
+    assert f"#SBATCH --output={tmp_path / 'job.%A_%a.out'}" in lines and "module load jdk/8" in lines
+    assert f"stdouts=({plans[0].episode_dir}/slurm-%A_%a.out {plans[1].episode_dir}/slurm-%A_%a.out)" in lines
+    assert lines[-1].startswith('exec srun --unbuffered --ntasks=1 --output="${stdouts[${SLURM_ARRAY_TASK_ID}]}" '
+                                '--error="${stderrs[${SLURM_ARRAY_TASK_ID}]}" ')  # fmt: skip
+    assert lines[-1].endswith('run-episode --ready-timeout 120 "${episodes[${SLURM_ARRAY_TASK_ID}]}"'), lines[-1]
+    elsewhere = job_script(plans, options, RunOptions(), "n", tmp_path / "j.out", tmp_path / "logs")
+    assert f"stderrs=({tmp_path}/logs/base.episode_001.slurm-%A_%a.err" in elsewhere, "--slurm-log-dir: one pair each"
 
 
 def test_a_masked_value_reaches_the_job_in_its_environment_and_in_no_file(tmp_path: Path) -> None:
@@ -234,7 +261,7 @@ def _calls(path: Path) -> list[str]:
 
 def test_status_reads_the_report_first_and_asks_slurm_only_about_open_episodes(tmp_path: Path, env: dict) -> None:
     project = _project(tmp_path, "\n[slurm]\ntime = 60\n")
-    bin_dir, calls = _stand_in_slurm(tmp_path, "7_0|RUNNING|None|node17|0:40:00|N/A\n")
+    bin_dir, calls = _stand_in_slurm(tmp_path, "7_0|RUNNING|None|node17|0:40:00|N/A|mcu-arms:base:seed0\n")
     env = {**env, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
     environment = _environment(project, tmp_path, PATH=env["PATH"])
     run_dir = _queued_episode(project, environment, "7_0", status="started", node="node17")
@@ -242,14 +269,15 @@ def test_status_reads_the_report_first_and_asks_slurm_only_about_open_episodes(t
     shown = json.loads(invoke(project, env, "status", "--json").out)["arms"][0]
     assert shown["state"] == "started" and shown["slurm_job"] == "7_0 RUNNING on node17"
     assert shown["processes"] == [], "pids on another node are not this host's to check"
-    assert _calls(calls) == ["squeue -h -t all -r -j 7_0 -o %i|%T|%r|%N|%L|%e"]
+    assert _calls(calls) == ["squeue -h -t all -r -j 7_0 -o %i|%T|%r|%N|%L|%e|%j",
+                             "sacct -n -P -j 7_0 -o JobID,State,Elapsed,MaxRSS,ExitCode"]
 
-    (tmp_path / "squeue.out").write_text("7_0|TIMEOUT|TimeLimit|node17|0:00|2026-12-01T01:00:30\n")
+    (tmp_path / "squeue.out").write_text("7_0|TIMEOUT|TimeLimit|node17|0:00|2026-12-01T01:00:30|mcu-arms:base:seed0\n")
     shown = json.loads(invoke(project, env, "status", "--json").out)["arms"][0]
     assert shown["state"] == "failed (time limit)" and "killed at its time limit (01:00:00)" in shown["failure"]
     assert read_report(run_dir.report).status == "started", "status only reads"
 
-    (tmp_path / "squeue.out").write_text("7_0|OUT_OF_MEMORY|OutOfMemory|node17|0:00|2026-12-01T00:30:00\n")
+    (tmp_path / "squeue.out").write_text("7_0|OUT_OF_MEMORY|OutOfMemory|node17|0:00|2026-12-01T00:30:00|mcu-arms:base:seed0\n")
     shown = json.loads(invoke(project, env, "status", "--json").out)["arms"][0]
     assert shown["state"] == "stale (job ended)" and "ended OUT_OF_MEMORY (OutOfMemory)" in shown["failure"]
 
@@ -258,13 +286,15 @@ def test_status_reads_the_report_first_and_asks_slurm_only_about_open_episodes(t
     calls.unlink()
     shown = json.loads(invoke(project, env, "status", "--json").out)["arms"][0]
     assert shown["state"] == "finished" and shown["slurm_job"] == "7_0 on node17"
-    assert _calls(calls) == [], "a final report is the answer: Slurm is not asked"
+    assert [call.split()[0] for call in _calls(calls)] == ["sacct"], "a final report is the answer: squeue is not asked"
+    assert shown["slurm"]["accounting"] == "not available on this cluster" and shown["slurm"]["state"] is None
+    assert (shown["slurm"]["array_job_id"], shown["slurm"]["array_task"], shown["slurm"]["node"]) == ("7", 0, "node17")
 
 
 def test_stop_cancels_only_the_arms_recorded_job_and_marks_one_that_never_started(tmp_path: Path, env: dict) -> None:
     project = _project(tmp_path, "\n[slurm]\ntime = 60\n")
     _arm(project, "neighbour", "\n[slurm]\ntime = 60\n")
-    bin_dir, calls = _stand_in_slurm(tmp_path, "7_1|CANCELLED|None||0:00|2026-12-01T00:00:05\n")
+    bin_dir, calls = _stand_in_slurm(tmp_path, "7_1|CANCELLED|None||0:00|2026-12-01T00:00:05|mcu-arms:base:seed0\n")
     env = {**env, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
     environment = _environment(project, tmp_path, PATH=env["PATH"])
     run_dir = _queued_episode(project, environment, "7_1")
@@ -277,8 +307,30 @@ def test_stop_cancels_only_the_arms_recorded_job_and_marks_one_that_never_starte
     assert json.loads(run_dir.stop_request.read_text())["requested_by"].startswith("mcu-arms stop")
     report = read_report(run_dir.report)
     assert report.status == "interrupted" and report.failure.kind == "stopped"
-    assert "cancelled before the episode could write its report" in report.failure.reason
+    assert "Slurm job 7_1 was cancelled before it started" in report.failure.reason
+    assert report.failure.stopped_by.startswith("mcu-arms stop (pid "), "the report names who stopped it"
     assert report.slurm is not None and report.slurm.job_id == "7_1"
+
+
+def test_a_pending_array_task_cancelled_is_read_from_its_arrays_record(tmp_path: Path) -> None:
+    """Slurm keeps no record of a pending array task once it is cancelled: while its array answers, the task is
+    known to have been cancelled (not lost to infrastructure), and the episode that asked for it is interrupted."""
+    from mcu_arms.cluster.slurm import ended_without_report, job_states
+
+    bin_dir, calls = _stand_in_slurm(tmp_path, "")
+    write_script(bin_dir, "squeue", f'echo "squeue $*" >> {calls}; case "$*" in *"-j 7,8 "*) '
+                 'echo "7_3|PENDING|Priority||1:00:00|N/A|mcu-arms:base+other";; esac')  # fmt: skip
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    answer = job_states(["7_2", "8_0"], env)
+    assert answer.answered and set(answer.jobs) == {"7_2"}, "8's array is unknown too: nothing is said of 8_0"
+    assert answer.jobs["7_2"].state == "CANCELLED" and answer.jobs["7_2"].source == "squeue (array)"
+    job = SlurmJob(job_id="7_2", submitted_at="2026-12-01T00:00:00+00:00", submitted_from="login", time_limit_s=60)
+    status, failure = ended_without_report(job, answer.jobs["7_2"])
+    assert (status, failure.kind) == ("interrupted", "stopped") and "cancelled while pending" in failure.reason
+    status, failure = ended_without_report(job, None, stopped_by="mcu-arms run (pid 9), interrupted by SIGINT")
+    assert (status, failure.stopped_by) == ("interrupted", "mcu-arms run (pid 9), interrupted by SIGINT")
+    requeued = answer.jobs["7_2"].model_copy(update={"state": "NODE_FAIL", "reason": "NodeDown", "node": "n1"})
+    assert ended_without_report(job, requeued)[1].kind == "infrastructure", "a node failure is retried"
 
 
 def test_a_rerun_finalises_an_episode_whose_job_died_at_its_time_limit_and_then_runs_it_again(tmp_path: Path) -> None:
@@ -286,7 +338,7 @@ def test_a_rerun_finalises_an_episode_whose_job_died_at_its_time_limit_and_then_
     from mcu_arms.supervise.reruns import rerun_decision
 
     project = _project(tmp_path, "\n[slurm]\ntime = 60\n")
-    bin_dir, calls = _stand_in_slurm(tmp_path, "9_0|RUNNING|None|n1|0:10:00|N/A\n")
+    bin_dir, calls = _stand_in_slurm(tmp_path, "9_0|RUNNING|None|n1|0:10:00|N/A|mcu-arms:base:seed0\n")
     environment = _environment(project, tmp_path, PATH=f"{bin_dir}:{os.environ['PATH']}")
     run_dir = _queued_episode(project, environment, "9_0", status="started", node="n1")
     plan = _plans(project, environment, "arms/base.toml")[0]
@@ -294,7 +346,7 @@ def test_a_rerun_finalises_an_episode_whose_job_died_at_its_time_limit_and_then_
         refuse_live_jobs([plan], environment)
     assert reconcile(environment, ["base"]) == [] and read_report(run_dir.report).status == "started"
 
-    (tmp_path / "squeue.out").write_text("9_0|TIMEOUT|TimeLimit|n1|0:00|2026-12-01T01:00:20\n")
+    (tmp_path / "squeue.out").write_text("9_0|TIMEOUT|TimeLimit|n1|0:00|2026-12-01T01:00:20|mcu-arms:base:seed0\n")
     assert len(reconcile(environment, ["base"])) == 1
     report = read_report(run_dir.report)
     assert report.status == "failed" and report.failure.kind == "time_limit" and report.finished_at is not None

@@ -13,7 +13,10 @@ environment, never in a file), scenario.toml, a `queued` report and slurm.json (
 
 The episode stops itself `stop_margin` seconds before its job's time limit and ends `failed (time limit)`; the
 campaign's rerun runs it again. `mcu-arms stop` leaves a stop request before it cancels the job, which the
-supervisor reads within half a second (Slurm's SIGTERM on cancel reaches only the process it launched).
+supervisor reads within half a second. A SIGTERM with no stop request is read with what Slurm says of the job then
+(sbatch's warning may come up to a minute before it was asked for): still running, or ended for its TimeLimit,
+within the warning window — the time limit; requeued — infrastructure, retried as a new episode; cancelled —
+interrupted.
 """
 
 from __future__ import annotations
@@ -33,11 +36,18 @@ import psutil
 from mcu_arms.arms.plan import on_ports, scenario_toml
 from mcu_arms.arms.prepare import build_home_for
 from mcu_arms.atomic import write_json_atomic, write_text_atomic
-from mcu_arms.cluster.slurm import this_host, time_left
+from mcu_arms.cluster.slurm import job_detail, this_host, time_left
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.run_report import Failure, RunReport, read_report
 from mcu_arms.contracts.settings import ArmPlan
-from mcu_arms.contracts.slurm import EPISODE_SECRETS_ENV, SLURM_TICK_S, SlurmJob, slurm_time, unmasked
+from mcu_arms.contracts.slurm import (
+    EPISODE_SECRETS_ENV,
+    SLURM_TICK_S,
+    SLURM_WARNING_EARLY_S,
+    SlurmJob,
+    slurm_time,
+    unmasked,
+)
 from mcu_arms.contracts.states import SERVER_ROLES, FailureKind
 from mcu_arms.doctor import plan_preflight
 from mcu_arms.environment import Environment
@@ -59,6 +69,8 @@ from mcu_arms.supervise.runner import (
 # Slurm tells every process of the job to stop; the children go on their own, so the runner waits only briefly
 # before it kills what is left (KillWait, often 30 s, bounds the whole stop).
 SLURM_STOP_GRACE_S = 5.0
+# How long a SIGTERM's reading may wait on `scontrol show job` (the stop itself waits for it; KillWait runs).
+TERM_QUERY_TIMEOUT_S = 5.0
 # The job log (the episode's stdout) gets a progress line this often; status and the files say the rest.
 PROGRESS_LINE_S = 300.0
 # Under this host's state dir: each MineStudio episode's private display (its xvfb-run and Xvfb's log).
@@ -72,6 +84,7 @@ class JobHere:
 
     job_id: str  # ARRAY_TASK for an array task, else the plain id
     raw_job_id: str
+    restarts: int = 0  # how often Slurm had requeued the job before this start
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str]) -> JobHere | None:
@@ -79,7 +92,9 @@ class JobHere:
         if not raw:
             return None
         array, task = env.get("SLURM_ARRAY_JOB_ID"), env.get("SLURM_ARRAY_TASK_ID")
-        return cls(job_id=f"{array}_{task}" if array and task else raw, raw_job_id=raw)
+        restarts = env.get("SLURM_RESTART_COUNT", "0")
+        return cls(job_id=f"{array}_{task}" if array and task else raw, raw_job_id=raw,
+                   restarts=int(restarts) if restarts.isdigit() else 0)  # fmt: skip
 
 
 def _queued_report(run_dir: RunDir) -> RunReport:
@@ -128,7 +143,7 @@ def _this_job(run_dir: RunDir, queued: RunReport, plan: ArmPlan, here: JobHere |
             time_limit_s=options.time_s if options else 0,
             stop_margin_s=options.stop_margin_s if options else 0,
         )
-    return submitted.model_copy(update={"node": this_host(), "raw_job_id": here.raw_job_id})
+    return submitted.model_copy(update={"node": this_host(), "raw_job_id": here.raw_job_id, "restarts": here.restarts})
 
 
 def _private_plan(run_dir: RunDir, env: Environment) -> ArmPlan:
@@ -157,10 +172,10 @@ def _fail_before_start(
 
 
 class _Stops:
-    """What ends the episode early: SIGTERM/SIGINT/SIGHUP (a stop request from `mcu-arms stop` says who asked),
-    and the Slurm job's time limit, kept by the episode itself: Slurm's warning signal reaches only the process it
-    launched (submitit's, which ignores it), and its limit check lands up to half a minute late, so the episode
-    stops `stop_margin` seconds before the limit by its own clock, measured from the job's start."""
+    """What ends the episode early: SIGTERM/SIGINT/SIGHUP (a stop request from `mcu-arms stop` says who asked; a
+    SIGTERM without one is read with Slurm: term_reading), and the Slurm job's time limit, kept by the episode's own
+    clock as well: Slurm's limit check lands up to half a minute late, so the episode stops `stop_margin` seconds
+    before the limit, measured from the job's start, whichever comes first."""
 
     def __init__(self, run_dir: RunDir, env: Mapping[str, str]) -> None:
         self.run_dir = run_dir
@@ -192,9 +207,10 @@ class _Stops:
         who = self.run_dir.stop_requested_by()
         if who is not None:
             self._stop(f"stopped by {who}", "stopped")
-        elif self.job is not None:
-            self._stop(f"Slurm job {self.job.job_id} was ended by {name}: cancelled (scancel), preempted, or its "
-                       "node is going down", "stopped")  # fmt: skip
+        elif self.job is not None and signum == signal.SIGTERM:  # asking Slurm takes a moment: not in the handler
+            job, elapsed = self.job, time.time() - self.job_started
+            threading.Thread(target=lambda: self._stop(*term_reading(job, elapsed, self.env)), name="sigterm",
+                             daemon=True).start()  # fmt: skip
         else:
             self._stop(f"interrupted by {name}", "stopped")
 
@@ -222,9 +238,32 @@ class _Stops:
             return
 
 
+def term_reading(job: SlurmJob, elapsed_s: float, env: Mapping[str, str]) -> tuple[str, FailureKind]:
+    """What a SIGTERM with no stop request behind it means, from what Slurm says of the job now and how long it has
+    run: (the reason, the failure kind)."""
+    detail = job_detail(job.job_id, env, TERM_QUERY_TIMEOUT_S)
+    ran = slurm_time(max(int(elapsed_s), 1))
+    window_s = job.stop_margin_s + SLURM_WARNING_EARLY_S
+    in_window = job.time_limit_s > 0 and elapsed_s >= job.time_limit_s - window_s
+    if detail is not None and detail.restarts > job.restarts:
+        return (f"Slurm requeued job {job.job_id} after {ran} (preempted, its node failing, or `scontrol requeue`): "
+                "the episode is run again as a new one", "infrastructure")  # fmt: skip
+    if in_window and (detail is None or detail.state == "RUNNING" or detail.reason == "TimeLimit"):
+        return (f"Slurm job {job.job_id} reached its time limit ({slurm_time(job.time_limit_s)}): Slurm's warning "
+                f"came after {ran}, within {window_s} s of the limit (stop margin {job.stop_margin_s} s + up to "
+                f"{SLURM_WARNING_EARLY_S} s early)", "time_limit")  # fmt: skip
+    said = "Slurm could not be asked"
+    if detail is not None:
+        said = f"Slurm says {detail.state}{f' ({detail.reason})' if detail.reason not in ('', 'None') else ''}"
+    if detail is not None and detail.state == "PREEMPTED":
+        return f"Slurm job {job.job_id} was preempted after {ran} ({said})", "infrastructure"
+    return (f"Slurm job {job.job_id} was ended by SIGTERM after {ran}, with no stop request from mcu-arms: cancelled "
+            f"outside it (scancel), or its node is going down ({said})", "stopped")  # fmt: skip
+
+
 def _job_start() -> float:
-    """When the job started, as near as this process can tell: the process Slurm launched (this one's parent, when
-    submitit runs it) started then."""
+    """When the job started, as near as this process can tell: the process Slurm launched for the step (this one's
+    parent, slurmstepd) started then."""
     me = psutil.Process()
     try:
         parent = me.parent()

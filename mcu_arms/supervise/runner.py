@@ -314,8 +314,12 @@ class ArmRunner:
         return self._outcome()
 
     def _stopped(self, reason: str) -> tuple[ArmOutcomeStatus, Failure]:
-        status: ArmOutcomeStatus = "failed" if self._stop_kind == "time_limit" else "interrupted"
-        return status, Failure(process=None, kind=self._stop_kind, reason=reason)
+        """`interrupted` when someone stopped it (the report names who, when a stop request did), else `failed`: its
+        Slurm job's time limit, or the job taken away (requeued, preempted: infrastructure, retried)."""
+        if self._stop_kind != "stopped":
+            return "failed", Failure(process=None, kind=self._stop_kind, reason=reason)
+        return "interrupted", Failure(process=None, kind="stopped", reason=reason,
+                                      stopped_by=self.run_dir.stop_requested_by())  # fmt: skip
 
     def _start(self, role: ProcessRole) -> Child:
         child = Child(
@@ -730,7 +734,8 @@ def supervise_here(
                 thread = next(thread for thread, r in running.items() if r is runner)
                 thread.join()
                 del running[thread]
-                if retryable(outcome) and runner.attempt <= options.retries and stop_reason is None:
+                stopped = runner.run_dir.stop_requested_by() is not None  # a user's stop is final, whatever `retries`
+                if retryable(outcome) and runner.attempt <= options.retries and stop_reason is None and not stopped:
                     outcome = outcome.model_copy(update={"retried": True})
                     view.line(runner.label, f"retrying: attempt {runner.attempt + 1} of {options.retries + 1}")
                     pending.append((runner.plan, runner.attempt + 1))

@@ -108,7 +108,8 @@ def _cancel_jobs(env: Environment, arm: str, jobs: list[OpenJob], grace_s: float
                 continue
             if report.status not in OPEN_STATUSES:
                 continue
-            ended = report_of_ended_job(report, open_job.job, answer.jobs.get(open_job.job.job_id))
+            ended = report_of_ended_job(open_job.run.run_dir, report, open_job.job,
+                                       answer.jobs.get(open_job.job.job_id))
             if answer.answered and ended is not None and (report.status == "queued" or time.monotonic() > deadline):
                 finalised(open_job.run.run_dir, report, *ended, env, open_job.job)
                 continue
