@@ -156,6 +156,16 @@ class JobDetail(BaseModel):
     state: SlurmState
     reason: str = ""
     restarts: int = 0
+    run_time_s: int | None = None  # how long it has run, by Slurm's clock
+    time_limit_s: int | None = None
+
+
+def _seconds(value: str | None) -> int | None:
+    """`00:01:05`, `1-00:00:00` -> seconds; None for UNLIMITED and the like (0 for a zero time)."""
+    try:
+        return parse_slurm_time(value) if value else None
+    except ValueError:
+        return 0 if value and set(value) <= set("0:-") else None
 
 
 def job_detail(job_id: str, env: Mapping[str, str], timeout_s: float) -> JobDetail | None:
@@ -164,11 +174,10 @@ def job_detail(job_id: str, env: Mapping[str, str], timeout_s: float) -> JobDeta
     if done is None or done.returncode != 0:
         return None
     fields = dict(token.split("=", 1) for token in done.stdout.split() if "=" in token)
-    try:
-        restarts = int(fields.get("Restarts", "0"))
-    except ValueError:
-        restarts = 0
-    return JobDetail(state=state_name(fields.get("JobState", "")), reason=fields.get("Reason", ""), restarts=restarts)
+    restarts = fields.get("Restarts", "0")
+    return JobDetail(state=state_name(fields.get("JobState", "")), reason=fields.get("Reason", ""),
+                     restarts=int(restarts) if restarts.isdigit() else 0, run_time_s=_seconds(fields.get("RunTime")),
+                     time_limit_s=_seconds(fields.get("TimeLimit")))  # fmt: skip
 
 
 def job_accounting(job_ids: Iterable[str], env: Mapping[str, str]) -> dict[str, SlurmAccounting] | None:

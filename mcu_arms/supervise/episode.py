@@ -242,14 +242,17 @@ def term_reading(job: SlurmJob, elapsed_s: float, env: Mapping[str, str]) -> tup
     """What a SIGTERM with no stop request behind it means, from what Slurm says of the job now and how long it has
     run: (the reason, the failure kind)."""
     detail = job_detail(job.job_id, env, TERM_QUERY_TIMEOUT_S)
+    if detail is not None and detail.run_time_s is not None:  # Slurm's own clock, from the job's start
+        elapsed_s = detail.run_time_s
+    limit_s = (detail.time_limit_s if detail is not None else None) or job.time_limit_s
     ran = slurm_time(max(int(elapsed_s), 1))
     window_s = job.stop_margin_s + SLURM_WARNING_EARLY_S
-    in_window = job.time_limit_s > 0 and elapsed_s >= job.time_limit_s - window_s
+    in_window = limit_s > 0 and elapsed_s >= limit_s - window_s
     if detail is not None and detail.restarts > job.restarts:
         return (f"Slurm requeued job {job.job_id} after {ran} (preempted, its node failing, or `scontrol requeue`): "
                 "the episode is run again as a new one", "infrastructure")  # fmt: skip
     if in_window and (detail is None or detail.state == "RUNNING" or detail.reason == "TimeLimit"):
-        return (f"Slurm job {job.job_id} reached its time limit ({slurm_time(job.time_limit_s)}): Slurm's warning "
+        return (f"Slurm job {job.job_id} reached its time limit ({slurm_time(limit_s)}): Slurm's warning "
                 f"came after {ran}, within {window_s} s of the limit (stop margin {job.stop_margin_s} s + up to "
                 f"{SLURM_WARNING_EARLY_S} s early)", "time_limit")  # fmt: skip
     said = "Slurm could not be asked"
@@ -273,10 +276,17 @@ def _job_start() -> float:
 
 
 def run_episode(path: Path, env: Environment, *, ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S) -> int:
-    """Run the queued episode at `path` here; returns the exit code (0 finished, 1 failed, 130 interrupted)."""
+    """Run the queued episode at `path` here; returns the exit code (0 finished, 1 failed, 130 interrupted; 0 for a
+    job Slurm requeued after its episode ended: an episode runs once, and a retry is a new one)."""
     run_dir = RunDir(path.resolve())
-    queued = _queued_report(run_dir)
     here = JobHere.from_environment(env.env)
+    if here is not None and here.restarts > 0 and run_dir.report.is_file():
+        ended = read_report(run_dir.report)
+        if ended.status != "queued":
+            env.console.out(f"Slurm job {here.job_id} was requeued after its episode ended {ended.status}: nothing to "
+                            "run (an episode runs once; a retry is a new episode)", highlight=False)  # fmt: skip
+            return EXIT_OK
+    queued = _queued_report(run_dir)
     signals = _Stops(run_dir, env.env)
     signals.install()  # before anything slow: a cancel at once still ends in a final report
     try:

@@ -38,12 +38,19 @@ from pathlib import Path
 from rich.console import Console
 
 from mcu_arms.atomic import write_json_atomic
-from mcu_arms.cluster.slurm import QUERY_TIMEOUT_S, cancel_job, job_states, missing_commands, this_host
+from mcu_arms.cluster.slurm import QUERY_TIMEOUT_S, JobStatus, cancel_job, job_states, missing_commands, this_host
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.events import EventRecord
 from mcu_arms.contracts.run_report import Failure, RunReport, read_report
 from mcu_arms.contracts.settings import ArmPlan
-from mcu_arms.contracts.slurm import EPISODE_SECRETS_ENV, SlurmJob, SlurmOptions, masked_values, parse_sbatch_line
+from mcu_arms.contracts.slurm import (
+    EPISODE_SECRETS_ENV,
+    SlurmJob,
+    SlurmOptions,
+    is_active,
+    masked_values,
+    parse_sbatch_line,
+)
 from mcu_arms.contracts.states import FINAL_STATUSES, ArmPhase
 from mcu_arms.contracts.steps import JsonlTail
 from mcu_arms.contracts.timestamps import iso_seconds
@@ -256,6 +263,7 @@ class Watch:
         self.outcomes: list[ArmOutcome] = []
         self._next_queue_check = 0.0
         self._cancelled_at: float | None = None
+        self._retried_jobs: dict[str, str] = {}  # job -> label, of retried episodes: cancelled if Slurm requeues them
 
     def add(self, submitted: list[Submitted]) -> None:
         for episode in submitted:
@@ -335,20 +343,23 @@ class Watch:
             self.view.line(episode.plan.label, f"retrying: attempt {episode.attempt + 1} of {self.options.retries + 1}")
             episode.outcome = outcome
             self.outcomes.append(outcome)
-            self._drop_requeued(episode)
+            self._retried_jobs[episode.job.job_id] = episode.plan.label
             self.add(submit([(episode.plan, episode.attempt + 1)], self.env, self.options))
             return
         episode.outcome = outcome
         self.outcomes.append(outcome)
 
-    def _drop_requeued(self, episode: Submitted) -> None:
-        """A job Slurm requeued would start the failed episode again (which ends at once: it runs once): the retry is
-        a new episode, so the requeued job is cancelled, by its id."""
-        status = job_states([episode.job.job_id], self.env.env).jobs.get(episode.job.job_id)
-        if status is not None and status.state in REQUEUED_STATES:
-            problem = cancel_job(episode.job.job_id, self.env.env)
-            said = problem or f"cancelled Slurm job {episode.job.job_id}, requeued by Slurm ({status.state})"
-            self.view.line(episode.plan.label, said, alert=bool(problem))
+    def _drop_requeued(self, jobs: dict[str, JobStatus]) -> None:
+        """A job Slurm requeued would start its failed episode again (which ends at once: it runs once); the retry is
+        a new episode, so a retried episode's job is cancelled, by its id, once Slurm has put it back in the queue
+        (and forgotten once it has ended)."""
+        for job_id, label in list(self._retried_jobs.items()):
+            status = jobs.get(job_id)
+            if status is not None and status.state in REQUEUED_STATES:
+                problem = cancel_job(job_id, self.env.env)
+                self.view.line(label, problem or f"cancelled Slurm job {job_id}, requeued by Slurm", alert=bool(problem))
+            if status is None or not is_active(status.state) or status.state in REQUEUED_STATES:
+                del self._retried_jobs[job_id]
 
     def _ask_slurm(self) -> None:
         """For the open episodes: did a job end without its episode's final report? Then finalise the report from
@@ -356,11 +367,12 @@ class Watch:
         started)."""
         self._next_queue_check = time.monotonic() + QUEUE_POLL_S
         waiting = [episode for episode in self.open if episode.status in ("queued", "started")]
-        if not waiting:
+        if not waiting and not self._retried_jobs:
             return
-        answer = job_states([episode.job.job_id for episode in waiting], self.env.env)
+        answer = job_states([episode.job.job_id for episode in waiting] + sorted(self._retried_jobs), self.env.env)
         if not answer.answered:
             return
+        self._drop_requeued(answer.jobs)
         for episode in waiting:
             try:
                 report = read_report(episode.run_dir.report)
