@@ -107,6 +107,11 @@ def test_slurm_times_take_every_form_sbatch_takes() -> None:
         ('mem = "8 GB"', "slurm.mem", "a number with an optional K, M, G or T"),
         ("stop_margin = 1", "slurm.stop_margin", "seconds >= 10"),
         ('queue = "x"', "slurm.queue", "unknown key"),
+        ('qos = "long qos"', "slurm.qos", "a QOS name (sbatch --qos)"),
+        ('constraint = "avx2; rm"', "slurm.constraint", "node features as sbatch --constraint takes them"),
+        ('exclude = "n1 n2"', "slurm.exclude", "nodes never to use"),
+        ('log_dir = ""', "slurm.log_dir", "a directory (relative: to where mcu-arms runs)"),
+        ('sbatch = ["--qos=long"]', "slurm.sbatch", "--qos has its own key: [slurm] qos (or --slurm-qos)"),
     ],
 )
 def test_a_bad_slurm_table_is_an_error_at_its_line(tmp_path: Path, env: dict, table: str, key: str, shown: str) -> None:
@@ -137,6 +142,66 @@ def test_a_campaigns_slurm_table_fills_what_each_arm_leaves_unset(tmp_path: Path
     assert (base.slurm.qos, base.slurm.constraint, base.slurm.exclude, base.slurm.log_dir) == (
         "short", "ib", "n[1-2]", "logs"
     ), "each flag wins over the files' key"
+
+
+@pytest.mark.parametrize(
+    ("flag", "good", "bad", "shown"),
+    [
+        ("--slurm-qos", "long", "long qos", "qos long"),
+        ("--slurm-constraint", "avx2&ib", "avx2;rm", "constraint avx2&ib"),
+        ("--slurm-exclude", "n[01-02],gpu7", "n1 n2", "exclude n[01-02],gpu7"),
+        ("--slurm-log-dir", "slurm-logs", "", "log dir slurm-logs"),
+    ],
+)
+def test_each_new_slurm_flag_reaches_the_plan_and_a_bad_value_names_the_flag(
+    tmp_path: Path, env: dict, flag: str, good: str, bad: str, shown: str
+) -> None:
+    project = _project(tmp_path)
+    planned = invoke(project, env, "plan", "--dry-run", "--executor", "slurm", flag, good, "campaigns/site.toml")
+    assert planned.exit_code == 0, planned.out + planned.err
+    assert shown in planned.out
+    refused = invoke(project, env, "plan", "--dry-run", "--executor", "slurm", flag, bad, "campaigns/site.toml")
+    assert refused.exit_code == 2 and flag in refused.err, refused.err
+    local = invoke(project, env, "plan", "--dry-run", flag, good, "arms/base.toml")
+    assert local.exit_code == 2 and f"{flag} apply to Slurm runs only" in local.err
+
+
+def test_doctor_checks_a_campaigns_arms_for_slurm_and_names_a_partition_that_does_not_exist(
+    tmp_path: Path, env: dict
+) -> None:
+    project = _project(tmp_path)
+    bin_dir, _ = _stand_in_slurm(tmp_path, "")
+    write_script(bin_dir, "sinfo", 'case "$*" in *"-p ci"*|*"-N -o %N") echo "$(hostname -s)";; *"-o %R") echo ci;; '
+                 "esac")  # fmt: skip
+    env = {**env, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    done = invoke(project, env, "doctor", "campaigns/site.toml", "--executor", "slurm", "--json")
+    assert done.exit_code == 1, done.out + done.err
+    checks = {check["name"]: check for check in json.loads(done.out)["checks"]}
+    partition = checks["partition cpu"]
+    assert partition["status"] == "fail" and partition["needed_by"] == ["base", "other"], "the campaign's two arms"
+    assert "sinfo knows no partition 'cpu'" in partition["detail"] and "the partitions here are ci" in partition["detail"]
+    assert "run directory (cpu)" not in checks, "no filesystem verdict for a partition that is not there"
+    fixed = invoke(project, env, "doctor", "campaigns/site.toml", "--executor", "slurm", "--slurm-partition", "ci",
+                   "--json")  # fmt: skip
+    checks = {check["name"]: check for check in json.loads(fixed.out)["checks"]}
+    assert checks["run directory (ci)"]["status"] == "ok" and "the one node is this host" in checks["run directory (ci)"]["detail"]
+    assert checks["sacct"]["status"] == "warn", "no accounting here: said, not failed"
+
+
+def test_a_refused_submission_shows_sbatchs_own_words_and_fails_its_reports(tmp_path: Path, env: dict) -> None:
+    project = _project(tmp_path, "\n[slurm]\ntime = 60\n")
+    bin_dir, _ = _stand_in_slurm(tmp_path, "")
+    write_script(bin_dir, "sbatch", 'echo "sbatch: error: Batch job submission failed: Invalid qos specification" >&2; '
+                 "exit 1")  # fmt: skip
+    write_script(bin_dir, "sinfo", 'echo "$(hostname -s)"')  # one node, this host: the run directory is seen there
+    env = {**env, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    done = invoke(project, env, "run", "--executor", "slurm", "--slurm-qos", "nosuch", "arms/base.toml")
+    assert done.exit_code == 2, done.out + done.err
+    assert "sbatch refused the job: sbatch: error: Batch job submission failed: Invalid qos specification" in done.err
+    report = read_report(project / "output" / "base" / "episode_001" / "result.json")
+    assert report.status == "failed" and "Invalid qos specification" in report.failure.reason, "nothing is lost"
+    script = next((project / "output" / ".slurm-jobs").glob("*.sh")).read_text()
+    assert "#SBATCH --qos=nosuch" in script.splitlines(), "the script it refused is kept to read"
 
 
 def test_plan_shows_the_slurm_options_and_refuses_what_cannot_run_there(tmp_path: Path, env: dict) -> None:

@@ -36,11 +36,12 @@ import psutil
 from mcu_arms.arms.plan import on_ports, scenario_toml
 from mcu_arms.arms.prepare import build_home_for
 from mcu_arms.atomic import write_json_atomic, write_text_atomic
-from mcu_arms.cluster.slurm import job_detail, this_host, time_left
+from mcu_arms.cluster.slurm import job_accounting, job_detail, this_host, time_left
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.run_report import Failure, RunReport, read_report
 from mcu_arms.contracts.settings import ArmPlan
 from mcu_arms.contracts.slurm import (
+    ACCOUNTING_UNAVAILABLE,
     EPISODE_SECRETS_ENV,
     SLURM_TICK_S,
     SLURM_WARNING_EARLY_S,
@@ -67,10 +68,14 @@ from mcu_arms.supervise.runner import (
 )
 
 # Slurm tells every process of the job to stop; the children go on their own, so the runner waits only briefly
-# before it kills what is left (KillWait, often 30 s, bounds the whole stop).
-SLURM_STOP_GRACE_S = 5.0
+# before it kills what is left (KillWait, often 30 s, bounds the whole stop) — but longer than a server takes to
+# shut down with the client still connected (uvicorn's graceful shutdown, a2a_transport.GRACEFUL_SHUTDOWN_S = 5 s),
+# so that a server slow to exit is not killed, and alerted on, as one that ignored SIGTERM.
+SLURM_STOP_GRACE_S = 8.0
 # How long a SIGTERM's reading may wait on `scontrol show job` (the stop itself waits for it; KillWait runs).
 TERM_QUERY_TIMEOUT_S = 5.0
+# The job's state while Slurm delivers its time-limit warning (a cancel or a requeue shows COMPLETING).
+STILL_RUNNING = frozenset({"RUNNING", "SIGNALING"})
 # The job log (the episode's stdout) gets a progress line this often; status and the files say the rest.
 PROGRESS_LINE_S = 300.0
 # Under this host's state dir: each MineStudio episode's private display (its xvfb-run and Xvfb's log).
@@ -251,7 +256,7 @@ def term_reading(job: SlurmJob, elapsed_s: float, env: Mapping[str, str]) -> tup
     if detail is not None and detail.restarts > job.restarts:
         return (f"Slurm requeued job {job.job_id} after {ran} (preempted, its node failing, or `scontrol requeue`): "
                 "the episode is run again as a new one", "infrastructure")  # fmt: skip
-    if in_window and (detail is None or detail.state == "RUNNING" or detail.reason == "TimeLimit"):
+    if in_window and (detail is None or detail.state in STILL_RUNNING or detail.reason == "TimeLimit"):
         return (f"Slurm job {job.job_id} reached its time limit ({slurm_time(limit_s)}): Slurm's warning "
                 f"came after {ran}, within {window_s} s of the limit (stop margin {job.stop_margin_s} s + up to "
                 f"{SLURM_WARNING_EARLY_S} s early)", "time_limit")  # fmt: skip
@@ -343,6 +348,8 @@ def _run_here(
         write_text_atomic(run_dir.scenario, scenario_toml(plan))
         view = PlainView(env.console, PROGRESS_LINE_S)
         runner = ArmRunner(plan, env, options, view, supervisor_record(), attempt=queued.attempt)
+        if job is not None and job_accounting([job.job_id], env.env) is None:
+            job = job.model_copy(update={"accounting": ACCOUNTING_UNAVAILABLE})
         runner.report.slurm = job
         if job is not None:
             view.line(plan.label, f"Slurm job {job.job_id} on {job.node}, ports {plan.green_port}/{plan.purple_port}")

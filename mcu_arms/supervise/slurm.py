@@ -38,7 +38,15 @@ from pathlib import Path
 from rich.console import Console
 
 from mcu_arms.atomic import write_json_atomic
-from mcu_arms.cluster.slurm import QUERY_TIMEOUT_S, JobStatus, cancel_job, job_states, missing_commands, this_host
+from mcu_arms.cluster.slurm import (
+    QUERY_TIMEOUT_S,
+    JobStatus,
+    cancel_job,
+    job_accounting,
+    job_states,
+    missing_commands,
+    this_host,
+)
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.events import EventRecord
 from mcu_arms.contracts.run_report import Failure, RunReport, read_report
@@ -69,6 +77,9 @@ QUEUE_POLL_S = 15.0
 CANCEL_WAIT_S = 120.0
 # In the episode directory (or --slurm-log-dir): the episode's stdout and stderr on the node; srun fills in %A_%a.
 EPISODE_LOG = "slurm-%A_%a"
+# Once every episode has ended, how long the watch waits for sacct's figures of their jobs (where accounting exists).
+ACCOUNTING_WAIT_S = 20.0
+ACCOUNTING_POLL_S = 2.0
 # A job Slurm has put back in the queue (after `scontrol requeue`, a preemption, a node failure).
 REQUEUED_STATES = frozenset({"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED"})
 SBATCH_ANSWER = re.compile(r"^(\d+)(;\S+)?$")
@@ -263,6 +274,7 @@ class Watch:
         self.outcomes: list[ArmOutcome] = []
         self._next_queue_check = 0.0
         self._cancelled_at: float | None = None
+        self._accounting: dict[str, RunDir] = {}  # ended episodes' jobs whose figures the report still lacks
         self._retried_jobs: dict[str, str] = {}  # job -> label, of retried episodes: cancelled if Slurm requeues them
 
     def add(self, submitted: list[Submitted]) -> None:
@@ -291,9 +303,31 @@ class Watch:
                 self.view.refresh([episode.progress for episode in self.episodes])
                 wake.wait(1.0 / REFRESH_PER_SECOND)
                 wake.clear()
+            self._settle_accounting(time.monotonic() + ACCOUNTING_WAIT_S, wake)
         finally:
             self.view.close([episode.progress for episode in self.episodes])
         return self.outcomes
+
+    def _settle_accounting(self, deadline: float, wake: threading.Event) -> None:
+        """Put sacct's figures into each ended episode's report once its job has ended (the report is written a moment
+        before the job ends), polling until `deadline` at most (one look when it has passed); where the cluster keeps
+        no accounting, the episode said so itself."""
+        while self._accounting:
+            found = job_accounting(list(self._accounting), self.env.env)
+            if found is None:
+                self._accounting.clear()
+                return
+            for job_id, figures in found.items():
+                if job_id in self._accounting and not is_active(figures.state):
+                    run_dir = self._accounting.pop(job_id)
+                    report = read_report(run_dir.report)
+                    if report.slurm is not None and report.status in FINAL_STATUSES:
+                        run_dir.write_report(report.model_copy(
+                            update={"slurm": report.slurm.model_copy(update={"accounting": figures})}
+                        ))  # fmt: skip
+            if time.monotonic() >= deadline:
+                return
+            wake.wait(ACCOUNTING_POLL_S)
 
     def cancel(self, who: str) -> None:
         """Cancel every open episode's job, each after a stop request (so the episode says it was stopped)."""
@@ -329,6 +363,8 @@ class Watch:
             self._done(episode, report)
 
     def _done(self, episode: Submitted, report: RunReport) -> None:
+        if report.slurm is not None and report.slurm.node and report.slurm.accounting is None:
+            self._accounting[report.slurm.job_id] = episode.run_dir
         outcome = outcome_of(report, episode_dir=episode.plan.episode_dir, report_path=str(episode.run_dir.report),
                              attempt=episode.attempt)  # fmt: skip
         episode.progress.finished = time.monotonic()
@@ -364,8 +400,9 @@ class Watch:
     def _ask_slurm(self) -> None:
         """For the open episodes: did a job end without its episode's final report? Then finalise the report from
         what Slurm says (after a grace for a report still on its way; at once for a job cancelled before it
-        started)."""
+        started). And sacct's figures for the episodes that ended since."""
         self._next_queue_check = time.monotonic() + QUEUE_POLL_S
+        self._settle_accounting(0.0, threading.Event())
         waiting = [episode for episode in self.open if episode.status in ("queued", "started")]
         if not waiting and not self._retried_jobs:
             return
