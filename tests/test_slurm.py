@@ -427,6 +427,55 @@ def test_a_rerun_finalises_an_episode_whose_job_died_at_its_time_limit_and_then_
         refuse_live_jobs([plan], environment)
 
 
+@pytest.mark.parametrize(
+    ("scontrol", "elapsed_s", "kind", "said"),
+    [
+        ("JobState=RUNNING Reason=None Restarts=0 RunTime=00:01:35 TimeLimit=00:02:00", 0, "time_limit",
+         "reached its time limit (00:02:00): Slurm's warning came after 00:01:35"),
+        ("JobState=SIGNALING Reason=None Restarts=0 RunTime=00:00:41 TimeLimit=00:02:00", 0, "time_limit",
+         "within 80 s of the limit"),
+        ("JobState=COMPLETING Reason=TimeLimit Restarts=0 RunTime=00:02:01 TimeLimit=00:02:00", 0, "time_limit", ""),
+        ("JobState=COMPLETING Reason=None Restarts=0 RunTime=00:01:50 TimeLimit=00:02:00", 0, "stopped",
+         "cancelled outside it (scancel)"),
+        ("JobState=COMPLETING Reason=None Restarts=1 RunTime=00:00:30 TimeLimit=00:02:00", 0, "infrastructure",
+         "Slurm requeued job 7_0 after 00:00:30"),
+        ("JobState=RUNNING Reason=None Restarts=0 RunTime=00:00:05 TimeLimit=01:00:00", 0, "stopped", "SIGTERM after"),
+        (None, 100, "time_limit", "reached its time limit"),  # Slurm silent: the episode's own clock decides
+        (None, 10, "stopped", "Slurm could not be asked"),
+    ],
+)
+def test_a_sigterm_is_read_with_what_slurm_and_the_clock_say(
+    tmp_path: Path, scontrol: str | None, elapsed_s: float, kind: str, said: str
+) -> None:
+    from mcu_arms.supervise.episode import term_reading
+
+    bin_dir, calls = _stand_in_slurm(tmp_path, "")
+    write_script(bin_dir, "scontrol", f'echo "scontrol $*" >> {calls}; ' +
+                 (f'echo "JobId=7 ArrayJobId=7 ArrayTaskId=0 {scontrol}"' if scontrol else "exit 1"))  # fmt: skip
+    job = SlurmJob(job_id="7_0", submitted_at="2026-12-01T00:00:00+00:00", submitted_from="login", time_limit_s=120,
+                   stop_margin_s=20)  # fmt: skip
+    reason, found = term_reading(job, elapsed_s, {"PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    assert found == kind and said in reason, reason
+    assert _calls(calls) == ["scontrol -o show job 7_0"], "the job it was submitted as, by id"
+
+
+def test_sacct_figures_reach_status_where_the_cluster_keeps_accounting(tmp_path: Path, env: dict) -> None:
+    project = _project(tmp_path, "\n[slurm]\ntime = 60\n")
+    bin_dir, calls = _stand_in_slurm(tmp_path, "")
+    write_script(bin_dir, "sacct", f'echo "sacct $*" >> {calls}; printf "%s\\n" "7_0|COMPLETED|00:12:34||0:0" '
+                 '"7_0.batch|COMPLETED|00:12:34|1024K|0:0" "7_0.0|COMPLETED|00:12:30|2.5G|0:0"')  # fmt: skip
+    env = {**env, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    run_dir = _queued_episode(project, _environment(project, tmp_path, PATH=env["PATH"]), "7_0", status="started",
+                              node="node17")  # fmt: skip
+    report = read_report(run_dir.report)
+    run_dir.write_report(report.model_copy(update={"status": "finished"}))
+    shown = json.loads(invoke(project, env, "status", "--json").out)["arms"][0]
+    assert shown["slurm"]["accounting"] == {"state": "COMPLETED", "elapsed": "00:12:34", "max_rss": "2.5G",
+                                            "exit_code": "0:0"}, "MaxRSS: the largest of the job's steps"  # fmt: skip
+    table = invoke(project, env, "status").out
+    assert "sacct COMPLETED, elapsed 00:12:34, MaxRSS 2.5G, exit 0:0" in table, table
+
+
 def test_run_episode_refuses_what_is_not_its_to_run(tmp_path: Path, env: dict) -> None:
     project = _project(tmp_path, "\n[slurm]\ntime = 60\n")
     environment = _environment(project, tmp_path)
@@ -529,3 +578,20 @@ def test_a_node_checks_the_episode_as_planned_before_it_starts(tmp_path: Path) -
                          .replace("port = 25565", f"port = {port}"))  # fmt: skip
     blocked = plan_preflight(plan_arms([minecraft], Overrides(), env)[0], env.env)
     assert any(f"127.0.0.1:{port}" in problem for problem in blocked), blocked
+
+
+def test_a_child_slow_to_exit_keeps_the_rest_of_the_grace_when_its_leader_exits_at_once(tmp_path: Path) -> None:
+    """The "ignored SIGTERM ... killed" alert comes only from a process that really outlived its grace: a child
+    still shutting down when its group's leader exits is given the rest of the grace, not half a second."""
+    from run_helpers import wait_for
+
+    from mcu_arms.procs import stop_process_group
+
+    ready = tmp_path / "ready"
+    child = (f"import signal, time, pathlib; signal.signal(signal.SIGTERM, lambda *_: (time.sleep(1.5), exit(0))); "
+             f"pathlib.Path({str(ready)!r}).touch(); time.sleep(60)")  # fmt: skip
+    leader = subprocess.Popen(["sh", "-c", f'{sys.executable} -c "{child}" & trap "exit 0" TERM; wait'],
+                              start_new_session=True)  # fmt: skip
+    wait_for(ready.exists, "the child to take SIGTERM")
+    outcome = stop_process_group(leader.pid, psutil.Process(leader.pid).create_time(), grace_s=6.0, popen=leader)
+    assert (outcome.terminated, outcome.killed, outcome.survivors) == (2, 0, []), outcome

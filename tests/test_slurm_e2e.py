@@ -148,9 +148,6 @@ def test_an_episode_at_its_time_limit_fails_so_every_time_and_the_rerun_says_wha
         report = _report(project, "long", attempt)
         assert report["status"] == "failed" and report["failure"]["kind"] == "time_limit", (attempt, report["failure"])
         assert "reached its time limit (00:02:00)" in report["failure"]["reason"], report["failure"]["reason"]
-        assert report["alerts"] == [] or not any("ignored SIGTERM" in alert for alert in report["alerts"]), (
-            report["alerts"]
-        )  # fmt: skip
         assert _status(project, state, "--arm", "long")["long"]["state"] == "failed (time limit)"
         if attempt > 1:  # each run is the rerun of the one before
             said = limited.stdout
@@ -276,3 +273,26 @@ def test_a_requeued_job_is_retried_as_infrastructure(project: Path, tmp_path: Pa
     finally:
         run.kill_if_running()
     assert "retrying: attempt 2 of 2" in run.output and "requeued by Slurm" in run.output, run.output
+
+
+def test_doctor_takes_the_campaign_and_a_refused_submission_shows_sbatchs_words(project: Path, tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    doctor = run_cli(project, state, "doctor", "campaigns/cluster.toml", "--executor", "slurm", "--json")
+    checks = {check["name"]: check for check in json.loads(doctor.stdout)["checks"]}
+    assert checks["run directory"]["status"] == "ok" and checks["run directory"]["needed_by"] == ["walker", "patient"]
+    assert checks["sacct"]["status"] == "warn", "this cluster keeps no accounting"
+    nosuch = run_cli(project, state, "doctor", "campaigns/cluster.toml", "--executor", "slurm", "--slurm-partition",
+                     "nosuch", "--json")  # fmt: skip
+    assert nosuch.returncode == 1
+    partition = {check["name"]: check for check in json.loads(nosuch.stdout)["checks"]}["partition nosuch"]
+    assert partition["status"] == "fail" and "the partitions here are ci" in partition["detail"]
+    refused_here = run_cli(project, state, "run", "campaigns/cluster.toml", "--executor", "slurm", "--slurm-partition",
+                           "nosuch")  # fmt: skip
+    assert refused_here.returncode == 2 and "partition nosuch" in refused_here.stderr, refused_here.stderr
+
+    refused = run_cli(project, state, "run", "campaigns/cluster.toml", "--executor", "slurm", "--slurm-gres",
+                      "mcslot:9")  # fmt: skip
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "sbatch refused the job: sbatch: error:" in refused.stderr, refused.stderr
+    report = _report(project, "walker", 1)
+    assert report["status"] == "failed" and "sbatch: error:" in report["failure"]["reason"]
