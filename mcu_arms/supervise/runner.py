@@ -220,6 +220,7 @@ class ArmRunner:
         self._stop = threading.Event()
         self._stop_reason = ""
         self._stop_kind: FailureKind = "stopped"
+        self._stopped_by: str | None = None
         self._log_path = supervisor_log(self.run_dir)
         self._log_broken = False
         self.report_path: Path | None = self.run_dir.report
@@ -273,11 +274,13 @@ class ArmRunner:
         if self._alerts_saved != len(self.progress.alerts):
             self._save()
 
-    def request_stop(self, reason: str, *, kind: FailureKind = "stopped") -> None:
-        """Stop the arm; it ends `interrupted`, or `failed` when the stop is its Slurm job's time limit."""
+    def request_stop(self, reason: str, *, kind: FailureKind = "stopped", stopped_by: str | None = None) -> None:
+        """Stop the arm; it ends `interrupted` (naming `stopped_by`, or whoever left a stop request), or `failed`
+        when the stop is its Slurm job's time limit or the job was taken away."""
         if not self._stop.is_set():
             self._stop_reason = reason
             self._stop_kind = kind
+            self._stopped_by = stopped_by
             self._stop.set()
 
     def _check_stop(self) -> None:
@@ -319,7 +322,7 @@ class ArmRunner:
         if self._stop_kind != "stopped":
             return "failed", Failure(process=None, kind=self._stop_kind, reason=reason)
         return "interrupted", Failure(process=None, kind="stopped", reason=reason,
-                                      stopped_by=self.run_dir.stop_requested_by())  # fmt: skip
+                                      stopped_by=self.run_dir.stop_requested_by() or self._stopped_by)  # fmt: skip
 
     def _start(self, role: ProcessRole) -> Child:
         child = Child(
@@ -724,8 +727,9 @@ def supervise_here(
             if options.fail_fast and stop_reason is None and any(o.status == "failed" for o in outcomes):
                 stop_reason = f"stopped by --fail-fast: arm '{next(o.arm for o in outcomes if o.status == 'failed')}' failed"
             if stop_reason is not None:
+                by = f"mcu-arms run (pid {os.getpid()}), {stop_reason}" if signalled else None
                 for runner in running.values():
-                    runner.request_stop(stop_reason)
+                    runner.request_stop(stop_reason, stopped_by=by)
                 outcomes += [_not_started(plan, stop_reason) for plan, _ in pending]
                 pending.clear()
             with done_lock:

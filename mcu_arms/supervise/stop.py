@@ -65,12 +65,12 @@ def _ask_supervisor(env: Environment, episode: RunOnDisk, names: list[str]) -> s
             if _same_supervisor(report, latest.report):
                 others.append(arm)
     record = report.processes[SUPERVISOR_ROLE]
+    episode.run_dir.request_stop(f"mcu-arms stop (pid {os.getpid()})")  # the report names who stopped it
     if not others:
         process = verified_process(record.pid, record.create_time)
         if process is not None:
             process.send_signal(signal.SIGTERM)  # psutil re-checks the pid's identity before signalling
             return f"sent SIGTERM to its mcu-arms run (pid {record.pid})"
-    episode.run_dir.request_stop(f"mcu-arms stop (pid {os.getpid()})")
     return f"asked its mcu-arms run (pid {record.pid}, also running {', '.join(others)}) to stop this arm"
 
 
@@ -200,7 +200,8 @@ def _stop_what_is_left(
             why = "its mcu-arms run did not finalise" if supervised else "its mcu-arms run is gone (stale report)"
             notes.append(f"{run.run_dir.name}: {why}")
             report.status = "interrupted"
-            report.failure = Failure(process=None, reason=f"stopped by mcu-arms stop (pid {os.getpid()}): {why}")
+            report.failure = Failure(process=None, reason=f"stopped by mcu-arms stop (pid {os.getpid()}): {why}",
+                                     stopped_by=f"mcu-arms stop (pid {os.getpid()})")  # fmt: skip
             report.finished_at = iso_seconds(env.clock())
             run.run_dir.write_report(report)
             marked = True
