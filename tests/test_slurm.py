@@ -179,12 +179,14 @@ def test_doctor_checks_a_campaigns_arms_for_slurm_and_names_a_partition_that_doe
     checks = {check["name"]: check for check in json.loads(done.out)["checks"]}
     partition = checks["partition cpu"]
     assert partition["status"] == "fail" and partition["needed_by"] == ["base", "other"], "the campaign's two arms"
-    assert "sinfo knows no partition 'cpu'" in partition["detail"] and "the partitions here are ci" in partition["detail"]
+    assert "sinfo knows no partition 'cpu'" in partition["detail"]
+    assert "the partitions here are ci" in partition["detail"]
     assert "run directory (cpu)" not in checks, "no filesystem verdict for a partition that is not there"
     fixed = invoke(project, env, "doctor", "campaigns/site.toml", "--executor", "slurm", "--slurm-partition", "ci",
                    "--json")  # fmt: skip
     checks = {check["name"]: check for check in json.loads(fixed.out)["checks"]}
-    assert checks["run directory (ci)"]["status"] == "ok" and "the one node is this host" in checks["run directory (ci)"]["detail"]
+    seen = checks["run directory (ci)"]
+    assert seen["status"] == "ok" and "the one node is this host" in seen["detail"]
     assert checks["sacct"]["status"] == "warn", "no accounting here: said, not failed"
 
 
@@ -581,8 +583,9 @@ def test_a_node_checks_the_episode_as_planned_before_it_starts(tmp_path: Path) -
 
 
 def test_a_child_slow_to_exit_keeps_the_rest_of_the_grace_when_its_leader_exits_at_once(tmp_path: Path) -> None:
-    """The "ignored SIGTERM ... killed" alert comes only from a process that really outlived its grace: a child
-    still shutting down when its group's leader exits is given the rest of the grace, not half a second."""
+    """The "still running ... after SIGTERM were killed" alert comes only from a process that really outlived its
+    grace: a child still shutting down when its group's leader exits is given the rest of the grace, not half a
+    second."""
     from run_helpers import wait_for
 
     from mcu_arms.procs import stop_process_group

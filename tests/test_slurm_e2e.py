@@ -134,6 +134,7 @@ def test_stopping_one_arm_cancels_its_job_only_and_ctrl_c_cancels_the_rest(proje
 TIME_LIMITED_RUNS = 5
 
 
+@pytest.mark.timeout(TIME_LIMITED_RUNS * 300)
 def test_an_episode_at_its_time_limit_fails_so_every_time_and_the_rerun_says_what_limit_fits(
     project: Path, tmp_path: Path
 ) -> None:
@@ -178,7 +179,8 @@ step_timeout = 20
 
 
 def _job_ids(project: Path, arm: str) -> list[str]:
-    return [json.loads(record.read_text())["job_id"] for record in sorted(project.glob(f"output/{arm}/episode_*/slurm.json"))]
+    records = sorted(project.glob(f"output/{arm}/episode_*/slurm.json"))
+    return [json.loads(record.read_text())["job_id"] for record in records]
 
 
 def _active(job_ids: list[str]) -> list[str]:
@@ -229,7 +231,7 @@ def test_pending_array_tasks_stopped_are_cancelled_and_never_resubmitted(project
         assert _active(beta_jobs) == [], "beta's tasks are gone from the queue"
         beta = _status(project, state, "--arm", "beta")["beta"]
         assert beta["state"] == "interrupted (cancelled)", beta
-        wait_for(lambda: run.output.count("interrupted: stopped by mcu-arms stop") >= 2, "the watch to see beta stopped")
+        wait_for(lambda: run.output.count("interrupted: stopped by mcu-arms stop") >= 2, "the watch to see beta end")
         alpha_jobs = _job_ids(project, "alpha")
         run.popen.send_signal(signal.SIGINT)  # alpha's first runs, its second waits
         assert run.wait(timeout=180) == 130, run.output
@@ -240,6 +242,8 @@ def test_pending_array_tasks_stopped_are_cancelled_and_never_resubmitted(project
         assert report["status"] == "interrupted", report
         assert "interrupted by SIGINT" in report["failure"]["stopped_by"], report["failure"]
     assert _active(alpha_jobs + beta_jobs) == [], "nothing of this run is left in the queue"
+    queue = subprocess.run(["squeue", "-h", "-o", "%j"], capture_output=True, text=True, timeout=30).stdout
+    assert "mcu-arms:" not in queue, f"nothing was resubmitted: {queue}"
     assert "retrying" not in run.output, run.output
     for arm in ("alpha", "beta"):
         assert sorted(p.name for p in (project / "output" / arm).glob("episode_*")) == ["episode_001", "episode_002"], (

@@ -315,7 +315,8 @@ def ended_without_report(
         return "failed", Failure(process=None, kind="time_limit", reason=reason + "the episode could write its report")
     if state in CANCELLED_STATES:
         how = FOLDED_REASON if status is not None and status.reason == FOLDED_REASON else "cancelled"
-        reason = f"Slurm job {job.job_id}{where} was {how} (scancel outside mcu-arms) before the episode wrote its report"
+        reason = (f"Slurm job {job.job_id}{where} was {how} (scancel outside mcu-arms) before the episode wrote its "
+                  "report")  # fmt: skip
         return "interrupted", Failure(process=None, kind="stopped", reason=reason)
     known = "" if status else " (neither squeue nor sacct knows it any more)"
     reason = f"Slurm job {job.job_id}{where} ended {said}{known} without the episode's final report"

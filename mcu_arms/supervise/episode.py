@@ -70,7 +70,7 @@ from mcu_arms.supervise.runner import (
 # Slurm tells every process of the job to stop; the children go on their own, so the runner waits only briefly
 # before it kills what is left (KillWait, often 30 s, bounds the whole stop) — but longer than a server takes to
 # shut down with the client still connected (uvicorn's graceful shutdown, a2a_transport.GRACEFUL_SHUTDOWN_S = 5 s),
-# so that a server slow to exit is not killed, and alerted on, as one that ignored SIGTERM.
+# so that a server merely slow to exit is not killed, and alerted on, as one that outlived its grace.
 SLURM_STOP_GRACE_S = 8.0
 # How long a SIGTERM's reading may wait on `scontrol show job` (the stop itself waits for it; KillWait runs).
 TERM_QUERY_TIMEOUT_S = 5.0

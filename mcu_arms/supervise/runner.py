@@ -498,7 +498,8 @@ class ArmRunner:
             record.exit_code = child.exit_code
             if outcome.killed:
                 grace = self.options.stop_grace_s
-                self._record_alert(f"{role}: {outcome.killed} process(es) ignored SIGTERM for {grace:g} s and were killed")
+                self._record_alert(f"{role}: {outcome.killed} process(es) still running {grace:g} s after SIGTERM were "
+                                   "killed")  # fmt: skip
             if outcome.survivors:
                 self._record_alert(f"{role}: pids {outcome.survivors} survived SIGKILL")
             if outcome.contained:

@@ -134,8 +134,8 @@ def job_script(plans: list[ArmPlan], options: SlurmOptions, run: RunOptions, nam
                           ("stderrs", [err for _, err in logs])):  # fmt: skip
         lines.append(f"{array}=({' '.join(shlex.quote(str(value)) for value in values)})")
     task = "${SLURM_ARRAY_TASK_ID}"
-    srun = ["srun", "--unbuffered", "--ntasks=1", f'--output="${{stdouts[{task}]}}"',
-            f'--error="${{stderrs[{task}]}}"', *map(shlex.quote, job_command(run)), f'"${{episodes[{task}]}}"']  # fmt: skip
+    srun = ["srun", "--unbuffered", "--ntasks=1", f'--output="${{stdouts[{task}]}}"', f'--error="${{stderrs[{task}]}}"',
+            *map(shlex.quote, job_command(run)), f'"${{episodes[{task}]}}"']  # fmt: skip
     lines.append("exec " + " ".join(srun))
     return "\n".join(lines) + "\n"
 
@@ -393,7 +393,8 @@ class Watch:
             status = jobs.get(job_id)
             if status is not None and status.state in REQUEUED_STATES:
                 problem = cancel_job(job_id, self.env.env)
-                self.view.line(label, problem or f"cancelled Slurm job {job_id}, requeued by Slurm", alert=bool(problem))
+                said = problem or f"cancelled Slurm job {job_id}, requeued by Slurm"
+                self.view.line(label, said, alert=bool(problem))
             if status is None or not is_active(status.state) or status.state in REQUEUED_STATES:
                 del self._retried_jobs[job_id]
 
