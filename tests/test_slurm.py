@@ -263,7 +263,8 @@ def test_a_job_array_is_told_its_options_and_each_episode_its_own_logs(tmp_path:
     assert "#SBATCH --qos=long" in lines and "#SBATCH --exclude=n[01-02]" in lines and "#SBATCH --requeue" in lines
     assert f"#SBATCH --output={tmp_path / 'job.%A_%a.out'}" in lines and "module load jdk/8" in lines
     assert f"stdouts=({plans[0].episode_dir}/slurm-%A_%a.out {plans[1].episode_dir}/slurm-%A_%a.out)" in lines
-    assert lines[-1].startswith('exec srun --unbuffered --ntasks=1 --output="${stdouts[${SLURM_ARRAY_TASK_ID}]}" '
+    assert lines[-1].startswith('exec srun --unbuffered --ntasks=1 --open-mode=append '
+                                '--output="${stdouts[${SLURM_ARRAY_TASK_ID}]}" '
                                 '--error="${stderrs[${SLURM_ARRAY_TASK_ID}]}" ')  # fmt: skip
     assert lines[-1].endswith('run-episode --ready-timeout 120 "${episodes[${SLURM_ARRAY_TASK_ID}]}"'), lines[-1]
     elsewhere = job_script(plans, options, RunOptions(), "n", tmp_path / "j.out", tmp_path / "logs")
@@ -492,6 +493,21 @@ def test_run_episode_refuses_what_is_not_its_to_run(tmp_path: Path, env: dict) -
     again = invoke(project, {**env, "SLURM_JOB_ID": "13", "SLURM_ARRAY_JOB_ID": "12", "SLURM_ARRAY_TASK_ID": "0"},
                    "run-episode", str(run_dir.path))  # fmt: skip
     assert again.exit_code == 2 and "the episode is finished, not queued" in again.err
+
+
+def test_a_requeued_job_never_runs_its_episode_twice(tmp_path: Path, env: dict) -> None:
+    project = _project(tmp_path, "\n[slurm]\ntime = 60\n")
+    run_dir = _queued_episode(project, _environment(project, tmp_path), "12_0", status="started", node="n1")
+    restarted = {**env, "SLURM_JOB_ID": "13", "SLURM_ARRAY_JOB_ID": "12", "SLURM_ARRAY_TASK_ID": "0",
+                 "SLURM_RESTART_COUNT": "1"}  # fmt: skip
+    lost = invoke(project, restarted, "run-episode", str(run_dir.path))
+    assert lost.exit_code == 1, lost.out + lost.err
+    report = read_report(run_dir.report)
+    assert report.status == "failed" and report.failure.kind == "infrastructure", "its first start died with its node"
+    assert "Slurm requeued job 12_0 after the node lost the episode (restart 1)" in report.failure.reason
+    again = invoke(project, restarted, "run-episode", str(run_dir.path))
+    assert again.exit_code == 0 and "requeued after its episode ended failed: nothing to run" in again.out
+    assert read_report(run_dir.report) == report, "the ended episode is left as it was"
 
 
 @pytest.mark.slow

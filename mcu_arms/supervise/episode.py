@@ -286,11 +286,9 @@ def run_episode(path: Path, env: Environment, *, ready_timeout_s: float = DEFAUL
     run_dir = RunDir(path.resolve())
     here = JobHere.from_environment(env.env)
     if here is not None and here.restarts > 0 and run_dir.report.is_file():
-        ended = read_report(run_dir.report)
-        if ended.status != "queued":
-            env.console.out(f"Slurm job {here.job_id} was requeued after its episode ended {ended.status}: nothing to "
-                            "run (an episode runs once; a retry is a new episode)", highlight=False)  # fmt: skip
-            return EXIT_OK
+        taken = read_report(run_dir.report)
+        if taken.status != "queued":
+            return _requeued(run_dir, taken, here, env)
     queued = _queued_report(run_dir)
     signals = _Stops(run_dir, env.env)
     signals.install()  # before anything slow: a cancel at once still ends in a final report
@@ -315,6 +313,21 @@ def run_episode(path: Path, env: Environment, *, ready_timeout_s: float = DEFAUL
             raise
     finally:
         signals.restore()
+
+
+def _requeued(run_dir: RunDir, report: RunReport, here: JobHere, env: Environment) -> int:
+    """A job Slurm requeued, started again after its episode was taken over: an episode runs once (a retry is a new
+    episode). One that ended says so; one whose first start died without its final report (its node lost) is
+    finalised `failed` here, infrastructure."""
+    if report.status == "started" and report.slurm is not None and report.slurm.job_id == here.job_id:
+        reason = (f"Slurm requeued job {here.job_id} after the node lost the episode (restart {here.restarts}): "
+                  "the episode is run again as a new one")  # fmt: skip
+        finalised(run_dir, report, "failed", Failure(process=None, reason=reason), env)
+        env.console.out(f"{report.arm}: {reason}", highlight=False)
+        return EXIT_FAILED
+    env.console.out(f"Slurm job {here.job_id} was requeued after its episode ended {report.status}: nothing to run "
+                    "(an episode runs once; a retry is a new episode)", highlight=False)  # fmt: skip
+    return EXIT_OK
 
 
 def _green_with(plan: ArmPlan, variables: Mapping[str, str]) -> ArmPlan:

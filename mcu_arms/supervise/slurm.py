@@ -124,7 +124,8 @@ def episode_logs(plan: ArmPlan, log_dir: Path | None) -> tuple[Path, Path]:
 def job_script(plans: list[ArmPlan], options: SlurmOptions, run: RunOptions, name: str, script_log: Path,
                log_dir: Path | None) -> str:  # fmt: skip
     """The job array's script: its #SBATCH options, the setup lines, then one srun step running the episode of this
-    task, its stdout and stderr in the episode's own files."""
+    task, its stdout and stderr in the episode's own files (appended to: a requeued job keeps what the first start
+    wrote)."""
     lines = ["#!/bin/bash", f"# written by mcu-arms: {len(plans)} episode(s), one per array task"]
     parameters = {**sbatch_options(options, len(plans), run.max_parallel, name), "output": str(script_log)}
     lines += [f"#SBATCH {_flag(key, value)}" for key, value in parameters.items()]
@@ -134,8 +135,8 @@ def job_script(plans: list[ArmPlan], options: SlurmOptions, run: RunOptions, nam
                           ("stderrs", [err for _, err in logs])):  # fmt: skip
         lines.append(f"{array}=({' '.join(shlex.quote(str(value)) for value in values)})")
     task = "${SLURM_ARRAY_TASK_ID}"
-    srun = ["srun", "--unbuffered", "--ntasks=1", f'--output="${{stdouts[{task}]}}"', f'--error="${{stderrs[{task}]}}"',
-            *map(shlex.quote, job_command(run)), f'"${{episodes[{task}]}}"']  # fmt: skip
+    srun = ["srun", "--unbuffered", "--ntasks=1", "--open-mode=append", f'--output="${{stdouts[{task}]}}"',
+            f'--error="${{stderrs[{task}]}}"', *map(shlex.quote, job_command(run)), f'"${{episodes[{task}]}}"']  # fmt: skip
     lines.append("exec " + " ".join(srun))
     return "\n".join(lines) + "\n"
 
