@@ -128,13 +128,15 @@ def _in_episode(path: str | None, episode_dir: Path) -> str | None:
 def _job_state(job: SlurmJob, answer: SlurmAnswer | None, episode_dir: Path,
                accounting: dict[str, SlurmAccounting | str]) -> SlurmJobState:  # fmt: skip
     status = answer.jobs.get(job.job_id) if answer else None
+    said: dict[str, str | None] = {"node": job.node, "name": job.name}
+    if status is not None:
+        said = {"state": status.state, "node": status.node or job.node, "name": job.name or status.name or None,
+                "reason": status.reason if status.reason not in ("", "None") else None,
+                "time_left": status.time_left if is_active(status.state) else None}  # fmt: skip
     return SlurmJobState(
-        job_id=job.job_id, name=job.name or (status.name if status else None), array_job_id=job.array_job_id,
-        array_task=job.array_task, state=status.state if status else None, node=(status.node if status else "") or
-        job.node, reason=status.reason if status and status.reason not in ("", "None") else None,
-        time_left=status.time_left if status and is_active(status.state) else None,
+        job_id=job.job_id, array_job_id=job.array_job_id, array_task=job.array_task,
         stdout=_in_episode(job.stdout, episode_dir), stderr=_in_episode(job.stderr, episode_dir),
-        log=_in_episode(job.log, episode_dir), accounting=accounting.get(job.job_id, job.accounting),
+        log=_in_episode(job.log, episode_dir), accounting=accounting.get(job.job_id, job.accounting), **said,
     )  # fmt: skip
 
 
