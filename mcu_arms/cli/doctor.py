@@ -40,7 +40,7 @@ def register(app: typer.Typer) -> None:
         filesystem the nodes share, codex homes on local disk (the rest must hold on the nodes: `srun mcu-arms
         doctor ...` checks one). Exit 1 if a check fails."""
         env = environment(ctx)
-        paths = [path if path.is_absolute() else env.cwd / path for path in files] or arm_files(env.arms_dir)
+        paths = [path if path.is_absolute() else env.cwd / path for path in files or []] or arm_files(env.arms_dir)
         specs = list({spec.name: spec for spec, _ in select_arms(paths, Overrides(), env.arms_dir).specs}.values())
         report = run_doctor(specs, env.env)
         if placement.executor == "slurm":
