@@ -329,11 +329,11 @@ def _seen_by_the_nodes(name: str, path: Path, nodes: list[str] | None, names: li
 def slurm_checks(
     env: Mapping[str, str], output_dir: Path, partitions: dict[str, str | None], codex_roots: dict[str, Path]
 ) -> list[Check]:
-    """What Slurm arms need from the login host: the Slurm commands and submitit, the run directory and this
+    """What Slurm arms need from the login host: the Slurm commands, a partition that exists, the run directory and this
     mcu-arms on a filesystem the nodes share, codex homes on node-local disk. `partitions`: arm -> its partition
     (None: the site's default); `codex_roots`: codex arm -> its codex root. What the episode itself needs (JDK 8,
     Xvfb, codex, CUDA) is checked on the node when it starts."""
-    from mcu_arms.cluster.slurm import accounting_answers, missing_commands, partition_nodes
+    from mcu_arms.cluster.slurm import accounting_answers, missing_commands, partition_nodes, partition_names
 
     names = list(partitions)
     missing = missing_commands(env)
@@ -342,9 +342,6 @@ def slurm_checks(
               detail=f"{', '.join(missing)} not on PATH: run from a login node of the cluster (or install its client)")
         if missing
         else Check(name="Slurm commands", status="ok", detail="sbatch, squeue and scancel on PATH", needed_by=names),
-        Check(name="submitit", status="ok", detail="importable", needed_by=names)
-        if importlib.util.find_spec("submitit") is not None
-        else Check(name="submitit", status="fail", detail="not installed: pip install -e '.[slurm]'", needed_by=names),
     ]  # fmt: skip
     if not missing:
         checks.append(
@@ -358,6 +355,12 @@ def slurm_checks(
         users = [arm for arm, chosen in partitions.items() if chosen == partition]
         nodes = partition_nodes(partition, env) if not missing else None
         suffix = f" ({partition})" if partition else ""
+        if partition and nodes == []:
+            known = ", ".join(partition_names(env)) or "none"
+            checks.append(Check(name=f"partition {partition}", status="fail", needed_by=users,
+                                detail=f"sinfo knows no partition '{partition}' (or it has no nodes): the partitions "
+                                f"here are {known}"))  # fmt: skip
+            continue
         checks.append(_seen_by_the_nodes(f"run directory{suffix}", output_dir, nodes, users))
         checks.append(_seen_by_the_nodes(f"mcu-arms{suffix}", Path(sys.executable).parent, nodes, users))
     for root in sorted(set(codex_roots.values())):

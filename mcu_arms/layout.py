@@ -13,7 +13,7 @@ memory) is 0700, `logs/purple.log` 0600. Results, reports, plans and the other l
         green/evaluation.json         the green's result (contracts/evaluation.py)
         green/<task>/steps.jsonl      one record per step (contracts/steps.py), frames/ beside it
         purple/                       the agent's own files and report; its episodes in task_NN/
-    output/.slurm-jobs/               the job scripts and logs of Slurm jobs (submitit's folder)
+    output/.slurm-jobs/               the Slurm job scripts mcu-arms wrote, and their own output (setup lines)
     logs/<arm>_{green,purple,client}.log, logs/<arm>_result.json   links to the latest episode's files
 """
 

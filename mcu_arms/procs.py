@@ -249,7 +249,9 @@ def _signal_all(leader: psutil.Process, members: list[psutil.Process], signum: i
 
 
 def _wait_gone(members: list[psutil.Process], timeout_s: float, popen: subprocess.Popen | None) -> list[psutil.Process]:
-    """Members still running after `timeout_s`. The leader we started is reaped through its Popen."""
+    """Members still running after `timeout_s`, every one of them given the whole of it (a child still shutting
+    down when its leader exits keeps the rest of the grace). The leader we started is reaped through its Popen."""
+    deadline = time.monotonic() + timeout_s
     others = [p for p in members if popen is None or p.pid != popen.pid]
     leader_alive: list[psutil.Process] = []
     if popen is not None and len(others) < len(members):
@@ -257,8 +259,7 @@ def _wait_gone(members: list[psutil.Process], timeout_s: float, popen: subproces
             popen.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             leader_alive = [p for p in members if p.pid == popen.pid]
-        timeout_s = 0.5
-    return leader_alive + _wait_exited(others, timeout_s)
+    return leader_alive + _wait_exited(others, max(deadline - time.monotonic(), 0.0))
 
 
 def _wait_exited(processes: list[psutil.Process], timeout_s: float) -> list[psutil.Process]:

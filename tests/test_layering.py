@@ -101,8 +101,8 @@ def test_the_slurm_queries_stand_on_the_contracts_and_the_layout_only() -> None:
     assert _violations("mcu_arms.cluster", above) == []
 
 
-def test_submitit_is_imported_by_the_slurm_executor_only() -> None:
-    """submitit is an optional extra ("slurm"): one module submits with it, inside the function that submits."""
+def test_jobs_are_submitted_with_the_sites_own_sbatch() -> None:
+    """No Python submission library: the job script is the project's own (supervise/slurm.py), handed to sbatch."""
     importers = set()
     for path in PACKAGE.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -111,7 +111,7 @@ def test_submitit_is_imported_by_the_slurm_executor_only() -> None:
             )
             if any(name == "submitit" or name.startswith("submitit.") for name in names):
                 importers.add(_module_name(path))
-    assert importers == {"mcu_arms.supervise.slurm"}
+    assert importers == set()
 
 
 @pytest.mark.parametrize(

@@ -442,8 +442,9 @@ def resolve_slurm(spec: ArmSpec, given: SlurmOverrides, source: Path) -> SlurmOp
             key="slurm.stop_margin",
             allowed=f"a margin below the time limit minus {SLURM_TICK_S} s, or a longer time",
         )
-    chosen = {key: flags.get(key, getattr(written, key)) for key in ("partition", "account", "mem", "gres", "cpus",
-                                                                     "array_throttle")}  # fmt: skip
+    chosen = {key: flags.get(key, getattr(written, key)) for key in ("partition", "account", "qos", "constraint",
+                                                                     "exclude", "mem", "gres", "cpus",
+                                                                     "array_throttle", "log_dir")}  # fmt: skip
     return SlurmOptions(
         time_s=time_s, sbatch=[*written.sbatch, *given.sbatch], setup=written.setup, stop_margin_s=margin, **chosen
     )

@@ -41,7 +41,15 @@ from mcu_arms.contracts.planned import (
 )
 from mcu_arms.contracts.rubric import auto_eval_problem
 from mcu_arms.contracts.settings import DEFAULT_CONTEXT_WINDOW, ENV_NAME_PATTERN, Thresholds
-from mcu_arms.contracts.slurm import MIN_STOP_MARGIN_S, TIME_ALLOWED, parse_sbatch_line, parse_slurm_time
+from mcu_arms.contracts.slurm import (
+    MIN_STOP_MARGIN_S,
+    SLURM_CONSTRAINT_PATTERN,
+    SLURM_NAME_PATTERN,
+    SLURM_NODES_PATTERN,
+    TIME_ALLOWED,
+    parse_sbatch_line,
+    parse_slurm_time,
+)
 from mcu_arms.contracts.support import category_reason
 from mcu_arms.contracts.wire import (
     DEFAULT_OBS_ENCODING,
@@ -170,7 +178,11 @@ class SlurmSpec(_Strict):
     mem: str | None = Field(default=None, pattern=r"^[0-9]+[KMGT]?$")
     gres: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_]+(:[A-Za-z0-9_]+)?(:[0-9]+)?(,[A-Za-z0-9_:]+)*$")
     cpus: int | None = Field(default=None, ge=1)
+    qos: str | None = Field(default=None, pattern=SLURM_NAME_PATTERN)
+    constraint: str | None = Field(default=None, pattern=SLURM_CONSTRAINT_PATTERN)
+    exclude: str | None = Field(default=None, pattern=SLURM_NODES_PATTERN)
     array_throttle: int | None = Field(default=None, ge=1)
+    log_dir: str | None = Field(default=None, min_length=1)
     sbatch: list[str] = Field(default_factory=list)
     setup: list[str] = Field(default_factory=list)
     stop_margin: int | None = Field(default=None, ge=MIN_STOP_MARGIN_S)
@@ -459,6 +471,11 @@ ALLOWED: dict[str, str] = {
     "slurm.mem": "memory as sbatch --mem takes it: a number with an optional K, M, G or T, e.g. \"8G\"",
     "slurm.gres": "a GRES as sbatch --gres takes it, e.g. \"mcslot:1\" or \"gpu:1\"",
     "slurm.cpus": "an integer >= 1 (sbatch --cpus-per-task)",
+    "slurm.qos": "a QOS name (sbatch --qos), e.g. \"long\"",
+    "slurm.constraint": "node features as sbatch --constraint takes them, e.g. \"avx2\" or \"avx2&ib\"",
+    "slurm.exclude": "nodes never to use, as sbatch --exclude takes them, e.g. \"node[01-03],gpu7\"",
+    "slurm.log_dir": "a directory (relative: to where mcu-arms runs) for the jobs' stdout and stderr, instead of each "
+    "episode directory",
     "slurm.array_throttle": "an integer >= 1: at most this many of the array's episodes at once",
     "slurm.sbatch": "a list of extra sbatch options, each \"--name=value\" or \"--flag\"",
     "slurm.setup": "a list of shell lines the job runs before the episode, e.g. [\"module load jdk/8\"]",

@@ -91,7 +91,11 @@ _SLURM_HELP: dict[str, tuple[type, str]] = {
     "mem": (str, "Memory per episode, as sbatch --mem takes it (8G)."),
     "gres": (str, "GRES per episode, as sbatch --gres takes it (mcslot:1, gpu:1)."),
     "cpus": (int, "CPUs per episode (sbatch --cpus-per-task)."),
+    "qos": (str, "Slurm QOS (sbatch --qos)."),
+    "constraint": (str, "Node features the jobs need (sbatch --constraint: avx2, avx2&ib)."),
+    "exclude": (str, "Nodes the jobs must not use (sbatch --exclude: node[01-03],gpu7)."),
     "array_throttle": (int, "At most this many episodes of one job array at once."),
+    "log_dir": (str, "Put each job's stdout and stderr here instead of in its episode directory."),
     "sbatch": (list[str], "An extra sbatch option, --name=value or --flag. Repeatable."),
 }
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from mcu_arms.report.status import ArmState, CampaignState
 
 STATE_STYLES = {"queued": "dim", "started": "cyan", "finished": "green", "failed": "bold red",
-                "failed (time limit)": "bold red", "interrupted": "magenta"}
+                "failed (time limit)": "bold red", "interrupted": "magenta", "interrupted (cancelled)": "magenta"}
 
 STOP_HELP = """Stop a running arm, whichever of its episodes started its processes: only processes the private record of what mcu-arms started names and that still carry its evidence (recorded pids with their create_time re-checked and their owner token, holders of a recorded owner token, members of a recorded cgroup that still carries its marker), never anything a report in output/ names, nor anything found by name; never pid 1, stop itself or its ancestors. The supervising `mcu-arms run` is asked first (SIGTERM, or a stop request when it also runs other arms) so that it finalises the report as interrupted; when it is gone, the arm's process groups are stopped here (TERM, wait, KILL) and the report is marked interrupted.
 
@@ -26,8 +26,22 @@ Exit codes: 0 done (stopped, or nothing was running), 1 a process survived SIGKI
 """
 
 
+def _slurm(state: ArmState) -> list[str]:
+    """The episode's job: id and state (why it waits), name, the episode's logs and sacct's figures."""
+    if not state.slurm_job or state.slurm is None:
+        return []
+    from mcu_arms.cluster.slurm import accounting_text
+
+    job = state.slurm
+    parts = [f"slurm {state.slurm_job}", *([f"name {job.name}"] if job.name else [])]
+    parts += [f"{which} {path}" for which, path in (("stdout", job.stdout), ("stderr", job.stderr)) if path]
+    if job.accounting is not None:
+        parts.append(f"sacct {accounting_text(job.accounting)}")
+    return [escape(part) for part in parts]
+
+
 def _processes(state: ArmState, *, stacked: bool) -> str:
-    parts = [f"slurm {escape(state.slurm_job)}"] if state.slurm_job else []
+    parts = _slurm(state)
     for process in state.processes:
         mark = "[green]alive[/]" if process.alive else "[dim]gone[/]"
         parts.append(f"{process.role} {process.pid} {mark}")

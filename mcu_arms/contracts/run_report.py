@@ -63,6 +63,7 @@ class Failure(BaseModel):
     reason: str
     exit_code: int | None = None
     log_tail: list[str] = Field(default_factory=list)
+    stopped_by: str | None = None  # who asked for the stop (`mcu-arms stop (pid N)`, a run's Ctrl-C), when one did
 
 
 class MilestoneRecord(BaseModel):

@@ -27,13 +27,28 @@ DEFAULT_STOP_MARGIN_S = 120
 MIN_STOP_MARGIN_S = 10
 # How far off Slurm's limit check may land (its tick), in seconds.
 SLURM_TICK_S = 30
+# Slurm may send the time-limit warning (--signal) up to this many seconds before it was asked to (sbatch(1)): a
+# SIGTERM that comes within stop margin + this of the limit is the limit's warning.
+SLURM_WARNING_EARLY_S = 60
+# What the report and status say of accounting (State, Elapsed, MaxRSS, ExitCode) on a cluster that keeps none.
+ACCOUNTING_UNAVAILABLE = "not available on this cluster"
 
 # sbatch options mcu-arms sets itself, which an extra sbatch line may not set again.
 RESERVED_SBATCH_OPTIONS = frozenset(
     {"array", "output", "error", "signal", "time", "job-name", "open-mode", "requeue", "no-requeue", "export",
-     "wrap", "partition", "account", "mem", "gres", "cpus-per-task", "chdir", "parsable"}
+     "wrap", "partition", "account", "mem", "gres", "cpus-per-task", "chdir", "parsable", "qos", "constraint",
+     "exclude"}
 )  # fmt: skip
+# sbatch options that have a [slurm] key (and a --slurm-* flag) of their own.
+OWN_KEYS = {"partition": "partition", "account": "account", "qos": "qos", "constraint": "constraint",
+            "exclude": "exclude", "mem": "mem", "gres": "gres", "cpus-per-task": "cpus", "time": "time",
+            "output": "log_dir", "error": "log_dir"}  # fmt: skip
 SBATCH_LINE = re.compile(r"^--([a-z][a-z0-9-]*)(?:=(.+))?$")
+# What sbatch's --qos, --constraint and --exclude take: a name; node features joined by & | , (brackets, counts);
+# a node list (node[01-03],gpu7).
+SLURM_NAME_PATTERN = r"^[A-Za-z0-9_.-]+$"
+SLURM_CONSTRAINT_PATTERN = r"^[A-Za-z0-9_.&|,:*\[\]()-]+$"
+SLURM_NODES_PATTERN = r"^[A-Za-z0-9_.,\[\]-]+$"
 
 _TIME_FORMS = (
     re.compile(r"^(?P<minutes>\d+)$"),
@@ -80,7 +95,10 @@ def parse_sbatch_line(line: str) -> tuple[str, str | bool]:
         raise ValueError(f"{line!r} is not an sbatch option written as --name=value or --flag")
     name, value = match.group(1), match.group(2)
     if name in RESERVED_SBATCH_OPTIONS:
-        raise ValueError(f"--{name} is set by mcu-arms (use its own [slurm] key, where there is one)")
+        key = OWN_KEYS.get(name)
+        if key is not None:
+            raise ValueError(f"--{name} has its own key: [slurm] {key} (or --slurm-{key.replace('_', '-')})")
+        raise ValueError(f"--{name} is set by mcu-arms")
     return name, value if value is not None else True
 
 
@@ -96,7 +114,11 @@ class SlurmOptions(BaseModel):
     mem: str | None = None  # as sbatch --mem takes it: "8G", "16000M"
     gres: str | None = None  # e.g. "mcslot:1" (a per-node cap on episodes) or "gpu:1"
     cpus: int | None = Field(default=None, ge=1)  # --cpus-per-task
+    qos: str | None = None  # --qos
+    constraint: str | None = None  # --constraint: node features, e.g. "avx2&ib"
+    exclude: str | None = None  # --exclude: nodes never to use, e.g. "node[01-03]"
     array_throttle: int | None = Field(default=None, ge=1)  # at most this many of one array's episodes at once
+    log_dir: str | None = None  # the jobs' stdout/stderr go here instead of into each episode directory
     sbatch: list[str] = Field(default_factory=list)  # extra sbatch options, "--name=value" or "--flag"
     setup: list[str] = Field(default_factory=list)  # shell lines the job runs before the episode (module load ...)
     stop_margin_s: int = Field(default=DEFAULT_STOP_MARGIN_S, ge=MIN_STOP_MARGIN_S)
@@ -113,7 +135,8 @@ class SlurmOptions(BaseModel):
     def shown(self) -> str:
         """One line for the plan: every option that is set."""
         parts = [f"time {slurm_time(self.time_minutes * 60)}"]
-        for name in ("partition", "account", "mem", "gres", "cpus", "array_throttle"):
+        for name in ("partition", "account", "qos", "constraint", "exclude", "mem", "gres", "cpus", "array_throttle",
+                     "log_dir"):
             value = getattr(self, name)
             if value is not None:
                 parts.append(f"{name.replace('_', ' ')} {value}")
@@ -132,7 +155,11 @@ class SlurmOverrides(BaseModel):
     mem: str | None = None
     gres: str | None = None
     cpus: int | None = Field(default=None, ge=1)
+    qos: str | None = Field(default=None, pattern=SLURM_NAME_PATTERN)
+    constraint: str | None = Field(default=None, pattern=SLURM_CONSTRAINT_PATTERN)
+    exclude: str | None = Field(default=None, pattern=SLURM_NODES_PATTERN)
     array_throttle: int | None = Field(default=None, ge=1)
+    log_dir: str | None = Field(default=None, min_length=1)
     sbatch: list[str] = Field(default_factory=list)  # added to the files' lines
 
     def given(self) -> dict[str, object]:
@@ -146,19 +173,42 @@ class Placement(BaseModel):
     slurm: SlurmOverrides = Field(default_factory=SlurmOverrides)
 
 
+class SlurmAccounting(BaseModel):
+    """What sacct says of an episode's job once it ran (MaxRSS: the largest of its steps)."""
+
+    state: str
+    elapsed: str  # "00:12:34"
+    max_rss: str | None = None  # "1234567K"
+    exit_code: str  # "0:0" (exit code:signal)
+
+
 class SlurmJob(BaseModel):
     """The Slurm job an episode runs as. `job_id` is the id to ask Slurm about and to cancel: `ARRAY_TASK` for an
-    array task (`12_0`), else the plain id. Written by the submitting host (`slurm.json` in the episode) and copied
-    into the report by the episode itself, with the node it landed on."""
+    array task (`12_0`; every episode is submitted as a task of an array, one task or many). Written by the
+    submitting host (`slurm.json` in the episode) and copied into the report by the episode itself, with the node it
+    landed on."""
 
     job_id: str
     submitted_at: str
     submitted_from: str  # the submitting host
     time_limit_s: int
     stop_margin_s: int = DEFAULT_STOP_MARGIN_S
-    log: str | None = None  # the job's stdout/stderr (submitit's folder), relative to the episode when inside it
+    name: str | None = None  # the job's name in squeue: `mcu-arms:ARM:seedN`, or the array's `mcu-arms:A+B`
+    log: str | None = None  # the job script's own output (its setup lines), relative to the episode when inside it
+    stdout: str | None = None  # the episode's stdout on the node, relative to the episode when inside it
+    stderr: str | None = None  # the episode's stderr on the node, relative to the episode when inside it
     node: str | None = None  # where it runs: set by the episode when it starts
     raw_job_id: str | None = None  # SLURM_JOB_ID on the node (an array task has its own plain id too)
+    restarts: int = 0  # SLURM_RESTART_COUNT when the episode started: a requeue counts up from it
+    accounting: SlurmAccounting | str | None = None  # sacct's figures, or ACCOUNTING_UNAVAILABLE
+
+    @property
+    def array_job_id(self) -> str | None:
+        return self.job_id.split("_", 1)[0] if "_" in self.job_id else None
+
+    @property
+    def array_task(self) -> int | None:
+        return int(self.job_id.split("_", 1)[1]) if "_" in self.job_id else None
 
 
 # Slurm's job states (squeue %T, sacct State). Active: the job may still run, or runs now.

@@ -50,4 +50,5 @@ TurnOutcome = Literal["ok", "failed", "timeout", "overflow"]
 
 # What a status line of an arm's latest episode says (the report's status, or why there is none to read).
 ArmStatusText = Literal["queued", "started", "finished", "failed", "failed (time limit)", "interrupted",
+                        "interrupted (cancelled)",
                         "stale (supervisor gone)", "stale (job ended)", "no report", "unreadable report"]

@@ -16,11 +16,18 @@ from typing import Literal
 from pydantic import BaseModel
 
 from mcu_arms.arms.campaign import Campaign
-from mcu_arms.cluster.slurm import SlurmAnswer, ended_without_report, episode_job, job_states, this_host
+from mcu_arms.cluster.slurm import (
+    SlurmAnswer,
+    accounting_or_why,
+    ended_without_report,
+    episode_job,
+    job_states,
+    this_host,
+)
 from mcu_arms.contracts.agent_report import in_its_words
-from mcu_arms.contracts.slurm import SlurmJob, is_active
 from mcu_arms.contracts.campaign_run import CampaignRun, CampaignTally
 from mcu_arms.contracts.run_report import RunReport
+from mcu_arms.contracts.slurm import SlurmAccounting, SlurmJob, is_active
 from mcu_arms.contracts.started import EpisodeRecord
 from mcu_arms.contracts.states import FINAL_STATUSES, OPEN_STATUSES, SUPERVISOR_ROLE, ArmStatusText
 from mcu_arms.contracts.steps import STEPS_FILE, StepProgress, read_jsonl
@@ -32,6 +39,7 @@ from mcu_arms.procs import FoundBy, live_processes, recorded_alive, verified_pro
 STALE: ArmStatusText = "stale (supervisor gone)"
 JOB_ENDED: ArmStatusText = "stale (job ended)"
 TIME_LIMIT: ArmStatusText = "failed (time limit)"
+CANCELLED: ArmStatusText = "interrupted (cancelled)"
 
 
 class ProcessState(BaseModel):
@@ -48,6 +56,24 @@ class LiveProcessState(BaseModel):
     role: str
     pid: int
     found_by: FoundBy
+
+
+class SlurmJobState(BaseModel):
+    """An episode's Slurm job as `status --json` gives it: what the episode recorded, and (for an open report) what
+    Slurm says now."""
+
+    job_id: str
+    name: str | None = None  # `mcu-arms:ARM:seedN`, or the array's name shared by its tasks
+    array_job_id: str | None = None
+    array_task: int | None = None
+    state: str | None = None  # squeue's state, asked for open reports only
+    reason: str | None = None  # why it waits (Resources, Priority, ...) or ended
+    node: str | None = None
+    time_left: str | None = None
+    stdout: str | None = None  # the episode's stdout and stderr on the node (absolute)
+    stderr: str | None = None
+    log: str | None = None  # the job script's own output (its setup lines)
+    accounting: SlurmAccounting | str | None = None  # sacct's figures, or "not available on this cluster"
 
 
 class ArmState(BaseModel):
@@ -76,6 +102,7 @@ class ArmState(BaseModel):
     slurm_job: str | None = None  # "6_0 RUNNING on vm": the job the episode runs as, and what Slurm says of it
     tags: dict[str, str] = {}  # `run --tag`: why the episode was run
     note: str | None = None
+    slurm: SlurmJobState | None = None  # the same, field by field
 
 
 def steps_progress(green_dir: Path) -> tuple[str | None, int | None, list[str]]:
@@ -92,7 +119,8 @@ def steps_progress(green_dir: Path) -> tuple[str | None, int | None, list[str]]:
 
 
 def _job_text(job: SlurmJob, answer: SlurmAnswer | None) -> str:
-    """The job, and (for an open report, when `answer` is Slurm's) what Slurm says of it."""
+    """The job, and (for an open report, when `answer` is Slurm's) what Slurm says of it: why it waits, when it
+    does."""
     status = answer.jobs.get(job.job_id) if answer else None
     node = (status.node if status else "") or job.node
     where = f" on {node}" if node else ""
@@ -100,7 +128,8 @@ def _job_text(job: SlurmJob, answer: SlurmAnswer | None) -> str:
         return f"{job.job_id}{where}"
     if status is None:
         return f"{job.job_id}{where} ({'unknown to Slurm now' if answer.answered else 'Slurm cannot be asked now'})"
-    return f"{job.job_id} {status.state}{where}"
+    waits = f" ({status.reason})" if status.state == "PENDING" and status.reason not in ("", "None") else ""
+    return f"{job.job_id} {status.state}{waits}{where}"
 
 
 def _alive(record: EpisodeRecord | None, role: str, pid: int | None) -> bool:
@@ -113,7 +142,29 @@ def _agent_words(report: RunReport) -> str:
     return in_its_words(report.agent.top_failure_reasons) if report.agent else ""
 
 
-def _state_of(env: Environment, arm: str, run: RunOnDisk, answer: SlurmAnswer | None) -> ArmState:
+def _in_episode(path: str | None, episode_dir: Path) -> str | None:
+    return str(episode_dir / path) if path else None
+
+
+def _job_state(job: SlurmJob, answer: SlurmAnswer | None, episode_dir: Path,
+               accounting: dict[str, SlurmAccounting | str]) -> SlurmJobState:  # fmt: skip
+    status = answer.jobs.get(job.job_id) if answer else None
+    said: dict[str, str | None] = {"node": job.node, "name": job.name}
+    if status is not None:
+        said = {"state": status.state, "node": status.node or job.node, "name": job.name or status.name or None,
+                "reason": status.reason if status.reason not in ("", "None") else None,
+                "time_left": status.time_left if is_active(status.state) else None}  # fmt: skip
+    return SlurmJobState(
+        job_id=job.job_id, array_job_id=job.array_job_id, array_task=job.array_task,
+        stdout=_in_episode(job.stdout, episode_dir), stderr=_in_episode(job.stderr, episode_dir),
+        log=_in_episode(job.log, episode_dir), accounting=accounting.get(job.job_id, job.accounting), **said,
+    )  # fmt: skip
+
+
+def _state_of(
+    env: Environment, arm: str, run: RunOnDisk, answer: SlurmAnswer | None,
+    accounting: dict[str, SlurmAccounting | str],
+) -> ArmState:
     report = run.report
     run_dir = run.run_dir
     task, step, milestones = steps_progress(run_dir.green)
@@ -131,14 +182,16 @@ def _state_of(env: Environment, arm: str, run: RunOnDisk, answer: SlurmAnswer | 
     if job is not None and report.status in OPEN_STATUSES and answer is not None and answer.answered:
         status = answer.jobs.get(job.job_id)
         if status is None or not is_active(status.state):  # ended without its final report
-            _, failure = ended_without_report(job, status)
-            state = TIME_LIMIT if failure.kind == "time_limit" else JOB_ENDED
+            ended, failure = ended_without_report(job, status, run_dir.stop_requested_by())
+            state = TIME_LIMIT if failure.kind == "time_limit" else CANCELLED if ended == "interrupted" else JOB_ENDED
     record = episode_record(env.env, run_dir.path)
     supervisor = report.processes.get(SUPERVISOR_ROLE)
     if job is None and state == "started" and not _alive(record, SUPERVISOR_ROLE, supervisor and supervisor.pid):
         state = STALE
     if state == "failed" and failure is not None and failure.kind == "time_limit":
         state = TIME_LIMIT
+    if state == "interrupted" and job is not None:  # on Slurm, what was stopped is a cancelled job
+        state = CANCELLED
     local = job is None or job.node in (None, this_host())
     processes = [
         ProcessState(
@@ -172,6 +225,8 @@ def _state_of(env: Environment, arm: str, run: RunOnDisk, answer: SlurmAnswer | 
             "slurm_job": _job_text(job, answer if report.status in OPEN_STATUSES else None) if job else None,
             "tags": dict(report.tags),
             "note": report.note,
+            "slurm": _job_state(job, answer if report.status in OPEN_STATUSES else None, run_dir.path, accounting)
+            if job else None,
         }
     )
 
@@ -221,9 +276,12 @@ def arm_states(env: Environment, names: list[str], *, campaign: str | None = Non
         and (job := episode_job(run.run_dir, run.report)) is not None
     ]
     answer = job_states([job.job_id for job in jobs], env.env) if jobs else None
+    ran = [run.report.slurm.job_id for runs in shown.values() for run in runs
+           if run.report is not None and run.report.slurm is not None and run.report.slurm.node]  # fmt: skip
+    accounting = accounting_or_why(ran, env.env)
     states = []
     for arm, runs in shown.items():
-        of_arm = [_state_of(env, arm, run, answer) for run in runs]
+        of_arm = [_state_of(env, arm, run, answer, accounting) for run in runs]
         if of_arm:
             of_arm[0] = of_arm[0].model_copy(update={"live_elsewhere": _live_elsewhere(env, arm, of_arm)})
         states += of_arm

@@ -17,7 +17,10 @@ environment, never in a file), scenario.toml, a `queued` report and slurm.json (
 
 The episode stops itself `stop_margin` seconds before its job's time limit and ends `failed (time limit)`; the
 campaign's rerun runs it again. `mcu-arms stop` leaves a stop request before it cancels the job, which the
-supervisor reads within half a second (Slurm's SIGTERM on cancel reaches only the process it launched).
+supervisor reads within half a second. A SIGTERM with no stop request is read with what Slurm says of the job then
+(sbatch's warning may come up to a minute before it was asked for): still running, or ended for its TimeLimit,
+within the warning window — the time limit; requeued — infrastructure, retried as a new episode; cancelled —
+interrupted.
 """
 
 from __future__ import annotations
@@ -40,11 +43,19 @@ from pydantic import ValidationError
 from mcu_arms.arms.plan import on_ports, scenario_toml
 from mcu_arms.arms.prepare import build_home_for
 from mcu_arms.atomic import write_json_atomic, write_text_atomic
-from mcu_arms.cluster.slurm import this_host, time_left
+from mcu_arms.cluster.slurm import job_accounting, job_detail, this_host, time_left
 from mcu_arms.contracts.errors import UserError, user_error
 from mcu_arms.contracts.run_report import Failure, RunReport, read_report
 from mcu_arms.contracts.settings import ArmPlan, command_lines
-from mcu_arms.contracts.slurm import EPISODE_SECRETS_ENV, SLURM_TICK_S, SlurmJob, slurm_time, unmasked
+from mcu_arms.contracts.slurm import (
+    ACCOUNTING_UNAVAILABLE,
+    EPISODE_SECRETS_ENV,
+    SLURM_TICK_S,
+    SLURM_WARNING_EARLY_S,
+    SlurmJob,
+    slurm_time,
+    unmasked,
+)
 from mcu_arms.contracts.started import EPISODE_TOKENS_ENV, episode_token_hash
 from mcu_arms.contracts.states import OPEN_STATUSES, PROCESS_ROLES, SERVER_ROLES, FailureKind
 from mcu_arms.doctor import plan_preflight
@@ -66,8 +77,14 @@ from mcu_arms.supervise.runner import (
 )
 
 # Slurm tells every process of the job to stop; the children go on their own, so the runner waits only briefly
-# before it kills what is left (KillWait, often 30 s, bounds the whole stop).
-SLURM_STOP_GRACE_S = 5.0
+# before it kills what is left (KillWait, often 30 s, bounds the whole stop) — but longer than a server takes to
+# shut down with the client still connected (uvicorn's graceful shutdown, a2a_transport.GRACEFUL_SHUTDOWN_S = 5 s),
+# so that a server merely slow to exit is not killed, and alerted on, as one that outlived its grace.
+SLURM_STOP_GRACE_S = 8.0
+# How long a SIGTERM's reading may wait on `scontrol show job` (the stop itself waits for it; KillWait runs).
+TERM_QUERY_TIMEOUT_S = 5.0
+# The job's state while Slurm delivers its time-limit warning (a cancel or a requeue shows COMPLETING).
+STILL_RUNNING = frozenset({"RUNNING", "SIGNALING"})
 # The job log (the episode's stdout) gets a progress line this often; status and the files say the rest.
 PROGRESS_LINE_S = 300.0
 # Under this host's state dir: each MineStudio episode's private display (its xvfb-run and Xvfb's log).
@@ -81,6 +98,7 @@ class JobHere:
 
     job_id: str  # ARRAY_TASK for an array task, else the plain id
     raw_job_id: str
+    restarts: int = 0  # how often Slurm had requeued the job before this start
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str]) -> JobHere | None:
@@ -88,7 +106,9 @@ class JobHere:
         if not raw:
             return None
         array, task = env.get("SLURM_ARRAY_JOB_ID"), env.get("SLURM_ARRAY_TASK_ID")
-        return cls(job_id=f"{array}_{task}" if array and task else raw, raw_job_id=raw)
+        restarts = env.get("SLURM_RESTART_COUNT", "0")
+        return cls(job_id=f"{array}_{task}" if array and task else raw, raw_job_id=raw,
+                   restarts=int(restarts) if restarts.isdigit() else 0)  # fmt: skip
 
 
 def _queued_report(run_dir: RunDir) -> RunReport:
@@ -137,7 +157,7 @@ def _this_job(run_dir: RunDir, queued: RunReport, plan: ArmPlan, here: JobHere |
             time_limit_s=options.time_s if options else 0,
             stop_margin_s=options.stop_margin_s if options else 0,
         )
-    return submitted.model_copy(update={"node": this_host(), "raw_job_id": here.raw_job_id})
+    return submitted.model_copy(update={"node": this_host(), "raw_job_id": here.raw_job_id, "restarts": here.restarts})
 
 
 def _episode_given(path: Path) -> RunDir:
@@ -248,10 +268,10 @@ def _fail_before_start(
 
 
 class _Stops:
-    """What ends the episode early: SIGTERM/SIGINT/SIGHUP (a stop request from `mcu-arms stop` says who asked),
-    and the Slurm job's time limit, kept by the episode itself: Slurm's warning signal reaches only the process it
-    launched (submitit's, which ignores it), and its limit check lands up to half a minute late, so the episode
-    stops `stop_margin` seconds before the limit by its own clock, measured from the job's start."""
+    """What ends the episode early: SIGTERM/SIGINT/SIGHUP (a stop request from `mcu-arms stop` says who asked; a
+    SIGTERM without one is read with Slurm: term_reading), and the Slurm job's time limit, kept by the episode's own
+    clock as well: Slurm's limit check lands up to half a minute late, so the episode stops `stop_margin` seconds
+    before the limit, measured from the job's start, whichever comes first."""
 
     def __init__(self, run_dir: RunDir, env: Mapping[str, str]) -> None:
         self.run_dir = run_dir
@@ -283,9 +303,10 @@ class _Stops:
         who = self.run_dir.stop_requested_by()
         if who is not None:
             self._stop(f"stopped by {who}", "stopped")
-        elif self.job is not None:
-            self._stop(f"Slurm job {self.job.job_id} was ended by {name}: cancelled (scancel), preempted, or its "
-                       "node is going down", "stopped")  # fmt: skip
+        elif self.job is not None and signum == signal.SIGTERM:  # asking Slurm takes a moment: not in the handler
+            job, elapsed = self.job, time.time() - self.job_started
+            threading.Thread(target=lambda: self._stop(*term_reading(job, elapsed, self.env)), name="sigterm",
+                             daemon=True).start()  # fmt: skip
         else:
             self._stop(f"interrupted by {name}", "stopped")
 
@@ -313,9 +334,35 @@ class _Stops:
             return
 
 
+def term_reading(job: SlurmJob, elapsed_s: float, env: Mapping[str, str]) -> tuple[str, FailureKind]:
+    """What a SIGTERM with no stop request behind it means, from what Slurm says of the job now and how long it has
+    run: (the reason, the failure kind)."""
+    detail = job_detail(job.job_id, env, TERM_QUERY_TIMEOUT_S)
+    if detail is not None and detail.run_time_s is not None:  # Slurm's own clock, from the job's start
+        elapsed_s = detail.run_time_s
+    limit_s = (detail.time_limit_s if detail is not None else None) or job.time_limit_s
+    ran = slurm_time(max(int(elapsed_s), 1))
+    window_s = job.stop_margin_s + SLURM_WARNING_EARLY_S
+    in_window = limit_s > 0 and elapsed_s >= limit_s - window_s
+    if detail is not None and detail.restarts > job.restarts:
+        return (f"Slurm requeued job {job.job_id} after {ran} (preempted, its node failing, or `scontrol requeue`): "
+                "the episode is run again as a new one", "infrastructure")  # fmt: skip
+    if in_window and (detail is None or detail.state in STILL_RUNNING or detail.reason == "TimeLimit"):
+        return (f"Slurm job {job.job_id} reached its time limit ({slurm_time(limit_s)}): Slurm's warning "
+                f"came after {ran}, within {window_s} s of the limit (stop margin {job.stop_margin_s} s + up to "
+                f"{SLURM_WARNING_EARLY_S} s early)", "time_limit")  # fmt: skip
+    said = "Slurm could not be asked"
+    if detail is not None:
+        said = f"Slurm says {detail.state}{f' ({detail.reason})' if detail.reason not in ('', 'None') else ''}"
+    if detail is not None and detail.state == "PREEMPTED":
+        return f"Slurm job {job.job_id} was preempted after {ran} ({said})", "infrastructure"
+    return (f"Slurm job {job.job_id} was ended by SIGTERM after {ran}, with no stop request from mcu-arms: cancelled "
+            f"outside it (scancel), or its node is going down ({said})", "stopped")  # fmt: skip
+
+
 def _job_start() -> float:
-    """When the job started, as near as this process can tell: the process Slurm launched (this one's parent, when
-    submitit runs it) started then."""
+    """When the job started, as near as this process can tell: the process Slurm launched for the step (this one's
+    parent, slurmstepd) started then."""
     me = psutil.Process()
     try:
         parent = me.parent()
@@ -325,10 +372,15 @@ def _job_start() -> float:
 
 
 def run_episode(path: Path, env: Environment, *, ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S) -> int:
-    """Run the queued episode at `path` here; returns the exit code (0 finished, 1 failed, 130 interrupted)."""
+    """Run the queued episode at `path` here; returns the exit code (0 finished, 1 failed, 130 interrupted; 0 for a
+    job Slurm requeued after its episode ended: an episode runs once, and a retry is a new one)."""
     run_dir = _episode_given(path)
-    queued = _queued_report(run_dir)
     here = JobHere.from_environment(env.env)
+    if here is not None and here.restarts > 0 and run_dir.report.is_file():
+        taken = read_report(run_dir.report)
+        if taken.status != "queued":
+            return _requeued(run_dir, taken, here, env)
+    queued = _queued_report(run_dir)
     signals = _Stops(run_dir, env.env)
     signals.install()  # before anything slow: a cancel at once still ends in a final report
     try:
@@ -365,6 +417,21 @@ def _forget_once_final(run_dir: RunDir, env: Environment) -> None:
         pass
 
 
+def _requeued(run_dir: RunDir, report: RunReport, here: JobHere, env: Environment) -> int:
+    """A job Slurm requeued, started again after its episode was taken over: an episode runs once (a retry is a new
+    episode). One that ended says so; one whose first start died without its final report (its node lost) is
+    finalised `failed` here, infrastructure."""
+    if report.status == "started" and report.slurm is not None and report.slurm.job_id == here.job_id:
+        reason = (f"Slurm requeued job {here.job_id} after the node lost the episode (restart {here.restarts}): "
+                  "the episode is run again as a new one")  # fmt: skip
+        finalised(run_dir, report, "failed", Failure(process=None, reason=reason), env)
+        env.console.out(f"{report.arm}: {reason}", highlight=False)
+        return EXIT_FAILED
+    env.console.out(f"Slurm job {here.job_id} was requeued after its episode ended {report.status}: nothing to run "
+                    "(an episode runs once; a retry is a new episode)", highlight=False)  # fmt: skip
+    return EXIT_OK
+
+
 def _green_with(plan: ArmPlan, variables: Mapping[str, str]) -> ArmPlan:
     processes = [
         process.model_copy(update={"env": {**process.env, **variables}}) if process.role == "green" else process
@@ -396,6 +463,8 @@ def _run_here(
         write_text_atomic(run_dir.scenario, scenario_toml(plan))
         view = PlainView(env.console, PROGRESS_LINE_S)
         runner = ArmRunner(plan, env, options, view, supervisor_record(), attempt=queued.attempt)
+        if job is not None and job_accounting([job.job_id], env.env) is None:
+            job = job.model_copy(update={"accounting": ACCOUNTING_UNAVAILABLE})
         runner.report.slurm = job
         if job is not None:
             view.line(plan.label, f"Slurm job {job.job_id} on {job.node}, ports {plan.green_port}/{plan.purple_port}")

@@ -57,16 +57,19 @@ def finalised(
     return final
 
 
-def report_of_ended_job(report: RunReport, job: SlurmJob, status: JobStatus | None) -> tuple[RunStatus, Failure] | None:
-    """What an open report whose job Slurm no longer runs is to be finalised as; None while the episode's own report
-    may still come (the job is active, or ended under RECONCILE_GRACE_S ago after it had started)."""
+def report_of_ended_job(
+    run_dir: RunDir, report: RunReport, job: SlurmJob, status: JobStatus | None
+) -> tuple[RunStatus, Failure] | None:
+    """What an open report whose job Slurm no longer runs is to be finalised as (`interrupted` whenever the episode
+    holds a stop request: what a user stopped is never taken for a fault); None while the episode's own report may
+    still come (the job is active, or ended under RECONCILE_GRACE_S ago after it had started)."""
     if status is not None and is_active(status.state):
         return None
     never_started = report.status == "queued" and (status is None or not status.node)
     since = status.seconds_since_end() if status is not None else None
     if not never_started and since is not None and since < RECONCILE_GRACE_S:
         return None
-    return ended_without_report(job, status)
+    return ended_without_report(job, status, run_dir.stop_requested_by())
 
 
 def reconcile(env: Environment, arms: list[str]) -> list[str]:
@@ -82,7 +85,7 @@ def reconcile(env: Environment, arms: list[str]) -> list[str]:
     for open_job in jobs:
         report = open_job.run.report
         assert report is not None
-        ended = report_of_ended_job(report, open_job.job, answer.jobs.get(open_job.job.job_id))
+        ended = report_of_ended_job(open_job.run.run_dir, report, open_job.job, answer.jobs.get(open_job.job.job_id))
         if ended is None:
             continue
         final = finalised(open_job.run.run_dir, report, *ended, env, open_job.job)

@@ -4,6 +4,7 @@ or announce a changed fingerprint.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -30,6 +31,8 @@ def latest_finished(arm_dir: Path, seed: int) -> RunReport | None:
 
 
 RerunAction = Literal["run", "skip", "retry"]
+# The time limit a rerun after a time limit suggests: the episode's need at the pace it kept, with this much to spare.
+TIME_LIMIT_HEADROOM = 1.2
 
 
 @dataclass(frozen=True)
@@ -84,20 +87,26 @@ def rerun_decision(plan: ArmPlan, arm_dir: Path, *, rerun: bool) -> RerunDecisio
 
 def _restart_after_time_limit(plan: ArmPlan, latest: RunReport) -> str:
     """A time-limited episode is run again from its start (neither simulator can save a task mid-way, nor can the
-    agents resume one): say so, and whether the limit now in force looks long enough at the pace it kept."""
+    agents resume one): say so, how long it ran, and what time limit would fit it at the pace it kept."""
     where = episode_name(latest.episode)
-    done = f" after {latest.steps_run} of {latest.settings.steps} steps" if latest.steps_run else ""
+    ran = f" after {slurm_time(max(int(latest.wall_s), 1))}" if latest.wall_s else ""
+    done = f" ({latest.steps_run} of {latest.settings.steps} steps)" if latest.steps_run else ""
     text = (
-        f"{plan.label}: restarted from its first step as a new episode: {where} hit its Slurm time limit{done} (an "
-        "episode cannot continue mid-task: neither the simulators nor the agents can resume one)"
+        f"{plan.label}: restarted from its first step as a new episode: {where} hit its Slurm time limit{ran}{done} "
+        "(an episode cannot continue mid-task: neither the simulators nor the agents can resume one)"
     )
     if latest.steps_run and latest.wall_s and plan.slurm is not None:
         needed_s = latest.wall_s / latest.steps_run * latest.settings.steps * max(len(plan.tasks), 1)
-        if needed_s > plan.slurm.time_s:
-            text += (
-                f"; at its pace it needs about {slurm_time(int(needed_s))}, more than the time limit now set "
-                f"({slurm_time(plan.slurm.time_s)}): raise [slurm] time or --slurm-time"
-            )
+        fits_s = math.ceil((needed_s * TIME_LIMIT_HEADROOM + plan.slurm.stop_margin_s) / 60) * 60
+        now = slurm_time(plan.slurm.time_minutes * 60)
+        verdict = "is too short" if fits_s > plan.slurm.time_minutes * 60 else "should fit"
+        text += (
+            f"; at that pace the episode needs about {slurm_time(int(needed_s))}, so a time limit of about "
+            f"{slurm_time(fits_s)} would fit (with its {plan.slurm.stop_margin_s} s stop margin and "
+            f"{TIME_LIMIT_HEADROOM - 1:.0%} to spare): the limit now set ({now}) {verdict}"
+        )
+        if fits_s > plan.slurm.time_minutes * 60:
+            text += ": raise [slurm] time or --slurm-time"
     return text
 
 

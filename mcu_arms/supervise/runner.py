@@ -229,6 +229,7 @@ class ArmRunner:
         self._stop = threading.Event()
         self._stop_reason = ""
         self._stop_kind: FailureKind = "stopped"
+        self._stopped_by: str | None = None
         self._log_path = supervisor_log(self.run_dir)
         self._log_broken = False
         self.report_path: Path | None = self.run_dir.report
@@ -282,11 +283,13 @@ class ArmRunner:
         if self._alerts_saved != len(self.progress.alerts):
             self._save()
 
-    def request_stop(self, reason: str, *, kind: FailureKind = "stopped") -> None:
-        """Stop the arm; it ends `interrupted`, or `failed` when the stop is its Slurm job's time limit."""
+    def request_stop(self, reason: str, *, kind: FailureKind = "stopped", stopped_by: str | None = None) -> None:
+        """Stop the arm; it ends `interrupted` (naming `stopped_by`, or whoever left a stop request), or `failed`
+        when the stop is its Slurm job's time limit or the job was taken away."""
         if not self._stop.is_set():
             self._stop_reason = reason
             self._stop_kind = kind
+            self._stopped_by = stopped_by
             self._stop.set()
 
     def _check_stop(self) -> None:
@@ -326,8 +329,12 @@ class ArmRunner:
         return self._outcome()
 
     def _stopped(self, reason: str) -> tuple[ArmOutcomeStatus, Failure]:
-        status: ArmOutcomeStatus = "failed" if self._stop_kind == "time_limit" else "interrupted"
-        return status, Failure(process=None, kind=self._stop_kind, reason=reason)
+        """`interrupted` when someone stopped it (the report names who, when a stop request did), else `failed`: its
+        Slurm job's time limit, or the job taken away (requeued, preempted: infrastructure, retried)."""
+        if self._stop_kind != "stopped":
+            return "failed", Failure(process=None, kind=self._stop_kind, reason=reason)
+        return "interrupted", Failure(process=None, kind="stopped", reason=reason,
+                                      stopped_by=self.run_dir.stop_requested_by() or self._stopped_by)  # fmt: skip
 
     def _start(self, role: ProcessRole) -> Child:
         child = Child(
@@ -532,7 +539,8 @@ class ArmRunner:
             record.exit_code = child.exit_code
             if outcome.killed:
                 grace = self.options.stop_grace_s
-                self._record_alert(f"{role}: {outcome.killed} process(es) ignored SIGTERM for {grace:g} s and were killed")
+                self._record_alert(f"{role}: {outcome.killed} process(es) still running {grace:g} s after SIGTERM were "
+                                   "killed")  # fmt: skip
             if outcome.survivors:
                 survivors.add(role)
                 self._record_alert(f"{role}: pids {outcome.survivors} survived SIGKILL")
@@ -765,8 +773,9 @@ def supervise_here(
             if options.fail_fast and stop_reason is None and any(o.status == "failed" for o in outcomes):
                 stop_reason = f"stopped by --fail-fast: arm '{next(o.arm for o in outcomes if o.status == 'failed')}' failed"
             if stop_reason is not None:
+                by = f"mcu-arms run (pid {os.getpid()}), {stop_reason}" if signalled else None
                 for runner in running.values():
-                    runner.request_stop(stop_reason)
+                    runner.request_stop(stop_reason, stopped_by=by)
                 outcomes += [_not_started(plan, stop_reason) for plan, _ in pending]
                 pending.clear()
             with done_lock:
@@ -775,7 +784,8 @@ def supervise_here(
                 thread = next(thread for thread, r in running.items() if r is runner)
                 thread.join()
                 del running[thread]
-                if retryable(outcome) and runner.attempt <= options.retries and stop_reason is None:
+                stopped = runner.run_dir.stop_requested_by() is not None  # a user's stop is final, whatever `retries`
+                if retryable(outcome) and runner.attempt <= options.retries and stop_reason is None and not stopped:
                     outcome = outcome.model_copy(update={"retried": True})
                     view.line(runner.label, f"retrying: attempt {runner.attempt + 1} of {options.retries + 1}")
                     pending.append((runner.plan, runner.attempt + 1))

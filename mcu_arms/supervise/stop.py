@@ -62,9 +62,9 @@ def _ask_supervisor(env: Environment, record: EpisodeRecord, supervisor: Started
         if other.arm not in names and (theirs := other.processes.get(SUPERVISOR_ROLE)) is not None
         and (theirs.pid, theirs.create_time) == (supervisor.pid, supervisor.create_time)
     })  # fmt: skip
+    RunDir(Path(record.episode_dir)).request_stop(f"mcu-arms stop (pid {os.getpid()})")  # the report names who stopped it
     if not others and terminate_started(supervisor):
         return f"sent SIGTERM to its mcu-arms run (pid {supervisor.pid})"
-    RunDir(Path(record.episode_dir)).request_stop(f"mcu-arms stop (pid {os.getpid()})")
     also = f", also running {', '.join(others)}" if others else ""
     return f"asked its mcu-arms run (pid {supervisor.pid}{also}) to stop this arm"
 
@@ -136,7 +136,8 @@ def _cancel_jobs(env: Environment, arm: str, jobs: list[OpenJob], grace_s: float
                 continue
             if report.status not in OPEN_STATUSES:
                 continue
-            ended = report_of_ended_job(report, open_job.job, answer.jobs.get(open_job.job.job_id))
+            ended = report_of_ended_job(open_job.run.run_dir, report, open_job.job,
+                                       answer.jobs.get(open_job.job.job_id))
             if answer.answered and ended is not None and (report.status == "queued" or time.monotonic() > deadline):
                 finalised(open_job.run.run_dir, report, *ended, env, open_job.job)
                 continue
@@ -247,7 +248,8 @@ def _mark_stale(env: Environment, runs: list[RunOnDisk], notes: list[str]) -> bo
         why = "its mcu-arms run is gone (stale report)"
         notes.append(f"{run.run_dir.name}: {why}")
         report.status = "interrupted"
-        report.failure = Failure(process=None, reason=f"stopped by mcu-arms stop (pid {os.getpid()}): {why}")
+        report.failure = Failure(process=None, reason=f"stopped by mcu-arms stop (pid {os.getpid()}): {why}",
+                                 stopped_by=f"mcu-arms stop (pid {os.getpid()})")  # fmt: skip
         report.finished_at = iso_seconds(env.clock())
         run.run_dir.write_report(report)
         marked = True
