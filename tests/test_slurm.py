@@ -159,7 +159,7 @@ def test_each_new_slurm_flag_reaches_the_plan_and_a_bad_value_names_the_flag(
     tmp_path: Path, env: dict, flag: str, good: str, bad: str, shown: str
 ) -> None:
     project = _project(tmp_path)
-    planned = invoke(project, env, "plan", "--dry-run", "--executor", "slurm", flag, good, "campaigns/site.toml")
+    planned = invoke(project, env, "plan", "--dry-run", "--verbose", "--executor", "slurm", flag, good, "campaigns/site.toml")
     assert planned.exit_code == 0, planned.out + planned.err
     assert shown in planned.out
     refused = invoke(project, env, "plan", "--dry-run", "--executor", "slurm", flag, bad, "campaigns/site.toml")
