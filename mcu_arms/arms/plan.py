@@ -25,6 +25,7 @@ from mcu_arms.arms.spec import (
 from mcu_arms.contracts.addresses import http_url, is_loopback
 from mcu_arms.contracts.catalog import CODEX_AGENTS, DEFAULT_RESET_MODE, FRAME_READING_AGENTS, capped_steps
 from mcu_arms.contracts.errors import UserError, toml_line, user_error
+from mcu_arms.contracts.limits import MAX_EPISODES_PER_RUN
 from mcu_arms.contracts.mineflayer import MineflayerServer
 from mcu_arms.contracts.rubric import AUTO_EVAL_ENV
 from mcu_arms.contracts.settings import (
@@ -497,6 +498,10 @@ def plan_specs(
         if reason:
             raise UserError(reason, path=source, line=_line(source, "ports.host"), key="ports.host",
                             allowed="127.0.0.1, ::1, or with expose = true an address of this host, 0.0.0.0 or ::")
+    episodes = sum(len(spec.replicate_seeds()) for spec, _ in specs)
+    if episodes > MAX_EPISODES_PER_RUN:
+        raise UserError(f"{episodes} episodes (seeds times arms) are too many for one run", key="seeds",
+                        allowed=f"at most {MAX_EPISODES_PER_RUN} episodes")  # fmt: skip
     fixed: set[int] = set()
     for spec, _ in specs:
         for port in (spec.ports.green, spec.ports.purple):
@@ -504,6 +509,7 @@ def plan_specs(
                 fixed.add(port)
     plans: list[ArmPlan] = []
     used: dict[int, str] = {}
+    taken = set(fixed)  # fixed ports and every port picked so far: grown as picked, so planning stays linear
     for spec, source in specs:
         seeds = spec.replicate_seeds()
         first_episode = next_episode(env.output_dir / spec.name)
@@ -513,7 +519,7 @@ def plan_specs(
             for role in ("green", "purple"):
                 declared = getattr(spec.ports, role)
                 if declared == "auto":
-                    ports[role] = pick_free_port(spec.ports.host, avoid=fixed | set(used))
+                    ports[role] = pick_free_port(spec.ports.host, avoid=taken)
                     auto.append(role)
                 else:
                     ports[role] = declared
@@ -526,6 +532,7 @@ def plan_specs(
                         key=f"ports.{role}",
                     )
                 used[ports[role]] = spec.name
+                taken.add(ports[role])
             replicate = spec.model_copy(update={"seed": seed})
             episode_plan = (
                 build_plan(
