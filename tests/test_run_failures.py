@@ -7,11 +7,12 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import psutil
 import pytest
-from run_helpers import Started, alive, report, run_cli, running_with_steps, wait_for, write_arm
+from run_helpers import Started, alive, cli_env, report, run_cli, running_with_steps, wait_for, write_arm
 
 HOST = "127.0.0.1"
 LISTENER = "import socket,sys; s=socket.socket(); s.bind(('127.0.0.1',0)); s.listen(); print(s.getsockname()[1], flush=True); sys.stdin.read()"
@@ -100,3 +101,45 @@ def test_sigint_stops_every_child_and_marks_the_report_interrupted(tmp_path: Pat
         assert "interrupted by SIGINT" in run.output
     finally:
         run.kill_if_running()
+
+
+SIGINT_POINTS = 10
+
+
+def _interpreter_startup_s() -> float:
+    """How long this interpreter takes to reach the first instruction of a script (its own site import: .pth files
+    of every installed package), the slowest of three: no handler of ours can exist before then."""
+    slowest = 0.0
+    for _ in range(3):
+        started = time.monotonic()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        slowest = max(slowest, time.monotonic() - started)
+    return slowest
+
+
+def test_sigint_at_any_moment_of_the_first_second_ends_without_a_traceback(tmp_path: Path) -> None:
+    """The entry point's own handler is the first thing it installs: Ctrl-C while the CLI is still importing, while
+    it plans, or as it exits, is one line and exit 130 (or the command's own end), never a traceback. The moments
+    are spread over the first second after the interpreter's own start-up."""
+    project, state = tmp_path / "project", tmp_path / "state"
+    write_arm(project, "a", agent="random", steps=5)
+    script = Path(sys.executable).with_name("mcu-arms")
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "mcu_arms"]
+    startup = _interpreter_startup_s()
+    outcomes = []
+    for point in range(SIGINT_POINTS):
+        delay = startup + point / SIGINT_POINTS
+        child = subprocess.Popen([*command, "plan", "--dry-run", "--arm", "a"], cwd=project, env=cli_env(state),
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+        try:
+            child.wait(timeout=delay)  # the moment under test, not a synchronisation: it may have finished by then
+        except subprocess.TimeoutExpired:
+            child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=60)
+        outcomes.append((round(delay, 2), child.returncode))
+        assert "Traceback" not in err + out and "KeyboardInterrupt" not in err, f"at {delay:.2f} s:\n{err}"
+        assert child.returncode in (0, 130), (delay, child.returncode, err)
+        if child.returncode == 130:
+            assert err.strip().endswith("mcu-arms: interrupted"), err
+    print(f"interpreter start-up {startup:.2f} s; (moment, exit code): {outcomes}")
+    assert any(code == 130 for _, code in outcomes), f"no moment fell while the command ran: {outcomes}"
