@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from mcu_arms.cluster.slurm import SlurmAnswer, ended_without_report, episode_job, job_states, this_host
 from mcu_arms.contracts.slurm import SlurmJob, is_active
 from mcu_arms.contracts.states import OPEN_STATUSES, ArmStatusText
-from mcu_arms.contracts.steps import STEPS_FILE, StepProgress, read_jsonl
+from mcu_arms.contracts.steps import STEPS_FILE, JsonlScan, StepProgress
 from mcu_arms.environment import Environment
 from mcu_arms.layout import RunOnDisk, arm_runs, selected_arms
 from mcu_arms.procs import FoundBy, is_alive, live_processes, supervisor_alive
@@ -72,11 +72,9 @@ def steps_progress(green_dir: Path) -> tuple[str | None, int | None, list[str]]:
     files = sorted(green_dir.glob(f"*/{STEPS_FILE}"), key=lambda p: p.stat().st_mtime) if green_dir.is_dir() else []
     task, step, milestones = None, None, []
     for path in files:
-        records, _ = read_jsonl(path, StepProgress)
-        for record in records:
+        for _, _, record in JsonlScan(path, StepProgress):  # streamed: a step log can be hundreds of MB
             milestones += [f"{event.get('identity')}@{event.get('step')}" for event in record.events]
-        if records:
-            task, step = path.parent.name, records[-1].step + 1
+            task, step = path.parent.name, record.step + 1
     return task, step, milestones
 
 
