@@ -73,7 +73,17 @@ def test_an_output_that_is_a_file_is_a_clear_error(tmp_path: Path):
     arm_file(tmp_path)
     (tmp_path / "output").write_text("not a directory")
     error = refused(tmp_path, tmp_path / "state", "run", "--arm", "a")
-    assert "output" in error and "cannot create the episode directory" in error
+    assert error.count("\n") == 1 and "output: is a file, not a directory" in error, error
+
+
+@pytest.mark.parametrize("where", ["logs", "output/a"])
+def test_a_file_where_a_directory_must_be_is_one_line_before_anything_starts(tmp_path: Path, where: str):
+    arm_file(tmp_path)
+    (tmp_path / where).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / where).write_text("not a directory")
+    error = refused(tmp_path, tmp_path / "state", "run", "--arm", "a")
+    assert error.count("\n") == 1 and f"{where}: is a file, not a directory" in error, error
+    assert not (tmp_path / "output" / "a" / "episode_001").exists()
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a read-only tmpfs needs root (permissions do not bind root)")

@@ -59,7 +59,7 @@ from mcu_arms.contracts.support import runnable_tasks
 from mcu_arms.contracts.tasks import TaskSpec, select_tasks
 from mcu_arms.environment import Environment
 from mcu_arms.isolation.codex_home import default_auth, default_root, plan_codex_home, temporary_dir_reason
-from mcu_arms.layout import RunDir, episode_name, log_links, next_episode
+from mcu_arms.layout import RunDir, check_directory, episode_name, log_links, next_episode
 
 MB = 1_000_000
 
@@ -490,6 +490,10 @@ def plan_specs(
     if len(specs) > 1 and (overrides.green_port or overrides.purple_port):
         raise UserError("--green-port/--purple-port apply to one arm; give ports in each arm file instead")
     _check_unique([(spec.name, source) for spec, source in specs], "arm name", key="name")
+    check_directory(env.output_dir, "the arms' episodes")
+    check_directory(env.logs_dir, "the links to each arm's latest logs")
+    for spec, _ in specs:
+        check_directory(env.output_dir / spec.name, f"the episodes of arm '{spec.name}'")
 
     from mcu_arms.isolation.ports import local_address_reason, pick_free_port
 
