@@ -143,3 +143,49 @@ def test_sigint_at_any_moment_of_the_first_second_ends_without_a_traceback(tmp_p
             assert err.strip().endswith("mcu-arms: interrupted"), err
     print(f"interpreter start-up {startup:.2f} s; (moment, exit code): {outcomes}")
     assert any(code == 130 for _, code in outcomes), f"no moment fell while the command ran: {outcomes}"
+
+
+def test_a_stopped_green_is_named_as_such_not_the_client_that_gave_up(tmp_path: Path) -> None:
+    """SIGSTOP to the arm's own green (its pid from the report, checked by create_time): the arm fails within the
+    supervisor's limit, blaming the green and how it stopped, not the client."""
+    project, state = tmp_path / "project", tmp_path / "state"
+    write_arm(project, "frozen", agent="random", steps=5000, step_timeout=5)
+    run = Started(project, state, "run", "--arm", "frozen")
+    green = None
+    try:
+        data = wait_for(lambda: running_with_steps(project, "frozen"), "the arm to run")
+        record = data["processes"]["green"]
+        green = psutil.Process(record["pid"])
+        assert abs(green.create_time() - record["create_time"]) < 1, "not the arm's own green"
+        green.send_signal(signal.SIGSTOP)
+        code = run.wait(timeout=180)
+        assert code == 1, run.output
+        failure = report(project, "frozen")["failure"]
+        assert failure["process"] == "green", failure
+        assert "green stopped (SIGSTOP" in failure["reason"] and "for 2" in failure["reason"], failure
+        assert "client exited" not in failure["reason"], failure
+    finally:
+        if green is not None and green.is_running():
+            green.send_signal(signal.SIGCONT)
+        run.kill_if_running()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
+def test_a_full_disk_is_named_as_such_in_the_report(tmp_path: Path) -> None:
+    project, state = tmp_path / "project", tmp_path / "state"
+    path = write_arm(project, "full", agent="random", steps=100_000, step_timeout=5)
+    path.write_text(path.read_text().replace("save_frames = false", "save_frames = true"))
+    output = project / "output"
+    output.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(output)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        done = run_cli(project, state, "run", "--arm", "full", timeout=300)
+        assert done.returncode == 1, done.stdout + done.stderr
+        data = report(project, "full")
+        assert data is not None, "the final report fits in the space held back for it"
+        assert data["status"] == "failed" and "disk full writing output/full/episode_001" in data["failure"]["reason"]
+        assert "disk full" in done.stdout + done.stderr
+    finally:
+        subprocess.run(["umount", "-l", str(output)], check=True)
