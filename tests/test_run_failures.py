@@ -185,7 +185,8 @@ def test_a_full_disk_is_named_as_such_in_the_report(tmp_path: Path) -> None:
         assert done.returncode == 1, done.stdout + done.stderr
         data = report(project, "full")
         assert data is not None, "the final report fits in the space held back for it"
-        assert data["status"] == "failed" and "disk full writing output/full/episode_001" in data["failure"]["reason"]
+        assert data["status"] == "failed" and "disk full writing output/full/episode_001/green/" in data["failure"]["reason"]
         assert "disk full" in done.stdout + done.stderr
+        print(data["failure"]["reason"])
     finally:
         subprocess.run(["umount", "-l", str(output)], check=True)

@@ -83,7 +83,8 @@ def signal_text(code: int | None) -> str | None:
 def disk_full(run_path: Path, log_tails: Sequence[str], shown: Path) -> str | None:
     """"disk full writing <file>" when a log says ENOSPC or the episode's filesystem has no room left; else None.
     `shown` is the directory paths are shown relative to (the project)."""
-    named = next((match for line in reversed(log_tails) if (match := NO_SPACE.search(line))), None)
+    found = [match for line in log_tails if (match := NO_SPACE.search(line))]
+    named = next((match for match in reversed(found) if match.group(1)), found[-1] if found else None)
     try:
         free = os.statvfs(run_path)
         room = free.f_bavail * free.f_frsize
