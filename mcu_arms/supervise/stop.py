@@ -131,8 +131,13 @@ def stop_arm(env: Environment, arm: str, names: list[str], grace_s: float = DEFA
     jobs = open_jobs(env, [arm])
     if jobs:
         return _cancel_jobs(env, arm, jobs, grace_s)
-    runs = [run for run in arm_runs(env.output_dir / arm) if run.report is not None]
+    every_run = arm_runs(env.output_dir / arm)
+    runs = [run for run in every_run if run.report is not None]
     if not runs:
+        unreadable = next((run for run in every_run if run.report_error is not None), None)
+        if unreadable is not None:  # say so: something may have been started, and its report cannot tell
+            return StopResult(arm=arm, action="not running", message=f"the report of {unreadable.run_dir.name} is "
+                              f"unreadable ({unreadable.report_error}): no process could be found through it")  # fmt: skip
         return StopResult(arm=arm, action="not running", message="no report: nothing was started for it")
     notes: list[str] = []
     finalised = False
