@@ -264,11 +264,13 @@ def build_plan(
     ports_auto: list[str],
     episode: int,
     home_name: str | None = None,
+    checked: tuple[list[TaskSpec], list[str]] | None = None,
 ) -> ArmPlan:
     """One episode of an arm. `home_name` is its CODEX_HOME's name under the codex root (the arm's own name unless
-    its replicates need one home each)."""
-    warnings: list[str] = []
-    tasks = check_tasks(spec, source, warnings)
+    its replicates need one home each); `checked`: the arm's tasks and their warnings, when check_tasks has already
+    found them (they are the same for every seed)."""
+    warnings: list[str] = list(checked[1]) if checked is not None else []
+    tasks = checked[0] if checked is not None else check_tasks(spec, source, warnings)
     settings, compaction = resolve_settings(spec, warnings)
     host = spec.ports.host
     run_dir = RunDir(env.output_dir / spec.name / episode_name(episode))
@@ -517,6 +519,8 @@ def plan_specs(
     for spec, source in specs:
         seeds = spec.replicate_seeds()
         first_episode = next_episode(env.output_dir / spec.name)
+        task_warnings: list[str] = []
+        checked = (check_tasks(spec, source, task_warnings), task_warnings)  # once per arm, not once per seed
         for index, seed in enumerate(seeds):
             auto: list[str] = []
             ports: dict[str, int] = {}
@@ -549,6 +553,7 @@ def plan_specs(
                     ports_auto=auto,
                     episode=first_episode + index,
                     home_name=spec.name if len(seeds) == 1 else f"{spec.name}-seed{seed}",
+                    checked=checked,
                 ).model_copy(update={"replicates": len(seeds)})
             )
             plans.append(place(episode_plan, spec, source, placement))
