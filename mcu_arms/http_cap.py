@@ -18,7 +18,7 @@ import httpx
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.limits import MAX_MESSAGE_BYTES, MAX_RESPONSE_BYTES_ENV
 
-EVENT_END = b"\n\n"
+EVENT_ENDS = (b"\n\n", b"\r\n\r\n", b"\r\r")  # a blank line ends an event, whichever line ending
 
 
 class ResponseTooLarge(Exception):
@@ -67,10 +67,11 @@ class _CappedStream(httpx.AsyncByteStream):
         async for chunk in self._inner:
             held += len(chunk)
             if self._per_event:
-                ended = (tail + chunk).rfind(EVENT_END)
+                seen = tail + chunk
+                ended = max(seen.rfind(end) + len(end) if end in seen else -1 for end in EVENT_ENDS)
                 if ended >= 0:
-                    held = len(tail) + len(chunk) - ended - len(EVENT_END)
-                tail = chunk[-1:]
+                    held = len(seen) - ended
+                tail = seen[-3:]
             if held > self._cap:
                 raise ResponseTooLarge(self._url, self._cap)
             yield chunk

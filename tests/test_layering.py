@@ -188,3 +188,9 @@ def test_the_mineflayer_backend_is_the_greens_and_its_checks_are_light() -> None
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_the_cap_on_answers_stands_on_the_contracts_only() -> None:
+    """http_cap is shared by the green, the client and the planned agent: it reads nothing above the contracts."""
+    assert "mcu_arms.http_cap" in GRAPH
+    assert [target for target in GRAPH["mcu_arms.http_cap"] if not _under(target, "mcu_arms.contracts")] == []
