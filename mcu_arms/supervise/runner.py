@@ -324,7 +324,8 @@ class ArmRunner:
         process, reason = found
         code = self.children[process].poll() if process in self.children else None
         return failure.model_copy(
-            update={"process": process, "kind": "infrastructure", "reason": f"{reason}; then {failure.reason}",
+            update={"process": process, "kind": _kind_of(process) if process is not None else "infrastructure",
+                    "reason": f"{reason}; then {failure.reason}",
                     "exit_code": code if process is not None else failure.exit_code}
         )  # fmt: skip
 
@@ -443,7 +444,8 @@ class ArmRunner:
             frozen = self.watch.frozen_server(self.children)
             if frozen is not None:
                 role, reason = frozen
-                raise _ArmFailed(Failure(process=role, reason=reason, log_tail=self.children[role].log_tail(wait_s=0)))
+                raise _ArmFailed(Failure(process=role, kind=_kind_of(role), reason=reason,
+                                         log_tail=self.children[role].log_tail(wait_s=0)))  # fmt: skip
             self._read_progress()
             self.alerts.check_progress()
             self.alerts.check_purple_reports()
