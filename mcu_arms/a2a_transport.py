@@ -59,7 +59,9 @@ from mcu_arms import __version__
 from mcu_arms.contracts.access import BEARER_SCHEME, CALL_TOKEN_ENV, SERVE_TOKEN_ENV
 from mcu_arms.contracts.addresses import bind_address, http_url, is_loopback, parse_host, socket_family
 from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.limits import MAX_MESSAGE_BYTES
 from mcu_arms.contracts.wire import AGENT_CARD_PATH
+from mcu_arms.http_cap import ResponseTooLarge, answer_cap
 from mcu_arms.procs import LISTEN_FD_ENV, log_line
 
 PROTOCOL_VERSION = "1.0"
@@ -70,9 +72,6 @@ CONNECT_TIMEOUT_S = 10.0
 # How long uvicorn lets open connections (a streaming evaluation) finish after SIGTERM before cancelling them.
 GRACEFUL_SHUTDOWN_S = 5.0
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-# The largest request body a server reads: an observation frame is well under 1 MB; a 100 MB body read whole cost
-# the green 888 MB.
-MAX_REQUEST_BYTES = 16 * 1024 * 1024
 # Refused requests are logged one by one up to this many, then every REFUSAL_LOG_EVERY-th, so that a flood of them
 # cannot fill the log.
 REFUSALS_LOGGED = 10
@@ -91,6 +90,10 @@ class AgentTimeout(AgentError):
 
 class AgentTransportError(AgentError):
     """The request did not complete: connection refused or reset, HTTP or JSON-RPC error, malformed response."""
+
+
+class AgentAnswerTooLarge(AgentTransportError):
+    """The answer passed the cap on answers (http_cap): it was abandoned unread and its connection closed."""
 
 
 class PortBusy(UserError):
@@ -261,7 +264,7 @@ def card_route(card: AgentCard) -> Route:
 
 
 def build_app(
-    card: AgentCard, executor: AgentExecutor, *, token: str | None = None, max_request_bytes: int = MAX_REQUEST_BYTES
+    card: AgentCard, executor: AgentExecutor, *, token: str | None = None, max_request_bytes: int = MAX_MESSAGE_BYTES
 ) -> Starlette:
     """Card route plus JSON-RPC route; 0.3-style callers (no A2A-Version header, `message/send`) are accepted too.
 
@@ -441,16 +444,20 @@ async def open_client(
     fails with AgentTransportError (or AgentTimeout) naming the URL. Proxy variables from the environment are
     ignored: agents sit on loopback or a private network, and a proxy in between would change what is measured.
     Every request carries `token` (by default the one this process was given to call with, see `take_tokens`).
+    Every answer is read against the cap on answers (http_cap); one past it raises AgentAnswerTooLarge.
     """
     connect_timeout = CONNECT_TIMEOUT_S if timeout_s is None else min(CONNECT_TIMEOUT_S, timeout_s)
     timeout = httpx.Timeout(timeout_s, connect=connect_timeout)
     presented = token or _call_token
     headers = {"Authorization": f"Bearer {presented}"} if presented else {}
-    async with httpx.AsyncClient(timeout=timeout, trust_env=False, headers=headers) as http:
+    hooks = {"response": [answer_cap()]}
+    async with httpx.AsyncClient(timeout=timeout, trust_env=False, headers=headers, event_hooks=hooks) as http:
         try:
             client = await create_client(url, client_config=ClientConfig(streaming=streaming, httpx_client=http))
         except A2AClientTimeoutError as error:
             raise AgentTimeout(f"agent card at {url} did not arrive in time: {error}") from error
+        except ResponseTooLarge as error:
+            raise AgentAnswerTooLarge(f"the agent card at {url}: {error}") from error
         except (A2AError, httpx.HTTPError, ValueError) as error:
             raise AgentTransportError(f"cannot reach the agent card at {url}: {error}") from error
         try:
@@ -501,6 +508,8 @@ async def send_and_collect(client: Client, message: Message, timeout: float) -> 
                     reply = "".join(get_text_parts(event.artifact_update.artifact.parts)) or reply
     except (A2AClientTimeoutError, TimeoutError) as error:
         raise AgentTimeout(f"no answer within {timeout:g} s") from error
+    except ResponseTooLarge as error:
+        raise AgentAnswerTooLarge(str(error)) from error
     except (A2AError, httpx.HTTPError, ValueError, json_format.ParseError) as error:
         raise AgentTransportError(f"{type(error).__name__}: {error}") from error
     return reply

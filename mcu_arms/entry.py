@@ -1,32 +1,57 @@
 """The `mcu-arms` entry point, kept tiny so that Ctrl-C at any moment, even while the CLI is still importing, ends
 in one line and exit code 130, never a traceback.
 
-SIGINT raises `Interrupted`, which is not a KeyboardInterrupt: click would turn that into "Aborted!" and exit 1.
+The handler is installed by the first statement that runs, before anything else is imported. Until `main` is inside
+its `try` there is nothing to clean up, so a SIGINT then ends the process at once; inside, it raises `Interrupted`,
+which is not a KeyboardInterrupt: click would turn that into "Aborted!" and exit 1. Once the command is over (or being
+reported as interrupted), a further SIGINT is ignored: the process is already on its way out.
 Commands that handle signals themselves (`run`, the servers) install their own handlers and restore this one.
 """
-
-from __future__ import annotations
 
 import signal
 import sys
 
 EXIT_INTERRUPTED = 130
+INTERRUPTED_LINE = b"\nmcu-arms: interrupted\n"
 
 
 class Interrupted(BaseException):
     """Ctrl-C outside a command's own signal handling."""
 
 
+_inside_main = False
+
+
 def _interrupt(signum: int, _frame: object) -> None:
-    raise Interrupted(signal.Signals(signum).name)
+    if _inside_main:
+        raise Interrupted(signal.Signals(signum).name)
+    _end_interrupted()
+
+
+def _end_interrupted() -> None:
+    """One line and exit 130 before the command has begun: nothing to unwind, nothing written yet."""
+    import os
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.write(2, INTERRUPTED_LINE)
+    os._exit(EXIT_INTERRUPTED)
+
+
+signal.signal(signal.SIGINT, _interrupt)
 
 
 def main() -> None:
+    global _inside_main
     signal.signal(signal.SIGINT, _interrupt)
+    _inside_main = True
     try:
         from mcu_arms.cli import app
 
         app()
     except Interrupted:
-        sys.stderr.write("\nmcu-arms: interrupted\n")
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        sys.stderr.write(INTERRUPTED_LINE.decode())
         raise SystemExit(EXIT_INTERRUPTED) from None
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        _inside_main = False

@@ -291,6 +291,22 @@ def next_episode(arm_dir: Path) -> int:
     return max(numbers) + 1
 
 
+def check_directory(path: Path, what: str, key: str | None = None) -> None:
+    """A one-line UserError when `path`, or a folder above it, exists as something other than a directory (a
+    regular file named `logs`, say): found before anything starts, not as an arm's failure halfway."""
+    probe = path
+    while True:
+        if os.path.lexists(probe):
+            if not probe.is_dir():
+                kind = "a link to no directory" if probe.is_symlink() else "a file, not a directory"
+                where = "" if probe == path else f" (on the way to {path})"
+                raise UserError(f"is {kind}{where}: it must be a directory, for {what}", path=probe, key=key)
+            return
+        if probe.parent == probe:
+            return
+        probe = probe.parent
+
+
 def create_run_dir(arm_dir: Path, number: int) -> RunDir:
     """Create episode `number` (or, if another process took it meanwhile, the next free one) with its logs dir and
     its private purple dir. A UserError naming the directory when it cannot be created (read-only, a file in the

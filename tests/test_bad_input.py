@@ -73,7 +73,17 @@ def test_an_output_that_is_a_file_is_a_clear_error(tmp_path: Path):
     arm_file(tmp_path)
     (tmp_path / "output").write_text("not a directory")
     error = refused(tmp_path, tmp_path / "state", "run", "--arm", "a")
-    assert "output" in error and "cannot create the episode directory" in error
+    assert error.count("\n") == 1 and "output: is a file, not a directory" in error, error
+
+
+@pytest.mark.parametrize("where", ["logs", "output/a"])
+def test_a_file_where_a_directory_must_be_is_one_line_before_anything_starts(tmp_path: Path, where: str):
+    arm_file(tmp_path)
+    (tmp_path / where).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / where).write_text("not a directory")
+    error = refused(tmp_path, tmp_path / "state", "run", "--arm", "a")
+    assert error.count("\n") == 1 and f"{where}: is a file, not a directory" in error, error
+    assert not (tmp_path / "output" / "a" / "episode_001").exists()
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a read-only tmpfs needs root (permissions do not bind root)")
@@ -174,3 +184,76 @@ def test_an_older_unreadable_episode_does_not_hide_a_newer_finished_one(tmp_path
     assert any(flag["kind"] == "unreadable_run" and "episode 1 skipped" in flag["message"] for flag in comparison["flags"])
     asked = run_cli(tmp_path, tmp_path / "state", "compare", "a", "--run", "1")
     assert asked.returncode == 2 and "not a readable run report" in asked.stderr
+
+
+SEEDS_PAST_THE_LIMIT = "seeds = [" + ", ".join(str(seed) for seed in range(100_000)) + "]"
+ENV_PAST_THE_LIMIT = "[env]\n" + "\n".join(f'V{index} = "x"' for index in range(1_001)) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("extra", "tables", "key", "line", "said"),
+    [
+        ("seed = 9223372036854775808", "", "seed", 5, "9223372036854775807"),
+        ("seeds = [1, 99999999999999999999]", "", "seeds", 5, "2^63"),
+        (SEEDS_PAST_THE_LIMIT, "", "seeds", 5, "at most 10000"),
+        ("replicates = 100000000", "", "replicates", 5, "from 1 to 10000"),
+        ("seed = 9223372036854775800\nreplicates = 100", "", "replicates", 6, "past 2^63"),
+        ("steps = 2000000", "", "steps", 4, "from 1 to 1000000"),
+        ("step_timeout = 1e-300", "", "step_timeout", 5, "from 0.1 to 86400"),
+        ("step_timeout = 1e9", "", "step_timeout", 5, "from 0.1 to 86400"),
+        ("", ENV_PAST_THE_LIMIT, "env", 10, "at most 1000"),
+        ("", '[env]\nBIG = "' + "x" * 40_000 + '"\n', "env.BIG", 11, "at most 32768 bytes"),
+    ],
+    ids=["seed", "seeds-big", "seeds-many", "replicates", "replicates-past", "steps", "timeout-tiny", "timeout-huge",
+         "env-keys", "env-value"],
+)
+def test_each_limit_is_refused_at_its_line_naming_the_limit(
+    tmp_path: Path, extra: str, tables: str, key: str, line: int, said: str
+):
+    path = arm_file(tmp_path, extra="" if extra.startswith("steps") else extra, tables=tables)
+    if extra.startswith("steps"):
+        path.write_text(path.read_text().replace("steps = 5", extra))
+    error = refused(tmp_path, tmp_path / "state", "plan", "--dry-run", "--arm", "a")
+    assert f"a.toml:{line}" in error and f"key '{key}'" in error and said in error, error
+    assert len(error) < 2_000, "the error quotes the value whole"
+
+
+CAMPAIGN_HEAD = """name = "big"
+{seeds}
+
+[baseline]
+arm = "a"
+"""
+
+
+@pytest.mark.parametrize(
+    ("seeds", "variants", "key", "line", "said"),
+    [
+        ("replicates = 100000000", 0, "replicates", 2, "from 1 to 10000"),
+        (SEEDS_PAST_THE_LIMIT, 0, "seeds", 2, "at most 10000"),
+        ("replicates = 2", 1_001, "variants", 7, "at most 1000"),
+        ("replicates = 10000", 20, "replicates", 2, "at most 100000 episodes"),
+    ],
+    ids=["replicates", "seeds", "variants", "episodes"],
+)
+def test_a_campaign_past_a_limit_is_refused_at_its_line(
+    tmp_path: Path, seeds: str, variants: int, key: str, line: int, said: str
+):
+    arm_file(tmp_path)
+    variant = '[[variants]]\nname = "v{index}"\ndiffers_in = ["steps"]\nsteps = {steps}\n'
+    body = CAMPAIGN_HEAD.format(seeds=seeds) + "\n" + "".join(
+        variant.format(index=index, steps=6 + index) for index in range(variants)
+    )
+    (tmp_path / "campaigns").mkdir()
+    (tmp_path / "campaigns" / "big.toml").write_text(body)
+    error = refused(tmp_path, tmp_path / "state", "plan", "--dry-run", "campaigns/big.toml")
+    assert f"big.toml:{line}" in error and f"key '{key}'" in error and said in error, error
+
+
+def test_a_scenario_past_a_limit_is_refused_at_its_line(tmp_path: Path):
+    scenario = tmp_path / "scenario.toml"
+    scenario.write_text('[green_agent]\nendpoint = "http://127.0.0.1:9"\n\n[[participants]]\nrole = "agent"\n'
+                        'endpoint = "http://127.0.0.1:9"\n\n[config]\ntask_category = "crafting"\n'
+                        "step_timeout = 1e-300\n")  # fmt: skip
+    error = refused(tmp_path, tmp_path / "state", "evaluate", str(scenario))
+    assert "scenario.toml:10" in error and "step_timeout" in error and "0.1" in error, error

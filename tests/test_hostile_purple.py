@@ -14,7 +14,7 @@ import pytest
 from a2a.helpers import new_text_message
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
-from purples import build_test_purple
+from purples import NOOP, ScriptedPurple, build_test_purple
 from server_procs import HOST, ServerProcess, free_port, running_app
 
 from mcu_arms.a2a_transport import message_payload
@@ -115,3 +115,104 @@ def test_a_result_keeps_the_top_counts_and_the_total():
     )  # fmt: skip
     assert len(bounded.dropped_keys) == COUNTS_KEPT + 1 and sum(bounded.dropped_keys.values()) == total
     assert all(count == 7 for key, count in bounded.dropped_keys.items() if key != OTHER_CAUSES)
+
+
+MB = 1024 * 1024
+# Step 0 is answered with a 100 MB JSON-RPC answer that says how long it is; step 1 with 1 GB sent in chunks, with no
+# length given, so that only reading it incrementally can stop it.
+DECLARED_ANSWER_BYTES = 100 * MB
+STREAMED_ANSWER_BYTES = 1024 * MB
+PEAK_RSS_ALLOWED = 300 * MB
+
+
+class Inflating:
+    """ASGI middleware in front of a real test purple: init is passed through (acked); each observation is answered
+    with a huge body instead, one per step in turn."""
+
+    def __init__(self, app) -> None:  # noqa: ANN001 - an ASGI app
+        self.app = app
+        self.answered = 0
+
+    async def __call__(self, scope, receive, send) -> None:  # noqa: ANN001
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        if _is_init(body):
+            replayed = [{"type": "http.request", "body": body, "more_body": False}]
+            await self.app(scope, lambda: _next(replayed, receive), send)
+            return
+        declared = self.answered == 0
+        self.answered += 1
+        head = b'{"jsonrpc": "2.0", "id": 1, "result": {"message": {"role": "ROLE_AGENT", "parts": [{"text": "'
+        if declared:
+            size = DECLARED_ANSWER_BYTES
+            headers = [(b"content-type", b"application/json"), (b"content-length", str(size).encode())]
+        else:
+            size = STREAMED_ANSWER_BYTES
+            headers = [(b"content-type", b"application/json")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        chunk = b"x" * MB
+        sent = len(head)
+        await send({"type": "http.response.body", "body": head, "more_body": True})
+        while sent + len(chunk) < size:
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            sent += len(chunk)
+        await send({"type": "http.response.body", "body": b"x" * (size - sent), "more_body": False})
+
+
+def _is_init(body: bytes) -> bool:
+    text = json.loads(body)["params"]["message"]["parts"][0]["text"]
+    return json.loads(text).get("type") == "init"
+
+
+async def _next(replayed: list, receive):  # noqa: ANN001, ANN202
+    return replayed.pop(0) if replayed else await receive()
+
+
+def _peak_rss(pid: int) -> int:
+    """The process's peak resident set so far (VmHWM), in bytes."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError(f"no VmHWM for {pid}")
+
+
+def test_a_purple_that_answers_a_gigabyte_costs_the_green_no_more_than_the_cap(tmp_path: Path):
+    """100 MB declared and 1 GB streamed: each abandoned at the cap, counted as response_too_large, the connection
+    closed; the green's peak RSS stays under 300 MB."""
+    port = free_port()
+    green = ServerProcess(["serve", "green", "--host", HOST, "--port", str(port), "--output-root", str(tmp_path)],
+                          tmp_path / "green.log", port)  # fmt: skip
+    inflating: list[Inflating] = []
+
+    def make(url: str) -> Inflating:
+        inflating.append(Inflating(build_test_purple(ScriptedPurple([NOOP]), url)))
+        return inflating[0]
+
+    try:
+        green.wait_ready()
+        with running_app(make) as purple_url:
+            output = tmp_path / "out"
+            scenario = tmp_path / "scenario.toml"
+            scenario.write_text(SCENARIO.format(green=green.url, purple=purple_url, steps=3, output=output))
+            client = subprocess.run([sys.executable, "-m", "mcu_arms", "evaluate", str(scenario)],
+                                    capture_output=True, text=True, timeout=600)  # fmt: skip
+        peak = _peak_rss(green.process.pid)
+    finally:
+        green.stop()
+    assert client.returncode == 0, client.stdout[-3000:] + client.stderr[-3000:]
+    metrics = TaskMetrics.model_validate(
+        json.loads((output / "evaluation.json").read_text())["results"][0]["task_metrics"]["craft_the_crafting_table"]
+    )
+    assert metrics.init.ok and metrics.steps_run == 3
+    assert metrics.noops["response_too_large"].count == 3, metrics.noops
+    assert "cap" in metrics.noops["response_too_large"].first_reasons[0]
+    assert metrics.infrastructure_noops == 3
+    print(f"green peak RSS {peak / MB:.0f} MB")
+    assert peak < PEAK_RSS_ALLOWED, f"green peak RSS {peak / MB:.0f} MB"

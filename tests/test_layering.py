@@ -259,3 +259,9 @@ def test_the_analysis_stands_below_every_view_and_the_views_compute_no_statistic
         or (target.startswith("mcu_arms.report.stats.") and target.rsplit(".", 1)[1][:1].islower())
     ]
     assert statistics == []
+
+
+def test_the_cap_on_answers_stands_on_the_contracts_only() -> None:
+    """http_cap is shared by the green, the client and the planned agent: it reads nothing above the contracts."""
+    assert "mcu_arms.http_cap" in GRAPH
+    assert [target for target in GRAPH["mcu_arms.http_cap"] if not _under(target, "mcu_arms.contracts")] == []

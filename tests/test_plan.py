@@ -154,6 +154,19 @@ def test_two_arms_with_the_same_port_collide(project, env):
     assert "port 9202" in outcome.err and "arm 'a'" in outcome.err
 
 
+def test_one_port_for_both_servers_of_an_arm_is_refused_at_plan(project, env):
+    write_arm(project, "a", EMBEDDED_ARM.format(green=9201, purple=9201))
+    outcome = invoke(project, env, "plan", "--dry-run", "--arm", "a")
+    assert outcome.exit_code == 2 and "a.toml:8: key 'ports.purple'" in outcome.err and "port 9201" in outcome.err
+    write_arm(project, "b", EMBEDDED_ARM.format(green='"auto"', purple='"auto"'))
+    outcome = invoke(project, env, "plan", "--dry-run", "--arm", "b", "--green-port", "9400", "--purple-port", "9400")
+    assert outcome.exit_code == 2 and "key '--purple-port'" in outcome.err and "port 9400" in outcome.err
+    write_arm(project, "c", EMBEDDED_ARM.format(green=9500, purple='"auto"'))
+    write_arm(project, "d", EMBEDDED_ARM.format(green='"auto"', purple=9500))
+    outcome = invoke(project, env, "plan", "--dry-run", "--arm", "c", "--arm", "d")
+    assert outcome.exit_code == 2 and "d.toml:8: key 'ports.purple'" in outcome.err and "arm 'c'" in outcome.err
+
+
 def test_two_arms_with_the_same_name_collide(project, env):
     write_arm(project, "a", EMBEDDED_ARM.format(green=9201, purple=9202))
     write_arm(project, "b", 'name = "a"\n' + EMBEDDED_ARM.format(green=9301, purple=9302))

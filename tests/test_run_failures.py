@@ -7,11 +7,12 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import psutil
 import pytest
-from run_helpers import Started, alive, report, run_cli, running_with_steps, wait_for, write_arm
+from run_helpers import Started, alive, cli_env, report, run_cli, running_with_steps, wait_for, write_arm
 
 HOST = "127.0.0.1"
 LISTENER = "import socket,sys; s=socket.socket(); s.bind(('127.0.0.1',0)); s.listen(); print(s.getsockname()[1], flush=True); sys.stdin.read()"
@@ -100,3 +101,92 @@ def test_sigint_stops_every_child_and_marks_the_report_interrupted(tmp_path: Pat
         assert "interrupted by SIGINT" in run.output
     finally:
         run.kill_if_running()
+
+
+SIGINT_POINTS = 10
+
+
+def _interpreter_startup_s() -> float:
+    """How long this interpreter takes to reach the first instruction of a script (its own site import: .pth files
+    of every installed package), the slowest of three: no handler of ours can exist before then."""
+    slowest = 0.0
+    for _ in range(3):
+        started = time.monotonic()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        slowest = max(slowest, time.monotonic() - started)
+    return slowest
+
+
+def test_sigint_at_any_moment_of_the_first_second_ends_without_a_traceback(tmp_path: Path) -> None:
+    """The entry point's own handler is the first thing it installs: Ctrl-C while the CLI is still importing, while
+    it plans, or as it exits, is one line and exit 130 (or the command's own end), never a traceback. The moments
+    are spread over the first second after the interpreter's own start-up."""
+    project, state = tmp_path / "project", tmp_path / "state"
+    write_arm(project, "a", agent="random", steps=5)
+    script = Path(sys.executable).with_name("mcu-arms")
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "mcu_arms"]
+    startup = _interpreter_startup_s()
+    outcomes = []
+    for point in range(SIGINT_POINTS):
+        delay = startup + point / SIGINT_POINTS
+        child = subprocess.Popen([*command, "plan", "--dry-run", "--arm", "a"], cwd=project, env=cli_env(state),
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+        try:
+            child.wait(timeout=delay)  # the moment under test, not a synchronisation: it may have finished by then
+        except subprocess.TimeoutExpired:
+            child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=60)
+        outcomes.append((round(delay, 2), child.returncode))
+        assert "Traceback" not in err + out and "KeyboardInterrupt" not in err, f"at {delay:.2f} s:\n{err}"
+        assert child.returncode in (0, 130), (delay, child.returncode, err)
+        if child.returncode == 130:
+            assert err.strip().endswith("mcu-arms: interrupted"), err
+    print(f"interpreter start-up {startup:.2f} s; (moment, exit code): {outcomes}")
+    assert any(code == 130 for _, code in outcomes), f"no moment fell while the command ran: {outcomes}"
+
+
+def test_a_stopped_green_is_named_as_such_not_the_client_that_gave_up(tmp_path: Path) -> None:
+    """SIGSTOP to the arm's own green (its pid from the report, checked by create_time): the arm fails within the
+    supervisor's limit, blaming the green and how it stopped, not the client."""
+    project, state = tmp_path / "project", tmp_path / "state"
+    write_arm(project, "frozen", agent="random", steps=5000, step_timeout=5)
+    run = Started(project, state, "run", "--arm", "frozen")
+    green = None
+    try:
+        data = wait_for(lambda: running_with_steps(project, "frozen"), "the arm to run")
+        record = data["processes"]["green"]
+        green = psutil.Process(record["pid"])
+        assert abs(green.create_time() - record["create_time"]) < 1, "not the arm's own green"
+        green.send_signal(signal.SIGSTOP)
+        code = run.wait(timeout=180)
+        assert code == 1, run.output
+        failure = report(project, "frozen")["failure"]
+        assert failure["process"] == "green", failure
+        assert "green stopped (SIGSTOP" in failure["reason"] and "for 2" in failure["reason"], failure
+        assert "client exited" not in failure["reason"], failure
+    finally:
+        if green is not None and green.is_running():
+            green.send_signal(signal.SIGCONT)
+        run.kill_if_running()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
+def test_a_full_disk_is_named_as_such_in_the_report(tmp_path: Path) -> None:
+    project, state = tmp_path / "project", tmp_path / "state"
+    path = write_arm(project, "full", agent="random", steps=100_000, step_timeout=5)
+    path.write_text(path.read_text().replace("save_frames = false", "save_frames = true"))
+    output = project / "output"
+    output.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(output)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        done = run_cli(project, state, "run", "--arm", "full", timeout=300)
+        assert done.returncode == 1, done.stdout + done.stderr
+        data = report(project, "full")
+        assert data is not None, "the final report fits in the space held back for it"
+        assert data["status"] == "failed" and "disk full writing output/full/episode_001/green/" in data["failure"]["reason"]
+        assert "disk full" in done.stdout + done.stderr
+        print(data["failure"]["reason"])
+    finally:
+        subprocess.run(["umount", "-l", str(output)], check=True)

@@ -96,6 +96,16 @@ def test_status_and_stop_refuse_an_unknown_arm_listing_the_known_ones(tmp_path: 
     assert listed["known"]["state"] == "no report"
 
 
+def test_stop_on_an_unreadable_report_says_so(tmp_path: Path) -> None:
+    project, state = tmp_path / "project", tmp_path / "state"
+    episode = project / "output" / "broken" / "episode_001"
+    episode.mkdir(parents=True)
+    (episode / "result.json").write_text('{"status": "started", "proc')
+    done = run_cli(project, state, "stop", "--arm", "broken")
+    assert "episode_001 is unreadable" in done.stdout + done.stderr, done.stdout + done.stderr
+    assert "nothing was started" not in done.stdout + done.stderr
+
+
 def test_the_status_table_fits_80_columns_with_every_column_shown() -> None:
     import io
 

@@ -32,8 +32,11 @@ from pydantic import BaseModel, ValidationError
 from mcu_arms.arms.plan import apply_overrides, resolve_settings
 from mcu_arms.arms.spec import ARM_NAME_PATTERN, ArmSpec, SlurmSpec, arm_path, describe_error, load_arm
 from mcu_arms.contracts.errors import UserError, did_you_mean, parse_toml, toml_line, user_error
-from mcu_arms.contracts.settings import CampaignTag, Overrides, differing_settings
+from mcu_arms.contracts.limits import MAX_EPISODES_PER_RUN, MAX_SEEDS_PER_ARM, MAX_VARIANTS, SEED_LIMIT
+from mcu_arms.contracts.settings import CampaignTag, Overrides, Settings, differing_settings
+from mcu_arms.contracts.text import bounded
 
+SHOWN_VALUE_CHARS = 120
 CAMPAIGN_KEYS = ("name", "description", "seeds", "replicates", "max_parallel", "retries", "slurm", "baseline",
                  "variants")
 DEFAULT_RETRIES = 1
@@ -75,6 +78,11 @@ def is_campaign(path: Path) -> bool:
         return "baseline" in tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
         return path.parent.name == "campaigns"
+
+
+def _shown(value: Any) -> str:
+    """A value from the file as an error quotes it: bounded, so that 100,000 seeds make one short line."""
+    return bounded(repr(value), SHOWN_VALUE_CHARS)
 
 
 def _fail(message: str, path: Path, text: str, key: str, allowed: str | None = None) -> UserError:
@@ -157,11 +165,25 @@ def load_campaign(path: Path, arms_dir: Path) -> Campaign:
     raw_variants = data.get("variants") or []
     if not isinstance(raw_variants, list) or not all(isinstance(v, dict) for v in raw_variants):
         raise _fail("must be [[variants]] tables", path, text, "variants")
-    variants = [_variant(index, table, baseline, baseline_keys, path, text, arms_dir) for index, table in enumerate(raw_variants)]
-    names = [baseline.spec.name, *(variant.spec.name for variant in variants)]
-    for index, variant_name in enumerate(names):
-        if names.index(variant_name) != index:
-            raise _fail(f"arm name '{variant_name}' is used twice in this campaign", path, text, f"variants[{index - 1}].name")
+    if len(raw_variants) > MAX_VARIANTS:
+        raise _fail(f"{len(raw_variants)} variants are too many", path, text, "variants",
+                    allowed=f"at most {MAX_VARIANTS} [[variants]] tables")  # fmt: skip
+    episodes = len(seeds or baseline.spec.replicate_seeds()) * (1 + len(raw_variants))
+    if episodes > MAX_EPISODES_PER_RUN:
+        raise _fail(f"{episodes} episodes (seeds times arms) are too many for one campaign", path, text,
+                    next((key for key in ("seeds", "replicates") if key in data), "variants"),
+                    allowed=f"at most {MAX_EPISODES_PER_RUN} episodes")  # fmt: skip
+    baseline_settings = resolve_settings(baseline.spec, [])[0]
+    variants = [
+        _variant(index, table, baseline, baseline_settings, baseline_keys, path, text, arms_dir)
+        for index, table in enumerate(raw_variants)
+    ]
+    seen_names: set[str] = {baseline.spec.name}
+    for index, variant in enumerate(variants):
+        if variant.spec.name in seen_names:
+            raise _fail(f"arm name '{variant.spec.name}' is used twice in this campaign", path, text,
+                        f"variants[{index}].name")  # fmt: skip
+        seen_names.add(variant.spec.name)
     return Campaign(
         name=name, path=path, description=str(data.get("description", "")), seeds=seeds, max_parallel=max_parallel,
         retries=retries, slurm=slurm, baseline=baseline, variants=variants,
@@ -173,14 +195,20 @@ def _seeds(data: dict[str, Any], path: Path, text: str) -> list[int] | None:
     if seeds is not None and replicates is not None:
         raise _fail("give seeds = [...] or replicates = N, not both", path, text, "replicates")
     if replicates is not None:
-        if not isinstance(replicates, int) or isinstance(replicates, bool) or replicates < 1:
-            raise _fail(f"{replicates!r} is not allowed", path, text, "replicates", allowed="an integer >= 1")
+        if not isinstance(replicates, int) or isinstance(replicates, bool) or not 1 <= replicates <= MAX_SEEDS_PER_ARM:
+            raise _fail(f"{_shown(replicates)} is not allowed", path, text, "replicates",
+                        allowed=f"an integer from 1 to {MAX_SEEDS_PER_ARM}")  # fmt: skip
         return list(range(replicates))
     if seeds is None:
         return None
-    valid = isinstance(seeds, list) and seeds and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds)
+    allowed = f"a list of at most {MAX_SEEDS_PER_ARM} distinct integers from 0 to 2^63 - 1 ({SEED_LIMIT - 1})"
+    if isinstance(seeds, list) and len(seeds) > MAX_SEEDS_PER_ARM:
+        raise _fail(f"{len(seeds)} seeds are too many", path, text, "seeds", allowed=allowed)
+    valid = isinstance(seeds, list) and seeds and all(
+        isinstance(s, int) and not isinstance(s, bool) and 0 <= s < SEED_LIMIT for s in seeds
+    )
     if not valid or len(set(seeds)) != len(seeds):
-        raise _fail(f"{seeds!r} is not allowed", path, text, "seeds", allowed="a list of distinct integers >= 0")
+        raise _fail(f"{_shown(seeds)} is not allowed", path, text, "seeds", allowed=allowed)
     return list(seeds)
 
 
@@ -188,6 +216,7 @@ def _variant(
     index: int,
     table: dict[str, Any],
     baseline: CampaignArm,
+    baseline_settings: Settings,
     baseline_keys: dict[str, Any],
     path: Path,
     text: str,
@@ -210,7 +239,7 @@ def _variant(
         if "name" not in overrides:
             raise _fail("an inline variant needs a name (the arm it runs as)", path, text, f"{prefix}.name")
         spec, source = _validated(_merged(baseline_keys, overrides), path, text, prefix), path
-    actual = differing_settings([resolve_settings(baseline.spec, [])[0], resolve_settings(spec, [])[0]])
+    actual = differing_settings([baseline_settings, resolve_settings(spec, [])[0]])
     if sorted(actual) != sorted(claimed):
         raise _fail(
             f"variant '{spec.name}' claims to differ from the baseline in {', '.join(claimed)}, but its settings "

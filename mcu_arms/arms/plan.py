@@ -25,6 +25,7 @@ from mcu_arms.arms.spec import (
 from mcu_arms.contracts.addresses import http_url, is_loopback
 from mcu_arms.contracts.catalog import CODEX_AGENTS, DEFAULT_ACTION_MODE, DEFAULT_RESET_MODE, FRAME_READING_AGENTS, capped_steps
 from mcu_arms.contracts.errors import UserError, toml_line, user_error
+from mcu_arms.contracts.limits import MAX_EPISODES_PER_RUN
 from mcu_arms.contracts.mineflayer import MineflayerServer
 from mcu_arms.contracts.rubric import AUTO_EVAL_ENV
 from mcu_arms.contracts.settings import (
@@ -59,7 +60,7 @@ from mcu_arms.contracts.support import runnable_tasks
 from mcu_arms.contracts.tasks import TaskSpec, select_tasks
 from mcu_arms.environment import Environment
 from mcu_arms.isolation.codex_home import default_auth, default_root, plan_codex_home, temporary_dir_reason
-from mcu_arms.layout import RunDir, episode_name, log_links, next_episode
+from mcu_arms.layout import RunDir, check_directory, episode_name, log_links, next_episode
 
 MB = 1_000_000
 
@@ -257,12 +258,14 @@ def build_plan(
     ports_auto: list[str],
     episode: int,
     home_name: str | None = None,
+    checked: tuple[list[TaskSpec], list[str], list[str]] | None = None,
 ) -> ArmPlan:
     """One episode of an arm. `home_name` is its CODEX_HOME's name under the codex root (the arm's own name unless
-    its replicates need one home each)."""
-    warnings: list[str] = []
-    notes: list[str] = []
-    tasks = check_tasks(spec, source, warnings, notes)
+    its replicates need one home each); `checked`: the arm's tasks with their warnings and notes, when check_tasks
+    has already found them (they are the same for every seed)."""
+    warnings: list[str] = list(checked[1]) if checked is not None else []
+    notes: list[str] = list(checked[2]) if checked is not None else []
+    tasks = checked[0] if checked is not None else check_tasks(spec, source, warnings, notes)
     settings, compaction = resolve_settings(spec, warnings)
     host = spec.ports.host
     run_dir = RunDir(env.output_dir / spec.name / episode_name(episode))
@@ -484,6 +487,10 @@ def plan_specs(
     if len(specs) > 1 and (overrides.green_port or overrides.purple_port):
         raise UserError("--green-port/--purple-port apply to one arm; give ports in each arm file instead")
     _check_unique([(spec.name, source) for spec, source in specs], "arm name", key="name")
+    check_directory(env.output_dir, "the arms' episodes")
+    check_directory(env.logs_dir, "the links to each arm's latest logs")
+    for spec, _ in specs:
+        check_directory(env.output_dir / spec.name, f"the episodes of arm '{spec.name}'")
 
     from mcu_arms.isolation.ports import local_address_reason, pick_free_port
 
@@ -492,6 +499,10 @@ def plan_specs(
         if reason:
             raise UserError(reason, path=source, line=_line(source, "ports.host"), key="ports.host",
                             allowed="127.0.0.1, ::1, or with expose = true an address of this host, 0.0.0.0 or ::")
+    episodes = sum(len(spec.replicate_seeds()) for spec, _ in specs)
+    if episodes > MAX_EPISODES_PER_RUN:
+        raise UserError(f"{episodes} episodes (seeds times arms) are too many for one run", key="seeds",
+                        allowed=f"at most {MAX_EPISODES_PER_RUN} episodes")  # fmt: skip
     fixed: set[int] = set()
     for spec, _ in specs:
         for port in (spec.ports.green, spec.ports.purple):
@@ -499,16 +510,20 @@ def plan_specs(
                 fixed.add(port)
     plans: list[ArmPlan] = []
     used: dict[int, str] = {}
+    taken = set(fixed)  # fixed ports and every port picked so far: grown as picked, so planning stays linear
     for spec, source in specs:
         seeds = spec.replicate_seeds()
         first_episode = next_episode(env.output_dir / spec.name)
+        task_warnings: list[str] = []
+        task_notes: list[str] = []
+        checked = (check_tasks(spec, source, task_warnings, task_notes), task_warnings, task_notes)  # once per arm
         for index, seed in enumerate(seeds):
             auto: list[str] = []
             ports: dict[str, int] = {}
             for role in ("green", "purple"):
                 declared = getattr(spec.ports, role)
                 if declared == AUTO_PORT:
-                    ports[role] = pick_free_port(spec.ports.host, avoid=fixed | set(used))
+                    ports[role] = pick_free_port(spec.ports.host, avoid=taken)
                     auto.append(role)
                 else:
                     ports[role] = declared
@@ -521,6 +536,7 @@ def plan_specs(
                         key=f"ports.{role}",
                     )
                 used[ports[role]] = spec.name
+                taken.add(ports[role])
             replicate = spec.model_copy(update={"seed": seed})
             episode_plan = (
                 build_plan(
@@ -533,6 +549,7 @@ def plan_specs(
                     ports_auto=auto,
                     episode=first_episode + index,
                     home_name=spec.name if len(seeds) == 1 else f"{spec.name}-seed{seed}",
+                    checked=checked,
                 ).model_copy(update={"replicates": len(seeds)})
             )
             plans.append(place(episode_plan, spec, source, placement))

@@ -39,6 +39,15 @@ from mcu_arms.contracts.planned import (
     POLICY_BACKENDS,
     PolicyBackend,
 )
+from mcu_arms.contracts.limits import (
+    MAX_ENV_ENTRY_BYTES,
+    MAX_ENV_KEYS,
+    MAX_SEEDS_PER_ARM,
+    MAX_STEP_TIMEOUT_S,
+    MAX_STEPS,
+    MIN_STEP_TIMEOUT_S,
+    SEED_LIMIT,
+)
 from mcu_arms.contracts.rubric import auto_eval_problem
 from mcu_arms.contracts.settings import DEFAULT_CONTEXT_WINDOW, ENV_NAME_PATTERN, Thresholds
 from mcu_arms.contracts.slurm import (
@@ -111,6 +120,15 @@ class PortsSpec(_Strict):
     @classmethod
     def _ip_literal(cls, value: str) -> str:
         return str(parse_host(value))
+
+    @model_validator(mode="after")
+    def _two_ports(self) -> "PortsSpec":
+        if isinstance(self.green, int) and self.green == self.purple:
+            raise SettingConflict(
+                "ports.purple", f"the green and the purple cannot both listen on port {self.green}: the second to "
+                "start would find it taken",
+            )
+        return self
 
     @model_validator(mode="after")
     def _exposure_asked_for(self) -> "PortsSpec":
@@ -211,11 +229,12 @@ class ArmSpec(_Strict):
     task: Literal[CATEGORIES]  # type: ignore[valid-type]
     tasks: list[str] | None = None
     simulator: Literal[SIMULATORS] = "minestudio"  # type: ignore[valid-type]
-    seed: int = Field(default=0, ge=0)
-    seeds: list[int] | None = Field(default=None, min_length=1)  # replicates: one episode per seed
-    replicates: int | None = Field(default=None, ge=1)  # or: this many seeds counting up from `seed`
-    steps: int | None = Field(default=None, gt=0)
-    step_timeout: float = Field(default=DEFAULT_STEP_TIMEOUT_S, gt=0)
+    seed: int = Field(default=0, ge=0, lt=SEED_LIMIT)
+    # replicates: one episode per seed
+    seeds: list[int] | None = Field(default=None, min_length=1, max_length=MAX_SEEDS_PER_ARM)
+    replicates: int | None = Field(default=None, ge=1, le=MAX_SEEDS_PER_ARM)  # or: this many counting up from `seed`
+    steps: int | None = Field(default=None, gt=0, le=MAX_STEPS)
+    step_timeout: float = Field(default=DEFAULT_STEP_TIMEOUT_S, ge=MIN_STEP_TIMEOUT_S, le=MAX_STEP_TIMEOUT_S)
     session_turns: int = 1
     compact: bool = False
     compact_limit: int | None = Field(default=None, gt=0)
@@ -271,7 +290,14 @@ class ArmSpec(_Strict):
     @field_validator("env")
     @classmethod
     def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
+        if len(value) > MAX_ENV_KEYS:
+            raise ValueError(f"{len(value)} variables; at most {MAX_ENV_KEYS} are allowed")
         for key, text in value.items():
+            limit = f"at most {MAX_ENV_ENTRY_BYTES} bytes are allowed"
+            if len(key.encode()) > MAX_ENV_ENTRY_BYTES:
+                raise ValueError(f"a name of {len(key.encode())} bytes; {limit}")
+            if len(text.encode()) > MAX_ENV_ENTRY_BYTES:
+                raise SettingConflict(f"env.{key}", f"a value of {len(text.encode())} bytes; {limit}")
             if not re.fullmatch(ENV_NAME_PATTERN, key):
                 raise ValueError(f"'{key}' is not a valid environment variable name")
             if "\x00" in text:  # the value itself is not repeated: it may be a secret
@@ -282,8 +308,8 @@ class ArmSpec(_Strict):
     @classmethod
     def _distinct_seeds(cls, value: list[int] | None) -> list[int] | None:
         if value is not None:
-            if any(seed < 0 for seed in value):
-                raise ValueError("seeds must be integers >= 0")
+            if any(not 0 <= seed < SEED_LIMIT for seed in value):
+                raise ValueError(f"seeds must be integers from 0 to 2^63 - 1 ({SEED_LIMIT - 1})")
             if len(set(value)) != len(value):
                 raise ValueError("each seed may appear once")
         return value
@@ -300,6 +326,8 @@ class ArmSpec(_Strict):
             raise SettingConflict("replicates", "give seeds = [...] or replicates = N (counting up from seed), not both")
         if self.seeds is not None and "seed" in self.model_fields_set:
             raise SettingConflict("seeds", "give seeds = [...] or seed = N, not both")
+        if self.seed + (self.replicates or 1) > SEED_LIMIT:
+            raise SettingConflict("replicates", f"the seeds would count up past 2^63 - 1 ({SEED_LIMIT - 1})")
         if self.cuda_device is not None and self.agent != "steve1":
             raise SettingConflict("cuda_device", "cuda_device is only for agent = \"steve1\"")
         if self.steve1_condition is not None and self.agent != "steve1":
@@ -413,16 +441,18 @@ ALLOWED: dict[str, str] = {
     "task": ", ".join(CATEGORIES),
     "simulator": ", ".join(SIMULATORS),
     "tasks": "a list of task names in the category (`mcu-arms tasks CATEGORY` lists them)",
-    "seed": "an integer >= 0",
-    "seeds": "a list of distinct integers >= 0, one episode each, e.g. [0, 1, 2]",
-    "replicates": "an integer >= 1: that many seeds counting up from `seed`",
-    "steps": "an integer > 0",
-    "step_timeout": "seconds > 0",
+    "seed": f"an integer from 0 to 2^63 - 1 ({SEED_LIMIT - 1})",
+    "seeds": f"a list of at most {MAX_SEEDS_PER_ARM} distinct integers from 0 to 2^63 - 1, one episode each, "
+    "e.g. [0, 1, 2]",
+    "replicates": f"an integer from 1 to {MAX_SEEDS_PER_ARM}: that many seeds counting up from `seed`",
+    "steps": f"an integer from 1 to {MAX_STEPS}",
+    "step_timeout": f"seconds from {MIN_STEP_TIMEOUT_S:g} to {MAX_STEP_TIMEOUT_S:g}",
     "session_turns": "an integer >= 1",
     "compact": "true or false",
     "compact_limit": "tokens: below context_window with compact = true, above it without",
     "context_window": "tokens, an integer > 0",
-    "env": "NAME = \"value\" pairs; names of letters, digits and '_', not starting with a digit; string values",
+    "env": f"at most {MAX_ENV_KEYS} NAME = \"value\" pairs; names of letters, digits and '_', not starting with a "
+    f"digit; string values; each name and value at most {MAX_ENV_ENTRY_BYTES} bytes",
     "cuda_device": "a CUDA device index or UUID as a string, for agent = \"steve1\" only",
     "reset_mode": f"{', '.join(RESET_MODES)}; for simulator = \"minestudio\" only",
     "action_mode": f"{', '.join(ACTION_MODES)}; for simulator = \"minestudio\" only",

@@ -32,15 +32,16 @@ ArmPhase = Literal["planning", "queued", "starting", "ready", "running", "finish
 # stop asked for, or the time limit of the Slurm job it ran as (a rerun runs it again with the same fingerprint).
 FailureKind = Literal["infrastructure", "agent", "supervisor", "stopped", "time_limit"]
 
-# Why a step's action was the noop. Infrastructure causes: the agent could not be reached or could not answer.
+# Why a step's action was the noop. Infrastructure causes: the agent could not be reached or could not answer
+# (response_too_large: its answer passed the cap on answers, and was abandoned unread).
 # Behaviour causes: it answered, with something that cannot be applied.
-InfrastructureCause = Literal["timeout", "transport_error", "failed_turn"]
+InfrastructureCause = Literal["timeout", "transport_error", "response_too_large", "failed_turn"]
 BehaviourCause = Literal["unparseable", "invalid_action"]
-NoopCause = Literal["timeout", "transport_error", "failed_turn", "unparseable", "invalid_action"]
+NoopCause = Literal["timeout", "transport_error", "response_too_large", "failed_turn", "unparseable", "invalid_action"]
 INFRASTRUCTURE_CAUSES: frozenset[str] = frozenset(get_args(InfrastructureCause))
 
 # How the agent answered the init message, when it did not ack it.
-InitFailure = Literal["timeout", "transport_error", "unparseable", "refused"]
+InitFailure = Literal["timeout", "transport_error", "response_too_large", "unparseable", "refused"]
 
 # How a task's episode ended.
 EndedBy = Literal["max_steps", "simulator_done", "canceled", "error"]

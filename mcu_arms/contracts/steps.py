@@ -8,8 +8,14 @@ it may be half written.
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import re
-from collections.abc import Iterator
+import stat
+from array import array
+from bisect import bisect_left
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -129,6 +135,167 @@ class JsonlTail(Generic[Record]):
 
 
 def read_jsonl(path: Path, model: type[Record]) -> tuple[list[Record], JsonlTail[Record]]:
-    """Every complete record of a JSON-lines file, and the tail that read them (for its `invalid` count)."""
+    """Every complete record of a small JSON-lines file (an event log), and the tail that read them (for its
+    `invalid` count). A step log can be hundreds of MB: read it with JsonlScan or StepLogIndex instead."""
     tail = JsonlTail(path, model)
     return tail.poll(), tail
+
+
+class JsonlScan(Generic[Record]):
+    """One pass over a JSON-lines file in READ_BLOCK pieces: memory bounded by a block and the longest line, whatever
+    the file's size. Iterating yields (offset, length, record) for each complete line that is a valid record; then
+    `invalid` counts the lines that were not and `torn` says whether a last line lacks its newline."""
+
+    def __init__(self, path: Path, model: type[Record]) -> None:
+        self.path = path
+        self.model = model
+        self.invalid = 0
+        self.torn = False
+
+    def __iter__(self) -> Iterator[tuple[int, int, Record]]:
+        offset = 0
+        partial = b""
+        with self.path.open("rb") as handle:
+            while block := handle.read(READ_BLOCK):
+                lines = (partial + block).split(b"\n")
+                partial = lines.pop()
+                for line in lines:
+                    length = len(line) + 1
+                    if line.strip():
+                        try:
+                            yield offset, length, self.model.model_validate_json(line)
+                        except ValidationError:
+                            self.invalid += 1
+                    offset += length
+        self.torn = bool(partial.strip())
+
+
+READ_BLOCK = 1 << 20
+# Beside each step log once a reader has indexed it: where each step's line is, and what the reader derived from
+# the whole log (a summary), valid while the log keeps the size and mtime it had.
+INDEX_SUFFIX = ".index"
+INDEX_VERSION = 1
+
+
+class StepLogIndex:
+    """Where each step's record is in a step log (sorted by step), built in one streaming pass and cached beside the
+    log, so that a reader loads a page of steps by seeking rather than holding the log. `summary` is what the
+    builder's caller derived in the same pass (a JSON object, kept in the cache under its `kind`)."""
+
+    def __init__(self, log: Path, size: int, mtime_ns: int) -> None:
+        self.log = log
+        self.size = size
+        self.mtime_ns = mtime_ns
+        self.steps = array("q")
+        self.offsets = array("q")
+        self.lengths = array("q")
+        self.invalid = 0
+        self.torn = False
+        self.summary: dict[str, Any] | None = None
+        self.kind = ""
+
+    @property
+    def path(self) -> Path:
+        return self.log.with_name(self.log.name + INDEX_SUFFIX)
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    @classmethod
+    def open(cls, log: Path, kind: str, visit: Callable[[StepRecord], None] | None = None) -> StepLogIndex:
+        """The log's cached index when it is current and carries a `kind` summary; else one built now (every record
+        handed to `visit`) and cached when the folder lets us write. An index found stale is rebuilt."""
+        cached = cls.load(log)
+        if cached is not None and cached.kind == kind:
+            return cached
+        index = cls.build(log, visit)
+        index.kind = kind
+        return index
+
+    @classmethod
+    def build(cls, log: Path, visit: Callable[[StepRecord], None] | None = None) -> StepLogIndex:
+        found = log.stat()
+        index = cls(log, found.st_size, found.st_mtime_ns)
+        scan = JsonlScan(log, StepRecord)
+        in_order = True
+        for offset, length, record in scan:
+            if index.steps and record.step < index.steps[-1]:
+                in_order = False
+            index.steps.append(record.step)
+            index.offsets.append(offset)
+            index.lengths.append(length)
+            if visit is not None:
+                visit(record)
+        index.invalid, index.torn = scan.invalid, scan.torn
+        if not in_order:
+            order = sorted(range(len(index.steps)), key=index.steps.__getitem__)
+            for name in ("steps", "offsets", "lengths"):
+                column = getattr(index, name)
+                setattr(index, name, array("q", (column[i] for i in order)))
+        return index
+
+    @classmethod
+    def load(cls, log: Path) -> StepLogIndex | None:
+        """The cached index, if it is there, ours (a regular file, not a link), and made from the log as it is now."""
+        index_path = log.with_name(log.name + INDEX_SUFFIX)
+        try:
+            found = log.stat()
+            if not stat_is_regular(index_path):
+                return None
+            with index_path.open("rb") as handle:
+                header = json.loads(handle.readline())
+                if header.get("version") != INDEX_VERSION or (header.get("size"), header.get("mtime_ns")) != (
+                    found.st_size, found.st_mtime_ns
+                ):  # fmt: skip
+                    return None
+                index = cls(log, found.st_size, found.st_mtime_ns)
+                count = int(header["count"])
+                for name in ("steps", "offsets", "lengths"):
+                    column = array("q")
+                    column.fromfile(handle, count)
+                    setattr(index, name, column)
+        except (OSError, ValueError, EOFError, KeyError, TypeError, RecursionError):
+            return None
+        index.invalid, index.torn = int(header.get("invalid", 0)), bool(header.get("torn", False))
+        index.kind, index.summary = str(header.get("kind", "")), header.get("summary")
+        return index
+
+    def save(self) -> None:
+        """Cache this index beside its log (written whole, then renamed); a folder we cannot write is left as it is."""
+        header = {"version": INDEX_VERSION, "size": self.size, "mtime_ns": self.mtime_ns, "count": len(self.steps),
+                  "invalid": self.invalid, "torn": self.torn, "kind": self.kind, "summary": self.summary}  # fmt: skip
+        temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        try:
+            descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+            with os.fdopen(descriptor, "wb") as handle:
+                handle.write(json.dumps(header, separators=(",", ":")).encode() + b"\n")
+                for column in (self.steps, self.offsets, self.lengths):
+                    column.tofile(handle)
+            if self.path.is_symlink():
+                raise OSError(f"{self.path} is a link this project did not make")
+            os.replace(temporary, self.path)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+
+    def page(self, first_step: int, end_step: int) -> list[StepRecord]:
+        """The records of steps first_step .. end_step - 1, read by seeking: memory bounded by the page."""
+        low, high = bisect_left(self.steps, first_step), bisect_left(self.steps, end_step)
+        records: list[StepRecord] = []
+        with self.log.open("rb") as handle:
+            for position in range(low, high):
+                handle.seek(self.offsets[position])
+                line = handle.read(self.lengths[position])
+                try:
+                    records.append(StepRecord.model_validate_json(line))
+                except ValidationError:
+                    continue  # the log changed under us since it was indexed; the next index sees it as it is
+        return records
+
+
+def stat_is_regular(path: Path) -> bool:
+    """A regular file, not reached through a link."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False

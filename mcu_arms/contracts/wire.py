@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mcu_arms.contracts.catalog import ActionMode, ResetMode
 from mcu_arms.contracts.game_state import DEFAULT_OBSERVE, GameState, ObserveMode
+from mcu_arms.contracts.limits import MAX_STEP_TIMEOUT_S, MAX_STEPS, MIN_STEP_TIMEOUT_S, SEED_LIMIT
 from mcu_arms.contracts.mineflayer import MineflayerServer
 from mcu_arms.contracts.skills import GameEvent, SkillOutcome, SkillRequest
 
@@ -164,9 +165,9 @@ class EvalConfig(BaseModel):
 
     task_category: str
     tasks: list[str] | None = None
-    max_steps: int | None = Field(default=None, gt=0)
-    step_timeout: float = Field(default=DEFAULT_STEP_TIMEOUT_S, gt=0)
-    seed: int = 0
+    max_steps: int | None = Field(default=None, gt=0, le=MAX_STEPS)
+    step_timeout: float = Field(default=DEFAULT_STEP_TIMEOUT_S, ge=MIN_STEP_TIMEOUT_S, le=MAX_STEP_TIMEOUT_S)
+    seed: int = Field(default=0, ge=0, lt=SEED_LIMIT)
     simulator: Literal["minestudio", "embedded", "mineflayer"] = "minestudio"
     mineflayer: MineflayerServer | None = None  # the server a mineflayer evaluation plays on; None: the defaults
     video_eval: bool = False

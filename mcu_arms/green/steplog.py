@@ -36,16 +36,20 @@ class StepLog:
         try:
             while written < len(line):
                 written += os.write(self._fd, line[written:])
-        except OSError:
+        except OSError as error:
             os.ftruncate(self._fd, self._size)
-            raise
+            raise OSError(error.errno, error.strerror, str(self.path)) from error  # the file named: "disk full writing"
         self._size += written
         self.lines_written += 1
 
     def save_frame(self, step: int, png: bytes) -> None:
         """Write the frame the agent saw at `step` (already PNG-encoded for the observation)."""
         if self.frames_dir is not None:
-            (self.frames_dir / f"{step:06d}.png").write_bytes(png)
+            path = self.frames_dir / f"{step:06d}.png"
+            try:
+                path.write_bytes(png)
+            except OSError as error:
+                raise OSError(error.errno, error.strerror, str(path)) from error
 
     def close(self) -> None:
         if self._fd is not None:

@@ -274,7 +274,7 @@ class TaskRun:
         return self._metrics(tracker, video, log, started_at, time.monotonic() - started)
 
     async def _send_init(self, channel: AgentChannel) -> InitOutcome:
-        from mcu_arms.a2a_transport import AgentTimeout, AgentTransportError
+        from mcu_arms.a2a_transport import AgentAnswerTooLarge, AgentTimeout, AgentTransportError
 
         prompt = BASE_PROMPT
         for extra in (self.sim.agent_instructions(), STATE_PROMPT if wants_state(self.settings.observe) else ""):
@@ -287,6 +287,8 @@ class TaskRun:
             text = await channel.exchange(init)
         except AgentTimeout as error:
             return InitOutcome(ok=False, cause="timeout", message=str(error))
+        except AgentAnswerTooLarge as error:
+            return InitOutcome(ok=False, cause="response_too_large", message=str(error))
         except AgentTransportError as error:
             return InitOutcome(ok=False, cause="transport_error", message=str(error))
         round_trip_ms = round((time.perf_counter() - started) * 1000, 3)
@@ -339,7 +341,7 @@ class TaskRun:
             log.save_frame(self.steps_run, seen.frame.png)  # the view after the last action, for video evaluation
 
     async def _ask(self, channel: AgentChannel, step: int, seen: Seen) -> tuple[str | None, ParsedAction]:
-        from mcu_arms.a2a_transport import AgentTimeout, AgentTransportError
+        from mcu_arms.a2a_transport import AgentAnswerTooLarge, AgentTimeout, AgentTransportError
 
         shown = wants_frame(self.settings.observe)
         observation = ObservationPayload(
@@ -354,6 +356,8 @@ class TaskRun:
             received = await channel.exchange(observation)
         except AgentTimeout as error:
             return None, noop_result("timeout", str(error))
+        except AgentAnswerTooLarge as error:
+            return None, noop_result("response_too_large", str(error))
         except AgentTransportError as error:
             return None, noop_result("transport_error", str(error))
         except (asyncio.CancelledError, KeyboardInterrupt):

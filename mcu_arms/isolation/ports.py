@@ -114,8 +114,8 @@ def busy_reason(host: str, port: int) -> str | None:
 
 
 def pick_free_port(host: str, avoid: Iterable[int] = ()) -> int:
-    """A port the OS reports free now (for `"auto"`), not one in `avoid`."""
-    avoid_set = set(avoid)
+    """A port the OS reports free now (for `"auto"`), not one in `avoid` (a set is used as it is, not copied)."""
+    avoid_set = avoid if isinstance(avoid, set | frozenset) else set(avoid)
     for _ in range(64):
         with socket.socket(socket_family(host), socket.SOCK_STREAM) as probe:
             probe.bind((bind_address(host), 0))

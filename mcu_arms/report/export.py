@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from mcu_arms.contracts.steps import STEPS_FILE, StepRecord, read_jsonl
+from mcu_arms.contracts.steps import STEPS_FILE, JsonlScan, StepRecord
 from mcu_arms.layout import RunDir, episode_name
 from mcu_arms.report.analysis import Analysis, ArmAnalysis
 from mcu_arms.report.compare import CSV_COLUMNS, tidy_numbers
@@ -60,8 +60,7 @@ def step_rows(result: Analysis) -> Iterator[dict[str, Any]]:
     for arm in result.arms:
         for run_dir, episode, seed in _run_dirs(arm):
             for path in sorted(run_dir.green.glob(f"*/{STEPS_FILE}")):
-                records, _ = read_jsonl(path, StepRecord)
-                for record in records:
+                for _, _, record in JsonlScan(path, StepRecord):
                     row: dict[str, Any] = {
                         "arm": arm.arm, "episode": episode, "seed": seed, "task": path.parent.name,
                         "step": record.step, "t": record.t, "noop_cause": record.noop_cause,

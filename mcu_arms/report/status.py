@@ -30,7 +30,7 @@ from mcu_arms.contracts.run_report import RunReport
 from mcu_arms.contracts.slurm import SlurmAccounting, SlurmJob, is_active
 from mcu_arms.contracts.started import EpisodeRecord
 from mcu_arms.contracts.states import FINAL_STATUSES, OPEN_STATUSES, SUPERVISOR_ROLE, ArmStatusText
-from mcu_arms.contracts.steps import STEPS_FILE, StepProgress, read_jsonl
+from mcu_arms.contracts.steps import STEPS_FILE, JsonlScan, StepProgress
 from mcu_arms.environment import Environment
 from mcu_arms.layout import RunOnDisk, arm_runs, campaign_runs_dir, selected_arms
 from mcu_arms.private_record import episode_record, recorded_episodes, started_processes
@@ -110,11 +110,9 @@ def steps_progress(green_dir: Path) -> tuple[str | None, int | None, list[str]]:
     files = sorted(green_dir.glob(f"*/{STEPS_FILE}"), key=lambda p: p.stat().st_mtime) if green_dir.is_dir() else []
     task, step, milestones = None, None, []
     for path in files:
-        records, _ = read_jsonl(path, StepProgress)
-        for record in records:
+        for _, _, record in JsonlScan(path, StepProgress):  # streamed: a step log can be hundreds of MB
             milestones += [f"{event.get('identity')}@{event.get('step')}" for event in record.events]
-        if records:
-            task, step = path.parent.name, records[-1].step + 1
+            task, step = path.parent.name, record.step + 1
     return task, step, milestones
 
 

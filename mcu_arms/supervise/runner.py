@@ -68,6 +68,7 @@ from mcu_arms.layout import (
 from mcu_arms.private_record import forget_started, record_started
 from mcu_arms.procs import DEFAULT_STOP_GRACE_S, PRIVATE_UMASK, AdoptedOrphans, Child
 from mcu_arms.supervise.alerts import AlertMonitor
+from mcu_arms.supervise.evidence import ChildWatch, culprit
 from mcu_arms.supervise.live import REFRESH_PER_SECOND, View, make_view
 from mcu_arms.supervise.progress import ArmProgress, StepsTail
 from mcu_arms.supervise.provenance import collect_provenance
@@ -221,6 +222,7 @@ class ArmRunner:
         self.steps_tail = StepsTail(self.run_dir.green)
         self.events_tail = JsonlTail(self.run_dir.events, EventRecord)
         self.children: dict[ProcessRole, Child] = {}
+        self.watch = ChildWatch()
         self.access = ArmAccess.generate()
         every_env = {name: value for process in plan.processes for name, value in process.env.items()}
         self.secrets = secret_values({**plan.settings.env, **every_env}, self.access.values())
@@ -319,7 +321,7 @@ class ArmRunner:
         except _Stopped as stopped:
             status, failure = self._stopped(str(stopped))
         except _ArmFailed as failed:
-            status, failure = "failed", failed.failure
+            status, failure = "failed", self._blamed(failed.failure)
             if self._stop.is_set():  # a child that died once the stop was asked for (Slurm signals every process)
                 status, failure = self._stopped(f"{self._stop_reason} ({failed.failure.reason})")
         except Exception as error:  # a supervisor bug still ends the arm cleanly, reported, children stopped
@@ -327,6 +329,20 @@ class ArmRunner:
             failure = Failure(process=None, kind="supervisor", reason=f"mcu-arms: {type(error).__name__}: {error}")
         self._finalise(status, failure)
         return self._outcome()
+
+    def _blamed(self, failure: Failure) -> Failure:
+        """The failure as the evidence tells it (evidence.py): a full disk or a stopped server named first, what the
+        process that noticed said after it."""
+        found = culprit(self.children, self.watch, self.run_dir.path, self.env.cwd)
+        if found is None or found[1] in failure.reason:
+            return failure
+        process, reason = found
+        code = self.children[process].poll() if process in self.children else None
+        return failure.model_copy(
+            update={"process": process, "kind": _kind_of(process) if process is not None else "infrastructure",
+                    "reason": f"{reason}; then {failure.reason}",
+                    "exit_code": code if process is not None else failure.exit_code}
+        )  # fmt: skip
 
     def _stopped(self, reason: str) -> tuple[ArmOutcomeStatus, Failure]:
         """`interrupted` when someone stopped it (the report names who, when a stop request did), else `failed`: its
@@ -470,6 +486,12 @@ class ArmRunner:
             for role in SERVER_ROLES:
                 if self.children[role].poll() is not None:
                     raise self._died(self.children[role], "while the evaluation ran")
+            self.watch.observe(self.children)
+            frozen = self.watch.frozen_server(self.children)
+            if frozen is not None:
+                role, reason = frozen
+                raise _ArmFailed(Failure(process=role, kind=_kind_of(role), reason=reason,
+                                         log_tail=self.children[role].log_tail(wait_s=0)))  # fmt: skip
             self._read_progress()
             self.alerts.check_progress()
             self.alerts.check_purple_reports()

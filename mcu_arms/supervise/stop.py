@@ -163,8 +163,8 @@ def stop_arm(env: Environment, arm: str, names: list[str], grace_s: float = DEFA
     arm_dir = env.output_dir / arm
     runs = arm_runs(arm_dir)
     records = {record.episode_dir: record for record in recorded_episodes(env.env, arm_dir)}
-    notes = [f"{run.run_dir.name}: {run.report_error}; its processes are found through the private record"
-             for run in runs if run.report_error]  # fmt: skip
+    notes = [f"the report of {run.run_dir.name} is unreadable ({run.report_error}); its processes are found through "
+             "the private record" for run in runs if run.report_error]  # fmt: skip
     notes += [note for run in runs if (note := _not_ours(run, records.get(episode_key(run.run_dir.path))))]
     if not records and not any(run.report for run in runs):
         message = "; ".join(notes) or "no report: nothing was started for it"

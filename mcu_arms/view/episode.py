@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import stat
-from bisect import bisect_left
+from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -35,13 +35,14 @@ from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.evaluation import TaskMetrics
 from mcu_arms.contracts.run_report import RunReport, task_trouble
 from mcu_arms.contracts.states import INFRASTRUCTURE_CAUSES, OPEN_STATUSES
-from mcu_arms.contracts.steps import DEATHS_KEY, INVENTORY_KEY, VITAL_KEYS, StepRecord, frame_step, read_jsonl
+from mcu_arms.contracts.steps import DEATHS_KEY, INVENTORY_KEY, VITAL_KEYS, StepLogIndex, StepRecord, frame_step
 from mcu_arms.contracts.tasks import load_category
 from mcu_arms.layout import RunDir, frames_dir, purple_task_dirs, steps_log, turn_dir, turn_frame
 from mcu_arms.view.downsample import Events, Series, change_points, events, minmax_buckets
 
 EPISODE_VIEW_SCHEMA_VERSION = 1
-STEP_CHUNK = 500  # steps per lazily loaded detail payload
+STEP_CHUNK = 500  # steps per lazily loaded detail payload (a page of steps: read from the log by seeking)
+SUMMARY_KIND = f"episode-view-{EPISODE_VIEW_SCHEMA_VERSION}"  # the cached summary's kind: a new schema rebuilds it
 RECEIVED_SHOWN = 1000  # characters of the agent's reply shown per step (the step log keeps up to 4,000)
 TEXT_SHOWN = 64_000  # characters of a turn's prompt or an agent file shown
 STDERR_SHOWN = 4_000  # characters of the end of a turn's stderr shown
@@ -177,16 +178,96 @@ class AgentFile(BaseModel):
 
 @dataclass
 class EpisodeData:
-    """An episode read once: the page's view and what its lazy payloads are cut from."""
+    """An episode read once: the page's view, and the step log's index its pages of step details are read through
+    (one page at a time, from the log: the log is never held)."""
 
     source: EpisodeSource
     view: EpisodeView
-    records: list[StepRecord]
+    index: StepLogIndex
 
     def chunk(self, index: int) -> list[StepDetail]:
-        steps = [record.step for record in self.records]
-        low, high = bisect_left(steps, index * STEP_CHUNK), bisect_left(steps, (index + 1) * STEP_CHUNK)
-        return [step_detail(record) for record in self.records[low:high]]
+        return [step_detail(record) for record in self.index.page(index * STEP_CHUNK, (index + 1) * STEP_CHUNK)]
+
+
+class StepSummary(BaseModel):
+    """What the page draws from the whole step log, derived in the one pass that indexes it and cached with the
+    index (under SUMMARY_KIND)."""
+
+    steps: int
+    first_step: int
+    last_step: int
+    vitals: dict[str, Series]
+    inventory: dict[str, Series]
+    reward: Series
+    latency: dict[str, Series]
+    deaths: Events
+    noop_steps: dict[str, list[int]]  # the first few steps of each cause, and (in noop_counts) how many in all
+    noop_counts: dict[str, int]
+    noops: dict[str, Events]
+    no_effect: Events
+
+
+class _Summariser:
+    """Fed one record at a time, in log order; keeps per step only numbers in typed arrays (8 bytes a value)."""
+
+    def __init__(self) -> None:
+        self.steps = array("q")
+        self.vitals: dict[str, array] = {}
+        self.inventory: dict[str, array] = {}
+        self.reward = array("d")
+        self.agent_ms = array("d")
+        self.sim_ms = array("d")
+        self.died: list[int] = []
+        self.deaths_seen = 0
+        self.noop_steps: dict[str, array] = {}
+        self.no_effect = array("q")
+        self.total = 0.0
+
+    def add(self, record: StepRecord) -> None:
+        position = len(self.steps)
+        self.steps.append(record.step)
+        for key in VITAL_KEYS:
+            value = _number(record.info.get(key))
+            if value is not None and key not in self.vitals:
+                self.vitals[key] = array("d", bytes(8 * position))
+            if key in self.vitals:
+                self.vitals[key].append(value if value is not None else 0.0)
+        held = record.info.get(INVENTORY_KEY) or {}
+        if isinstance(held, dict):
+            for item in held:
+                if item not in self.inventory:
+                    self.inventory[str(item)] = array("d", bytes(8 * position))
+        for item, column in self.inventory.items():
+            column.append(float(_number(held.get(item, 0)) or 0.0) if isinstance(held, dict) else 0.0)
+        self.total += record.reward
+        self.reward.append(self.total)
+        self.agent_ms.append(record.agent_ms)
+        self.sim_ms.append(record.sim_ms)
+        deaths = record.info.get(DEATHS_KEY)
+        if isinstance(deaths, int) and deaths > self.deaths_seen:
+            self.died.append(record.step)
+            self.deaths_seen = deaths
+        if record.noop_cause:
+            self.noop_steps.setdefault(record.noop_cause, array("q")).append(record.step)
+        if record.no_effect:
+            self.no_effect.append(record.step)
+
+    def summary(self) -> StepSummary:
+        steps, count = self.steps, len(self.steps)
+        return StepSummary(
+            steps=count,
+            first_step=min(steps) if steps else 0,
+            last_step=max(steps) if steps else 0,
+            vitals={key: change_points(steps, column) for key, column in self.vitals.items()},
+            inventory={item: change_points(steps, self.inventory[item]) for item in sorted(self.inventory)},
+            reward=change_points(steps, self.reward),
+            latency={"agent_ms": minmax_buckets(steps, self.agent_ms), "sim_ms": minmax_buckets(steps, self.sim_ms)},
+            deaths=events(self.died, count),
+            noop_steps={cause: list(found[:1]) for cause, found in self.noop_steps.items()},
+            noop_counts={cause: len(found) for cause, found in self.noop_steps.items()},
+            noops={cause: events(found, count) for cause, found in sorted(self.noop_steps.items())},
+            no_effect=events(self.no_effect, count),
+        )
 
 
 def _at_rest(value: Any) -> bool:
@@ -227,31 +308,6 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
-def _series(records: list[StepRecord]) -> tuple[dict[str, Series], dict[str, Series], Series, Events]:
-    steps = [record.step for record in records]
-    vitals: dict[str, Series] = {}
-    for key in VITAL_KEYS:
-        values = [_number(record.info.get(key)) for record in records]
-        if any(value is not None for value in values):
-            vitals[key] = change_points(steps, [value if value is not None else 0.0 for value in values])
-    items = sorted({item for record in records for item in (record.info.get(INVENTORY_KEY) or {})})
-    inventory = {
-        item: change_points(steps, [float((record.info.get(INVENTORY_KEY) or {}).get(item, 0)) for record in records])
-        for item in items
-    }
-    total, cumulative = 0.0, []
-    for record in records:
-        total += record.reward
-        cumulative.append(total)
-    died, previous = [], 0
-    for record in records:
-        deaths = record.info.get(DEATHS_KEY)
-        if isinstance(deaths, int) and deaths > previous:
-            died.append(record.step)
-            previous = deaths
-    return vitals, inventory, change_points(steps, cumulative), events(died, len(records))
-
-
 def _frame_index(source: EpisodeSource) -> FrameIndex:
     folder = frames_dir(source.green_dir, source.task)
     found: list[int] = []
@@ -287,7 +343,7 @@ def _noop_kind(cause: str) -> CountKind:
 
 
 def _counts(
-    source: EpisodeSource, noop_steps: dict[str, list[int]], invalid_lines: int, torn: bool
+    source: EpisodeSource, summary: StepSummary, invalid_lines: int, torn: bool
 ) -> tuple[list[CountRow], str]:
     """Infrastructure trouble and agent behaviour, never mixed: from the evaluation when there is one."""
     rows: list[CountRow] = []
@@ -317,8 +373,8 @@ def _counts(
             add("behaviour", "noops the agent chose", stats.count, "; ".join(stats.first_reasons))
     else:
         counts_source = "the step log (this run has no evaluation for the task)"
-        for cause, steps in noop_steps.items():
-            add(_noop_kind(cause), f"noop: {cause}", len(steps), f"first at step {steps[0]}")
+        for cause, first in summary.noop_steps.items():
+            add(_noop_kind(cause), f"noop: {cause}", summary.noop_counts[cause], f"first at step {first[0]}")
     episode = source.purple_episode
     if episode is not None:
         for reason, count in episode.failed_turns_by_reason.items():
@@ -433,21 +489,14 @@ def read_episode(source: EpisodeSource) -> EpisodeData:
     log = steps_log(source.green_dir, source.task)
     if log.is_symlink():
         raise UserError("the step log is a link this project did not make: not followed", path=log)
-    records, tail = read_jsonl(log, StepRecord)
-    records.sort(key=lambda record: record.step)
+    index, summary = step_summary(log)
     report = source.report
     agent = report.settings.agent
-    vitals, inventory, reward, deaths = _series(records)
-    steps = [record.step for record in records]
-    noop_steps: dict[str, list[int]] = {}
-    for record in records:
-        if record.noop_cause:
-            noop_steps.setdefault(record.noop_cause, []).append(record.step)
-    counts, counts_source = _counts(source, noop_steps, tail.invalid, tail.torn_tail)
+    counts, counts_source = _counts(source, summary, index.invalid, index.torn)
     view_alerts = []
-    if tail.invalid:
-        view_alerts.append(f"{tail.invalid} line(s) of {log} are not step records and are not shown")
-    if not records:
+    if index.invalid:
+        view_alerts.append(f"{index.invalid} line(s) of {log} are not step records and are not shown")
+    if not summary.steps:
         view_alerts.append(f"{log} holds no step yet")
     metrics = source.metrics
     view = EpisodeView(
@@ -458,22 +507,19 @@ def read_episode(source: EpisodeSource) -> EpisodeData:
         agent=agent,
         simulator=report.simulator_label or report.settings.simulator,
         status=report.status,
-        steps=len(records),
-        first_step=steps[0] if steps else 0,
-        last_step=steps[-1] if steps else 0,
+        steps=summary.steps,
+        first_step=summary.first_step,
+        last_step=summary.last_step,
         max_steps=metrics.max_steps if metrics else report.settings.steps,
         score=metrics.score if metrics else None,
         max_score=metrics.max_score if metrics else None,
-        vitals=vitals,
-        inventory=inventory,
-        reward=reward,
-        latency={
-            "agent_ms": minmax_buckets(steps, [record.agent_ms for record in records]),
-            "sim_ms": minmax_buckets(steps, [record.sim_ms for record in records]),
-        },
-        deaths=deaths,
-        noops={cause: events(found, len(records)) for cause, found in sorted(noop_steps.items())},
-        noop_kinds={cause: _noop_kind(cause) for cause in noop_steps},
+        vitals=summary.vitals,
+        inventory=summary.inventory,
+        reward=summary.reward,
+        latency=summary.latency,
+        deaths=summary.deaths,
+        noops=summary.noops,
+        noop_kinds={cause: _noop_kind(cause) for cause in summary.noops},
         milestones=[MilestoneMark.model_validate(m.model_dump()) for m in metrics.milestones] if metrics else [],
         frames=_frame_index(source),
         takes_turns=agent in CODEX_AGENTS,
@@ -484,10 +530,28 @@ def read_episode(source: EpisodeSource) -> EpisodeData:
         counts_source=counts_source,
         alerts=_alerts(source, view_alerts),
         notes=list(report.notes),
-        no_effect=events([record.step for record in records if record.no_effect], len(records)),
-        chunks=steps[-1] // STEP_CHUNK + 1 if steps else 0,
+        no_effect=summary.no_effect,
+        chunks=summary.last_step // STEP_CHUNK + 1 if summary.steps else 0,
     )
-    return EpisodeData(source=source, view=view, records=records)
+    return EpisodeData(source=source, view=view, index=index)
+
+
+def step_summary(log: Path) -> tuple[StepLogIndex, StepSummary]:
+    """The log's index and what the page draws from it: from the cache beside the log when it is current, else from
+    one streaming pass (then cached)."""
+    summariser = _Summariser()
+    index = StepLogIndex.open(log, SUMMARY_KIND, summariser.add)
+    if index.summary is not None:
+        try:
+            return index, StepSummary.model_validate(index.summary)
+        except ValueError:
+            summariser = _Summariser()
+            index = StepLogIndex.build(log, summariser.add)
+            index.kind = SUMMARY_KIND
+    summary = summariser.summary()
+    index.summary = summary.model_dump(mode="json")
+    index.save()
+    return index, summary
 
 
 def purple_episodes(run_dir: RunDir, tasks: list[str], category: str | None) -> dict[str, tuple[Path, EpisodeReport]]:

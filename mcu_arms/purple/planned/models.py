@@ -22,6 +22,7 @@ import httpx
 from openai import APIConnectionError, APIError, APIStatusError, APITimeoutError, AsyncOpenAI
 
 from mcu_arms.contracts.planned import ModelFailure
+from mcu_arms.http_cap import ResponseTooLarge, answer_cap, too_large_in
 
 Role = Literal["planner", "policy"]
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -36,9 +37,16 @@ class ModelCallFailed(Exception):
 
 
 def _http_client(base_url: str, timeout: float) -> httpx.AsyncClient:
-    """A loopback service is reached directly; a remote one through the proxies the environment names."""
+    """A loopback service is reached directly; a remote one through the proxies the environment names. Its answers
+    are read against the cap on answers (http_cap): one past it is a failed call that says so."""
     host = urlsplit(base_url).hostname or ""
-    return httpx.AsyncClient(timeout=timeout, trust_env=host not in LOOPBACK_HOSTS)
+    hooks = {"response": [answer_cap()]}
+    return httpx.AsyncClient(timeout=timeout, trust_env=host not in LOOPBACK_HOSTS, event_hooks=hooks)
+
+
+def _failure(error: BaseException) -> str:
+    too_large = too_large_in(error)
+    return str(too_large) if too_large is not None else f"{type(error).__name__}: {error}"
 
 
 def _elapsed_ms(started: float) -> float:
@@ -97,7 +105,7 @@ class ChatModel:
         except APITimeoutError:
             raise ModelCallFailed(f"{self.role}_timeout", f"no answer within {self.timeout:g} s") from None
         except (APIConnectionError, APIError) as error:
-            raise ModelCallFailed(f"{self.role}_error", f"{type(error).__name__}: {error}") from None
+            raise ModelCallFailed(f"{self.role}_error", _failure(error)) from None
         content = response.choices[0].message.content if response.choices else None
         return content or "", _elapsed_ms(started)
 
@@ -124,7 +132,7 @@ class DecisionService:
             card = (response.json().get("models") or [{}])[0]
         except httpx.TimeoutException:
             raise ModelCallFailed("policy_timeout", f"{self.root}/v1/models did not answer in {self.timeout:g} s") from None
-        except (httpx.HTTPError, ValueError, AttributeError) as error:
+        except (httpx.HTTPError, ValueError, AttributeError, ResponseTooLarge) as error:
             raise ModelCallFailed("policy_error", f"{self.root}/v1/models: {error}") from None
         run = str(card.get("run", ""))
         if run != f"{self.model}@{self.revision}":
@@ -147,8 +155,8 @@ class DecisionService:
             data = response.json()
         except httpx.TimeoutException:
             raise ModelCallFailed("policy_timeout", f"no decision within {self.timeout:g} s") from None
-        except httpx.HTTPError as error:
-            raise ModelCallFailed("policy_error", f"{type(error).__name__}: {error}") from None
+        except (httpx.HTTPError, ResponseTooLarge) as error:
+            raise ModelCallFailed("policy_error", _failure(error)) from None
         except json.JSONDecodeError:
             return None, _elapsed_ms(started)  # an answer, unusable: the caller counts it as invalid
         answers = data.get("answers") if isinstance(data, dict) else None
