@@ -14,23 +14,27 @@ import json
 import os
 import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
+from browser import chromium_missing, start_browser
 from cli_support import invoke
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.run_report import RunReport, read_report
 from mcu_arms.environment import Environment
 from mcu_arms.report.compare import compare_arms
 from mcu_arms.report.tracking import RUN_ID_TAG, TrackingExport, compared, parse_destination, tracking_export
-from tracking_support import FIXTURE, QUIET_MLFLOW, STRACE, mlflow_server, offline_run, traced
+from tracking_support import FIXTURE, QUIET_MLFLOW, STRACE, MlflowServer, mlflow_server, offline_run, traced
 
 CAMPAIGN = "campaigns/tiny.toml"
 EXPERIMENT = "tiny"
 SECRET = "sk-trackingtestsecret0123456789"  # the baseline arm's TRACKING_TEST_API_KEY
 ARMS = ("scripted_arm", "random_arm")
+ARTIFACTS = Path(__file__).parent / "artifacts"
 
 
 @pytest.fixture
@@ -180,51 +184,89 @@ def _export(project: Path, tracker: str) -> Any:
 needs_strace = pytest.mark.skipif(STRACE is None, reason="strace is needed to check that no socket leaves loopback")
 
 
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MlflowServer]:
+    """One tracking server for the module (its start costs a minute or more on a loaded host)."""
+    pytest.importorskip("mlflow", reason="the mlflow extra is not installed (pip install 'mcu-arms[mlflow]')")
+    with mlflow_server(tmp_path_factory.mktemp("mlflow")) as started:
+        yield started
+
+
 @pytest.mark.slow
 @needs_strace
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(1200)
 def test_an_mlflow_export_reads_back_as_the_reports_say_and_a_second_changes_nothing(
-    project: Path, tmp_path: Path
+    project: Path, tmp_path: Path, server: MlflowServer
 ) -> None:
-    mlflow = pytest.importorskip("mlflow", reason="the mlflow extra is not installed (pip install 'mcu-arms[mlflow]')")
-    with mlflow_server(tmp_path / "mlflow") as server:
-        first = _export(project, f"mlflow={server.url}")
-        assert "mlflow: 5 run(s) created, 0 updated, 0 unchanged in experiment 'tiny'" in first.done.stderr
-        assert any(address == "127.0.0.1" for address in first.addresses)  # strace saw the export reach the server
+    import mlflow
 
-        client = mlflow.tracking.MlflowClient(tracking_uri=server.url)
-        experiment = client.get_experiment_by_name(EXPERIMENT)
-        before = _snapshot(client, experiment.experiment_id)
-        by_id = reports(project)
-        assert len(before) == len(by_id) + 1
-        parents = [rid for rid, run in before.items() if run["tags"].get("mcu_arms.run_id", "").startswith("comparison:")]
-        assert len(parents) == 1
-        parent = before[parents[0]]
-        assert parent["tags"]["mcu_arms.verdict"] == "comparable: differs only in agent"
-        assert {path for path, _ in parent["artifacts"]} == {"comparison.json", "comparison.md", "milestones.png"}
+    first = _export(project, f"mlflow={server.url}")
+    assert "mlflow: 5 run(s) created, 0 updated, 0 unchanged in experiment 'tiny'" in first.done.stderr
+    assert any(address == "127.0.0.1" for address in first.addresses)  # strace saw the export reach the server
 
-        for mlflow_id, run in before.items():
-            if mlflow_id == parents[0]:
-                continue
-            report = by_id[run["tags"][RUN_ID_TAG]]
-            assert run["tags"]["mlflow.parentRunId"] == parents[0]
-            assert run["tags"]["mcu_arms.arm"] == report.arm and run["tags"]["mcu_arms.seed"] == str(report.settings.seed)
-            assert run["tags"]["mcu_arms.git_sha"] == report.provenance.git_sha
-            assert run["tags"]["mcu_arms.simulator"] == report.simulator_label
-            assert run["params"]["agent"] == report.settings.agent and run["params"]["task"] == report.settings.task
-            assert all(SECRET not in value for value in [*run["params"].values(), *run["tags"].values()])
-            assert run["metrics"]["score"] == [(60, report.score)]
-            assert run["metrics"]["steps_run"] == [(60, 60.0)]
-            assert {k: v for k, v in run["metrics"].items() if k.startswith("milestone/")} == milestone_points(report)
-            assert run["status"] == "FINISHED" and run["end"] - run["start"] > 0
-            assert {path for path, _ in run["artifacts"]} == {"result.json", "evaluation.json", "milestones.png"}
-            result = Path(client.download_artifacts(mlflow_id, "result.json", str(tmp_path / mlflow_id)))
-            assert json.loads(result.read_text()) == json.loads((project / "output" / report.arm /
-                                                                 f"episode_{report.episode:03d}" / "result.json").read_text())  # fmt: skip
+    client = mlflow.tracking.MlflowClient(tracking_uri=server.url)
+    experiment = client.get_experiment_by_name(EXPERIMENT)
+    before = _snapshot(client, experiment.experiment_id)
+    by_id = reports(project)
+    assert len(before) == len(by_id) + 1
+    parents = [rid for rid, run in before.items() if run["tags"].get("mcu_arms.run_id", "").startswith("comparison:")]
+    assert len(parents) == 1
+    parent = before[parents[0]]
+    assert parent["tags"]["mcu_arms.verdict"] == "comparable: differs only in agent"
+    assert {path for path, _ in parent["artifacts"]} == {"comparison.json", "comparison.md", "milestones.png"}
 
-        again = _export(project, f"mlflow={server.url}")
-        assert "0 run(s) created, 0 updated, 5 unchanged" in again.done.stderr, again.done.stderr
-        assert _snapshot(client, experiment.experiment_id) == before
+    for mlflow_id, run in before.items():
+        if mlflow_id == parents[0]:
+            continue
+        report = by_id[run["tags"][RUN_ID_TAG]]
+        assert run["tags"]["mlflow.parentRunId"] == parents[0]
+        assert run["tags"]["mcu_arms.arm"] == report.arm and run["tags"]["mcu_arms.seed"] == str(report.settings.seed)
+        assert run["tags"]["mcu_arms.git_sha"] == report.provenance.git_sha
+        assert run["tags"]["mcu_arms.simulator"] == report.simulator_label
+        assert run["params"]["agent"] == report.settings.agent and run["params"]["task"] == report.settings.task
+        assert all(SECRET not in value for value in [*run["params"].values(), *run["tags"].values()])
+        assert run["metrics"]["score"] == [(60, report.score)]
+        assert run["metrics"]["steps_run"] == [(60, 60.0)]
+        assert {k: v for k, v in run["metrics"].items() if k.startswith("milestone/")} == milestone_points(report)
+        assert run["status"] == "FINISHED" and run["end"] - run["start"] > 0
+        assert {path for path, _ in run["artifacts"]} == {"result.json", "evaluation.json", "milestones.png"}
+        result = Path(client.download_artifacts(mlflow_id, "result.json", str(tmp_path / mlflow_id)))
+        assert json.loads(result.read_text()) == json.loads((project / "output" / report.arm /
+                                                             f"episode_{report.episode:03d}" / "result.json").read_text())  # fmt: skip
+
+    again = _export(project, f"mlflow={server.url}")
+    assert "0 run(s) created, 0 updated, 5 unchanged" in again.done.stderr, again.done.stderr
+    assert _snapshot(client, experiment.experiment_id) == before
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+@pytest.mark.skipif(chromium_missing() is not None, reason=chromium_missing() or "")
+def test_mlflow_compares_two_arms_side_by_side_in_its_own_ui(project: Path, server: MlflowServer) -> None:
+    """MLflow's comparison view of seed 0 of each arm, in headless Chromium: their params (agent differs), scores
+    and milestone steps side by side. Saved to tests/artifacts/mlflow-compare.png (the README shows a copy from
+    docs/screenshots/)."""
+    import mlflow
+
+    campaign = project / CAMPAIGN  # an experiment of its own on the module's server
+    campaign.write_text(campaign.read_text().replace(f'name = "{EXPERIMENT}"', 'name = "scripted_vs_random"'))
+    outcome = invoke(project, {}, "compare", CAMPAIGN, "--to", f"mlflow={server.url}")
+    assert outcome.exit_code == 0, outcome.out + outcome.err
+    client = mlflow.tracking.MlflowClient(tracking_uri=server.url)
+    experiment = client.get_experiment_by_name("scripted_vs_random").experiment_id
+    seed0 = {run.data.tags["mcu_arms.arm"]: run.info.run_id for run in client.search_runs([experiment])
+             if run.data.tags.get("mcu_arms.seed") == "0"}  # fmt: skip
+    runs = [seed0[arm] for arm in ARMS]
+    page = f"{server.url}/#/compare-runs?runs={quote(json.dumps(runs))}&experiments={quote(json.dumps([experiment]))}"
+    with start_browser(window=(1400, 1100)) as browser:
+        browser.open(page)
+        shown = "document.body.innerText"
+        browser.wait_for(f"{shown}.includes('scripted_arm s0') && {shown}.includes('random_arm s0') && "
+                         f"{shown}.includes('milestone/mine_diamond_from_scratch/mine_log')", timeout=120)  # fmt: skip
+        text = browser.run_js(shown)
+        assert "scripted" in text and "random" in text and "agent" in text
+        assert browser.external_requests() == [], browser.external_requests()
+        browser.screenshot(ARTIFACTS / "mlflow-compare.png", full_page=True)
 
 
 # W&B: offline runs, read back from their logs.
