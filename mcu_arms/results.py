@@ -51,7 +51,9 @@ def steps(items: list[str], project: str | Path = ".", *, baseline: str | None =
     return pd.DataFrame(list(step_rows(_comparison(items, project, baseline))), columns=list(STEP_COLUMNS))
 
 
-def _track(items: list[str], project: str | Path, tracker: TrackerName, where: str | None, baseline: str | None) -> ExportOutcome:
+def _track(
+    items: list[str], project: str | Path, tracker: TrackerName, where: str | None, baseline: str | None
+) -> ExportOutcome:
     from mcu_arms.environment import Environment
     from mcu_arms.report.compare import compare_arms
     from mcu_arms.report.tracking import compared, experiment_name, export_to, parse_destination

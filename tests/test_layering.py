@@ -122,7 +122,9 @@ def test_submitit_is_imported_by_the_slurm_executor_only() -> None:
     assert _importers("submitit") == {"mcu_arms.supervise.slurm"}
 
 
-@pytest.mark.parametrize(("library", "writer"), [("mlflow", "mcu_arms.report.to_mlflow"), ("wandb", "mcu_arms.report.to_wandb")])
+@pytest.mark.parametrize(
+    ("library", "writer"), [("mlflow", "mcu_arms.report.to_mlflow"), ("wandb", "mcu_arms.report.to_wandb")]
+)
 def test_each_tracker_library_is_imported_by_its_writer_only_inside_a_function(library: str, writer: str) -> None:
     """mlflow and wandb are optional extras used by `compare --to` alone: the mapping (report/tracking.py) knows
     neither, and each writer imports its library when it writes, never at module import."""

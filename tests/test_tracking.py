@@ -28,6 +28,7 @@ from mcu_arms.contracts.run_report import RunReport, read_report
 from mcu_arms.environment import Environment
 from mcu_arms.report.compare import compare_arms
 from mcu_arms.report.tracking import RUN_ID_TAG, TrackingExport, compared, parse_destination, tracking_export
+from server_procs import free_port
 from tracking_support import FIXTURE, QUIET_MLFLOW, STRACE, MlflowServer, mlflow_server, offline_run, traced
 
 CAMPAIGN = "campaigns/tiny.toml"
@@ -96,7 +97,8 @@ def test_each_finished_episode_maps_to_one_run_as_its_report_says(project: Path)
         assert metrics["steps_run"] == [(60, 60.0)] and metrics["wall_s"] == [(60, report.wall_s)]
         for cause, count in report.behaviour.items():
             assert metrics[f"behaviour/{cause}"] == [(60, count)]
-        assert {key: value for key, value in metrics.items() if key.startswith("milestone/")} == milestone_points(report)
+        milestones = {key: value for key, value in metrics.items() if key.startswith("milestone/")}
+        assert milestones == milestone_points(report)
         reached = metrics["milestones_reached"]
         assert reached[0] == (0, 0.0) and reached[-1] == (60, float(sum(m.step is not None for m in report.milestones)))
         assert [step for step, _ in reached] == sorted({step for step, _ in reached})
@@ -146,6 +148,32 @@ def test_a_missing_extra_is_named_before_anything_is_compared(project: Path, mon
     assert done.exit_code == 2, done.out + done.err
     assert "needs the 'mlflow' extra" in done.err and "pip install 'mcu-arms[mlflow]'" in done.err
     assert "Traceback" not in done.out + done.err
+
+
+def test_an_unreachable_tracking_server_is_a_user_error_naming_it(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("mlflow", reason="the mlflow extra is not installed (pip install 'mcu-arms[mlflow]')")
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")  # MLflow's own retries would take minutes
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "5")
+    closed = f"http://127.0.0.1:{free_port()}"
+    done = invoke(project, {}, "compare", CAMPAIGN, "--to", f"mlflow={closed}")
+    assert done.exit_code == 2, done.out + done.err
+    assert "MLflow refused the export" in done.err and closed in done.err and "--to" in done.err
+    assert "Traceback" not in done.out + done.err
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_a_notebook_writes_the_same_offline_runs(project: Path) -> None:
+    """mcu_arms.results.to_wandb: what `compare --to wandb=DIR` writes, returned as what it did."""
+    pytest.importorskip("wandb", reason="the wandb extra is not installed (pip install 'mcu-arms[wandb]')")
+    from mcu_arms.results import to_wandb
+
+    outcome = to_wandb([CAMPAIGN], project, directory="tracked")
+    assert (outcome.experiment, len(outcome.created), outcome.updated) == (EXPERIMENT, 5, [])
+    assert len(list((project / "tracked" / "wandb").glob("offline-run-*"))) == 5
+    assert len(to_wandb([CAMPAIGN], project, directory="tracked").unchanged) == 5
 
 
 # MLflow: a real tracking server, read back through its client.
@@ -231,8 +259,8 @@ def test_an_mlflow_export_reads_back_as_the_reports_say_and_a_second_changes_not
         assert run["status"] == "FINISHED" and run["end"] - run["start"] > 0
         assert {path for path, _ in run["artifacts"]} == {"result.json", "evaluation.json", "milestones.png"}
         result = Path(client.download_artifacts(mlflow_id, "result.json", str(tmp_path / mlflow_id)))
-        assert json.loads(result.read_text()) == json.loads((project / "output" / report.arm /
-                                                             f"episode_{report.episode:03d}" / "result.json").read_text())  # fmt: skip
+        original = project / "output" / report.arm / f"episode_{report.episode:03d}" / "result.json"
+        assert json.loads(result.read_text()) == json.loads(original.read_text())
 
     again = _export(project, f"mlflow={server.url}")
     assert "0 run(s) created, 0 updated, 5 unchanged" in again.done.stderr, again.done.stderr
@@ -258,7 +286,7 @@ def test_mlflow_compares_two_arms_side_by_side_in_its_own_ui(project: Path, serv
              if run.data.tags.get("mcu_arms.seed") == "0"}  # fmt: skip
     runs = [seed0[arm] for arm in ARMS]
     page = f"{server.url}/#/compare-runs?runs={quote(json.dumps(runs))}&experiments={quote(json.dumps([experiment]))}"
-    with start_browser(window=(1400, 1100)) as browser:
+    with start_browser(window=(1400, 1300), timeout=180.0) as browser:  # a loaded host renders MLflow's UI slowly
         browser.open(page)
         shown = "document.body.innerText"
         browser.wait_for(f"{shown}.includes('scripted_arm s0') && {shown}.includes('random_arm s0') && "
@@ -266,7 +294,7 @@ def test_mlflow_compares_two_arms_side_by_side_in_its_own_ui(project: Path, serv
         text = browser.run_js(shown)
         assert "scripted" in text and "random" in text and "agent" in text
         assert browser.external_requests() == [], browser.external_requests()
-        browser.screenshot(ARTIFACTS / "mlflow-compare.png", full_page=True)
+        browser.screenshot(ARTIFACTS / "mlflow-compare.png")
 
 
 # W&B: offline runs, read back from their logs.

@@ -24,7 +24,8 @@ from mcu_arms.procs import stop_process_group
 from server_procs import HOST, free_port, wait_until
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "tracking_campaign"
-SERVER_READY_S = 480.0  # it imports mlflow twice and creates the sqlite schema: 20 s idle, 2.5 min at load 18 on 2 cores
+# It imports mlflow twice and creates the sqlite schema: 2.5 min, measured at load 18 on 2 cores.
+SERVER_READY_S = 480.0
 QUIET_MLFLOW = {"MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "true"}
 
 

@@ -43,7 +43,8 @@ not reached, "n/a" unavailable on that simulator), milestone_delta, verdict and 
 --to mlflow[=TRACKING_URI] (default $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db in the project) or --to \
 wandb[=DIR] (offline runs under DIR/wandb/, default $WANDB_DIR, else the project) also writes every compared episode \
 as a run (settings as params, results and milestone steps as metrics, files as artifacts) and the verdicts as their \
-parent run, in an experiment named after the campaign or the arms. Needs its extra: pip install 'mcu-arms[mlflow]' (or [wandb]).
+parent run, in an experiment named after the campaign or the arms. Needs its extra: pip install \
+'mcu-arms[mlflow]' (or [wandb]).
 
 Exit code: 0 comparable (at most one setting differs), 1 not comparable, 3 not trustworthy (an arm's numbers are dominated by infrastructure trouble: it failed its thresholds, or its infrastructure noops are above its share), 2 user error.
 """

@@ -72,16 +72,18 @@ def _experiment(client: Any, name: str, uri: str) -> str:
     return found.experiment_id
 
 
-def _find(client: Any, experiment_id: str, run_id: str) -> Any:
+def _find(client: Any, experiment_id: str, run_id: str) -> tuple[Any, bool]:
+    """The run with our id (None: there is none), and whether it had been deleted (it is restored: never a second)."""
     from mlflow.entities import ViewType
 
     found = client.search_runs([experiment_id], filter_string=f"tags.`{RUN_ID_TAG}` = '{run_id}'",
                                run_view_type=ViewType.ALL, max_results=2)  # fmt: skip
     if not found:
-        return None
-    if found[0].info.lifecycle_stage != "active":
+        return None, False
+    deleted = found[0].info.lifecycle_stage != "active"
+    if deleted:
         client.restore_run(found[0].info.run_id)
-    return found[0]
+    return found[0], deleted
 
 
 def _write_run(
@@ -95,7 +97,7 @@ def _write_run(
         tags[DESCRIPTION_TAG] = run.description
     if parent_id is not None:
         tags[PARENT_TAG] = parent_id
-    existing = _find(client, experiment_id, run.run_id)
+    existing, restored = _find(client, experiment_id, run.run_id)
     if existing is None:
         created = client.create_run(experiment_id, start_time=run.started_ms, tags={RUN_ID_TAG: run.run_id},
                                     run_name=run.name)  # fmt: skip
@@ -121,7 +123,7 @@ def _write_run(
         client.set_terminated(mlflow_id, status="FINISHED", end_time=run.ended_ms)
     if existing is None:
         outcome.created.append(run.run_id)
-    elif new_params or new_tags or new_metrics or uploaded or finished:
+    elif restored or new_params or new_tags or new_metrics or uploaded or finished:
         outcome.updated.append(run.run_id)
     else:
         outcome.unchanged.append(run.run_id)

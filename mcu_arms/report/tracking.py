@@ -213,7 +213,8 @@ def episode_metrics(report: RunReport) -> list[TrackedMetric]:
     }
     totals |= {metric_key("infrastructure", cause): count for cause, count in report.infrastructure.items()}
     totals |= {metric_key("behaviour", cause): count for cause, count in report.behaviour.items()}
-    metrics = [TrackedMetric(key=key, value=float(value), step=end) for key, value in totals.items() if value is not None]
+    metrics = [TrackedMetric(key=key, value=float(value), step=end)
+               for key, value in totals.items() if value is not None]  # fmt: skip
     landed = sorted((m.step, m.task, m.identity) for m in report.milestones if m.available and m.step is not None)
     metrics += [TrackedMetric(key=metric_key("milestone", task, identity), value=step, step=step)
                 for step, task, identity in landed]  # fmt: skip
@@ -311,7 +312,8 @@ def comparison_run(comparison: Compared, experiment: str) -> TrackedRun:
                TrackedMetric(key="trustworthy", value=float(comparison.trustworthy), step=0)]  # fmt: skip
     for line in comparison.lines:
         if line.estimate is not None:
-            metrics.append(TrackedMetric(key=metric_key("difference", line.arm, line.metric), value=line.estimate, step=0))
+            key = metric_key("difference", line.arm, line.metric)
+            metrics.append(TrackedMetric(key=key, value=line.estimate, step=0))
         if line.p_value is not None:
             metrics.append(TrackedMetric(key=metric_key("p_value", line.arm, line.metric), value=line.p_value, step=0))
     return TrackedRun(
@@ -379,8 +381,9 @@ def parse_destination(value: str) -> tuple[TrackerName, str | None]:
         raise UserError(f"'{name}' is not a tracker mcu-arms writes to", key="--to",
                         allowed="mlflow, mlflow=TRACKING_URI, wandb, wandb=DIR")  # fmt: skip
     if "=" in value and not where:
+        destination = "TRACKING_URI" if name == "mlflow" else "DIR"
         raise UserError(f"'{value}' names no destination after '='", key="--to",
-                        allowed=f"{name} (its default) or {name}=" + ("TRACKING_URI" if name == "mlflow" else "DIR"))  # fmt: skip
+                        allowed=f"{name} (its default) or {name}={destination}")  # fmt: skip
     if importlib.util.find_spec(name) is None:
         raise missing_extra(name)  # type: ignore[arg-type]
     return name, where or None  # type: ignore[return-value]
