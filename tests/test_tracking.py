@@ -178,6 +178,13 @@ def test_a_notebook_writes_the_same_offline_runs(project: Path) -> None:
 
 # MLflow: a real tracking server, read back through its client.
 
+# In MLflow's comparison view: its assistant panel and sidebar closed, and only the params that differ shown.
+SHOW_THE_DIFFERENCE = """(() => {
+  const button = label => [...document.querySelectorAll('button')].find(b => b.getAttribute('aria-label') === label);
+  for (const label of ['Close', 'Toggle sidebar', 'Parameters - Show diff only']) button(label)?.click();
+  return true;
+})()"""
+
 
 def _snapshot(client: Any, experiment_id: str) -> dict[str, Any]:
     """Everything the export wrote, per run: params, tags, metric histories, artifacts with sizes."""
@@ -286,13 +293,15 @@ def test_mlflow_compares_two_arms_side_by_side_in_its_own_ui(project: Path, serv
              if run.data.tags.get("mcu_arms.seed") == "0"}  # fmt: skip
     runs = [seed0[arm] for arm in ARMS]
     page = f"{server.url}/#/compare-runs?runs={quote(json.dumps(runs))}&experiments={quote(json.dumps([experiment]))}"
-    with start_browser(window=(1400, 1300), timeout=180.0) as browser:  # a loaded host renders MLflow's UI slowly
+    with start_browser(window=(1400, 2000), timeout=180.0) as browser:  # a loaded host renders MLflow's UI slowly
         browser.open(page)
         shown = "document.body.innerText"
         browser.wait_for(f"{shown}.includes('scripted_arm s0') && {shown}.includes('random_arm s0') && "
                          f"{shown}.includes('milestone/mine_diamond_from_scratch/mine_log')", timeout=120)  # fmt: skip
         text = browser.run_js(shown)
         assert "scripted" in text and "random" in text and "agent" in text
+        browser.run_js(SHOW_THE_DIFFERENCE)
+        browser.wait_for(f"{shown}.includes('Show diff only') && !{shown}.includes('compact_limit')")
         assert browser.external_requests() == [], browser.external_requests()
         browser.screenshot(ARTIFACTS / "mlflow-compare.png")
 
