@@ -201,6 +201,7 @@ def _snapshot(client: Any, experiment_id: str) -> dict[str, Any]:
             "metrics": histories,
             "artifacts": sorted((a.path, a.file_size) for a in client.list_artifacts(run.info.run_id)),
             "status": run.info.status, "start": run.info.start_time, "end": run.info.end_time,
+            "lifecycle": run.info.lifecycle_stage,
         }  # fmt: skip
     return shot
 
@@ -273,6 +274,13 @@ def test_an_mlflow_export_reads_back_as_the_reports_say_and_a_second_changes_not
     assert "0 run(s) created, 0 updated, 5 unchanged" in again.done.stderr, again.done.stderr
     assert _snapshot(client, experiment.experiment_id) == before
 
+    episodes = [mlflow_id for mlflow_id in before if mlflow_id != parents[0]]
+    client.delete_run(episodes[0])  # deleted in the UI: restored, never written a second time
+    client.delete_tag(episodes[1], "mcu_arms.fingerprint")  # a tag removed by hand: set again
+    repaired = _export(project, f"mlflow={server.url}")
+    assert "0 run(s) created, 2 updated, 3 unchanged" in repaired.done.stderr, repaired.done.stderr
+    assert _snapshot(client, experiment.experiment_id) == before
+
 
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
@@ -301,7 +309,9 @@ def test_mlflow_compares_two_arms_side_by_side_in_its_own_ui(project: Path, serv
         text = browser.run_js(shown)
         assert "scripted" in text and "random" in text and "agent" in text
         browser.run_js(SHOW_THE_DIFFERENCE)
-        browser.wait_for(f"{shown}.includes('Show diff only') && !{shown}.includes('compact_limit')")
+        drawn = "document.querySelector('.js-plotly-plot svg') !== null"  # the parallel coordinates plot
+        browser.wait_for(f"{drawn} && {shown}.includes('result.json') && !{shown}.includes('compact_limit')",
+                         timeout=120)  # fmt: skip
         assert browser.external_requests() == [], browser.external_requests()
         browser.screenshot(ARTIFACTS / "mlflow-compare.png")
 
