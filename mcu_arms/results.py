@@ -7,6 +7,12 @@
 The episodes are the ones `compare` chooses (per arm, its finished replicates of one experiment); `analysis` is
 that Analysis itself, with every statistic, difference and verdict. pandas is needed here only:
 `pip install 'mcu-arms[analysis]'`.
+
+    from mcu_arms.results import to_mlflow, to_wandb
+    to_mlflow(["campaigns/agents.toml"], tracking_uri="http://127.0.0.1:5000")   # what `compare --to mlflow` writes
+    to_wandb(["campaigns/agents.toml"])                                          # offline runs in ./wandb/
+
+Both return what was created, updated or found unchanged; they need the `mlflow` or `wandb` extra.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ if TYPE_CHECKING:
     import pandas
 
     from mcu_arms.report.analysis import Analysis
+    from mcu_arms.report.tracking import ExportOutcome, TrackerName
 
 
 def analysis(
@@ -56,3 +63,29 @@ def steps(items: list[str], project: str | Path = ".", *, baseline: str | None =
     from mcu_arms.report.export import STEP_COLUMNS, step_rows
 
     return pd.DataFrame(list(step_rows(analysis(items, project, baseline=baseline))), columns=list(STEP_COLUMNS))
+
+
+def _track(
+    items: list[str], project: str | Path, tracker: TrackerName, where: str | None, baseline: str | None
+) -> ExportOutcome:
+    from mcu_arms.environment import Environment
+    from mcu_arms.report.tracking import compared, experiment_name, export_to, parse_destination
+
+    parse_destination(tracker)
+    env = Environment(cwd=Path(project).expanduser().resolve())
+    result = analysis(items, project, baseline=baseline)
+    return export_to(tracker, where, compared(result), experiment_name(items, env, result.arm_names()), env)
+
+
+def to_mlflow(
+    items: list[str], project: str | Path = ".", *, tracking_uri: str | None = None, baseline: str | None = None
+) -> ExportOutcome:
+    """Each compared episode as an MLflow run, the verdicts as their parent (as `compare --to mlflow[=URI]`)."""
+    return _track(items, project, "mlflow", tracking_uri, baseline)
+
+
+def to_wandb(
+    items: list[str], project: str | Path = ".", *, directory: str | Path | None = None, baseline: str | None = None
+) -> ExportOutcome:
+    """Each compared episode as a W&B offline run under DIRECTORY/wandb/ (as `compare --to wandb[=DIR]`)."""
+    return _track(items, project, "wandb", str(directory) if directory is not None else None, baseline)

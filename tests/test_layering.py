@@ -101,17 +101,43 @@ def test_the_slurm_queries_stand_on_the_contracts_and_the_layout_only() -> None:
     assert _violations("mcu_arms.cluster", above) == []
 
 
-def test_jobs_are_submitted_with_the_sites_own_sbatch() -> None:
-    """No Python submission library: the job script is the project's own (supervise/slurm.py), handed to sbatch."""
+def _importers(library: str) -> set[str]:
+    """The mcu_arms modules that import `library` (or a module of it), wherever the import statement stands."""
     importers = set()
     for path in PACKAGE.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else (
                 [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
             )
-            if any(name == "submitit" or name.startswith("submitit.") for name in names):
+            if any(name == library or name.startswith(library + ".") for name in names):
                 importers.add(_module_name(path))
-    assert importers == set()
+    return importers
+
+
+def _imported_at_module_level(module: str, library: str) -> bool:
+    path = PACKAGE.parent / (module.replace(".", "/") + ".py")
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else (
+            [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+        )
+        if any(name == library or name.startswith(library + ".") for name in names):
+            return True
+    return False
+
+
+def test_jobs_are_submitted_with_the_sites_own_sbatch() -> None:
+    """No Python submission library: the job script is the project's own (supervise/slurm.py), handed to sbatch."""
+    assert _importers("submitit") == set()
+
+
+@pytest.mark.parametrize(
+    ("library", "writer"), [("mlflow", "mcu_arms.report.to_mlflow"), ("wandb", "mcu_arms.report.to_wandb")]
+)
+def test_each_tracker_library_is_imported_by_its_writer_only_inside_a_function(library: str, writer: str) -> None:
+    """mlflow and wandb are optional extras used by `compare --to` alone: the mapping (report/tracking.py) knows
+    neither, and each writer imports its library when it writes, never at module import."""
+    assert _importers(library) == {writer}
+    assert not _imported_at_module_level(writer, library)
 
 
 @pytest.mark.parametrize(
@@ -177,7 +203,7 @@ def test_the_results_browser_reads_results_and_runs_nothing() -> None:
 
 
 HEAVY = ("a2a", "numpy", "crafter", "openai", "matplotlib", "httpx", "uvicorn", "minestudio", "pandas", "PIL", "jinja2",
-         "plotly", "submitit")
+         "plotly", "submitit", "mlflow", "wandb")
 
 
 @pytest.mark.parametrize("command", ["plan", "status", "compare", "tasks", "new", "doctor", "stop"])
@@ -186,7 +212,7 @@ def test_light_commands_load_no_heavy_stack(command: str) -> None:
     cores = {
         "plan": "mcu_arms.arms.plan, mcu_arms.arms.prepare",
         "status": "mcu_arms.report.status",
-        "compare": "mcu_arms.report.compare",
+        "compare": "mcu_arms.report.compare, mcu_arms.report.tracking, mcu_arms.report.to_mlflow, mcu_arms.report.to_wandb",
         "tasks": "mcu_arms.report.tasks",
         "new": "mcu_arms.arms.template",
         "doctor": "mcu_arms.doctor",

@@ -233,6 +233,43 @@ def check_campaign_compare(line: str, clone: Path, env: dict[str, str]) -> None:
     assert again.returncode == 2 and "never written over" in again.stderr, again.stderr
 
 
+def check_tracker_extras(line: str, clone: Path, env: dict[str, str]) -> None:
+    """The mlflow and wandb extras, into the clone's .venv."""
+    done = shell(line, clone, env, timeout=1200)
+    assert done.returncode == 0, done.stdout + done.stderr
+    imported = shell('python -c "import mlflow, wandb"', clone, env, timeout=300)
+    assert imported.returncode == 0, imported.stderr
+
+
+def _compared_episodes(clone: Path, env: dict[str, str]) -> int:
+    done = shell("mcu-arms compare campaigns/agents.toml --json", clone, env, timeout=600)
+    return sum(arm["replicates"]["n"] for arm in json.loads(done.stdout)["arms"])
+
+
+def check_to_mlflow(line: str, clone: Path, env: dict[str, str]) -> None:
+    """Each compared episode and the comparison as runs of experiment `agents` in ./mlflow.db; a rerun adds none."""
+    quiet = {**env, "MLFLOW_DISABLE_TELEMETRY": "true"}
+    runs = _compared_episodes(clone, env) + 1
+    done = shell(line, clone, quiet, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"mlflow: {runs} run(s) created, 0 updated, 0 unchanged in experiment 'agents'" in done.stderr, done.stderr
+    count = ("import mlflow; c = mlflow.tracking.MlflowClient('sqlite:///mlflow.db'); "
+             "print(len(c.search_runs([c.get_experiment_by_name('agents').experiment_id])))")  # fmt: skip
+    stored = shell(f'python -c "{count}"', clone, quiet, timeout=600)
+    assert stored.returncode == 0 and stored.stdout.strip() == str(runs), stored.stdout + stored.stderr
+    again = shell(line, clone, quiet, timeout=900)
+    assert f"0 run(s) created, 0 updated, {runs} unchanged" in again.stderr, again.stderr
+
+
+def check_to_wandb(line: str, clone: Path, env: dict[str, str]) -> None:
+    """One W&B offline run per compared episode and one for the comparison, in ./wandb/."""
+    runs = _compared_episodes(clone, env) + 1
+    done = shell(line, clone, env, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"wandb: {runs} run(s) created" in done.stderr, done.stderr
+    assert len(list((clone / "wandb").glob("offline-run-*"))) == runs
+
+
 EXAMPLES: dict[str, Example] = {
     "mcu-arms run --arm demo --arm demo_random": check_two_arms,
     "mcu-arms compare arms/demo*.toml --plot demo.png": check_compare,
@@ -244,6 +281,9 @@ EXAMPLES: dict[str, Example] = {
     "mcu-arms status --campaign campaigns/agents.toml": check_campaign_status,
     "mcu-arms compare campaigns/agents.toml --plot agents.pdf --export agents/": check_campaign_compare,
     "mcu-arms compare demo demo_random": check_refusal,
+    "pip install -e '.[mlflow,wandb]'": check_tracker_extras,
+    "mcu-arms compare campaigns/agents.toml --to mlflow": check_to_mlflow,
+    "mcu-arms compare campaigns/agents.toml --to wandb": check_to_wandb,
     "pip install -e '.[view]'": check_view_extra,
     "mcu-arms view campaigns/agents.toml": check_view,
     "mcu-arms report campaigns/agents.toml --html demo-report/": check_report,

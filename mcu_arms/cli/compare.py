@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.markup import escape
@@ -25,6 +25,9 @@ from mcu_arms.report.compare import (
     to_markdown,
 )
 
+if TYPE_CHECKING:
+    from mcu_arms.report.tracking import TrackerName
+
 HELP = """\
 Compare arms: the settings that differ, what each scored over its seeds, and the step each milestone landed on.
 
@@ -42,6 +45,12 @@ shown unless --all. Milestone deltas are steps against the baseline arm (the fir
 negative is earlier.
 
 --json prints the analysis itself; --csv prints tidy numbers (arm, metric, statistic, value).
+
+--to mlflow[=TRACKING_URI] (default $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db in the project) or --to \
+wandb[=DIR] (offline runs under DIR/wandb/, default $WANDB_DIR, else the project) also writes every compared episode \
+as a run (settings as params, results and milestone steps as metrics, files as artifacts) and the verdicts as their \
+parent run, in an experiment named after the campaign or the arms. Needs its extra: pip install \
+'mcu-arms[mlflow]' (or [wandb]).
 
 Exit code: 0 comparable (at most one setting differs) and every arm has a finished episode; 1 not comparable, or \
 an arm has no finished episode; 3 not trustworthy (an arm's numbers are dominated by infrastructure trouble, or \
@@ -144,6 +153,10 @@ def register(app: typer.Typer) -> None:
         export: Optional[Path] = typer.Option(
             None, "--export", help="Also write tidy tables (CSV, and Parquet when pyarrow is installed) into DIR."
         ),
+        to: Optional[str] = typer.Option(
+            None, "--to", help="Also write each compared episode as a tracker run: mlflow[=TRACKING_URI], or "
+            "wandb[=DIR] (offline runs, for `wandb sync`); a rerun updates those runs, never adds more.",
+        ),
     ) -> None:
         env = environment(ctx)
         if sum((json_output, csv_output, markdown_output)) > 1:
@@ -151,11 +164,14 @@ def register(app: typer.Typer) -> None:
         if export is not None:
             export = export if export.is_absolute() else env.cwd / export
             _refuse_earlier_export(export)
+        tracker = _parsed_destination(to) if to is not None else None
         result = analyse(arms or [], env, baseline=baseline, episode=run, experiments=experiment, show_all=show_all)
         if plot is not None:
             _write_plot(result, plot if plot.is_absolute() else env.cwd / plot, env, log_x=log_x)
         if export is not None:
             _write_export(result, export, env)
+        if tracker is not None:
+            _write_tracking(result, tracker, arms or [], env)
         if json_output:
             print_json(env, result)
         elif csv_output:
@@ -187,6 +203,23 @@ def _write_export(result: Analysis, directory: Path, env: Environment) -> None:
     except OSError as error:
         raise UserError(f"cannot write the export: {error.strerror or error}", path=directory, key="--export") from None
     env.err_console.print(f"export: {', '.join(str(path) for path in written)}", highlight=False, soft_wrap=True)
+
+
+def _parsed_destination(value: str) -> tuple[TrackerName, str | None]:
+    from mcu_arms.report.tracking import parse_destination
+
+    return parse_destination(value)
+
+
+def _write_tracking(
+    result: Analysis, destination: tuple[TrackerName, str | None], items: list[str], env: Environment
+) -> None:
+    """Through report/tracking.py, which reads the comparison with one adapter (`compared`)."""
+    from mcu_arms.report.tracking import compared, experiment_name, export_to
+
+    tracker, where = destination
+    outcome = export_to(tracker, where, compared(result), experiment_name(items, env, result.arm_names()), env)
+    env.err_console.print(outcome.text(), highlight=False, soft_wrap=True)
 
 
 def _write_plot(result: Analysis, path: Path, env: Environment, *, log_x: bool) -> None:
