@@ -46,7 +46,9 @@ def test_stop_one_arm_of_a_run_then_the_last_one_through_the_supervisor(tmp_path
         stopped = run_cli(project, state, "stop", "--arm", "second")
         assert stopped.returncode == 0, stopped.stdout + stopped.stderr
         assert "sent SIGTERM to its mcu-arms run" in stopped.stdout
-        assert run.wait(timeout=60) == 130
+        assert run.wait(timeout=60) == 0, "every arm ended as asked: stopped by the user, not interrupted"
+        assert "first stopped as asked, by mcu-arms stop (pid" in run.output
+        assert "second stopped as asked, by mcu-arms stop (pid" in run.output
         assert report(project, "second")["status"] == "interrupted"
         assert alive(family) == []
     finally:

@@ -43,7 +43,7 @@ FILES are arm files or campaign files (campaigns/NAME.toml: a baseline, its vari
 
 With --until-resolved a campaign runs its seeds a --batch at a time (looks) and stops when every variant's difference from the baseline on --primary is resolved by a group-sequential exact sign-flip test (valid however many looks; Lan–DeMets O'Brien–Fleming alpha spending up to --max-seeds), or at --max-seeds; each episode records its look. It needs a paired design (the embedded simulator, or MineStudio with reset_mode = "hard") and runs every episode fresh.
 
-Exit codes: 0 every arm finished (or was skipped), 1 an arm failed, 130 interrupted, 2 a user error (bad arm file, busy port, arm already running).
+Exit codes: 0 every arm ended as asked (finished, skipped, or stopped by `mcu-arms stop`, which the output names), 1 an arm failed, 130 the run itself was interrupted (Ctrl-C, a signal), 2 a user error (bad arm file, busy port, arm already running).
 """
 
 
@@ -290,5 +290,7 @@ def _render_outcome(outcome: RunOutcome, env: Environment) -> None:
     labels = {arm.simulator_label for arm in outcome.arms if arm.simulator_label}
     for label in sorted(labels):
         env.console.print(f"[dim]simulator: {escape(label)}[/]")
-    if outcome.interrupted_by:
+    for arm, who in outcome.stopped_by_users():
+        env.console.print(f"[magenta]{escape(arm)} stopped as asked, by {escape(who)}[/]")
+    if outcome.interrupted_by and outcome.exit_code != 0:
         env.console.print(f"[magenta]interrupted by {outcome.interrupted_by}[/]")

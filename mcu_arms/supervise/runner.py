@@ -114,6 +114,7 @@ class ArmOutcome(BaseModel):
     simulator_label: str | None = None
     alerts: list[str] = []
     agent_reasons: dict[str, int] = {}  # why the agent's turns failed, in its own words (its report's top reasons)
+    stopped_on_request: bool = False  # interrupted because a user asked (`mcu-arms stop`): it ended as asked
 
 
 class RunOutcome(BaseModel):
@@ -122,15 +123,22 @@ class RunOutcome(BaseModel):
 
     @property
     def exit_code(self) -> int:
-        """130 for a signal; else 1 when an arm failed (arms --fail-fast then stopped count as that failure); else
-        130 when an arm was stopped (`mcu-arms stop`); else 0. An attempt that was retried does not count: its
-        retry does."""
-        statuses = {arm.status for arm in self.arms if not arm.retried}
-        if self.interrupted_by:
-            return EXIT_INTERRUPTED
-        if "failed" in statuses:
+        """0 when every arm ended as asked: finished, or stopped by a user's `mcu-arms stop` (even the last one, whose
+        stop ends the run itself); else 1 when an arm failed (arms --fail-fast then stopped count as that failure);
+        else 130: the run was interrupted (Ctrl-C, a signal) before its arms ended. An attempt that was retried does
+        not count: its retry does."""
+        counted = [arm for arm in self.arms if not arm.retried]
+        if any(arm.status == "failed" for arm in counted):
             return EXIT_FAILED
-        return EXIT_INTERRUPTED if "interrupted" in statuses else EXIT_OK
+        unasked = [arm for arm in counted if arm.status == "interrupted" and not arm.stopped_on_request]
+        if unasked or (self.interrupted_by and not any(arm.stopped_on_request for arm in counted)):
+            return EXIT_INTERRUPTED
+        return EXIT_OK
+
+    def stopped_by_users(self) -> list[tuple[str, str]]:
+        """(arm, who) for each arm a user stopped: what `run` says beside its exit code 0."""
+        return [(arm.arm, arm.failure.stopped_by or "mcu-arms stop") for arm in self.arms
+                if arm.stopped_on_request and arm.failure is not None]  # fmt: skip
 
 
 class _Stopped(Exception):
@@ -717,6 +725,7 @@ def outcome_of(report: RunReport, *, episode_dir: str, report_path: str | None, 
         simulator_label=report.simulator_label,
         alerts=list(report.alerts),
         agent_reasons=dict(report.agent.top_failure_reasons) if report.agent else {},
+        stopped_on_request=report.status == "interrupted" and RunDir(Path(episode_dir)).stop_requested_by() is not None,
     )
 
 
