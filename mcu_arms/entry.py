@@ -40,8 +40,16 @@ def _end_interrupted() -> None:
 signal.signal(signal.SIGINT, _interrupt)
 
 
+VERSION_FLAGS = (["--version"], ["-V"])
+
+
 def main() -> None:
     global _inside_main
+    if sys.argv[1:] in VERSION_FLAGS:  # answered before the CLI (typer, rich, every command) is imported
+        from mcu_arms import __version__
+
+        sys.stdout.write(f"mcu-arms {__version__}\n")
+        return
     signal.signal(signal.SIGINT, _interrupt)
     _inside_main = True
     try:
