@@ -250,6 +250,7 @@ def test_the_html_pages_in_chromium_agree(project: Path, analysis: Analysis, tmp
             chart: MCU_COMPARISON.series.map(s => s.replicates),
             kmKey: document.getElementById('km-milestone').value,
             km: document.getElementById('km-chart').data.filter(t => t.name).map(t => ({name: t.name, x: t.x, y: t.y})),
+            colours: document.getElementById('milestone-chart').data.map(t => [t.line.color, t.fillcolor || null]),
         }))()""")
         assert browser.external_requests() == [] and browser.errors() == []
     assert page["verdict"] == analysis.verdict.text
@@ -269,6 +270,13 @@ def test_the_html_pages_in_chromium_agree(project: Path, analysis: Analysis, tmp
     assert len(page["excluded"]) == sum(len(arm.excluded) for arm in analysis.arms)
     assert all(short(arm.experiment.fingerprint or "") in shown for arm, shown in zip(analysis.arms, page["experiments"]))
     assert page["chart"] == [arm.n for arm in analysis.arms]
+    bands = [fill for _, fill in page["colours"] if fill]  # each arm's band in its own line's colour, translucent
+    lines_drawn = [colour for colour, fill in page["colours"] if fill is None][1::2]  # upper edge, median: the median
+    assert len(bands) == len(lines_drawn) == 2 and len(set(lines_drawn)) == 2
+    for band, line in zip(bands, lines_drawn):
+        assert band.startswith("rgba(") and band.split("(")[1].split(",")[:3] == [
+            str(int(line[i:i + 2], 16)) if i == 1 else f" {int(line[i:i + 2], 16)}" for i in (1, 3, 5)
+        ], (band, line)
     row = next(row for row in analysis.milestones if f"{row.task}/{row.identity}" == page["kmKey"])
     curves = [(arm, cell.time_to_event) for arm, cell in zip(analysis.arms, row.cells) if cell.time_to_event]
     assert [trace["name"].split(" ")[0] for trace in page["km"]] == [arm.arm for arm, _ in curves]

@@ -10,16 +10,23 @@
     window.VIEWER_READY = true;
     return;
   }
+  // Each arm keeps one colour: its line and, translucent, its band (plotly would give the band traces colours of
+  // their own, so a band would read as another arm's).
+  const PALETTE = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22',
+                   '#17becf'];
+  const colour = index => PALETTE[index % PALETTE.length];
+  const translucent = (hex, alpha) => `rgba(${[1, 3, 5].map(i => parseInt(hex.slice(i, i + 2), 16)).join(', ')}, ${alpha})`;
   const traces = [];
-  C.series.forEach(s => {
+  C.series.forEach((s, index) => {
+    const line = colour(index);
     if (s.replicates > 1) {  // the interquartile band across seeds, under the median line
-      traces.push({ type: 'scatter', mode: 'lines', x: s.steps, y: s.high, line: { shape: 'hv', width: 0 },
+      traces.push({ type: 'scatter', mode: 'lines', x: s.steps, y: s.high, line: { shape: 'hv', width: 0, color: line },
                     showlegend: false, hoverinfo: 'skip' });
-      traces.push({ type: 'scatter', mode: 'lines', x: s.steps, y: s.low, line: { shape: 'hv', width: 0 },
-                    fill: 'tonexty', opacity: 0.25, showlegend: false, hoverinfo: 'skip' });
+      traces.push({ type: 'scatter', mode: 'lines', x: s.steps, y: s.low, line: { shape: 'hv', width: 0, color: line },
+                    fill: 'tonexty', fillcolor: translucent(line, 0.25), showlegend: false, hoverinfo: 'skip' });
     }
     traces.push({ type: 'scatter', mode: 'lines+markers', name: `${s.label} (n=${s.replicates})`, x: s.steps,
-                  y: s.median, line: { shape: 'hv', width: 2 } });
+                  y: s.median, line: { shape: 'hv', width: 2, color: line }, marker: { color: line } });
   });
   const layout = {
     title: { text: C.title.split('\n').join('<br>'), font: { size: 13 } },
@@ -35,13 +42,14 @@
   function drawSurvival() {  // each arm's Kaplan–Meier curve of reaching the chosen milestone, its band beneath
     if (!keys.length) { km.textContent = 'no arm ran several episodes: no curve to draw'; return Promise.resolve(); }
     const curves = [];
-    C.survival[choice.value].forEach(c => {
-      curves.push({ type: 'scatter', mode: 'lines', x: c.steps, y: c.high, line: { shape: 'hv', width: 0 },
+    C.survival[choice.value].forEach((c, index) => {
+      const line = colour(index);
+      curves.push({ type: 'scatter', mode: 'lines', x: c.steps, y: c.high, line: { shape: 'hv', width: 0, color: line },
                     showlegend: false, hoverinfo: 'skip' });
-      curves.push({ type: 'scatter', mode: 'lines', x: c.steps, y: c.low, line: { shape: 'hv', width: 0 },
-                    fill: 'tonexty', opacity: 0.2, showlegend: false, hoverinfo: 'skip' });
+      curves.push({ type: 'scatter', mode: 'lines', x: c.steps, y: c.low, line: { shape: 'hv', width: 0, color: line },
+                    fill: 'tonexty', fillcolor: translucent(line, 0.2), showlegend: false, hoverinfo: 'skip' });
       curves.push({ type: 'scatter', mode: 'lines', name: `${c.arm} (n=${c.n}, median ${c.median ?? 'not reached'})`,
-                    x: c.steps, y: c.reached, line: { shape: 'hv', width: 2 } });
+                    x: c.steps, y: c.reached, line: { shape: 'hv', width: 2, color: line } });
     });
     return Plotly.react(km, curves, {
       margin: { l: 60, r: 10, t: 20, b: 50 }, xaxis: { title: { text: 'step' } },
