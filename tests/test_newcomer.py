@@ -140,3 +140,18 @@ def test_test_servers_are_stopped_when_ctrl_c_interrupts_their_start(tmp_path: P
         with server:
             pass
     assert server.process.poll() is not None, "the Minecraft test server was stopped"
+
+
+def test_inputs_without_effect_have_one_name_apart_from_noops_and_other_fallbacks():
+    """The live view and compare call them the same ("inputs without effect"), never noops, never mixed with the
+    simulator's other fallbacks (deaths, respawns)."""
+    from mcu_arms.report.compare import _no_effect
+    from mcu_arms.supervise.live import progress_line
+    from mcu_arms.supervise.progress import ArmProgress
+
+    fallbacks = {"deaths": 1, "no_effect.camera": 40, "no_effect.drop": 2}
+    assert _no_effect(fallbacks, True) == {"camera": 40, "drop": 2}
+    assert _no_effect(fallbacks, False) == {"deaths": 1}
+    progress = ArmProgress("demo", 100)
+    progress.no_effect_steps = 42
+    assert "noops 0; inputs without effect 42," in progress_line(progress)

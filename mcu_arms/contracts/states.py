@@ -47,6 +47,11 @@ InitFailure = Literal["timeout", "transport_error", "response_too_large", "unpar
 EndedBy = Literal["max_steps", "simulator_done", "canceled", "error"]
 
 # One codex model turn.
+# Inputs a simulator could not carry out (a key with no analogue there): counted by key as "no_effect.<key>", shown
+# under one name everywhere (live view, compare), apart from both the noops and the simulator's other fallbacks.
+NO_EFFECT_PREFIX = "no_effect."
+NO_EFFECT_LABEL = "inputs without effect"
+
 TurnOutcome = Literal["ok", "failed", "timeout", "overflow"]
 
 # What a status line of an arm's latest episode says (the report's status, or why there is none to read).

@@ -13,7 +13,7 @@ from typing import Any
 
 from mcu_arms.contracts.agent_report import in_its_words
 from mcu_arms.contracts.catalog import CODEX_AGENTS, PLANNED_AGENTS
-from mcu_arms.contracts.states import INFRASTRUCTURE_CAUSES
+from mcu_arms.contracts.states import INFRASTRUCTURE_CAUSES, NO_EFFECT_LABEL, NO_EFFECT_PREFIX
 from mcu_arms.report.analysis import (
     Analysis,
     ArmAnalysis,
@@ -128,6 +128,13 @@ def result_rows(result: Analysis) -> list[tuple[str, list[str]]]:
     return rows
 
 
+def _no_effect(fallbacks: dict[str, int], wanted: bool) -> dict[str, int]:
+    """The inputs without effect (by key, the prefix dropped) when `wanted`, else the simulator's other fallbacks."""
+    if wanted:
+        return {key.removeprefix(NO_EFFECT_PREFIX): n for key, n in fallbacks.items() if key.startswith(NO_EFFECT_PREFIX)}
+    return {key: n for key, n in fallbacks.items() if not key.startswith(NO_EFFECT_PREFIX)}
+
+
 def episode_rows(result: Analysis) -> list[tuple[str, list[str]]]:
     """What belongs to one episode (the latest used, else the latest run), one row per counter."""
     arms = result.arms
@@ -141,7 +148,8 @@ def episode_rows(result: Analysis) -> list[tuple[str, list[str]]]:
         ("infrastructure", [_share(arm) for arm in arms]),
         ("infrastructure by cause", facts(lambda arm: _counts(arm.latest.infrastructure))),
         ("dropped keys", facts(lambda arm: _counts(arm.latest.dropped_keys))),
-        ("sim fallbacks", facts(lambda arm: _counts(arm.latest.sim_fallbacks))),
+        (NO_EFFECT_LABEL, facts(lambda arm: _counts(_no_effect(arm.latest.sim_fallbacks, True)))),
+        ("sim fallbacks", facts(lambda arm: _counts(_no_effect(arm.latest.sim_fallbacks, False)))),
         ("failed turns", [_failed_turns(arm) for arm in arms]),
         ("compactions", [_purple_counter(arm, "compactions") for arm in arms]),
         ("overflow resets", [_purple_counter(arm, "overflow_resets") for arm in arms]),

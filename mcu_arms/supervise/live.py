@@ -16,6 +16,7 @@ from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
 
+from mcu_arms.contracts.states import NO_EFFECT_LABEL, NO_EFFECT_PREFIX
 from mcu_arms.contracts.text import MAX_LOG_LINE_CHARS, MAX_REASON_CHARS, shown_text
 from mcu_arms.contracts.timestamps import log_stamp
 from mcu_arms.environment import fits
@@ -73,12 +74,16 @@ def _noops(progress: ArmProgress) -> str:
         share = f" ({infrastructure / progress.steps_total:.0%})" if progress.steps_total else ""
         causes = ", ".join(f"{cause} {count}" for cause, count in progress.infrastructure.most_common())
         parts.append(f"infra {infrastructure}{share}: {causes}")
-    invalid = sum(count for cause, count in progress.behaviour.items() if not cause.startswith("no_effect."))
+    invalid = sum(count for cause, count in progress.behaviour.items() if not cause.startswith(NO_EFFECT_PREFIX))
     if invalid:
         parts.append(f"invalid {invalid}")
-    if progress.no_effect_steps:
-        parts.append(f"no effect {progress.no_effect_steps}")
     return "; ".join(parts) or "0"
+
+
+def _trouble(progress: ArmProgress) -> str:
+    """The noops, then the inputs without effect (not noops: the step ran, one key of it could not be carried out)."""
+    no_effect = f"; {NO_EFFECT_LABEL} {progress.no_effect_steps}" if progress.no_effect_steps else ""
+    return _noops(progress) + no_effect
 
 
 def progress_line(progress: ArmProgress) -> str:
@@ -90,7 +95,7 @@ def progress_line(progress: ArmProgress) -> str:
         f"step {progress.step}/{progress.max_steps}",
         f"{rate:.0f} steps/min" if rate else "- steps/min",
         f"milestones {_milestones(progress)}",
-        f"noops {_noops(progress)}",
+        f"noops {_trouble(progress)}",
         f"agent {progress.last_agent_ms:.0f} ms" if progress.last_agent_ms is not None else "agent - ms",
         f"elapsed {_duration(progress.elapsed_s())}",
     ]
@@ -147,7 +152,7 @@ def _wide_table(arms: Sequence[ArmProgress]) -> Table:
             f"{progress.step}/{progress.max_steps}",
             _rate(progress),
             escape(_milestones(progress)),
-            escape(_noops(progress)),
+            escape(_trouble(progress)),
             _agent_ms(progress),
             _duration(progress.elapsed_s()),
             _eta(progress),
@@ -166,7 +171,7 @@ def _stacked_table(arms: Sequence[ArmProgress]) -> Table:
         details = [
             escape(progress.task or "-"),
             f"milestones {escape(_milestones(progress))}",
-            f"noops {escape(_noops(progress))}",
+            f"noops {escape(_trouble(progress))}",
         ]
         if progress.alerts:
             details.append(_latest_alert(progress))
