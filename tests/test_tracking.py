@@ -26,7 +26,7 @@ from cli_support import invoke
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.run_report import RunReport, read_report
 from mcu_arms.environment import Environment
-from mcu_arms.report.compare import compare_arms
+from mcu_arms.report.analysis import analyse
 from mcu_arms.report.tracking import RUN_ID_TAG, TrackingExport, compared, parse_destination, tracking_export
 from server_procs import free_port
 from tracking_support import FIXTURE, QUIET_MLFLOW, STRACE, MlflowServer, mlflow_server, offline_run, traced
@@ -55,7 +55,7 @@ def reports(project: Path) -> dict[str, RunReport]:
 
 
 def export_of(project: Path) -> TrackingExport:
-    result = compare_arms([CAMPAIGN], Environment(cwd=project, env={}))
+    result = analyse([CAMPAIGN], Environment(cwd=project, env={}))
     return tracking_export(compared(result), EXPERIMENT)
 
 
@@ -113,7 +113,7 @@ def test_the_verdicts_are_the_parent_run(project: Path) -> None:
     assert parent.kind == "comparison" and parent.run_id == f"comparison:{EXPERIMENT}"
     assert parent.tags["mcu_arms.verdict"] == "comparable: differs only in agent"
     assert parent.tags["mcu_arms.baseline"] == "scripted_arm" and parent.tags["mcu_arms.differing"] == "agent"
-    assert "not distinguishable from seed noise at n = 2 + 2" in parent.tags["mcu_arms.differences"]
+    assert "not distinguishable from seed noise (paired, n = 2)" in parent.tags["mcu_arms.differences"]
     metrics = {point.key: point.value for point in parent.metrics}
     assert metrics["comparable"] == 1.0 and metrics["difference/random_arm/score"] == -50.0
     assert [a.name for a in parent.artifacts] == ["comparison.json", "comparison.md", "milestones.png"]
@@ -292,6 +292,8 @@ def test_mlflow_compares_two_arms_side_by_side_in_its_own_ui(project: Path, serv
 
     campaign = project / CAMPAIGN  # an experiment of its own on the module's server
     campaign.write_text(campaign.read_text().replace(f'name = "{EXPERIMENT}"', 'name = "scripted_vs_random"'))
+    for path in (project / "output").glob("*/episode_*/result.json"):  # its episodes carry the campaign's name
+        path.write_text(path.read_text().replace(f'"name": "{EXPERIMENT}"', '"name": "scripted_vs_random"'))
     outcome = invoke(project, {}, "compare", CAMPAIGN, "--to", f"mlflow={server.url}")
     assert outcome.exit_code == 0, outcome.out + outcome.err
     client = mlflow.tracking.MlflowClient(tracking_uri=server.url)

@@ -495,7 +495,9 @@ def _arm_runs(target: ArmTarget, episode: int | None, flags: list[Flag]) -> _Arm
     experiments: dict[str, list[RunReport]] = {}
     for number in sorted(runs, reverse=True):
         experiments.setdefault(runs[number][1].fingerprint, []).insert(0, runs[number][1])
-    file_settings = _settings_from_file(target, {})[0] if target.source is not None or target.spec is not None else None
+    # as reports keep them: secrets masked (a masked report value never 'differs' from the file's, nor shows it)
+    from_file = _settings_from_file(target, {})[0] if target.source is not None or target.spec is not None else None
+    file_settings = from_file.redacted() if from_file is not None else None
     return _ArmRuns(target=target, runs=runs, other_campaign=other, file_settings=file_settings, experiments=experiments)
 
 
