@@ -135,7 +135,7 @@ def test_reward_task_is_scored_and_its_files_written(green: str, tmp_path: Path)
     assert result == json.loads((tmp_path / "evaluation.json").read_text())
     assert result["simulator"] == {"name": "embedded", "version": "1.8.3",
                                    "label": "embedded (Crafter 1.8.3): a Crafter analogue of MCU, not MCU scores",
-                                   "reset_mode": "hard"}
+                                   "reset_mode": "hard", "action_mode": None}  # action_mode: minestudio's only
     assert (result["seed"], result["max_steps"], result["config"]["step_timeout"]) == (0, 4, 5.0)
     category = result["results"][0]
     assert (category["num_tasks"], category["scored_tasks"], category["total_score"]) == (1, 1, 10.0)
