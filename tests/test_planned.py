@@ -342,6 +342,9 @@ def test_a_creeper_is_fled_beyond_its_blast_never_fought_and_gear_and_food_are_o
     assert executor.threatened(near.model_copy(update={"entities": [creeper]})), "5 steps away: inside its blast"
     offered = [c.id for c in executor.threat(near)]
     assert offered[:2] == ["flee", "go_home"] and "fight_creeper" not in offered and "fight_zombie" in offered
+    by_the_creeper = near.model_copy(update={"home": Offset(east=1, south=4)})  # home inside the creeper's blast
+    assert [c.id for c in executor.threat(by_the_creeper)][:1] == ["flee"]
+    assert "go_home" not in [c.id for c in executor.threat(by_the_creeper)], "home beside a creeper is no refuge"
     far = creeper.model_copy(update={"offset": Offset(east=0, south=BLAST_RADIUS + 1), "distance": BLAST_RADIUS + 1})
     assert not executor.threatened(near.model_copy(update={"entities": [far]}))
     flee = next(c for c in executor.threat(near) if c.id == "flee")

@@ -359,6 +359,19 @@ class Executor:
         return next((r for r in self.capabilities.recipes if r.item == item and r.method != "place"), None)
 
     @staticmethod
+    def home_beyond_blast(state: GameState) -> bool:
+        """Home is a refuge from a creature that explodes only when it lies beyond the blast from it: going home next
+        to a creeper (it spawned there, or followed) keeps the agent inside its blast."""
+        if state.home is None:
+            return False
+        for entity in state.entities or []:
+            if entity.kind in EXPLODING:
+                east, south = _offset(entity.offset)
+                if abs(state.home.east - east) + abs(state.home.south - south) <= BLAST_RADIUS:
+                    return False
+        return True
+
+    @staticmethod
     def away_from_home(state: GameState) -> bool:
         return state.home is not None and abs(state.home.east) + abs(state.home.south) > HOME_REACHED
 
@@ -484,7 +497,8 @@ class Executor:
                 kinds.append(entity.kind)
         fights = [self._candidate("fight", kind) for kind in kinds if kind not in EXPLODING]
         flee = [self._candidate("flee", None)]
-        home = [self._candidate("go_home", None)] if self.away_from_home(state) else []
+        refuge = self.away_from_home(state) and self.home_beyond_blast(state)
+        home = [self._candidate("go_home", None)] if refuge else []
         if self.healthy(state) and not EXPLODING & set(kinds):
             return fights + flee + home
         return flee + home + fights
