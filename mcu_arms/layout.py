@@ -45,7 +45,10 @@ EVALUATION_FILE = "evaluation.json"
 STOP_REQUEST = "stop.request"
 SLURM_JOB_FILE = "slurm.json"
 JOB_TOKEN_FILE = "job-token.sha256"
-UNNAMED_STOPPER = "mcu-arms stop"  # who a stop request names when it names nobody
+# A user's stop request names this command (and its pid); one the run leaves for its own episodes (Ctrl-C on a
+# Slurm watch) names the run. A request that names nobody is counted as the user's.
+STOP_COMMAND = "mcu-arms stop"
+UNNAMED_STOPPER = STOP_COMMAND
 # Under the output root: the job scripts and logs of the Slurm jobs episodes ran as (not an arm: no arm name starts
 # with a dot).
 SLURM_JOBS_DIR = ".slurm-jobs"
@@ -198,6 +201,11 @@ class RunDir:
     def request_stop(self, who: str) -> None:
         """Ask whatever runs this episode to stop, saying who asked (its supervisor polls for the file)."""
         write_json_atomic(self.stop_request, {"requested_by": who})
+
+    def stopped_by_user(self) -> bool:
+        """Whether a user's `mcu-arms stop` asked this episode to stop (not the run's own Ctrl-C or signal)."""
+        who = self.stop_requested_by()
+        return who is not None and who.startswith(STOP_COMMAND)
 
     def stop_requested_by(self) -> str | None:
         """Who asked this episode to stop (None: nobody); a request that cannot be read still counts."""

@@ -60,6 +60,7 @@ from mcu_arms.contracts.timestamps import iso_seconds, log_stamp
 from mcu_arms.environment import Environment
 from mcu_arms.layout import (
     SPACE_RESERVE_BYTES,
+    STOP_COMMAND,
     RunDir,
     lost_reports_dir,
     repoint_links,
@@ -137,7 +138,7 @@ class RunOutcome(BaseModel):
 
     def stopped_by_users(self) -> list[tuple[str, str]]:
         """(arm, who) for each arm a user stopped: what `run` says beside its exit code 0."""
-        return [(arm.arm, arm.failure.stopped_by or "mcu-arms stop") for arm in self.arms
+        return [(arm.arm, arm.failure.stopped_by or STOP_COMMAND) for arm in self.arms
                 if arm.stopped_on_request and arm.failure is not None]  # fmt: skip
 
 
@@ -725,7 +726,7 @@ def outcome_of(report: RunReport, *, episode_dir: str, report_path: str | None, 
         simulator_label=report.simulator_label,
         alerts=list(report.alerts),
         agent_reasons=dict(report.agent.top_failure_reasons) if report.agent else {},
-        stopped_on_request=report.status == "interrupted" and RunDir(Path(episode_dir)).stop_requested_by() is not None,
+        stopped_on_request=report.status == "interrupted" and RunDir(Path(episode_dir)).stopped_by_user(),
     )
 
 

@@ -30,7 +30,7 @@ from mcu_arms.contracts.started import EpisodeRecord, StartedProcess
 from mcu_arms.contracts.states import OPEN_STATUSES, STOP_ORDER, SUPERVISOR_ROLE
 from mcu_arms.contracts.timestamps import iso_seconds
 from mcu_arms.environment import Environment
-from mcu_arms.layout import RunDir, RunOnDisk, arm_runs, episode_name, known_arms, selected_arms
+from mcu_arms.layout import STOP_COMMAND, RunDir, RunOnDisk, arm_runs, episode_name, known_arms, selected_arms
 from mcu_arms.private_record import episode_key, episode_record, forget_started, recorded_episodes
 from mcu_arms.procs import DEFAULT_STOP_GRACE_S, recorded_alive, stop_started, terminate_started
 from mcu_arms.supervise.jobs import OpenJob, cancel_episode, finalised, open_jobs, report_of_ended_job
@@ -62,7 +62,7 @@ def _ask_supervisor(env: Environment, record: EpisodeRecord, supervisor: Started
         if other.arm not in names and (theirs := other.processes.get(SUPERVISOR_ROLE)) is not None
         and (theirs.pid, theirs.create_time) == (supervisor.pid, supervisor.create_time)
     })  # fmt: skip
-    RunDir(Path(record.episode_dir)).request_stop(f"mcu-arms stop (pid {os.getpid()})")  # the report names who stopped it
+    RunDir(Path(record.episode_dir)).request_stop(f"{STOP_COMMAND} (pid {os.getpid()})")  # the report names who stopped it
     if not others and terminate_started(supervisor):
         return f"sent SIGTERM to its mcu-arms run (pid {supervisor.pid})"
     also = f", also running {', '.join(others)}" if others else ""
@@ -112,7 +112,7 @@ def _submitted_here(env: Environment, open_job: OpenJob) -> bool:
 def _cancel_jobs(env: Environment, arm: str, jobs: list[OpenJob], grace_s: float) -> StopResult:
     """Cancel the arm's open Slurm jobs and wait (bounded) for their episodes to finalise their reports; one whose job
     is gone without a final report (cancelled while queued) is finalised here."""
-    who = f"mcu-arms stop (pid {os.getpid()})"
+    who = f"{STOP_COMMAND} (pid {os.getpid()})"
     notes = [
         f"{episode_name(job.run.number)}: {job.run.run_dir.slurm_job} names Slurm job {job.job.job_id}, which this "
         "host's private record does not name for it: not cancelled"
@@ -249,7 +249,7 @@ def _mark_stale(env: Environment, runs: list[RunOnDisk], notes: list[str]) -> bo
         notes.append(f"{run.run_dir.name}: {why}")
         report.status = "interrupted"
         report.failure = Failure(process=None, reason=f"stopped by mcu-arms stop (pid {os.getpid()}): {why}",
-                                 stopped_by=f"mcu-arms stop (pid {os.getpid()})")  # fmt: skip
+                                 stopped_by=f"{STOP_COMMAND} (pid {os.getpid()})")  # fmt: skip
         report.finished_at = iso_seconds(env.clock())
         run.run_dir.write_report(report)
         marked = True
