@@ -211,17 +211,19 @@ def register(app: typer.Typer) -> None:
         loaded = _campaigns(campaign, env)
         campaigns = [campaign_state(env, each) for each in loaded]
         states = arm_states(env, arm) if arm or not campaign else []
+        ran = set(known_arms(env.output_dir))
+        of_campaigns = [state for each in loaded for state in arm_states(
+            env, [name for name in each.arm_names() if name in ran], campaign=each.name)]  # fmt: skip
         if json_output:
-            ran = set(known_arms(env.output_dir))
-            of_campaigns = [state for each in loaded for state in arm_states(
-                env, [name for name in each.arm_names() if name in ran], campaign=each.name)]  # fmt: skip
             print_json(env, {"arms": [state.model_dump(mode="json") for state in states + of_campaigns],
                              "campaigns": [state.model_dump(mode="json") for state in campaigns]})  # fmt: skip
             return
         for state in campaigns:
             _render_campaign(state, env)
-        if states:
-            _render(states, env)
+        # A campaign's Slurm episodes also as episodes: their job's name, state, pending reason and log files.
+        shown = states + [state for state in of_campaigns if state.slurm_job is not None]
+        if shown:
+            _render(shown, env)
         elif not campaigns:
             env.console.print(f"no arm has run yet in {env.output_dir}")
 
