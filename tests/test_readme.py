@@ -243,7 +243,7 @@ def check_tracker_extras(line: str, clone: Path, env: dict[str, str]) -> None:
 
 def _compared_episodes(clone: Path, env: dict[str, str]) -> int:
     done = shell("mcu-arms compare campaigns/agents.toml --json", clone, env, timeout=600)
-    return sum(arm["replicates"]["n"] for arm in json.loads(done.stdout)["arms"])
+    return sum(len(arm["used"]) for arm in json.loads(done.stdout)["arms"])  # the episodes the analysis used
 
 
 def check_to_mlflow(line: str, clone: Path, env: dict[str, str]) -> None:
