@@ -247,14 +247,15 @@ def _compared_episodes(clone: Path, env: dict[str, str]) -> int:
 
 
 def check_to_mlflow(line: str, clone: Path, env: dict[str, str]) -> None:
-    """Each compared episode and the comparison as runs of experiment `agents` in ./mlflow.db; a rerun adds none."""
+    """Each compared episode and the comparison as runs of experiment `my_campaign` (the template's campaign name)
+    in ./mlflow.db; a rerun adds none."""
     quiet = {**env, "MLFLOW_DISABLE_TELEMETRY": "true"}
     runs = _compared_episodes(clone, env) + 1
     done = shell(line, clone, quiet, timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert f"mlflow: {runs} run(s) created, 0 updated, 0 unchanged in experiment 'agents'" in done.stderr, done.stderr
+    assert f"mlflow: {runs} run(s) created, 0 updated, 0 unchanged in experiment 'my_campaign'" in done.stderr, done.stderr
     count = ("import mlflow; c = mlflow.tracking.MlflowClient('sqlite:///mlflow.db'); "
-             "print(len(c.search_runs([c.get_experiment_by_name('agents').experiment_id])))")  # fmt: skip
+             "print(len(c.search_runs([c.get_experiment_by_name('my_campaign').experiment_id])))")  # fmt: skip
     stored = shell(f'python -c "{count}"', clone, quiet, timeout=600)
     assert stored.returncode == 0 and stored.stdout.strip() == str(runs), stored.stdout + stored.stderr
     again = shell(line, clone, quiet, timeout=900)
