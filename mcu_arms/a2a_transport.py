@@ -188,8 +188,12 @@ class _Guard:
         card = scope["method"] in ("GET", "HEAD") and scope["path"] == AGENT_CARD_PATH
         if self.token is not None and not card and not self._authorised(headers.get("authorization", "")):
             self._log_refusal(scope)
-            await _reply(send, 401, "this agent answers only to its arm: a bearer token is required",
-                         [(b"www-authenticate", b'Bearer realm="mcu-arms"')])  # fmt: skip
+            await _reply(
+                send,
+                401,
+                "this agent answers only to its arm: a bearer token is required",
+                [(b"www-authenticate", b'Bearer realm="mcu-arms"')],
+            )
             return
         declared = headers.get("content-length", "")
         if declared.isdigit() and int(declared) > self.max_request_bytes:
@@ -229,11 +233,13 @@ class _Guard:
 
 async def _reply(send: Any, status: int, error: str, headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
     body = json.dumps({"error": error}).encode()
-    await send({
-        "type": "http.response.start",
-        "status": status,
-        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *headers],
-    })  # fmt: skip
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *headers],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
@@ -248,8 +254,10 @@ def card_route(card: AgentCard) -> Route:
     strict 1.0 card (the protocol's own fields, nothing else: a 1.0 schema accepts it); any other caller gets the same
     card with the 0.3 fields beside them (`url`, `protocolVersion`, ...), without which 0.3 clients refuse it. Both
     with an ETag (a matching If-None-Match is a 304) and Cache-Control."""
-    bodies = {strict: json.dumps(shown, sort_keys=True).encode()
-              for strict, shown in ((True, json_format.MessageToDict(card)), (False, agent_card_to_dict(card)))}  # fmt: skip
+    bodies = {
+        strict: json.dumps(shown, sort_keys=True).encode()
+        for strict, shown in ((True, json_format.MessageToDict(card)), (False, agent_card_to_dict(card)))
+    }
     etags = {strict: f'"{hashlib.sha256(body).hexdigest()[:32]}"' for strict, body in bodies.items()}
 
     async def serve_card(request: Request) -> Response:

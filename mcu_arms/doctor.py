@@ -132,9 +132,7 @@ def codex_checks(env: Mapping[str, str], specs: list[ArmSpec]) -> list[Check]:
     if codex and version:
         checks.append(Check(name="codex CLI", status="ok", detail=f"{codex}: {version}", needed_by=names))
     elif codex:
-        checks.append(
-            Check(name="codex CLI", status="fail", detail=f"{codex} --version failed", needed_by=names)
-        )
+        checks.append(Check(name="codex CLI", status="fail", detail=f"{codex} --version failed", needed_by=names))
     else:
         checks.append(
             Check(
@@ -147,17 +145,26 @@ def codex_checks(env: Mapping[str, str], specs: list[ArmSpec]) -> list[Check]:
     for root in roots:
         reason = temporary_dir_reason(root, env) or network_filesystem_reason(root)
         checks.append(
-            Check(name=f"codex root {root}", status="fail" if reason else "ok", detail=reason or "local disk", needed_by=names)
+            Check(
+                name=f"codex root {root}",
+                status="fail" if reason else "ok",
+                detail=reason or "local disk",
+                needed_by=names,
+            )
         )
     for auth in sorted({Path(s.codex.auth) if s.codex.auth else default_auth(env) for s in specs}):
         if auth.exists():
             target = os.path.realpath(auth)
             mode = oct(os.stat(target).st_mode & 0o777)
             status: Status = "ok" if mode == "0o600" else "warn"
-            checks.append(Check(name="codex credential", status=status, detail=f"{auth} -> {target} ({mode})", needed_by=names))
+            checks.append(
+                Check(name="codex credential", status=status, detail=f"{auth} -> {target} ({mode})", needed_by=names)
+            )
         else:
             checks.append(
-                Check(name="codex credential", status="fail", detail=f"{auth} missing: run `codex login`", needed_by=names)
+                Check(
+                    name="codex credential", status="fail", detail=f"{auth} missing: run `codex login`", needed_by=names
+                )
             )
     return checks
 
@@ -180,7 +187,7 @@ def model_endpoints(spec: ArmSpec) -> list[tuple[str, str]]:
     return found
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _answers(url: str) -> str | None:
     """None when something answers HTTP at `url` (any status: a 401 still says the server is there), else why not.
     Asked once per command: `plan` reads both the failed checks and the warnings of one doctor run."""
@@ -213,9 +220,14 @@ def model_endpoint_checks(specs: list[ArmSpec]) -> list[Check]:
     for (what, url), names in needed.items():
         problem = _answers(url)
         shown = scrub(url)
-        detail = f"{shown} answers" if problem is None else f"{shown} does not answer ({scrub(problem)}): start it or fix the URL"
-        checks.append(Check(name=f"{what} endpoint", status="ok" if problem is None else "warn", detail=detail,
-                            needed_by=names))  # fmt: skip
+        detail = (
+            f"{shown} answers"
+            if problem is None
+            else f"{shown} does not answer ({scrub(problem)}): start it or fix the URL"
+        )
+        checks.append(
+            Check(name=f"{what} endpoint", status="ok" if problem is None else "warn", detail=detail, needed_by=names)
+        )
     return checks
 
 
@@ -333,33 +345,47 @@ def slurm_checks(
     mcu-arms on a filesystem the nodes share, codex homes on node-local disk. `partitions`: arm -> its partition
     (None: the site's default); `codex_roots`: codex arm -> its codex root. What the episode itself needs (JDK 8,
     Xvfb, codex, CUDA) is checked on the node when it starts."""
-    from mcu_arms.cluster.slurm import accounting_answers, missing_commands, partition_nodes, partition_names
+    from mcu_arms.cluster.slurm import accounting_answers, missing_commands, partition_names, partition_nodes
 
     names = list(partitions)
     missing = missing_commands(env)
     checks = [
-        Check(name="Slurm commands", status="fail", needed_by=names,
-              detail=f"{', '.join(missing)} not on PATH: run from a login node of the cluster (or install its client)")
+        Check(
+            name="Slurm commands",
+            status="fail",
+            needed_by=names,
+            detail=f"{', '.join(missing)} not on PATH: run from a login node of the cluster (or install its client)",
+        )
         if missing
         else Check(name="Slurm commands", status="ok", detail="sbatch, squeue and scancel on PATH", needed_by=names),
-    ]  # fmt: skip
+    ]
     if not missing:
         checks.append(
             Check(name="sacct", status="ok", detail="answers (ended jobs are read from accounting)", needed_by=names)
             if accounting_answers(env)
-            else Check(name="sacct", status="warn", needed_by=names,
-                       detail="does not answer (no accounting here): an ended job whose episode wrote no final "
-                       "report is read from squeue, which forgets it after MinJobAge")
-        )  # fmt: skip
+            else Check(
+                name="sacct",
+                status="warn",
+                needed_by=names,
+                detail="does not answer (no accounting here): an ended job whose episode wrote no final "
+                "report is read from squeue, which forgets it after MinJobAge",
+            )
+        )
     for partition in sorted(set(partitions.values()), key=str):
         users = [arm for arm, chosen in partitions.items() if chosen == partition]
         nodes = partition_nodes(partition, env) if not missing else None
         suffix = f" ({partition})" if partition else ""
         if partition and nodes == []:
             known = ", ".join(partition_names(env)) or "none"
-            checks.append(Check(name=f"partition {partition}", status="fail", needed_by=users,
-                                detail=f"sinfo knows no partition '{partition}' (or it has no nodes): the partitions "
-                                f"here are {known}"))  # fmt: skip
+            checks.append(
+                Check(
+                    name=f"partition {partition}",
+                    status="fail",
+                    needed_by=users,
+                    detail=f"sinfo knows no partition '{partition}' (or it has no nodes): the partitions "
+                    f"here are {known}",
+                )
+            )
             continue
         checks.append(_seen_by_the_nodes(f"run directory{suffix}", output_dir, nodes, users))
         checks.append(_seen_by_the_nodes(f"mcu-arms{suffix}", Path(sys.executable).parent, nodes, users))
@@ -367,9 +393,13 @@ def slurm_checks(
         users = [arm for arm, chosen in codex_roots.items() if chosen == root]
         reason = network_filesystem_reason(root)
         checks.append(
-            Check(name=f"codex homes {root}", status="fail" if reason else "ok", needed_by=users,
-                  detail=reason or "local disk here; built on each node's own disk when the episode starts")
-        )  # fmt: skip
+            Check(
+                name=f"codex homes {root}",
+                status="fail" if reason else "ok",
+                needed_by=users,
+                detail=reason or "local disk here; built on each node's own disk when the episode starts",
+            )
+        )
     return checks
 
 
@@ -409,9 +439,14 @@ def plan_preflight(plan: ArmPlan, env: Mapping[str, str]) -> list[str]:
     from mcu_arms.arms.plan import mineflayer_server
 
     spec = ArmSpec.model_construct(
-        name=plan.arm, agent=settings.agent, simulator=settings.simulator, cuda_device=settings.cuda_device,
-        env=settings.env, codex=codex, mineflayer=mineflayer_server(settings),
-    )  # fmt: skip
+        name=plan.arm,
+        agent=settings.agent,
+        simulator=settings.simulator,
+        cuda_device=settings.cuda_device,
+        env=settings.env,
+        codex=codex,
+        mineflayer=mineflayer_server(settings),
+    )
     return preflight([spec], env)[plan.arm]
 
 

@@ -11,7 +11,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO
 
@@ -24,7 +24,7 @@ ARMS_DIR_ENV = "MCU_ARMS_ARMS_DIR"
 
 
 def _utc_now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def _is_terminal(stream: IO[str]) -> bool:

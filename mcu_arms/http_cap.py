@@ -39,8 +39,11 @@ def max_response_bytes() -> int:
     if not given:
         return MAX_MESSAGE_BYTES
     if not given.isdigit() or int(given) == 0:
-        raise UserError(f"{MAX_RESPONSE_BYTES_ENV}={given!r} is not a cap on answers", key=MAX_RESPONSE_BYTES_ENV,
-                        allowed=f"a positive number of bytes (default {MAX_MESSAGE_BYTES})")  # fmt: skip
+        raise UserError(
+            f"{MAX_RESPONSE_BYTES_ENV}={given!r} is not a cap on answers",
+            key=MAX_RESPONSE_BYTES_ENV,
+            allowed=f"a positive number of bytes (default {MAX_MESSAGE_BYTES})",
+        )
     return int(given)
 
 

@@ -100,7 +100,9 @@ def prepared_state_dir(path: Path) -> Path:
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise UserError(f"cannot create the state directory: {error.strerror or error}", path=path, key=STATE_DIR_ENV) from None
+        raise UserError(
+            f"cannot create the state directory: {error.strerror or error}", path=path, key=STATE_DIR_ENV
+        ) from None
     if not path.is_dir():
         raise UserError("the state directory is not a directory", path=path, key=STATE_DIR_ENV)
     return path

@@ -68,8 +68,11 @@ def _records_dir(env: Mapping[str, str], *, create: bool) -> int | None:
     info = os.fstat(fd)
     if info.st_uid != os.geteuid() or info.st_mode & 0o022:
         os.close(fd)
-        raise _refused(root / RECORDS_DIR, "belongs to another user or others can write it: its records cannot be "
-                       "trusted; remove it (nothing it names is signalled meanwhile)")  # fmt: skip
+        raise _refused(
+            root / RECORDS_DIR,
+            "belongs to another user or others can write it: its records cannot be "
+            "trusted; remove it (nothing it names is signalled meanwhile)",
+        )
     if stat.S_IMODE(info.st_mode) != PRIVATE_DIR_MODE:
         os.fchmod(fd, PRIVATE_DIR_MODE)
     return fd
@@ -136,8 +139,9 @@ def _update(
                 pass
 
 
-def record_started(env: Mapping[str, str], episode_dir: Path | str, arm: str, episode: int,
-                   process: StartedProcess) -> None:  # fmt: skip
+def record_started(
+    env: Mapping[str, str], episode_dir: Path | str, arm: str, episode: int, process: StartedProcess
+) -> None:
     """Keep what was just started for the episode (its role replaces an earlier one of the same role)."""
 
     def add(record: EpisodeRecord) -> None:

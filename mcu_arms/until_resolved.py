@@ -90,9 +90,11 @@ def refuse_unpaired(plans: list[ArmPlan], baseline: str, variants: list[str]) ->
         other = by_arm[variant]
         design = pairing(other.simulator, other.reset_mode, [0], base.simulator, base.reset_mode, [0])
         if design.design != "paired":
-            raise UserError(f"--until-resolved needs a paired design, and '{variant}' vs '{baseline}' is not: "
-                            f"{design.reason}", key="--until-resolved",
-                            allowed="arms on the embedded simulator, or MineStudio with reset_mode = \"hard\"")  # fmt: skip
+            raise UserError(
+                f"--until-resolved needs a paired design, and '{variant}' vs '{baseline}' is not: {design.reason}",
+                key="--until-resolved",
+                allowed='arms on the embedded simulator, or MineStudio with reset_mode = "hard"',
+            )
 
 
 def _values(outcome: RunOutcome, primary: PrimaryMetric) -> dict[str, dict[int, float]]:
@@ -122,8 +124,11 @@ def run_until_resolved(
     baseline = campaign.baseline.spec.name
     variants = [arm.spec.name for arm in campaign.variants]
     if not variants:
-        raise UserError("--until-resolved compares variants with the baseline, and this campaign has none",
-                        path=campaign.path, key="variants")  # fmt: skip
+        raise UserError(
+            "--until-resolved compares variants with the baseline, and this campaign has none",
+            path=campaign.path,
+            key="variants",
+        )
     seeds = sequential_seeds(campaign.seeds, max_seeds)
     values: dict[str, dict[int, float]] = {}
     look_of_seed: dict[int, int] = {}
@@ -131,8 +136,9 @@ def run_until_resolved(
     stopped: StopReason = "max_seeds"
     for look, start in enumerate(range(0, len(seeds), batch), start=1):
         batch_seeds = seeds[start : start + batch]
-        design = SequentialLook(look=look, primary=primary, max_seeds=max_seeds, batch=batch, alpha=alpha,
-                                comparisons=len(variants))  # fmt: skip
+        design = SequentialLook(
+            look=look, primary=primary, max_seeds=max_seeds, batch=batch, alpha=alpha, comparisons=len(variants)
+        )
         plans = plan_look(batch_seeds, design)
         if look == 1:
             refuse_unpaired(plans, baseline, variants)
@@ -155,8 +161,16 @@ def run_until_resolved(
         if not any(test.looks for test in tests.values()):
             stopped = "no_pairs"
             break
-    return SequentialRun(campaign=campaign.name, baseline=baseline, primary=primary, max_seeds=max_seeds, batch=batch,
-                         alpha=alpha, looks=looks, stopped=stopped)  # fmt: skip
+    return SequentialRun(
+        campaign=campaign.name,
+        baseline=baseline,
+        primary=primary,
+        max_seeds=max_seeds,
+        batch=batch,
+        alpha=alpha,
+        looks=looks,
+        stopped=stopped,
+    )
 
 
 def _say(out: Console, look: int, seeds: int, tests: dict[str, SequentialTest]) -> None:

@@ -114,8 +114,13 @@ class Browser:
             raise FileNotFoundError(missing)
         self.profile = tempfile.mkdtemp(prefix="mcu-arms-chromium-")
         self.log_path = Path(self.profile).with_suffix(".log")
-        flags = [*QUIET_FLAGS, f"--user-data-dir={self.profile}", f"--window-size={self.window[0]},{self.window[1]}",
-                 "--remote-debugging-pipe", "about:blank"]  # fmt: skip
+        flags = [
+            *QUIET_FLAGS,
+            f"--user-data-dir={self.profile}",
+            f"--window-size={self.window[0]},{self.window[1]}",
+            "--remote-debugging-pipe",
+            "about:blank",
+        ]
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
         # sh moves the pipes from stdin/stdout onto fds 3/4 and execs Chromium (Debian's /usr/bin/chromium wrapper
@@ -204,8 +209,13 @@ class Browser:
                 raise CDPError(f"{method}: the browser is gone (exit code {code}); see {self.log_path}") from error
             return self._next_id
 
-    def send(self, method: str, params: dict[str, Any] | None = None, session: str | None = None,
-             timeout: float | None = None) -> dict[str, Any]:  # fmt: skip
+    def send(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        session: str | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
         """One command, waiting for its reply (browser-wide unless `session` is given)."""
         wait = timeout or self.timeout
         message_id = self._post(method, params, session)
@@ -252,8 +262,13 @@ class Browser:
     def _on_event(self, method: str, session: str | None, params: dict[str, Any]) -> None:
         if method == "Network.requestWillBeSent":
             request = params.get("request", {})
-            self._requests.append({"url": request.get("url", "") + request.get("urlFragment", ""),
-                                   "type": params.get("type"), "session": session})  # fmt: skip
+            self._requests.append(
+                {
+                    "url": request.get("url", "") + request.get("urlFragment", ""),
+                    "type": params.get("type"),
+                    "session": session,
+                }
+            )
         elif method == "Network.webSocketCreated":
             self._requests.append({"url": params.get("url", ""), "type": "WebSocket", "session": session})
         elif method == "Target.attachedToTarget" and params["sessionId"] != self.session:
@@ -263,8 +278,9 @@ class Browser:
             self._console.append({"kind": params.get("type"), "text": text})
         elif method == "Log.entryAdded":
             entry = params.get("entry", {})
-            self._console.append({"kind": f"log.{entry.get('level')}", "text": entry.get("text", ""),
-                                  "url": entry.get("url")})  # fmt: skip
+            self._console.append(
+                {"kind": f"log.{entry.get('level')}", "text": entry.get("text", ""), "url": entry.get("url")}
+            )
         elif method == "Runtime.exceptionThrown":
             details = params.get("exceptionDetails", {})
             text = (details.get("exception") or {}).get("description") or details.get("text", "")
@@ -330,7 +346,7 @@ class Browser:
                     "returnByValue": True,
                     "functionDeclaration": "function () { try { return JSON.parse(JSON.stringify(this)); }"
                     " catch (e) { return String(this); } }",
-                },  # fmt: skip
+                },
                 session=self.session,
             )
             return copied.get("result", {}).get("value")
@@ -382,8 +398,11 @@ class Browser:
         """A real key press on the focused element."""
         code = self.KEYS[key]
         for kind in ("rawKeyDown", "keyUp"):
-            self.send("Input.dispatchKeyEvent", {"type": kind, "key": key, "code": key, "windowsVirtualKeyCode": code,
-                                                 "nativeVirtualKeyCode": code}, session=self.session)  # fmt: skip
+            self.send(
+                "Input.dispatchKeyEvent",
+                {"type": kind, "key": key, "code": key, "windowsVirtualKeyCode": code, "nativeVirtualKeyCode": code},
+                session=self.session,
+            )
 
     def screenshot(self, path: Path, full_page: bool = False) -> Path:
         params: dict[str, Any] = {"format": "png"}

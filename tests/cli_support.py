@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from mcu_arms.cli import app
 from mcu_arms.environment import Environment, console_for
 
-FIXED_NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=timezone.utc)
+FIXED_NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
 
 
 @dataclass

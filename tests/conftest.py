@@ -105,8 +105,7 @@ def minestudio_host(tmp_path: Path, fake_minestudio: Any) -> dict[str, Any]:
     (home / ENGINE_JAR).parent.mkdir(parents=True)
     (home / ENGINE_JAR).write_bytes(b"jar")
     env = {"PATH": str(bin_dir), "MINESTUDIO_DIR": str(home), "PYTHONPATH": str(FAKE_MINESTUDIO)}
-    return {"env": env, "bin": bin_dir, "home": home,
-            "control": fake_minestudio}
+    return {"env": env, "bin": bin_dir, "home": home, "control": fake_minestudio}
 
 
 @pytest.fixture(scope="session")

@@ -75,11 +75,22 @@ class MinecraftServer:
         self._ready = threading.Event()
         self._log = log_path.open("w", encoding="utf-8")
         self.process = subprocess.Popen(
-            [str(found.sidecar.node), str(FIXTURE / "server.mjs"), "--port", str(self.port), "--seed", str(seed),
-             "--version", VERSION],
-            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+            [
+                str(found.sidecar.node),
+                str(FIXTURE / "server.mjs"),
+                "--port",
+                str(self.port),
+                "--seed",
+                str(seed),
+                "--version",
+                VERSION,
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
             env={**os.environ, "NODE_PATH": str(found.libraries / "node_modules")},
-        )  # fmt: skip
+        )
         self.create_time = psutil.Process(self.process.pid).create_time()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()

@@ -82,12 +82,27 @@ def output_items(step: dict[str, Any]) -> list[dict[str, Any]]:
         spec = step["write_file"]
         content = spec["content"] if isinstance(spec["content"], str) else json.dumps(spec["content"])
         command = f"printf %s {shlex.quote(content)} > {shlex.quote(spec.get('path', 'actions.json'))}"
-        items.append({"type": "function_call", "id": _id("fc"), "status": "completed", "name": "exec_command",
-                      "call_id": _id("call"), "arguments": json.dumps({"cmd": command})})  # fmt: skip
+        items.append(
+            {
+                "type": "function_call",
+                "id": _id("fc"),
+                "status": "completed",
+                "name": "exec_command",
+                "call_id": _id("call"),
+                "arguments": json.dumps({"cmd": command}),
+            }
+        )
     text = step.get("text", DEFAULT_TEXT if not items and "failed" not in step else None)
     if text is not None:
-        items.append({"type": "message", "id": _id("msg"), "status": "completed", "role": "assistant",
-                      "content": [{"type": "output_text", "text": text, "annotations": []}]})  # fmt: skip
+        items.append(
+            {
+                "type": "message",
+                "id": _id("msg"),
+                "status": "completed",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": text, "annotations": []}],
+            }
+        )
     return items
 
 
@@ -148,12 +163,19 @@ class MockResponses:
         metadata = turn_metadata(headers)
         kind = request_class(metadata, body)
         with self._lock:
-            self.requests.append({
-                "path": handler.path, "headers": headers, "body_bytes": len(raw), "json": body, "kind": kind,
-                "request_kind": metadata.get("request_kind"), "turn_id": metadata.get("turn_id"),
-                "history_initialization": metadata.get("history_initialization"),
-                "thread_id": headers.get("thread-id"),
-            })  # fmt: skip
+            self.requests.append(
+                {
+                    "path": handler.path,
+                    "headers": headers,
+                    "body_bytes": len(raw),
+                    "json": body,
+                    "kind": kind,
+                    "request_kind": metadata.get("request_kind"),
+                    "turn_id": metadata.get("turn_id"),
+                    "history_initialization": metadata.get("history_initialization"),
+                    "thread_id": headers.get("thread-id"),
+                }
+            )
         if handler.command != "POST" or not handler.path.split("?")[0].endswith("/responses"):
             self._send_json(handler, 404, {"error": {"message": f"mock: no route {handler.command} {handler.path}"}})
             return
@@ -184,21 +206,41 @@ class MockResponses:
             handler.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
             handler.wfile.flush()
 
-        base = {"id": _id("resp"), "object": "response", "created_at": int(time.time()),
-                "model": body.get("model", "mock-model")}  # fmt: skip
+        base = {
+            "id": _id("resp"),
+            "object": "response",
+            "created_at": int(time.time()),
+            "model": body.get("model", "mock-model"),
+        }
         event({"type": "response.created", "response": {**base, "status": "in_progress", "output": []}})
         items = output_items(step)
         for index, item in enumerate(items):
             event({"type": "response.output_item.added", "output_index": index, "item": item})
             if item["type"] == "message":
-                event({"type": "response.output_text.delta", "item_id": item["id"], "output_index": index,
-                       "content_index": 0, "delta": item["content"][0]["text"]})  # fmt: skip
+                event(
+                    {
+                        "type": "response.output_text.delta",
+                        "item_id": item["id"],
+                        "output_index": index,
+                        "content_index": 0,
+                        "delta": item["content"][0]["text"],
+                    }
+                )
             event({"type": "response.output_item.done", "output_index": index, "item": item})
         if "failed" in step:
             event({"type": "response.failed", "response": {**base, "status": "failed", "error": step["failed"]}})
         else:
-            event({"type": "response.completed", "response": {**base, "status": "completed", "output": items,
-                                                             "usage": usage_block(step.get("usage"))}})  # fmt: skip
+            event(
+                {
+                    "type": "response.completed",
+                    "response": {
+                        **base,
+                        "status": "completed",
+                        "output": items,
+                        "usage": usage_block(step.get("usage")),
+                    },
+                }
+            )
         handler.wfile.write(b"0\r\n\r\n")
         handler.wfile.flush()
 

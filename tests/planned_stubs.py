@@ -47,7 +47,7 @@ def reworded(plan: dict[str, Any], contract: list[dict[str, Any]], *, change_cou
 
 
 class _Handler(BaseHTTPRequestHandler):
-    service: "StubService"
+    service: StubService
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
         self._reply(*self.service.get(self.path))
@@ -101,10 +101,13 @@ class StubService:
 
 def _completion(model: str, content: str) -> dict[str, Any]:
     return {
-        "id": "stub", "object": "chat.completion", "created": 0, "model": model,
+        "id": "stub",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
         "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
         "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-    }  # fmt: skip
+    }
 
 
 class StubChatEndpoint(StubService):
@@ -116,7 +119,10 @@ class StubChatEndpoint(StubService):
 
     def get(self, path: str) -> tuple[int, Any]:
         if path.rstrip("/").endswith("/models"):
-            return 200, {"object": "list", "data": [{"id": self.model, "object": "model", "created": 0, "owned_by": "stub"}]}
+            return 200, {
+                "object": "list",
+                "data": [{"id": self.model, "object": "model", "created": 0, "owned_by": "stub"}],
+            }
         return super().get(path)
 
 
@@ -198,9 +204,13 @@ class StubDecisionService(StubService):
     `choose_first`. It counts what it gave: every invalid answer and every late one must show in the agent's report."""
 
     def __init__(
-        self, script: list[Any], late_s: float, model: str = POLICY_MODEL, revision: str = POLICY_REVISION,
+        self,
+        script: list[Any],
+        late_s: float,
+        model: str = POLICY_MODEL,
+        revision: str = POLICY_REVISION,
         then: Callable[[list[str]], dict[str, Any]] = choose_first,
-    ) -> None:  # fmt: skip
+    ) -> None:
         super().__init__()
         self.script = list(script)
         self.then = then

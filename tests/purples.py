@@ -43,8 +43,13 @@ SCRIPT: list[str] = [
     env_reply(forward=1),
     "sleep",
     "this is not json {",
-    json.dumps({"type": "action", "action_type": "env",
-                "action": {"forward": 1, "chat": "/give @s diamond 64", "camera": [0, 0]}}),
+    json.dumps(
+        {
+            "type": "action",
+            "action_type": "env",
+            "action": {"forward": 1, "chat": "/give @s diamond 64", "camera": [0, 0]},
+        }
+    ),
     json.dumps({"type": "action", "action_type": "env", "action": {"camera": [float("nan"), 0]}}),
     json.dumps({"type": "action", "action_type": "agent", "buttons": [COMPACT_FORWARD_ATTACK], "camera": [60]}),
     _expanded_jump(),
@@ -72,8 +77,11 @@ class ScriptedPurple(AgentExecutor):
         payload = message_payload(context.message) or {}
         self.contexts.add(context.context_id or "")
         if payload.get("type") == "init":
-            ack = {"type": "ack", "success": not self.refuse_init,
-                   "message": "refusing on purpose" if self.refuse_init else f"ready for: {payload.get('text')}"}
+            ack = {
+                "type": "ack",
+                "success": not self.refuse_init,
+                "message": "refusing on purpose" if self.refuse_init else f"ready for: {payload.get('text')}",
+            }
             reply = json.dumps(ack)
         else:
             step = int(payload.get("step", -1))

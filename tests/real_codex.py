@@ -34,8 +34,14 @@ def codex_version(executable: Path) -> str | None:
     scratch = Path(tempfile.mkdtemp(prefix="codex-version-", dir="/var/tmp"))
     env = {"PATH": os.environ.get("PATH", ""), "CODEX_HOME": str(scratch), "HOME": str(scratch)}
     try:
-        done = subprocess.run([str(executable), "--version"], capture_output=True, text=True, env=env,
-                              stdin=subprocess.DEVNULL, timeout=VERSION_TIMEOUT_S)  # fmt: skip
+        done = subprocess.run(
+            [str(executable), "--version"],
+            capture_output=True,
+            text=True,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            timeout=VERSION_TIMEOUT_S,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     finally:
@@ -48,7 +54,9 @@ def codex_cli() -> Path | str:
     """The codex wrapper of the pinned version, installed with npm first if the cache lacks it; else why not."""
     explicit = os.environ.get("MCU_ARMS_REAL_CODEX")
     if explicit:
-        return Path(explicit) if codex_version(Path(explicit)) else f"MCU_ARMS_REAL_CODEX={explicit} answers no --version"
+        return (
+            Path(explicit) if codex_version(Path(explicit)) else f"MCU_ARMS_REAL_CODEX={explicit} answers no --version"
+        )
     if shutil.which("npm") is None or shutil.which("node") is None:
         return "npm and node are needed to install the real codex CLI (@openai/codex) and are not on PATH"
     cache = cache_dir()
@@ -57,15 +65,29 @@ def codex_cli() -> Path | str:
     with FileLock(str(cache / ".install.lock")):
         if wrapper.exists() and codex_version(wrapper) == f"codex-cli {CODEX_VERSION}":
             return wrapper
-        command = ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(cache), f"{CODEX_PACKAGE}@{CODEX_VERSION}"]
+        command = [
+            "npm",
+            "install",
+            "--no-audit",
+            "--no-fund",
+            "--prefix",
+            str(cache),
+            f"{CODEX_PACKAGE}@{CODEX_VERSION}",
+        ]
         try:
-            done = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=NPM_TIMEOUT_S)
+            done = subprocess.run(
+                command, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=NPM_TIMEOUT_S
+            )
         except subprocess.TimeoutExpired:
             return f"`{' '.join(command)}` took over {NPM_TIMEOUT_S} s: is the npm registry reachable?"
         if done.returncode != 0:
             lines = (done.stderr or done.stdout).strip().splitlines()
-            return f"`npm install {CODEX_PACKAGE}@{CODEX_VERSION}` failed (rc={done.returncode}): " + " | ".join(lines[:3])
+            return f"`npm install {CODEX_PACKAGE}@{CODEX_VERSION}` failed (rc={done.returncode}): " + " | ".join(
+                lines[:3]
+            )
         if codex_version(wrapper) != f"codex-cli {CODEX_VERSION}":
-            return (f"{CODEX_PACKAGE}@{CODEX_VERSION} installed under {cache}, but `codex --version` fails "
-                    "(no binary for this platform?)")
+            return (
+                f"{CODEX_PACKAGE}@{CODEX_VERSION} installed under {cache}, but `codex --version` fails "
+                "(no binary for this platform?)"
+            )
     return wrapper

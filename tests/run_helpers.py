@@ -31,13 +31,24 @@ purple = {purple}
 """
 
 
-def write_arm(project: Path, name: str, *, agent: str = "random", steps: int = 30, seed: int = 0,
-              step_timeout: float = 10, green: int | str = "auto", purple: int | str = "auto") -> Path:  # fmt: skip
+def write_arm(
+    project: Path,
+    name: str,
+    *,
+    agent: str = "random",
+    steps: int = 30,
+    seed: int = 0,
+    step_timeout: float = 10,
+    green: int | str = "auto",
+    purple: int | str = "auto",
+) -> Path:
     arms = project / "arms"
     arms.mkdir(parents=True, exist_ok=True)
     path = arms / f"{name}.toml"
-    quoted = {key: f'"{value}"' if isinstance(value, str) else str(value) for key, value in
-              {"green": green, "purple": purple}.items()}  # fmt: skip
+    quoted = {
+        key: f'"{value}"' if isinstance(value, str) else str(value)
+        for key, value in {"green": green, "purple": purple}.items()
+    }
     path.write_text(ARM_TEMPLATE.format(agent=agent, seed=seed, steps=steps, step_timeout=step_timeout, **quoted))
     return path
 

@@ -40,7 +40,9 @@ def wait_until(condition: Callable[[], bool], deadline_s: float, what: str, inte
 
 def card_ready(url: str) -> bool:
     try:
-        return httpx.get(url.rstrip("/") + "/.well-known/agent-card.json", timeout=2.0, trust_env=False).status_code == 200
+        return (
+            httpx.get(url.rstrip("/") + "/.well-known/agent-card.json", timeout=2.0, trust_env=False).status_code == 200
+        )
     except httpx.HTTPError:
         return False
 

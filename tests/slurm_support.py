@@ -22,8 +22,9 @@ START_TIMEOUT_S = 120
 
 def _answers(conf: str) -> bool:
     try:
-        done = subprocess.run(["scontrol", "ping"], env={**os.environ, "SLURM_CONF": conf}, capture_output=True,
-                              text=True, timeout=20)  # fmt: skip
+        done = subprocess.run(
+            ["scontrol", "ping"], env={**os.environ, "SLURM_CONF": conf}, capture_output=True, text=True, timeout=20
+        )
     except (OSError, subprocess.TimeoutExpired):
         return False
     return done.returncode == 0 and "UP" in done.stdout
@@ -42,14 +43,20 @@ def slurm_cluster(scratch: Path) -> Iterator[str]:
         pytest.skip(f"no Slurm cluster: set {SLURM_CONF_ENV} (.ci/run starts one), or run as root to start one")
     missing = [name for name in DAEMONS if shutil.which(name) is None]
     if missing:
-        pytest.skip(f"no Slurm cluster: {', '.join(missing)} not installed (apt-get install slurm-wlm munge; .ci/run "
-                    "does it)")  # fmt: skip
+        pytest.skip(
+            f"no Slurm cluster: {', '.join(missing)} not installed (apt-get install slurm-wlm munge; .ci/run does it)"
+        )
     directory = scratch / "slurm"
     knobs = {"CTLD_PORT": str(free_port()), "SLURMD_PORT": str(free_port()), "KILLWAIT": "10"}
     env = {**os.environ, **knobs}
     try:
-        started = subprocess.run([str(CLUSTER_SCRIPT), "start", str(directory)], env=env, capture_output=True,
-                                 text=True, timeout=START_TIMEOUT_S)  # fmt: skip
+        started = subprocess.run(
+            [str(CLUSTER_SCRIPT), "start", str(directory)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=START_TIMEOUT_S,
+        )
         if started.returncode != 0:
             pytest.fail(f"the test cluster did not start:\n{started.stdout}{started.stderr}")
         yield str(directory / "slurm.conf")

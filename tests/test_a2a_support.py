@@ -92,7 +92,9 @@ def test_a_card_without_skills_still_lists_one():
 
 
 def test_card_advertises_the_url_the_protocol_and_streaming():
-    card = build_card("green", "evaluates", "http://10.0.0.5:9009/", [Skill("s", "S", "d", tags=("mcu",))], streaming=True)
+    card = build_card(
+        "green", "evaluates", "http://10.0.0.5:9009/", [Skill("s", "S", "d", tags=("mcu",))], streaming=True
+    )
     assert [(i.url, i.protocol_binding, i.protocol_version) for i in card.supported_interfaces] == [
         ("http://10.0.0.5:9009/", "JSONRPC", "1.0"),
         ("http://10.0.0.5:9009/", "JSONRPC", "0.3"),  # the same route, so that 0.3 clients accept the card
@@ -122,8 +124,12 @@ def test_busy_port_is_a_clear_error_and_the_holder_keeps_it():
 def test_send_and_collect_returns_the_reply_text():
     async def scenario(url: str) -> list[str]:
         async with open_client(url, client_timeout_for_step(5)) as client:
-            first = await send_and_collect(client, payload_to_message(InitPayload(prompt="p", text="t"), context_id="c"), 5)
-            second = await send_and_collect(client, payload_to_message({"type": "obs", "step": 1, "obs": ""}, context_id="c"), 5)
+            first = await send_and_collect(
+                client, payload_to_message(InitPayload(prompt="p", text="t"), context_id="c"), 5
+            )
+            second = await send_and_collect(
+                client, payload_to_message({"type": "obs", "step": 1, "obs": ""}, context_id="c"), 5
+            )
             return [first, second]
 
     with running_app(echo_app()) as url:
@@ -200,7 +206,8 @@ def malformed_agent(body: object, status: int = 200):
         return JSONResponse(body, status_code=status)
 
     return lambda url: Starlette(
-        routes=create_agent_card_routes(build_card("bad", "bad", url, streaming=False)) + [Route("/", answer, methods=["POST"])],
+        routes=create_agent_card_routes(build_card("bad", "bad", url, streaming=False))
+        + [Route("/", answer, methods=["POST"])],
     )
 
 
@@ -238,8 +245,10 @@ def test_the_card_is_negotiated_by_protocol_version_and_cached_by_etag():
         with httpx.Client(trust_env=False, timeout=5) as http:
             strict = http.get(url + "/.well-known/agent-card.json", headers={"A2A-Version": "1.0"})
             compatible = http.get(url + "/.well-known/agent-card.json")
-            again = http.get(url + "/.well-known/agent-card.json", headers={"If-None-Match": strict.headers["etag"],
-                                                                              "A2A-Version": "1.0"})  # fmt: skip
+            again = http.get(
+                url + "/.well-known/agent-card.json",
+                headers={"If-None-Match": strict.headers["etag"], "A2A-Version": "1.0"},
+            )
             stale = http.get(url + "/.well-known/agent-card.json", headers={"If-None-Match": '"other"'})
     json_format.ParseDict(strict.json(), AgentCard(), ignore_unknown_fields=False)
     with pytest.raises(json_format.ParseError):

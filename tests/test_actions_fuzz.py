@@ -18,9 +18,36 @@ _ODD_KEYS = ["chat", "mobs", "voxels", "pickItem", "camera", "forward", "hotbar.
 def _random_scalar(rng: random.Random) -> Any:
     return rng.choice(
         [
-            0, 1, -1, 2, 8640, 8641, 60, 120, 121, 10**30, -(10**30), 0.5, 1.0, -0.0, 179.9, 180.0, 180.01, 1e308,
-            float("nan"), float("inf"), float("-inf"), True, False, None, "", "1", "forward", "/kill @a",
-            rng.randint(-20000, 20000), rng.uniform(-400, 400),
+            0,
+            1,
+            -1,
+            2,
+            8640,
+            8641,
+            60,
+            120,
+            121,
+            10**30,
+            -(10**30),
+            0.5,
+            1.0,
+            -0.0,
+            179.9,
+            180.0,
+            180.01,
+            1e308,
+            float("nan"),
+            float("inf"),
+            float("-inf"),
+            True,
+            False,
+            None,
+            "",
+            "1",
+            "forward",
+            "/kill @a",
+            rng.randint(-20000, 20000),
+            rng.uniform(-400, 400),
         ]
     )
 
@@ -38,11 +65,19 @@ def _mutated_valid(rng: random.Random) -> dict[str, Any]:
     """Start from a valid payload of a random format, then break one part of it."""
     kind = rng.choice(["compact", "expanded", "env"])
     if kind == "compact":
-        payload: dict[str, Any] = {"type": "action", "action_type": "agent",
-                                   "buttons": [rng.randint(0, 8640)], "camera": [rng.randint(0, 120)]}
+        payload: dict[str, Any] = {
+            "type": "action",
+            "action_type": "agent",
+            "buttons": [rng.randint(0, 8640)],
+            "camera": [rng.randint(0, 120)],
+        }
     elif kind == "expanded":
-        payload = {"type": "action", "action_type": "agent", "buttons": [rng.randint(0, 1) for _ in range(20)],
-                   "camera": [rng.uniform(-180, 180), rng.uniform(-180, 180)]}
+        payload = {
+            "type": "action",
+            "action_type": "agent",
+            "buttons": [rng.randint(0, 1) for _ in range(20)],
+            "camera": [rng.uniform(-180, 180), rng.uniform(-180, 180)],
+        }
     else:
         inner: dict[str, Any] = {key: rng.randint(0, 1) for key in rng.sample(BUTTON_KEYS, rng.randint(0, 20))}
         inner["camera"] = [rng.uniform(-180, 180), rng.uniform(-180, 180)]
@@ -108,7 +143,9 @@ def test_random_and_malformed_replies_never_raise_and_stay_whitelisted():
 def test_random_python_objects_through_parse_payload():
     rng = random.Random(7)
     for _ in range(ITERATIONS // 2):
-        payload = _mutated_valid(rng) if rng.random() < 0.5 else {"action": _random_value(rng),
-                                                                    "buttons": _random_value(rng),
-                                                                    "camera": _random_value(rng)}
+        payload = (
+            _mutated_valid(rng)
+            if rng.random() < 0.5
+            else {"action": _random_value(rng), "buttons": _random_value(rng), "camera": _random_value(rng)}
+        )
         _assert_safe(parse_payload(payload), payload)

@@ -29,10 +29,16 @@ def _action(**pressed: Any) -> dict[str, Any]:
         (_action(camera=(-90.0, 20.0)), _action(camera=(-10.0, 10.0)), ["camera_quantised"]),
         (_action(forward=1, back=1, left=1), _action(left=1), ["opposite_keys_cancelled"]),
         (_action(sprint=1, sneak=1, hotbar_1=1, hotbar_7=1), _action(sneak=1, hotbar_7=1), ["key_group_exclusive"]),
-        (_action(inventory=1, attack=1, camera=(5.0, 5.0)), _action(inventory=1),
-         ["camera_inventory_exclusive", "inventory_exclusive"]),
-        (_action(forward=1, jump=1, attack=1, camera=(SURVIVING_DEGREES[3], 10.0)),
-         _action(forward=1, jump=1, attack=1, camera=(SURVIVING_DEGREES[3], 10.0)), []),
+        (
+            _action(inventory=1, attack=1, camera=(5.0, 5.0)),
+            _action(inventory=1),
+            ["camera_inventory_exclusive", "inventory_exclusive"],
+        ),
+        (
+            _action(forward=1, jump=1, attack=1, camera=(SURVIVING_DEGREES[3], 10.0)),
+            _action(forward=1, jump=1, attack=1, camera=(SURVIVING_DEGREES[3], 10.0)),
+            [],
+        ),
     ],
 )
 def test_what_agent_mode_applies_and_the_adjustments_it_names(sent, expected, adjustments) -> None:
@@ -57,8 +63,10 @@ def test_the_stand_ins_from_factored_agrees_on_random_actions(fake_minestudio: A
     sim = MinecraftSim(action_type="agent")
     rng = random.Random(11)
     for _ in range(2000):
-        action = _action(camera=(rng.uniform(-30, 30), rng.choice([0.0, rng.uniform(-30, 30)])),
-                         **{key.replace(".", "_"): int(rng.random() < 0.15) for key in BUTTON_KEYS})
+        action = _action(
+            camera=(rng.uniform(-30, 30), rng.choice([0.0, rng.uniform(-30, 30)])),
+            **{key.replace(".", "_"): int(rng.random() < 0.15) for key in BUTTON_KEYS},
+        )
         batched = {key: np.array([value]) for key, value in action.items() if key != "camera"}
         batched["camera"] = np.array([action["camera"]])
         theirs = sim.env_action_to_agent_action(batched)

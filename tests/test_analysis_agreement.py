@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 import sys
 from pathlib import Path
@@ -71,30 +70,64 @@ EPISODES: list[tuple[str, int, str, dict[str, int], int | None, bool]] = [
 ]
 
 
-def _write(project: Path, arm: str, episode: int, seed: int, status: str, steps: dict[str, int],
-           override: int | None, campaign: bool) -> None:  # fmt: skip
-    changes = {"name": arm, "seed": seed, **({"agent": "random"} if arm == "random_arm" else {}),
-               **({"steps": override} if override else {})}  # fmt: skip
-    spec = ArmSpec.model_validate({**load_arm(project / "arms" / "scripted_arm.toml").model_dump(exclude_unset=True),
-                                   **changes})  # fmt: skip
+def _write(
+    project: Path,
+    arm: str,
+    episode: int,
+    seed: int,
+    status: str,
+    steps: dict[str, int],
+    override: int | None,
+    campaign: bool,
+) -> None:
+    changes = {
+        "name": arm,
+        "seed": seed,
+        **({"agent": "random"} if arm == "random_arm" else {}),
+        **({"steps": override} if override else {}),
+    }
+    spec = ArmSpec.model_validate(
+        {**load_arm(project / "arms" / "scripted_arm.toml").model_dump(exclude_unset=True), **changes}
+    )
     settings, compaction = resolve_settings(spec, [])
     finished = status == "finished"
     reached = len(steps) if finished else None
     report = RunReport(
-        status=status, arm=arm, episode=episode, source="campaigns/agents.toml", fingerprint=fingerprint(settings),
-        settings=settings, overrides={"steps": override} if override else {}, compaction_limit=compaction.limit,
-        provenance=Provenance(mcu_arms_version="0.1.0", git_sha=None, git_dirty=None, python=sys.version.split()[0],
-                              packages={}, host="test", platform="test"),
-        started_at=f"2026-11-{10 + episode:02d}T12:00:00+00:00", score=float(reached) if finished else None,
-        sim_score=float(reached) if finished else None, max_score=5.0, steps_run=settings.steps if finished else 120,
-        wall_s=100.0 + 10 * seed, noops={"timeout": seed}, infrastructure={"timeout": seed},
+        status=status,
+        arm=arm,
+        episode=episode,
+        source="campaigns/agents.toml",
+        fingerprint=fingerprint(settings),
+        settings=settings,
+        overrides={"steps": override} if override else {},
+        compaction_limit=compaction.limit,
+        provenance=Provenance(
+            mcu_arms_version="0.1.0",
+            git_sha=None,
+            git_dirty=None,
+            python=sys.version.split()[0],
+            packages={},
+            host="test",
+            platform="test",
+        ),
+        started_at=f"2026-11-{10 + episode:02d}T12:00:00+00:00",
+        score=float(reached) if finished else None,
+        sim_score=float(reached) if finished else None,
+        max_score=5.0,
+        steps_run=settings.steps if finished else 120,
+        wall_s=100.0 + 10 * seed,
+        noops={"timeout": seed},
+        infrastructure={"timeout": seed},
         milestones=[MilestoneRecord(task=TASK, identity=m, step=steps.get(m)) for m in MILESTONES],
-        failure=None if finished else Failure(
-            process="green" if status == "failed" else None, kind="infrastructure" if status == "failed" else "stopped",
+        failure=None
+        if finished
+        else Failure(
+            process="green" if status == "failed" else None,
+            kind="infrastructure" if status == "failed" else "stopped",
             reason="green exited with code -9" if status == "failed" else "interrupted by SIGINT",
         ),
         campaign=CampaignTag(name="agents", run=f"run-{episode}") if campaign else None,
-    )  # fmt: skip
+    )
     run_dir = RunDir(project / "output" / arm / f"episode_{episode:03d}")
     run_dir.path.mkdir(parents=True)
     run_dir.write_report(report)
@@ -127,12 +160,17 @@ def _close(shown: str, value: float | None, digits: int = 2) -> bool:
 def test_the_fixture_is_analysed_as_designed(analysis: Analysis) -> None:
     scripted, random_ = analysis.arms
     assert [ref.seed for ref in scripted.used] == [0, 1, 2, 3] and [ref.seed for ref in random_.used] == [0, 1, 2, 3]
-    assert {(e.episode, e.reason) for e in scripted.excluded} == {(1, "other experiment"), (2, "other experiment"),
-                                                                   (5, "failed")}  # fmt: skip
+    assert {(e.episode, e.reason) for e in scripted.excluded} == {
+        (1, "other experiment"),
+        (2, "other experiment"),
+        (5, "failed"),
+    }
     assert {(e.episode, e.reason) for e in random_.excluded} == {(1, "other campaign"), (3, "interrupted")}
     assert len(scripted.experiment.candidates) == 2 and scripted.experiment.candidates[1].differs == ["steps"]
     assert "differs from the other arms only in agent" in scripted.experiment.why
-    assert random_.milestones[f"{TASK}/place_table"].text() == "1/4 @ 380", "the interrupted episode's 300 is not in k/n"
+    assert random_.milestones[f"{TASK}/place_table"].text() == "1/4 @ 380", (
+        "the interrupted episode's 300 is not in k/n"
+    )
     assert analysis.exit_code == 0 and analysis.verdict.text == "comparable: differs only in agent"
     assert analysis.arms[1].milestones[f"{TASK}/place_table"].reached == 1
     place_table = next(row for row in analysis.milestones if row.identity == "place_table")
@@ -171,8 +209,11 @@ def test_text_json_csv_and_markdown_agree(project: Path, analysis: Analysis) -> 
 
 
 def _markdown_rows(markdown: str) -> list[list[str]]:
-    return [[cell.strip() for cell in line.strip().strip("|").split(" | ")] for line in markdown.splitlines()
-            if line.startswith("| ")]  # fmt: skip
+    return [
+        [cell.strip() for cell in line.strip().strip("|").split(" | ")]
+        for line in markdown.splitlines()
+        if line.startswith("| ")
+    ]
 
 
 def _check_numbers(rows: list[dict[str, str]], analysis: Analysis) -> None:
@@ -186,7 +227,10 @@ def _check_numbers(rows: list[dict[str, str]], analysis: Analysis) -> None:
         for name, summary in arm.metrics.items():
             assert value[(arm.arm, name, "mean")] == summary.mean and value[(arm.arm, name, "n")] == summary.n
             if summary.ci is not None:
-                assert (value[(arm.arm, name, "ci_low")], value[(arm.arm, name, "ci_high")]) == (summary.ci.low, summary.ci.high)
+                assert (value[(arm.arm, name, "ci_low")], value[(arm.arm, name, "ci_high")]) == (
+                    summary.ci.low,
+                    summary.ci.high,
+                )
             assert [value[(arm.arm, name, f"episode:{ref.episode}")] for ref in arm.used] == summary.values
     for difference in analysis.differences:
         for line in difference.lines():
@@ -266,16 +310,20 @@ def test_the_html_pages_in_chromium_agree(project: Path, analysis: Analysis, tmp
             low, high = re.findall(r"-?\d+\.\d+", row["interval"])
             assert _close(low, line.interval.low) and _close(high, line.interval.high)
     assert page["results"]["score"] == [summary_text(arm.metrics["score"]) for arm in analysis.arms]
-    assert page["results"]["replicates"] == [f"n = {arm.n} (seeds {', '.join(map(str, arm.seeds))})" for arm in analysis.arms]
+    assert page["results"]["replicates"] == [
+        f"n = {arm.n} (seeds {', '.join(map(str, arm.seeds))})" for arm in analysis.arms
+    ]
     assert len(page["excluded"]) == sum(len(arm.excluded) for arm in analysis.arms)
-    assert all(short(arm.experiment.fingerprint or "") in shown for arm, shown in zip(analysis.arms, page["experiments"]))
+    assert all(
+        short(arm.experiment.fingerprint or "") in shown for arm, shown in zip(analysis.arms, page["experiments"])
+    )
     assert page["chart"] == [arm.n for arm in analysis.arms]
     bands = [fill for _, fill in page["colours"] if fill]  # each arm's band in its own line's colour, translucent
     lines_drawn = [colour for colour, fill in page["colours"] if fill is None][1::2]  # upper edge, median: the median
     assert len(bands) == len(lines_drawn) == 2 and len(set(lines_drawn)) == 2
     for band, line in zip(bands, lines_drawn):
         assert band.startswith("rgba(") and band.split("(")[1].split(",")[:3] == [
-            str(int(line[i:i + 2], 16)) if i == 1 else f" {int(line[i:i + 2], 16)}" for i in (1, 3, 5)
+            str(int(line[i : i + 2], 16)) if i == 1 else f" {int(line[i : i + 2], 16)}" for i in (1, 3, 5)
         ], (band, line)
     row = next(row for row in analysis.milestones if f"{row.task}/{row.identity}" == page["kmKey"])
     curves = [(arm, cell.time_to_event) for arm, cell in zip(analysis.arms, row.cells) if cell.time_to_event]

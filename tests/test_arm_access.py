@@ -31,8 +31,11 @@ JSONRPC_CALLS = [
     ("ListTasks", {}),
     ("CancelTask", {"id": "any"}),
 ]
-LEGACY_CALLS = [("message/send", {"message": {"messageId": "m1", "role": "user", "parts": [{"kind": "text", "text": "{}"}]}}),
-                ("tasks/get", {"id": "any"}), ("tasks/cancel", {"id": "any"})]  # fmt: skip
+LEGACY_CALLS = [
+    ("message/send", {"message": {"messageId": "m1", "role": "user", "parts": [{"kind": "text", "text": "{}"}]}}),
+    ("tasks/get", {"id": "any"}),
+    ("tasks/cancel", {"id": "any"}),
+]
 
 
 @pytest.fixture(scope="module")
@@ -43,8 +46,12 @@ def arm(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = base / "episode"
     root.mkdir()
     purple_port, green_port = free_port(), free_port()
-    purple = ServerProcess(["serve", "purple", "--agent", "random", "--host", HOST, "--port", str(purple_port)],
-                           base / "purple.log", purple_port, env={SERVE_TOKEN_ENV: PURPLE_TOKEN})  # fmt: skip
+    purple = ServerProcess(
+        ["serve", "purple", "--agent", "random", "--host", HOST, "--port", str(purple_port)],
+        base / "purple.log",
+        purple_port,
+        env={SERVE_TOKEN_ENV: PURPLE_TOKEN},
+    )
     green = ServerProcess(
         ["serve", "green", "--host", HOST, "--port", str(green_port), "--output-root", str(root)],
         base / "green.log",
@@ -60,7 +67,9 @@ def arm(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         purple.stop()
 
 
-def rpc(url: str, method: str, params: dict[str, Any], token: str | None = None, legacy: bool = False) -> httpx.Response:
+def rpc(
+    url: str, method: str, params: dict[str, Any], token: str | None = None, legacy: bool = False
+) -> httpx.Response:
     headers = {} if legacy else {"A2A-Version": "1.0"}
     if token:
         headers["Authorization"] = f"Bearer {token}"
@@ -71,9 +80,16 @@ def rpc(url: str, method: str, params: dict[str, Any], token: str | None = None,
 def request_for(purple_url: str, output_dir: str | Path, **config: Any) -> dict[str, Any]:
     return {
         "participants": {"agent": purple_url},
-        "config": {"simulator": "embedded", "task_category": "crafting", "tasks": ["craft_the_crafting_table"],
-                   "output_dir": str(output_dir), "step_timeout": 5.0, "save_frames": False, **config},
-    }  # fmt: skip
+        "config": {
+            "simulator": "embedded",
+            "task_category": "crafting",
+            "tasks": ["craft_the_crafting_table"],
+            "output_dir": str(output_dir),
+            "step_timeout": 5.0,
+            "save_frames": False,
+            **config,
+        },
+    }
 
 
 async def _stream(green_url: str, request: dict[str, Any], token: str | None, on_status=None) -> tuple[str, list[str]]:
@@ -212,8 +228,13 @@ def test_a_second_evaluation_into_a_running_ones_output_dir_is_refused(arm):
 def test_the_request_size_cap_stops_a_huge_body_unread(arm):
     green = psutil.Process(arm["green"].process.pid)
     before = green.memory_info().rss
-    declared = httpx.post(arm["green"].url + "/", content=b"x" * (100 * 1024 * 1024),
-                          headers={"Authorization": f"Bearer {GREEN_TOKEN}"}, timeout=60, trust_env=False)  # fmt: skip
+    declared = httpx.post(
+        arm["green"].url + "/",
+        content=b"x" * (100 * 1024 * 1024),
+        headers={"Authorization": f"Bearer {GREEN_TOKEN}"},
+        timeout=60,
+        trust_env=False,
+    )
     assert declared.status_code == 413
 
     def chunks():
@@ -221,8 +242,13 @@ def test_the_request_size_cap_stops_a_huge_body_unread(arm):
             yield b"x" * (1024 * 1024)
 
     try:
-        streamed = httpx.post(arm["green"].url + "/", content=chunks(), timeout=60, trust_env=False,
-                              headers={"Authorization": f"Bearer {GREEN_TOKEN}", "A2A-Version": "1.0"})  # fmt: skip
+        streamed = httpx.post(
+            arm["green"].url + "/",
+            content=chunks(),
+            timeout=60,
+            trust_env=False,
+            headers={"Authorization": f"Bearer {GREEN_TOKEN}", "A2A-Version": "1.0"},
+        )
         assert streamed.status_code in (200, 413) and "too large" in streamed.text.lower()
     except httpx.HTTPError:
         pass  # the server may close the connection as soon as it has answered
@@ -232,15 +258,42 @@ def test_the_request_size_cap_stops_a_huge_body_unread(arm):
 
 def test_an_open_server_stays_on_loopback_and_says_so(tmp_path: Path):
     port = free_port()
-    refused = subprocess.run([sys.executable, "-m", "mcu_arms", "serve", "green", "--host", "0.0.0.0", "--port",
-                              str(port)], capture_output=True, text=True, timeout=60, env=_without_tokens())  # fmt: skip
+    refused = subprocess.run(
+        [sys.executable, "-m", "mcu_arms", "serve", "green", "--host", "0.0.0.0", "--port", str(port)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_without_tokens(),
+    )
     assert refused.returncode == 2 and "not a loopback address" in refused.stderr and "--expose" in refused.stderr
     for bad in ("", "localhost"):
-        done = subprocess.run([sys.executable, "-m", "mcu_arms", "serve", "purple", "--agent", "noop", "--host", bad,
-                               "--port", str(port)], capture_output=True, text=True, timeout=60, env=_without_tokens())  # fmt: skip
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "mcu_arms",
+                "serve",
+                "purple",
+                "--agent",
+                "noop",
+                "--host",
+                bad,
+                "--port",
+                str(port),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=_without_tokens(),
+        )
         assert done.returncode == 2 and "key '--host'" in done.stderr and "Traceback" not in done.stderr
-    server = ServerProcess(["serve", "green", "--host", "::1", "--port", str(port), "--output-root", str(tmp_path)],
-                           tmp_path / "green.log", port, host="::1", env=_without_tokens())  # fmt: skip
+    server = ServerProcess(
+        ["serve", "green", "--host", "::1", "--port", str(port), "--output-root", str(tmp_path)],
+        tmp_path / "green.log",
+        port,
+        host="::1",
+        env=_without_tokens(),
+    )
     try:
         server.wait_ready()
         assert "access: open, no token configured (loopback only" in server.log()

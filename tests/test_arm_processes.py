@@ -110,17 +110,28 @@ def codex_project(tmp_path: Path):
     auth = root / "credential" / "auth.json"
     auth.parent.mkdir()
     auth.write_text('{"auth_mode": "apikey", "OPENAI_API_KEY": "sk-test-not-a-key"}')
-    env = {key: value for key, value in cli_env(tmp_path / "state").items()
-           if not key.startswith(("FAKE_CODEX", "CODEX_"))}  # fmt: skip
-    env.update(PATH=f"{FAKE_CODEX_DIR}{os.pathsep}{env.get('PATH', '')}", MCU_CODEX_ROOT=str(root / "homes"),
-               MCU_CODEX_AUTH=str(auth))  # fmt: skip
+    env = {
+        key: value for key, value in cli_env(tmp_path / "state").items() if not key.startswith(("FAKE_CODEX", "CODEX_"))
+    }
+    env.update(
+        PATH=f"{FAKE_CODEX_DIR}{os.pathsep}{env.get('PATH', '')}",
+        MCU_CODEX_ROOT=str(root / "homes"),
+        MCU_CODEX_AUTH=str(auth),
+    )
     yield project, env, root
     shutil.rmtree(root, ignore_errors=True)
 
 
 def _start(project: Path, env: dict[str, str], *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "mcu_arms", *args], cwd=project, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, "-m", "mcu_arms", *args],
+        cwd=project,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
 
 
 def test_two_simultaneous_starts_of_one_codex_arm_give_one_run_and_one_purple_per_home(codex_project, bystander):
@@ -131,10 +142,25 @@ def test_two_simultaneous_starts_of_one_codex_arm_give_one_run_and_one_purple_pe
         home = root / "homes" / "cx"
         wait_for(lambda: (home / ".purple.lock.owner").exists(), "the winner's purple to hold the home", timeout=120)
         intruder = subprocess.run(
-            [sys.executable, "-m", "mcu_arms", "serve", "purple", "--agent", "prolong", "--port", str(free_port()),
-             "--output-dir", str(project / "intruder")], cwd=project, env={**env, "CODEX_HOME": str(home)},
-            capture_output=True, text=True, timeout=60,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "mcu_arms",
+                "serve",
+                "purple",
+                "--agent",
+                "prolong",
+                "--port",
+                str(free_port()),
+                "--output-dir",
+                str(project / "intruder"),
+            ],
+            cwd=project,
+            env={**env, "CODEX_HOME": str(home)},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert first.poll() is None or second.poll() is None, "the winner ended before the intruder was tried"
         outs = [process.communicate(timeout=240) for process in (first, second)]
     finally:
@@ -158,8 +184,14 @@ def test_a_purples_daemon_that_scrubbed_its_environment_is_found_by_its_cgroup_a
     (project / "arms" / "cx.toml").write_text(CODEX_ARM.format(steps=12, mode="daemon"))
     pid_file = root / "homes" / "cx" / "fake_codex_daemon.pid"
     try:
-        done = subprocess.run([sys.executable, "-m", "mcu_arms", "run", "--arm", "cx"], cwd=project, env=env,
-                              capture_output=True, text=True, timeout=300)  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-m", "mcu_arms", "run", "--arm", "cx"],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert done.returncode == 0, done.stdout + done.stderr
         daemon = int(pid_file.read_text())
         assert _daemons(pid_file) == []
@@ -183,12 +215,26 @@ def test_stop_finds_the_daemon_of_a_sigkilled_run_by_its_cgroup(codex_project):
         family = psutil.Process(run.pid).children(recursive=True)
         os.killpg(run.pid, signal.SIGKILL)  # the supervisor dies; its children, and the daemon, live on
         run.wait(timeout=30)
-        listed = json.loads(subprocess.run([sys.executable, "-m", "mcu_arms", "status", "--json"], cwd=project,
-                                           env=env, capture_output=True, text=True, timeout=60).stdout)  # fmt: skip
+        listed = json.loads(
+            subprocess.run(
+                [sys.executable, "-m", "mcu_arms", "status", "--json"],
+                cwd=project,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            ).stdout
+        )
         processes = listed["arms"][0]["live_elsewhere"]
         assert any(p["pid"] == daemon.pid and p["found_by"] == "cgroup" for p in processes), processes
-        stopped = subprocess.run([sys.executable, "-m", "mcu_arms", "stop", "--arm", "cx", "--grace", "5"],
-                                 cwd=project, env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+        stopped = subprocess.run(
+            [sys.executable, "-m", "mcu_arms", "stop", "--arm", "cx", "--grace", "5"],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert stopped.returncode == 0, stopped.stdout + stopped.stderr
         assert f"pids [{daemon.pid}] had left its process group and owner token; found in its cgroup" in stopped.stdout
         assert alive([daemon]) == [] and alive(family) == []
@@ -240,13 +286,16 @@ ours.wait()
 def test_without_cgroups_the_run_adopts_what_its_arms_left_behind_and_stops_only_that(tmp_path: Path):
     """The fallback for hosts without cgroups: as a subreaper, the orphan of a scrubbed, re-sessioned daemon is
     re-parented to us, stopped at the end and reaped; our own child is left to its owner."""
-    done = subprocess.run([sys.executable, "-c", SUBREAPER, str(FAKE_CODEX_DIR / "daemonise.py"),
-                           str(tmp_path / "daemon.pid")], capture_output=True, text=True, timeout=60)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", SUBREAPER, str(FAKE_CODEX_DIR / "daemonise.py"), str(tmp_path / "daemon.pid")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout)
     assert seen["adopted_by_us"] and seen["contained"] == [seen["orphan"]] and seen["orphan_gone"]
     assert seen["ours_alive"], "a child started through the run itself was taken for an orphan"
-
 
 
 @needs_cgroups

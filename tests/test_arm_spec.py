@@ -51,7 +51,9 @@ def test_wrong_type_names_key_and_allowed():
 
 
 def test_the_chat_wire_api_is_refused_naming_the_key_and_why():
-    message = error_for(VALID + '\n[codex]\nprovider_base_url = "http://127.0.0.1:8000/v1"\nprovider_wire_api = "chat"\n')
+    message = error_for(
+        VALID + '\n[codex]\nprovider_base_url = "http://127.0.0.1:8000/v1"\nprovider_wire_api = "chat"\n'
+    )
     assert "key 'codex.provider_wire_api'" in message and "is no longer supported" in message
     assert "allowed: responses" in message
     assert "allowed: responses" in error_for(VALID + '\n[codex]\nprovider_wire_api = "completions"\n')
@@ -79,7 +81,7 @@ def test_an_unknown_key_or_value_says_what_was_probably_meant():
     assert "'stepz'" in message and "did you mean 'steps'?" in message
     message = error_for(VALID.replace('agent = "noop"', 'agent = "scriptd"'))
     assert "did you mean 'scripted'?" in message
-    message = error_for(VALID.replace("[ports]", "[ports]\nhots = \"::1\""))
+    message = error_for(VALID.replace("[ports]", '[ports]\nhots = "::1"'))
     assert "'ports.hots'" in message and "did you mean 'host'?" in message
 
 
@@ -102,14 +104,14 @@ def test_invalid_name():
 
 def test_embedded_refuses_a_category_without_an_analogue():
     message = error_for(VALID.replace('"crafting"', '"building"'))
-    assert "needs simulator = \"minestudio\"" in message
+    assert 'needs simulator = "minestudio"' in message
 
 
 def test_scripted_needs_embedded_and_steve1_needs_minestudio():
-    assert "needs simulator = \"embedded\"" in error_for(
+    assert 'needs simulator = "embedded"' in error_for(
         VALID.replace('"noop"', '"scripted"').replace('"embedded"', '"minestudio"')
     )
-    assert "needs simulator = \"minestudio\"" in error_for(VALID.replace('"noop"', '"steve1"'))
+    assert 'needs simulator = "minestudio"' in error_for(VALID.replace('"noop"', '"steve1"'))
 
 
 def test_cuda_device_only_for_steve1():
@@ -232,26 +234,47 @@ def test_the_planned_arm_reads_its_two_models():
 @pytest.mark.parametrize(
     ("text", "where", "says"),
     [
-        (VALID.replace('simulator = "embedded"', 'simulator = "minestudio"\nobserve = "state"'), "arms/arm.toml:4",
-         "key 'observe': observe = \"state\" needs structured state, which only the embedded and mineflayer simulators "
-         "provide"),
-        (VALID.replace('agent = "noop"', 'agent = "scripted"\nobserve = "state"'), "arms/arm.toml:2",
-         "agent \"scripted\" reads frames: it needs observe = \"frame\" or \"frame+state\""),
-        (VALID.replace('agent = "noop"', 'agent = "noop"\nobserve = "pixels"'), "arms/arm.toml:2",
-         "'pixels' is not allowed (allowed: frame, state, frame+state)"),
-        (VALID + '[planner]\nmodel = "m"\n', "arms/arm.toml:8", "[planner] is only for agent = \"planned\""),
-        (PLANNED.replace('observe = "state"\n', ""), "arms/arm.toml", "it needs observe = \"state\" or \"frame+state\""),
+        (
+            VALID.replace('simulator = "embedded"', 'simulator = "minestudio"\nobserve = "state"'),
+            "arms/arm.toml:4",
+            "key 'observe': observe = \"state\" needs structured state, which only the embedded and mineflayer simulators "
+            "provide",
+        ),
+        (
+            VALID.replace('agent = "noop"', 'agent = "scripted"\nobserve = "state"'),
+            "arms/arm.toml:2",
+            'agent "scripted" reads frames: it needs observe = "frame" or "frame+state"',
+        ),
+        (
+            VALID.replace('agent = "noop"', 'agent = "noop"\nobserve = "pixels"'),
+            "arms/arm.toml:2",
+            "'pixels' is not allowed (allowed: frame, state, frame+state)",
+        ),
+        (VALID + '[planner]\nmodel = "m"\n', "arms/arm.toml:8", '[planner] is only for agent = "planned"'),
+        (PLANNED.replace('observe = "state"\n', ""), "arms/arm.toml", 'it needs observe = "state" or "frame+state"'),
         (PLANNED.replace('model = "qwen3.8-27b"\n', ""), "arms/arm.toml:7", "needs [planner] model"),
-        (PLANNED.replace('revision = "6cfce5c"\n', ""), "arms/arm.toml:11",
-         "a decision service's model revision is checked at start: set [policy] revision"),
-        (PLANNED.replace('revision = "6cfce5c"\n', 'revision = "6cfce5c"\ntimeout = 150\n'), "arms/arm.toml:15",
-         "policy.timeout 150 s must be below step_timeout 120 s"),
-        (PLANNED.replace('[policy]\n', '[policy]\nbackend = "grpc"\n'), "arms/arm.toml:12",
-         "'grpc' is not allowed (allowed: decision_service, chat)"),
-        (PLANNED.replace('[planner]\n', '[planner]\nenv_key = "sk-123"\n'), "arms/arm.toml:8",
-         "the NAME of the environment variable holding the planner's API key"),
+        (
+            PLANNED.replace('revision = "6cfce5c"\n', ""),
+            "arms/arm.toml:11",
+            "a decision service's model revision is checked at start: set [policy] revision",
+        ),
+        (
+            PLANNED.replace('revision = "6cfce5c"\n', 'revision = "6cfce5c"\ntimeout = 150\n'),
+            "arms/arm.toml:15",
+            "policy.timeout 150 s must be below step_timeout 120 s",
+        ),
+        (
+            PLANNED.replace("[policy]\n", '[policy]\nbackend = "grpc"\n'),
+            "arms/arm.toml:12",
+            "'grpc' is not allowed (allowed: decision_service, chat)",
+        ),
+        (
+            PLANNED.replace("[planner]\n", '[planner]\nenv_key = "sk-123"\n'),
+            "arms/arm.toml:8",
+            "the NAME of the environment variable holding the planner's API key",
+        ),
     ],
-)  # fmt: skip
+)
 def test_observe_and_the_planned_agents_models_are_checked(text: str, where: str, says: str):
     message = error_for(text)
     assert message.startswith(where) and says in message, message
@@ -262,9 +285,12 @@ def test_a_new_setting_at_its_neutral_value_keeps_existing_fingerprints():
     from mcu_arms.contracts.settings import fingerprint
 
     frame, _ = resolve_settings(parse_arm(VALID, Path("arms/a.toml")), [])
-    assert "observe" not in frame.fingerprinted() and not any(k.startswith(("planner_", "policy_")) for k in
-                                                             frame.fingerprinted())  # fmt: skip
-    both, _ = resolve_settings(parse_arm(VALID + "", Path("arms/a.toml")).model_copy(update={"observe": "frame+state"}), [])
+    assert "observe" not in frame.fingerprinted() and not any(
+        k.startswith(("planner_", "policy_")) for k in frame.fingerprinted()
+    )
+    both, _ = resolve_settings(
+        parse_arm(VALID + "", Path("arms/a.toml")).model_copy(update={"observe": "frame+state"}), []
+    )
     assert fingerprint(both) != fingerprint(frame)
     planned, _ = resolve_settings(parse_arm(PLANNED, Path("arms/p.toml")), [])
     assert planned.fingerprinted()["policy_revision"] == "6cfce5c" and planned.fingerprinted()["planner_timeout"] == 60
@@ -272,10 +298,17 @@ def test_a_new_setting_at_its_neutral_value_keeps_existing_fingerprints():
 
 def test_steve1_refuses_jpeg_bgr_at_the_line_that_sets_it():
     steve = VALID.replace('"noop"', '"steve1"').replace('"embedded"', '"minestudio"')
-    message = error_for(steve.replace('simulator = "minestudio"', 'simulator = "minestudio"\nobs_encoding = "jpeg_bgr"'))
+    message = error_for(
+        steve.replace('simulator = "minestudio"', 'simulator = "minestudio"\nobs_encoding = "jpeg_bgr"')
+    )
     assert "arms/arm.toml:4: key 'obs_encoding'" in message and "red and blue swapped" in message
-    assert parse_arm(steve.replace('simulator = "minestudio"', 'simulator = "minestudio"\nobs_encoding = "jpeg"'),
-                     Path("arms/arm.toml")).obs_encoding == "jpeg"
+    assert (
+        parse_arm(
+            steve.replace('simulator = "minestudio"', 'simulator = "minestudio"\nobs_encoding = "jpeg"'),
+            Path("arms/arm.toml"),
+        ).obs_encoding
+        == "jpeg"
+    )
 
 
 def test_action_mode_is_for_minestudio_only_and_names_the_modes():
@@ -293,8 +326,9 @@ def test_thinking_is_in_the_fingerprint_and_only_for_chat_endpoints():
     from mcu_arms.contracts.settings import fingerprint
 
     unset, _ = resolve_settings(parse_arm(PLANNED, Path("arms/p.toml")), [])
-    off, _ = resolve_settings(parse_arm(PLANNED.replace("[policy]\n", "thinking = false\n\n[policy]\n"),
-                                        Path("arms/p.toml")), [])  # fmt: skip
+    off, _ = resolve_settings(
+        parse_arm(PLANNED.replace("[policy]\n", "thinking = false\n\n[policy]\n"), Path("arms/p.toml")), []
+    )
     assert "planner_thinking" not in unset.fingerprinted() and off.fingerprinted()["planner_thinking"] is False
     assert fingerprint(off) != fingerprint(unset)
     message = error_for(PLANNED.replace('revision = "6cfce5c"\n', 'revision = "6cfce5c"\nthinking = false\n'))

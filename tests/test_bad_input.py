@@ -125,8 +125,10 @@ def test_a_codex_root_that_is_a_file_is_a_clear_error(tmp_path: Path):
         root_file.write_text("not a directory")
         auth = tmp_path / "auth.json"
         auth.write_text("{}")
-        arm_file(tmp_path).write_text(ARM.format(extra="", ports="", tables="").replace('"random"', '"prolong"')
-                                      + f'\n[codex]\nroot = "{root_file}"\nauth = "{auth}"\n')  # fmt: skip
+        arm_file(tmp_path).write_text(
+            ARM.format(extra="", ports="", tables="").replace('"random"', '"prolong"')
+            + f'\n[codex]\nroot = "{root_file}"\nauth = "{auth}"\n'
+        )
         error = refused(tmp_path, tmp_path / "state", "plan", "--arm", "a")
         assert str(root_file) in error and "key 'codex.root'" in error
     finally:
@@ -181,7 +183,9 @@ def test_an_older_unreadable_episode_does_not_hide_a_newer_finished_one(tmp_path
     assert done.returncode in (0, 1), done.stderr
     comparison = json.loads(done.stdout)
     assert comparison["arms"][0]["status"] == "finished"
-    assert any(flag["kind"] == "unreadable_run" and "episode 1 skipped" in flag["message"] for flag in comparison["flags"])
+    assert any(
+        flag["kind"] == "unreadable_run" and "episode 1 skipped" in flag["message"] for flag in comparison["flags"]
+    )
     asked = run_cli(tmp_path, tmp_path / "state", "compare", "a", "--run", "1")
     assert asked.returncode == 2 and "not a readable run report" in asked.stderr
 
@@ -204,8 +208,18 @@ ENV_PAST_THE_LIMIT = "[env]\n" + "\n".join(f'V{index} = "x"' for index in range(
         ("", ENV_PAST_THE_LIMIT, "env", 10, "at most 1000"),
         ("", '[env]\nBIG = "' + "x" * 40_000 + '"\n', "env.BIG", 11, "at most 32768 bytes"),
     ],
-    ids=["seed", "seeds-big", "seeds-many", "replicates", "replicates-past", "steps", "timeout-tiny", "timeout-huge",
-         "env-keys", "env-value"],
+    ids=[
+        "seed",
+        "seeds-big",
+        "seeds-many",
+        "replicates",
+        "replicates-past",
+        "steps",
+        "timeout-tiny",
+        "timeout-huge",
+        "env-keys",
+        "env-value",
+    ],
 )
 def test_each_limit_is_refused_at_its_line_naming_the_limit(
     tmp_path: Path, extra: str, tables: str, key: str, line: int, said: str
@@ -241,8 +255,10 @@ def test_a_campaign_past_a_limit_is_refused_at_its_line(
 ):
     arm_file(tmp_path)
     variant = '[[variants]]\nname = "v{index}"\ndiffers_in = ["steps"]\nsteps = {steps}\n'
-    body = CAMPAIGN_HEAD.format(seeds=seeds) + "\n" + "".join(
-        variant.format(index=index, steps=6 + index) for index in range(variants)
+    body = (
+        CAMPAIGN_HEAD.format(seeds=seeds)
+        + "\n"
+        + "".join(variant.format(index=index, steps=6 + index) for index in range(variants))
     )
     (tmp_path / "campaigns").mkdir()
     (tmp_path / "campaigns" / "big.toml").write_text(body)
@@ -252,8 +268,10 @@ def test_a_campaign_past_a_limit_is_refused_at_its_line(
 
 def test_a_scenario_past_a_limit_is_refused_at_its_line(tmp_path: Path):
     scenario = tmp_path / "scenario.toml"
-    scenario.write_text('[green_agent]\nendpoint = "http://127.0.0.1:9"\n\n[[participants]]\nrole = "agent"\n'
-                        'endpoint = "http://127.0.0.1:9"\n\n[config]\ntask_category = "crafting"\n'
-                        "step_timeout = 1e-300\n")  # fmt: skip
+    scenario.write_text(
+        '[green_agent]\nendpoint = "http://127.0.0.1:9"\n\n[[participants]]\nrole = "agent"\n'
+        'endpoint = "http://127.0.0.1:9"\n\n[config]\ntask_category = "crafting"\n'
+        "step_timeout = 1e-300\n"
+    )
     error = refused(tmp_path, tmp_path / "state", "evaluate", str(scenario))
     assert "scenario.toml:10" in error and "step_timeout" in error and "0.1" in error, error

@@ -72,8 +72,9 @@ def test_a_campaign_names_its_arms_and_the_seeds_every_one_runs(tmp_path: Path) 
     campaign = load_campaign(project / "campaigns" / "agents.toml", project / "arms")
     assert campaign.arm_names() == ["scripted_arm", "random_arm"] and campaign.seeds == [0, 1, 2]
     assert campaign.variants[0].spec.agent == "random" and campaign.variants[0].spec.steps == 250
-    shown = invoke(project, {"MCU_ARMS_STATE_DIR": str(tmp_path / "state")}, "plan", "--dry-run", "--json",
-                   "campaigns/agents.toml")  # fmt: skip
+    shown = invoke(
+        project, {"MCU_ARMS_STATE_DIR": str(tmp_path / "state")}, "plan", "--dry-run", "--json", "campaigns/agents.toml"
+    )
     assert shown.exit_code == 0, shown.err
     episodes = [(p["arm"], p["settings"]["seed"]) for p in json.loads(shown.out)["plans"]]
     assert episodes == [("scripted_arm", s) for s in (0, 1, 2)] + [("random_arm", s) for s in (0, 1, 2)]
@@ -83,8 +84,16 @@ def test_a_campaign_over_arms_that_name_their_seed_takes_the_cli_overrides(tmp_p
     project = _project(tmp_path)
     arm = project / "arms" / "scripted_arm.toml"
     arm.write_text(arm.read_text().replace("seed = 0", "seed = 7"))  # the campaign's seeds replace it
-    shown = invoke(project, {"MCU_ARMS_STATE_DIR": str(tmp_path / "state")}, "plan", "--dry-run", "--json",
-                   "campaigns/agents.toml", "--steps", "40")  # fmt: skip
+    shown = invoke(
+        project,
+        {"MCU_ARMS_STATE_DIR": str(tmp_path / "state")},
+        "plan",
+        "--dry-run",
+        "--json",
+        "campaigns/agents.toml",
+        "--steps",
+        "40",
+    )
     assert shown.exit_code == 0, shown.err
     plans = json.loads(shown.out)["plans"]
     assert [(p["settings"]["seed"], p["settings"]["steps"]) for p in plans] == [(s, 40) for s in (0, 1, 2)] * 2
@@ -119,10 +128,15 @@ def test_a_campaign_runs_two_at_a_time_retries_an_infrastructure_failure_and_rer
     state = tmp_path / "state"
     started = time.monotonic()
     running = subprocess.Popen(
-        [sys.executable, "-m", "mcu_arms", "run", "campaigns/agents.toml"], cwd=project, env=cli_env(state),
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        [sys.executable, "-m", "mcu_arms", "run", "campaigns/agents.toml"],
+        cwd=project,
+        env=cli_env(state),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
+
         def a_running_green() -> dict | None:
             live = [r for r in _recorded(project) if r["status"] == "started" and "client" in r["processes"]]
             return live[0] if live else None
@@ -135,8 +149,9 @@ def test_a_campaign_runs_two_at_a_time_retries_an_infrastructure_failure_and_rer
 
         def campaign_with_a_pace() -> dict | None:
             """status --campaign while the campaign runs: once an episode has ended, the ones still queued and an ETA."""
-            shown = invoke(project, {"MCU_ARMS_STATE_DIR": str(state)}, "status", "--campaign", "campaigns/agents.toml",
-                           "--json")  # fmt: skip
+            shown = invoke(
+                project, {"MCU_ARMS_STATE_DIR": str(state)}, "status", "--campaign", "campaigns/agents.toml", "--json"
+            )
             (campaign,) = json.loads(shown.out)["campaigns"]
             tally = campaign["tally"]
             return campaign if tally["ended"] >= 1 and tally["queued"] >= 1 else None
@@ -157,8 +172,11 @@ def test_a_campaign_runs_two_at_a_time_retries_an_infrastructure_failure_and_rer
     failed = [r for r in reports if r["status"] == "failed"]
     assert len(failed) == 1 and failed[0]["failure"]["process"] == "green"
     assert failed[0]["failure"]["kind"] == "infrastructure"
-    retry = [r for r in reports if r["arm"] == failed[0]["arm"] and r["settings"]["seed"] == failed[0]["settings"]["seed"]
-             and r["attempt"] == 2]  # fmt: skip
+    retry = [
+        r
+        for r in reports
+        if r["arm"] == failed[0]["arm"] and r["settings"]["seed"] == failed[0]["settings"]["seed"] and r["attempt"] == 2
+    ]
     assert len(retry) == 1 and retry[0]["status"] == "finished", "the failed episode was retried and finished"
     finished = {(r["arm"], r["settings"]["seed"]) for r in reports if r["status"] == "finished"}
     assert finished == {(arm, seed) for arm in ("scripted_arm", "random_arm") for seed in (0, 1, 2)}
@@ -168,22 +186,44 @@ def test_a_campaign_runs_two_at_a_time_retries_an_infrastructure_failure_and_rer
     wall = time.monotonic() - started
 
     again = subprocess.run(
-        [sys.executable, "-m", "mcu_arms", "run", "campaigns/agents.toml", "--json"], cwd=project,
-        env=cli_env(state), capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [sys.executable, "-m", "mcu_arms", "run", "campaigns/agents.toml", "--json"],
+        cwd=project,
+        env=cli_env(state),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert again.returncode == 0, again.stdout + again.stderr
     assert [arm["status"] for arm in json.loads(again.stdout)["arms"]] == ["skipped"] * 6
     assert len(_recorded(project)) == len(reports), "the rerun ran nothing"
     dry = subprocess.run(
-        [sys.executable, "-m", "mcu_arms", "run", "--dry-run", "campaigns/agents.toml"], cwd=project,
-        env=cli_env(state), capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [sys.executable, "-m", "mcu_arms", "run", "--dry-run", "campaigns/agents.toml"],
+        cwd=project,
+        env=cli_env(state),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert [will for will, _ in summary_rows(dry.stdout).values()] == ["skip"] * 6, dry.stdout
 
     compared = subprocess.run(
-        [sys.executable, "-m", "mcu_arms", "compare", "campaigns/agents.toml", "--plot", "plots/agents.png",
-         "--export", "export"], cwd=project, env=cli_env(state), capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "mcu_arms",
+            "compare",
+            "campaigns/agents.toml",
+            "--plot",
+            "plots/agents.png",
+            "--export",
+            "export",
+        ],
+        cwd=project,
+        env=cli_env(state),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert compared.returncode == 0, compared.stdout + compared.stderr
     text = compared.stdout
     assert "comparable: differs only in agent" in text
@@ -193,9 +233,22 @@ def test_a_campaign_runs_two_at_a_time_retries_an_infrastructure_failure_and_rer
     assert "Holm" in text and "steps (Kaplan–Meier median)" in text and "log-rank" in text
     for suffix, magic in (("png", b"\x89PNG"), ("pdf", b"%PDF"), ("svg", b"<?xml")):
         drawn = subprocess.run(
-            [sys.executable, "-m", "mcu_arms", "compare", "campaigns/agents.toml", "--plot", f"plots/agents.{suffix}",
-             "--json"], cwd=project, env=cli_env(state), capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "mcu_arms",
+                "compare",
+                "campaigns/agents.toml",
+                "--plot",
+                f"plots/agents.{suffix}",
+                "--json",
+            ],
+            cwd=project,
+            env=cli_env(state),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert drawn.returncode == 0, drawn.stderr
         assert (project / "plots" / f"agents.{suffix}").read_bytes().startswith(magic), suffix
     with (project / "export" / "tidy.csv").open() as handle:
@@ -214,13 +267,28 @@ def test_a_campaign_runs_two_at_a_time_retries_an_infrastructure_failure_and_rer
     assert len(per_step) == 6 * 250 and {"agent_ms", "health", "noop_cause"} <= set(per_step.columns)
     exported = (project / "export" / "tidy.csv").read_bytes()
     refused = subprocess.run(
-        [sys.executable, "-m", "mcu_arms", "compare", "campaigns/agents.toml", "--plot", "plots/again.png",
-         "--export", "export"], cwd=project, env=cli_env(state), capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "mcu_arms",
+            "compare",
+            "campaigns/agents.toml",
+            "--plot",
+            "plots/again.png",
+            "--export",
+            "export",
+        ],
+        cwd=project,
+        env=cli_env(state),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert refused.returncode == 2 and "never written over" in refused.stderr, refused.stderr
     assert (project / "export" / "tidy.csv").read_bytes() == exported and not (project / "plots" / "again.png").exists()
-    status = invoke(project, {"MCU_ARMS_STATE_DIR": str(state)}, "status", "--campaign", "campaigns/agents.toml",
-                    "--json")  # fmt: skip
+    status = invoke(
+        project, {"MCU_ARMS_STATE_DIR": str(state)}, "status", "--campaign", "campaigns/agents.toml", "--json"
+    )
     (campaign,) = json.loads(status.out)["campaigns"]
     latest = {(cell["arm"], cell["seed"]): cell["state"] for cell in campaign["cells"]}
     assert latest == {episode: "done" for episode in finished}, "each seed's latest episode, the retried one too"

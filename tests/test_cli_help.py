@@ -30,8 +30,20 @@ def test_every_command_has_help_text():
     root = typer.main.get_command(app)
     commands = all_commands(root)
     names = {" ".join(path) for path, _ in commands}
-    assert {"plan", "run", "compare", "status", "stop", "new", "codex-home", "doctor", "tasks", "evaluate",
-            "serve green", "serve purple"} <= names
+    assert {
+        "plan",
+        "run",
+        "compare",
+        "status",
+        "stop",
+        "new",
+        "codex-home",
+        "doctor",
+        "tasks",
+        "evaluate",
+        "serve green",
+        "serve purple",
+    } <= names
     for path, command in commands:
         assert (command.help or "").strip(), f"`mcu-arms {' '.join(path)}` has no help text"
         result = CliRunner().invoke(app, [*path, "--help"])
@@ -59,7 +71,9 @@ def test_flags_show_no_type_and_help_texts_keep_their_brackets():
 SCRIPT = Path(sys.executable).parent / "mcu-arms"
 
 
-@pytest.mark.skipif(not SCRIPT.is_file(), reason=f"no installed mcu-arms script at {SCRIPT} (pip install -e . makes it)")
+@pytest.mark.skipif(
+    not SCRIPT.is_file(), reason=f"no installed mcu-arms script at {SCRIPT} (pip install -e . makes it)"
+)
 @pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")
 def test_completion_installs_into_home_for_bash_and_completes_commands_flags_and_arm_names(tmp_path):
     home, project = tmp_path / "home", tmp_path / "project"
@@ -67,8 +81,14 @@ def test_completion_installs_into_home_for_bash_and_completes_commands_flags_and
     (project / "arms").mkdir(parents=True)
     (project / "arms" / "demo_pair.toml").write_text('agent = "noop"\n')
     env = {"PATH": f"{SCRIPT.parent}:{os.environ['PATH']}", "HOME": str(home)}
-    installed = subprocess.run(["bash", "-c", "mcu-arms --install-completion"], env=env, cwd=project,
-                               capture_output=True, text=True, timeout=60)  # fmt: skip
+    installed = subprocess.run(
+        ["bash", "-c", "mcu-arms --install-completion"],
+        env=env,
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert installed.returncode == 0, installed.stdout + installed.stderr
     script = home / ".bash_completions" / "mcu-arms.sh"
     assert f"source '{script}'" in (home / ".bashrc").read_text()
@@ -76,10 +96,18 @@ def test_completion_installs_into_home_for_bash_and_completes_commands_flags_and
     def completions(*words: str) -> list[str]:
         line = " ".join(words)
         done = subprocess.run(
-            ["bash", "-c", f'source ~/.bashrc; COMP_WORDS=({line}); COMP_CWORD={len(words) - 1}; '
-                           '_mcu_arms_completion mcu-arms; printf "%s\\n" "${COMPREPLY[@]}"'],
-            env=env, cwd=project, capture_output=True, text=True, timeout=60,
-        )  # fmt: skip
+            [
+                "bash",
+                "-c",
+                f"source ~/.bashrc; COMP_WORDS=({line}); COMP_CWORD={len(words) - 1}; "
+                '_mcu_arms_completion mcu-arms; printf "%s\\n" "${COMPREPLY[@]}"',
+            ],
+            env=env,
+            cwd=project,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert done.returncode == 0, done.stderr
         return done.stdout.split()
 
@@ -94,8 +122,10 @@ def test_completion_installs_into_home_for_bash_and_completes_commands_flags_and
 def test_version_is_answered_before_the_cli_is_imported():
     """`mcu-arms --version` (and -V) print the version without importing typer, rich or any command: a start-up of
     the interpreter alone (~0.05 s here, against ~1.2 s for a command's help)."""
-    code = ("import sys\nfrom mcu_arms.entry import main\n"
-            "for flag in ('--version', '-V'):\n    sys.argv = ['mcu-arms', flag]\n    main()\n"
-            "print(sorted(name for name in ('typer', 'rich', 'mcu_arms.cli') if name in sys.modules))")  # fmt: skip
+    code = (
+        "import sys\nfrom mcu_arms.entry import main\n"
+        "for flag in ('--version', '-V'):\n    sys.argv = ['mcu-arms', flag]\n    main()\n"
+        "print(sorted(name for name in ('typer', 'rich', 'mcu_arms.cli') if name in sys.modules))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.splitlines() == ["mcu-arms 0.1.0", "mcu-arms 0.1.0", "[]"], done.stdout + done.stderr

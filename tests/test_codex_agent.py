@@ -88,9 +88,15 @@ def _set_mode(policy: CodexPolicy, mode: str) -> None:
 
 
 def test_successful_turn_plans_actions_that_are_replayed_before_the_next_turn(tmp_path, codex_home):
-    policy = _policy(tmp_path, codex_home, model="gpt-test", provider_base_url="http://user:pw@127.0.0.1:1/v1",
-                     provider_wire_api="responses", provider_env_key="LOCAL_LLM_KEY",
-                     environ_extra={"LOCAL_LLM_KEY": "sk-local-secret"})
+    policy = _policy(
+        tmp_path,
+        codex_home,
+        model="gpt-test",
+        provider_base_url="http://user:pw@127.0.0.1:1/v1",
+        provider_wire_api="responses",
+        provider_env_key="LOCAL_LLM_KEY",
+        environ_extra={"LOCAL_LLM_KEY": "sk-local-secret"},
+    )
     ack = _init(policy)
     assert ack.success and "codex-cli 0.0.0-fake" in ack.message
     answers = [_act(policy, step) for step in range(5)]
@@ -103,12 +109,19 @@ def test_successful_turn_plans_actions_that_are_replayed_before_the_next_turn(tm
     first = calls[0]
     assert first["stdin_is_devnull"] and first["own_process_group"]
     assert first["cwd"] == str(policy.workdir)
-    assert first["configs"] == ["project_doc_max_bytes=0", "model_context_window=258000",
-                                "model_auto_compact_token_limit=200000"]  # fmt: skip
+    assert first["configs"] == [
+        "project_doc_max_bytes=0",
+        "model_context_window=258000",
+        "model_auto_compact_token_limit=200000",
+    ]
     assert first["model"] == "gpt-test"
     provider = first["config"]["model_providers"]["mcu_arms_provider"]
-    assert provider == {"name": "mcu_arms_provider", "base_url": "http://user:pw@127.0.0.1:1/v1",
-                        "wire_api": "responses", "env_key": "LOCAL_LLM_KEY"}  # fmt: skip
+    assert provider == {
+        "name": "mcu_arms_provider",
+        "base_url": "http://user:pw@127.0.0.1:1/v1",
+        "wire_api": "responses",
+        "env_key": "LOCAL_LLM_KEY",
+    }
     assert first["config"]["model_provider"] == "mcu_arms_provider"
     assert (codex_home / "config.toml").stat().st_mode & 0o777 == 0o600
     assert "pw@" not in json.dumps(first["argv"]) and "sk-local-secret" not in json.dumps(first["argv"])
@@ -128,7 +141,9 @@ def test_successful_turn_plans_actions_that_are_replayed_before_the_next_turn(tm
     assert report.kind == "worldmodel" and report.turns == 2 and report.failed_turns == 0
     assert report.sessions_started == 2 and report.sessions_completed == 2 and report.sessions_discarded == 0
     assert report.compaction_limit == 200_000
-    assert report.compaction_in_force.codex_compacts_at == 200_000 and report.compaction_in_force.codex_window == 258_000
+    assert (
+        report.compaction_in_force.codex_compacts_at == 200_000 and report.compaction_in_force.codex_window == 258_000
+    )
     assert report.settings.codex_version == "codex-cli 0.0.0-fake"
     assert report.settings.codex_home_audit["private_mode"] is True
     assert report.settings.provider_config == str(codex_home / "config.toml")
@@ -275,8 +290,12 @@ def test_sessions_are_resumed_for_session_turns_then_dropped(tmp_path, codex_hom
         _act(policy, step)
     calls = _calls(codex_home)
     assert [call["resume"] for call in calls] == [
-        None, calls[0]["thread_id"], None, calls[2]["thread_id"], None,
-    ]  # fmt: skip
+        None,
+        calls[0]["thread_id"],
+        None,
+        calls[2]["thread_id"],
+        None,
+    ]
     assert calls[1]["thread_id"] == calls[0]["thread_id"] and calls[2]["thread_id"] != calls[0]["thread_id"]
     argv = calls[1]["argv"]
     assert argv.index("resume") < argv.index("-i") and argv.index("-c") < argv.index("resume")
@@ -308,8 +327,13 @@ def test_overflow_drops_the_session_and_the_next_turn_starts_cold(tmp_path, code
 
 
 def test_compactions_are_counted_from_the_rollout(tmp_path, codex_home):
-    policy = _policy(tmp_path, codex_home, session_turns=4, compact_limit=1234,
-                     environ_extra={"FAKE_CODEX_ACTIONS": ONE_ACTION, "FAKE_CODEX_MODE": "compact:2"})
+    policy = _policy(
+        tmp_path,
+        codex_home,
+        session_turns=4,
+        compact_limit=1234,
+        environ_extra={"FAKE_CODEX_ACTIONS": ONE_ACTION, "FAKE_CODEX_MODE": "compact:2"},
+    )
     _init(policy)
     for step in range(4):
         _act(policy, step)
@@ -320,8 +344,11 @@ def test_compactions_are_counted_from_the_rollout(tmp_path, codex_home):
 
 
 def test_quantised_host_sends_the_nearest_surviving_camera_value(tmp_path, codex_home):
-    policy = _policy(tmp_path, codex_home, environ_extra={"MCU_CAMERA_QUANTISED": "1",
-                     "FAKE_CODEX_ACTIONS": json.dumps([{"camera": [4.32, -30]}])})
+    policy = _policy(
+        tmp_path,
+        codex_home,
+        environ_extra={"MCU_CAMERA_QUANTISED": "1", "FAKE_CODEX_ACTIONS": json.dumps([{"camera": [4.32, -30]}])},
+    )
     _init(policy)
     pitch, yaw = _act(policy, 0).action["camera"]
     assert pitch == pytest.approx(3.2154, abs=1e-4) and yaw == -10.0
@@ -335,10 +362,24 @@ def test_cost_warnings_for_payload_and_latency_jumps(tmp_path, codex_home, capsy
     _init(policy)
 
     def record(turn: int, latency: float, payload: int) -> TurnRecord:
-        return TurnRecord(turn=turn, step=turn, session=1, thread_id="t", resumed=True, outcome="ok", rc=0,
-                          latency_s=latency, prompt_bytes=1, frame_bytes=1, rollout_bytes_before=0,
-                          rollout_bytes_after=0, payload_bytes=payload, frames_in_session=turn, actions_queued=1,
-                          compactions_in_thread=0)
+        return TurnRecord(
+            turn=turn,
+            step=turn,
+            session=1,
+            thread_id="t",
+            resumed=True,
+            outcome="ok",
+            rc=0,
+            latency_s=latency,
+            prompt_bytes=1,
+            frame_bytes=1,
+            rollout_bytes_before=0,
+            rollout_bytes_after=0,
+            payload_bytes=payload,
+            frames_in_session=turn,
+            actions_queued=1,
+            compactions_in_thread=0,
+        )
 
     for turn in range(1, 4):
         policy.episode.turn_records.append(record(turn, 10.0, 1000))
@@ -378,7 +419,9 @@ def test_setup_errors_are_user_errors(tmp_path, codex_home):
         _init(CodexPolicy("prolong", PurpleOptions(), environ=_environ(codex_home)))
     with pytest.raises(UserError, match="does not exist"):
         _init(CodexPolicy("prolong", PurpleOptions(output_dir=tmp_path), environ=_environ(codex_home / "gone")))
-    keyed = PurpleOptions(output_dir=tmp_path, provider_base_url="http://127.0.0.1:1/v1", provider_env_key="NO_SUCH_KEY")
+    keyed = PurpleOptions(
+        output_dir=tmp_path, provider_base_url="http://127.0.0.1:1/v1", provider_env_key="NO_SUCH_KEY"
+    )
     with pytest.raises(UserError, match="NO_SUCH_KEY is not set") as error:
         _init(CodexPolicy("prolong", keyed, environ=_environ(codex_home)))
     assert error.value.key == "--provider-env-key"
@@ -417,8 +460,13 @@ def test_valid_actions_fill_every_key():
 
 
 def test_the_command_line_carries_no_provider_and_elides_the_prompt():
-    call = CodexCall(executable="codex", prompt="secret plan", image=Path("f.png"), thread_id="t",
-                     overrides=("project_doc_max_bytes=0",))
+    call = CodexCall(
+        executable="codex",
+        prompt="secret plan",
+        image=Path("f.png"),
+        thread_id="t",
+        overrides=("project_doc_max_bytes=0",),
+    )
     assert "secret plan" not in call.shown() and "<prompt 11 bytes>" in call.shown()
     argv = call.argv()
     assert argv.index("-c") < argv.index("resume") < argv.index("-i"), "options before resume, or codex refuses them"
@@ -455,8 +503,14 @@ def test_a_resume_codex_refuses_is_a_lost_session_and_the_step_plans_from_a_cold
 
 
 def test_a_thread_that_fills_a_no_compaction_window_is_dropped_before_codex_could_compact_it(tmp_path, codex_home):
-    policy = _policy(tmp_path, codex_home, session_turns=3, compact_limit=200_000, context_window=100_000,
-                     environ_extra={"FAKE_CODEX_ACTIONS": ONE_ACTION, "FAKE_CODEX_TOKENS": "150000"})
+    policy = _policy(
+        tmp_path,
+        codex_home,
+        session_turns=3,
+        compact_limit=200_000,
+        context_window=100_000,
+        environ_extra={"FAKE_CODEX_ACTIONS": ONE_ACTION, "FAKE_CODEX_TOKENS": "150000"},
+    )
     _init(policy)
     _act(policy, 0)
     _act(policy, 1)
@@ -472,8 +526,14 @@ def test_a_thread_that_fills_a_no_compaction_window_is_dropped_before_codex_coul
 
 
 def test_a_compaction_codex_forces_on_a_no_compaction_arm_is_loud_and_drops_the_thread(tmp_path, codex_home):
-    policy = _policy(tmp_path, codex_home, session_turns=3, compact_limit=600_000, context_window=300_000,
-                     environ_extra={"FAKE_CODEX_ACTIONS": ONE_ACTION, "FAKE_CODEX_MODE": "compact:2"})
+    policy = _policy(
+        tmp_path,
+        codex_home,
+        session_turns=3,
+        compact_limit=600_000,
+        context_window=300_000,
+        environ_extra={"FAKE_CODEX_ACTIONS": ONE_ACTION, "FAKE_CODEX_MODE": "compact:2"},
+    )
     _init(policy)
     for step in range(3):
         _act(policy, step)
@@ -497,19 +557,60 @@ def test_a_config_file_mcu_arms_did_not_write_is_moved_aside_and_no_provider_lea
 
 
 def test_a_schema_1_report_reads_with_its_payloads_marked_as_the_old_sum():
-    record = {"turn": 1, "step": 0, "session": 1, "thread_id": "t", "resumed": False, "outcome": "ok", "rc": 0,
-              "latency_s": 1.0, "prompt_bytes": 10, "frame_bytes": 20, "rollout_bytes_before": 0,
-              "rollout_bytes_after": 50, "payload_bytes": 30, "frames_in_session": 1, "actions_queued": 1,
-              "compactions_in_thread": 0}  # fmt: skip
+    record = {
+        "turn": 1,
+        "step": 0,
+        "session": 1,
+        "thread_id": "t",
+        "resumed": False,
+        "outcome": "ok",
+        "rc": 0,
+        "latency_s": 1.0,
+        "prompt_bytes": 10,
+        "frame_bytes": 20,
+        "rollout_bytes_before": 0,
+        "rollout_bytes_after": 50,
+        "payload_bytes": 30,
+        "frames_in_session": 1,
+        "actions_queued": 1,
+        "compactions_in_thread": 0,
+    }
     episode = {"task_dir": "task_01", "task": "t", "started_at": "now", "turn_records": [record]}
-    settings = {"kind": "worldmodel", "session_turns": 1, "compact_limit": None, "step_timeout": 60, "turn_timeout": 50,
-                "model": None, "provider_base_url": None, "provider_wire_api": None, "camera_quantised": False,
-                "codex_executable": "codex", "codex_version": "x", "codex_home": "h", "codex_home_audit": {}}  # fmt: skip
-    data = {"schema_version": 1, "kind": "worldmodel", "written_at": "now", "settings": settings, "turns": 1,
-            "failed_turns": 0, "failed_turns_by_rc": {}, "failed_turns_by_reason": {}, "sessions_started": 1,
-            "sessions_completed": 1, "sessions_discarded": 0, "compactions": 0, "overflow_resets": 0,
-            "compaction_limit": None, "noops": {}, "warnings": [], "episodes": [episode],
-            "latency": {"turns": 1, "median_s": 1.0, "p90_s": 1.0, "max_s": 1.0, "max_payload_bytes": 30}}  # fmt: skip
+    settings = {
+        "kind": "worldmodel",
+        "session_turns": 1,
+        "compact_limit": None,
+        "step_timeout": 60,
+        "turn_timeout": 50,
+        "model": None,
+        "provider_base_url": None,
+        "provider_wire_api": None,
+        "camera_quantised": False,
+        "codex_executable": "codex",
+        "codex_version": "x",
+        "codex_home": "h",
+        "codex_home_audit": {},
+    }
+    data = {
+        "schema_version": 1,
+        "kind": "worldmodel",
+        "written_at": "now",
+        "settings": settings,
+        "turns": 1,
+        "failed_turns": 0,
+        "failed_turns_by_rc": {},
+        "failed_turns_by_reason": {},
+        "sessions_started": 1,
+        "sessions_completed": 1,
+        "sessions_discarded": 0,
+        "compactions": 0,
+        "overflow_resets": 0,
+        "compaction_limit": None,
+        "noops": {},
+        "warnings": [],
+        "episodes": [episode],
+        "latency": {"turns": 1, "median_s": 1.0, "p90_s": 1.0, "max_s": 1.0, "max_payload_bytes": 30},
+    }
     report = AgentReport.model_validate(data)
     assert report.schema_version == 2
     (migrated,) = report.episodes[0].turn_records

@@ -54,12 +54,12 @@ def _cli(project: Path, env: dict[str, str], *args: str) -> subprocess.Completed
 def test_prolong_and_worldmodel_arms_run_end_to_end_and_compare(tmp_path, codex_root):
     project = tmp_path / "project"
     (project / "arms").mkdir(parents=True)
-    (project / "arms" / "cx_pl.toml").write_text(ARM.format(
-        agent="prolong", steps=STEPS, session_turns=1, compact="false", step_timeout=6, mode="hang-once"
-    ))
-    (project / "arms" / "cx_wm.toml").write_text(ARM.format(
-        agent="worldmodel", steps=STEPS, session_turns=2, compact="false", step_timeout=15, mode="ok"
-    ))
+    (project / "arms" / "cx_pl.toml").write_text(
+        ARM.format(agent="prolong", steps=STEPS, session_turns=1, compact="false", step_timeout=6, mode="hang-once")
+    )
+    (project / "arms" / "cx_wm.toml").write_text(
+        ARM.format(agent="worldmodel", steps=STEPS, session_turns=2, compact="false", step_timeout=15, mode="ok")
+    )
     auth = codex_root / "credential" / "auth.json"
     auth.parent.mkdir()
     auth.write_text('{"auth_mode": "apikey", "OPENAI_API_KEY": "sk-test-not-a-key"}')
@@ -111,7 +111,10 @@ def test_prolong_and_worldmodel_arms_run_end_to_end_and_compare(tmp_path, codex_
         else:
             assert "wrote no actions.json" not in purple_log
 
-        calls = [json.loads(line) for line in (codex_root / "homes" / arm / "fake_codex_calls.jsonl").read_text().splitlines()]
+        calls = [
+            json.loads(line)
+            for line in (codex_root / "homes" / arm / "fake_codex_calls.jsonl").read_text().splitlines()
+        ]
         assert len(calls) == report["turns"] and all(call["stdin_is_devnull"] for call in calls)
         resumed = [call["resume"] for call in calls if call["resume"]]
         if session_turns == 1:

@@ -11,7 +11,7 @@ import stat
 import subprocess
 import sys
 import tempfile
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -21,7 +21,7 @@ from mcu_arms.contracts.errors import UserError
 from mcu_arms.isolation import codex_home
 from mcu_arms.isolation.codex_home import PERSONAL_CONFIG_STUBS, build_codex_home, hold_codex_home
 
-NOW = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
 
 @pytest.fixture
@@ -169,8 +169,9 @@ def test_a_locked_session_store_is_waited_for_reported_and_left_under_its_writer
     connection.execute("CREATE TABLE t (x)")
     connection.commit()
     connection.close()
-    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(store)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)  # fmt: skip
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(store)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert writer.stdout.readline().strip() == "locked"
         assert Path(f"{store}-journal").exists()
@@ -213,8 +214,9 @@ with hold_codex_home(Path(sys.argv[1])):
 
 def test_one_purple_per_home_and_the_builder_leaves_a_home_in_use_alone(local_dir, auth):
     built = build_codex_home("arm1", local_dir / "codex", auth, {}, NOW)
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(built.home)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)  # fmt: skip
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(built.home)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert holder.stdout.readline().strip() == "holding"
         with pytest.raises(UserError, match=f"in use by another purple \\(pid {holder.pid}\\)"):

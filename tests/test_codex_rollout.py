@@ -53,12 +53,30 @@ def usage(total: int) -> tuple[str, dict]:
 def test_each_request_carries_the_history_so_far_and_a_turn_owns_the_requests_after_its_offset(tmp_path):
     rollout = tmp_path / "rollout.jsonl"
     prompt_1, prompt_2 = user("a" * 3000), user("b" * 200)
-    write(rollout, [("session_meta", {"id": "t"}), ("event_msg", {"type": "task_started", "model_context_window": 95_000}),
-                    ("response_item", TOOLS), ("response_item", INSTRUCTIONS), ("response_item", prompt_1),
-                    ("response_item", CALL), usage(500), ("response_item", OUTPUT), ("response_item", REPLY),
-                    usage(900)])  # fmt: skip
-    start = write(rollout, [("event_msg", {"type": "task_started", "model_context_window": 95_000}),
-                            ("response_item", prompt_2), ("response_item", REPLY), usage(1_400)])  # fmt: skip
+    write(
+        rollout,
+        [
+            ("session_meta", {"id": "t"}),
+            ("event_msg", {"type": "task_started", "model_context_window": 95_000}),
+            ("response_item", TOOLS),
+            ("response_item", INSTRUCTIONS),
+            ("response_item", prompt_1),
+            ("response_item", CALL),
+            usage(500),
+            ("response_item", OUTPUT),
+            ("response_item", REPLY),
+            usage(900),
+        ],
+    )
+    start = write(
+        rollout,
+        [
+            ("event_msg", {"type": "task_started", "model_context_window": 95_000}),
+            ("response_item", prompt_2),
+            ("response_item", REPLY),
+            usage(1_400),
+        ],
+    )
     base = REQUEST_ENVELOPE_BYTES + sent(TOOLS) + sent(INSTRUCTIONS)
     first_turn = [base + sent(prompt_1), base + sent(prompt_1) + sent(CALL) + sent(OUTPUT)]
     whole = read_rollout(rollout)
@@ -71,15 +89,24 @@ def test_a_compaction_sends_the_history_and_its_prompt_then_the_replacement_is_t
     rollout = tmp_path / "rollout.jsonl"
     prompt_1, prompt_2 = user("a" * 1000), user("b" * 100)
     write(rollout, [("response_item", TOOLS), ("response_item", prompt_1), ("response_item", REPLY), usage(60_000)])
-    start = write(rollout, [("response_item", SUMMARY), usage(100),
-                            ("compacted", {"message": "summary", "replacement_history": [TOOLS, user("summary")]}),
-                            ("response_item", prompt_2), ("response_item", REPLY), usage(2_000)])  # fmt: skip
+    start = write(
+        rollout,
+        [
+            ("response_item", SUMMARY),
+            usage(100),
+            ("compacted", {"message": "summary", "replacement_history": [TOOLS, user("summary")]}),
+            ("response_item", prompt_2),
+            ("response_item", REPLY),
+            usage(2_000),
+        ],
+    )
     turn = read_rollout(rollout, since=start)
     before = REQUEST_ENVELOPE_BYTES + sent(TOOLS) + sent(prompt_1) + sent(REPLY)
     after = REQUEST_ENVELOPE_BYTES + sent(TOOLS) + sent(user("summary")) + sent(prompt_2)
     assert [(r.kind, r.body_bytes) for r in turn.requests] == [
-        ("compaction", before + COMPACTION_PROMPT_BYTES), ("turn", after)
-    ]  # fmt: skip
+        ("compaction", before + COMPACTION_PROMPT_BYTES),
+        ("turn", after),
+    ]
     assert turn.compactions == 1 and turn.last_total_tokens == 2_000
 
 

@@ -217,8 +217,13 @@ def test_settings_come_from_the_report_in_force(tmp_path: Path) -> None:
 def test_missing_purple_report_is_unknown_not_zero(tmp_path: Path) -> None:
     write_arm(tmp_path, "wm", agent="worldmodel", simulator="minestudio", session_turns=3, compact=True)
     write_arm(tmp_path, "wm_plain", agent="worldmodel", simulator="minestudio", session_turns=3)
-    write_run(tmp_path, "wm", agent=AgentSummary(kind="worldmodel", report_file="worldmodel_report.json",
-                                                 failed_turns=4, compactions=2, overflow_resets=0))
+    write_run(
+        tmp_path,
+        "wm",
+        agent=AgentSummary(
+            kind="worldmodel", report_file="worldmodel_report.json", failed_turns=4, compactions=2, overflow_resets=0
+        ),
+    )
     write_run(tmp_path, "wm_plain")
     outcome = invoke(tmp_path, {}, "compare", "wm", "wm_plain")
     assert outcome.exit_code == 0
@@ -239,8 +244,9 @@ def test_a_default_compaction_limit_moves_with_the_context_window_as_one_change(
     assert result.verdict.settings_text == "comparable: differs only in context_window"
     limit = next(row for row in result.settings if row.key == "compact_limit")
     assert limit.values == [516000, 256000] and limit.follows == "context_window"
-    write_arm(tmp_path, "narrow", agent="worldmodel", simulator="minestudio", context_window=128000,
-              compact_limit=600000)
+    write_arm(
+        tmp_path, "narrow", agent="worldmodel", simulator="minestudio", context_window=128000, compact_limit=600000
+    )
     assert compare(tmp_path, "wide", "narrow").verdict.differing == ["compact_limit", "context_window"]
 
 
@@ -251,8 +257,13 @@ def test_agents_without_model_turns_show_na_for_turn_counters(pair: Path) -> Non
 
 def test_compaction_limit_reported_by_the_purple_wins_and_is_flagged(tmp_path: Path) -> None:
     write_arm(tmp_path, "wm", agent="worldmodel", simulator="minestudio")
-    write_run(tmp_path, "wm", agent=AgentSummary(kind="worldmodel", report_file="worldmodel_report.json",
-                                                 compaction_limit=1000, failed_turns=2))
+    write_run(
+        tmp_path,
+        "wm",
+        agent=AgentSummary(
+            kind="worldmodel", report_file="worldmodel_report.json", compaction_limit=1000, failed_turns=2
+        ),
+    )
     result = compare(tmp_path, "wm")
     assert result.arms[0].compaction_limit == 1000
     assert result.arms[0].latest.failed_turns == 2
@@ -279,8 +290,14 @@ def test_failed_arm_stays_with_logs_and_reason(pair: Path) -> None:
     assert "arm 'scripted_arm' has no run episode_002" in outcome.err and "allowed: 1" in outcome.err
 
     write_arm(pair, "broken")
-    write_run(pair, "broken", status="failed", failure=Failure(process="green", reason="green port busy"),
-              steps_run=None, noops={})
+    write_run(
+        pair,
+        "broken",
+        status="failed",
+        failure=Failure(process="green", reason="green port busy"),
+        steps_run=None,
+        noops={},
+    )
     outcome = invoke(pair, {}, "compare", "scripted_arm", "broken")
     assert outcome.exit_code == 3, "no finished episode, for infrastructure reasons"
     assert _row(outcome.out, "status") == ["finished", "failed"]
@@ -389,12 +406,15 @@ def test_plot_is_a_png_with_one_line_per_arm(pair: Path) -> None:
     data = plot_data(result)
     assert [s.arm for s in data.series] == ["scripted_arm", "random_arm"]
     assert data.series[0].steps == [0, 12, 40, 90, 400] and data.series[0].median == [0, 1, 2, 3, 3]
-    assert [s.label for s in data.series] == ["scripted_arm (baseline)", "random_arm: agent=random"], "labelled by what differs"
+    assert [s.label for s in data.series] == ["scripted_arm (baseline)", "random_arm: agent=random"], (
+        "labelled by what differs"
+    )
     assert "mine_diamond_from_scratch" in data.title and EMBEDDED_LABEL in data.title
     figure = build_figure(data)
     assert len(figure.axes[0].get_lines()) == 2
     assert [line.get_label() for line in figure.axes[0].get_lines()] == [
-        "scripted_arm (baseline) (n=1)", "random_arm: agent=random (n=1)"
+        "scripted_arm (baseline) (n=1)",
+        "random_arm: agent=random (n=1)",
     ]
 
     target = pair / "plots" / "cmp.png"
@@ -453,8 +473,9 @@ def test_real_embedded_runs_scripted_ahead_of_random(tmp_path: Path) -> None:
     result = Analysis.model_validate_json(outcome.out)
     assert result.verdict.text == "comparable: differs only in agent"
     assert [arm.status for arm in result.arms] == ["finished", "finished"]
-    assert all(arm.metrics["steps_run"].mean == 200 and "Crafter" in (arm.latest.simulator_label or "")
-               for arm in result.arms)  # fmt: skip
+    assert all(
+        arm.metrics["steps_run"].mean == 200 and "Crafter" in (arm.latest.simulator_label or "") for arm in result.arms
+    )
     assert not [flag for flag in result.flags if flag.kind == "arm_file_changed"]
     first = result.milestones[0]
     scripted, random_ = first.cells
@@ -487,10 +508,20 @@ def test_a_policy_model_with_its_endpoint_and_revision_is_one_change(tmp_path: P
 def test_planned_counters_are_shown_and_na_for_other_agents(tmp_path: Path) -> None:
     write_arm(tmp_path, "scripted_arm")
     write_run(tmp_path, "scripted_arm")
-    summary = AgentSummary(kind="planned", report_file="planned_report.json", turns=12, failed_turns=1,
-                           failed_turns_by_reason={"policy_timeout": 1}, decisions=30, invalid_outputs=4,
-                           invalid_outputs_by_kind={"invalid_plan": 1, "invalid_policy_output": 3}, stale_replans=1,
-                           reflex_interrupts=2, median_planner_ms=812.5, median_decision_ms=42.25)  # fmt: skip
+    summary = AgentSummary(
+        kind="planned",
+        report_file="planned_report.json",
+        turns=12,
+        failed_turns=1,
+        failed_turns_by_reason={"policy_timeout": 1},
+        decisions=30,
+        invalid_outputs=4,
+        invalid_outputs_by_kind={"invalid_plan": 1, "invalid_policy_output": 3},
+        stale_replans=1,
+        reflex_interrupts=2,
+        median_planner_ms=812.5,
+        median_decision_ms=42.25,
+    )
     repository = Path(__file__).resolve().parents[1] / "arms"
     (tmp_path / "arms" / "planned_kev.toml").write_text((repository / "planned_kev.toml").read_text())
     write_run(tmp_path, "planned_kev", agent=summary)
@@ -505,8 +536,7 @@ def test_planned_counters_are_shown_and_na_for_other_agents(tmp_path: Path) -> N
 def test_two_arms_whose_latest_runs_are_other_experiments_are_refused_naming_both(pair: Path) -> None:
     """Both arms also ran with --steps 40: each has two experiments that differ only in agent from the other arm's,
     so which to compare is not clear; compare refuses (exit 2), lists the candidates, and --experiment chooses."""
-    write_run(pair, "scripted_arm", episode=2, steps={"collect_wood": 5}, overrides={"steps": 40},
-              settings_steps=40)  # fmt: skip
+    write_run(pair, "scripted_arm", episode=2, steps={"collect_wood": 5}, overrides={"steps": 40}, settings_steps=40)
     write_run(pair, "random_arm", episode=2, steps={}, overrides={"steps": 40}, settings_steps=40)
     refused = invoke(pair, {}, "compare", "scripted_arm", "random_arm")
     assert refused.exit_code == 2, refused.out
@@ -518,10 +548,13 @@ def test_two_arms_whose_latest_runs_are_other_experiments_are_refused_naming_bot
 
     first = compare(pair, "scripted_arm", "random_arm", episode=1)
     assert [arm.settings.steps for arm in first.arms] == [400, 400] and first.exit_code == 0
-    chosen = [arm.experiment.candidates[0].fingerprint for arm in compare(pair, "scripted_arm", "random_arm",
-                                                                            episode=2).arms]  # fmt: skip
+    chosen = [
+        arm.experiment.candidates[0].fingerprint for arm in compare(pair, "scripted_arm", "random_arm", episode=2).arms
+    ]
     prefixes = [fp.split(":", 1)[1][:8] for fp in chosen]
-    outcome = invoke(pair, {}, "compare", "scripted_arm", "random_arm", *(f"--experiment={p}" for p in prefixes), "--json")
+    outcome = invoke(
+        pair, {}, "compare", "scripted_arm", "random_arm", *(f"--experiment={p}" for p in prefixes), "--json"
+    )
     assert outcome.exit_code == 0, outcome.err
     result = Analysis.model_validate_json(outcome.out)
     assert [arm.settings.steps for arm in result.arms] == [40, 40]

@@ -157,8 +157,9 @@ def legacy_python() -> Path:
 
 def test_raw_03_jsonrpc_call_without_version_header_is_answered(tmp_path: Path):
     port = free_port()
-    with running_cli_server(["serve", "purple", "--agent", "noop", "--host", HOST, "--port", str(port)],
-                            tmp_path / "purple.log", port) as server:
+    with running_cli_server(
+        ["serve", "purple", "--agent", "noop", "--host", HOST, "--port", str(port)], tmp_path / "purple.log", port
+    ) as server:
         body = {
             "jsonrpc": "2.0",
             "id": 1,
@@ -186,9 +187,12 @@ def test_real_03_client_plays_against_our_purple_server(tmp_path: Path, legacy_p
     script = tmp_path / "legacy_client.py"
     script.write_text(LEGACY_CLIENT)
     port = free_port()
-    with running_cli_server(["serve", "purple", "--agent", "random", "--host", HOST, "--port", str(port)],
-                            tmp_path / "purple.log", port) as server:
-        done = subprocess.run([str(legacy_python), str(script), server.url], capture_output=True, text=True, timeout=120)
+    with running_cli_server(
+        ["serve", "purple", "--agent", "random", "--host", HOST, "--port", str(port)], tmp_path / "purple.log", port
+    ) as server:
+        done = subprocess.run(
+            [str(legacy_python), str(script), server.url], capture_output=True, text=True, timeout=120
+        )
     assert done.returncode == 0, done.stderr
     replies = [json.loads(line) for line in done.stdout.splitlines()]
     assert [reply["type"] for reply in replies] == ["ack", "action", "action"]
@@ -234,18 +238,34 @@ def test_a_real_03_agentbeats_client_reads_results0_total_score_from_our_artifac
     script = tmp_path / "legacy_eval_client.py"
     script.write_text(LEGACY_EVAL_CLIENT)
     port = free_port()
-    green = ServerProcess(["serve", "green", "--host", HOST, "--port", str(port), "--output-root", str(tmp_path)],
-                          tmp_path / "green.log", port)  # fmt: skip
+    green = ServerProcess(
+        ["serve", "green", "--host", HOST, "--port", str(port), "--output-root", str(tmp_path)],
+        tmp_path / "green.log",
+        port,
+    )
     purple = ScriptedPurple(TABLE_SCRIPT)
     try:
         green.wait_ready()
         with running_app(lambda url: build_test_purple(purple, url)) as purple_url:
-            request = {"participants": {"agent": purple_url}, "config": {
-                "task_category": "crafting", "tasks": ["craft_the_crafting_table", "craft_furnace"], "max_steps": 3,
-                "simulator": "embedded", "step_timeout": 5.0, "save_frames": False,
-                "output_dir": str(tmp_path / "out"), "difficulty": "hard"}}
-            done = subprocess.run([str(legacy_python), str(script), green.url, json.dumps(request)],
-                                  capture_output=True, text=True, timeout=240)
+            request = {
+                "participants": {"agent": purple_url},
+                "config": {
+                    "task_category": "crafting",
+                    "tasks": ["craft_the_crafting_table", "craft_furnace"],
+                    "max_steps": 3,
+                    "simulator": "embedded",
+                    "step_timeout": 5.0,
+                    "save_frames": False,
+                    "output_dir": str(tmp_path / "out"),
+                    "difficulty": "hard",
+                },
+            }
+            done = subprocess.run(
+                [str(legacy_python), str(script), green.url, json.dumps(request)],
+                capture_output=True,
+                text=True,
+                timeout=240,
+            )
     finally:
         green.stop()
     assert done.returncode == 0, done.stderr[-2000:]

@@ -35,8 +35,14 @@ def test_a_schema_1_report_reads_as_the_current_schema(tmp_path: Path) -> None:
 
 def test_a_schema_1_codex_report_keeps_its_turn_counters() -> None:
     data = json.loads(V1_REPORT.read_text())
-    data["purple_report"] = {"kind": "worldmodel", "turns": 30, "failed_turns": 4, "compactions": 2,
-                             "overflow_resets": 1, "compaction_limit": 516000}
+    data["purple_report"] = {
+        "kind": "worldmodel",
+        "turns": 30,
+        "failed_turns": 4,
+        "compactions": 2,
+        "overflow_resets": 1,
+        "compaction_limit": 516000,
+    }
     from mcu_arms.contracts.run_report import RunReport
 
     agent = RunReport.model_validate(data).agent
@@ -85,8 +91,9 @@ def test_paths_in_a_report_resolve_wherever_the_episode_now_is(tmp_path: Path) -
 
 
 def test_purple_options_cross_to_the_command_line_and_back() -> None:
-    options = PurpleOptions(seed=3, step_timeout=42.5, session_turns=2, compact_limit=900, model="m",
-                            provider_env_key="LOCAL_KEY")
+    options = PurpleOptions(
+        seed=3, step_timeout=42.5, session_turns=2, compact_limit=900, model="m", provider_env_key="LOCAL_KEY"
+    )
     argv = options.argv()
     assert argv[argv.index("--step-timeout") + 1] == "42.5" and "--cuda-device" not in argv
     parsed = dict(zip(argv[::2], argv[1::2]))
@@ -118,8 +125,13 @@ def test_a_jsonl_tail_skips_and_counts_a_torn_or_foreign_line(tmp_path: Path) ->
 
 @pytest.mark.parametrize(
     ("category", "requested", "steps", "capped"),
-    [("crafting", None, 1200, False), ("crafting", 5000, 1200, True), ("crafting", 300, 300, False),
-     ("mine_diamond_from_scratch", None, 12000, False), ("mine_diamond_from_scratch", 20000, 20000, False)],
+    [
+        ("crafting", None, 1200, False),
+        ("crafting", 5000, 1200, True),
+        ("crafting", 300, 300, False),
+        ("mine_diamond_from_scratch", None, 12000, False),
+        ("mine_diamond_from_scratch", 20000, 20000, False),
+    ],
 )
 def test_mcu_step_budget_and_its_cap(category: str, requested: int | None, steps: int, capped: bool) -> None:
     got, note = capped_steps(category, requested)
@@ -143,8 +155,17 @@ endpoint = "http://h:1"
 
 @pytest.mark.parametrize(
     ("key", "line"),
-    [("name", 1), ("ports.green", 3), ("ports", 2), ("participants[1].endpoint", 9), ("participants[1].role", 8),
-     ("participants[0].role", 6), ("participants[0].endpoint", 5), ("env.QUOTED", 12), ("nowhere", None)],
+    [
+        ("name", 1),
+        ("ports.green", 3),
+        ("ports", 2),
+        ("participants[1].endpoint", 9),
+        ("participants[1].role", 8),
+        ("participants[0].role", 6),
+        ("participants[0].endpoint", 5),
+        ("env.QUOTED", 12),
+        ("nowhere", None),
+    ],
 )
 def test_the_toml_line_locator(key: str, line: int | None) -> None:
     assert toml_line(TOML, key) == line

@@ -24,7 +24,9 @@ from mcu_arms.contracts.wire import EvalRequest
 
 RESULT = {
     "participants": {"agent": "http://127.0.0.1:1"},
-    "results": [{"task_category": "crafting", "num_tasks": 1, "total_score": 7, "task_metrics": {"craft_furnace": {"score": 7}}}],
+    "results": [
+        {"task_category": "crafting", "num_tasks": 1, "total_score": 7, "task_metrics": {"craft_furnace": {"score": 7}}}
+    ],
 }
 SUMMARY = "MCU Evaluation Result\nCategory: crafting\nTotal Score: 7"
 
@@ -195,7 +197,7 @@ task_category = "crafting"
 
 def test_a_good_scenario_becomes_an_eval_request(tmp_path: Path):
     path = tmp_path / "scenario.toml"
-    path.write_text(GOOD.replace('[green_agent]\n', '[green_agent]\ncmd = "ignored launcher"\n'))
+    path.write_text(GOOD.replace("[green_agent]\n", '[green_agent]\ncmd = "ignored launcher"\n'))
     scenario = load_scenario(path)
     request = scenario.eval_request()
     assert scenario.green_endpoint == "http://127.0.0.1:9009"
@@ -208,7 +210,9 @@ def test_an_agentbeats_scenario_with_ids_and_foreign_config_keys_is_accepted_and
     path = tmp_path / "scenario.toml"
     green = 'endpoint = "http://127.0.0.1:9009"\n'
     text = GOOD.replace(green, green + 'agentbeats_id = "g-1"\n')
-    path.write_text(text.replace('role = "agent"\n', 'role = "agent"\nagentbeats_id = "p-7"\n') + 'difficulty = "hard"\n')
+    path.write_text(
+        text.replace('role = "agent"\n', 'role = "agent"\nagentbeats_id = "p-7"\n') + 'difficulty = "hard"\n'
+    )
     scenario = load_scenario(path)
     assert scenario.green_agentbeats_id == "g-1" and scenario.participants[0].agentbeats_id == "p-7"
     assert scenario.config.ignored_keys() == ["difficulty"]
@@ -250,10 +254,15 @@ def test_scenario_errors_name_file_line_and_key(tmp_path: Path):
 
 
 def test_scenario_missing_pieces_are_named(tmp_path: Path):
-    assert scenario_error(tmp_path, GOOD.split("[[participants]]")[0] + '[config]\ntask_category = "crafting"\n').key == "participants"
+    assert (
+        scenario_error(tmp_path, GOOD.split("[[participants]]")[0] + '[config]\ntask_category = "crafting"\n').key
+        == "participants"
+    )
     assert scenario_error(tmp_path, GOOD.split("[config]")[0]).key == "config"
     assert scenario_error(tmp_path, GOOD.replace('task_category = "crafting"', "")).key == "config.task_category"
-    assert scenario_error(tmp_path, GOOD.replace('endpoint = "http://127.0.0.1:9009"', "")).key == "green_agent.endpoint"
+    assert (
+        scenario_error(tmp_path, GOOD.replace('endpoint = "http://127.0.0.1:9009"', "")).key == "green_agent.endpoint"
+    )
 
 
 def test_missing_scenario_file_is_a_user_error_via_the_cli(tmp_path: Path):

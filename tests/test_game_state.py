@@ -26,13 +26,64 @@ TASK = TaskSpec(name="state", category="crafting", text="state")
 # The keys a GameState may hold, at any depth: a new key must be added here on purpose, after asking whether the
 # player could know it.
 ALLOWED_KEYS = {
-    "schema_version", "simulator", "vitals", "health", "food", "drink", "energy", "value", "max", "inventory",
-    "view", "width", "height", "hidden", "tiles", "count", "nearest", "distance", "east", "south", "up", "adjacent",
-    "north", "west", "entities", "kind", "offset", "hostile", "facing", "faced", "tile", "entity", "daylight",
-    "stations_in_reach", "sleeping", "position", "equipment", "capabilities", "keymap", "items", "inventory_cap",
-    "skills", "recipes", "method", "item", "source", "consumes", "requires", "stations", "placed_on", "yields",
-    "aliases", "walkable", "actions", "foods", "feasible", "home",
-}  # fmt: skip
+    "schema_version",
+    "simulator",
+    "vitals",
+    "health",
+    "food",
+    "drink",
+    "energy",
+    "value",
+    "max",
+    "inventory",
+    "view",
+    "width",
+    "height",
+    "hidden",
+    "tiles",
+    "count",
+    "nearest",
+    "distance",
+    "east",
+    "south",
+    "up",
+    "adjacent",
+    "north",
+    "west",
+    "entities",
+    "kind",
+    "offset",
+    "hostile",
+    "facing",
+    "faced",
+    "tile",
+    "entity",
+    "daylight",
+    "stations_in_reach",
+    "sleeping",
+    "position",
+    "equipment",
+    "capabilities",
+    "keymap",
+    "items",
+    "inventory_cap",
+    "skills",
+    "recipes",
+    "method",
+    "item",
+    "source",
+    "consumes",
+    "requires",
+    "stations",
+    "placed_on",
+    "yields",
+    "aliases",
+    "walkable",
+    "actions",
+    "foods",
+    "feasible",
+    "home",
+}
 PRIVILEGED = ("achievements", "semantic", "player_pos", "_hunger", "_thirst", "_fatigue", "_recover", "cooldown")
 ENTITY_KIND = {"plant-ripe": "ripe_plant"}
 WALK = ("move_left", "move_right", "move_up", "move_down", "do", "do", "noop")
@@ -157,8 +208,10 @@ def test_the_state_at_night_hides_the_tiles_the_frame_drowns(reader: FrameReader
             continue
         compared += 1
         reading = reader.read(frame)
-        drowned = [sum(not tile for row in visible_tiles(max(0.0, reading.daylight + slack)) for tile in row)
-                   for slack in (0.03, -0.03)]  # fmt: skip
+        drowned = [
+            sum(not tile for row in visible_tiles(max(0.0, reading.daylight + slack)) for tile in row)
+            for slack in (0.03, -0.03)
+        ]
         assert drowned[0] <= state.view.hidden <= drowned[1], f"daylight {state.daylight}: {state.view.hidden} hidden"
         tiles, entities = _read_window(reading)
         for kind, offsets in tiles.items():
@@ -175,8 +228,10 @@ def test_no_state_ever_holds_a_privileged_field() -> None:
         data = json.loads(state.model_dump_json())
         keys |= _keys(data, set())
         assert state.position is None and state.equipment is None
-        assert all(set(json.loads(e.model_dump_json())) == {"kind", "offset", "distance", "hostile"}
-                   for e in state.entities or [])  # fmt: skip
+        assert all(
+            set(json.loads(e.model_dump_json())) == {"kind", "offset", "distance", "hostile"}
+            for e in state.entities or []
+        )
     assert keys <= ALLOWED_KEYS, f"unexpected keys: {sorted(keys - ALLOWED_KEYS)}"
     assert not any(word in key for key in keys for word in PRIVILEGED)
 

@@ -75,8 +75,15 @@ def test_compact_noop_is_the_noop():
 
 @pytest.mark.parametrize(
     ("buttons", "camera"),
-    [([123], [61]), ([123.0], [61.0]), ([[123]], [[61]]), ([[[123]]], [[[61]]]), ([[[[[123.0]]]]], [[[[61]]]]),
-     (123, 61), ([[[123]]], 61)],
+    [
+        ([123], [61]),
+        ([123.0], [61.0]),
+        ([[123]], [[61]]),
+        ([[[123]]], [[[61]]]),
+        ([[[[[123.0]]]]], [[[[61]]]]),
+        (123, 61),
+        ([[[123]]], 61),
+    ],
 )
 def test_compact_accepts_the_shapes_policies_emit(buttons, camera):
     parsed = parse_payload({"action_type": "agent", "buttons": buttons, "camera": camera})
@@ -142,8 +149,16 @@ def test_env_format_drops_privileged_and_unknown_keys_but_applies_the_rest():
     reply = {
         "type": "action",
         "action_type": "env",
-        "action": {"forward": 1, "attack": True, "chat": "/give @s diamond", "mobs": [], "voxels": {},
-                   "pickItem": 1, "fly": 1, "camera": [0.0, 15.0]},
+        "action": {
+            "forward": 1,
+            "attack": True,
+            "chat": "/give @s diamond",
+            "mobs": [],
+            "voxels": {},
+            "pickItem": 1,
+            "fly": 1,
+            "camera": [0.0, 15.0],
+        },
     }
     parsed = parse_reply(json.dumps(reply))
     assert parsed.applied and parsed.format == "env"

@@ -40,12 +40,20 @@ def test_a_crash_in_the_evaluator_is_a_failed_status_with_the_reason(monkeypatch
 
     monkeypatch.setattr(green_server.CategoryResult, "of", explode)
     purple = ScriptedPurple(TABLE_SCRIPT)
-    with running_app(lambda url: build_test_purple(purple, url)) as purple_url, \
-            running_app(lambda url: green_server.build_green_app(url, output_root=tmp_path)) as green_url:
+    with (
+        running_app(lambda url: build_test_purple(purple, url)) as purple_url,
+        running_app(lambda url: green_server.build_green_app(url, output_root=tmp_path)) as green_url,
+    ):
         evaluation = evaluate(
             green_url,
-            request_for(purple_url, tmp_path, task_category="crafting", tasks=["craft_the_crafting_table"],
-                        max_steps=2, save_frames=False),
+            request_for(
+                purple_url,
+                tmp_path,
+                task_category="crafting",
+                tasks=["craft_the_crafting_table"],
+                max_steps=2,
+                save_frames=False,
+            ),
         )
     assert evaluation.final_state == "failed"
     assert evaluation.final_message == "Evaluation failed: RuntimeError: result assembly exploded"
@@ -55,12 +63,20 @@ def test_a_crash_in_the_evaluator_is_a_failed_status_with_the_reason(monkeypatch
 def test_a_simulator_crash_leaves_the_task_unscored_and_the_evaluation_completes(monkeypatch, tmp_path: Path):
     monkeypatch.setattr(green_server, "make_simulator", lambda name, **_: SimulatorThatDies())
     purple = ScriptedPurple(TABLE_SCRIPT)
-    with running_app(lambda url: build_test_purple(purple, url)) as purple_url, \
-            running_app(lambda url: green_server.build_green_app(url, output_root=tmp_path)) as green_url:
+    with (
+        running_app(lambda url: build_test_purple(purple, url)) as purple_url,
+        running_app(lambda url: green_server.build_green_app(url, output_root=tmp_path)) as green_url,
+    ):
         evaluation = evaluate(
             green_url,
-            request_for(purple_url, tmp_path, task_category="crafting",
-                        tasks=["craft_the_crafting_table", "craft_furnace"], max_steps=2, save_frames=False),
+            request_for(
+                purple_url,
+                tmp_path,
+                task_category="crafting",
+                tasks=["craft_the_crafting_table", "craft_furnace"],
+                max_steps=2,
+                save_frames=False,
+            ),
         )
     assert evaluation.final_state == "completed", evaluation.statuses
     category = evaluation.result["results"][0]
@@ -84,12 +100,15 @@ def test_the_server_answers_during_an_episode_and_cancel_ends_it(tmp_path: Path)
     purple = ScriptedPurple(["sleep"] * 1000, sleep_s=0.05)
 
     async def start_then_cancel(green_url: str, purple_url: str) -> list[str]:
-        request = request_for(purple_url, tmp_path, task_category="crafting", tasks=["craft_furnace"],
-                              max_steps=1000, save_frames=False)
+        request = request_for(
+            purple_url, tmp_path, task_category="crafting", tasks=["craft_furnace"], max_steps=1000, save_frames=False
+        )
         message = Message(role=Role.ROLE_USER, parts=[Part(text=json.dumps(request))], message_id="m1")
         states: list[str] = []
-        async with open_client(green_url, None, streaming=True) as client, \
-                open_client(green_url, 10.0, streaming=False) as canceller:
+        async with (
+            open_client(green_url, None, streaming=True) as client,
+            open_client(green_url, 10.0, streaming=False) as canceller,
+        ):
             async for event in client.send_message(SendMessageRequest(message=message)):
                 kind = event.WhichOneof("payload")
                 if kind == "status_update":
@@ -102,8 +121,10 @@ def test_the_server_answers_during_an_episode_and_cancel_ends_it(tmp_path: Path)
                         await canceller.cancel_task(CancelTaskRequest(id=event.status_update.task_id))
         return states
 
-    with running_app(lambda url: build_test_purple(purple, url)) as purple_url, \
-            running_app(lambda url: green_server.build_green_app(url, output_root=tmp_path)) as green_url:
+    with (
+        running_app(lambda url: build_test_purple(purple, url)) as purple_url,
+        running_app(lambda url: green_server.build_green_app(url, output_root=tmp_path)) as green_url,
+    ):
         states = asyncio.run(asyncio.wait_for(start_then_cancel(green_url, purple_url), timeout=60))
     assert states[-1] == "TASK_STATE_CANCELED"
     assert len(purple.observations) < 1000

@@ -62,15 +62,23 @@ def test_an_atomic_write_takes_the_mode_its_content_asks_for_not_the_temporary_f
     write_json_exclusive(exclusive, {"v": 1})
     write_text_atomic(private, "conversation", mode=0o600)
     assert {path.name: path.stat().st_mode & 0o777 for path in (shared, exclusive, private)} == {
-        "result.json": 0o644, "evaluation.json": 0o644, "turn.json": 0o600,
-    }  # fmt: skip
+        "result.json": 0o644,
+        "evaluation.json": 0o644,
+        "turn.json": 0o600,
+    }
 
 
 def _metrics(score: float | None, max_score: float = 10.0, **criteria: float) -> TaskMetrics:
     return TaskMetrics(
-        max_score=max_score, normalised_sim_score=score, score=score, category="crafting", scoring_kind="reward",
-        scored=score is not None, score_source="sim" if score is not None else "unscored",
-        video=VideoResult(status="disabled"), **criteria,
+        max_score=max_score,
+        normalised_sim_score=score,
+        score=score,
+        category="crafting",
+        scoring_kind="reward",
+        scored=score is not None,
+        score_source="sim" if score is not None else "unscored",
+        video=VideoResult(status="disabled"),
+        **criteria,
     )
 
 
@@ -97,21 +105,37 @@ def test_latency_stats_and_noop_reasons_are_bounded():
 
 
 def test_the_summary_names_every_fallback_of_a_task():
-    metrics = _metrics(2.5).model_copy(update={
-        "noops": {"timeout": NoopCauseStats(count=2)}, "noop_total": 2, "dropped_keys": {"chat": 1},
-        "action_adjustments": {"camera_meta_off": 3}, "sim_fallbacks": {"deaths": 1, "no_effect.camera": 40},
-        "unavailable_entries": ["iron_ingot"],
-    })
+    metrics = _metrics(2.5).model_copy(
+        update={
+            "noops": {"timeout": NoopCauseStats(count=2)},
+            "noop_total": 2,
+            "dropped_keys": {"chat": 1},
+            "action_adjustments": {"camera_meta_off": 3},
+            "sim_fallbacks": {"deaths": 1, "no_effect.camera": 40},
+            "unavailable_entries": ["iron_ingot"],
+        }
+    )
     result = EvaluationResult(
-        participants={}, results=[CategoryResult.of("crafting", {"t": metrics}, skipped=[])],
-        simulator=SimulatorInfo(name="embedded", version="1.8.3", label="embedded (Crafter 1.8.3)"), seed=0,
-        max_steps=10, config=EvalConfig(task_category="crafting"), started_at="", finished_at="", duration_s=0.0,
+        participants={},
+        results=[CategoryResult.of("crafting", {"t": metrics}, skipped=[])],
+        simulator=SimulatorInfo(name="embedded", version="1.8.3", label="embedded (Crafter 1.8.3)"),
+        seed=0,
+        max_steps=10,
+        config=EvalConfig(task_category="crafting"),
+        started_at="",
+        finished_at="",
+        duration_s=0.0,
         output_dir="",
     )
     line = next(line for line in summary_text(result).splitlines() if line.startswith("Task 't'"))
-    for shown in ("noops 2 (timeout 2)", "dropped chat x1", "adjusted camera_meta_off x3",
-                  "simulator fallbacks deaths x1, no_effect.camera x40", "no analogue on this simulator: iron_ingot",
-                  "video evaluation disabled"):
+    for shown in (
+        "noops 2 (timeout 2)",
+        "dropped chat x1",
+        "adjusted camera_meta_off x3",
+        "simulator fallbacks deaths x1, no_effect.camera x40",
+        "no analogue on this simulator: iron_ingot",
+        "video evaluation disabled",
+    ):
         assert shown in line, line
 
 

@@ -103,7 +103,9 @@ def green(tmp_path_factory: pytest.TempPathFactory) -> str:
     log = tmp_path_factory.mktemp("green") / "green.log"
     # Each test's output_dir is a tmp_path: all of them lie under pytest's base temp dir.
     root = tmp_path_factory.getbasetemp()
-    server = ServerProcess(["serve", "green", "--host", HOST, "--port", str(port), "--output-root", str(root)], log, port)
+    server = ServerProcess(
+        ["serve", "green", "--host", HOST, "--port", str(port), "--output-root", str(root)], log, port
+    )
     try:
         server.wait_ready()
         yield server.url
@@ -122,8 +124,9 @@ def test_reward_task_is_scored_and_its_files_written(green: str, tmp_path: Path)
     with running_app(lambda url: build_test_purple(purple, url)) as purple_url:
         evaluation = evaluate(
             green,
-            request_for(purple_url, tmp_path, task_category="crafting", tasks=["craft_the_crafting_table"],
-                        max_steps=4),
+            request_for(
+                purple_url, tmp_path, task_category="crafting", tasks=["craft_the_crafting_table"], max_steps=4
+            ),
         )
     assert evaluation.final_state == "completed", evaluation.statuses
     assert "Running task: craft_the_crafting_table" in evaluation.statuses
@@ -133,9 +136,13 @@ def test_reward_task_is_scored_and_its_files_written(green: str, tmp_path: Path)
 
     result = evaluation.result
     assert result == json.loads((tmp_path / "evaluation.json").read_text())
-    assert result["simulator"] == {"name": "embedded", "version": "1.8.3",
-                                   "label": "embedded (Crafter 1.8.3): a Crafter analogue of MCU, not MCU scores",
-                                   "reset_mode": "hard", "action_mode": None}  # action_mode: minestudio's only
+    assert result["simulator"] == {
+        "name": "embedded",
+        "version": "1.8.3",
+        "label": "embedded (Crafter 1.8.3): a Crafter analogue of MCU, not MCU scores",
+        "reset_mode": "hard",
+        "action_mode": None,
+    }  # action_mode: minestudio's only
     assert (result["seed"], result["max_steps"], result["config"]["step_timeout"]) == (0, 4, 5.0)
     category = result["results"][0]
     assert (category["num_tasks"], category["scored_tasks"], category["total_score"]) == (1, 1, 10.0)
@@ -173,26 +180,45 @@ def test_reward_task_is_scored_and_its_files_written(green: str, tmp_path: Path)
 
 
 def test_a_skill_sent_to_a_simulator_that_takes_env_actions_is_an_invalid_action(green: str, tmp_path: Path):
-    skill = json.dumps({"type": "action", "action_type": "skill", "skill": {"kind": "collect", "args": {"block": "oak_log"}}})
+    skill = json.dumps(
+        {"type": "action", "action_type": "skill", "skill": {"kind": "collect", "args": {"block": "oak_log"}}}
+    )
     purple = ScriptedPurple([skill])
     with running_app(lambda url: build_test_purple(purple, url)) as purple_url:
-        evaluation = evaluate(green, request_for(purple_url, tmp_path, task_category="crafting",
-                                                 tasks=["craft_the_crafting_table"], max_steps=2, save_frames=False))
+        evaluation = evaluate(
+            green,
+            request_for(
+                purple_url,
+                tmp_path,
+                task_category="crafting",
+                tasks=["craft_the_crafting_table"],
+                max_steps=2,
+                save_frames=False,
+            ),
+        )
     assert evaluation.final_state == "completed", evaluation.statuses
     first = json.loads((tmp_path / "craft_the_crafting_table" / "steps.jsonl").read_text().splitlines()[0])
     assert first["noop_cause"] == "invalid_action" and "takes env actions only" in first["reason"]
     assert first["skill"] is None and "last_skill" not in purple.payloads[1], "upstream's observation shape kept"
 
 
-@pytest.mark.parametrize(("observe", "frame", "state"), [("frame", True, False), ("state", False, True),
-                                                     ("frame+state", True, True)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("observe", "frame", "state"), [("frame", True, False), ("state", False, True), ("frame+state", True, True)]
+)
 def test_the_observation_carries_what_the_arm_observes(green: str, tmp_path: Path, observe, frame, state):
     purple = ScriptedPurple(TABLE_SCRIPT)
     with running_app(lambda url: build_test_purple(purple, url)) as purple_url:
         evaluation = evaluate(
             green,
-            request_for(purple_url, tmp_path, task_category="crafting", tasks=["craft_the_crafting_table"],
-                        max_steps=3, observe=observe, save_frames=False),
+            request_for(
+                purple_url,
+                tmp_path,
+                task_category="crafting",
+                tasks=["craft_the_crafting_table"],
+                max_steps=3,
+                observe=observe,
+                save_frames=False,
+            ),
         )
     assert evaluation.final_state == "completed", evaluation.statuses
     assert evaluation.task("craft_the_crafting_table")["score"] == 10.0, "the table still gets placed"
@@ -200,7 +226,9 @@ def test_the_observation_carries_what_the_arm_observes(green: str, tmp_path: Pat
     assert bool(first["obs"]) is frame
     assert ("state" in first) is state, "a frame-only observation keeps upstream's exact shape"
     if state:
-        assert first["state"]["vitals"]["health"]["value"] == 9 and first["state"]["capabilities"]["keymap"] == "crafter"
+        assert (
+            first["state"]["vitals"]["health"]["value"] == 9 and first["state"]["capabilities"]["keymap"] == "crafter"
+        )
         assert "table" in after["state"]["stations_in_reach"], "the state after placing shows the table in reach"
 
 
@@ -210,11 +238,27 @@ def test_a_03_client_gets_the_streamed_evaluation(green: str, tmp_path: Path):
     assert card["protocolVersion"] == "0.3" and card["url"].startswith(green)
     purple = ScriptedPurple(TABLE_SCRIPT)
     with running_app(lambda url: build_test_purple(purple, url)) as purple_url:
-        request = request_for(purple_url, tmp_path, task_category="crafting", tasks=["craft_the_crafting_table"],
-                              max_steps=2, save_frames=False)
-        body = {"jsonrpc": "2.0", "id": 1, "method": "message/stream", "params": {"message": {
-            "kind": "message", "messageId": "m03", "role": "user", "parts": [{"kind": "text", "text": json.dumps(request)}],
-        }}}
+        request = request_for(
+            purple_url,
+            tmp_path,
+            task_category="crafting",
+            tasks=["craft_the_crafting_table"],
+            max_steps=2,
+            save_frames=False,
+        )
+        body = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "message/stream",
+            "params": {
+                "message": {
+                    "kind": "message",
+                    "messageId": "m03",
+                    "role": "user",
+                    "parts": [{"kind": "text", "text": json.dumps(request)}],
+                }
+            },
+        }
         with httpx.stream("POST", f"{green}/", json=body, timeout=120, trust_env=False) as response:
             assert response.status_code == 200
             events = [json.loads(line[5:])["result"] for line in response.iter_lines() if line.startswith("data:")]
@@ -235,8 +279,15 @@ def test_milestone_task_records_the_step_each_milestone_landed(green: str, tmp_p
     with running_app(lambda url: build_purple_app("random", PurpleOptions(seed=1), url)[0]) as purple_url:
         evaluation = evaluate(
             green,
-            request_for(purple_url, tmp_path, task_category="mine_diamond_from_scratch", max_steps=400, seed=1,
-                        progress_every=100, save_frames=False),
+            request_for(
+                purple_url,
+                tmp_path,
+                task_category="mine_diamond_from_scratch",
+                max_steps=400,
+                seed=1,
+                progress_every=100,
+                save_frames=False,
+            ),
         )
     assert evaluation.final_state == "completed", evaluation.statuses
     metrics = evaluation.task("mine_diamond_from_scratch")
@@ -264,15 +315,25 @@ def test_every_noop_cause_is_counted_and_the_episode_goes_on(green: str, tmp_pat
     with running_app(lambda url: build_test_purple(purple, url)) as purple_url:
         evaluation = evaluate(
             green,
-            request_for(purple_url, tmp_path, task_category="crafting", tasks=["craft_furnace"], max_steps=12,
-                        step_timeout=step_timeout, save_frames=False),
+            request_for(
+                purple_url,
+                tmp_path,
+                task_category="crafting",
+                tasks=["craft_furnace"],
+                max_steps=12,
+                step_timeout=step_timeout,
+                save_frames=False,
+            ),
         )
     assert evaluation.final_state == "completed", evaluation.statuses
     metrics = evaluation.task("craft_furnace")
     assert metrics["steps_run"] == 12
     noops = metrics["noops"]
     assert {cause: stats["count"] for cause, stats in noops.items()} == {
-        "timeout": 1, "unparseable": 1, "invalid_action": 2, "transport_error": 1,
+        "timeout": 1,
+        "unparseable": 1,
+        "invalid_action": 2,
+        "transport_error": 1,
     }
     assert metrics["noop_total"] == 5
     assert noops["timeout"]["first_reasons"] == ["step 1: no answer within 1 s"]
@@ -290,7 +351,15 @@ def test_every_noop_cause_is_counted_and_the_episode_goes_on(green: str, tmp_pat
     assert "chat" in chat_step["received"]
     assert all(set(line["applied"]) == set(BUTTON_KEYS) | {"camera"} for line in lines)
     assert [line["noop_cause"] for line in lines[:9]] == [
-        None, "timeout", "unparseable", None, "invalid_action", None, None, "transport_error", "invalid_action",
+        None,
+        "timeout",
+        "unparseable",
+        None,
+        "invalid_action",
+        None,
+        None,
+        "transport_error",
+        "invalid_action",
     ]
     assert lines[1]["received"] is None and lines[5]["applied"]["forward"] == lines[5]["applied"]["attack"] == 1
     assert lines[6]["applied"]["jump"] == 1 and lines[6]["applied"]["camera"] == [0.0, 2.5]
@@ -309,22 +378,43 @@ def test_video_evaluation_blends_into_a_partial_score_with_the_configured_model(
     monkeypatch.setenv("OPENAI_BASE_URL", model_service)
     FakeModelService.answer = json.dumps({"scores": {name: 3 for name in CRITERIA} | {"task_progress": 6}})
     purple = ScriptedPurple([])
-    with running_app(lambda url: build_test_purple(purple, url)) as purple_url, \
-            running_app(lambda url: green_server.build_green_app(url, output_root=tmp_path)) as green_url:
+    with (
+        running_app(lambda url: build_test_purple(purple, url)) as purple_url,
+        running_app(lambda url: green_server.build_green_app(url, output_root=tmp_path)) as green_url,
+    ):
         evaluation = evaluate(
             green_url,
-            request_for(purple_url, tmp_path, task_category="crafting", tasks=["craft_furnace"], max_steps=3,
-                        video_eval=True, video_model="vision-test-model"),
+            request_for(
+                purple_url,
+                tmp_path,
+                task_category="crafting",
+                tasks=["craft_furnace"],
+                max_steps=3,
+                video_eval=True,
+                video_model="vision-test-model",
+            ),
         )
     assert evaluation.final_state == "completed", evaluation.statuses
     metrics = evaluation.task("craft_furnace")
     assert (metrics["sim_score"], metrics["score"], metrics["score_source"]) == (0.0, 3.0, "sim+video")
     graded = metrics["video"].pop("graded_frames")
-    assert metrics["video"] == {"status": "ok", "reason": "", "task_progress": 6.0, "model": "vision-test-model",
-                                "rubric": "mcu_arms", "recording_problem": None}
+    assert metrics["video"] == {
+        "status": "ok",
+        "reason": "",
+        "task_progress": 6.0,
+        "model": "vision-test-model",
+        "rubric": "mcu_arms",
+        "recording_problem": None,
+    }
     # the embedded simulator records nothing: the observation frames the step log saved are graded, and said so
-    assert graded == {"source": "observation_frames", "path": str(tmp_path / "craft_furnace" / "frames"),
-                      "width": 128, "height": 128, "frames_in_episode": 4, "frames_sent": 4}
+    assert graded == {
+        "source": "observation_frames",
+        "path": str(tmp_path / "craft_furnace" / "frames"),
+        "width": 128,
+        "height": 128,
+        "frames_in_episode": 4,
+        "frames_sent": 4,
+    }
     assert evaluation.result["video_rubric"] == "mcu_arms"
     assert metrics["action_control"] == 3.0 and evaluation.result["results"][0]["avg_action_control"] == 3.0
     (request,) = FakeModelService.requests
@@ -349,12 +439,20 @@ def test_mcu_auto_eval_dir_switches_the_rubric_and_every_result_names_it(
     monkeypatch.setenv("MCU_AUTO_EVAL_DIR", str(auto_eval))
     FakeModelService.answer = "Task Progress:\n- evidence: walked about\n- Task Progress: 4\n- Action Control: 5\n"
     purple = ScriptedPurple([])
-    with running_app(lambda url: build_test_purple(purple, url)) as purple_url, \
-            running_app(lambda url: green_server.build_green_app(url, output_root=tmp_path)) as green_url:
+    with (
+        running_app(lambda url: build_test_purple(purple, url)) as purple_url,
+        running_app(lambda url: green_server.build_green_app(url, output_root=tmp_path)) as green_url,
+    ):
         evaluation = evaluate(
             green_url,
-            request_for(purple_url, tmp_path / "out", task_category="crafting", tasks=["craft_furnace"], max_steps=3,
-                        video_eval=True),
+            request_for(
+                purple_url,
+                tmp_path / "out",
+                task_category="crafting",
+                tasks=["craft_furnace"],
+                max_steps=3,
+                video_eval=True,
+            ),
         )
     assert evaluation.final_state == "completed", evaluation.statuses
     metrics = evaluation.task("craft_furnace")
@@ -373,8 +471,16 @@ def test_unknown_config_keys_are_accepted_recorded_and_said(green: str, tmp_path
     with running_app(lambda url: build_test_purple(purple, url)) as purple_url:
         evaluation = evaluate(
             green,
-            request_for(purple_url, tmp_path, task_category="crafting", tasks=["craft_the_crafting_table"],
-                        max_steps=2, save_frames=False, difficulty="hard", api_token="s3cret-value"),
+            request_for(
+                purple_url,
+                tmp_path,
+                task_category="crafting",
+                tasks=["craft_the_crafting_table"],
+                max_steps=2,
+                save_frames=False,
+                difficulty="hard",
+                api_token="s3cret-value",
+            ),
         )
     assert evaluation.final_state == "completed", evaluation.statuses
     assert "Ignoring config keys this green does not use: api_token, difficulty" in evaluation.statuses
@@ -389,13 +495,18 @@ def test_a_refused_init_is_recorded_loudly_and_the_episode_still_runs(green: str
     with running_app(lambda url: build_test_purple(purple, url)) as purple_url:
         evaluation = evaluate(
             green,
-            request_for(purple_url, tmp_path, task_category="crafting", tasks=["craft_furnace"], max_steps=3,
-                        save_frames=False),
+            request_for(
+                purple_url, tmp_path, task_category="crafting", tasks=["craft_furnace"], max_steps=3, save_frames=False
+            ),
         )
     assert evaluation.final_state == "completed"
     metrics = evaluation.task("craft_furnace")
-    assert metrics["init"] == {"ok": False, "cause": "refused", "message": "refusing on purpose",
-                               "round_trip_ms": metrics["init"]["round_trip_ms"]}
+    assert metrics["init"] == {
+        "ok": False,
+        "cause": "refused",
+        "message": "refusing on purpose",
+        "round_trip_ms": metrics["init"]["round_trip_ms"],
+    }
     assert metrics["steps_run"] == 3
     assert any("agent init failed (refused: refusing on purpose)" in line for line in evaluation.statuses)
     summary = next(text for media, text in evaluation.artifacts[0] if media == "text/plain")
@@ -406,33 +517,61 @@ def test_a_refused_init_is_recorded_loudly_and_the_episode_still_runs(green: str
     ("config", "participants", "expected"),
     [
         ({"task_category": "cooking"}, None, "unknown task_category 'cooking' (valid: building, combat"),
-        ({"task_category": "crafting", "tasks": ["craft_ladder"]}, None,
-         "needs minestudio: task 'craft_ladder' has no Crafter analogue"),
+        (
+            {"task_category": "crafting", "tasks": ["craft_ladder"]},
+            None,
+            "needs minestudio: task 'craft_ladder' has no Crafter analogue",
+        ),
         ({"task_category": "motion"}, None, "needs minestudio: category 'motion' has no Crafter analogue"),
         ({"task_category": "crafting", "tasks": ["craft_nothing"]}, None, "unknown task 'craft_nothing'"),
         ({"task_category": "crafting", "max_steps": 0}, None, "config.max_steps: Input should be greater than 0"),
-        ({"task_category": "crafting", "auto_eval_dir": "/nonexistent/auto_eval"}, None,
-         "config auto_eval_dir: /nonexistent/auto_eval is not a directory"),
+        (
+            {"task_category": "crafting", "auto_eval_dir": "/nonexistent/auto_eval"},
+            None,
+            "config auto_eval_dir: /nonexistent/auto_eval is not a directory",
+        ),
         ({"task_category": "crafting", "obs_encoding": "gif"}, None, "config.obs_encoding: Input should be 'png'"),
-        ({"task_category": "crafting", "reset_mode": "seeded_fast"}, None,
-         "reset_mode 'seeded_fast' is for minestudio: the embedded simulator builds a new world"),
+        (
+            {"task_category": "crafting", "reset_mode": "seeded_fast"},
+            None,
+            "reset_mode 'seeded_fast' is for minestudio: the embedded simulator builds a new world",
+        ),
         ({"task_category": "crafting", "reset_mode": "fast"}, None, "config.reset_mode: Input should be 'hard' or"),
         ({"task_category": "crafting"}, {"judge": "http://127.0.0.1:1"}, "must name the role 'agent'"),
         ({"task_category": "crafting"}, {"agent": "http://127.0.0.1:1"}, "participant 'agent' at http://127.0.0.1:1"),
-        ({"task_category": "crafting", "simulator": "minestudio", "observe": "state"}, None,
-         "observe 'state' needs structured state, which the minestudio simulator cannot provide"),
-        ({"task_category": "crafting", "simulator": "mineflayer", "observe": "state",
-          "mineflayer": {"port": free_port()}}, None, "simulator 'mineflayer' cannot run here"),
-        ({"task_category": "crafting", "simulator": "mineflayer"}, None,
-         "observe 'frame' needs frames, and the mineflayer simulator serves none"),
-        pytest.param({"task_category": "crafting", "simulator": "minestudio"}, None,
-                     "simulator 'minestudio' cannot run here: MineStudio cannot run on this host",
-                     marks=pytest.mark.skipif(not minestudio_preflight(os.environ), reason="MineStudio can run here")),
+        (
+            {"task_category": "crafting", "simulator": "minestudio", "observe": "state"},
+            None,
+            "observe 'state' needs structured state, which the minestudio simulator cannot provide",
+        ),
+        (
+            {
+                "task_category": "crafting",
+                "simulator": "mineflayer",
+                "observe": "state",
+                "mineflayer": {"port": free_port()},
+            },
+            None,
+            "simulator 'mineflayer' cannot run here",
+        ),
+        (
+            {"task_category": "crafting", "simulator": "mineflayer"},
+            None,
+            "observe 'frame' needs frames, and the mineflayer simulator serves none",
+        ),
+        pytest.param(
+            {"task_category": "crafting", "simulator": "minestudio"},
+            None,
+            "simulator 'minestudio' cannot run here: MineStudio cannot run on this host",
+            marks=pytest.mark.skipif(not minestudio_preflight(os.environ), reason="MineStudio can run here"),
+        ),
     ],
 )
 def test_invalid_requests_are_rejected_saying_what_is_wrong(green, tmp_path, config, participants, expected):
-    request = {"participants": participants or {"agent": "http://127.0.0.1:1"},
-               "config": {"simulator": "embedded", "output_dir": str(tmp_path), **config}}
+    request = {
+        "participants": participants or {"agent": "http://127.0.0.1:1"},
+        "config": {"simulator": "embedded", "output_dir": str(tmp_path), **config},
+    }
     evaluation = evaluate(green, request)
     assert evaluation.final_state == "rejected"
     assert expected in evaluation.final_message
@@ -458,7 +597,9 @@ def test_the_evaluate_cli_saves_the_green_result(green: str, tmp_path: Path):
         )
         done = subprocess.run(
             [sys.executable, "-m", "mcu_arms", "evaluate", str(scenario), str(tmp_path / "evaluation.json")],
-            capture_output=True, text=True, timeout=120,
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
     assert done.returncode == 0, done.stderr
     assert "Running task: craft_the_crafting_table" in done.stdout

@@ -36,8 +36,14 @@ class HostilePurple(AgentExecutor):
         else:
             step = payload.get("step", 0)
             action = {f"s{step}k{index}": 1 for index in range(KEYS_PER_STEP)} | {"forward": 1, ESCAPES: 1}
-            reply = {"type": "action", "action_type": "env", "action": action, "chat": "/op me",
-                     "commands": ["/give @s diamond"], "reason": ESCAPES + "r" * 20_000}  # fmt: skip
+            reply = {
+                "type": "action",
+                "action_type": "env",
+                "action": action,
+                "chat": "/op me",
+                "commands": ["/give @s diamond"],
+                "reason": ESCAPES + "r" * 20_000,
+            }
         await event_queue.enqueue_event(new_text_message(json.dumps(reply), context_id=context.context_id))
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
@@ -64,8 +70,11 @@ output_dir = "{output}"
 
 def test_the_record_stays_small_and_no_escape_reaches_a_log_or_the_terminal(tmp_path: Path):
     port = free_port()
-    green = ServerProcess(["serve", "green", "--host", HOST, "--port", str(port), "--output-root", str(tmp_path)],
-                          tmp_path / "green.log", port)  # fmt: skip
+    green = ServerProcess(
+        ["serve", "green", "--host", HOST, "--port", str(port), "--output-root", str(tmp_path)],
+        tmp_path / "green.log",
+        port,
+    )
     sizes: dict[int, int] = {}
     try:
         green.wait_ready()
@@ -74,8 +83,12 @@ def test_the_record_stays_small_and_no_escape_reaches_a_log_or_the_terminal(tmp_
                 output = tmp_path / f"steps_{steps}"
                 scenario = tmp_path / f"scenario_{steps}.toml"
                 scenario.write_text(SCENARIO.format(green=green.url, purple=purple_url, steps=steps, output=output))
-                client = subprocess.run([sys.executable, "-m", "mcu_arms", "evaluate", str(scenario)],
-                                        capture_output=True, text=True, timeout=600)  # fmt: skip
+                client = subprocess.run(
+                    [sys.executable, "-m", "mcu_arms", "evaluate", str(scenario)],
+                    capture_output=True,
+                    text=True,
+                    timeout=600,
+                )
                 assert client.returncode == 0, client.stdout[-3000:] + client.stderr[-3000:]
                 for stream in (client.stdout, client.stderr):
                     assert "\x1b" not in stream and "\u202e" not in stream
@@ -91,7 +104,9 @@ def test_the_record_stays_small_and_no_escape_reaches_a_log_or_the_terminal(tmp_
                 assert sum(metrics.dropped_keys.values()) == steps * (KEYS_PER_STEP + 3)  # + escape key, chat, commands
                 assert metrics.dropped_keys["chat"] == steps and metrics.dropped_keys["commands"] == steps
                 assert len(metrics.init.message) < 3000 and "\x1b" not in metrics.init.message
-                assert all("\x1b" not in reason and len(reason) < 700 for reason in metrics.agent_reported_noops.first_reasons)
+                assert all(
+                    "\x1b" not in reason and len(reason) < 700 for reason in metrics.agent_reported_noops.first_reasons
+                )
                 for line in (output / "craft_the_crafting_table" / "steps.jsonl").read_text().splitlines():
                     record = json.loads(line)
                     assert len(line) < 12_000 and len(record["dropped_keys"]) == 16
@@ -110,9 +125,18 @@ def test_a_result_keeps_the_top_counts_and_the_total():
     metrics = {"dropped_keys": {f"k{index}": index % 7 + 1 for index in range(5000)}}
     total = sum(metrics["dropped_keys"].values())
     bounded = TaskMetrics.model_validate(
-        {"max_score": 1, "sim_score": 0, "score": 0, "category": "crafting", "scoring_kind": "milestones",
-         "scored": True, "score_source": "milestones", "video": {"status": "skipped"}, **metrics}
-    )  # fmt: skip
+        {
+            "max_score": 1,
+            "sim_score": 0,
+            "score": 0,
+            "category": "crafting",
+            "scoring_kind": "milestones",
+            "scored": True,
+            "score_source": "milestones",
+            "video": {"status": "skipped"},
+            **metrics,
+        }
+    )
     assert len(bounded.dropped_keys) == COUNTS_KEPT + 1 and sum(bounded.dropped_keys.values()) == total
     assert all(count == 7 for key, count in bounded.dropped_keys.items() if key != OTHER_CAUSES)
 
@@ -187,8 +211,11 @@ def test_a_purple_that_answers_a_gigabyte_costs_the_green_no_more_than_the_cap(t
     """100 MB declared and 1 GB streamed: each abandoned at the cap, counted as response_too_large, the connection
     closed; the green's peak RSS stays under 300 MB."""
     port = free_port()
-    green = ServerProcess(["serve", "green", "--host", HOST, "--port", str(port), "--output-root", str(tmp_path)],
-                          tmp_path / "green.log", port)  # fmt: skip
+    green = ServerProcess(
+        ["serve", "green", "--host", HOST, "--port", str(port), "--output-root", str(tmp_path)],
+        tmp_path / "green.log",
+        port,
+    )
     inflating: list[Inflating] = []
 
     def make(url: str) -> Inflating:
@@ -201,8 +228,12 @@ def test_a_purple_that_answers_a_gigabyte_costs_the_green_no_more_than_the_cap(t
             output = tmp_path / "out"
             scenario = tmp_path / "scenario.toml"
             scenario.write_text(SCENARIO.format(green=green.url, purple=purple_url, steps=3, output=output))
-            client = subprocess.run([sys.executable, "-m", "mcu_arms", "evaluate", str(scenario)],
-                                    capture_output=True, text=True, timeout=600)  # fmt: skip
+            client = subprocess.run(
+                [sys.executable, "-m", "mcu_arms", "evaluate", str(scenario)],
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
         peak = _peak_rss(green.process.pid)
     finally:
         green.stop()

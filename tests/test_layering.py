@@ -73,7 +73,11 @@ def test_contracts_import_nothing_else_of_mcu_arms() -> None:
 def test_the_process_layer_and_the_layout_stand_on_the_contracts_only(floor: str) -> None:
     """Floor 2 stands on the contracts; within it, only the process layer uses its containment (cgroups, subreaper),
     and everything may write through `atomic`."""
-    allowed = ("mcu_arms.contracts", "mcu_arms.atomic", *(("mcu_arms.containment",) if floor == "mcu_arms.procs" else ()))
+    allowed = (
+        "mcu_arms.contracts",
+        "mcu_arms.atomic",
+        *(("mcu_arms.containment",) if floor == "mcu_arms.procs" else ()),
+    )
     assert [target for target in GRAPH[floor] if not any(_under(target, a) for a in allowed)] == []
 
 
@@ -94,9 +98,19 @@ def test_the_three_processes_never_import_what_supervises_or_reports_them(part: 
 def test_the_slurm_queries_stand_on_the_contracts_and_the_layout_only() -> None:
     """cluster/ (squeue, sacct, scancel by job id) sits beside isolation/: status, stop, doctor and the Slurm
     executor read it; it reads nothing above the process layer."""
-    above = ("mcu_arms.arms", "mcu_arms.supervise", "mcu_arms.report", "mcu_arms.cli", "mcu_arms.view",
-             "mcu_arms.green", "mcu_arms.purple", "mcu_arms.client", "mcu_arms.isolation", "mcu_arms.a2a_transport",
-             "mcu_arms.doctor")  # fmt: skip
+    above = (
+        "mcu_arms.arms",
+        "mcu_arms.supervise",
+        "mcu_arms.report",
+        "mcu_arms.cli",
+        "mcu_arms.view",
+        "mcu_arms.green",
+        "mcu_arms.purple",
+        "mcu_arms.client",
+        "mcu_arms.isolation",
+        "mcu_arms.a2a_transport",
+        "mcu_arms.doctor",
+    )
     assert "mcu_arms.cluster.slurm" in GRAPH
     assert _violations("mcu_arms.cluster", above) == []
 
@@ -106,8 +120,10 @@ def _importers(library: str) -> set[str]:
     importers = set()
     for path in PACKAGE.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else (
-                [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+            names = (
+                [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else ([node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
             )
             if any(name == library or name.startswith(library + ".") for name in names):
                 importers.add(_module_name(path))
@@ -117,8 +133,10 @@ def _importers(library: str) -> set[str]:
 def _imported_at_module_level(module: str, library: str) -> bool:
     path = PACKAGE.parent / (module.replace(".", "/") + ".py")
     for node in ast.parse(path.read_text(encoding="utf-8")).body:
-        names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else (
-            [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+        names = (
+            [alias.name for alias in node.names]
+            if isinstance(node, ast.Import)
+            else ([node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
         )
         if any(name == library or name.startswith(library + ".") for name in names):
             return True
@@ -194,16 +212,38 @@ def test_the_sequential_run_is_driven_by_the_run_command_only() -> None:
 
 def test_the_results_browser_reads_results_and_runs_nothing() -> None:
     """view/ sits beside report/ (it shows its comparison): it never starts or stops arms; only the CLI uses it."""
-    runners = ("mcu_arms.supervise", "mcu_arms.cli", "mcu_arms.green", "mcu_arms.purple", "mcu_arms.client",
-               "mcu_arms.a2a_transport", "mcu_arms.procs")  # fmt: skip
+    runners = (
+        "mcu_arms.supervise",
+        "mcu_arms.cli",
+        "mcu_arms.green",
+        "mcu_arms.purple",
+        "mcu_arms.client",
+        "mcu_arms.a2a_transport",
+        "mcu_arms.procs",
+    )
     assert _violations("mcu_arms.view", runners) == []
     users = {module for module, targets in GRAPH.items() if any(_under(target, "mcu_arms.view") for target in targets)}
     outside = {module for module in users if not _under(module, "mcu_arms.view")}
     assert outside <= {"mcu_arms.cli.view", "mcu_arms.cli.report"}
 
 
-HEAVY = ("a2a", "numpy", "crafter", "openai", "matplotlib", "httpx", "uvicorn", "minestudio", "pandas", "PIL", "jinja2",
-         "plotly", "submitit", "mlflow", "wandb")
+HEAVY = (
+    "a2a",
+    "numpy",
+    "crafter",
+    "openai",
+    "matplotlib",
+    "httpx",
+    "uvicorn",
+    "minestudio",
+    "pandas",
+    "PIL",
+    "jinja2",
+    "plotly",
+    "submitit",
+    "mlflow",
+    "wandb",
+)
 
 
 @pytest.mark.parametrize("command", ["plan", "status", "compare", "tasks", "new", "doctor", "stop"])
@@ -218,10 +258,7 @@ def test_light_commands_load_no_heavy_stack(command: str) -> None:
         "doctor": "mcu_arms.doctor",
         "stop": "mcu_arms.supervise.stop",
     }
-    code = (
-        f"import sys, mcu_arms.cli, {cores[command]}\n"
-        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))"
-    )
+    code = f"import sys, mcu_arms.cli, {cores[command]}\nprint(sorted(m for m in {HEAVY!r} if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.strip() == "[]"
 
@@ -240,10 +277,13 @@ def test_the_planned_agent_reads_state_never_frames() -> None:
 def test_the_mineflayer_backend_is_the_greens_and_its_checks_are_light() -> None:
     """Only the green (its task run) and doctor reach the backend; checking a mineflayer arm's host and server, as
     `plan` and `doctor` do, loads no heavy stack (the backend itself needs no numpy, crafter or image library)."""
-    users = {module for module, targets in GRAPH.items() if any(_under(t, "mcu_arms.green.sims.mineflayer") for t in targets)}
+    users = {
+        module for module, targets in GRAPH.items() if any(_under(t, "mcu_arms.green.sims.mineflayer") for t in targets)
+    }
     assert {module for module in users if not _under(module, "mcu_arms.green.sims.mineflayer")} <= {
-        "mcu_arms.green.task_run", "mcu_arms.doctor",
-    }  # fmt: skip
+        "mcu_arms.green.task_run",
+        "mcu_arms.doctor",
+    }
     code = (
         "import sys, mcu_arms.doctor, mcu_arms.green.sims.mineflayer.backend\n"
         "from mcu_arms.contracts.mineflayer import MineflayerServer\n"
@@ -259,8 +299,13 @@ def test_the_acceptance_checklist_uses_the_backends_and_nothing_that_plans_or_su
     """acceptance/ drives the green's MineStudio backend, its video grader and the STEVE-1 policy directly, as the
     arms will; only its CLI command reaches it, and importing that command loads no heavy stack."""
     assert "mcu_arms.acceptance.minestudio" in GRAPH
-    assert _violations("mcu_arms.acceptance", ("mcu_arms.supervise", "mcu_arms.cli", "mcu_arms.report",
-                                               "mcu_arms.arms", "mcu_arms.view")) == []
+    assert (
+        _violations(
+            "mcu_arms.acceptance",
+            ("mcu_arms.supervise", "mcu_arms.cli", "mcu_arms.report", "mcu_arms.arms", "mcu_arms.view"),
+        )
+        == []
+    )
     users = {module for module, targets in GRAPH.items() if any(_under(t, "mcu_arms.acceptance") for t in targets)}
     assert {module for module in users if not _under(module, "mcu_arms.acceptance")} == {"mcu_arms.cli.acceptance"}
     code = f"import sys, mcu_arms.cli.acceptance\nprint(sorted(m for m in {HEAVY!r} if m in sys.modules))"
@@ -268,8 +313,16 @@ def test_the_acceptance_checklist_uses_the_backends_and_nothing_that_plans_or_su
     assert done.stdout.strip() == "[]"
 
 
-VIEWS = ("mcu_arms.report.compare", "mcu_arms.report.plot", "mcu_arms.report.export", "mcu_arms.results",
-         "mcu_arms.view", "mcu_arms.cli.compare", "mcu_arms.cli.view", "mcu_arms.cli.report")  # fmt: skip
+VIEWS = (
+    "mcu_arms.report.compare",
+    "mcu_arms.report.plot",
+    "mcu_arms.report.export",
+    "mcu_arms.results",
+    "mcu_arms.view",
+    "mcu_arms.cli.compare",
+    "mcu_arms.cli.view",
+    "mcu_arms.cli.report",
+)
 
 
 def test_the_analysis_stands_below_every_view_and_the_views_compute_no_statistic() -> None:

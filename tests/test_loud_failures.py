@@ -53,17 +53,25 @@ def test_a_codex_arm_without_codex_is_refused_before_anything_starts(tmp_path: P
     auth.write_text("{}")
     _codex_arm(project, "nocodex", codex_root, auth)
     done = subprocess.run(
-        [sys.executable, "-m", "mcu_arms", "run", "--arm", "nocodex"], cwd=project, env=_env_without_codex(state),
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [sys.executable, "-m", "mcu_arms", "run", "--arm", "nocodex"],
+        cwd=project,
+        env=_env_without_codex(state),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2, done.stdout + done.stderr
     assert "cannot run these arms; nothing was started" in done.stderr and "codex not on PATH" in done.stderr
     assert "Traceback" not in done.stderr
     assert not (project / "output").exists() and not (codex_root / "nocodex").exists()
     shown = subprocess.run(
-        [sys.executable, "-m", "mcu_arms", "plan", "--dry-run", "--json", "--arm", "nocodex"], cwd=project,
-        env=_env_without_codex(state), capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [sys.executable, "-m", "mcu_arms", "plan", "--dry-run", "--json", "--arm", "nocodex"],
+        cwd=project,
+        env=_env_without_codex(state),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert shown.returncode == 0, shown.stderr
     assert any("codex not on PATH" in problem for problem in json.loads(shown.stdout)["plans"][0]["blocked"])
 
@@ -79,9 +87,13 @@ def test_a_codex_arm_whose_every_turn_fails_is_failed_loudly_and_compare_says_no
     env = cli_env(state)
     env["PATH"] = f"{FAKE_CODEX_DIR}{os.pathsep}{env['PATH']}"
     done = subprocess.run(
-        [sys.executable, "-m", "mcu_arms", "run", "--arm", "allfail"], cwd=project, env=env, capture_output=True,
-        text=True, timeout=300,
-    )  # fmt: skip
+        [sys.executable, "-m", "mcu_arms", "run", "--arm", "allfail"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 1, done.stdout + done.stderr
     data = report(project, "allfail")
     assert data["status"] == "failed" and data["failure"]["reason"].startswith("infrastructure:")
@@ -92,20 +104,34 @@ def test_a_codex_arm_whose_every_turn_fails_is_failed_loudly_and_compare_says_no
     assert "ALERT" in done.stdout and "infrastructure" in done.stdout
     said = 'the agent said: {}x "codex failed: stream error: unexpected status 500 Internal Server Error"'
     assert said.format(data["agent"]["failed_turns"]) in done.stdout, "the model's own reason in the final table"
-    status = subprocess.run([sys.executable, "-m", "mcu_arms", "status", "--json"], cwd=project, env=env,
-                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    status = subprocess.run(
+        [sys.executable, "-m", "mcu_arms", "status", "--json"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert said.format(data["agent"]["failed_turns"]) in json.loads(status.stdout)["arms"][0]["failure"]
     compared = subprocess.run(
-        [sys.executable, "-m", "mcu_arms", "compare", "allfail", "--json"], cwd=project, env=env,
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [sys.executable, "-m", "mcu_arms", "compare", "allfail", "--json"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert compared.returncode == 3, compared.stdout + compared.stderr
     verdict = json.loads(compared.stdout)["verdict"]
     assert not verdict["trustworthy"] and "allfail failed for infrastructure reasons" in verdict["text"]
     again = subprocess.run(
-        [sys.executable, "-m", "mcu_arms", "run", "--dry-run", "--arm", "allfail"], cwd=project, env=env,
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [sys.executable, "-m", "mcu_arms", "run", "--dry-run", "--arm", "allfail"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert summary_rows(again.stdout)["allfail"][0] == "retry", again.stdout
 
 
@@ -125,9 +151,11 @@ def _run_plans(tmp_path: Path, project: Path, plans: list):
 
     out = io.StringIO()
     env = Environment(
-        console=Console(file=out, width=200), err_console=Console(file=io.StringIO()),
-        env={**os.environ, "MCU_ARMS_STATE_DIR": str(tmp_path / "state")}, cwd=project,
-    )  # fmt: skip
+        console=Console(file=out, width=200),
+        err_console=Console(file=io.StringIO()),
+        env={**os.environ, "MCU_ARMS_STATE_DIR": str(tmp_path / "state")},
+        cwd=project,
+    )
     outcome = run_arms(plans, env, RunOptions(stop_grace_s=2), env.console)
     return outcome, [json.loads(RunDir(Path(plan.episode_dir)).report.read_text()) for plan in plans], out.getvalue()
 
@@ -236,9 +264,13 @@ def test_ctrl_c_at_any_moment_exits_130_without_a_traceback(tmp_path: Path, dela
     project, state = tmp_path / "project", tmp_path / "state"
     write_arm(project, "interrupted", steps=2000)
     running = subprocess.Popen(
-        [sys.executable, "-m", "mcu_arms", "run", "--arm", "interrupted"], cwd=project, env=cli_env(state),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [sys.executable, "-m", "mcu_arms", "run", "--arm", "interrupted"],
+        cwd=project,
+        env=cli_env(state),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         running.wait(timeout=delay_s)
     except subprocess.TimeoutExpired:

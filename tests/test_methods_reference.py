@@ -33,9 +33,13 @@ STEPS_B = [(150, 300), (None, 300), (None, 300), (210, 300), (None, 300), (290, 
 
 def _paired_reference(a, b, n_resamples):
     return stats.permutation_test(
-        (a, b), lambda x, y, axis: np.mean(x - y, axis=axis), permutation_type="samples", vectorized=True,
-        n_resamples=n_resamples, alternative="two-sided",
-    )  # fmt: skip
+        (a, b),
+        lambda x, y, axis: np.mean(x - y, axis=axis),
+        permutation_type="samples",
+        vectorized=True,
+        n_resamples=n_resamples,
+        alternative="two-sided",
+    )
 
 
 @pytest.mark.parametrize("shift", [0.0, 3.0, -6.0])
@@ -69,9 +73,15 @@ def test_the_paired_bootstrap_interval_matches_scipys_within_monte_carlo_error()
     differences = [x - y for x, y in zip(A, B)]
     ours = paired_bootstrap_interval(differences)
     reference = stats.bootstrap(
-        (np.array(A), np.array(B)), lambda x, y, axis: np.mean(x - y, axis=axis), paired=True, vectorized=True,
-        n_resamples=10_000, method="percentile", confidence_level=0.95, random_state=np.random.default_rng(3),
-    ).confidence_interval  # fmt: skip
+        (np.array(A), np.array(B)),
+        lambda x, y, axis: np.mean(x - y, axis=axis),
+        paired=True,
+        vectorized=True,
+        n_resamples=10_000,
+        method="percentile",
+        confidence_level=0.95,
+        random_state=np.random.default_rng(3),
+    ).confidence_interval
     spread = np.std(differences, ddof=0) / math.sqrt(len(differences))  # sd of the resampled means
     # Monte Carlo sd of a 2.5 % quantile of 10,000 near-normal resamples, for each of the two intervals
     quantile_error = math.sqrt(0.025 * 0.975 / 10_000) / (stats.norm.pdf(1.959964) / spread)
@@ -97,11 +107,18 @@ def test_identical_arms_are_no_difference_with_a_zero_width_interval() -> None:
 
 
 def test_six_same_sign_pairs_resolve_and_five_cannot() -> None:
-    six = compare_paired("score", dict(enumerate([0, 0, 0, 0, 0, 0])), dict(enumerate([53, 40, 60, 55, 47, 70])),
-                         name_a="demo_random", name_b="demo")  # fmt: skip
+    six = compare_paired(
+        "score",
+        dict(enumerate([0, 0, 0, 0, 0, 0])),
+        dict(enumerate([53, 40, 60, 55, 47, 70])),
+        name_a="demo_random",
+        name_b="demo",
+    )
     assert six.p_value == pytest.approx(2 / 64) and six.distinguishable
     assert "distinguishable from seed noise (paired, n = 6)" in six.text
-    five = compare_paired("score", dict(enumerate([0] * 5)), dict(enumerate([53, 40, 60, 55, 47])), name_a="a", name_b="b")
+    five = compare_paired(
+        "score", dict(enumerate([0] * 5)), dict(enumerate([53, 40, 60, 55, 47])), name_a="a", name_b="b"
+    )
     assert five.p_value == pytest.approx(2 / 32) and not five.distinguishable and five.seeds_needed == 6
     assert seeds_needed_paired([1.0, -1.0, 1.2, -0.8]) is not None and seeds_needed_paired([0.0, 0.0]) is None
 
@@ -148,9 +165,15 @@ def test_kaplan_meier_by_hand_none_censored_all_censored_and_ties() -> None:
     assert all_censored.median is None and all_censored.median_text() == "not reached"
     assert all_censored.reached_by_cap == 0.0
     # a tie of a reach and an end at step 20: the ended episode is still at risk at 20 (4 at risk, 1 reaches)
-    tied = kaplan_meier([TimeToEvent(steps=10, reached=True), TimeToEvent(steps=20, reached=True),
-                         TimeToEvent(steps=20, reached=False), TimeToEvent(steps=30, reached=True),
-                         TimeToEvent(steps=40, reached=False)])  # fmt: skip
+    tied = kaplan_meier(
+        [
+            TimeToEvent(steps=10, reached=True),
+            TimeToEvent(steps=20, reached=True),
+            TimeToEvent(steps=20, reached=False),
+            TimeToEvent(steps=30, reached=True),
+            TimeToEvent(steps=40, reached=False),
+        ]
+    )
     assert [(p.step, p.at_risk) for p in tied.points] == [(10, 5), (20, 4), (30, 2), (40, 1)]
     assert [p.not_reached for p in tied.points] == pytest.approx([0.8, 0.6, 0.3, 0.3])
     assert tied.median == 30
@@ -163,8 +186,12 @@ def test_logrank_is_scipys_and_lifelines() -> None:
     reference = logrank_test([x.steps for x in a], [x.steps for x in b], [x.reached for x in a], [x.reached for x in b])
     assert ours.statistic == pytest.approx(reference.test_statistic, abs=1e-9)
     assert ours.p_value == pytest.approx(reference.p_value, abs=1e-9)
-    censored = [stats.CensoredData(uncensored=[x.steps for x in arm if x.reached],
-                                   right=[x.steps for x in arm if not x.reached]) for arm in (a, b)]  # fmt: skip
+    censored = [
+        stats.CensoredData(
+            uncensored=[x.steps for x in arm if x.reached], right=[x.steps for x in arm if not x.reached]
+        )
+        for arm in (a, b)
+    ]
     scipy_result = stats.logrank(censored[0], censored[1])
     assert ours.p_value == pytest.approx(scipy_result.pvalue, abs=1e-9)
     assert abs(ours.z) == pytest.approx(abs(scipy_result.statistic), abs=1e-9)
@@ -182,7 +209,10 @@ def test_holm_by_hand() -> None:
     assert adjusted == pytest.approx({"a": 0.03, "b": 0.06, "c": 0.06, "e": 0.02})
     assert {test.name for test in result.tests if test.rejected} == {"a", "e"}
     assert result.excluded == ["d"] and [test.name for test in result.tests] == ["a", "b", "c", "e"]
-    assert [t.adjusted_p for t in holm([("x", 0.9), ("y", 0.4)], family="two").tests] == [0.9, 0.8]  # monotone, capped at 1
+    assert [t.adjusted_p for t in holm([("x", 0.9), ("y", 0.4)], family="two").tests] == [
+        0.9,
+        0.8,
+    ]  # monotone, capped at 1
 
 
 def test_the_unpaired_path_is_todays_test_and_says_why() -> None:
@@ -201,10 +231,17 @@ def test_holm_over_a_compares_family_reads_the_verdict_on_the_adjusted_p() -> No
     from mcu_arms.report.methods.comparison import adjust_family, compare_metric
 
     paired = pairing("embedded", None, range(6), "embedded", None, range(6))
-    clear = compare_metric("score", dict(enumerate([0.0] * 6)), dict(enumerate([53, 40, 60, 55, 47, 70])), paired,
-                           name_a="a", name_b="b")  # fmt: skip
-    noise = compare_metric("collect_wood", dict(enumerate([1.0, 3, 2, 5, 4, 6])), dict(enumerate([2.0, 1, 4, 3, 6, 5])),
-                           paired, name_a="a", name_b="b")  # fmt: skip
+    clear = compare_metric(
+        "score", dict(enumerate([0.0] * 6)), dict(enumerate([53, 40, 60, 55, 47, 70])), paired, name_a="a", name_b="b"
+    )
+    noise = compare_metric(
+        "collect_wood",
+        dict(enumerate([1.0, 3, 2, 5, 4, 6])),
+        dict(enumerate([2.0, 1, 4, 3, 6, 5])),
+        paired,
+        name_a="a",
+        name_b="b",
+    )
     family, adjusted = adjust_family([clear, noise], family="score and one milestone")
     assert clear.distinguishable and clear.p_value == pytest.approx(2 / 64)
     assert adjusted[0].adjusted_p == pytest.approx(min(1.0, 2 * 2 / 64)) and not adjusted[0].distinguishable

@@ -91,8 +91,11 @@ def test_collect_digs_and_picks_up_judged_by_the_inventory(sim: MineflayerSimula
     assert state.count("oak_log") > held, step.skill
     assert step.skill.inventory_delta["oak_log"] >= 1
     assert step.counters["mine_block"]["oak_log"] >= 1
-    wait_for(lambda: sim.act(SkillRequest(kind="wait", args={"duration_ms": 200})).counters.get("pickup", {})
-             .get("oak_log"), "the pickup counted", timeout=10)  # fmt: skip
+    wait_for(
+        lambda: sim.act(SkillRequest(kind="wait", args={"duration_ms": 200})).counters.get("pickup", {}).get("oak_log"),
+        "the pickup counted",
+        timeout=10,
+    )
 
 
 def test_place_puts_a_block_down_and_spends_one(sim: MineflayerSimulator) -> None:
@@ -200,8 +203,19 @@ def vanilla() -> Iterator[MineflayerSimulator | None]:
     host, _, port = address.rpartition(":")
     simulator = MineflayerSimulator(MineflayerServer(host=host, port=int(port), username="vanilla_bot"))
     try:
-        simulator.reset(COLLECT_WOOD.model_copy(update={"init_commands": ("/give @s oak_log 4", "/give @s cobblestone 8",
-                        "/give @s coal 2", "/give @s raw_iron 1")}), 0)  # fmt: skip
+        simulator.reset(
+            COLLECT_WOOD.model_copy(
+                update={
+                    "init_commands": (
+                        "/give @s oak_log 4",
+                        "/give @s cobblestone 8",
+                        "/give @s coal 2",
+                        "/give @s raw_iron 1",
+                    )
+                }
+            ),
+            0,
+        )
         yield simulator
     finally:
         simulator.close()
@@ -209,8 +223,10 @@ def vanilla() -> Iterator[MineflayerSimulator | None]:
 
 def on_vanilla(vanilla: MineflayerSimulator | None, lacking: str) -> MineflayerSimulator:
     if vanilla is None:
-        pytest.skip(f"untested here: flying-squid 1.12.0 lacks {lacking}; set {VANILLA_ENV}=host:port (a vanilla "
-                    f"{VERSION} server, online-mode=false, the bot op'd) to test it")  # fmt: skip
+        pytest.skip(
+            f"untested here: flying-squid 1.12.0 lacks {lacking}; set {VANILLA_ENV}=host:port (a vanilla "
+            f"{VERSION} server, online-mode=false, the bot op'd) to test it"
+        )
     return vanilla
 
 

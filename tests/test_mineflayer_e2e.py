@@ -28,7 +28,10 @@ BOT = "planned_bot"
 STEPS = 16
 HURT = 12  # health 20 -> 8: below half, so the agent rests (flying-squid never regenerates it)
 LOGS = {"goal": "oak logs", "steps": [{"subgoal": "chop oak logs", "method": "collect", "item": "oak_log", "count": 2}]}
-MORE_LOGS = {"goal": "more oak logs", "steps": [{"subgoal": "chop more", "method": "collect", "item": "oak_log", "count": 4}]}
+MORE_LOGS = {
+    "goal": "more oak logs",
+    "steps": [{"subgoal": "chop more", "method": "collect", "item": "oak_log", "count": 4}],
+}
 ARM = f"""agent = "planned"
 task = "mining_and_collecting"
 tasks = ["collect_wood"]
@@ -121,7 +124,9 @@ def test_a_planned_arm_collects_oak_logs_on_a_minecraft_server_and_feels_the_dam
 
     records = read_trajectory(trajectory)
     for line in trajectory.read_text().splitlines():
-        assert set(json.loads(line)) == set(TrajectoryRecord.model_fields), "the same fields as on the embedded simulator"
+        assert set(json.loads(line)) == set(TrajectoryRecord.model_fields), (
+            "the same fields as on the embedded simulator"
+        )
     collected = [r for r in records if r.selected_action == "collect_oak_log" and r.action_status == "succeeded"]
     assert collected and all(r.result.inventory_delta.get("oak_log", 0) > 0 for r in collected), "judged by the delta"
     hurt = [r for r in records if r.reflex is not None]
@@ -143,7 +148,8 @@ def test_a_planned_arm_collects_oak_logs_on_a_minecraft_server_and_feels_the_dam
     assert near_creeper[0].phase == "threat" and near_creeper[0].selected_action in ("flee", "go_home")
     away = [r for r in records if r.step >= near_creeper[0].step and r.selected_action in ("flee", "go_home")]
     assert any(not any(e.kind == "creeper" and e.distance <= 7 for e in r.next_state.entities or []) for r in away), (
-        "it got beyond the creeper's blast")
+        "it got beyond the creeper's blast"
+    )
 
     assert planner.requests and all(
         body.get("chat_template_kwargs") == {"enable_thinking": False} for body in planner.requests
@@ -152,8 +158,12 @@ def test_a_planned_arm_collects_oak_logs_on_a_minecraft_server_and_feels_the_dam
     for tag in ("[planner] plan: collect oak_log 2", "[policy] plan: collect_oak_log", "[reflex] health 20 -> 8"):
         assert any(line.startswith(tag) for line in chat), (tag, chat)
 
-    steps = [json.loads(line) for line in next((project / "output" / "mined" / "episode_001" / "green").glob(
-        "*/steps.jsonl")).read_text().splitlines()]  # fmt: skip
+    steps = [
+        json.loads(line)
+        for line in next((project / "output" / "mined" / "episode_001" / "green").glob("*/steps.jsonl"))
+        .read_text()
+        .splitlines()
+    ]
     assert steps[0]["skill"]["kind"] == "collect" and steps[0]["skill_outcome"]["kind"] == "collect"
     attacked = [s["skill"]["args"] for s in steps if s.get("skill") and s["skill"]["kind"] == "attack"]
     assert all(args.get("entity") != "creeper" for args in attacked), attacked

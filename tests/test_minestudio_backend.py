@@ -119,8 +119,11 @@ def test_the_engine_is_looked_for_where_minestudio_looks_when_tmpdir_is_set(
     env = {**minestudio_host["env"], "TMPDIR": str(other_tmp)}
     del env["MINESTUDIO_DIR"]
     stdlib = subprocess.run(
-        [sys.executable, "-c", "import tempfile; print(tempfile.gettempdir())"], env=env, capture_output=True,
-        text=True, check=True,
+        [sys.executable, "-c", "import tempfile; print(tempfile.gettempdir())"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.strip()
     assert tempdir_for(env) == Path(stdlib) == other_tmp
     assert minestudio_dir(env) == other_tmp / "MineStudio"
@@ -130,7 +133,9 @@ def test_the_engine_is_looked_for_where_minestudio_looks_when_tmpdir_is_set(
     (other_tmp / "MineStudio" / ENGINE_JAR).parent.mkdir(parents=True)
     (other_tmp / "MineStudio" / ENGINE_JAR).write_bytes(b"jar")
     assert minestudio_preflight(env, partitions=LOCAL_DISK) == []
-    assert tempdir_for({"TMPDIR": str(tmp_path / "missing")}) == Path("/tmp"), "a TMPDIR that is no directory is skipped"
+    assert tempdir_for({"TMPDIR": str(tmp_path / "missing")}) == Path("/tmp"), (
+        "a TMPDIR that is no directory is skipped"
+    )
 
 
 def test_gpu_render_flag_is_not_a_reason_to_demand_vglrun(minestudio_host: dict[str, Any]) -> None:
@@ -261,8 +266,12 @@ def test_every_task_starts_where_a_fresh_seeded_run_of_it_starts(
         assert sum(command.startswith("/teleportbiome") for command in fake.commands) == 3
 
 
-def test_seeded_fast_starts_depend_on_the_seed_and_hard_ones_are_the_seeds_world(minestudio_host: dict[str, Any]) -> None:
-    assert _fresh_start(minestudio_host, TASKS[1], 1, "seeded_fast") != _fresh_start(minestudio_host, TASKS[1], 2, "seeded_fast")
+def test_seeded_fast_starts_depend_on_the_seed_and_hard_ones_are_the_seeds_world(
+    minestudio_host: dict[str, Any],
+) -> None:
+    assert _fresh_start(minestudio_host, TASKS[1], 1, "seeded_fast") != _fresh_start(
+        minestudio_host, TASKS[1], 2, "seeded_fast"
+    )
     assert _fresh_start(minestudio_host, TASKS[0], 5, "hard") == _fresh_start(minestudio_host, TASKS[2], 5, "hard")
 
 
@@ -285,8 +294,13 @@ def test_fast_reset_targets_are_stable_across_processes_and_in_minestudio_range(
         "from mcu_arms.green.sims.minestudio import fast_reset_target; "
         "print(fast_reset_target(7, 'mine_iron_ore', ('plains', 'forest', 'desert'), 1000))"
     )
-    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                           env={**os.environ, "PYTHONHASHSEED": "123"}).stdout.strip()
+    other = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONHASHSEED": "123"},
+    ).stdout.strip()
     assert other == str(fast_reset_target(7, "mine_iron_ore", ("plains", "forest", "desert"), 1000))
     targets = {fast_reset_target(seed, "t", ("plains", "forest"), 1000) for seed in range(300)}
     assert all(-500 <= x < 500 and -500 <= z < 500 for _, x, z in targets) and len(targets) > 290
@@ -318,7 +332,12 @@ def test_a_crash_mid_task_replaces_the_instance_and_the_next_task_starts_clean(m
         simulator.step(noop_action())
     frame = simulator.reset(TASKS[1], seed=4).frame
     [restart] = simulator.restarts()
-    assert (restart.cause, restart.failed_task, restart.failed_during, restart.failed_step) == ("crash", "first", "step", 1)
+    assert (restart.cause, restart.failed_task, restart.failed_during, restart.failed_step) == (
+        "crash",
+        "first",
+        "step",
+        1,
+    )
     assert "TypeError" in restart.detail and restart.at
     assert len(control.envs) == 2 and control.envs[0].is_closed(), "the crashed instance was closed, a new one built"
     assert _gone(old_engine) and _engine_pid(simulator) != old_engine
@@ -424,8 +443,11 @@ def test_seeded_fast_lands_before_the_settling_frames_on_hard_and_fast_resets(mi
         for task in TASKS[:2]:
             simulator.reset(task, seed=3)
             fake = simulator._sim.fake
-            [teleported] = [step for step, command in zip(fake.command_steps, fake.commands, strict=True)
-                            if command.startswith("/teleportbiome")][-1:]
+            [teleported] = [
+                step
+                for step, command in zip(fake.command_steps, fake.commands, strict=True)
+                if command.startswith("/teleportbiome")
+            ][-1:]
             assert fake.steps_taken - teleported == 20, task.name  # no task commands here: 20 settling frames
         assert fake.hard_resets == 1  # the second task's start was a fast one
     finally:
@@ -477,7 +499,9 @@ def test_an_import_that_fails_in_the_green_breaks_the_backend_once_and_loudly(
     monkeypatch.setitem(sys.modules, "minestudio.simulator", None)
     try:
         for task in TASKS[:2]:
-            with pytest.raises(SimulatorUnavailable, match="MineStudio cannot be imported in the green: ModuleNotFoundError"):
+            with pytest.raises(
+                SimulatorUnavailable, match="MineStudio cannot be imported in the green: ModuleNotFoundError"
+            ):
                 simulator.reset(task, seed=0)
         assert minestudio_host["control"].launches == 0
     finally:

@@ -31,21 +31,42 @@ def test_a_crash_mid_task_is_recovered_and_every_dead_entry_is_named(
     control.crash_at_env_step = 20 + 5 + 20 + 3 + 3
     built: list[MineStudioSimulator] = []
 
-    def make(name: str, obs_size: tuple[int, int], reset_mode: str | None,
-             mineflayer: object = None, action_mode: str | None = None) -> MineStudioSimulator:
-        built.append(MineStudioSimulator(minestudio_host["env"], reset_mode=reset_mode or "hard", obs_size=obs_size,
-                                         partitions=[Partition("/dev/sda1", "/", "ext4", "rw")]))
+    def make(
+        name: str,
+        obs_size: tuple[int, int],
+        reset_mode: str | None,
+        mineflayer: object = None,
+        action_mode: str | None = None,
+    ) -> MineStudioSimulator:
+        built.append(
+            MineStudioSimulator(
+                minestudio_host["env"],
+                reset_mode=reset_mode or "hard",
+                obs_size=obs_size,
+                partitions=[Partition("/dev/sda1", "/", "ext4", "rw")],
+            )
+        )
         return built[-1]
 
     monkeypatch.setattr(green_server, "make_simulator", make)
     purple = ScriptedPurple(TABLE_SCRIPT)
-    with running_app(lambda url: build_test_purple(purple, url)) as purple_url, \
-            running_app(lambda url: green_server.build_green_app(url, output_root=tmp_path)) as green_url:
+    with (
+        running_app(lambda url: build_test_purple(purple, url)) as purple_url,
+        running_app(lambda url: green_server.build_green_app(url, output_root=tmp_path)) as green_url,
+    ):
         evaluation = evaluate(
             green_url,
-            request_for(purple_url, tmp_path / "out", simulator="minestudio", task_category="explore",
-                        tasks=["explore_boat", "explore_chest"], max_steps=5, save_frames=False, obs_size=[32, 32],
-                        reset_mode="seeded_fast"),
+            request_for(
+                purple_url,
+                tmp_path / "out",
+                simulator="minestudio",
+                task_category="explore",
+                tasks=["explore_boat", "explore_chest"],
+                max_steps=5,
+                save_frames=False,
+                obs_size=[32, 32],
+                reset_mode="seeded_fast",
+            ),
         )
     assert evaluation.final_state == "completed", evaluation.statuses
     result = evaluation.result
@@ -58,12 +79,17 @@ def test_a_crash_mid_task_is_recovered_and_every_dead_entry_is_named(
     assert "oak_boat" in crashed["unavailable_reasons"]["use_boat"]
     [restart] = after["sim_restarts"]
     assert (restart["cause"], restart["failed_task"], restart["failed_during"], restart["failed_step"]) == (
-        "crash", "explore_boat", "step", 2
+        "crash",
+        "explore_boat",
+        "step",
+        2,
     )
     assert after["ended_by"] == "max_steps" and after["steps_run"] == 5 and after["scored"] is True
     assert after["sim_restarts"] and crashed["sim_restarts"] == []
-    assert any(line.startswith("simulator restarted before explore_chest: crash in explore_boat") for line in
-               evaluation.statuses)
+    assert any(
+        line.startswith("simulator restarted before explore_chest: crash in explore_boat")
+        for line in evaluation.statuses
+    )
     summary = next(text for media, text in evaluation.artifacts[0] if media == "text/plain")
     assert "SIMULATOR RESTARTED first (crash in explore_boat at step 2)" in summary
     assert len(control.envs) == 2 and control.envs[0].is_closed() and control.envs[1].is_closed()
@@ -83,23 +109,54 @@ def test_video_grades_the_render_recorded_per_task_and_actions_go_through_agent_
 
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     monkeypatch.setenv("OPENAI_BASE_URL", model_service)
-    FakeModelService.answer = json.dumps({"scores": {name: 4 for name in (
-        "task_progress", "action_control", "error_recognition_and_correction", "creative_attempts",
-        "task_completion_efficiency", "material_selection_and_usage")}})
+    FakeModelService.answer = json.dumps(
+        {
+            "scores": {
+                name: 4
+                for name in (
+                    "task_progress",
+                    "action_control",
+                    "error_recognition_and_correction",
+                    "creative_attempts",
+                    "task_completion_efficiency",
+                    "material_selection_and_usage",
+                )
+            }
+        }
+    )
 
-    def make(name: str, obs_size: tuple[int, int], reset_mode: str | None, mineflayer: object = None,
-             action_mode: str | None = None) -> MineStudioSimulator:
-        return MineStudioSimulator(minestudio_host["env"], obs_size=obs_size, action_mode=action_mode or "agent",
-                                   partitions=[Partition("/dev/sda1", "/", "ext4", "rw")])
+    def make(
+        name: str,
+        obs_size: tuple[int, int],
+        reset_mode: str | None,
+        mineflayer: object = None,
+        action_mode: str | None = None,
+    ) -> MineStudioSimulator:
+        return MineStudioSimulator(
+            minestudio_host["env"],
+            obs_size=obs_size,
+            action_mode=action_mode or "agent",
+            partitions=[Partition("/dev/sda1", "/", "ext4", "rw")],
+        )
 
     monkeypatch.setattr(green_server, "make_simulator", make)
     purple = ScriptedPurple([env_reply(camera=(4.32, 0.0), forward=1, back=1), env_reply(attack=1)])
-    with running_app(lambda url: build_test_purple(purple, url)) as purple_url, \
-            running_app(lambda url: green_server.build_green_app(url, output_root=tmp_path)) as green_url:
+    with (
+        running_app(lambda url: build_test_purple(purple, url)) as purple_url,
+        running_app(lambda url: green_server.build_green_app(url, output_root=tmp_path)) as green_url,
+    ):
         evaluation = evaluate(
             green_url,
-            request_for(purple_url, tmp_path / "out", simulator="minestudio", task_category="explore",
-                        tasks=["explore_boat", "explore_chest"], max_steps=3, obs_size=[32, 32], video_eval=True),
+            request_for(
+                purple_url,
+                tmp_path / "out",
+                simulator="minestudio",
+                task_category="explore",
+                tasks=["explore_boat", "explore_chest"],
+                max_steps=3,
+                obs_size=[32, 32],
+                video_eval=True,
+            ),
         )
     assert evaluation.final_state == "completed", evaluation.statuses
     simulator = evaluation.result["simulator"]
@@ -109,13 +166,20 @@ def test_video_grades_the_render_recorded_per_task_and_actions_go_through_agent_
         assert graded["source"] == "render_recording" and (graded["width"], graded["height"]) == (640, 360)
         assert graded["frames_in_episode"] == 4 and graded["frames_sent"] == 4  # the start and 3 steps
         assert Path(graded["path"]) == tmp_path / "out" / name / "recording" / "episode_1.mp4"
-    assert len({evaluation.task(name)["video"]["graded_frames"]["path"] for name in ("explore_boat", "explore_chest")}) == 2
-    from PIL import Image
+    assert (
+        len({evaluation.task(name)["video"]["graded_frames"]["path"] for name in ("explore_boat", "explore_chest")})
+        == 2
+    )
     import base64
     import io
 
-    images = [part["image_url"]["url"] for part in FakeModelService.requests[0]["messages"][0]["content"]
-              if part["type"] == "image_url"]
+    from PIL import Image
+
+    images = [
+        part["image_url"]["url"]
+        for part in FakeModelService.requests[0]["messages"][0]["content"]
+        if part["type"] == "image_url"
+    ]
     assert Image.open(io.BytesIO(base64.b64decode(images[0].split(",", 1)[1]))).size == (640, 360)
     metrics = evaluation.task("explore_boat")
     assert metrics["action_adjustments"] == {"camera_quantised": 1, "opposite_keys_cancelled": 1}

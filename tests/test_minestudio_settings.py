@@ -83,8 +83,10 @@ def test_plan_warns_about_each_dead_entry_with_the_reason(project: Path, env: di
     boat = [w for w in warnings if w.startswith("explore_boat: ")]
     assert len(boat) == 2 and all("never reachable on the minestudio simulator" in w for w in boat)
     assert any("craft_boat never pays: craft_item 'boat'" in w for w in boat)
-    assert any(w.startswith("explore_the_treasure: open_buried_treasure_chest never pays") and "custom/open_chest" in w
-               for w in warnings)
+    assert any(
+        w.startswith("explore_the_treasure: open_buried_treasure_chest never pays") and "custom/open_chest" in w
+        for w in warnings
+    )
 
 
 def test_reset_mode_is_a_setting_in_the_fingerprint_and_the_scenario(project: Path, env: dict[str, str]) -> None:
@@ -127,7 +129,7 @@ def test_reset_mode_is_refused_on_the_embedded_simulator(project: Path, env: dic
     (project / "arms" / "emb.toml").write_text(text.replace('simulator = "minestudio"', 'simulator = "embedded"'))
     outcome = invoke(project, env, "plan", "--dry-run", "--arm", "emb")
     assert outcome.exit_code == 2
-    assert "key 'reset_mode'" in outcome.err and "only for simulator = \"minestudio\"" in outcome.err
+    assert "key 'reset_mode'" in outcome.err and 'only for simulator = "minestudio"' in outcome.err
     _arm(project, "bad", extra='reset_mode = "fast"\n')
     outcome = invoke(project, env, "plan", "--dry-run", "--arm", "bad")
     assert outcome.exit_code == 2 and "hard, seeded_fast" in outcome.err
@@ -139,7 +141,9 @@ def test_steve1_condition_reaches_the_purple_and_is_fingerprinted(project: Path,
     plans = _plans(project, env, "steve", "steve_text")
     argv = next(p for p in plans["steve"]["processes"] if p["role"] == "purple")["argv"]
     assert argv[argv.index("--steve1-condition") + 1] == "chop a tree"
-    assert "--steve1-condition" not in next(p for p in plans["steve_text"]["processes"] if p["role"] == "purple")["argv"]
+    assert (
+        "--steve1-condition" not in next(p for p in plans["steve_text"]["processes"] if p["role"] == "purple")["argv"]
+    )
     assert plans["steve"]["fingerprint"] != plans["steve_text"]["fingerprint"]
     assert any(w.startswith("steve1_condition: all ") and "'chop a tree'" in w for w in plans["steve"]["warnings"])
     _arm(project, "not_steve", extra='steve1_condition = "chop a tree"\n')
@@ -156,16 +160,26 @@ def test_doctor_rows_are_the_backends_own_checks(
     (hub / "refs").mkdir()
     (hub / "refs" / "main").write_text("b" * 40)
     _arm(project, "ms")
-    _arm(project, "steve", agent="steve1", task="mining_and_collecting",
-         extra=f'\n[env]\nHF_HUB_CACHE = "{tmp_path / "hub"}"\n')
+    _arm(
+        project,
+        "steve",
+        agent="steve1",
+        task="mining_and_collecting",
+        extra=f'\n[env]\nHF_HUB_CACHE = "{tmp_path / "hub"}"\n',
+    )
     host = {**env, **minestudio_host["env"], "MINESTUDIO_GPU_RENDER": "1"}
     outcome = invoke(project, host, "doctor", "--json", *(str(project / "arms" / f"{a}.toml") for a in ("ms", "steve")))
     rows = {(row["name"], tuple(row["needed_by"])): row for row in json.loads(outcome.out)["checks"]}
     for name in ("minestudio import", "java", "xvfb-run", "xauth", "MineStudio engine", "MINESTUDIO_DIR"):
         assert rows[(name, ("ms", "steve"))]["status"] == "ok", rows[(name, ("ms", "steve"))]
-    assert "imports as the green imports it (minestudio 1.1.6+fake" in rows[("minestudio import", ("ms", "steve"))]["detail"]
+    assert (
+        "imports as the green imports it (minestudio 1.1.6+fake"
+        in rows[("minestudio import", ("ms", "steve"))]["detail"]
+    )
     assert rows[("MINESTUDIO_GPU_RENDER", ("ms", "steve"))]["status"] == "warn"
     assert rows[("STEVE-1 weights", ("steve",))]["status"] == "ok", "found through the arm's [env]"
     tokenizer = rows[("MineCLIP tokenizer", ("steve",))]
-    assert tokenizer["status"] == "fail" and "huggingface-cli download openai/clip-vit-base-patch16" in tokenizer["detail"]
+    assert (
+        tokenizer["status"] == "fail" and "huggingface-cli download openai/clip-vit-base-patch16" in tokenizer["detail"]
+    )
     assert outcome.exit_code == 1

@@ -57,35 +57,109 @@ SIM = "minestudio/simulator"
 SURFACE: tuple[Member, ...] = (
     Member(f"{SIM}/entry.py", None, f"{SIM}/entry.py", None, ("check_engine",)),
     Member(
-        f"{SIM}/entry.py", "MinecraftSim", f"{SIM}/entry.py", "MinecraftSim",
-        ("__init__", "reset", "step", "close", "_wrap_obs_info", "noop_action", "render", "agent_action_to_env_action",
-         "env_action_to_agent_action", "action_space", "observation_space"),
-        ("already_reset", "callbacks", "callback_messages", "env", "num_empty_frames", "obs_size", "render_size",
-         "seed", "action_type"),
+        f"{SIM}/entry.py",
+        "MinecraftSim",
+        f"{SIM}/entry.py",
+        "MinecraftSim",
+        (
+            "__init__",
+            "reset",
+            "step",
+            "close",
+            "_wrap_obs_info",
+            "noop_action",
+            "render",
+            "agent_action_to_env_action",
+            "env_action_to_agent_action",
+            "action_space",
+            "observation_space",
+        ),
+        (
+            "already_reset",
+            "callbacks",
+            "callback_messages",
+            "env",
+            "num_empty_frames",
+            "obs_size",
+            "render_size",
+            "seed",
+            "action_type",
+        ),
     ),
     Member(
-        f"{SIM}/callbacks/callback.py", "MinecraftCallback", f"{SIM}/callbacks/callback.py", "MinecraftCallback",
-        ("load_data_from_conf", "create_from_conf", "before_step", "before_reset", "after_reset", "after_step",
-         "before_close", "after_close", "before_render", "after_render", "__repr__"),
+        f"{SIM}/callbacks/callback.py",
+        "MinecraftCallback",
+        f"{SIM}/callbacks/callback.py",
+        "MinecraftCallback",
+        (
+            "load_data_from_conf",
+            "create_from_conf",
+            "before_step",
+            "before_reset",
+            "after_reset",
+            "after_step",
+            "before_close",
+            "after_close",
+            "before_render",
+            "after_render",
+            "__repr__",
+        ),
     ),
-    Member(f"{SIM}/callbacks/commands.py", "CommandsCallback", f"{SIM}/callbacks/commands.py", "CommandsCallback",
-           ("__init__", "after_reset", "__repr__"), ("commands",)),
     Member(
-        f"{SIM}/callbacks/record.py", "RecordCallback", f"{SIM}/callbacks/record.py", "RecordCallback",
+        f"{SIM}/callbacks/commands.py",
+        "CommandsCallback",
+        f"{SIM}/callbacks/commands.py",
+        "CommandsCallback",
+        ("__init__", "after_reset", "__repr__"),
+        ("commands",),
+    ),
+    Member(
+        f"{SIM}/callbacks/record.py",
+        "RecordCallback",
+        f"{SIM}/callbacks/record.py",
+        "RecordCallback",
         ("__init__", "before_reset", "after_reset", "before_step", "after_step", "before_close", "_save_episode"),
         ("record_path", "recording", "fps", "frame_type", "episode_id", "frames"),
     ),
-    Member(f"{SIM}/minerl/env/_singleagent.py", "_SingleAgentEnv", f"{SIM}/world.py", "FakeEnv",
-           ("reset", "step", "execute_cmd")),
-    Member(f"{SIM}/minerl/env/_multiagent.py", "_MultiAgentEnv", f"{SIM}/world.py", "FakeEnv",
-           ("seed", "close", "is_closed", "noop_action"), ("instances", "action_space", "observation_space")),
+    Member(
+        f"{SIM}/minerl/env/_singleagent.py",
+        "_SingleAgentEnv",
+        f"{SIM}/world.py",
+        "FakeEnv",
+        ("reset", "step", "execute_cmd"),
+    ),
+    Member(
+        f"{SIM}/minerl/env/_multiagent.py",
+        "_MultiAgentEnv",
+        f"{SIM}/world.py",
+        "FakeEnv",
+        ("seed", "close", "is_closed", "noop_action"),
+        ("instances", "action_space", "observation_space"),
+    ),
     Member(f"{SIM}/minerl/herobraine/hero/spaces.py", "Dict", f"{SIM}/world.py", "FakeActionSpace", ("no_op",)),
-    Member(f"{SIM}/minerl/herobraine/hero/spaces.py", "Text", f"{SIM}/minerl/herobraine/hero/spaces.py", "Text",
-           ("__init__",)),
-    Member(f"{SIM}/minerl/env/malmo.py", "InstanceManager", f"{SIM}/minerl/env/malmo.py", "InstanceManager", (),
-           ("_instance_pool",)),
-    Member(f"{SIM}/minerl/env/malmo.py", "MinecraftInstance", f"{SIM}/world.py", "FakeInstance", (),
-           ("minecraft_process", "running")),
+    Member(
+        f"{SIM}/minerl/herobraine/hero/spaces.py",
+        "Text",
+        f"{SIM}/minerl/herobraine/hero/spaces.py",
+        "Text",
+        ("__init__",),
+    ),
+    Member(
+        f"{SIM}/minerl/env/malmo.py",
+        "InstanceManager",
+        f"{SIM}/minerl/env/malmo.py",
+        "InstanceManager",
+        (),
+        ("_instance_pool",),
+    ),
+    Member(
+        f"{SIM}/minerl/env/malmo.py",
+        "MinecraftInstance",
+        f"{SIM}/world.py",
+        "FakeInstance",
+        (),
+        ("minecraft_process", "running"),
+    ),
 )
 # Where 1.1.6 names the statistics categories info carries (HumanSurvival's observables) and builds info.
 STAT_SPEC = f"{SIM}/minerl/herobraine/env_specs/human_survival_specs.py"
@@ -100,9 +174,22 @@ def wheel() -> zipfile.ZipFile:
         CACHE.mkdir(parents=True, exist_ok=True)
         try:
             done = subprocess.run(
-                [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", f"minestudio=={WHEEL_VERSION}",
-                 "--dest", str(CACHE)],
-                capture_output=True, text=True, timeout=DOWNLOAD_TIMEOUT_S, stdin=subprocess.DEVNULL, check=False,
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "download",
+                    "--no-deps",
+                    "--quiet",
+                    f"minestudio=={WHEEL_VERSION}",
+                    "--dest",
+                    str(CACHE),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=DOWNLOAD_TIMEOUT_S,
+                stdin=subprocess.DEVNULL,
+                check=False,
             )
         except subprocess.TimeoutExpired:
             pytest.skip(f"offline: pip download of minestudio=={WHEEL_VERSION} took over {DOWNLOAD_TIMEOUT_S} s")
@@ -137,16 +224,20 @@ def signature(function: ast.FunctionDef) -> str:
     arguments = function.args
     positional = [*arguments.posonlyargs, *arguments.args]
     defaults: list[ast.expr | None] = [None] * (len(positional) - len(arguments.defaults)) + list(arguments.defaults)
-    parts = [arg.arg + (f"={ast.unparse(default)}" if default is not None else "")
-             for arg, default in zip(positional, defaults, strict=True)]
+    parts = [
+        arg.arg + (f"={ast.unparse(default)}" if default is not None else "")
+        for arg, default in zip(positional, defaults, strict=True)
+    ]
     if arguments.posonlyargs:
         parts.insert(len(arguments.posonlyargs), "/")
     if arguments.vararg:
         parts.append(f"*{arguments.vararg.arg}")
     elif arguments.kwonlyargs:
         parts.append("*")
-    parts += [arg.arg + (f"={ast.unparse(default)}" if default is not None else "")
-              for arg, default in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True)]
+    parts += [
+        arg.arg + (f"={ast.unparse(default)}" if default is not None else "")
+        for arg, default in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True)
+    ]
     if arguments.kwarg:
         parts.append(f"**{arguments.kwarg.arg}")
     decorators = "".join(f"@{ast.unparse(decorator)} " for decorator in function.decorator_list)
@@ -164,12 +255,18 @@ def _assigned_attributes(body: list[ast.stmt]) -> set[str]:
             if any(ast.unparse(decorator) == "property" for decorator in node.decorator_list):
                 names.add(node.name)
             for inner in ast.walk(node):
-                targets = inner.targets if isinstance(inner, ast.Assign) else (
-                    [inner.target] if isinstance(inner, ast.AnnAssign) else [])
+                targets = (
+                    inner.targets
+                    if isinstance(inner, ast.Assign)
+                    else ([inner.target] if isinstance(inner, ast.AnnAssign) else [])
+                )
                 for target in targets:
                     for element in target.elts if isinstance(target, ast.Tuple) else [target]:
-                        if (isinstance(element, ast.Attribute) and isinstance(element.value, ast.Name)
-                                and element.value.id == "self"):
+                        if (
+                            isinstance(element, ast.Attribute)
+                            and isinstance(element.value, ast.Name)
+                            and element.value.id == "self"
+                        ):
                             names.add(element.attr)
     return names
 
@@ -188,8 +285,10 @@ def mismatches(wheel: zipfile.ZipFile) -> list[str]:
             elif name not in fake_functions:
                 found.append(f"{where}.{name}: missing from the stand-in ({member.fake_file} {member.fake_class})")
             elif (real := signature(real_functions[name])) != (fake := signature(fake_functions[name])):
-                found.append(f"{where}.{name}: the stand-in's signature differs from 1.1.6's\n"
-                             f"  1.1.6:    {real}\n  stand-in: {fake}")
+                found.append(
+                    f"{where}.{name}: the stand-in's signature differs from 1.1.6's\n"
+                    f"  1.1.6:    {real}\n  stand-in: {fake}"
+                )
         real_attributes, fake_attributes = _assigned_attributes(real_body), _assigned_attributes(fake_body)
         for name in member.attributes:
             if name not in real_attributes:
@@ -201,9 +300,13 @@ def mismatches(wheel: zipfile.ZipFile) -> list[str]:
 
 def _string_arguments(tree: ast.AST, call_name: str) -> set[str]:
     return {
-        node.args[0].value for node in ast.walk(tree)
-        if isinstance(node, ast.Call) and ast.unparse(node.func).endswith(call_name) and node.args
-        and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
+        node.args[0].value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and ast.unparse(node.func).endswith(call_name)
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+        and isinstance(node.args[0].value, str)
     }
 
 
@@ -228,8 +331,11 @@ def test_the_stand_in_has_every_signature_default_and_attribute_the_backend_uses
 def test_the_statistics_categories_are_1_1_6s_in_the_backend_and_the_stand_in(wheel: zipfile.ZipFile) -> None:
     real = _string_arguments(_real_tree(wheel, STAT_SPEC), "ObserveFromFullStats")
     fake_world = _fake_tree(f"{SIM}/world.py")
-    [stat_events] = [node.value for node in fake_world.body if isinstance(node, ast.Assign)
-                     and any(isinstance(t, ast.Name) and t.id == "STAT_EVENTS" for t in node.targets)]
+    [stat_events] = [
+        node.value
+        for node in fake_world.body
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "STAT_EVENTS" for t in node.targets)
+    ]
     assert real == set(MINESTUDIO_COUNTED_EVENTS) == set(ast.literal_eval(stat_events))
 
 
@@ -240,7 +346,7 @@ def test_the_info_keys_the_backend_reads_are_built_by_1_1_6_and_by_the_stand_in(
     built = _subscript_keys(_functions(_scope(_real_tree(wheel, real_file), real_class))[function])
     built |= {"is_gui_open"}  # 1.1.6 writes obs_dict["is_gui_open"]; asserted below from the source too
     source = wheel.read(real_file).decode("utf-8")
-    assert 'obs_dict["is_gui_open"]' in source and "monitor_dict[\"health\"]" in source
+    assert 'obs_dict["is_gui_open"]' in source and 'monitor_dict["health"]' in source
     assert set(INFO_KEYS_USED) <= built, set(INFO_KEYS_USED) - built
     from minestudio.simulator.world import World
 
@@ -331,8 +437,9 @@ def test_agent_mode_matches_1_1_6s_own_action_mapping(wheel: zipfile.ZipFile, tm
 
         assert list(BUTTON_KEYS) == Buttons.ALL
         mapper = CameraHierarchicalMapping(n_camera_bins=11)
-        transformer = ActionTransformer(camera_maxval=10, camera_binsize=2, camera_quantization_scheme="mu_law",
-                                        camera_mu=10.0)
+        transformer = ActionTransformer(
+            camera_maxval=10, camera_binsize=2, camera_quantization_scheme="mu_law", camera_mu=10.0
+        )
         rng = random.Random(5)
         for _ in range(5000):
             action = noop_action()
@@ -344,7 +451,8 @@ def test_agent_mode_matches_1_1_6s_own_action_mapping(wheel: zipfile.ZipFile, tm
             applied = transformer.policy2env(mapper.to_factored(mapper.from_factored(transformer.env2policy(batched))))
             ours, _ = through_agent_mode(action)
             assert {key: int(np.asarray(applied[key]).reshape(-1)[0]) for key in BUTTON_KEYS} == {
-                key: ours[key] for key in BUTTON_KEYS}, action
+                key: ours[key] for key in BUTTON_KEYS
+            }, action
             assert np.allclose(np.asarray(applied["camera"]).reshape(-1), ours["camera"], atol=1e-4), action
     finally:
         for name in [name for name in sys.modules if name.startswith("minestudio")]:

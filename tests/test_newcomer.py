@@ -46,8 +46,19 @@ def test_a_bad_tag_is_refused_before_anything_runs(tmp_path: Path) -> None:
 def test_tags_and_note_reach_the_report_and_status_but_not_the_fingerprint(tmp_path: Path) -> None:
     write_arm(tmp_path, "a", agent="noop", steps=5)
     state = tmp_path / "state"
-    done = run_cli(tmp_path, state, "run", "--arm", "a", "--tag", "purpose=ablation", "--tag", "who=ana",
-                   "--note", "first try of the noop baseline")  # fmt: skip
+    done = run_cli(
+        tmp_path,
+        state,
+        "run",
+        "--arm",
+        "a",
+        "--tag",
+        "purpose=ablation",
+        "--tag",
+        "who=ana",
+        "--note",
+        "first try of the noop baseline",
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     data = report(tmp_path, "a")
     assert data is not None and data["status"] == "finished"
@@ -85,7 +96,10 @@ def test_plan_and_doctor_say_which_model_endpoints_do_not_answer(tmp_path: Path)
         checked = invoke(tmp_path, env, "doctor", "--json")
         rows = {row["name"]: row for row in json.loads(checked.out)["checks"]}
         assert rows["planner endpoint"]["status"] == "ok", rows
-        assert rows["policy endpoint"]["status"] == "warn" and f"127.0.0.1:{closed}/v1/models" in rows["policy endpoint"]["detail"]
+        assert (
+            rows["policy endpoint"]["status"] == "warn"
+            and f"127.0.0.1:{closed}/v1/models" in rows["policy endpoint"]["detail"]
+        )
         planned = json.loads(invoke(tmp_path, env, "plan", "--dry-run", "--json", "--arm", "p").out)["plans"][0]
         assert [w for w in planned["warnings"] if w.startswith("policy endpoint:")], planned["warnings"]
         assert not [w for w in planned["warnings"] if w.startswith("planner endpoint:")], "the planner answers"
@@ -120,8 +134,9 @@ def test_test_servers_are_stopped_when_ctrl_c_interrupts_their_start(tmp_path: P
 
     monkeypatch.setattr(server_procs.ServerProcess, "__init__", recording_init)
     with pytest.raises(KeyboardInterrupt):
-        with server_procs.running_cli_server(["serve", "purple", "--agent", "noop", "--port", str(port)],
-                                             tmp_path / "purple.log", port):  # fmt: skip
+        with server_procs.running_cli_server(
+            ["serve", "purple", "--agent", "noop", "--port", str(port)], tmp_path / "purple.log", port
+        ):
             pass
     assert started and started[0].process.poll() is not None, "the purple was stopped"
 

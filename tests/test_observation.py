@@ -73,10 +73,19 @@ def test_the_green_sends_jpeg_bgr_that_cv2_decodes_to_the_simulators_frame(tmp_p
     import mcu_arms.green.server as green_server
 
     purple = ScriptedPurple([])
-    with running_app(lambda url: build_test_purple(purple, url)) as purple_url, \
-            running_app(lambda url: green_server.build_green_app(url, output_root=tmp_path)) as green_url:
-        request = request_for(purple_url, tmp_path, task_category="crafting", tasks=["craft_furnace"], max_steps=2,
-                              obs_size=[640, 360], obs_encoding="jpeg_bgr")
+    with (
+        running_app(lambda url: build_test_purple(purple, url)) as purple_url,
+        running_app(lambda url: green_server.build_green_app(url, output_root=tmp_path)) as green_url,
+    ):
+        request = request_for(
+            purple_url,
+            tmp_path,
+            task_category="crafting",
+            tasks=["craft_furnace"],
+            max_steps=2,
+            obs_size=[640, 360],
+            obs_encoding="jpeg_bgr",
+        )
         evaluation = asyncio.run(asyncio.wait_for(_evaluate(green_url, request), timeout=180))
     assert evaluation.final_state == "completed", evaluation.statuses
     assert any("observations 640x360 jpeg_bgr" in line for line in evaluation.statuses)

@@ -44,28 +44,42 @@ def test_piped_tasks_keep_every_column_whole() -> None:
     assert len(rows) == 86  # one line per task: nothing wrapped onto a second line
     by_task = {row[1]: row for row in rows}
     assert by_task["mine_diamond_from_scratch"][:5] == [
-        "mine_diamond_from_scratch", "mine_diamond_from_scratch", "milestones (10)", "yes", "yes",
-    ]  # fmt: skip
+        "mine_diamond_from_scratch",
+        "mine_diamond_from_scratch",
+        "milestones (10)",
+        "yes",
+        "yes",
+    ]
     assert by_task["build_a_garden"][5] == "no"  # mineflayer: video only
     assert by_task["build_a_garden"][6].startswith("embedded: needs minestudio: category 'building' has no Crafter")
-    assert "mining_and_collecting); mineflayer: task 'build_a_garden' is scored by video" in by_task["build_a_garden"][6]
+    assert (
+        "mining_and_collecting); mineflayer: task 'build_a_garden' is scored by video" in by_task["build_a_garden"][6]
+    )
 
 
 def _outcome() -> RunOutcome:
     return RunOutcome(
         arms=[
             ArmOutcome(
-                arm="demo", status="finished", report_path="/project/output/demo/episode_001/result.json",
-                score=90, max_score=100, steps_run=3000, milestones_reached=9, milestones_total=10,
-                milestones_reachable=9, simulator_label="embedded (Crafter analogue of MCU)",
+                arm="demo",
+                status="finished",
+                report_path="/project/output/demo/episode_001/result.json",
+                score=90,
+                max_score=100,
+                steps_run=3000,
+                milestones_reached=9,
+                milestones_total=10,
+                milestones_reachable=9,
+                simulator_label="embedded (Crafter analogue of MCU)",
             ),
             ArmOutcome(arm="demo_random", status="skipped", message=SKIP_REASON),
             ArmOutcome(
-                arm="broken", status="failed",
+                arm="broken",
+                status="failed",
                 failure=Failure(process="purple", reason="exited with code 3 before it was ready"),
             ),
         ]
-    )  # fmt: skip
+    )
 
 
 def _rendered(console: Console) -> str:
@@ -78,8 +92,14 @@ def test_piped_run_table_keeps_each_arm_on_one_line() -> None:
     assert CUT not in out
     rows = {row[0]: row for row in _table_rows(out)}
     assert rows["demo"] == [
-        "demo", "finished", "90 / 100", "3000", "9/10 (9 reachable)", "0", "output/demo/episode_001/result.json"
-    ]  # fmt: skip
+        "demo",
+        "finished",
+        "90 / 100",
+        "3000",
+        "9/10 (9 reachable)",
+        "0",
+        "output/demo/episode_001/result.json",
+    ]
     assert rows["demo_random"][-1] == SKIP_REASON
     assert rows["broken"][-1] == "purple: exited with code 3 before it was ready"
 

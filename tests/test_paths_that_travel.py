@@ -57,8 +57,15 @@ def test_a_run_under_an_output_dir_records_it_and_its_moved_episode_still_resolv
     # results, reports, plans and logs are all readable like their neighbours: none is left 0600 by a temp file; only
     # what holds the agent's conversation is private (issue 12): the purple's log, and its files under purple/ (0700)
     modes = _modes(episode)
-    assert {"result.json", "plan.json", "scenario.toml", "events.jsonl", "green/evaluation.json",
-            "purple/scripted_report.json", "logs/green.log"} <= set(modes)  # fmt: skip
+    assert {
+        "result.json",
+        "plan.json",
+        "scenario.toml",
+        "events.jsonl",
+        "green/evaluation.json",
+        "purple/scripted_report.json",
+        "logs/green.log",
+    } <= set(modes)
     private = {"logs/purple.log": 0o600}
     assert {name: mode for name, mode in modes.items() if mode != private.get(name, 0o644)} == {}
     assert stat.S_IMODE((episode / "purple").stat().st_mode) == 0o700

@@ -39,7 +39,9 @@ def plan_json(project: Path, env: dict[str, str], *args: str) -> dict:
 
 
 def test_seed_arms_dry_run_prints_three_plans(env):
-    outcome = invoke(REPO, env, "plan", "--dry-run", "--verbose", "arms/dm_pl.toml", "arms/dm_wm.toml", "arms/dm_wmc.toml")
+    outcome = invoke(
+        REPO, env, "plan", "--dry-run", "--verbose", "arms/dm_pl.toml", "arms/dm_wm.toml", "arms/dm_wmc.toml"
+    )
     assert outcome.exit_code == 0, outcome.err
     for arm in ("dm_pl", "dm_wm", "dm_wmc"):
         assert f"arm {arm}" in outcome.out
@@ -55,7 +57,9 @@ def test_plan_with_no_arm_named_plans_every_arm_in_arms_and_run_refuses(env):
     assert outcome.exit_code == 0, outcome.err
     arms = sorted(path.stem for path in (REPO / "arms").glob("*.toml"))
     assert len(arms) >= 5
-    rows = [[cell.strip() for cell in line.split("│")[1:-1]] for line in outcome.out.splitlines() if line.startswith("│")]
+    rows = [
+        [cell.strip() for cell in line.split("│")[1:-1]] for line in outcome.out.splitlines() if line.startswith("│")
+    ]
     assert [row[0] for row in rows] == arms, "summary first: one line per arm"
     assert {row[7] for row in rows} <= {"ready", "cannot run here"}, rows
     assert "arm demo (" not in outcome.out and "--verbose" in outcome.out, "each plan whole only when asked"
@@ -101,7 +105,13 @@ def test_next_episode_never_reuses_an_existing_dir(project, env):
 
 
 def test_standard_category_steps_are_capped_and_said(project, env):
-    write_arm(project, "c", EMBEDDED_ARM.format(green=9201, purple=9202).replace("mine_diamond_from_scratch", "crafting").replace("steps = 100", "steps = 5000"))
+    write_arm(
+        project,
+        "c",
+        EMBEDDED_ARM.format(green=9201, purple=9202)
+        .replace("mine_diamond_from_scratch", "crafting")
+        .replace("steps = 100", "steps = 5000"),
+    )
     plan = plan_json(project, env, "--dry-run", "--arm", "c")["plans"][0]
     assert plan["settings"]["steps"] == 1200
     assert any("capped at 1200" in w for w in plan["warnings"])
@@ -110,7 +120,11 @@ def test_standard_category_steps_are_capped_and_said(project, env):
 def test_defaults_follow_the_category(project, env):
     text = EMBEDDED_ARM.format(green=9201, purple=9202).replace("steps = 100\n", "")
     write_arm(project, "long", text)
-    write_arm(project, "short", text.replace("mine_diamond_from_scratch", "combat").replace("9201", "9211").replace("9202", "9212"))
+    write_arm(
+        project,
+        "short",
+        text.replace("mine_diamond_from_scratch", "combat").replace("9201", "9211").replace("9202", "9212"),
+    )
     plans = {p["arm"]: p for p in plan_json(project, env, "--dry-run", "--arm", "long", "--arm", "short")["plans"]}
     assert plans["long"]["settings"]["steps"] == 12000
     assert plans["short"]["settings"]["steps"] == 1200
@@ -118,7 +132,9 @@ def test_defaults_follow_the_category(project, env):
 
 def test_overrides_are_applied_and_marked(project, env):
     write_arm(project, "a", EMBEDDED_ARM.format(green=9201, purple=9202))
-    data = plan_json(project, env, "--dry-run", "--arm", "a", "--steps", "50", "--step-timeout", "9", "--green-port", "9301")
+    data = plan_json(
+        project, env, "--dry-run", "--arm", "a", "--steps", "50", "--step-timeout", "9", "--green-port", "9301"
+    )
     plan = data["plans"][0]
     assert plan["settings"]["steps"] == 50 and plan["settings"]["step_timeout"] == 9
     assert plan["green_port"] == 9301
@@ -138,7 +154,9 @@ def test_fingerprint_ignores_name_and_ports_but_not_steps(project, env):
     write_arm(project, "a", EMBEDDED_ARM.format(green=9201, purple=9202))
     write_arm(project, "b", EMBEDDED_ARM.format(green=9301, purple='"auto"'))
     write_arm(project, "c", EMBEDDED_ARM.format(green=9401, purple=9402).replace("steps = 100", "steps = 101"))
-    plans = {p["arm"]: p for p in plan_json(project, env, "--dry-run", "--arm", "a", "--arm", "b", "--arm", "c")["plans"]}
+    plans = {
+        p["arm"]: p for p in plan_json(project, env, "--dry-run", "--arm", "a", "--arm", "b", "--arm", "c")["plans"]
+    }
     assert plans["a"]["fingerprint"] == plans["b"]["fingerprint"]
     assert plans["a"]["fingerprint"] != plans["c"]["fingerprint"]
     again = plan_json(project, env, "--dry-run", "--arm", "a")["plans"][0]
@@ -189,7 +207,9 @@ def test_unknown_arm_name_lists_known_ones(project, env):
 
 
 def test_secrets_in_env_are_redacted(project, env):
-    write_arm(project, "a", EMBEDDED_ARM.format(green=9201, purple=9202) + '\n[env]\nMY_API_KEY = "sk-secret"\nLEVEL = "3"\n')
+    write_arm(
+        project, "a", EMBEDDED_ARM.format(green=9201, purple=9202) + '\n[env]\nMY_API_KEY = "sk-secret"\nLEVEL = "3"\n'
+    )
     outcome = invoke(project, env, "plan", "--dry-run", "--json", "--arm", "a")
     assert "sk-secret" not in outcome.out
     purple = json.loads(outcome.out)["plans"][0]["processes"][1]
@@ -264,7 +284,12 @@ def test_light_commands_do_not_import_the_heavy_stack(tmp_path, env, args):
         "print('HEAVY=' + ','.join(sorted(m for m in heavy if m in sys.modules)))\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", code], cwd=project, env={**os.environ, **env}, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", code],
+        cwd=project,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
     assert "HEAVY=\n" in done.stdout
@@ -288,7 +313,9 @@ def test_embedded_refuses_a_named_task_without_an_analogue_before_anything_start
 
 
 def test_embedded_warns_about_skipped_tasks_and_unreachable_milestones(project, env):
-    write_arm(project, "craft", EMBEDDED_ARM.format(green=9201, purple=9202).replace("mine_diamond_from_scratch", "crafting"))
+    write_arm(
+        project, "craft", EMBEDDED_ARM.format(green=9201, purple=9202).replace("mine_diamond_from_scratch", "crafting")
+    )
     write_arm(project, "dia", EMBEDDED_ARM.format(green=9301, purple=9302))
     plans = {p["arm"]: p for p in plan_json(project, env, "--dry-run", "--arm", "craft", "--arm", "dia")["plans"]}
     assert any("will be skipped" in w and "craft_ladder" in w for w in plans["craft"]["warnings"])
@@ -352,8 +379,14 @@ def test_a_local_provider_without_a_model_is_warned_about(project, env):
 
 def test_the_plan_states_the_limit_codex_applies_and_warns_when_its_cap_moves_it(project, env):
     base = EMBEDDED_ARM.format(green=9201, purple=9202).replace('"random"', '"prolong"')
-    write_arm(project, "c", base.replace("steps = 100", "steps = 100\ncompact = true\ncontext_window = 100000\n"
-                                                    "compact_limit = 95000\nsession_turns = 2"))
+    write_arm(
+        project,
+        "c",
+        base.replace(
+            "steps = 100",
+            "steps = 100\ncompact = true\ncontext_window = 100000\ncompact_limit = 95000\nsession_turns = 2",
+        ),
+    )
     (plan,) = plan_json(project, env, "--dry-run", "--arm", "c")["plans"]
     assert plan["compaction"]["limit"] == 95_000 and plan["compaction"]["codex_compacts_at"] == 90_000
     assert any("codex caps its limit there and compacts at 90000 tokens" in w for w in plan["warnings"])
@@ -361,7 +394,9 @@ def test_the_plan_states_the_limit_codex_applies_and_warns_when_its_cap_moves_it
     assert argv[argv.index("--context-window") + 1] == "100000" and argv[argv.index("--compact-limit") + 1] == "95000"
     write_arm(project, "n", base.replace("steps = 100", "steps = 100\ncontext_window = 100000"))
     (plan,) = plan_json(project, env, "--dry-run", "--arm", "n")["plans"]
-    assert plan["compaction"]["codex_compacts_at"] is None and "reaches 100000 tokens" in plan["compaction"]["explanation"]
+    assert (
+        plan["compaction"]["codex_compacts_at"] is None and "reaches 100000 tokens" in plan["compaction"]["explanation"]
+    )
 
 
 def test_env_that_the_isolation_sets_is_refused_not_silently_dropped(project, env):
@@ -397,10 +432,17 @@ def test_observation_and_rubric_settings_reach_the_scenario_and_the_fingerprint(
     """Existing arms keep their fingerprints (the defaults are left out); a setting that changes what the agent
     sees or which rubric grades changes it; the checkout's path does not."""
     write_arm(project, "plain", EMBEDDED_ARM.format(green=9201, purple=9202))
-    write_arm(project, "explicit", 'obs_size = [128, 128]\nobs_encoding = "png"\n' + EMBEDDED_ARM.format(green=9203, purple=9204))
+    write_arm(
+        project,
+        "explicit",
+        'obs_size = [128, 128]\nobs_encoding = "png"\n' + EMBEDDED_ARM.format(green=9203, purple=9204),
+    )
     upstream = 'obs_size = [640, 360]\nobs_encoding = "jpeg_bgr"\n'
     write_arm(project, "upstream", upstream + EMBEDDED_ARM.format(green=9205, purple=9206))
-    one, two = _auto_eval_checkout(tmp_path / "mcu1" / "auto_eval"), _auto_eval_checkout(tmp_path / "mcu2" / "auto_eval")
+    one, two = (
+        _auto_eval_checkout(tmp_path / "mcu1" / "auto_eval"),
+        _auto_eval_checkout(tmp_path / "mcu2" / "auto_eval"),
+    )
     write_arm(project, "mcu1", f'auto_eval_dir = "{one}"\n' + EMBEDDED_ARM.format(green=9207, purple=9208))
     write_arm(project, "mcu2", f'auto_eval_dir = "{two}"\n' + EMBEDDED_ARM.format(green=9209, purple=9210))
     names = ["plain", "explicit", "upstream", "mcu1", "mcu2"]
@@ -421,7 +463,7 @@ def test_observation_and_rubric_settings_reach_the_scenario_and_the_fingerprint(
 
 
 def test_bad_observation_and_rubric_settings_name_their_line(project, env, tmp_path):
-    write_arm(project, "s", 'obs_size = [640]\n' + EMBEDDED_ARM.format(green=9201, purple=9202))
+    write_arm(project, "s", "obs_size = [640]\n" + EMBEDDED_ARM.format(green=9201, purple=9202))
     outcome = invoke(project, env, "plan", "--dry-run", "--arm", "s")
     assert outcome.exit_code == 2 and "s.toml:1" in outcome.err and "obs_size" in outcome.err
     write_arm(project, "e", 'obs_encoding = "webp"\n' + EMBEDDED_ARM.format(green=9201, purple=9202))
@@ -434,7 +476,11 @@ def test_bad_observation_and_rubric_settings_name_their_line(project, env, tmp_p
 
 def test_the_shells_auto_eval_dir_never_picks_an_arms_rubric(project, env, tmp_path):
     checkout = _auto_eval_checkout(tmp_path / "auto_eval")
-    write_arm(project, "a", 'obs_encoding = "jpeg_bgr"\n' + EMBEDDED_ARM.format(green=9201, purple=9202).replace('"random"', '"scripted"'))
+    write_arm(
+        project,
+        "a",
+        'obs_encoding = "jpeg_bgr"\n' + EMBEDDED_ARM.format(green=9201, purple=9202).replace('"random"', '"scripted"'),
+    )
     (plan,) = plan_json(project, {**env, "MCU_AUTO_EVAL_DIR": str(checkout)}, "--dry-run", "--arm", "a")["plans"]
     green = next(process for process in plan["processes"] if process["role"] == "green")
     assert green["env"] == {"MCU_AUTO_EVAL_DIR": ""}
@@ -445,16 +491,18 @@ def test_the_shells_auto_eval_dir_never_picks_an_arms_rubric(project, env, tmp_p
 def test_plan_summary_on_a_narrow_terminal_is_a_whole_line_per_arm(env):
     """At 80 columns the summary table would cut arm names: each arm becomes a plain line instead (wrapped, never
     cut)."""
+    from cli_support import make_environment
     from rich.console import Console
 
-    from mcu_arms.arms.plan import plan_specs, resolve_sources
     from mcu_arms.arms.campaign import select_arms
+    from mcu_arms.arms.plan import plan_specs, resolve_sources
     from mcu_arms.cli.plan import plan_summary
     from mcu_arms.contracts.settings import Overrides
-    from cli_support import make_environment
 
     environment, _, _ = make_environment(REPO, env)
-    selection = select_arms(resolve_sources([], ["demo", "demo_random"], environment), Overrides(), environment.arms_dir)
+    selection = select_arms(
+        resolve_sources([], ["demo", "demo_random"], environment), Overrides(), environment.arms_dir
+    )
     plans = plan_specs(selection.specs, Overrides(), environment)
     narrow = Console(width=80, record=True, color_system=None)
     narrow.print(plan_summary(plans, environment.__class__(**{**environment.__dict__, "console": narrow})))

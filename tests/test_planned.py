@@ -53,19 +53,35 @@ def state():
         ("choose wood", "unparseable"),
         ({"choice": "teleport", "probabilities": {c: 1 / 3 for c in CANDIDATES}}, "choice_not_a_candidate"),
         ({"choice": "collect_wood"}, "no_probabilities"),
-        ({"choice": "collect_wood", "probabilities": {"collect_wood": 0.5, "explore_tree": 0.5}},
-         "probabilities_not_the_candidates"),
-        ({"choice": "collect_wood", "probabilities": {**{c: 0.25 for c in CANDIDATES}, "fly": 0.25}},
-         "probabilities_not_the_candidates"),
-        ({"choice": "collect_wood", "probabilities": {"collect_wood": 1.2, "explore_tree": -0.1, "drink_water": -0.1}},
-         "probability_out_of_range"),
-        ({"choice": "collect_wood", "probabilities": {"collect_wood": True, "explore_tree": 0, "drink_water": 0}},
-         "probability_not_a_number"),
-        ({"choice": "collect_wood", "probabilities": {"collect_wood": math.nan, "explore_tree": 0, "drink_water": 0}},
-         "probability_not_a_number"),
+        (
+            {"choice": "collect_wood", "probabilities": {"collect_wood": 0.5, "explore_tree": 0.5}},
+            "probabilities_not_the_candidates",
+        ),
+        (
+            {"choice": "collect_wood", "probabilities": {**{c: 0.25 for c in CANDIDATES}, "fly": 0.25}},
+            "probabilities_not_the_candidates",
+        ),
+        (
+            {
+                "choice": "collect_wood",
+                "probabilities": {"collect_wood": 1.2, "explore_tree": -0.1, "drink_water": -0.1},
+            },
+            "probability_out_of_range",
+        ),
+        (
+            {"choice": "collect_wood", "probabilities": {"collect_wood": True, "explore_tree": 0, "drink_water": 0}},
+            "probability_not_a_number",
+        ),
+        (
+            {
+                "choice": "collect_wood",
+                "probabilities": {"collect_wood": math.nan, "explore_tree": 0, "drink_water": 0},
+            },
+            "probability_not_a_number",
+        ),
         ({"choice": "collect_wood", "probabilities": {c: 0.5 for c in CANDIDATES}}, "probabilities_do_not_sum_to_1"),
     ],
-)  # fmt: skip
+)
 def test_every_malformed_decision_is_rejected_saying_why(answer, code: str) -> None:
     with pytest.raises(InvalidDecision) as rejected:
         validate_decision(answer, CANDIDATES)
@@ -85,16 +101,22 @@ def test_plans_are_checked_against_the_capability_list(state) -> None:
     capabilities = state.capabilities
     plan = parse_plan("```json\n" + json.dumps(GOOD_PLAN) + "\n```", capabilities)
     assert [(s.method, s.item, s.count) for s in plan.steps] == [
-        ("collect", "wood", 4), ("place", "table", 1), ("craft", "wood_pickaxe", 1), ("collect", "stone", 2)
-    ]  # Minecraft names mapped through the aliases  # fmt: skip
+        ("collect", "wood", 4),
+        ("place", "table", 1),
+        ("craft", "wood_pickaxe", 1),
+        ("collect", "stone", 2),
+    ]  # Minecraft names mapped through the aliases
     with pytest.raises(PlanRejected, match="unknown item 'diamond_hoe'"):
         parse_plan(json.dumps(UNKNOWN_ITEM_PLAN), capabilities)
     with pytest.raises(PlanRejected, match=r"cannot craft 'crafting_table' \(it is obtained by: place\)"):
-        parse_plan(json.dumps({"goal": "g", "steps": [{"method": "craft", "item": "crafting_table", "count": 1}]}),
-                   capabilities)  # fmt: skip
+        parse_plan(
+            json.dumps({"goal": "g", "steps": [{"method": "craft", "item": "crafting_table", "count": 1}]}),
+            capabilities,
+        )
     with pytest.raises(PlanRejected, match="count 12 is above the inventory cap 9"):
-        parse_plan(json.dumps({"goal": "g", "steps": [{"method": "collect", "item": "wood", "count": 12}]}),
-                   capabilities)  # fmt: skip
+        parse_plan(
+            json.dumps({"goal": "g", "steps": [{"method": "collect", "item": "wood", "count": 12}]}), capabilities
+        )
     with pytest.raises(PlanRejected, match="not a JSON object"):
         parse_plan("Sure! First gather wood.", capabilities)
     with pytest.raises(PlanRejected, match="not a plan"):
@@ -133,7 +155,9 @@ def test_a_late_replan_is_discarded_and_a_changed_one_rejected(state) -> None:
     def replan(index: int, contract: list[dict]) -> dict:
         return reworded(GOOD_PLAN, contract, change_count=index == 1)
 
-    planner = StubPlanner([], replan=replan, hold_replan=lambda index: (lambda: bool(release_flag)) if index == 0 else None)
+    planner = StubPlanner(
+        [], replan=replan, hold_replan=lambda index: (lambda: bool(release_flag)) if index == 0 else None
+    )
 
     async def scenario() -> tuple[PlanTracker, PlannedEpisode]:
         with planner.serving() as url:
@@ -167,11 +191,13 @@ def test_a_late_replan_is_discarded_and_a_changed_one_rejected(state) -> None:
 
 
 def test_a_chat_policy_is_held_to_the_same_contract(state) -> None:
-    stub = StubChatPolicy([
-        lambda ids: "```json\n" + json.dumps(choose_first(ids)) + "\n```",
-        lambda ids: "I would collect wood.",
-        lambda ids: json.dumps({"choice": ids[0], "probabilities": {i: 0.6 for i in ids}}),
-    ])  # fmt: skip
+    stub = StubChatPolicy(
+        [
+            lambda ids: "```json\n" + json.dumps(choose_first(ids)) + "\n```",
+            lambda ids: "I would collect wood.",
+            lambda ids: json.dumps({"choice": ids[0], "probabilities": {i: 0.6 for i in ids}}),
+        ]
+    )
 
     async def ask() -> list:
         with stub.serving() as url:
@@ -215,10 +241,17 @@ def _candidates(state):
 
 def _options(tmp_path: Path, planner_url: str, policy_url: str, **extra) -> PurpleOptions:
     return PurpleOptions(
-        seed=0, output_dir=tmp_path, planner_base_url=planner_url + "/v1", planner_model=PLANNER_MODEL,
-        policy_backend="decision_service", policy_base_url=policy_url, policy_model=POLICY_MODEL,
-        policy_revision=POLICY_REVISION, policy_timeout=3.0, **extra,
-    )  # fmt: skip
+        seed=0,
+        output_dir=tmp_path,
+        planner_base_url=planner_url + "/v1",
+        planner_model=PLANNER_MODEL,
+        policy_backend="decision_service",
+        policy_base_url=policy_url,
+        policy_model=POLICY_MODEL,
+        policy_revision=POLICY_REVISION,
+        policy_timeout=3.0,
+        **extra,
+    )
 
 
 def test_a_decision_service_with_another_revision_refuses_the_episode(tmp_path: Path) -> None:
@@ -354,9 +387,12 @@ def test_a_creeper_is_fled_beyond_its_blast_never_fought_and_gear_and_food_are_o
     home = next(c for c in executor.threat(near) if c.id == "go_home")
     request, _ = request_for(executor, home, minecraft)
     assert (request.kind, request.args["x"], request.args["z"]) == ("go_to", -6.0, 2.0)
-    hungry = state.model_copy(update={"vitals": state.vitals.model_copy(update={"food": state.vitals.food.model_copy(
-        update={"value": 6.0})}), "entities": [Entity(kind="cow", offset=Offset(east=2, south=0), distance=2,
-                                                      hostile=False)]})  # fmt: skip
+    hungry = state.model_copy(
+        update={
+            "vitals": state.vitals.model_copy(update={"food": state.vitals.food.model_copy(update={"value": 6.0})}),
+            "entities": [Entity(kind="cow", offset=Offset(east=2, south=0), distance=2, hostile=False)],
+        }
+    )
     assert [c.id for c in executor.survival(hungry)] == ["eat_cow"], "the food stock: topped up while a cow is near"
     armed = state.model_copy(update={"inventory": {"shield": 1, "iron_helmet": 1}, "equipment": {"hand": "stick"}})
     assert [c.id for c in executor.survival(armed)] == ["equip_iron_helmet", "equip_shield"]

@@ -66,8 +66,17 @@ def _write_arm(project: Path, name: str, task: str, steps: int, planner: str, po
     (project / "arms").mkdir(parents=True, exist_ok=True)
     category, only = task.split("/")
     (project / "arms" / f"{name}.toml").write_text(
-        ARM.format(task=category, only=only, steps=steps, planner=planner, policy=policy, planner_model=PLANNER_MODEL,
-                   policy_model=POLICY_MODEL, revision=POLICY_REVISION, policy_timeout=POLICY_TIMEOUT_S)  # fmt: skip
+        ARM.format(
+            task=category,
+            only=only,
+            steps=steps,
+            planner=planner,
+            policy=policy,
+            planner_model=PLANNER_MODEL,
+            policy_model=POLICY_MODEL,
+            revision=POLICY_REVISION,
+            policy_timeout=POLICY_TIMEOUT_S,
+        )
     )
 
 
@@ -98,7 +107,14 @@ def test_planned_arms_reach_their_milestones_count_every_bad_answer_and_log_ever
     with contextlib.ExitStack() as servers:
         planner_url, kev_url = servers.enter_context(planner.serving()), servers.enter_context(kev.serving())
         combat_urls = servers.enter_context(combat_planner.serving()), servers.enter_context(combat_kev.serving())
-        _write_arm(project, "planned_diamond", "mine_diamond_from_scratch/mine_diamond_from_scratch", STEPS, planner_url, kev_url)
+        _write_arm(
+            project,
+            "planned_diamond",
+            "mine_diamond_from_scratch/mine_diamond_from_scratch",
+            STEPS,
+            planner_url,
+            kev_url,
+        )
         _write_arm(project, "planned_combat", "combat/combat_zombies", 80, *combat_urls)
         done = run_cli(project, state, "run", "--arm", "planned_diamond", "--arm", "planned_combat", timeout=480)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -131,8 +147,9 @@ def test_planned_arms_reach_their_milestones_count_every_bad_answer_and_log_ever
     ), "thinking off in every planner request"
     fallbacks = [r for r in records if r.invalid_output is not None]
     assert len(fallbacks) == kev.invalid_given and all(r.decision_source == "fallback" for r in fallbacks)
-    assert any(r.subgoal is not None and r.subgoal.item == "wood_pickaxe" and r.action_status == "succeeded"
-               for r in records)  # fmt: skip
+    assert any(
+        r.subgoal is not None and r.subgoal.item == "wood_pickaxe" and r.action_status == "succeeded" for r in records
+    )
     assert records[0].planner_latency_ms is not None, "the opening plan's latency is on the first line"
     accepted = {(s["method"], s["item"], s["count"]) for s in GOOD_PLAN["steps"]}
     aliases = {"oak_log": "wood", "crafting_table": "table", "wooden_pickaxe": "wood_pickaxe"}
@@ -153,7 +170,9 @@ def test_planned_arms_reach_their_milestones_count_every_bad_answer_and_log_ever
     compared = run_cli(project, state, "compare", "planned_diamond", "planned_combat", "--json")
     rows = json.loads(compared.stdout)
     (diamond_arm, combat_arm) = rows["arms"]
-    assert diamond_arm["latest"]["decisions"] > 0 and diamond_arm["latest"]["invalid_outputs"] == agent["invalid_outputs"]
+    assert (
+        diamond_arm["latest"]["decisions"] > 0 and diamond_arm["latest"]["invalid_outputs"] == agent["invalid_outputs"]
+    )
     assert combat_arm["latest"]["reflex_interrupts"] == len(hits)
     markdown = run_cli(project, state, "compare", "planned_diamond", "planned_combat", "--markdown").stdout
     assert "| decision ms (median) |" in markdown and "invalid_policy_output=3" in markdown

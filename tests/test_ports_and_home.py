@@ -9,7 +9,7 @@ import sqlite3
 import stat
 import subprocess
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import psutil
@@ -20,7 +20,7 @@ from mcu_arms.contracts.errors import UserError
 from mcu_arms.isolation.codex_home import PERSONAL_CONFIG_STUBS, audit_codex_home, build_codex_home
 from mcu_arms.isolation.ports import PortRegistry, busy_reason
 
-NOW = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
 ARM = """\
 agent = "noop"
@@ -72,8 +72,12 @@ def test_a_port_held_by_a_socket_aborts_the_plan(tmp_path, env):
 def test_a_port_held_by_a_child_process_aborts_and_the_child_survives(tmp_path, env):
     (tmp_path / "arms").mkdir()
     child = subprocess.Popen(
-        [sys.executable, "-c", "import socket,sys,time\ns=socket.socket();s.bind(('127.0.0.1',0));s.listen()\n"
-         "print(s.getsockname()[1],flush=True)\ntime.sleep(600)"],
+        [
+            sys.executable,
+            "-c",
+            "import socket,sys,time\ns=socket.socket();s.bind(('127.0.0.1',0));s.listen()\n"
+            "print(s.getsockname()[1],flush=True)\ntime.sleep(600)",
+        ],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -197,8 +201,14 @@ def test_codex_home_exports_evaluated_in_a_shell_give_the_purple_its_run_environ
     script = f'eval "$("{sys.executable}" -m mcu_arms codex-home arm1)" && printf "%s\\n" ' + " ".join(
         f'"${name}"' for name in names
     )
-    shell = subprocess.run(["bash", "-c", script], cwd=tmp_path, env={**env, "HOME": str(tmp_path)},
-                           capture_output=True, text=True, timeout=60)  # fmt: skip
+    shell = subprocess.run(
+        ["bash", "-c", script],
+        cwd=tmp_path,
+        env={**env, "HOME": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert shell.returncode == 0, shell.stderr
     evaluated = dict(zip(names, shell.stdout.splitlines()))
 
@@ -252,7 +262,9 @@ def test_new_arm_from_another_copies_its_settings_and_reports_a_broken_source_at
 
 def test_new_from_an_arm_name_gets_auto_ports_and_plans_at_once_beside_its_source(tmp_path, env):
     (tmp_path / "arms").mkdir()
-    fixed = ARM.format(green=9500).replace('purple = "auto"', "purple = 9501").replace("[ports]", "steps = 77\n\n[ports]")
+    fixed = (
+        ARM.format(green=9500).replace('purple = "auto"', "purple = 9501").replace("[ports]", "steps = 77\n\n[ports]")
+    )
     (tmp_path / "arms" / "fixed.toml").write_text(fixed)
     outcome = invoke(tmp_path, env, "new", "copy", "--from", "fixed")
     assert outcome.exit_code == 0, outcome.err
@@ -266,7 +278,9 @@ def test_new_from_an_arm_name_gets_auto_ports_and_plans_at_once_beside_its_sourc
     planned = invoke(tmp_path, env, "plan", "--dry-run", "--json", "--arm", "fixed", "--arm", "copy")
     assert planned.exit_code == 0, planned.err
     source, copy = json.loads(planned.out)["plans"]
-    assert copy["ports_auto"] == ["green", "purple"] and {copy["green_port"], copy["purple_port"]}.isdisjoint({9500, 9501})
+    assert copy["ports_auto"] == ["green", "purple"] and {copy["green_port"], copy["purple_port"]}.isdisjoint(
+        {9500, 9501}
+    )
     assert copy["fingerprint"] == source["fingerprint"]
 
     # a source silent on a key the template sets (simulator: minestudio by default; seed beside seeds) is copied
@@ -291,7 +305,9 @@ def test_new_from_an_arm_name_gets_auto_ports_and_plans_at_once_beside_its_sourc
 def test_doctor_reports_missing_pieces_without_failing_hard(tmp_path, env):
     (tmp_path / "arms").mkdir()
     (tmp_path / "arms" / "ms.toml").write_text(ARM.format(green=9500).replace('"embedded"', '"minestudio"'))
-    outcome = invoke(tmp_path, {**env, "PATH": "/nonexistent", "MINESTUDIO_DIR": str(tmp_path / "ms")}, "doctor", "--json")
+    outcome = invoke(
+        tmp_path, {**env, "PATH": "/nonexistent", "MINESTUDIO_DIR": str(tmp_path / "ms")}, "doctor", "--json"
+    )
     assert outcome.exit_code == 1
 
     checks = json.loads(outcome.out)["checks"]
@@ -315,8 +331,17 @@ def test_doctor_checks_codex_its_credential_and_the_root_disk(tmp_path, env, loc
     versions = tmp_path / "versions.jsonl"
     user_home = tmp_path / "user"
     user_home.mkdir()
-    ready = invoke(tmp_path, {**env, "PATH": f"{fake_codex}:{os.environ['PATH']}", "HOME": str(user_home),
-                              "FAKE_CODEX_VERSION_LOG": str(versions)}, "doctor", "--json")  # fmt: skip
+    ready = invoke(
+        tmp_path,
+        {
+            **env,
+            "PATH": f"{fake_codex}:{os.environ['PATH']}",
+            "HOME": str(user_home),
+            "FAKE_CODEX_VERSION_LOG": str(versions),
+        },
+        "doctor",
+        "--json",
+    )
     checks = {c["name"]: c for c in json.loads(ready.out)["checks"]}
     assert checks["codex CLI"]["status"] == "ok" and str(fake_codex / "codex") in checks["codex CLI"]["detail"]
     assert checks["codex credential"]["status"] == "ok" and "(0o600)" in checks["codex credential"]["detail"]
@@ -356,7 +381,9 @@ def test_doctor_says_whether_every_process_of_an_arm_can_be_found(tmp_path, env,
     host = containment_support()
     checks = {c["name"]: c for c in json.loads(invoke(tmp_path, env, "doctor", "--json").out)["checks"]}
     assert checks["process containment"]["status"] == ("ok" if host.cgroup is not None else "warn")
-    monkeypatch.setattr(doctor, "containment_support", lambda: ContainmentSupport(None, "no cgroup v2 hierarchy is mounted", True))
+    monkeypatch.setattr(
+        doctor, "containment_support", lambda: ContainmentSupport(None, "no cgroup v2 hierarchy is mounted", True)
+    )
     lacking = {c["name"]: c for c in json.loads(invoke(tmp_path, env, "doctor", "--json").out)["checks"]}
     row = lacking["process containment"]
     assert row["status"] == "warn" and "no cgroup v2 hierarchy is mounted" in row["detail"]

@@ -70,8 +70,9 @@ def _untouched(process: subprocess.Popen) -> None:
     assert psutil.Process(process.pid).status() != psutil.STATUS_STOPPED
 
 
-def test_a_stale_report_naming_a_bystander_in_every_role_gets_nothing_signalled(tmp_path: Path, env: dict,
-                                                                                  bystander) -> None:  # fmt: skip
+def test_a_stale_report_naming_a_bystander_in_every_role_gets_nothing_signalled(
+    tmp_path: Path, env: dict, bystander
+) -> None:
     project = tmp_path / "project"
     roles = {role: _named(bystander, role) for role in ("mcu-arms", "green", "purple", "client")}
     _, run_dir = _episode(project, env, "g", **roles)
@@ -89,8 +90,9 @@ def test_a_stale_report_naming_a_bystander_in_every_role_gets_nothing_signalled(
 
 
 @pytest.mark.parametrize("pid", [-1, 0])
-def test_a_report_with_a_pid_at_or_below_zero_is_one_line_naming_the_file(tmp_path: Path, env: dict, pid: int,
-                                                                          bystander) -> None:  # fmt: skip
+def test_a_report_with_a_pid_at_or_below_zero_is_one_line_naming_the_file(
+    tmp_path: Path, env: dict, pid: int, bystander
+) -> None:
     project = tmp_path / "project"
     _, run_dir = _episode(project, env, "g", green=_named(bystander, "green"))
     data = json.loads(run_dir.report.read_text())
@@ -109,18 +111,27 @@ def test_a_report_with_a_pid_at_or_below_zero_is_one_line_naming_the_file(tmp_pa
     _untouched(bystander)
 
 
-def test_stop_on_a_corrupt_report_says_so_and_still_stops_what_the_private_record_names(tmp_path: Path, env: dict,
-                                                                                       bystander) -> None:  # fmt: skip
+def test_stop_on_a_corrupt_report_says_so_and_still_stops_what_the_private_record_names(
+    tmp_path: Path, env: dict, bystander
+) -> None:
     """The private record, not the report, says what runs: a report torn up still leaves its processes findable."""
     project = tmp_path / "project"
     plan, run_dir = _episode(project, env, "g")
     token = "f" * 32
     ours = subprocess.Popen(["sleep", "600"], env={**os.environ, OWNER_TOKEN_ENV: token}, start_new_session=True)
     try:
-        record_started(env, run_dir.path, "g", plan.episode, StartedProcess(
-            role="green", pid=ours.pid, create_time=psutil.Process(ours.pid).create_time(),
-            token_hash=token_hash(token),
-        ))  # fmt: skip
+        record_started(
+            env,
+            run_dir.path,
+            "g",
+            plan.episode,
+            StartedProcess(
+                role="green",
+                pid=ours.pid,
+                create_time=psutil.Process(ours.pid).create_time(),
+                token_hash=token_hash(token),
+            ),
+        )
         run_dir.report.write_text("{ torn")
         stopped = invoke(project, env, "stop", "--arm", "g", "--grace", "5")
         assert stopped.exit_code == 0, stopped.out + stopped.err
@@ -134,15 +145,24 @@ def test_stop_on_a_corrupt_report_says_so_and_still_stops_what_the_private_recor
         ours.wait(timeout=10)
 
 
-def test_a_record_is_acted_on_only_while_the_process_still_carries_its_token(tmp_path: Path, env: dict,
-                                                                              bystander) -> None:  # fmt: skip
+def test_a_record_is_acted_on_only_while_the_process_still_carries_its_token(
+    tmp_path: Path, env: dict, bystander
+) -> None:
     """A pid recorded once and now someone else's (or a record edited to name another pid): no token, no signal."""
     project = tmp_path / "project"
     plan, run_dir = _episode(project, env, "g")
-    record_started(env, run_dir.path, "g", plan.episode, StartedProcess(
-        role="green", pid=bystander.pid, create_time=psutil.Process(bystander.pid).create_time(),
-        token_hash=token_hash("a token the bystander does not hold"),
-    ))  # fmt: skip
+    record_started(
+        env,
+        run_dir.path,
+        "g",
+        plan.episode,
+        StartedProcess(
+            role="green",
+            pid=bystander.pid,
+            create_time=psutil.Process(bystander.pid).create_time(),
+            token_hash=token_hash("a token the bystander does not hold"),
+        ),
+    )
     shown = json.loads(invoke(project, env, "status", "--json", "--arm", "g").out)["arms"][0]
     assert shown["live_elsewhere"] == []
     stopped = invoke(project, env, "stop", "--arm", "g", "--grace", "1")
@@ -234,10 +254,23 @@ def test_a_record_naming_pid_1_gets_it_no_signal_inside_a_pid_namespace_of_our_o
     _, run_dir = _episode(project, env, "g")
     state = Path(env["MCU_ARMS_STATE_DIR"])
     done = subprocess.run(
-        ["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c", PID_ONE, str(project), str(state),
-         str(run_dir.path)],
-        env={**os.environ, OWNER_TOKEN_ENV: "e" * 32}, capture_output=True, text=True, timeout=180,
-    )  # fmt: skip
+        [
+            "unshare",
+            "--pid",
+            "--fork",
+            "--mount-proc",
+            sys.executable,
+            "-c",
+            PID_ONE,
+            str(project),
+            str(state),
+            str(run_dir.path),
+        ],
+        env={**os.environ, OWNER_TOKEN_ENV: "e" * 32},
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     if done.returncode != 0 and "unshare failed" in done.stderr:
         pytest.skip(f"this host refuses a PID namespace: {done.stderr.strip()}")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -251,8 +284,11 @@ def test_a_record_naming_pid_1_gets_it_no_signal_inside_a_pid_namespace_of_our_o
 
 
 def _tree_hash(path: Path) -> dict[str, str]:
-    return {str(file.relative_to(path)): hashlib.sha256(file.read_bytes()).hexdigest()
-            for file in sorted(path.rglob("*")) if file.is_file()}  # fmt: skip
+    return {
+        str(file.relative_to(path)): hashlib.sha256(file.read_bytes()).hexdigest()
+        for file in sorted(path.rglob("*"))
+        if file.is_file()
+    }
 
 
 def _queued(project: Path, env: dict, arm: str) -> tuple[RunDir, dict[str, str]]:
@@ -266,8 +302,9 @@ def _run_episode(project: Path, env: dict, tokens: dict[str, str], path: Path):
     return invoke(project, {**env, **tokens}, "run-episode", str(path))
 
 
-def test_run_episode_refuses_a_copy_a_link_a_forged_command_and_another_episodes_plan(tmp_path: Path,
-                                                                                      env: dict) -> None:  # fmt: skip
+def test_run_episode_refuses_a_copy_a_link_a_forged_command_and_another_episodes_plan(
+    tmp_path: Path, env: dict
+) -> None:
     project = tmp_path / "project"
     marker = tmp_path / "MARKER"
     original, tokens = _queued(project, env, "a")
@@ -278,8 +315,9 @@ def test_run_episode_refuses_a_copy_a_link_a_forged_command_and_another_episodes
     shutil.copytree(original.path, copy)
     refused = _run_episode(project, env, tokens, copy)
     assert refused.exit_code == 2 and "its plan is the plan of another episode" in refused.err, refused.err
-    copied_tokens = {EPISODE_TOKENS_ENV: json.dumps({str(copy): json.loads(tokens[EPISODE_TOKENS_ENV])[
-        str(original.path)]})}  # fmt: skip
+    copied_tokens = {
+        EPISODE_TOKENS_ENV: json.dumps({str(copy): json.loads(tokens[EPISODE_TOKENS_ENV])[str(original.path)]})
+    }
     plan = json.loads((copy / "plan.json").read_text())
     (copy / "plan.json").write_text(json.dumps(plan).replace(str(original.path), str(copy)))
     refused = _run_episode(project, env, copied_tokens, copy)

@@ -39,7 +39,11 @@ def bash_blocks(text: str) -> list[list[str]]:
     """The commands of each ```bash block, in order: blank lines and whole-line comments left out, and a comment
     after a command (two spaces, then #) cut off, as it says what the command does rather than being part of it."""
     return [
-        [line.split("  #")[0].strip() for line in block.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+        [
+            line.split("  #")[0].strip()
+            for line in block.splitlines()
+            if line.strip() and not line.lstrip().startswith("#")
+        ]
         for block in BASH_BLOCK.findall(text)
     ]
 
@@ -47,10 +51,12 @@ def bash_blocks(text: str) -> list[list[str]]:
 def fresh_clone(target: Path) -> Path:
     """`git clone` of this repository, with what the working tree changed (tracked or new, not ignored) laid over."""
     subprocess.run(["git", "clone", "-q", str(REPO), str(target)], check=True, timeout=120)
-    listed = subprocess.run(["git", "diff", "--name-only", "HEAD"], cwd=REPO, capture_output=True, text=True,
-                            check=True).stdout.split()  # fmt: skip
-    listed += subprocess.run(["git", "ls-files", "--others", "--exclude-standard"], cwd=REPO, capture_output=True,
-                             text=True, check=True).stdout.split()  # fmt: skip
+    listed = subprocess.run(
+        ["git", "diff", "--name-only", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.split()
+    listed += subprocess.run(
+        ["git", "ls-files", "--others", "--exclude-standard"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.split()
     for name in listed:
         source, copy = REPO / name, target / name
         if source.is_file():
@@ -67,8 +73,11 @@ def newcomer_env(state: Path) -> dict[str, str]:
     ours = str(Path(sys.prefix))
     path = [entry for entry in os.environ["PATH"].split(os.pathsep) if not entry.startswith(ours)]
     dropped = ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "COLUMNS", "LINES")
-    kept = {key: value for key, value in os.environ.items()
-            if key not in dropped and not key.startswith(("MCU_", "PYTEST_", "_MCU_ARMS"))}  # fmt: skip
+    kept = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in dropped and not key.startswith(("MCU_", "PYTEST_", "_MCU_ARMS"))
+    }
     return {**kept, "PATH": os.pathsep.join(path), "MCU_ARMS_STATE_DIR": str(state)}
 
 
@@ -99,7 +108,7 @@ def check_two_arms(line: str, clone: Path, env: dict[str, str]) -> None:
 
 
 def check_compare(line: str, clone: Path, env: dict[str, str]) -> None:
-    """"comparable: differs only in agent", and demo.png drawn."""
+    """ "comparable: differs only in agent", and demo.png drawn."""
     done = shell(line, clone, env, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "comparable: differs only in agent" in done.stdout
@@ -128,8 +137,9 @@ def check_view_extra(line: str, clone: Path, env: dict[str, str]) -> None:
 
 def check_view(line: str, clone: Path, env: dict[str, str]) -> None:
     """Prints http://127.0.0.1:PORT/, serves the comparison there, and Ctrl-C stops it (cleanly: exit 0)."""
-    viewer = subprocess.Popen(["bash", "-c", f"exec {line}"], cwd=clone, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True)  # fmt: skip
+    viewer = subprocess.Popen(
+        ["bash", "-c", f"exec {line}"], cwd=clone, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         first = viewer.stdout.readline() if viewer.stdout else ""  # it prints the URL once it listens
         url = re.search(r"http://127\.0\.0\.1:\d+/", first)
@@ -253,9 +263,13 @@ def check_to_mlflow(line: str, clone: Path, env: dict[str, str]) -> None:
     runs = _compared_episodes(clone, env) + 1
     done = shell(line, clone, quiet, timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert f"mlflow: {runs} run(s) created, 0 updated, 0 unchanged in experiment 'my_campaign'" in done.stderr, done.stderr
-    count = ("import mlflow; c = mlflow.tracking.MlflowClient('sqlite:///mlflow.db'); "
-             "print(len(c.search_runs([c.get_experiment_by_name('my_campaign').experiment_id])))")  # fmt: skip
+    assert f"mlflow: {runs} run(s) created, 0 updated, 0 unchanged in experiment 'my_campaign'" in done.stderr, (
+        done.stderr
+    )
+    count = (
+        "import mlflow; c = mlflow.tracking.MlflowClient('sqlite:///mlflow.db'); "
+        "print(len(c.search_runs([c.get_experiment_by_name('my_campaign').experiment_id])))"
+    )
     stored = shell(f'python -c "{count}"', clone, quiet, timeout=600)
     assert stored.returncode == 0 and stored.stdout.strip() == str(runs), stored.stdout + stored.stderr
     again = shell(line, clone, quiet, timeout=900)

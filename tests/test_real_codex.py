@@ -93,15 +93,26 @@ def mock() -> Iterator[MockResponses]:
         yield server
 
 
-def _policy(codex_bin: Path, home: Path, checkout: Path, mock: MockResponses, kind: str = "worldmodel",
-            **options) -> CodexPolicy:  # fmt: skip
+def _policy(
+    codex_bin: Path, home: Path, checkout: Path, mock: MockResponses, kind: str = "worldmodel", **options
+) -> CodexPolicy:
     options.setdefault("step_timeout", 60.0)
     options.setdefault("compact_limit", 200_000)
     base_url = mock.url.replace("http://", f"http://user:{SECRET}@")  # a credential in the URL, as some servers want
-    opts = PurpleOptions(output_dir=checkout / "output" / "arm" / "episode_001" / "purple", model=MODEL,
-                         provider_base_url=base_url, provider_env_key=KEY_VARIABLE, **options)  # fmt: skip
-    environ = {"PATH": f"{codex_bin.parent}{os.pathsep}{os.environ['PATH']}", "CODEX_HOME": str(home),
-               "CODEX_SQLITE_HOME": str(home / "sqlite"), "HOME": str(home / "home"), KEY_VARIABLE: KEY_VALUE}
+    opts = PurpleOptions(
+        output_dir=checkout / "output" / "arm" / "episode_001" / "purple",
+        model=MODEL,
+        provider_base_url=base_url,
+        provider_env_key=KEY_VARIABLE,
+        **options,
+    )
+    environ = {
+        "PATH": f"{codex_bin.parent}{os.pathsep}{os.environ['PATH']}",
+        "CODEX_HOME": str(home),
+        "CODEX_SQLITE_HOME": str(home / "sqlite"),
+        "HOME": str(home / "home"),
+        KEY_VARIABLE: KEY_VALUE,
+    }
     policy = CodexPolicy(kind, opts, environ=environ)
     asyncio.run(policy.init(InitPayload(prompt="You are an AI agent that can play Minecraft.", text="mine a log")))
     return policy
@@ -182,8 +193,9 @@ def test_without_compaction_codex_never_compacts_even_past_90_percent_of_any_win
     """900,000 reported tokens pass 90 % of the arm's window (100,000), of codex's default model window (500,000),
     of its largest (872,000) and of the one it gives a model it does not know (272,000)."""
     mock.set_script(plan_step(ONE, input_tokens=899_990, output_tokens=10) * 3)
-    policy = _policy(codex_bin, codex_home, checkout, mock, context_window=100_000, compact_limit=200_000,
-                     session_turns=3)  # fmt: skip
+    policy = _policy(
+        codex_bin, codex_home, checkout, mock, context_window=100_000, compact_limit=200_000, session_turns=3
+    )
     turns = _play(policy, mock, 3)
     assert [r["request_kind"] for r in mock.responses()] == ["turn"] * 6, "no compaction request, ever"
     assert [r["history_initialization"] for r in mock.responses()[::2]] == ["new"] * 3
@@ -204,8 +216,9 @@ def test_without_compaction_codex_never_compacts_even_past_90_percent_of_any_win
 
 def test_with_compaction_codex_compacts_at_the_stated_limit(codex_bin, codex_home, checkout, mock):
     mock.set_script(plan_step(ONE, input_tokens=49_989) + plan_step(ONE, input_tokens=49_990) + plan_step(ONE))
-    policy = _policy(codex_bin, codex_home, checkout, mock, context_window=100_000,
-                     compact_limit=50_000, session_turns=3)  # fmt: skip
+    policy = _policy(
+        codex_bin, codex_home, checkout, mock, context_window=100_000, compact_limit=50_000, session_turns=3
+    )
     turns = _play(policy, mock, 3)
     # 49,999 reported tokens: no compaction before turn 2; 50,000: one before turn 3
     assert [r["request_kind"] for r in mock.responses()] == ["turn"] * 4 + ["compaction", "turn", "turn"]
@@ -250,14 +263,18 @@ def test_doctor_asks_the_real_codex_its_version_without_touching_the_users_home(
     (tmp_path / "arms").mkdir()
     (tmp_path / "arms" / "wm.toml").write_text(
         'agent = "worldmodel"\ntask = "mine_diamond_from_scratch"\nsimulator = "embedded"\n'
-        '[ports]\ngreen = 9500\npurple = 9501\n'
+        "[ports]\ngreen = 9500\npurple = 9501\n"
     )
     user_home = tmp_path / "user"
     user_home.mkdir()
     root = Path(tempfile.mkdtemp(prefix="mcu-real-codex-doctor-", dir="/var/tmp"))
     try:
-        env = {**os.environ, "HOME": str(user_home), "MCU_CODEX_ROOT": str(root),
-               "PATH": f"{codex_bin.parent}{os.pathsep}{os.environ['PATH']}"}  # fmt: skip
+        env = {
+            **os.environ,
+            "HOME": str(user_home),
+            "MCU_CODEX_ROOT": str(root),
+            "PATH": f"{codex_bin.parent}{os.pathsep}{os.environ['PATH']}",
+        }
         env.pop("CODEX_HOME", None)
         outcome = invoke(tmp_path, env, "doctor", "--json")
         checks = {c["name"]: c for c in json.loads(outcome.out)["checks"]}
@@ -295,19 +312,31 @@ def test_worldmodel_and_prolong_arms_run_end_to_end_through_the_real_cli(codex_b
     url = mock.url.replace("http://", f"http://user:{SECRET}@")
     for arm, agent, session_turns in (("rc_wm", "worldmodel", 2), ("rc_pl", "prolong", 1)):
         (checkout / "arms").mkdir(exist_ok=True)
-        (checkout / "arms" / f"{arm}.toml").write_text(ARM.format(
-            agent=agent, steps=steps, session_turns=session_turns, model=MODEL, url=url, key=KEY_VARIABLE))
+        (checkout / "arms" / f"{arm}.toml").write_text(
+            ARM.format(agent=agent, steps=steps, session_turns=session_turns, model=MODEL, url=url, key=KEY_VARIABLE)
+        )
     root = Path(tempfile.mkdtemp(prefix="mcu-real-codex-e2e-", dir="/var/tmp"))
     try:
         auth = root / "auth.json"
         auth.write_text('{"auth_mode": "apikey", "OPENAI_API_KEY": "sk-not-used"}')
         auth.chmod(0o600)
         env = {key: value for key, value in os.environ.items() if not key.startswith(("CODEX_", "MCU_", "FAKE_"))}
-        env.update(PATH=f"{codex_bin.parent}{os.pathsep}{env['PATH']}", MCU_CODEX_ROOT=str(root / "homes"),
-                   MCU_CODEX_AUTH=str(auth), MCU_ARMS_STATE_DIR=str(root / "state"), COLUMNS="200",
-                   **{KEY_VARIABLE: KEY_VALUE})  # fmt: skip
-        done = subprocess.run([sys.executable, "-m", "mcu_arms", "run", "--arm", "rc_wm", "--arm", "rc_pl", "--json"],
-                              cwd=checkout, env=env, capture_output=True, text=True, timeout=400)  # fmt: skip
+        env.update(
+            PATH=f"{codex_bin.parent}{os.pathsep}{env['PATH']}",
+            MCU_CODEX_ROOT=str(root / "homes"),
+            MCU_CODEX_AUTH=str(auth),
+            MCU_ARMS_STATE_DIR=str(root / "state"),
+            COLUMNS="200",
+            **{KEY_VARIABLE: KEY_VALUE},
+        )
+        done = subprocess.run(
+            [sys.executable, "-m", "mcu_arms", "run", "--arm", "rc_wm", "--arm", "rc_pl", "--json"],
+            cwd=checkout,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=400,
+        )
         assert done.returncode == 0, done.stdout + done.stderr
         assert [arm["status"] for arm in json.loads(done.stdout)["arms"]] == ["finished", "finished"]
         for arm, kind in (("rc_wm", "worldmodel"), ("rc_pl", "prolong")):

@@ -29,7 +29,9 @@ def test_one_arm_end_to_end_then_rerun_skips_and_a_changed_fingerprint_is_announ
     assert data["steps_run"] == 30
     assert data["score"] is not None and data["max_score"] == evaluation["results"][0]["total_max_score"]
     assert "Crafter" in data["simulator_label"]
-    assert len(data["milestones"]) == len(evaluation["results"][0]["task_metrics"]["mine_diamond_from_scratch"]["milestones"])
+    assert len(data["milestones"]) == len(
+        evaluation["results"][0]["task_metrics"]["mine_diamond_from_scratch"]["milestones"]
+    )
     assert data["provenance"]["packages"]["crafter"] == "1.8.3"
     assert data["failure"] is None and data["ready_at"] and data["finished_at"]
     assert any("iron_ingot has no Crafter analogue" in note for note in data["plan_notes"])
@@ -78,8 +80,20 @@ def test_three_arms_run_side_by_side(tmp_path: Path) -> None:
     write_arm(project, "b_random", agent="random", steps=25, seed=1)
     write_arm(project, "c_random", agent="random", steps=25, seed=2)
 
-    done = run_cli(project, state, "run", "--arm", "a_noop", "--arm", "b_random", "--arm", "c_random",
-                   "--max-parallel", "3", "--json")
+    done = run_cli(
+        project,
+        state,
+        "run",
+        "--arm",
+        "a_noop",
+        "--arm",
+        "b_random",
+        "--arm",
+        "c_random",
+        "--max-parallel",
+        "3",
+        "--json",
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     outcome = json.loads(done.stdout)
     assert [arm["status"] for arm in outcome["arms"]] == ["finished"] * 3
@@ -90,8 +104,11 @@ def test_three_arms_run_side_by_side(tmp_path: Path) -> None:
     assert len(supervisors) == 1, "one mcu-arms process supervises every arm"
     pids = [p["pid"] for r in reports for p in r["processes"].values() if p["role"] != "mcu-arms"]
     assert len(set(pids)) == 9, "each arm has its own three processes"
-    urls = {r["processes"][role]["argv"][r["processes"][role]["argv"].index("--port") + 1]
-            for r in reports for role in ("green", "purple")}  # fmt: skip
+    urls = {
+        r["processes"][role]["argv"][r["processes"][role]["argv"].index("--port") + 1]
+        for r in reports
+        for role in ("green", "purple")
+    }
     assert len(urls) == 6, "each arm has its own two ports"
     # Side by side: every arm was ready before any arm finished.
     assert max(r["ready_at"] for r in reports) <= min(r["finished_at"] for r in reports)

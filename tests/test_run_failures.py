@@ -23,7 +23,9 @@ def test_a_busy_port_aborts_the_run_naming_who_holds_it_and_the_holders_live_on(
     held = socket.socket()
     held.bind((HOST, 0))
     held.listen()
-    holder = subprocess.Popen([sys.executable, "-c", LISTENER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", LISTENER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
         holder_port = int(holder.stdout.readline())
         write_arm(project, "blocked", green=held.getsockname()[1], purple=holder_port)
@@ -129,8 +131,14 @@ def test_sigint_at_any_moment_of_the_first_second_ends_without_a_traceback(tmp_p
     outcomes = []
     for point in range(SIGINT_POINTS):
         delay = startup + point / SIGINT_POINTS
-        child = subprocess.Popen([*command, "plan", "--dry-run", "--arm", "a"], cwd=project, env=cli_env(state),
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+        child = subprocess.Popen(
+            [*command, "plan", "--dry-run", "--arm", "a"],
+            cwd=project,
+            env=cli_env(state),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             child.wait(timeout=delay)  # the moment under test, not a synchronisation: it may have finished by then
         except subprocess.TimeoutExpired:
@@ -185,7 +193,10 @@ def test_a_full_disk_is_named_as_such_in_the_report(tmp_path: Path) -> None:
         assert done.returncode == 1, done.stdout + done.stderr
         data = report(project, "full")
         assert data is not None, "the final report fits in the space held back for it"
-        assert data["status"] == "failed" and "disk full writing output/full/episode_001/green/" in data["failure"]["reason"]
+        assert (
+            data["status"] == "failed"
+            and "disk full writing output/full/episode_001/green/" in data["failure"]["reason"]
+        )
         assert "disk full" in done.stdout + done.stderr
         print(data["failure"]["reason"])
     finally:

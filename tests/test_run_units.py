@@ -101,19 +101,43 @@ def _write_agent_report(directory: Path, payloads_mb: list[float], warnings: lis
     """A codex agent's typed report whose turns sent `payloads_mb`, as the purple writes it after every turn."""
     turns = [
         TurnRecord(
-            turn=i, step=i, session=1, thread_id="t", resumed=i > 0, outcome="ok", rc=0, latency_s=1.0,
-            prompt_bytes=1, frame_bytes=1, rollout_bytes_before=0, rollout_bytes_after=0,
-            payload_bytes=int(size * 1_000_000), frames_in_session=i + 1, actions_queued=1, compactions_in_thread=0,
+            turn=i,
+            step=i,
+            session=1,
+            thread_id="t",
+            resumed=i > 0,
+            outcome="ok",
+            rc=0,
+            latency_s=1.0,
+            prompt_bytes=1,
+            frame_bytes=1,
+            rollout_bytes_before=0,
+            rollout_bytes_after=0,
+            payload_bytes=int(size * 1_000_000),
+            frames_in_session=i + 1,
+            actions_queued=1,
+            compactions_in_thread=0,
         )
         for i, size in enumerate(payloads_mb)
-    ]  # fmt: skip
-    episode = EpisodeReport(task_dir=str(directory / "task_01"), task="t", started_at="now", turn_records=turns,
-                            warnings=list(warnings))
+    ]
+    episode = EpisodeReport(
+        task_dir=str(directory / "task_01"), task="t", started_at="now", turn_records=turns, warnings=list(warnings)
+    )
     settings = AgentSettings(
-        kind="worldmodel", session_turns=20, compact_limit=None, step_timeout=60, turn_timeout=50, model=None,
-        provider_base_url=None, provider_wire_api=None, camera_quantised=False, codex_executable="codex",
-        codex_version="x", codex_home="h", codex_home_audit={},
-    )  # fmt: skip
+        kind="worldmodel",
+        session_turns=20,
+        compact_limit=None,
+        step_timeout=60,
+        turn_timeout=50,
+        model=None,
+        provider_base_url=None,
+        provider_wire_api=None,
+        camera_quantised=False,
+        codex_executable="codex",
+        codex_version="x",
+        codex_home="h",
+        codex_home_audit={},
+    )
     path = directory / "worldmodel_report.json"
     path.write_text(summarise(settings, [episode]).model_dump_json())
     os.utime(path, (path.stat().st_atime, path.stat().st_mtime + len(payloads_mb)))  # a new mtime each rewrite
@@ -164,7 +188,9 @@ def test_links_are_repointed_and_a_regular_file_in_the_way_is_left_alone(tmp_pat
 def test_dry_run_prints_the_plan_and_touches_nothing(tmp_path: Path) -> None:
     project = tmp_path / "project"
     write_arm(project, "dry")
-    done = invoke(project, {"MCU_ARMS_STATE_DIR": str(tmp_path / "state")}, "run", "--arm", "dry", "--dry-run", "--verbose")
+    done = invoke(
+        project, {"MCU_ARMS_STATE_DIR": str(tmp_path / "state")}, "run", "--arm", "dry", "--dry-run", "--verbose"
+    )
     assert done.exit_code == 0, done.err
     assert "dry run: nothing was created, reserved or started" in done.out and "serve green" in done.out
     assert sorted(p.name for p in project.iterdir()) == ["arms"]
@@ -180,9 +206,12 @@ def test_run_reports_a_bad_arm_name_as_a_user_error(tmp_path: Path) -> None:
 
 def test_stop_kills_a_group_that_ignores_sigterm_with_its_child_and_spares_a_reused_identity() -> None:
     stubborn = subprocess.Popen(
-        [sys.executable, "-c", STUBBORN], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        [sys.executable, "-c", STUBBORN],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
         start_new_session=True,
-    )  # fmt: skip
+    )
     leader_pid, child_pid = map(int, stubborn.stdout.readline().split())
     leader, child = psutil.Process(leader_pid), psutil.Process(child_pid)
     try:
@@ -242,9 +271,11 @@ def _run_plans(tmp_path: Path, project: Path, plans: list, **options):
 
     out = io.StringIO()
     env = Environment(
-        console=Console(file=out, width=200), err_console=Console(file=io.StringIO()),
-        env={**os.environ, "MCU_ARMS_STATE_DIR": str(tmp_path / "state")}, cwd=project,
-    )  # fmt: skip
+        console=Console(file=out, width=200),
+        err_console=Console(file=io.StringIO()),
+        env={**os.environ, "MCU_ARMS_STATE_DIR": str(tmp_path / "state")},
+        cwd=project,
+    )
     outcome = run_arms(plans, env, RunOptions(stop_grace_s=2, **options), env.console)
     return outcome, [json.loads(RunDir(Path(plan.episode_dir)).report.read_text()) for plan in plans], out.getvalue()
 
@@ -291,13 +322,17 @@ def test_an_arm_that_ends_without_an_evaluation_keeps_the_steps_milestones_and_n
     plan, project = _plan(tmp_path)
     steps = Path(plan.episode_dir) / "green" / "craft_x" / "steps.jsonl"
     lines = _record(0, 1.0, "timeout") + _record(1, 2.0, events=[{"identity": "mine_log", "step": 1}]) + _record(2, 3.0)
-    logs_steps = f"import pathlib; p = pathlib.Path({str(steps)!r}); p.parent.mkdir(parents=True); " \
-        f"p.write_text({lines!r}); raise SystemExit(1)"  # fmt: skip
+    logs_steps = (
+        f"import pathlib; p = pathlib.Path({str(steps)!r}); p.parent.mkdir(parents=True); "
+        f"p.write_text({lines!r}); raise SystemExit(1)"
+    )
     outcome, reports, _ = _run_plans(
         tmp_path, project, [_stand_ins(plan, [sys.executable, "-c", logs_steps], WAITS)], ready_timeout_s=60
     )
     report = reports[0]
-    assert report["status"] == "failed" and report["failure"]["process"] == "green" and report["evaluation_file"] is None
+    assert (
+        report["status"] == "failed" and report["failure"]["process"] == "green" and report["evaluation_file"] is None
+    )
     assert report["steps_run"] == 3
     assert report["milestones"] == [{"task": "craft_x", "identity": "mine_log", "step": 1, "available": True}]
     assert report["noops"] == {"timeout": 1}
@@ -313,8 +348,19 @@ def test_the_terminal_view_shows_one_row_per_arm_with_progress_and_the_latest_al
 
     progress = ArmProgress("arm_a", max_steps=100)
     progress.state = "running"
-    progress.add_steps([sample("craft_x", i, 10.0 + i, "timeout" if i == 3 else None, 12.0,
-                                   [{"identity": "mine_log", "step": 4}] if i == 4 else []) for i in range(10)])  # fmt: skip
+    progress.add_steps(
+        [
+            sample(
+                "craft_x",
+                i,
+                10.0 + i,
+                "timeout" if i == 3 else None,
+                12.0,
+                [{"identity": "mine_log", "step": 4}] if i == 4 else [],
+            )
+            for i in range(10)
+        ]
+    )
     progress.alerts.append("craft_x: 3 of 40 steps were noops (> 5%; by cause so far: timeout 3)")
     for width in (200, 80):  # one column per value; stacked on a default-size terminal, nothing cut short
         screen = io.StringIO()
@@ -323,8 +369,19 @@ def test_the_terminal_view_shows_one_row_per_arm_with_progress_and_the_latest_al
         view.refresh([progress, queued], summary="0 of 2 done, 1 running, 1 queued, 0 failed, 0 retried; ETA 1:00")
         view.close([progress])
         drawn = screen.getvalue()
-        for expected in ("arm_a", "running", "craft_x", "10/100", "mine_log@4", "timeout 1", "by cause so", "arm_b",
-                         "queued", "0 of 2 done", "ETA 1:00"):  # fmt: skip
+        for expected in (
+            "arm_a",
+            "running",
+            "craft_x",
+            "10/100",
+            "mine_log@4",
+            "timeout 1",
+            "by cause so",
+            "arm_b",
+            "queued",
+            "0 of 2 done",
+            "ETA 1:00",
+        ):
             assert expected in drawn, (width, expected)
         assert "…" not in drawn, width
     line = progress_line(progress)
@@ -343,12 +400,16 @@ def test_a_tally_gives_k_of_n_done_and_an_eta_from_the_pace_so_far() -> None:
     assert fresh.eta_s is None and fresh.text().endswith("ETA after the first episode ends")
     paced = CampaignTally(total=6, done=2, running=2, queued=1, failed=1, retried=1, ended=4, elapsed_s=400)
     assert paced.pace_s == 100 and paced.remaining == 3 and paced.eta_s == 300
-    assert paced.text() == ("2 of 6 done, 2 running, 1 queued, 1 failed, 1 retried; ETA 5:00 "
-                            "(pace so far 1:40 per episode)")  # fmt: skip
-    assert "ETA" not in CampaignTally(total=2, done=2, running=0, queued=0, failed=0, retried=0, ended=2,
-                                      elapsed_s=9).text()  # fmt: skip
-    halfway = CampaignTally(total=4, done=2, running=2, queued=0, failed=0, retried=0, ended=2, in_progress=1.0,
-                            elapsed_s=300)  # fmt: skip
+    assert paced.text() == (
+        "2 of 6 done, 2 running, 1 queued, 1 failed, 1 retried; ETA 5:00 (pace so far 1:40 per episode)"
+    )
+    assert (
+        "ETA"
+        not in CampaignTally(total=2, done=2, running=0, queued=0, failed=0, retried=0, ended=2, elapsed_s=9).text()
+    )
+    halfway = CampaignTally(
+        total=4, done=2, running=2, queued=0, failed=0, retried=0, ended=2, in_progress=1.0, elapsed_s=300
+    )
     assert halfway.pace_s == 100 and halfway.eta_s == 100, "two running halfway: one episode's worth of work left"
 
 
@@ -400,10 +461,14 @@ def test_a_failing_view_stops_the_arms_instead_of_leaving_them_running_unwatched
 
 
 def test_a_purple_that_dies_leaving_a_process_in_its_own_session_gets_that_process_stopped_too(tmp_path: Path) -> None:
-    leaves_orphan = [sys.executable, "-c", (
-        "import subprocess, sys; orphan = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'], "
-        "start_new_session=True); print('orphan', orphan.pid, flush=True); sys.exit(3)"
-    )]  # fmt: skip
+    leaves_orphan = [
+        sys.executable,
+        "-c",
+        (
+            "import subprocess, sys; orphan = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'], "
+            "start_new_session=True); print('orphan', orphan.pid, flush=True); sys.exit(3)"
+        ),
+    ]
     outcome, report, _ = _run_with_commands(tmp_path, WAITS, leaves_orphan, ready_timeout_s=60)
     assert report["failure"]["process"] == "purple" and report["failure"]["exit_code"] == 3
     try:

@@ -181,8 +181,9 @@ def test_mcu_rubric_request_uses_the_checkout_and_upstreams_sampling(tmp_path: P
         "Task Progress:\n- evidence: it tried\n- Task Progress: 7\n- Action Control: 12\nCreative Attempts: 2.5\n"
         "- Material Selection and Usage: not applicable\n"
     )
-    result = evaluate_video(task, _sized_frames(tmp_path / "short", 45), None, enabled=True, env=env, needed=True,
-                            auto_eval_dir=folder)
+    result = evaluate_video(
+        task, _sized_frames(tmp_path / "short", 45), None, enabled=True, env=env, needed=True, auto_eval_dir=folder
+    )
     assert (result.status, result.rubric) == ("ok", "mcu"), result.reason
     assert result.task_progress == 7.0
     assert result.criteria == {"task_progress": 7.0, "action_control": 10.0, "creative_attempts": 2.5}  # clipped
@@ -198,8 +199,9 @@ def test_mcu_rubric_request_uses_the_checkout_and_upstreams_sampling(tmp_path: P
     assert first.format == "JPEG" and first.getpixel((8, 8))[0] > 150  # RGB kept: red stays red
 
     FakeModelService.requests.clear()
-    evaluate_video(task, _sized_frames(tmp_path / "long", 1300), None, enabled=True, env=env, needed=True,
-                   auto_eval_dir=folder)
+    evaluate_video(
+        task, _sized_frames(tmp_path / "long", 1300), None, enabled=True, env=env, needed=True, auto_eval_dir=folder
+    )
     (request,) = FakeModelService.requests
     assert len(request["messages"][2]["content"]) == 22  # from 1,200 frames on, every 60th: 0..1260
 
@@ -210,8 +212,9 @@ def test_mcu_rubric_failures_are_loud(tmp_path: Path, model_service: str) -> Non
     task = _task(RewardEntry(event="craft_item", identity="a", objects=("x",)))
     env = {"OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": model_service}
     frames = _sized_frames(tmp_path / "frames", 5)
-    no_criteria = evaluate_video(task, frames, None, enabled=True, env=env, needed=True,
-                                 auto_eval_dir=_auto_eval(tmp_path, "another_task"))
+    no_criteria = evaluate_video(
+        task, frames, None, enabled=True, env=env, needed=True, auto_eval_dir=_auto_eval(tmp_path, "another_task")
+    )
     assert (no_criteria.status, no_criteria.rubric) == ("failed", "mcu") and "no criteria file" in no_criteria.reason
     assert FakeModelService.requests == []
     folder = _auto_eval(tmp_path / "second", task.name)

@@ -31,14 +31,38 @@ CANARIES = {
     "GH_READER": "ghp_canary9ABCDEFGHIJKLMNOPQRSTUVWXYZ",
 }
 PROVIDER_URL = "https://bob:canary10-provider@llm.internal/v1?api_key=canary11-provider"
-SECRET_PARTS = ["canary1-db-pass", "canary2-hf-pat", "canary3-token", "canary4-userinfo", "canary5-query",
-                "canary6-signature", "canary7-flag", "canary8abcdefghijklmnop", "canary9ABCDEFGHIJKLMNOP",
-                "canary10-provider", "canary11-provider"]  # fmt: skip
+SECRET_PARTS = [
+    "canary1-db-pass",
+    "canary2-hf-pat",
+    "canary3-token",
+    "canary4-userinfo",
+    "canary5-query",
+    "canary6-signature",
+    "canary7-flag",
+    "canary8abcdefghijklmnop",
+    "canary9ABCDEFGHIJKLMNOP",
+    "canary10-provider",
+    "canary11-provider",
+]
 
 
 def test_secret_names_are_recognised_without_catching_path_or_pwd():
-    for name in ("DB_PASS", "HF_PAT", "OPENAI_API_KEY", "MY_APIKEY", "GH_TOKEN", "SECRET", "DB_PASSWD", "AUTH",
-                 "OAUTH", "AWS_SECRET_ACCESS_KEY", "client_secret", "X-Amz-Signature", "sig", "Authorization"):
+    for name in (
+        "DB_PASS",
+        "HF_PAT",
+        "OPENAI_API_KEY",
+        "MY_APIKEY",
+        "GH_TOKEN",
+        "SECRET",
+        "DB_PASSWD",
+        "AUTH",
+        "OAUTH",
+        "AWS_SECRET_ACCESS_KEY",
+        "client_secret",
+        "X-Amz-Signature",
+        "sig",
+        "Authorization",
+    ):
         assert is_secret_name(name), name
     for name in ("PATH", "PWD", "OLDPWD", "HOME", "LEVEL", "MAX_TOKENS", "BYPASS_CACHE", "AUTHOR", "SPATIAL"):
         assert not is_secret_name(name), name
@@ -65,7 +89,7 @@ def test_values_are_scrubbed_by_shape_and_masks_are_stable_and_idempotent():
         assert redact(name, shown) == shown
     assert redact("DATABASE_URL", CANARIES["DATABASE_URL"]).startswith("postgres://admin:***")
     assert redact("DATABASE_URL", CANARIES["DATABASE_URL"]).endswith("@db.internal:5432/runs")
-    assert scrub("https://token-only@host/x") .startswith("https://***") and scrub("plain text") == "plain text"
+    assert scrub("https://token-only@host/x").startswith("https://***") and scrub("plain text") == "plain text"
     assert redact_env({"LEVEL": "3"}) == {"LEVEL": "3"}
     assert redact("A_KEY", "one") != redact("A_KEY", "two")
     secrets = secret_values(CANARIES, ["a-run-token-value"])
@@ -110,19 +134,32 @@ def test_canaries_never_reach_a_file_the_plan_the_terminal_or_an_argv(tmp_path: 
         auth = root / "auth.json"
         auth.write_text('{"auth_mode": "apikey"}')
         env = {key: value for key, value in cli_env(tmp_path / "state").items() if not key.startswith("CODEX_")}
-        env.update(PATH=f"{FAKE_CODEX_DIR}{os.pathsep}{env['PATH']}", MCU_CODEX_ROOT=str(root / "homes"),
-                   MCU_CODEX_AUTH=str(auth))  # fmt: skip
+        env.update(
+            PATH=f"{FAKE_CODEX_DIR}{os.pathsep}{env['PATH']}",
+            MCU_CODEX_ROOT=str(root / "homes"),
+            MCU_CODEX_AUTH=str(auth),
+        )
         printed = []
-        for args in (("plan", "--dry-run", "--arm", "canary"), ("plan", "--dry-run", "--json", "--arm", "canary"),
-                     ("plan", "--arm", "canary")):  # fmt: skip
-            done = subprocess.run([sys.executable, "-m", "mcu_arms", *args], cwd=project, env=env,
-                                  capture_output=True, text=True, timeout=120)  # fmt: skip
+        for args in (
+            ("plan", "--dry-run", "--arm", "canary"),
+            ("plan", "--dry-run", "--json", "--arm", "canary"),
+            ("plan", "--arm", "canary"),
+        ):
+            done = subprocess.run(
+                [sys.executable, "-m", "mcu_arms", *args],
+                cwd=project,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             assert done.returncode == 0, done.stdout + done.stderr
             printed.append(done.stdout + done.stderr)
 
         run = Started(project, tmp_path / "state", "run", "--arm", "canary", env=env)
         argv_seen: list[str] = []
         try:
+
             def arm_started() -> bool:
                 children = psutil.Process(run.popen.pid).children()
                 argv_seen.extend(" ".join(child.cmdline()) for child in children if _alive(child))
@@ -158,13 +195,15 @@ def _alive(process: psutil.Process) -> bool:
         return False
 
 
-
 def _assert_private(episode: Path, *, conversation: bool) -> None:
     """What holds the conversation (purple/: turn prompts, events, memory; the purple's log) sits in 0700 directories
     and is 0600 itself; the agent's counters (its reports) and the results beside them are 0644, for sharing."""
     entries = [episode / "purple", *(episode / "purple").rglob("*"), episode / "logs" / "purple.log"]
-    modes = {str(path.relative_to(episode)): stat.S_IMODE(path.lstat().st_mode) for path in entries
-             if not path.is_symlink() and not path.name.endswith("report.json")}  # fmt: skip
+    modes = {
+        str(path.relative_to(episode)): stat.S_IMODE(path.lstat().st_mode)
+        for path in entries
+        if not path.is_symlink() and not path.name.endswith("report.json")
+    }
     assert {path: mode for path, mode in modes.items() if mode & 0o077} == {}
     assert stat.S_IMODE((episode / "result.json").stat().st_mode) == 0o644
     if conversation:

@@ -24,8 +24,9 @@ ALPHA = 0.05
 
 
 def _design(look: int, *, max_seeds: int = 12, batch: int = 4, comparisons: int = 1) -> SequentialLook:
-    return SequentialLook(look=look, primary="score", max_seeds=max_seeds, batch=batch, alpha=ALPHA,
-                          comparisons=comparisons)  # fmt: skip
+    return SequentialLook(
+        look=look, primary="score", max_seeds=max_seeds, batch=batch, alpha=ALPHA, comparisons=comparisons
+    )
 
 
 def _null_campaign(rng: random.Random, seeds: int) -> dict[int, float]:
@@ -45,7 +46,8 @@ def _run_until_resolved(rng: random.Random, variants: int, max_seeds: int, batch
         design = _design(look, max_seeds=max_seeds, batch=batch, comparisons=variants)
         tests = [sequential_compare(other, baseline, look_of_seed, design) for other in others]
         naive = naive or any(
-            sign_flip_test([other[s] - baseline[s] for s in look_of_seed]).p_value < ALPHA / variants for other in others
+            sign_flip_test([other[s] - baseline[s] for s in look_of_seed]).p_value < ALPHA / variants
+            for other in others
         )
         if resolved(tests):
             break
@@ -69,8 +71,9 @@ def test_no_true_difference_rejects_at_most_alpha_however_often_it_is_looked_at(
 
 
 def test_a_large_same_sign_difference_stops_early_and_spends_at_most_what_is_allowed() -> None:
-    result = sequential_sign_flip([-53.0, -40, -60, -55, -47, -70, -50, -38, -44, -61, -52, -49], [4, 8, 12],
-                                  max_seeds=12)  # fmt: skip
+    result = sequential_sign_flip(
+        [-53.0, -40, -60, -55, -47, -70, -50, -38, -44, -61, -52, -49], [4, 8, 12], max_seeds=12
+    )
     assert result.rejected and [look.n for look in result.looks] == [4, 8]
     assert all(look.alpha_spent <= look.alpha_allowed + 1e-12 for look in result.looks)
     assert result.looks[0].boundary is None  # 4 pairs: the smallest exact p (1/8) is far above what look 1 may spend

@@ -136,13 +136,25 @@ def test_a_campaigns_slurm_table_fills_what_each_arm_leaves_unset(tmp_path: Path
     assert base.fingerprint == _plans(project, env, "arms/base.toml", placement=Placement())[0].fingerprint, (
         "where an arm runs is not what it runs: the fingerprint ignores [slurm]"
     )
-    flagged = Placement(executor="slurm", slurm={"time": "2-00:00:00", "partition": "gpu", "sbatch": ["--hold"],
-                                                 "qos": "short", "constraint": "ib", "exclude": "n[1-2]",
-                                                 "log_dir": "logs"})  # fmt: skip
+    flagged = Placement(
+        executor="slurm",
+        slurm={
+            "time": "2-00:00:00",
+            "partition": "gpu",
+            "sbatch": ["--hold"],
+            "qos": "short",
+            "constraint": "ib",
+            "exclude": "n[1-2]",
+            "log_dir": "logs",
+        },
+    )
     base = _plans(project, env, "campaigns/site.toml", placement=flagged)[0]
     assert (base.slurm.time_s, base.slurm.partition) == (2 * 86400, "gpu") and base.slurm.sbatch[-1] == "--hold"
     assert (base.slurm.qos, base.slurm.constraint, base.slurm.exclude, base.slurm.log_dir) == (
-        "short", "ib", "n[1-2]", "logs"
+        "short",
+        "ib",
+        "n[1-2]",
+        "logs",
     ), "each flag wins over the files' key"
 
 
@@ -159,7 +171,9 @@ def test_each_new_slurm_flag_reaches_the_plan_and_a_bad_value_names_the_flag(
     tmp_path: Path, env: dict, flag: str, good: str, bad: str, shown: str
 ) -> None:
     project = _project(tmp_path)
-    planned = invoke(project, env, "plan", "--dry-run", "--verbose", "--executor", "slurm", flag, good, "campaigns/site.toml")
+    planned = invoke(
+        project, env, "plan", "--dry-run", "--verbose", "--executor", "slurm", flag, good, "campaigns/site.toml"
+    )
     assert planned.exit_code == 0, planned.out + planned.err
     assert shown in planned.out
     refused = invoke(project, env, "plan", "--dry-run", "--executor", "slurm", flag, bad, "campaigns/site.toml")
@@ -173,8 +187,9 @@ def test_doctor_checks_a_campaigns_arms_for_slurm_and_names_a_partition_that_doe
 ) -> None:
     project = _project(tmp_path)
     bin_dir, _ = _stand_in_slurm(tmp_path, "")
-    write_script(bin_dir, "sinfo", 'case "$*" in *"-p ci"*|*"-N -o %N") echo "$(hostname -s)";; *"-o %R") echo ci;; '
-                 "esac")  # fmt: skip
+    write_script(
+        bin_dir, "sinfo", 'case "$*" in *"-p ci"*|*"-N -o %N") echo "$(hostname -s)";; *"-o %R") echo ci;; esac'
+    )
     env = {**env, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
     done = invoke(project, env, "doctor", "campaigns/site.toml", "--executor", "slurm", "--json")
     assert done.exit_code == 1, done.out + done.err
@@ -184,8 +199,9 @@ def test_doctor_checks_a_campaigns_arms_for_slurm_and_names_a_partition_that_doe
     assert "sinfo knows no partition 'cpu'" in partition["detail"]
     assert "the partitions here are ci" in partition["detail"]
     assert "run directory (cpu)" not in checks, "no filesystem verdict for a partition that is not there"
-    fixed = invoke(project, env, "doctor", "campaigns/site.toml", "--executor", "slurm", "--slurm-partition", "ci",
-                   "--json")  # fmt: skip
+    fixed = invoke(
+        project, env, "doctor", "campaigns/site.toml", "--executor", "slurm", "--slurm-partition", "ci", "--json"
+    )
     checks = {check["name"]: check for check in json.loads(fixed.out)["checks"]}
     seen = checks["run directory (ci)"]
     assert seen["status"] == "ok" and "the one node is this host" in seen["detail"]
@@ -195,8 +211,9 @@ def test_doctor_checks_a_campaigns_arms_for_slurm_and_names_a_partition_that_doe
 def test_a_refused_submission_shows_sbatchs_own_words_and_fails_its_reports(tmp_path: Path, env: dict) -> None:
     project = _project(tmp_path, "\n[slurm]\ntime = 60\n")
     bin_dir, _ = _stand_in_slurm(tmp_path, "")
-    write_script(bin_dir, "sbatch", 'echo "sbatch: error: Batch job submission failed: Invalid qos specification" >&2; '
-                 "exit 1")  # fmt: skip
+    write_script(
+        bin_dir, "sbatch", 'echo "sbatch: error: Batch job submission failed: Invalid qos specification" >&2; exit 1'
+    )
     write_script(bin_dir, "sinfo", 'echo "$(hostname -s)"')  # one node, this host: the run directory is seen there
     env = {**env, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
     done = invoke(project, env, "run", "--executor", "slurm", "--slurm-qos", "nosuch", "arms/base.toml")
@@ -212,10 +229,13 @@ def test_plan_shows_the_slurm_options_and_refuses_what_cannot_run_there(tmp_path
     project = _project(tmp_path)
     shown = invoke(project, env, "plan", "--dry-run", "--verbose", "--executor", "slurm", "campaigns/site.toml")
     assert shown.exit_code == 0, shown.out + shown.err
-    assert "slurm: time 01:00:00, partition cpu, qos long, stop 60 s before the limit, sbatch --mail-type=END" in shown.out
+    assert (
+        "slurm: time 01:00:00, partition cpu, qos long, stop 60 s before the limit, sbatch --mail-type=END" in shown.out
+    )
     assert "green, purple picked on the node when the episode starts" in shown.out
-    data = json.loads(invoke(project, env, "plan", "--dry-run", "--json", "--executor", "slurm",
-                             "campaigns/site.toml").out)  # fmt: skip
+    data = json.loads(
+        invoke(project, env, "plan", "--dry-run", "--json", "--executor", "slurm", "campaigns/site.toml").out
+    )
     assert data["plans"][1]["executor"] == "slurm" and data["plans"][1]["slurm"]["gres"] == "mcslot:1"
 
     no_time = invoke(project, env, "plan", "--dry-run", "--executor", "slurm", "arms/base.toml")
@@ -227,12 +247,17 @@ def test_plan_shows_the_slurm_options_and_refuses_what_cannot_run_there(tmp_path
     assert margin.exit_code == 2 and "slurm.stop_margin" in margin.err
     bad_flag = invoke(project, env, *slurm_plan, "--slurm-time", "soon", "arms/base.toml")
     assert bad_flag.exit_code == 2 and "--slurm-time" in bad_flag.err
-    own = [entry.address for entries in psutil.net_if_addrs().values() for entry in entries
-           if entry.family == socket.AF_INET and not entry.address.startswith("127.")]  # fmt: skip
+    own = [
+        entry.address
+        for entries in psutil.net_if_addrs().values()
+        for entry in entries
+        if entry.family == socket.AF_INET and not entry.address.startswith("127.")
+    ]
     if own:  # exposed on this host's own address, as a local run may be: on a node, the servers stay on loopback
         exposed_arm = _arm(project, "base", "[slurm]\ntime = 60\n")
-        exposed_arm.write_text(exposed_arm.read_text().replace('purple = "auto"', f'purple = "auto"\nhost = "{own[0]}"\n'
-                                                               "expose = true"))  # fmt: skip
+        exposed_arm.write_text(
+            exposed_arm.read_text().replace('purple = "auto"', f'purple = "auto"\nhost = "{own[0]}"\nexpose = true')
+        )
         exposed = invoke(project, env, "plan", "--dry-run", "--executor", "slurm", "arms/base.toml")
         assert exposed.exit_code == 2 and "ports.host" in exposed.err and "loopback of the node" in exposed.err
 
@@ -241,33 +266,54 @@ def test_a_job_array_is_told_its_options_and_each_episode_its_own_logs(tmp_path:
     from mcu_arms.supervise.runner import RunOptions
     from mcu_arms.supervise.slurm import job_name, job_script, sbatch_options
 
-    options = SlurmOptions(time_s=3601, partition="cpu", account="lab", qos="long", constraint="avx2&ib",
-                           exclude="n[01-02]", mem="8G", gres="mcslot:1", cpus=2, array_throttle=5,
-                           sbatch=["--mail-type=END", "--exclusive"], setup=["module load jdk/8"],
-                           stop_margin_s=90)  # fmt: skip
+    options = SlurmOptions(
+        time_s=3601,
+        partition="cpu",
+        account="lab",
+        qos="long",
+        constraint="avx2&ib",
+        exclude="n[01-02]",
+        mem="8G",
+        gres="mcslot:1",
+        cpus=2,
+        array_throttle=5,
+        sbatch=["--mail-type=END", "--exclusive"],
+        setup=["module load jdk/8"],
+        stop_margin_s=90,
+    )
     chosen = sbatch_options(options, count=8, max_parallel=3, name="mcu-arms:a+b")
     assert chosen["time"] == "61", "minutes, rounded up as Slurm rounds them"
     assert chosen["array"] == "0-7%3", "the lower of the arms' throttle and --max-parallel"
     assert (chosen["partition"], chosen["account"], chosen["qos"], chosen["constraint"], chosen["exclude"]) == (
-        "cpu", "lab", "long", "avx2&ib", "n[01-02]"
-    )  # fmt: skip
+        "cpu",
+        "lab",
+        "long",
+        "avx2&ib",
+        "n[01-02]",
+    )
     assert (chosen["gres"], chosen["cpus-per-task"], chosen["mem"]) == ("mcslot:1", "2", "8G")
     assert chosen["signal"] == "TERM@90" and chosen["requeue"] is True and chosen["export"] == "ALL"
     assert chosen["mail-type"] == "END" and chosen["exclusive"] is True
 
     project = _project(tmp_path, "\n[slurm]\ntime = 60\n")
     env = _environment(project, tmp_path)
-    plans = [prepare_episode(plan) for plan in _plans(project, env, "campaigns/site.toml",
-                                                      placement=Placement(executor="slurm", slurm={"time": "60"}))]
+    plans = [
+        prepare_episode(plan)
+        for plan in _plans(
+            project, env, "campaigns/site.toml", placement=Placement(executor="slurm", slurm={"time": "60"})
+        )
+    ]
     assert job_name(plans[:1]) == "mcu-arms:base:seed0" and job_name(plans) == "mcu-arms:base+other"
     script = job_script(plans, options, RunOptions(), "mcu-arms:base+other", tmp_path / "job.%A_%a.out", None)
     lines = script.splitlines()
     assert "#SBATCH --qos=long" in lines and "#SBATCH --exclude=n[01-02]" in lines and "#SBATCH --requeue" in lines
     assert f"#SBATCH --output={tmp_path / 'job.%A_%a.out'}" in lines and "module load jdk/8" in lines
     assert f"stdouts=({plans[0].episode_dir}/slurm-%A_%a.out {plans[1].episode_dir}/slurm-%A_%a.out)" in lines
-    assert lines[-1].startswith('exec srun --unbuffered --ntasks=1 --open-mode=append '
-                                '--output="${stdouts[${SLURM_ARRAY_TASK_ID}]}" '
-                                '--error="${stderrs[${SLURM_ARRAY_TASK_ID}]}" ')  # fmt: skip
+    assert lines[-1].startswith(
+        "exec srun --unbuffered --ntasks=1 --open-mode=append "
+        '--output="${stdouts[${SLURM_ARRAY_TASK_ID}]}" '
+        '--error="${stderrs[${SLURM_ARRAY_TASK_ID}]}" '
+    )
     assert lines[-1].endswith('run-episode --ready-timeout 120 "${episodes[${SLURM_ARRAY_TASK_ID}]}"'), lines[-1]
     elsewhere = job_script(plans, options, RunOptions(), "n", tmp_path / "j.out", tmp_path / "logs")
     assert f"stderrs=({tmp_path}/logs/base.episode_001.slurm-%A_%a.err" in elsewhere, "--slurm-log-dir: one pair each"
@@ -302,8 +348,9 @@ def _stand_in_slurm(tmp_path: Path, squeue_lines: str) -> tuple[Path, Path]:
     (tmp_path / "squeue.out").write_text(squeue_lines)
     write_script(bin_dir, "squeue", f'echo "squeue $*" >> {calls}; cat {tmp_path / "squeue.out"}')
     write_script(bin_dir, "scancel", f'echo "scancel $*" >> {calls}')
-    write_script(bin_dir, "sacct",
-                 f'echo "sacct $*" >> {calls}; echo "Slurm accounting storage is disabled" >&2; exit 1')  # fmt: skip
+    write_script(
+        bin_dir, "sacct", f'echo "sacct $*" >> {calls}; echo "Slurm accounting storage is disabled" >&2; exit 1'
+    )
     write_script(bin_dir, "sbatch", "exit 1")
     return bin_dir, calls
 
@@ -322,8 +369,13 @@ def _queued_episode(project: Path, env: Environment, job_id: str, *, status: str
     if status != "queued":
         me = psutil.Process()
         supervisor = ProcessRecord(role="mcu-arms", pid=me.pid, create_time=me.create_time(), log="logs/mcu-arms.log")
-        report = report.model_copy(update={"status": status, "slurm": job.model_copy(update={"node": node}),
-                                           "processes": {"mcu-arms": supervisor}})  # fmt: skip
+        report = report.model_copy(
+            update={
+                "status": status,
+                "slurm": job.model_copy(update={"node": node}),
+                "processes": {"mcu-arms": supervisor},
+            }
+        )
     run_dir.write_report(report)
     return run_dir
 
@@ -342,15 +394,19 @@ def test_status_reads_the_report_first_and_asks_slurm_only_about_open_episodes(t
     shown = json.loads(invoke(project, env, "status", "--json").out)["arms"][0]
     assert shown["state"] == "started" and shown["slurm_job"] == "7_0 RUNNING on node17"
     assert shown["processes"] == [], "pids on another node are not this host's to check"
-    assert _calls(calls) == ["squeue -h -t all -r -j 7_0 -o %i|%T|%r|%N|%L|%e|%j",
-                             "sacct -n -P -j 7_0 -o JobID,State,Elapsed,MaxRSS,ExitCode"]
+    assert _calls(calls) == [
+        "squeue -h -t all -r -j 7_0 -o %i|%T|%r|%N|%L|%e|%j",
+        "sacct -n -P -j 7_0 -o JobID,State,Elapsed,MaxRSS,ExitCode",
+    ]
 
     (tmp_path / "squeue.out").write_text("7_0|TIMEOUT|TimeLimit|node17|0:00|2026-12-01T01:00:30|mcu-arms:base:seed0\n")
     shown = json.loads(invoke(project, env, "status", "--json").out)["arms"][0]
     assert shown["state"] == "failed (time limit)" and "killed at its time limit (01:00:00)" in shown["failure"]
     assert read_report(run_dir.report).status == "started", "status only reads"
 
-    (tmp_path / "squeue.out").write_text("7_0|OUT_OF_MEMORY|OutOfMemory|node17|0:00|2026-12-01T00:30:00|mcu-arms:base:seed0\n")
+    (tmp_path / "squeue.out").write_text(
+        "7_0|OUT_OF_MEMORY|OutOfMemory|node17|0:00|2026-12-01T00:30:00|mcu-arms:base:seed0\n"
+    )
     shown = json.loads(invoke(project, env, "status", "--json").out)["arms"][0]
     assert shown["state"] == "stale (job ended)" and "ended OUT_OF_MEMORY (OutOfMemory)" in shown["failure"]
 
@@ -391,8 +447,12 @@ def test_a_pending_array_task_cancelled_is_read_from_its_arrays_record(tmp_path:
     from mcu_arms.cluster.slurm import ended_without_report, job_states
 
     bin_dir, calls = _stand_in_slurm(tmp_path, "")
-    write_script(bin_dir, "squeue", f'echo "squeue $*" >> {calls}; case "$*" in *"-j 7,8 "*) '
-                 'echo "7_3|PENDING|Priority||1:00:00|N/A|mcu-arms:base+other";; esac')  # fmt: skip
+    write_script(
+        bin_dir,
+        "squeue",
+        f'echo "squeue $*" >> {calls}; case "$*" in *"-j 7,8 "*) '
+        'echo "7_3|PENDING|Priority||1:00:00|N/A|mcu-arms:base+other";; esac',
+    )
     env = {"PATH": f"{bin_dir}:{os.environ['PATH']}"}
     answer = job_states(["7_2", "8_0"], env)
     assert answer.answered and set(answer.jobs) == {"7_2"}, "8's array is unknown too: nothing is said of 8_0"
@@ -438,15 +498,31 @@ def test_a_rerun_finalises_an_episode_whose_job_died_at_its_time_limit_and_then_
 @pytest.mark.parametrize(
     ("scontrol", "elapsed_s", "kind", "said"),
     [
-        ("JobState=RUNNING Reason=None Restarts=0 RunTime=00:01:35 TimeLimit=00:02:00", 0, "time_limit",
-         "reached its time limit (00:02:00): Slurm's warning came after 00:01:35"),
-        ("JobState=SIGNALING Reason=None Restarts=0 RunTime=00:00:41 TimeLimit=00:02:00", 0, "time_limit",
-         "within 80 s of the limit"),
+        (
+            "JobState=RUNNING Reason=None Restarts=0 RunTime=00:01:35 TimeLimit=00:02:00",
+            0,
+            "time_limit",
+            "reached its time limit (00:02:00): Slurm's warning came after 00:01:35",
+        ),
+        (
+            "JobState=SIGNALING Reason=None Restarts=0 RunTime=00:00:41 TimeLimit=00:02:00",
+            0,
+            "time_limit",
+            "within 80 s of the limit",
+        ),
         ("JobState=COMPLETING Reason=TimeLimit Restarts=0 RunTime=00:02:01 TimeLimit=00:02:00", 0, "time_limit", ""),
-        ("JobState=COMPLETING Reason=None Restarts=0 RunTime=00:01:50 TimeLimit=00:02:00", 0, "stopped",
-         "cancelled outside it (scancel)"),
-        ("JobState=COMPLETING Reason=None Restarts=1 RunTime=00:00:30 TimeLimit=00:02:00", 0, "infrastructure",
-         "Slurm requeued job 7_0 after 00:00:30"),
+        (
+            "JobState=COMPLETING Reason=None Restarts=0 RunTime=00:01:50 TimeLimit=00:02:00",
+            0,
+            "stopped",
+            "cancelled outside it (scancel)",
+        ),
+        (
+            "JobState=COMPLETING Reason=None Restarts=1 RunTime=00:00:30 TimeLimit=00:02:00",
+            0,
+            "infrastructure",
+            "Slurm requeued job 7_0 after 00:00:30",
+        ),
         ("JobState=RUNNING Reason=None Restarts=0 RunTime=00:00:05 TimeLimit=01:00:00", 0, "stopped", "SIGTERM after"),
         (None, 100, "time_limit", "reached its time limit"),  # Slurm silent: the episode's own clock decides
         (None, 10, "stopped", "Slurm could not be asked"),
@@ -458,10 +534,19 @@ def test_a_sigterm_is_read_with_what_slurm_and_the_clock_say(
     from mcu_arms.supervise.episode import term_reading
 
     bin_dir, calls = _stand_in_slurm(tmp_path, "")
-    write_script(bin_dir, "scontrol", f'echo "scontrol $*" >> {calls}; ' +
-                 (f'echo "JobId=7 ArrayJobId=7 ArrayTaskId=0 {scontrol}"' if scontrol else "exit 1"))  # fmt: skip
-    job = SlurmJob(job_id="7_0", submitted_at="2026-12-01T00:00:00+00:00", submitted_from="login", time_limit_s=120,
-                   stop_margin_s=20)  # fmt: skip
+    write_script(
+        bin_dir,
+        "scontrol",
+        f'echo "scontrol $*" >> {calls}; '
+        + (f'echo "JobId=7 ArrayJobId=7 ArrayTaskId=0 {scontrol}"' if scontrol else "exit 1"),
+    )
+    job = SlurmJob(
+        job_id="7_0",
+        submitted_at="2026-12-01T00:00:00+00:00",
+        submitted_from="login",
+        time_limit_s=120,
+        stop_margin_s=20,
+    )
     reason, found = term_reading(job, elapsed_s, {"PATH": f"{bin_dir}:{os.environ['PATH']}"})
     assert found == kind and said in reason, reason
     assert _calls(calls) == ["scontrol -o show job 7_0"], "the job it was submitted as, by id"
@@ -470,16 +555,25 @@ def test_a_sigterm_is_read_with_what_slurm_and_the_clock_say(
 def test_sacct_figures_reach_status_where_the_cluster_keeps_accounting(tmp_path: Path, env: dict) -> None:
     project = _project(tmp_path, "\n[slurm]\ntime = 60\n")
     bin_dir, calls = _stand_in_slurm(tmp_path, "")
-    write_script(bin_dir, "sacct", f'echo "sacct $*" >> {calls}; printf "%s\\n" "7_0|COMPLETED|00:12:34||0:0" '
-                 '"7_0.batch|COMPLETED|00:12:34|1024K|0:0" "7_0.0|COMPLETED|00:12:30|2.5G|0:0"')  # fmt: skip
+    write_script(
+        bin_dir,
+        "sacct",
+        f'echo "sacct $*" >> {calls}; printf "%s\\n" "7_0|COMPLETED|00:12:34||0:0" '
+        '"7_0.batch|COMPLETED|00:12:34|1024K|0:0" "7_0.0|COMPLETED|00:12:30|2.5G|0:0"',
+    )
     env = {**env, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
-    run_dir = _queued_episode(project, _environment(project, tmp_path, PATH=env["PATH"]), "7_0", status="started",
-                              node="node17")  # fmt: skip
+    run_dir = _queued_episode(
+        project, _environment(project, tmp_path, PATH=env["PATH"]), "7_0", status="started", node="node17"
+    )
     report = read_report(run_dir.report)
     run_dir.write_report(report.model_copy(update={"status": "finished"}))
     shown = json.loads(invoke(project, env, "status", "--json").out)["arms"][0]
-    assert shown["slurm"]["accounting"] == {"state": "COMPLETED", "elapsed": "00:12:34", "max_rss": "2.5G",
-                                            "exit_code": "0:0"}, "MaxRSS: the largest of the job's steps"  # fmt: skip
+    assert shown["slurm"]["accounting"] == {
+        "state": "COMPLETED",
+        "elapsed": "00:12:34",
+        "max_rss": "2.5G",
+        "exit_code": "0:0",
+    }, "MaxRSS: the largest of the job's steps"
     table = invoke(project, env, "status").out
     assert "sacct COMPLETED, elapsed 00:12:34, MaxRSS 2.5G, exit 0:0" in table, table
 
@@ -490,21 +584,34 @@ def test_run_episode_refuses_what_is_not_its_to_run(tmp_path: Path, env: dict) -
     run_dir = _queued_episode(project, environment, "12_0")
     by_hand = invoke(project, env, "run-episode", str(run_dir.path))
     assert by_hand.exit_code == 2 and "submitted as Slurm job 12_0 and runs there" in by_hand.err
-    other_job = invoke(project, {**env, "SLURM_JOB_ID": "31", "SLURM_ARRAY_JOB_ID": "30", "SLURM_ARRAY_TASK_ID": "1"},
-                       "run-episode", str(run_dir.path))  # fmt: skip
+    other_job = invoke(
+        project,
+        {**env, "SLURM_JOB_ID": "31", "SLURM_ARRAY_JOB_ID": "30", "SLURM_ARRAY_TASK_ID": "1"},
+        "run-episode",
+        str(run_dir.path),
+    )
     assert other_job.exit_code == 2 and "not here (job 30_1)" in other_job.err
     report = read_report(run_dir.report)
     run_dir.write_report(report.model_copy(update={"status": "finished"}))
-    again = invoke(project, {**env, "SLURM_JOB_ID": "13", "SLURM_ARRAY_JOB_ID": "12", "SLURM_ARRAY_TASK_ID": "0"},
-                   "run-episode", str(run_dir.path))  # fmt: skip
+    again = invoke(
+        project,
+        {**env, "SLURM_JOB_ID": "13", "SLURM_ARRAY_JOB_ID": "12", "SLURM_ARRAY_TASK_ID": "0"},
+        "run-episode",
+        str(run_dir.path),
+    )
     assert again.exit_code == 2 and "the episode is finished, not queued" in again.err
 
 
 def test_a_requeued_job_never_runs_its_episode_twice(tmp_path: Path, env: dict) -> None:
     project = _project(tmp_path, "\n[slurm]\ntime = 60\n")
     run_dir = _queued_episode(project, _environment(project, tmp_path), "12_0", status="started", node="n1")
-    restarted = {**env, "SLURM_JOB_ID": "13", "SLURM_ARRAY_JOB_ID": "12", "SLURM_ARRAY_TASK_ID": "0",
-                 "SLURM_RESTART_COUNT": "1"}  # fmt: skip
+    restarted = {
+        **env,
+        "SLURM_JOB_ID": "13",
+        "SLURM_ARRAY_JOB_ID": "12",
+        "SLURM_ARRAY_TASK_ID": "0",
+        "SLURM_RESTART_COUNT": "1",
+    }
     lost = invoke(project, restarted, "run-episode", str(run_dir.path))
     assert lost.exit_code == 1, lost.out + lost.err
     report = read_report(run_dir.report)
@@ -527,9 +634,14 @@ def test_run_episode_runs_a_queued_episode_on_this_host_as_a_node_would(tmp_path
     run_dir = RunDir(Path(plan.episode_dir))
     run_dir.write_report(new_report(plan, environment, status="queued", attempt=1))
     tokens = episode_tokens([plan], environment)
-    done = subprocess.run([sys.executable, "-m", "mcu_arms", "run-episode", str(run_dir.path)], cwd=project,
-                          env={**cli_env(tmp_path / "state"), **tokens}, capture_output=True, text=True,
-                          timeout=240)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "mcu_arms", "run-episode", str(run_dir.path)],
+        cwd=project,
+        env={**cli_env(tmp_path / "state"), **tokens},
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     report = read_report(run_dir.report)
     assert report.status == "finished" and report.steps_run == 20 and report.slurm is None
@@ -571,14 +683,21 @@ def test_a_minestudio_episode_gets_a_private_display_and_its_xvfb_is_stopped(tmp
     bin_dir.mkdir()
     pids = tmp_path / "xvfb.pids"
     xvfb_script = bin_dir / "Xvfb"  # bash: the descriptor Xvfb is given may be above 9
-    xvfb_script.write_text(f'#!/bin/bash\necho $$ >> {pids}\nwhile [ $# -gt 0 ]; do [ "$1" = -displayfd ] && fd=$2; '
-                           'shift; done\necho 42 >&$fd\nexec sleep 600\n')  # fmt: skip
+    xvfb_script.write_text(
+        f'#!/bin/bash\necho $$ >> {pids}\nwhile [ $# -gt 0 ]; do [ "$1" = -displayfd ] && fd=$2; '
+        "shift; done\necho 42 >&$fd\nexec sleep 600\n"
+    )
     xvfb_script.chmod(0o755)
     env = {"PATH": f"{bin_dir}:{os.environ['PATH']}"}
     with private_display(env, tmp_path / "scratch") as variables:
         assert variables["DISPLAY"] == ":42"
-        ran = subprocess.run(["xvfb-run", "-a", "-s", "-screen 0 640x360x24", "sh", "-c", "echo on $DISPLAY"],
-                             env={**os.environ, **variables}, capture_output=True, text=True, timeout=30)  # fmt: skip
+        ran = subprocess.run(
+            ["xvfb-run", "-a", "-s", "-screen 0 640x360x24", "sh", "-c", "echo on $DISPLAY"],
+            env={**os.environ, **variables},
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         assert ran.stdout.strip() == "on :42", "MineStudio's `xvfb-run -a java ...` runs on the private display"
         xvfb = int(pids.read_text())
         assert Path(f"/proc/{xvfb}").exists()
@@ -599,8 +718,11 @@ def test_a_node_checks_the_episode_as_planned_before_it_starts(tmp_path: Path) -
     free.bind(("127.0.0.1", 0))
     port = free.getsockname()[1]
     free.close()  # a port nothing answers on: the server the arm names is not up
-    minecraft.write_text((Path(__file__).resolve().parents[1] / "arms" / "planned_mineflayer.toml").read_text()
-                         .replace("port = 25565", f"port = {port}"))  # fmt: skip
+    minecraft.write_text(
+        (Path(__file__).resolve().parents[1] / "arms" / "planned_mineflayer.toml")
+        .read_text()
+        .replace("port = 25565", f"port = {port}")
+    )
     blocked = plan_preflight(plan_arms([minecraft], Overrides(), env)[0], env.env)
     assert any(f"127.0.0.1:{port}" in problem for problem in blocked), blocked
 
@@ -614,10 +736,13 @@ def test_a_child_slow_to_exit_keeps_the_rest_of_the_grace_when_its_leader_exits_
     from mcu_arms.procs import stop_process_group
 
     ready = tmp_path / "ready"
-    child = (f"import signal, time, pathlib; signal.signal(signal.SIGTERM, lambda *_: (time.sleep(1.5), exit(0))); "
-             f"pathlib.Path({str(ready)!r}).touch(); time.sleep(60)")  # fmt: skip
-    leader = subprocess.Popen(["sh", "-c", f'{sys.executable} -c "{child}" & trap "exit 0" TERM; wait'],
-                              start_new_session=True)  # fmt: skip
+    child = (
+        f"import signal, time, pathlib; signal.signal(signal.SIGTERM, lambda *_: (time.sleep(1.5), exit(0))); "
+        f"pathlib.Path({str(ready)!r}).touch(); time.sleep(60)"
+    )
+    leader = subprocess.Popen(
+        ["sh", "-c", f'{sys.executable} -c "{child}" & trap "exit 0" TERM; wait'], start_new_session=True
+    )
     wait_for(ready.exists, "the child to take SIGTERM")
     outcome = stop_process_group(leader.pid, psutil.Process(leader.pid).create_time(), grace_s=6.0, popen=leader)
     assert (outcome.terminated, outcome.killed, outcome.survivors) == (2, 0, []), outcome

@@ -7,7 +7,6 @@ job retried as infrastructure. Every job is cancelled at the end of each test, b
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 from collections.abc import Iterator
@@ -59,8 +58,9 @@ def _report(project: Path, arm: str, episode: int) -> dict | None:
 
 def _job_state(project: Path, arm: str, episode: int) -> str:
     job = json.loads((project / "output" / arm / f"episode_{episode:03d}" / "slurm.json").read_text())["job_id"]
-    done = subprocess.run(["squeue", "-h", "-t", "all", "-r", "-j", job, "-o", "%T"], capture_output=True, text=True,
-                          timeout=30)  # fmt: skip
+    done = subprocess.run(
+        ["squeue", "-h", "-t", "all", "-r", "-j", job, "-o", "%T"], capture_output=True, text=True, timeout=30
+    )
     return done.stdout.strip()
 
 
@@ -70,11 +70,13 @@ def _status(project: Path, state: Path, *args: str) -> dict[str, dict]:
     return {arm["arm"]: arm for arm in json.loads(done.stdout)["arms"]}
 
 
-def test_a_two_arm_campaign_runs_as_slurm_jobs_is_watched_compared_and_rerun_as_a_no_op(project: Path,
-                                                                                        tmp_path: Path) -> None:
+def test_a_two_arm_campaign_runs_as_slurm_jobs_is_watched_compared_and_rerun_as_a_no_op(
+    project: Path, tmp_path: Path
+) -> None:
     state = tmp_path / "state"
     run = Started(project, state, "run", "campaigns/cluster.toml", "--executor", "slurm")
     try:
+
         def both_running() -> dict[str, dict] | None:
             shown = _status(project, state, "--campaign", "campaigns/cluster.toml")
             running = all(arm.get("state") == "started" and (arm.get("step") or 0) > 0 for arm in shown.values())
@@ -110,8 +112,11 @@ def test_stopping_one_arm_cancels_its_job_only_and_ctrl_c_cancels_the_rest(proje
     state = tmp_path / "state"
     run = Started(project, state, "run", "campaigns/cluster.toml", "--executor", "slurm", "--steps", "20000")
     try:
-        wait_for(lambda: steps_logged(project, "walker") >= 20 and steps_logged(project, "patient") >= 20,
-                 "both episodes to take steps", timeout=180)  # fmt: skip
+        wait_for(
+            lambda: steps_logged(project, "walker") >= 20 and steps_logged(project, "patient") >= 20,
+            "both episodes to take steps",
+            timeout=180,
+        )
         stopped = run_cli(project, state, "stop", "--arm", "walker", "--json")
         assert stopped.returncode == 0, stopped.stdout + stopped.stderr
         result = json.loads(stopped.stdout)["arms"][0]
@@ -184,8 +189,9 @@ def _job_ids(project: Path, arm: str) -> list[str]:
 
 
 def _active(job_ids: list[str]) -> list[str]:
-    done = subprocess.run(["squeue", "-h", "-r", "-j", ",".join(job_ids), "-o", "%i"], capture_output=True,
-                          text=True, timeout=30)  # fmt: skip
+    done = subprocess.run(
+        ["squeue", "-h", "-r", "-j", ",".join(job_ids), "-o", "%i"], capture_output=True, text=True, timeout=30
+    )
     return [line.strip() for line in done.stdout.splitlines() if line.strip()]
 
 
@@ -198,10 +204,14 @@ def test_pending_array_tasks_stopped_are_cancelled_and_never_resubmitted(project
     (project / "campaigns" / "queue.toml").write_text(PENDING_CAMPAIGN)
     run = Started(project, state, "run", "campaigns/queue.toml", "--executor", "slurm")
     try:
+
         def one_running() -> dict | None:
-            shown = {(arm["arm"], arm["seed"]): arm for arm in
-                     json.loads(run_cli(project, state, "status", "--json", "--campaign", "campaigns/queue.toml")
-                                .stdout)["arms"]}  # fmt: skip
+            shown = {
+                (arm["arm"], arm["seed"]): arm
+                for arm in json.loads(
+                    run_cli(project, state, "status", "--json", "--campaign", "campaigns/queue.toml").stdout
+                )["arms"]
+            }
             running = [arm for arm in shown.values() if arm["state"] == "started" and (arm.get("step") or 0) > 0]
             return shown if len(shown) == 4 and len(running) == 1 else None
 
@@ -257,19 +267,25 @@ def test_a_requeued_job_is_retried_as_infrastructure(project: Path, tmp_path: Pa
     (project / "campaigns" / "one.toml").write_text(
         'name = "one"\nseeds = [0]\nretries = 1\n\n[slurm]\ntime = "10:00"\nstop_margin = 20\n\n'
         '[baseline]\narm = "walker"\n'
-    )  # fmt: skip
+    )
     run = Started(project, state, "run", "campaigns/one.toml", "--executor", "slurm", "--steps", "50000")
     try:
         wait_for(lambda: steps_logged(project, "walker") >= 20, "the episode to take steps", timeout=180)
         job = json.loads((project / "output" / "walker" / "episode_001" / "slurm.json").read_text())["job_id"]
         requeued = subprocess.run(["scontrol", "requeue", job], capture_output=True, text=True, timeout=30)
         assert requeued.returncode == 0, requeued.stderr
-        first = wait_for(lambda: (r := _report(project, "walker", 1)) and r["status"] != "started" and r,
-                         "the requeued episode to end", timeout=120)  # fmt: skip
+        first = wait_for(
+            lambda: (r := _report(project, "walker", 1)) and r["status"] != "started" and r,
+            "the requeued episode to end",
+            timeout=120,
+        )
         assert first["status"] == "failed" and first["failure"]["kind"] == "infrastructure", first["failure"]
         assert f"Slurm requeued job {job}" in first["failure"]["reason"]
-        second = wait_for(lambda: (r := _report(project, "walker", 2)) and r["status"] == "started" and r,
-                          "the retry to start", timeout=180)  # fmt: skip
+        second = wait_for(
+            lambda: (r := _report(project, "walker", 2)) and r["status"] == "started" and r,
+            "the retry to start",
+            timeout=180,
+        )
         assert second["attempt"] == 2
         wait_for(lambda: _active([job]) == [], "the requeued job to be cancelled (the retry is a new episode)")
         run.popen.send_signal(signal.SIGINT)
@@ -285,17 +301,28 @@ def test_doctor_takes_the_campaign_and_a_refused_submission_shows_sbatchs_words(
     checks = {check["name"]: check for check in json.loads(doctor.stdout)["checks"]}
     assert checks["run directory"]["status"] == "ok" and checks["run directory"]["needed_by"] == ["walker", "patient"]
     assert checks["sacct"]["status"] == "warn", "this cluster keeps no accounting"
-    nosuch = run_cli(project, state, "doctor", "campaigns/cluster.toml", "--executor", "slurm", "--slurm-partition",
-                     "nosuch", "--json")  # fmt: skip
+    nosuch = run_cli(
+        project,
+        state,
+        "doctor",
+        "campaigns/cluster.toml",
+        "--executor",
+        "slurm",
+        "--slurm-partition",
+        "nosuch",
+        "--json",
+    )
     assert nosuch.returncode == 1
     partition = {check["name"]: check for check in json.loads(nosuch.stdout)["checks"]}["partition nosuch"]
     assert partition["status"] == "fail" and "the partitions here are ci" in partition["detail"]
-    refused_here = run_cli(project, state, "run", "campaigns/cluster.toml", "--executor", "slurm", "--slurm-partition",
-                           "nosuch")  # fmt: skip
+    refused_here = run_cli(
+        project, state, "run", "campaigns/cluster.toml", "--executor", "slurm", "--slurm-partition", "nosuch"
+    )
     assert refused_here.returncode == 2 and "partition nosuch" in refused_here.stderr, refused_here.stderr
 
-    refused = run_cli(project, state, "run", "campaigns/cluster.toml", "--executor", "slurm", "--slurm-gres",
-                      "mcslot:9")  # fmt: skip
+    refused = run_cli(
+        project, state, "run", "campaigns/cluster.toml", "--executor", "slurm", "--slurm-gres", "mcslot:9"
+    )
     assert refused.returncode == 2, refused.stdout + refused.stderr
     assert "sbatch refused the job: sbatch: error:" in refused.stderr, refused.stderr
     report = _report(project, "walker", 1)

@@ -30,8 +30,11 @@ def test_stop_one_arm_of_a_run_then_the_last_one_through_the_supervisor(tmp_path
         states = _status(project, state)
         assert states["first"]["state"] == "started" and states["first"]["step"] >= 3
         assert {p["role"]: p["alive"] for p in states["first"]["processes"]} == {
-            "mcu-arms": True, "green": True, "purple": True, "client": True
-        }  # fmt: skip
+            "mcu-arms": True,
+            "green": True,
+            "purple": True,
+            "client": True,
+        }
 
         stopped = run_cli(project, state, "stop", "--arm", "first")
         assert stopped.returncode == 0, stopped.stdout + stopped.stderr
@@ -119,10 +122,16 @@ def test_the_status_table_fits_80_columns_with_every_column_shown() -> None:
 
     screen = io.StringIO()
     state = ArmState(
-        arm="demo_random", state=STALE, episode=7, task="mine_diamond_from_scratch", step=96, max_steps=3000,
-        milestones=["mine_log@5", "crafting_table@21"], failure="purple: was killed by SIGKILL while it ran",
+        arm="demo_random",
+        state=STALE,
+        episode=7,
+        task="mine_diamond_from_scratch",
+        step=96,
+        max_steps=3000,
+        milestones=["mine_log@5", "crafting_table@21"],
+        failure="purple: was killed by SIGKILL while it ran",
         processes=[ProcessState(role=role, pid=123456, create_time=1.0, alive=False) for role in ("mcu-arms", "green")],
-    )  # fmt: skip
+    )
     _render([state], Environment(console=Console(file=screen, width=80, color_system=None)))
     drawn = screen.getvalue()
     table = drawn.splitlines()[1:]

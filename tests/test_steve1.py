@@ -59,8 +59,12 @@ def _ready(tmp_path) -> dict[str, str]:
 
 def test_missing_extra_is_refused_before_anything_else():
     with pytest.raises(UserError, match=r"pip install 'mcu-arms\[minestudio\]'") as error:
-        check_requirements(PurpleOptions(), {"MCU_STEVE1_WEIGHTS": "/nonexistent"},
-                           module_available=lambda name: name != "minestudio", driver_present=lambda: False)
+        check_requirements(
+            PurpleOptions(),
+            {"MCU_STEVE1_WEIGHTS": "/nonexistent"},
+            module_available=lambda name: name != "minestudio",
+            driver_present=lambda: False,
+        )
     assert "minestudio not installed" in str(error.value) and error.value.key == "--agent"
 
 
@@ -98,7 +102,10 @@ def test_all_present_returns_the_weights_and_every_check_is_a_row(tmp_path):
     assert weights == tmp_path / "hub" / f"models--{HF_REPO.replace('/', '--')}" / "snapshots" / COMMIT_A
     rows = requirement_checks(PurpleOptions(), {"HOME": str(tmp_path)}, lambda name: True, lambda: False)
     assert [(row.name, row.status) for row in rows] == [
-        ("STEVE-1 extra", "ok"), ("STEVE-1 weights", "fail"), ("MineCLIP tokenizer", "fail"), ("STEVE-1 CUDA", "fail"),
+        ("STEVE-1 extra", "ok"),
+        ("STEVE-1 weights", "fail"),
+        ("MineCLIP tokenizer", "fail"),
+        ("STEVE-1 CUDA", "fail"),
     ]
 
 
@@ -122,8 +129,10 @@ def test_the_hub_cache_is_found_as_huggingface_hub_finds_it():
     assert hub_cache({"HOME": "/h"}) == Path("/h/.cache/huggingface/hub")
 
 
-@pytest.mark.skipif("minestudio" in sys.modules or __import__("importlib").util.find_spec("minestudio") is not None,
-                    reason="minestudio is installed here")
+@pytest.mark.skipif(
+    "minestudio" in sys.modules or __import__("importlib").util.find_spec("minestudio") is not None,
+    reason="minestudio is installed here",
+)
 def test_registry_refuses_steve1_without_the_extra_and_imports_nothing_heavy():
     code = (
         "import sys\n"

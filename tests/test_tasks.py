@@ -41,9 +41,7 @@ def test_every_task_agrees_with_the_reference() -> None:
         assert list(task.init_commands) == list(expected.get("custom_init_commands") or []), reference_file
         for ours, key in ((task.reward_cfg, "reward_cfg"), (task.milestones, "milestone_reward_cfg")):
             theirs = expected.get(key) or []
-            assert [
-                (e.event, e.identity, list(e.objects), e.reward, e.max_reward_times) for e in ours
-            ] == [
+            assert [(e.event, e.identity, list(e.objects), e.reward, e.max_reward_times) for e in ours] == [
                 (e["event"], e["identity"], list(e["objects"]), float(e["reward"]), int(e["max_reward_times"]))
                 for e in theirs
             ], reference_file
@@ -90,8 +88,13 @@ def test_unknown_key_missing_text_duplicates_and_bad_yaml(tmp_path: Path) -> Non
         load_task(_write(tmp_path, "custom_init_commands: []\n"))
     assert caught.value.key == "text"
     with pytest.raises(UserError) as caught:
-        load_task(_write(tmp_path, "text: t\nreward_cfg:\n  - {event: e, identity: a, objects: [x]}\n"
-                                   "  - {event: e, identity: a, objects: [y]}\n"))
+        load_task(
+            _write(
+                tmp_path,
+                "text: t\nreward_cfg:\n  - {event: e, identity: a, objects: [x]}\n"
+                "  - {event: e, identity: a, objects: [y]}\n",
+            )
+        )
     assert (caught.value.line, caught.value.key) == (4, "reward_cfg[1].identity")
     with pytest.raises(UserError) as caught:
         load_task(_write(tmp_path, "text: t\nreward_cfg: [\n"))

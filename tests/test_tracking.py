@@ -20,16 +20,16 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-
 from browser import chromium_missing, start_browser
 from cli_support import invoke
+from server_procs import free_port
+from tracking_support import FIXTURE, QUIET_MLFLOW, STRACE, MlflowServer, mlflow_server, offline_run, traced
+
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.run_report import RunReport, read_report
 from mcu_arms.environment import Environment
 from mcu_arms.report.analysis import analyse
 from mcu_arms.report.tracking import RUN_ID_TAG, TrackingExport, compared, parse_destination, tracking_export
-from server_procs import free_port
-from tracking_support import FIXTURE, QUIET_MLFLOW, STRACE, MlflowServer, mlflow_server, offline_run, traced
 
 CAMPAIGN = "campaigns/tiny.toml"
 EXPERIMENT = "tiny"
@@ -61,8 +61,9 @@ def export_of(project: Path) -> TrackingExport:
 
 def milestone_points(report: RunReport) -> dict[str, list[tuple[int, float]]]:
     """What a tracker should hold per milestone reached: one point, its step, at that step."""
-    return {f"milestone/{m.task}/{m.identity}": [(m.step, float(m.step))]
-            for m in report.milestones if m.step is not None}  # fmt: skip
+    return {
+        f"milestone/{m.task}/{m.identity}": [(m.step, float(m.step))] for m in report.milestones if m.step is not None
+    }
 
 
 def cli_env(project: Path) -> dict[str, str]:
@@ -193,16 +194,20 @@ def _snapshot(client: Any, experiment_id: str) -> dict[str, Any]:
     runs = client.search_runs([experiment_id], run_view_type=ViewType.ALL)
     shot = {}
     for run in runs:
-        histories = {key: sorted((m.step, m.value) for m in client.get_metric_history(run.info.run_id, key))
-                     for key in run.data.metrics}  # fmt: skip
+        histories = {
+            key: sorted((m.step, m.value) for m in client.get_metric_history(run.info.run_id, key))
+            for key in run.data.metrics
+        }
         shot[run.info.run_id] = {
             "params": dict(run.data.params),
             "tags": dict(run.data.tags),
             "metrics": histories,
             "artifacts": sorted((a.path, a.file_size) for a in client.list_artifacts(run.info.run_id)),
-            "status": run.info.status, "start": run.info.start_time, "end": run.info.end_time,
+            "status": run.info.status,
+            "start": run.info.start_time,
+            "end": run.info.end_time,
             "lifecycle": run.info.lifecycle_stage,
-        }  # fmt: skip
+        }
     return shot
 
 
@@ -298,21 +303,28 @@ def test_mlflow_compares_two_arms_side_by_side_in_its_own_ui(project: Path, serv
     assert outcome.exit_code == 0, outcome.out + outcome.err
     client = mlflow.tracking.MlflowClient(tracking_uri=server.url)
     experiment = client.get_experiment_by_name("scripted_vs_random").experiment_id
-    seed0 = {run.data.tags["mcu_arms.arm"]: run.info.run_id for run in client.search_runs([experiment])
-             if run.data.tags.get("mcu_arms.seed") == "0"}  # fmt: skip
+    seed0 = {
+        run.data.tags["mcu_arms.arm"]: run.info.run_id
+        for run in client.search_runs([experiment])
+        if run.data.tags.get("mcu_arms.seed") == "0"
+    }
     runs = [seed0[arm] for arm in ARMS]
     page = f"{server.url}/#/compare-runs?runs={quote(json.dumps(runs))}&experiments={quote(json.dumps([experiment]))}"
     with start_browser(window=(1400, 2000), timeout=180.0) as browser:  # a loaded host renders MLflow's UI slowly
         browser.open(page)
         shown = "document.body.innerText"
-        browser.wait_for(f"{shown}.includes('scripted_arm s0') && {shown}.includes('random_arm s0') && "
-                         f"{shown}.includes('milestone/mine_diamond_from_scratch/mine_log')", timeout=120)  # fmt: skip
+        browser.wait_for(
+            f"{shown}.includes('scripted_arm s0') && {shown}.includes('random_arm s0') && "
+            f"{shown}.includes('milestone/mine_diamond_from_scratch/mine_log')",
+            timeout=120,
+        )
         text = browser.run_js(shown)
         assert "scripted" in text and "random" in text and "agent" in text
         browser.run_js(SHOW_THE_DIFFERENCE)
         drawn = "document.querySelector('.js-plotly-plot svg') !== null"  # the parallel coordinates plot
-        browser.wait_for(f"{drawn} && {shown}.includes('result.json') && !{shown}.includes('compact_limit')",
-                         timeout=120)  # fmt: skip
+        browser.wait_for(
+            f"{drawn} && {shown}.includes('result.json') && !{shown}.includes('compact_limit')", timeout=120
+        )
         assert browser.external_requests() == [], browser.external_requests()
         browser.screenshot(ARTIFACTS / "mlflow-compare.png")
 
@@ -341,8 +353,12 @@ def test_wandb_offline_runs_hold_our_settings_and_metrics_and_a_second_export_ch
         assert run.config["mcu_arms"]["run_id"] == mapped.run_id
         final = {point.key: point.value for point in mapped.metrics}  # the last point of each key
         assert {key: run.summary[key] for key in final} == final
-        logged = {(entry["_step"], key, value) for entry in run.history for key, value in entry.items()
-                  if not key.startswith("_")}  # fmt: skip
+        logged = {
+            (entry["_step"], key, value)
+            for entry in run.history
+            for key, value in entry.items()
+            if not key.startswith("_")
+        }
         assert logged == {(point.step, point.key, point.value) for point in mapped.metrics}
         assert sorted(run.artifacts) == sorted(a.name for a in mapped.artifacts)
         assert SECRET not in json.dumps(run.config)

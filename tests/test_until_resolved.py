@@ -69,10 +69,25 @@ def test_scripted_against_random_stops_when_resolved_and_every_episode_records_i
     whole alpha is allowed and six same-sign pairs (p = 2/64) cross."""
     project = _project(tmp_path)
     done = subprocess.run(
-        [sys.executable, "-m", "mcu_arms", "run", "campaigns/sequential.toml", "--until-resolved", "--max-seeds", "6",
-         "--batch", "3", "--json"], cwd=project, env=cli_env(tmp_path / "state"), capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "mcu_arms",
+            "run",
+            "campaigns/sequential.toml",
+            "--until-resolved",
+            "--max-seeds",
+            "6",
+            "--batch",
+            "3",
+            "--json",
+        ],
+        cwd=project,
+        env=cli_env(tmp_path / "state"),
+        capture_output=True,
+        text=True,
         timeout=1800,
-    )  # fmt: skip
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     result = json.loads(done.stdout)
     assert result["stopped"] == "resolved" and [look["seeds"] for look in result["looks"]] == [[0, 1, 2], [3, 4, 5]]
@@ -83,7 +98,9 @@ def test_scripted_against_random_stops_when_resolved_and_every_episode_records_i
 
     reports = [read_report(path) for path in sorted((project / "output").glob("*/episode_*/result.json"))]
     finished = [report for report in reports if report.status == "finished"]
-    assert {(r.arm, r.settings.seed) for r in finished} == {(a, s) for a in ("scripted_arm", "random_arm") for s in range(6)}
+    assert {(r.arm, r.settings.seed) for r in finished} == {
+        (a, s) for a in ("scripted_arm", "random_arm") for s in range(6)
+    }
     assert all(r.sequential is not None and r.sequential.look == (1 if r.settings.seed < 3 else 2) for r in reports)
     experiment = sequential_experiment([r.sequential for r in finished if r.arm == "random_arm"])
     assert experiment is not None and experiment.looks == [3, 6] and experiment.max_seeds == 6

@@ -188,8 +188,15 @@ def test_the_site_serves_only_its_own_files_and_follows_no_link(tmp_path: Path) 
     assert site.get(f"episodes/{key}/frames/000005.png") is None
     assert f"episodes/{key}/frames/000005.png" not in set(site.paths())
     assert site.get(f"episodes/{key}/frames/000006.png") is not None
-    for path in ("../secret.png", f"episodes/{key}/../../secret.png", "assets/../index.html", "arms/cx.toml",
-                 f"episodes/{key}/frames/evil.png", "episodes/nope/index.html", ""):  # fmt: skip
+    for path in (
+        "../secret.png",
+        f"episodes/{key}/../../secret.png",
+        "assets/../index.html",
+        "arms/cx.toml",
+        f"episodes/{key}/frames/evil.png",
+        "episodes/nope/index.html",
+        "",
+    ):
         assert site.get(path) is None, path
 
 

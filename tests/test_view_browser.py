@@ -77,11 +77,21 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     auth.chmod(0o600)
     env = {key: value for key, value in os.environ.items() if not key.startswith(("FAKE_CODEX", "CODEX_", "MCU_"))}
     env.pop("OPENAI_API_KEY", None)
-    env.update(PATH=f"{FAKE_CODEX_DIR}{os.pathsep}{env.get('PATH', '')}", MCU_CODEX_ROOT=str(codex_root / "homes"),
-               MCU_CODEX_AUTH=str(auth), MCU_ARMS_STATE_DIR=str(root / "state"))  # fmt: skip
+    env.update(
+        PATH=f"{FAKE_CODEX_DIR}{os.pathsep}{env.get('PATH', '')}",
+        MCU_CODEX_ROOT=str(codex_root / "homes"),
+        MCU_CODEX_AUTH=str(auth),
+        MCU_ARMS_STATE_DIR=str(root / "state"),
+    )
     try:
-        done = subprocess.run([sys.executable, "-m", "mcu_arms", "run", "--arm", "cx", "--arm", "rnd"], cwd=project,
-                              env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-m", "mcu_arms", "run", "--arm", "cx", "--arm", "rnd"],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert done.returncode == 0, done.stdout + done.stderr
         yield project
     finally:
@@ -91,8 +101,11 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 def start_view(project: Path) -> tuple[Started, str]:
     """`mcu-arms view cx rnd` as a real process, and the URL it printed."""
     started = Started(project, project.parent / "state", "view", "cx", "rnd")
-    found = wait_for(lambda: re.search(r"http://127\.0\.0\.1:\d+/", started.output) or started.popen.poll() is not None,
-                     "mcu-arms view to print its URL", timeout=60)  # fmt: skip
+    found = wait_for(
+        lambda: re.search(r"http://127\.0\.0\.1:\d+/", started.output) or started.popen.poll() is not None,
+        "mcu-arms view to print its URL",
+        timeout=60,
+    )
     assert isinstance(found, re.Match), started.output
     return started, found.group(0)
 
@@ -175,7 +188,7 @@ def check_step_frame_and_turn(browser: Browser, project: Path, step: int) -> Non
         browser.run_js(
             "[...document.querySelectorAll('#turn details')].find(d => d.innerText.startsWith('actions.json'))"
             ".querySelector('pre').textContent"
-        )  # fmt: skip
+        )
     )
 
 
@@ -287,8 +300,13 @@ def test_the_recorder_sees_every_request_that_leaves_loopback(tmp_path: Path) ->
     try:
         with start_browser() as browser:
             browser.open(f"http://127.0.0.1:{server.server_address[1]}/index.html")
-            wanted = {"cdn.example.com", "images.example.net", "api.example.org", "frame.example.com",
-                      "worker.example.com"}  # fmt: skip
+            wanted = {
+                "cdn.example.com",
+                "images.example.net",
+                "api.example.org",
+                "frame.example.com",
+                "worker.example.com",
+            }
 
             def hosts() -> set[str]:
                 return {urlsplit(request["url"]).hostname or "" for request in browser.external_requests()}

@@ -19,9 +19,9 @@ from typing import Any
 
 import httpx
 import psutil
+from server_procs import HOST, free_port, wait_until
 
 from mcu_arms.procs import stop_process_group
-from server_procs import HOST, free_port, wait_until
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "tracking_campaign"
 # It imports mlflow twice and creates the sqlite schema: 2.5 min, measured at load 18 on 2 cores.
@@ -56,12 +56,30 @@ def mlflow_server(root: Path) -> Iterator[MlflowServer]:
     port = free_port()
     log = root / "server.log"
     command = [
-        sys.executable, "-m", "mlflow", "server", "--host", HOST, "--port", str(port), "--workers", "1",
-        "--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}", "--artifacts-destination", str(root / "artifacts"),
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "mlflow",
+        "server",
+        "--host",
+        HOST,
+        "--port",
+        str(port),
+        "--workers",
+        "1",
+        "--backend-store-uri",
+        f"sqlite:///{root / 'mlflow.db'}",
+        "--artifacts-destination",
+        str(root / "artifacts"),
+    ]
     with log.open("wb") as sink:
-        process = subprocess.Popen(command, cwd=root, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True,
-                                   env={**os.environ, **QUIET_MLFLOW})  # fmt: skip
+        process = subprocess.Popen(
+            command,
+            cwd=root,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, **QUIET_MLFLOW},
+        )
     server = MlflowServer(url=f"http://{HOST}:{port}", root=root, process=process, log=log)
     created = psutil.Process(process.pid).create_time()
     try:
@@ -96,8 +114,14 @@ class Traced:
 def traced(command: list[str], cwd: Path, env: dict[str, str], log: Path, timeout: float = 600) -> Traced:
     """Run `command` under strace -f (all its children too), recording the addresses of its sockets."""
     assert STRACE is not None
-    done = subprocess.run([STRACE, "-f", "-qq", "-e", "trace=connect,sendto,sendmsg", "-o", str(log), *command],
-                          cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)  # fmt: skip
+    done = subprocess.run(
+        [STRACE, "-f", "-qq", "-e", "trace=connect,sendto,sendmsg", "-o", str(log), *command],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     lines = log.read_text(errors="replace").splitlines()
     addresses = [a or b for line in lines for a, b in _ADDRESS.findall(line)]
     return Traced(done=done, addresses=addresses, connects=sum(" connect(" in line for line in lines))
@@ -122,11 +146,11 @@ def wandb_records(path: Path) -> list[Any]:
         if left < CHUNK_HEADER:
             position += left
             continue
-        _, length, kind = struct.unpack("<IHB", data[position:position + CHUNK_HEADER])
+        _, length, kind = struct.unpack("<IHB", data[position : position + CHUNK_HEADER])
         if kind == 0 and length == 0:
             position += left
             continue
-        payload += data[position + CHUNK_HEADER:position + CHUNK_HEADER + length]
+        payload += data[position + CHUNK_HEADER : position + CHUNK_HEADER + length]
         position += CHUNK_HEADER + length
         if kind in (FULL, LAST):
             record = wandb_internal_pb2.Record()
@@ -165,12 +189,25 @@ def offline_run(run_dir: Path) -> OfflineRun:
                 key = "/".join(item.nested_key) if item.nested_key else item.key
                 summary[key] = json.loads(item.value_json)
         elif kind == "history":
-            history.append({"/".join(i.nested_key) if i.nested_key else i.key: json.loads(i.value_json)
-                            for i in record.history.item})  # fmt: skip
+            history.append(
+                {
+                    "/".join(i.nested_key) if i.nested_key else i.key: json.loads(i.value_json)
+                    for i in record.history.item
+                }
+            )
         elif kind == "artifact":
             artifacts += [entry.path for entry in record.artifact.manifest.contents]
     assert run is not None, f"no run record in {log}"
     config = {item.key: json.loads(item.value_json) for item in run.config.update if item.key != "_wandb"}
-    return OfflineRun(run_id=run.run_id, group=run.run_group, job_type=run.job_type, name=run.display_name,
-                      notes=run.notes, tags=list(run.tags), config=config, summary=summary, history=history,
-                      artifacts=artifacts)  # fmt: skip
+    return OfflineRun(
+        run_id=run.run_id,
+        group=run.run_group,
+        job_type=run.job_type,
+        name=run.display_name,
+        notes=run.notes,
+        tags=list(run.tags),
+        config=config,
+        summary=summary,
+        history=history,
+        artifacts=artifacts,
+    )

@@ -120,7 +120,7 @@ def step_records(steps: int, seed: int = 1) -> list[StepRecord]:
                     "energy": 9,
                     "deaths": deaths,
                     "inventory": {k: v for k, v in inventory.items() if v},
-                },  # fmt: skip
+                },
             )
         )
     return records
@@ -150,7 +150,7 @@ def turn_records(steps: int, every: int) -> list[TurnRecord]:
                 frames_in_session=1,
                 actions_queued=0 if failed else every,
                 compactions_in_thread=0,
-            )  # fmt: skip
+            )
         )
     return records
 
@@ -190,30 +190,59 @@ def write_episode(
         MilestoneResult(identity=m, step=s if s < steps else None, available=True) for m, s in MILESTONE_STEPS.items()
     ]
     metrics = TaskMetrics(
-        max_score=100.0, sim_score=float(sum(m.step is not None for m in milestones)), score=10.0,
-        category=TASK, scoring_kind="milestones", scored=True, score_source="milestones", milestones=milestones,
-        steps_run=steps, max_steps=steps, noops=noops, noop_total=sum(s.count for s in noops.values()),
-        sim_fallbacks={"deaths": records[-1].info["deaths"]}, dropped_keys={"chat": 3},
-        video=VideoResult(status="skipped"), longest_infrastructure_run=longest,
+        max_score=100.0,
+        sim_score=float(sum(m.step is not None for m in milestones)),
+        score=10.0,
+        category=TASK,
+        scoring_kind="milestones",
+        scored=True,
+        score_source="milestones",
+        milestones=milestones,
+        steps_run=steps,
+        max_steps=steps,
+        noops=noops,
+        noop_total=sum(s.count for s in noops.values()),
+        sim_fallbacks={"deaths": records[-1].info["deaths"]},
+        dropped_keys={"chat": 3},
+        video=VideoResult(status="skipped"),
+        longest_infrastructure_run=longest,
         infrastructure_noops=sum(s.count for c, s in noops.items() if c in INFRASTRUCTURE_CAUSES),
         no_effect_steps=sum(1 for record in records if record.no_effect),
-    )  # fmt: skip
+    )
     evaluation = EvaluationResult(
         participants={"agent": "http://127.0.0.1:1/"},
         results=[CategoryResult.of(TASK, {TASK: metrics}, [])],
         simulator=SimulatorInfo(name="embedded", version="1.8.3", label=LABEL),
-        seed=0, max_steps=steps, config=EvalConfig(task_category=TASK, simulator="embedded"),
-        started_at="2026-11-30T12:00:00+00:00", finished_at="2026-11-30T13:00:00+00:00", duration_s=3600.0,
+        seed=0,
+        max_steps=steps,
+        config=EvalConfig(task_category=TASK, simulator="embedded"),
+        started_at="2026-11-30T12:00:00+00:00",
+        finished_at="2026-11-30T13:00:00+00:00",
+        duration_s=3600.0,
         output_dir=str(run_dir.green),
-    )  # fmt: skip
+    )
     run_dir.evaluation.write_text(evaluation.model_dump_json(), encoding="utf-8")
     report = RunReport(
-        status="finished", arm=arm, episode=episode, source=str(source), fingerprint=fingerprint(settings),
-        settings=settings, compaction_limit=compaction.limit,
-        provenance=Provenance(mcu_arms_version="0.1.0", git_sha=None, git_dirty=None, python=sys.version.split()[0],
-                              packages={}, host="test", platform="test"),
-        started_at="2026-11-30T12:00:00+00:00", finished_at="2026-11-30T13:00:00+00:00", wall_s=3600.0,
-    )  # fmt: skip
+        status="finished",
+        arm=arm,
+        episode=episode,
+        source=str(source),
+        fingerprint=fingerprint(settings),
+        settings=settings,
+        compaction_limit=compaction.limit,
+        provenance=Provenance(
+            mcu_arms_version="0.1.0",
+            git_sha=None,
+            git_dirty=None,
+            python=sys.version.split()[0],
+            packages={},
+            host="test",
+            platform="test",
+        ),
+        started_at="2026-11-30T12:00:00+00:00",
+        finished_at="2026-11-30T13:00:00+00:00",
+        wall_s=3600.0,
+    )
     report.alerts = summarise_evaluation(report, evaluation, run_dir.relative(run_dir.evaluation))  # as `run` does
     run_dir.write_report(report)
     if agent in ("worldmodel", "prolong"):
@@ -241,7 +270,11 @@ def write_turns(run_dir: RunDir, steps: int, every: int) -> None:
     (task_dir / "memory" / "hypotheses.json").write_text('{"h1": "trees give wood"}', encoding="utf-8")
     (task_dir / "logs.txt").write_text("task: mine diamond\n", encoding="utf-8")
     episode = EpisodeReport(
-        task_dir=str(task_dir), task="mine diamond", started_at="2026-11-30T12:00:00+00:00", turns=len(turns),
-        turn_records=turns, failed_turns_by_reason={"timeout": sum(t.outcome != "ok" for t in turns)},
-    )  # fmt: skip
+        task_dir=str(task_dir),
+        task="mine diamond",
+        started_at="2026-11-30T12:00:00+00:00",
+        turns=len(turns),
+        turn_records=turns,
+        failed_turns_by_reason={"timeout": sum(t.outcome != "ok" for t in turns)},
+    )
     (task_dir / "agent_report.json").write_text(episode.model_dump_json(), encoding="utf-8")

@@ -41,8 +41,16 @@ RECORDED_STEPS = 40
 STEVE1_FRAMES = 50
 SEED = 0
 GONE_WITHIN_S = 10.0  # how long a killed engine process may take to be gone
-STAT_CATEGORIES = ("use_item", "pickup", "break_item", "craft_item", "mine_block", "damage_dealt", "custom",
-                   "kill_entity")
+STAT_CATEGORIES = (
+    "use_item",
+    "pickup",
+    "break_item",
+    "craft_item",
+    "mine_block",
+    "damage_dealt",
+    "custom",
+    "kill_entity",
+)
 EXPECTED_INFO = ("pov", "health", "food_level", "is_gui_open", "player_pos", "location_stats", *STAT_CATEGORIES)
 TASKS = tuple(TaskSpec(name=name, category="acceptance", text="look around") for name in ("first", "second", "third"))
 
@@ -69,8 +77,10 @@ class AcceptanceReport(BaseModel):
         return [check.name for check in self.checks if check.status == "failed"]
 
     def text(self) -> str:
-        lines = [f"mcu-arms acceptance minestudio ({self.minestudio_version or 'not importable'}"
-                 f"{', the test stand-in' if self.stand_in else ''}), {self.started_at} .. {self.finished_at}"]
+        lines = [
+            f"mcu-arms acceptance minestudio ({self.minestudio_version or 'not importable'}"
+            f"{', the test stand-in' if self.stand_in else ''}), {self.started_at} .. {self.finished_at}"
+        ]
         for check in self.checks:
             lines.append(f"{check.status.upper():9} {check.name} ({check.seconds:.1f} s)")
             lines += [f"          {line}" for line in check.evidence]
@@ -205,8 +215,10 @@ def check_raw_smoke(run: _Run, sim: Any, evidence: list[str]) -> None:
     def turned(camera: tuple[float, float]) -> tuple[float, float]:
         before = dict(sim.info["player_pos"])
         _obs, after = _step(sim, camera=camera)
-        return (float(after["player_pos"]["pitch"]) - float(before["pitch"]),
-                (float(after["player_pos"]["yaw"]) - float(before["yaw"]) + 180.0) % 360.0 - 180.0)
+        return (
+            float(after["player_pos"]["pitch"]) - float(before["pitch"]),
+            (float(after["player_pos"]["yaw"]) - float(before["yaw"]) + 180.0) % 360.0 - 180.0,
+        )
 
     yaw_turn = _within(RAW_CALL_TIMEOUT_S, lambda: turned((0.0, 90.0)), "a camera step")[1]
     pitch_turn = _within(RAW_CALL_TIMEOUT_S, lambda: turned((10.0, 0.0)), "a camera step")[0]
@@ -232,8 +244,10 @@ def check_seeded_hard_resets(run: _Run, sim: Any, evidence: list[str]) -> None:
         starts.append((digest, position))
         evidence.append(f"hard reset {attempt} with seed {SEED}: first frame {digest}, player_pos {position}")
     if starts[0] != starts[1]:
-        raise _Failed("two seeded hard resets started differently: a task's start is not reproducible on this host, "
-                      "whatever the project does")
+        raise _Failed(
+            "two seeded hard resets started differently: a task's start is not reproducible on this host, "
+            "whatever the project does"
+        )
 
 
 def check_recording_and_crash(run: _Run, evidence: list[str], video: list[str]) -> None:
@@ -330,8 +344,16 @@ def check_video(run: _Run, recording: str, evidence: list[str]) -> None:
 
     if not recording:
         raise _Failed("the backend wrote no recording of the first task")
-    source = _FrameSource.of(None, Recording(path=Path(recording), width=MCU_RENDER[0], height=MCU_RENDER[1],
-                                             frames=RECORDED_STEPS + 1, source="RecordCallback"))
+    source = _FrameSource.of(
+        None,
+        Recording(
+            path=Path(recording),
+            width=MCU_RENDER[0],
+            height=MCU_RENDER[1],
+            frames=RECORDED_STEPS + 1,
+            source="RecordCallback",
+        ),
+    )
     if source is None:
         raise _Failed(f"{recording} holds no frames")
     evidence.append(f"{recording}: {source.count} frames at {source.width}x{source.height}")
@@ -342,12 +364,20 @@ def check_video(run: _Run, recording: str, evidence: list[str]) -> None:
     from mcu_arms.contracts.rubric import chosen_auto_eval_dir
 
     auto_eval_dir = chosen_auto_eval_dir(None, run.env)
-    recorded = Recording(path=Path(recording), width=source.width, height=source.height, frames=source.count,
-                         source="MineStudio RecordCallback")
-    result = evaluate_video(TASKS[0], None, recorded, enabled=True, env=run.env, needed=True,
-                            auto_eval_dir=auto_eval_dir)
-    evidence.append(f"video evaluation: {result.status} {result.reason} task_progress={result.task_progress} "
-                    f"({result.rubric} rubric, graded {result.graded_frames.model_dump() if result.graded_frames else None})")
+    recorded = Recording(
+        path=Path(recording),
+        width=source.width,
+        height=source.height,
+        frames=source.count,
+        source="MineStudio RecordCallback",
+    )
+    result = evaluate_video(
+        TASKS[0], None, recorded, enabled=True, env=run.env, needed=True, auto_eval_dir=auto_eval_dir
+    )
+    evidence.append(
+        f"video evaluation: {result.status} {result.reason} task_progress={result.task_progress} "
+        f"({result.rubric} rubric, graded {result.graded_frames.model_dump() if result.graded_frames else None})"
+    )
     if result.status != "ok":
         raise _Failed(f"video evaluation did not grade: {result.reason}")
 
@@ -355,8 +385,9 @@ def check_video(run: _Run, recording: str, evidence: list[str]) -> None:
 def check_seeded_fast(run: _Run, evidence: list[str]) -> None:
     from mcu_arms.green.sims.minestudio import MineStudioSimulator
 
-    simulator = MineStudioSimulator(run.env, obs_size=OBS_SIZE, reset_mode="seeded_fast",
-                                    reset_timeout_s=BACKEND_RESET_TIMEOUT_S)
+    simulator = MineStudioSimulator(
+        run.env, obs_size=OBS_SIZE, reset_mode="seeded_fast", reset_timeout_s=BACKEND_RESET_TIMEOUT_S
+    )
     try:
         simulator.reset(TASKS[0], SEED)
         landed = simulator.reset(TASKS[1], SEED)  # a fast reset: /kill, clean-up, teleport, settling frames
@@ -368,14 +399,16 @@ def check_seeded_fast(run: _Run, evidence: list[str]) -> None:
             frames.add(step.frame.tobytes())
     finally:
         simulator.close()
-    evidence.append(f"after the fast reset: {landed.info}; over {SETTLE_STEPS} no-op steps y {heights[0]}..{heights[-1]}, "
-                    f"health {min(healths)}..{max(healths)}, {len(frames)} distinct frames")
+    evidence.append(
+        f"after the fast reset: {landed.info}; over {SETTLE_STEPS} no-op steps y {heights[0]}..{heights[-1]}, "
+        f"health {min(healths)}..{max(healths)}, {len(frames)} distinct frames"
+    )
     problems = []
     if landed.info.get("is_gui_open"):
         problems.append("a screen is open after the fast reset (the death screen?)")
     if landed.info.get("health") != 20 or min(healths) < 20:
         problems.append("health below 20 after landing (fall damage or a death)")
-    if len(set(heights[SETTLE_STEPS // 2:])) > 1:
+    if len(set(heights[SETTLE_STEPS // 2 :])) > 1:
         problems.append("the player is still moving vertically 10 steps after the start (falling, or in blocks)")
     if problems:
         raise _Failed("; ".join(problems))
@@ -403,8 +436,12 @@ def check_steve1(run: _Run, evidence: list[str]) -> None:
         episode.prepare("chop a tree")
         timed = time.monotonic()
         runs.append([episode.act(frame) for frame in frames])
-        evidence.append(f"{STEVE1_FRAMES} get_action calls: {(time.monotonic() - timed) / STEVE1_FRAMES * 1000:.0f} ms each")
-    determinism = steve1.Determinism(device=steve1.device_description(), nondeterministic_ops=episode.nondeterministic_ops)
+        evidence.append(
+            f"{STEVE1_FRAMES} get_action calls: {(time.monotonic() - timed) / STEVE1_FRAMES * 1000:.0f} ms each"
+        )
+    determinism = steve1.Determinism(
+        device=steve1.device_description(), nondeterministic_ops=episode.nondeterministic_ops
+    )
     evidence.append(determinism.statement())
     if runs[0] != runs[1]:
         differing = sum(a != b for a, b in zip(*runs, strict=True))
@@ -419,15 +456,29 @@ def run_acceptance(env: Mapping[str, str], out_dir: Path, *, budget_s: float = B
     what failed), and return the report (`write_report` writes it)."""
     run = _Run(env, out_dir, budget_s)
     report = AcceptanceReport(started_at=iso_seconds())
-    imported = _check(run, "import (as the green imports it) and host requirements",
-                      lambda evidence: check_import(run, evidence), engine=False)
+    imported = _check(
+        run,
+        "import (as the green imports it) and host requirements",
+        lambda evidence: check_import(run, evidence),
+        engine=False,
+    )
     report.checks.append(imported)
     if imported.status != "passed":
-        for name in ("raw smoke", "seeded hard resets", "recording and crash", "video at MCU's resolution",
-                     "seeded_fast landing", "STEVE-1"):
-            report.checks.append(AcceptanceCheck(
-                name=name, status="skipped", evidence=["the import and host check failed: MineStudio cannot run here"]
-            ))
+        for name in (
+            "raw smoke",
+            "seeded hard resets",
+            "recording and crash",
+            "video at MCU's resolution",
+            "seeded_fast landing",
+            "STEVE-1",
+        ):
+            report.checks.append(
+                AcceptanceCheck(
+                    name=name,
+                    status="skipped",
+                    evidence=["the import and host check failed: MineStudio cannot run here"],
+                )
+            )
         report.finished_at = iso_seconds()
         return report
     import minestudio
@@ -437,21 +488,42 @@ def run_acceptance(env: Mapping[str, str], out_dir: Path, *, budget_s: float = B
     sim: Any = None
     try:
         sim = _raw_sim()
-        report.checks.append(_check(run, "raw smoke: image shape, info keys, stat names, camera sign",
-                                    lambda evidence: check_raw_smoke(run, sim, evidence)))
-        report.checks.append(_check(run, f"two seeded hard resets (seed {SEED}) give the same first frame",
-                                    lambda evidence: check_seeded_hard_resets(run, sim, evidence)))
+        report.checks.append(
+            _check(
+                run,
+                "raw smoke: image shape, info keys, stat names, camera sign",
+                lambda evidence: check_raw_smoke(run, sim, evidence),
+            )
+        )
+        report.checks.append(
+            _check(
+                run,
+                f"two seeded hard resets (seed {SEED}) give the same first frame",
+                lambda evidence: check_seeded_hard_resets(run, sim, evidence),
+            )
+        )
     finally:
         if sim is not None:
             _within(RAW_CALL_TIMEOUT_S, sim.close, "closing the raw simulator")
     video: list[str] = []
-    report.checks.append(_check(run, "a crashed engine is replaced and nothing of it is left running",
-                                lambda evidence: check_recording_and_crash(run, evidence, video)))
-    report.checks.append(_check(run, "video at MCU's resolution (RecordCallback 640x360, graded)",
-                                lambda evidence: check_video(run, video[0] if video else "", evidence)))
+    report.checks.append(
+        _check(
+            run,
+            "a crashed engine is replaced and nothing of it is left running",
+            lambda evidence: check_recording_and_crash(run, evidence, video),
+        )
+    )
+    report.checks.append(
+        _check(
+            run,
+            "video at MCU's resolution (RecordCallback 640x360, graded)",
+            lambda evidence: check_video(run, video[0] if video else "", evidence),
+        )
+    )
     report.checks.append(_check(run, "seeded_fast landing", lambda evidence: check_seeded_fast(run, evidence)))
-    report.checks.append(_check(run, "STEVE-1 offline load and same-seed actions",
-                                lambda evidence: check_steve1(run, evidence)))
+    report.checks.append(
+        _check(run, "STEVE-1 offline load and same-seed actions", lambda evidence: check_steve1(run, evidence))
+    )
     report.finished_at = iso_seconds()
     return report
 

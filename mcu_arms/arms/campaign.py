@@ -37,8 +37,17 @@ from mcu_arms.contracts.settings import CampaignTag, Overrides, Settings, differ
 from mcu_arms.contracts.text import bounded
 
 SHOWN_VALUE_CHARS = 120
-CAMPAIGN_KEYS = ("name", "description", "seeds", "replicates", "max_parallel", "retries", "slurm", "baseline",
-                 "variants")
+CAMPAIGN_KEYS = (
+    "name",
+    "description",
+    "seeds",
+    "replicates",
+    "max_parallel",
+    "retries",
+    "slurm",
+    "baseline",
+    "variants",
+)
 DEFAULT_RETRIES = 1
 
 
@@ -103,7 +112,9 @@ def _merged(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
     """The baseline's keys with a variant's on top; tables ([ports], [codex], [env]...) merged key by key."""
     merged = dict(base)
     for key, value in overrides.items():
-        merged[key] = _merged(merged[key], value) if isinstance(value, dict) and isinstance(merged.get(key), dict) else value
+        merged[key] = (
+            _merged(merged[key], value) if isinstance(value, dict) and isinstance(merged.get(key), dict) else value
+        )
     return merged
 
 
@@ -131,13 +142,17 @@ def load_campaign(path: Path, arms_dir: Path) -> Campaign:
     data = parse_toml(text, path)
     for key in data:
         if key not in CAMPAIGN_KEYS:
-            raise _fail(f"unknown key{did_you_mean(key, CAMPAIGN_KEYS)}", path, text, key, allowed=", ".join(CAMPAIGN_KEYS))
+            raise _fail(
+                f"unknown key{did_you_mean(key, CAMPAIGN_KEYS)}", path, text, key, allowed=", ".join(CAMPAIGN_KEYS)
+            )
     name = data.get("name", path.stem)
     if not isinstance(name, str) or not re.fullmatch(ARM_NAME_PATTERN, name):
         raise _fail("not a valid campaign name", path, text, "name", allowed="letters, digits, '_' and '-'")
     seeds = _seeds(data, path, text)
     max_parallel, retries = data.get("max_parallel"), data.get("retries", DEFAULT_RETRIES)
-    if max_parallel is not None and (not isinstance(max_parallel, int) or isinstance(max_parallel, bool) or max_parallel < 1):
+    if max_parallel is not None and (
+        not isinstance(max_parallel, int) or isinstance(max_parallel, bool) or max_parallel < 1
+    ):
         raise _fail(f"{max_parallel!r} is not allowed", path, text, "max_parallel", allowed="an integer >= 1")
     if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
         raise _fail(f"{retries!r} is not allowed", path, text, "retries", allowed="an integer >= 0")
@@ -149,7 +164,7 @@ def load_campaign(path: Path, arms_dir: Path) -> Campaign:
 
     baseline_table = data.get("baseline")
     if not isinstance(baseline_table, dict):
-        raise _fail("a campaign needs a [baseline] table (`arm = \"NAME\"`, or the arm's keys)", path, text, "baseline")
+        raise _fail('a campaign needs a [baseline] table (`arm = "NAME"`, or the arm\'s keys)', path, text, "baseline")
     if "arm" in baseline_table:
         extra = [key for key in baseline_table if key != "arm"]
         if extra:
@@ -166,13 +181,22 @@ def load_campaign(path: Path, arms_dir: Path) -> Campaign:
     if not isinstance(raw_variants, list) or not all(isinstance(v, dict) for v in raw_variants):
         raise _fail("must be [[variants]] tables", path, text, "variants")
     if len(raw_variants) > MAX_VARIANTS:
-        raise _fail(f"{len(raw_variants)} variants are too many", path, text, "variants",
-                    allowed=f"at most {MAX_VARIANTS} [[variants]] tables")  # fmt: skip
+        raise _fail(
+            f"{len(raw_variants)} variants are too many",
+            path,
+            text,
+            "variants",
+            allowed=f"at most {MAX_VARIANTS} [[variants]] tables",
+        )
     episodes = len(seeds or baseline.spec.replicate_seeds()) * (1 + len(raw_variants))
     if episodes > MAX_EPISODES_PER_RUN:
-        raise _fail(f"{episodes} episodes (seeds times arms) are too many for one campaign", path, text,
-                    next((key for key in ("seeds", "replicates") if key in data), "variants"),
-                    allowed=f"at most {MAX_EPISODES_PER_RUN} episodes")  # fmt: skip
+        raise _fail(
+            f"{episodes} episodes (seeds times arms) are too many for one campaign",
+            path,
+            text,
+            next((key for key in ("seeds", "replicates") if key in data), "variants"),
+            allowed=f"at most {MAX_EPISODES_PER_RUN} episodes",
+        )
     baseline_settings = resolve_settings(baseline.spec, [])[0]
     variants = [
         _variant(index, table, baseline, baseline_settings, baseline_keys, path, text, arms_dir)
@@ -181,13 +205,21 @@ def load_campaign(path: Path, arms_dir: Path) -> Campaign:
     seen_names: set[str] = {baseline.spec.name}
     for index, variant in enumerate(variants):
         if variant.spec.name in seen_names:
-            raise _fail(f"arm name '{variant.spec.name}' is used twice in this campaign", path, text,
-                        f"variants[{index}].name")  # fmt: skip
+            raise _fail(
+                f"arm name '{variant.spec.name}' is used twice in this campaign", path, text, f"variants[{index}].name"
+            )
         seen_names.add(variant.spec.name)
     return Campaign(
-        name=name, path=path, description=str(data.get("description", "")), seeds=seeds, max_parallel=max_parallel,
-        retries=retries, slurm=slurm, baseline=baseline, variants=variants,
-    )  # fmt: skip
+        name=name,
+        path=path,
+        description=str(data.get("description", "")),
+        seeds=seeds,
+        max_parallel=max_parallel,
+        retries=retries,
+        slurm=slurm,
+        baseline=baseline,
+        variants=variants,
+    )
 
 
 def _seeds(data: dict[str, Any], path: Path, text: str) -> list[int] | None:
@@ -196,16 +228,23 @@ def _seeds(data: dict[str, Any], path: Path, text: str) -> list[int] | None:
         raise _fail("give seeds = [...] or replicates = N, not both", path, text, "replicates")
     if replicates is not None:
         if not isinstance(replicates, int) or isinstance(replicates, bool) or not 1 <= replicates <= MAX_SEEDS_PER_ARM:
-            raise _fail(f"{_shown(replicates)} is not allowed", path, text, "replicates",
-                        allowed=f"an integer from 1 to {MAX_SEEDS_PER_ARM}")  # fmt: skip
+            raise _fail(
+                f"{_shown(replicates)} is not allowed",
+                path,
+                text,
+                "replicates",
+                allowed=f"an integer from 1 to {MAX_SEEDS_PER_ARM}",
+            )
         return list(range(replicates))
     if seeds is None:
         return None
     allowed = f"a list of at most {MAX_SEEDS_PER_ARM} distinct integers from 0 to 2^63 - 1 ({SEED_LIMIT - 1})"
     if isinstance(seeds, list) and len(seeds) > MAX_SEEDS_PER_ARM:
         raise _fail(f"{len(seeds)} seeds are too many", path, text, "seeds", allowed=allowed)
-    valid = isinstance(seeds, list) and seeds and all(
-        isinstance(s, int) and not isinstance(s, bool) and 0 <= s < SEED_LIMIT for s in seeds
+    valid = (
+        isinstance(seeds, list)
+        and seeds
+        and all(isinstance(s, int) and not isinstance(s, bool) and 0 <= s < SEED_LIMIT for s in seeds)
     )
     if not valid or len(set(seeds)) != len(seeds):
         raise _fail(f"{_shown(seeds)} is not allowed", path, text, "seeds", allowed=allowed)
@@ -226,7 +265,7 @@ def _variant(
     claimed = table.get("differs_in")
     if not isinstance(claimed, list) or not claimed or not all(isinstance(key, str) for key in claimed):
         raise _fail(
-            "each variant says what it changes: differs_in = [\"setting\", ...]", path, text, f"{prefix}.differs_in"
+            'each variant says what it changes: differs_in = ["setting", ...]', path, text, f"{prefix}.differs_in"
         )
     overrides = {key: value for key, value in table.items() if key not in ("differs_in", "arm")}
     if "arm" in table:
@@ -284,7 +323,9 @@ class Selection(BaseModel):
 
 def with_seeds(spec: ArmSpec, seeds: list[int]) -> ArmSpec:
     """The arm running the campaign's seeds in place of its own seed, seeds or replicates (as if the file said so)."""
-    data = {key: value for key, value in spec.model_dump(exclude_unset=True).items() if key not in ("seed", "replicates")}
+    data = {
+        key: value for key, value in spec.model_dump(exclude_unset=True).items() if key not in ("seed", "replicates")
+    }
     return ArmSpec.model_validate({**data, "seeds": seeds})
 
 

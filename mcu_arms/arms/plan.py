@@ -23,7 +23,13 @@ from mcu_arms.arms.spec import (
     load_arm,
 )
 from mcu_arms.contracts.addresses import http_url, is_loopback
-from mcu_arms.contracts.catalog import CODEX_AGENTS, DEFAULT_ACTION_MODE, DEFAULT_RESET_MODE, FRAME_READING_AGENTS, capped_steps
+from mcu_arms.contracts.catalog import (
+    CODEX_AGENTS,
+    DEFAULT_ACTION_MODE,
+    DEFAULT_RESET_MODE,
+    FRAME_READING_AGENTS,
+    capped_steps,
+)
 from mcu_arms.contracts.errors import UserError, toml_line, user_error
 from mcu_arms.contracts.limits import MAX_EPISODES_PER_RUN
 from mcu_arms.contracts.mineflayer import MineflayerServer
@@ -89,8 +95,9 @@ def _resolve_compaction(spec: ArmSpec, warnings: list[str]) -> CompactionPlan:
             f"compact_limit {limit} is above {CODEX_COMPACT_PERCENT} % of context_window {window}: codex caps its "
             f"limit there and compacts at {at} tokens"
         )
-    return CompactionPlan(compact=True, limit=limit, context_window=window, codex_compacts_at=at,
-                          explanation=explanation)  # fmt: skip
+    return CompactionPlan(
+        compact=True, limit=limit, context_window=window, codex_compacts_at=at, explanation=explanation
+    )
 
 
 def apply_overrides(spec: ArmSpec, overrides: Overrides, source: Path) -> ArmSpec:
@@ -188,7 +195,9 @@ def check_tasks(spec: ArmSpec, source: Path, warnings: list[str], notes: list[st
         )
     for task in runnable:
         for line in support[task.name].unavailable_text():
-            notes.append(f"{task.name}: {line}: counted in the total, never reachable on the {spec.simulator} simulator")
+            notes.append(
+                f"{task.name}: {line}: counted in the total, never reachable on the {spec.simulator} simulator"
+            )
         notes += [f"{task.name}: {note}" for note in support[task.name].notes]
     return runnable
 
@@ -303,16 +312,37 @@ def build_plan(
             "decodes with Pillow and will see red and blue swapped"
         )
 
-    argv = command_lines(settings, host=host, green_port=green_port, purple_port=purple_port,
-                         episode_dir=run_dir.path, purple_dir=run_dir.purple, scenario=run_dir.scenario,
-                         events=run_dir.events)  # fmt: skip
+    argv = command_lines(
+        settings,
+        host=host,
+        green_port=green_port,
+        purple_port=purple_port,
+        episode_dir=run_dir.path,
+        purple_dir=run_dir.purple,
+        scenario=run_dir.scenario,
+        events=run_dir.events,
+    )
     processes = [
-        ProcessPlan(role="green", argv=argv["green"], env=green_env, cwd=str(env.cwd), log=str(run_dir.log("green")),
-                    port=green_port, url=green_url),
-        ProcessPlan(role="purple", argv=argv["purple"], env=purple_env, cwd=str(env.cwd), log=str(run_dir.log("purple")),
-                    port=purple_port, url=purple_url),
+        ProcessPlan(
+            role="green",
+            argv=argv["green"],
+            env=green_env,
+            cwd=str(env.cwd),
+            log=str(run_dir.log("green")),
+            port=green_port,
+            url=green_url,
+        ),
+        ProcessPlan(
+            role="purple",
+            argv=argv["purple"],
+            env=purple_env,
+            cwd=str(env.cwd),
+            log=str(run_dir.log("purple")),
+            port=purple_port,
+            url=purple_url,
+        ),
         ProcessPlan(role="client", argv=argv["client"], env={}, cwd=str(env.cwd), log=str(run_dir.log("client"))),
-    ]  # fmt: skip
+    ]
     return ArmPlan(
         arm=spec.name,
         source=str(source),
@@ -445,9 +475,21 @@ def resolve_slurm(spec: ArmSpec, given: SlurmOverrides, source: Path) -> SlurmOp
             key="slurm.stop_margin",
             allowed=f"a margin below the time limit minus {SLURM_TICK_S} s, or a longer time",
         )
-    chosen = {key: flags.get(key, getattr(written, key)) for key in ("partition", "account", "qos", "constraint",
-                                                                     "exclude", "mem", "gres", "cpus",
-                                                                     "array_throttle", "log_dir")}  # fmt: skip
+    chosen = {
+        key: flags.get(key, getattr(written, key))
+        for key in (
+            "partition",
+            "account",
+            "qos",
+            "constraint",
+            "exclude",
+            "mem",
+            "gres",
+            "cpus",
+            "array_throttle",
+            "log_dir",
+        )
+    }
     return SlurmOptions(
         time_s=time_s, sbatch=[*written.sbatch, *given.sbatch], setup=written.setup, stop_margin_s=margin, **chosen
     )
@@ -471,7 +513,7 @@ def place(plan: ArmPlan, spec: ArmSpec, source: Path, placement: Placement) -> A
     if fixed and plan.replicates > 1:
         warnings.append(
             f"fixed {' and '.join(fixed)} port(s) on Slurm: two episodes of this arm on one node at once need the same "
-            "port, and the second aborts; \"auto\" picks free ones on the node"
+            'port, and the second aborts; "auto" picks free ones on the node'
         )
     return plan.model_copy(
         update={"executor": "slurm", "slurm": resolve_slurm(spec, placement.slurm, source), "warnings": warnings}
@@ -497,12 +539,20 @@ def plan_specs(
     for spec, source in specs:
         reason = local_address_reason(spec.ports.host)
         if reason:
-            raise UserError(reason, path=source, line=_line(source, "ports.host"), key="ports.host",
-                            allowed="127.0.0.1, ::1, or with expose = true an address of this host, 0.0.0.0 or ::")
+            raise UserError(
+                reason,
+                path=source,
+                line=_line(source, "ports.host"),
+                key="ports.host",
+                allowed="127.0.0.1, ::1, or with expose = true an address of this host, 0.0.0.0 or ::",
+            )
     episodes = sum(len(spec.replicate_seeds()) for spec, _ in specs)
     if episodes > MAX_EPISODES_PER_RUN:
-        raise UserError(f"{episodes} episodes (seeds times arms) are too many for one run", key="seeds",
-                        allowed=f"at most {MAX_EPISODES_PER_RUN} episodes")  # fmt: skip
+        raise UserError(
+            f"{episodes} episodes (seeds times arms) are too many for one run",
+            key="seeds",
+            allowed=f"at most {MAX_EPISODES_PER_RUN} episodes",
+        )
     fixed: set[int] = set()
     for spec, _ in specs:
         for port in (spec.ports.green, spec.ports.purple):
@@ -538,20 +588,18 @@ def plan_specs(
                 used[ports[role]] = spec.name
                 taken.add(ports[role])
             replicate = spec.model_copy(update={"seed": seed})
-            episode_plan = (
-                build_plan(
-                    replicate,
-                    source,
-                    overrides,
-                    env,
-                    green_port=ports["green"],
-                    purple_port=ports["purple"],
-                    ports_auto=auto,
-                    episode=first_episode + index,
-                    home_name=spec.name if len(seeds) == 1 else f"{spec.name}-seed{seed}",
-                    checked=checked,
-                ).model_copy(update={"replicates": len(seeds)})
-            )
+            episode_plan = build_plan(
+                replicate,
+                source,
+                overrides,
+                env,
+                green_port=ports["green"],
+                purple_port=ports["purple"],
+                ports_auto=auto,
+                episode=first_episode + index,
+                home_name=spec.name if len(seeds) == 1 else f"{spec.name}-seed{seed}",
+                checked=checked,
+            ).model_copy(update={"replicates": len(seeds)})
             plans.append(place(episode_plan, spec, source, placement))
     homes = [(os.path.realpath(p.codex_home), Path(p.source)) for p in plans if p.codex_home]
     _check_unique(homes, "CODEX_HOME (through a linked codex root)", key="codex.root")

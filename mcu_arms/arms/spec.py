@@ -31,14 +31,6 @@ from mcu_arms.contracts.catalog import (
 )
 from mcu_arms.contracts.errors import Problem, UserError, did_you_mean, parse_toml, user_error
 from mcu_arms.contracts.game_state import DEFAULT_OBSERVE, OBSERVE_MODES, STATE_SIMULATORS, wants_frame, wants_state
-from mcu_arms.contracts.mineflayer import MineflayerServer
-from mcu_arms.contracts.planned import (
-    DEFAULT_PLANNER_TIMEOUT_S,
-    DEFAULT_POLICY_BACKEND,
-    DEFAULT_POLICY_TIMEOUT_S,
-    POLICY_BACKENDS,
-    PolicyBackend,
-)
 from mcu_arms.contracts.limits import (
     MAX_ENV_ENTRY_BYTES,
     MAX_ENV_KEYS,
@@ -47,6 +39,14 @@ from mcu_arms.contracts.limits import (
     MAX_STEPS,
     MIN_STEP_TIMEOUT_S,
     SEED_LIMIT,
+)
+from mcu_arms.contracts.mineflayer import MineflayerServer
+from mcu_arms.contracts.planned import (
+    DEFAULT_PLANNER_TIMEOUT_S,
+    DEFAULT_POLICY_BACKEND,
+    DEFAULT_POLICY_TIMEOUT_S,
+    POLICY_BACKENDS,
+    PolicyBackend,
 )
 from mcu_arms.contracts.rubric import auto_eval_problem
 from mcu_arms.contracts.settings import DEFAULT_CONTEXT_WINDOW, ENV_NAME_PATTERN, Thresholds
@@ -74,8 +74,8 @@ ARM_NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 SESSION_TURNS_WARN_ABOVE = 5
 
 WIRE_API_REASON = (
-    "codex-cli 0.171 refuses wire_api = \"chat\" before it sends anything (\"`wire_api = \"chat\"` is no longer "
-    "supported\"): every turn would fail"
+    'codex-cli 0.171 refuses wire_api = "chat" before it sends anything ("`wire_api = "chat"` is no longer '
+    'supported"): every turn would fail'
 )
 
 SESSION_TURNS_ZERO_REASON = (
@@ -114,7 +114,7 @@ class PortsSpec(_Strict):
     def _port_range(cls, value: Any) -> int | str:
         if value == AUTO_PORT or (isinstance(value, int) and not isinstance(value, bool) and 1024 <= value <= 65535):
             return value
-        raise ValueError(f"{value!r} is not a port between 1024 and 65535, nor \"auto\"")
+        raise ValueError(f'{value!r} is not a port between 1024 and 65535, nor "auto"')
 
     @field_validator("host")
     @classmethod
@@ -122,16 +122,17 @@ class PortsSpec(_Strict):
         return str(parse_host(value))
 
     @model_validator(mode="after")
-    def _two_ports(self) -> "PortsSpec":
+    def _two_ports(self) -> PortsSpec:
         if isinstance(self.green, int) and self.green == self.purple:
             raise SettingConflict(
-                "ports.purple", f"the green and the purple cannot both listen on port {self.green}: the second to "
+                "ports.purple",
+                f"the green and the purple cannot both listen on port {self.green}: the second to "
                 "start would find it taken",
             )
         return self
 
     @model_validator(mode="after")
-    def _exposure_asked_for(self) -> "PortsSpec":
+    def _exposure_asked_for(self) -> PortsSpec:
         if not is_loopback(self.host) and not self.expose:
             raise SettingConflict(
                 "ports.host",
@@ -321,40 +322,41 @@ class ArmSpec(_Strict):
         return list(range(self.seed, self.seed + (self.replicates or 1)))
 
     @model_validator(mode="after")
-    def _consistent(self) -> "ArmSpec":
+    def _consistent(self) -> ArmSpec:
         if self.seeds is not None and self.replicates is not None:
-            raise SettingConflict("replicates", "give seeds = [...] or replicates = N (counting up from seed), not both")
+            raise SettingConflict(
+                "replicates", "give seeds = [...] or replicates = N (counting up from seed), not both"
+            )
         if self.seeds is not None and "seed" in self.model_fields_set:
             raise SettingConflict("seeds", "give seeds = [...] or seed = N, not both")
         if self.seed + (self.replicates or 1) > SEED_LIMIT:
             raise SettingConflict("replicates", f"the seeds would count up past 2^63 - 1 ({SEED_LIMIT - 1})")
         if self.cuda_device is not None and self.agent != "steve1":
-            raise SettingConflict("cuda_device", "cuda_device is only for agent = \"steve1\"")
+            raise SettingConflict("cuda_device", 'cuda_device is only for agent = "steve1"')
         if self.steve1_condition is not None and self.agent != "steve1":
-            raise SettingConflict("steve1_condition", "steve1_condition is only for agent = \"steve1\"")
+            raise SettingConflict("steve1_condition", 'steve1_condition is only for agent = "steve1"')
         if self.reset_mode is not None and self.simulator != "minestudio":
             raise SettingConflict(
-                "reset_mode", "reset_mode is only for simulator = \"minestudio\" (the embedded one builds a new world "
-                "from the seed for every task)"
+                "reset_mode",
+                'reset_mode is only for simulator = "minestudio" (the embedded one builds a new world '
+                "from the seed for every task)",
             )
         if self.action_mode is not None and self.simulator != "minestudio":
             raise SettingConflict(
-                "action_mode", "action_mode is only for simulator = \"minestudio\" (the other simulators take env "
-                "actions as they are)"
+                "action_mode",
+                'action_mode is only for simulator = "minestudio" (the other simulators take env actions as they are)',
             )
         if self.agent == "scripted" and self.simulator != "embedded":
-            raise SettingConflict(
-                "simulator", "agent \"scripted\" plays Crafter frames: it needs simulator = \"embedded\""
-            )
+            raise SettingConflict("simulator", 'agent "scripted" plays Crafter frames: it needs simulator = "embedded"')
         if self.agent == "steve1" and self.simulator != "minestudio":
             raise SettingConflict(
-                "simulator", "agent \"steve1\" is a Minecraft policy: it needs simulator = \"minestudio\""
+                "simulator", 'agent "steve1" is a Minecraft policy: it needs simulator = "minestudio"'
             )
         self._consistent_server()
         self._consistent_observation()
         reason = category_reason(self.simulator, self.task)
         if reason is not None:
-            raise SettingConflict("task", f"task {reason}: it needs simulator = \"minestudio\"")
+            raise SettingConflict("task", f'task {reason}: it needs simulator = "minestudio"')
         if self.compact_limit is not None:
             if self.compact and self.compact_limit >= self.context_window:
                 raise SettingConflict(
@@ -374,17 +376,18 @@ class ArmSpec(_Strict):
         """A Minecraft server is named for the mineflayer simulator only, and that one serves no frames: a
         frame-reading agent, a frame in the observation or a video to grade cannot be had from it."""
         if self.mineflayer is not None and self.simulator != "mineflayer":
-            raise SettingConflict("mineflayer", "[mineflayer] is only for simulator = \"mineflayer\"")
+            raise SettingConflict("mineflayer", '[mineflayer] is only for simulator = "mineflayer"')
         if self.simulator not in FRAMELESS_SIMULATORS:
             return
         if self.agent in FRAME_READING_AGENTS:
             raise SettingConflict(
-                "simulator", f"agent \"{self.agent}\" reads frames, and the {self.simulator} simulator serves none "
-                "(structured state only): pair it with simulator = \"embedded\" or \"minestudio\"",
+                "simulator",
+                f'agent "{self.agent}" reads frames, and the {self.simulator} simulator serves none '
+                '(structured state only): pair it with simulator = "embedded" or "minestudio"',
             )
         if wants_frame(self.observe):
             raise SettingConflict(
-                "observe", f"the {self.simulator} simulator serves no frames: it needs observe = \"state\""
+                "observe", f'the {self.simulator} simulator serves no frames: it needs observe = "state"'
             )
         if self.video_eval:
             raise SettingConflict(
@@ -396,28 +399,32 @@ class ArmSpec(_Strict):
         if wants_state(self.observe) and self.simulator not in STATE_SIMULATORS:
             raise SettingConflict(
                 "observe",
-                f"observe = \"{self.observe}\" needs structured state, which only the "
+                f'observe = "{self.observe}" needs structured state, which only the '
                 f"{' and '.join(sorted(STATE_SIMULATORS))} simulators provide (the {self.simulator} one serves frames)",
             )
         if self.agent == "steve1" and self.obs_encoding == "jpeg_bgr":
             raise SettingConflict(
                 "obs_encoding",
-                "agent \"steve1\" decodes frames as RGB: with obs_encoding = \"jpeg_bgr\" it would see red and blue "
+                'agent "steve1" decodes frames as RGB: with obs_encoding = "jpeg_bgr" it would see red and blue '
                 "swapped (jpeg_bgr is for purples that decode with cv2, as MCU-AgentBeats' do)",
             )
         if self.agent in FRAME_READING_AGENTS and not wants_frame(self.observe):
-            raise SettingConflict("observe", f"agent \"{self.agent}\" reads frames: it needs observe = \"frame\" or \"frame+state\"")
+            raise SettingConflict(
+                "observe", f'agent "{self.agent}" reads frames: it needs observe = "frame" or "frame+state"'
+            )
         if self.agent not in STATE_AGENTS:
             for table in ("planner", "policy"):
                 if getattr(self, table) is not None:
-                    raise SettingConflict(table, f"[{table}] is only for agent = \"planned\"")
+                    raise SettingConflict(table, f'[{table}] is only for agent = "planned"')
             return
         if not wants_state(self.observe):
-            raise SettingConflict("observe", f"agent \"{self.agent}\" reads structured state: it needs observe = \"state\" or \"frame+state\"")
+            raise SettingConflict(
+                "observe", f'agent "{self.agent}" reads structured state: it needs observe = "state" or "frame+state"'
+            )
         for table, spec in (("planner", self.planner), ("policy", self.policy)):
             missing = [key for key in ("base_url", "model") if spec is None or getattr(spec, key) is None]
             if missing:
-                raise SettingConflict(table, f"agent \"planned\" needs [{table}] {' and '.join(missing)}")
+                raise SettingConflict(table, f'agent "planned" needs [{table}] {" and ".join(missing)}')
             if spec.timeout >= self.step_timeout:
                 raise SettingConflict(
                     f"{table}.timeout",
@@ -426,7 +433,7 @@ class ArmSpec(_Strict):
                 )
         if self.policy.backend == "decision_service" and self.policy.thinking is not None:
             raise SettingConflict(
-                "policy.thinking", "a decision service applies no chat template: thinking is for backend = \"chat\""
+                "policy.thinking", 'a decision service applies no chat template: thinking is for backend = "chat"'
             )
         if self.policy.backend == "decision_service" and self.policy.revision is None:
             raise SettingConflict(
@@ -453,19 +460,19 @@ ALLOWED: dict[str, str] = {
     "context_window": "tokens, an integer > 0",
     "env": f"at most {MAX_ENV_KEYS} NAME = \"value\" pairs; names of letters, digits and '_', not starting with a "
     f"digit; string values; each name and value at most {MAX_ENV_ENTRY_BYTES} bytes",
-    "cuda_device": "a CUDA device index or UUID as a string, for agent = \"steve1\" only",
-    "reset_mode": f"{', '.join(RESET_MODES)}; for simulator = \"minestudio\" only",
-    "action_mode": f"{', '.join(ACTION_MODES)}; for simulator = \"minestudio\" only",
-    "steve1_condition": "a non-empty text STEVE-1 is conditioned on for every task, for agent = \"steve1\" only",
-    "ports.green": "a port 1024-65535 or \"auto\"",
-    "ports.purple": "a port 1024-65535 or \"auto\"",
+    "cuda_device": 'a CUDA device index or UUID as a string, for agent = "steve1" only',
+    "reset_mode": f'{", ".join(RESET_MODES)}; for simulator = "minestudio" only',
+    "action_mode": f'{", ".join(ACTION_MODES)}; for simulator = "minestudio" only',
+    "steve1_condition": 'a non-empty text STEVE-1 is conditioned on for every task, for agent = "steve1" only',
+    "ports.green": 'a port 1024-65535 or "auto"',
+    "ports.purple": 'a port 1024-65535 or "auto"',
     "ports.host": "the IP address both agents bind to and are reached at: 127.0.0.1 (default), ::1, or with "
     "expose = true a local address or 0.0.0.0 / ::",
     "ports.expose": "true or false: true allows a ports.host beyond loopback",
     "codex.provider_wire_api": "responses (the only wire API codex still speaks)",
     "codex.provider_env_key": "the NAME of the environment variable holding the provider's API key, not the key",
     "video_eval": "true or false",
-    "video_model": "a vision model name, e.g. \"gpt-4o\"",
+    "video_model": 'a vision model name, e.g. "gpt-4o"',
     "save_frames": "true or false",
     "thresholds.infrastructure_share": "a share of a task's steps, 0 to 1",
     "thresholds.infrastructure_in_a_row": "an integer >= 1",
@@ -476,7 +483,7 @@ ALLOWED: dict[str, str] = {
     "obs_size": f"[width, height], each {OBS_SIDE_MIN}..{OBS_SIDE_MAX}; [640, 360] as MCU-AgentBeats sends",
     "obs_encoding": "png, jpeg, jpeg_bgr (MCU-AgentBeats' cv2-encoded JPEG)",
     "observe": ", ".join(OBSERVE_MODES),
-    "planner.base_url": "an OpenAI-compatible endpoint ending in /v1, e.g. \"http://127.0.0.1:8000/v1\"",
+    "planner.base_url": 'an OpenAI-compatible endpoint ending in /v1, e.g. "http://127.0.0.1:8000/v1"',
     "planner.model": "the served model name (vLLM's --served-model-name, llama.cpp's --alias)",
     "planner.env_key": "the NAME of the environment variable holding the planner's API key, not the key",
     "planner.timeout": "seconds > 0, below step_timeout",
@@ -487,28 +494,28 @@ ALLOWED: dict[str, str] = {
     "policy.revision": "the model revision the decision service must serve (its /v1/models `run` ends in @REVISION)",
     "policy.env_key": "the NAME of the environment variable holding the policy's API key, not the key",
     "policy.timeout": "seconds > 0, below step_timeout",
-    "policy.thinking": "true or false, backend = \"chat\" only: as planner.thinking",
-    "mineflayer": "a table (host, port, version, username, chat), for simulator = \"mineflayer\" only",
+    "policy.thinking": 'true or false, backend = "chat" only: as planner.thinking',
+    "mineflayer": 'a table (host, port, version, username, chat), for simulator = "mineflayer" only',
     "mineflayer.chat": "true or false (default): post the planned agent's decisions in the game's chat, tagged by "
     "source",
     "mineflayer.host": "the Minecraft server's address (default 127.0.0.1)",
     "mineflayer.port": "the server's port, 1-65535 (default 25565)",
-    "mineflayer.version": "the Java Edition version it runs, e.g. \"1.21.1\" (doctor checks it answers so)",
+    "mineflayer.version": 'the Java Edition version it runs, e.g. "1.21.1" (doctor checks it answers so)',
     "mineflayer.username": "the bot's name, 3-16 letters, digits or '_' (op it on the server for the tasks' commands)",
     "slurm.partition": "a partition name (sbatch --partition)",
     "slurm.account": "an account name (sbatch --account)",
     "slurm.time": TIME_ALLOWED,
-    "slurm.mem": "memory as sbatch --mem takes it: a number with an optional K, M, G or T, e.g. \"8G\"",
-    "slurm.gres": "a GRES as sbatch --gres takes it, e.g. \"mcslot:1\" or \"gpu:1\"",
+    "slurm.mem": 'memory as sbatch --mem takes it: a number with an optional K, M, G or T, e.g. "8G"',
+    "slurm.gres": 'a GRES as sbatch --gres takes it, e.g. "mcslot:1" or "gpu:1"',
     "slurm.cpus": "an integer >= 1 (sbatch --cpus-per-task)",
-    "slurm.qos": "a QOS name (sbatch --qos), e.g. \"long\"",
-    "slurm.constraint": "node features as sbatch --constraint takes them, e.g. \"avx2\" or \"avx2&ib\"",
-    "slurm.exclude": "nodes never to use, as sbatch --exclude takes them, e.g. \"node[01-03],gpu7\"",
+    "slurm.qos": 'a QOS name (sbatch --qos), e.g. "long"',
+    "slurm.constraint": 'node features as sbatch --constraint takes them, e.g. "avx2" or "avx2&ib"',
+    "slurm.exclude": 'nodes never to use, as sbatch --exclude takes them, e.g. "node[01-03],gpu7"',
     "slurm.log_dir": "a directory (relative: to where mcu-arms runs) for the jobs' stdout and stderr, instead of each "
     "episode directory",
     "slurm.array_throttle": "an integer >= 1: at most this many of the array's episodes at once",
-    "slurm.sbatch": "a list of extra sbatch options, each \"--name=value\" or \"--flag\"",
-    "slurm.setup": "a list of shell lines the job runs before the episode, e.g. [\"module load jdk/8\"]",
+    "slurm.sbatch": 'a list of extra sbatch options, each "--name=value" or "--flag"',
+    "slurm.setup": 'a list of shell lines the job runs before the episode, e.g. ["module load jdk/8"]',
     "slurm.stop_margin": f"seconds >= {MIN_STOP_MARGIN_S} before the time limit at which the episode is told to stop",
 }
 
@@ -529,7 +536,9 @@ def describe_error(error: dict[str, Any]) -> Problem:
     if kind == "extra_forbidden":
         table = ".".join(loc[:-1])
         known = list(ArmSpec.model_fields) if not table else _table_keys(table)
-        return Problem(key, f"unknown key{did_you_mean(loc[-1], known)} (known keys here: {', '.join(known)})", kind=kind)
+        return Problem(
+            key, f"unknown key{did_you_mean(loc[-1], known)} (known keys here: {', '.join(known)})", kind=kind
+        )
     if kind == "missing":
         return Problem(key, "is required", kind=kind)
     if kind == "literal_error":

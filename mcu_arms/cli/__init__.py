@@ -47,10 +47,10 @@ def _root(
     version: bool = typer.Option(
         False, "--version", "-V", callback=_print_version, is_eager=True, help="Print the version and exit."
     ),
-    output_dir: Optional[Path] = typer.Option(
+    output_dir: Path | None = typer.Option(
         None, "--output-dir", help=f"Where runs are written and read [${OUTPUT_DIR_ENV} or output/]."
     ),
-    arms_dir: Optional[Path] = typer.Option(
+    arms_dir: Path | None = typer.Option(
         None,
         "--arms-dir",
         help=f"Where arm files are: --arm NAME, new NAME, plan with none named [${ARMS_DIR_ENV} or arms/].",
@@ -63,6 +63,19 @@ def _root(
 
 
 for command_module in (
-    plan, run, run_episode, compare, view, report, status, new, codex_home, doctor, acceptance, tasks, serve, evaluate
+    plan,
+    run,
+    run_episode,
+    compare,
+    view,
+    report,
+    status,
+    new,
+    codex_home,
+    doctor,
+    acceptance,
+    tasks,
+    serve,
+    evaluate,
 ):
     command_module.register(app)

@@ -43,7 +43,9 @@ def register(app: typer.Typer) -> None:
             print_json(env, report)
         else:
             for check in report.checks:
-                env.console.print(f"[{STYLE[check.status]}]{check.status:9}[/] {escape(check.name)} ({check.seconds} s)")
+                env.console.print(
+                    f"[{STYLE[check.status]}]{check.status:9}[/] {escape(check.name)} ({check.seconds} s)"
+                )
                 for line in check.evidence:
                     env.console.print(f"          {escape(line)}", highlight=False)
             env.console.print(f"report: {json_path} and {text_path}")

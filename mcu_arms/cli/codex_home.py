@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 import shlex
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -46,8 +45,8 @@ def register(app: typer.Typer) -> None:
     def codex_home(
         ctx: typer.Context,
         name: str = typer.Argument(..., help="Arm name: the home is ROOT/NAME."),
-        root: Optional[Path] = typer.Option(None, help="Codex root [$MCU_CODEX_ROOT or /var/tmp/mcu-codex-$USER]."),
-        auth: Optional[Path] = typer.Option(None, help="Credential to link [$MCU_CODEX_AUTH or ~/.codex/auth.json]."),
+        root: Path | None = typer.Option(None, help="Codex root [$MCU_CODEX_ROOT or /var/tmp/mcu-codex-$USER]."),
+        auth: Path | None = typer.Option(None, help="Credential to link [$MCU_CODEX_AUTH or ~/.codex/auth.json]."),
     ) -> None:
         env = environment(ctx)
         if not re.fullmatch(ARM_NAME_PATTERN, name):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
@@ -86,8 +86,11 @@ def render(result: Analysis, env: Environment) -> None:
             style = "green" if line.verdict == "distinguishable" else "default"
             console.print(f"[{style}]{escape(line.text)}[/]", highlight=False, soft_wrap=True)
     if result.differences:
-        console.print(f"[dim]statistics: {escape(result.statistics_method)}; multiple comparisons: "
-                      f"{escape(result.family)}[/]", highlight=False, soft_wrap=True)  # fmt: skip
+        console.print(
+            f"[dim]statistics: {escape(result.statistics_method)}; multiple comparisons: {escape(result.family)}[/]",
+            highlight=False,
+            soft_wrap=True,
+        )
 
     if result.settings:
         console.print("[bold]settings" + (" (all)" if result.show_all else " that differ") + "[/]")
@@ -126,7 +129,10 @@ def render(result: Analysis, env: Environment) -> None:
         if arm.status != "finished" and facts is not None:
             process = f" ({facts.failure_process})" if facts.failure_process else ""
             reason = facts.failure_reason or "no failure recorded"
-            console.print(f"[bold red]{arm.arm} {arm.status}{process}:[/] {escape(shown_text(reason, MAX_MESSAGE_CHARS))}", soft_wrap=True)
+            console.print(
+                f"[bold red]{arm.arm} {arm.status}{process}:[/] {escape(shown_text(reason, MAX_MESSAGE_CHARS))}",
+                soft_wrap=True,
+            )
             for role, path in facts.logs.items():
                 console.print(f"  {role}: {escape(path)}", highlight=False, soft_wrap=True)
 
@@ -139,22 +145,24 @@ def register(app: typer.Typer) -> None:
         arms: list[str] = typer.Argument(
             None, help="Arm files, names or output dirs.", show_default=False, autocompletion=ran_arm_names
         ),
-        baseline: Optional[str] = typer.Option(None, "--baseline", help="Arm the deltas are against (default: first)."),
+        baseline: str | None = typer.Option(None, "--baseline", help="Arm the deltas are against (default: first)."),
         show_all: bool = typer.Option(False, "--all", help="Show every setting, not only those that differ."),
-        run: Optional[int] = typer.Option(None, "--run", help="Compare episode N of each arm."),
+        run: int | None = typer.Option(None, "--run", help="Compare episode N of each arm."),
         experiment: ExperimentOption = None,
         json_output: bool = typer.Option(False, "--json", help="Print the analysis as JSON."),
         csv_output: bool = typer.Option(False, "--csv", help="Print tidy numbers: arm, metric, statistic, value."),
         markdown_output: bool = typer.Option(False, "--markdown", help="Print markdown tables."),
-        plot: Optional[Path] = typer.Option(
+        plot: Path | None = typer.Option(
             None, "--plot", help="Also draw milestones against step to FILE (.png, .pdf or .svg, by its suffix)."
         ),
         log_x: bool = typer.Option(False, "--log-x", help="Draw the plot's step axis on a log scale."),
-        export: Optional[Path] = typer.Option(
+        export: Path | None = typer.Option(
             None, "--export", help="Also write tidy tables (CSV, and Parquet when pyarrow is installed) into DIR."
         ),
-        to: Optional[str] = typer.Option(
-            None, "--to", help="Also write each compared episode as a tracker run: mlflow[=TRACKING_URI], or "
+        to: str | None = typer.Option(
+            None,
+            "--to",
+            help="Also write each compared episode as a tracker run: mlflow[=TRACKING_URI], or "
             "wandb[=DIR] (offline runs, for `wandb sync`); a rerun updates those runs, never adds more.",
         ),
     ) -> None:
@@ -191,8 +199,10 @@ def _refuse_earlier_export(directory: Path) -> None:
     if found:
         raise UserError(
             f"already holds an export ({', '.join(found)}), which is never written over",
-            path=directory, key="--export", allowed="a directory without one (a new name, or remove the old export)",
-        )  # fmt: skip
+            path=directory,
+            key="--export",
+            allowed="a directory without one (a new name, or remove the old export)",
+        )
 
 
 def _write_export(result: Analysis, directory: Path, env: Environment) -> None:

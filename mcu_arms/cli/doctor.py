@@ -46,8 +46,11 @@ def register(app: typer.Typer) -> None:
         if placement.executor == "slurm":
             chosen = placement.slurm.partition
             partitions = {spec.name: chosen or spec.slurm.partition for spec in specs}
-            roots = {spec.name: Path(spec.codex.root) if spec.codex.root else default_root(env.env)
-                     for spec in specs if spec.agent in CODEX_AGENTS}  # fmt: skip
+            roots = {
+                spec.name: Path(spec.codex.root) if spec.codex.root else default_root(env.env)
+                for spec in specs
+                if spec.agent in CODEX_AGENTS
+            }
             report.checks += slurm_checks(env.env, env.output_dir, partitions, roots)
         if json_output:
             print_json(env, report)

@@ -7,7 +7,7 @@ green could not be reached, with the reason on stderr; 2: bad input (scenario fi
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -21,26 +21,26 @@ EXIT_EVALUATION_FAILED = 1
 @reports_user_errors
 def evaluate_command(
     ctx: typer.Context,
-    scenario: Annotated[Path, typer.Argument(help="AgentBeats scenario TOML: green_agent, participants and config tables.")],
+    scenario: Annotated[
+        Path, typer.Argument(help="AgentBeats scenario TOML: green_agent, participants and config tables.")
+    ],
     out: Annotated[
-        Optional[Path], typer.Argument(help="Where to write the green's JSON result (must not exist yet).")
+        Path | None, typer.Argument(help="Where to write the green's JSON result (must not exist yet).")
     ] = None,
     card_timeout: Annotated[
         float, typer.Option("--card-timeout", min=0.0, help="Seconds to wait for the green agent's card.")
     ] = DEFAULT_CARD_DEADLINE_S,
     timeout: Annotated[
-        Optional[float], typer.Option("--timeout", min=1.0, help="Overall limit in seconds (default: none).")
+        float | None, typer.Option("--timeout", min=1.0, help="Overall limit in seconds (default: none).")
     ] = None,
     events: Annotated[
-        Optional[Path],
+        Path | None,
         typer.Option("--events", help="Append the green's typed progress events to this file, one JSON line each."),
     ] = None,
 ) -> None:
     """Run one evaluation on a green agent, streaming its status lines, and save its JSON result."""
     env = environment(ctx)
-    outcome = evaluate(
-        scenario, out, env, card_deadline_s=card_timeout, overall_timeout_s=timeout, events_path=events
-    )
+    outcome = evaluate(scenario, out, env, card_deadline_s=card_timeout, overall_timeout_s=timeout, events_path=events)
     if outcome.summary:
         env.console.out(shown_text(outcome.summary, MAX_LOG_LINE_CHARS, one_line=False), highlight=False)
     if outcome.out_path is not None:

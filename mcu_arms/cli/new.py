@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import typer
 
 from mcu_arms.arms.template import new_arm_file
@@ -16,14 +14,14 @@ def register(app: typer.Typer) -> None:
     def new(
         ctx: typer.Context,
         name: str = typer.Argument(..., help="Arm name; the file is arms/NAME.toml."),
-        agent: Optional[str] = typer.Option(None, help="Agent kind."),
-        task: Optional[str] = typer.Option(None, help="Task category."),
-        simulator: Optional[str] = typer.Option(None, help="minestudio or embedded."),
-        from_arm: Optional[str] = typer.Option(
+        agent: str | None = typer.Option(None, help="Agent kind."),
+        task: str | None = typer.Option(None, help="Task category."),
+        simulator: str | None = typer.Option(None, help="minestudio or embedded."),
+        from_arm: str | None = typer.Option(
             None, "--from", help="Copy another arm's settings: its name (as for --arm) or its file."
         ),
-        green_port: Optional[int] = typer.Option(None, help="A fixed green port (default: auto)."),
-        purple_port: Optional[int] = typer.Option(None, help="A fixed purple port (default: auto)."),
+        green_port: int | None = typer.Option(None, help="A fixed green port (default: auto)."),
+        purple_port: int | None = typer.Option(None, help="A fixed purple port (default: auto)."),
     ) -> None:
         """Write arms/NAME.toml from templates/arm.toml, comments kept. Never overwrites an existing arm.
 
@@ -31,8 +29,17 @@ def register(app: typer.Typer) -> None:
         """
         env = environment(ctx)
         path = new_arm_file(
-            env, name, agent=agent, task=task, simulator=simulator, from_arm=from_arm,
-            green_port=green_port, purple_port=purple_port,
-        )  # fmt: skip
-        env.console.print(f"wrote {env.shown(path)}; check it with: mcu-arms plan --dry-run {env.shown(path)}",
-                          highlight=False, soft_wrap=True)  # fmt: skip
+            env,
+            name,
+            agent=agent,
+            task=task,
+            simulator=simulator,
+            from_arm=from_arm,
+            green_port=green_port,
+            purple_port=purple_port,
+        )
+        env.console.print(
+            f"wrote {env.shown(path)}; check it with: mcu-arms plan --dry-run {env.shown(path)}",
+            highlight=False,
+            soft_wrap=True,
+        )

@@ -8,13 +8,13 @@ Each override mirrors a flag of the old run-arm.sh and can also come from the en
 import functools
 import inspect
 from collections.abc import Callable
-from typing import Annotated, Any, Optional, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 from pydantic import ValidationError
 
-from mcu_arms.cli.common import ran_arm_names
 from mcu_arms.arms.spec import allowed_for
+from mcu_arms.cli.common import ran_arm_names
 from mcu_arms.contracts.errors import UserError, user_error
 from mcu_arms.contracts.settings import OVERRIDDEN_KEYS, Overrides, flag_for
 from mcu_arms.contracts.slurm import EXECUTORS, TIME_ALLOWED, Placement, SlurmOverrides
@@ -40,7 +40,7 @@ def _option(field: str) -> inspect.Parameter:
     declarations = (f"{flag}/--no-{flag[2:]}",) if kind is bool else (flag,)
     option = typer.Option(*declarations, help=help_text, envvar=f"{ENV_PREFIX}{field.upper()}", show_envvar=True)
     return inspect.Parameter(
-        field, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[Optional[kind], option]
+        field, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[kind | None, option]
     )
 
 
@@ -102,19 +102,22 @@ _SLURM_HELP: dict[str, tuple[type, str]] = {
 
 def _placement_options() -> list[inspect.Parameter]:
     executor = typer.Option(
-        "--executor", help=f"Where episodes run: {' or '.join(EXECUTORS)} (a job per episode).",
-        envvar=f"{ENV_PREFIX}EXECUTOR", show_envvar=True,
-    )  # fmt: skip
+        "--executor",
+        help=f"Where episodes run: {' or '.join(EXECUTORS)} (a job per episode).",
+        envvar=f"{ENV_PREFIX}EXECUTOR",
+        show_envvar=True,
+    )
     keyword = inspect.Parameter.KEYWORD_ONLY
     parameters = [inspect.Parameter("executor", keyword, default="local", annotation=Annotated[str, executor])]
     for field, (kind, help_text) in _SLURM_HELP.items():
         flag = f"--slurm-{field.replace('_', '-')}"
         option = typer.Option(flag, help=help_text, envvar=f"{ENV_PREFIX}SLURM_{field.upper()}", show_envvar=True)
         repeatable = kind is list[str]
-        annotation = Annotated[kind if repeatable else Optional[kind], option]  # type: ignore[valid-type]
+        annotation = Annotated[kind if repeatable else kind | None, option]  # type: ignore[valid-type]
         default: Any = [] if repeatable else None
-        parameters.append(inspect.Parameter(f"slurm_{field}", inspect.Parameter.KEYWORD_ONLY, default=default,
-                                            annotation=annotation))  # fmt: skip
+        parameters.append(
+            inspect.Parameter(f"slurm_{field}", inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+        )
     return parameters
 
 
@@ -152,19 +155,22 @@ def with_placement(command: F) -> F:
 
 # Which runs the results browser shows (`view`, `report --html`): the same choice as `compare` makes.
 ArmsArgument = Annotated[
-    Optional[list[str]],
+    list[str] | None,
     typer.Argument(
-        help="Arm files, names or output dirs (default: every arm that has run).", show_default=False,
+        help="Arm files, names or output dirs (default: every arm that has run).",
+        show_default=False,
         autocompletion=ran_arm_names,
     ),
 ]
 RunOption = Annotated[
-    Optional[int], typer.Option("--run", help="Show episode N of each arm (default: its latest finished per seed).")
+    int | None, typer.Option("--run", help="Show episode N of each arm (default: its latest finished per seed).")
 ]
 ExperimentOption = Annotated[
-    Optional[list[str]],
-    typer.Option("--experiment", help="Use the experiment whose fingerprint starts with PREFIX. Repeatable (one per arm)."),
+    list[str] | None,
+    typer.Option(
+        "--experiment", help="Use the experiment whose fingerprint starts with PREFIX. Repeatable (one per arm)."
+    ),
 ]
 BaselineOption = Annotated[
-    Optional[str], typer.Option("--baseline", help="Arm the deltas are against (default: first).")
+    str | None, typer.Option("--baseline", help="Arm the deltas are against (default: first).")
 ]

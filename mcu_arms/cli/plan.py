@@ -24,7 +24,6 @@ from mcu_arms.doctor import endpoint_warnings, preflight, slurm_preflight
 from mcu_arms.environment import Environment, fits
 from mcu_arms.supervise.reruns import RerunDecision
 
-
 FILES_ARGUMENT = typer.Argument(None, help="Arm files (arms/NAME.toml).")
 ARM_OPTION = typer.Option([], "--arm", help="Arm by name: arms/NAME.toml. Repeatable.", autocompletion=arm_file_names)
 DRY_RUN_OPTION = typer.Option(False, "--dry-run", help="Show the plans and touch nothing.")
@@ -110,7 +109,10 @@ def planned(
     sources = resolve_sources(files, arm_names, env, every_arm_when_none=every_arm_when_none)
     selection = select_arms(sources, overrides, env.arms_dir)
     tags = selection.campaign_tags(f"{file_stamp(env.clock())}-{os.getpid()}")
-    plans = [plan.model_copy(update={"campaign": tags.get(plan.arm)}) for plan in plan_specs(selection.specs, overrides, env, placement)]
+    plans = [
+        plan.model_copy(update={"campaign": tags.get(plan.arm)})
+        for plan in plan_specs(selection.specs, overrides, env, placement)
+    ]
     if placement is not None and placement.executor == "slurm":
         partitions = {plan.arm: plan.slurm.partition for plan in plans if plan.slurm is not None}
         roots = {plan.arm: Path(plan.codex_home).parent for plan in plans if plan.codex_home}
@@ -144,8 +146,17 @@ SUMMARY_COLUMNS = ("arm", "agent", "simulator", "task", "steps", "seed", "finger
 def _summary_values(plan: ArmPlan, decisions: dict[str, RerunDecision] | None) -> tuple[str, ...]:
     will, why = _will(plan, (decisions or {}).get(plan.label))
     settings = plan.settings
-    return (plan.label, settings.agent, settings.simulator, settings.task, str(settings.steps), str(settings.seed),
-            plan.fingerprint, will, why)  # fmt: skip
+    return (
+        plan.label,
+        settings.agent,
+        settings.simulator,
+        settings.task,
+        str(settings.steps),
+        str(settings.seed),
+        plan.fingerprint,
+        will,
+        why,
+    )
 
 
 def plan_summary(
@@ -165,8 +176,10 @@ def plan_summary(
     lines = []
     for label, agent, simulator, task, steps, seed, fingerprint, will, why in rows:
         reason = f" - {escape(why)}" if why else ""
-        lines.append(f"[bold]{escape(label)}[/]: [{WILL_STYLES[will]}]{will}[/]{reason} "
-                     f"[dim]({agent} on {simulator}, {escape(task)}, {steps} steps, seed {seed}, {fingerprint})[/]")  # fmt: skip
+        lines.append(
+            f"[bold]{escape(label)}[/]: [{WILL_STYLES[will]}]{will}[/]{reason} "
+            f"[dim]({agent} on {simulator}, {escape(task)}, {steps} steps, seed {seed}, {fingerprint})[/]"
+        )
     return Group(*lines)
 
 

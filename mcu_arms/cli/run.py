@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Group, RenderableType
@@ -65,13 +65,13 @@ def register(app: typer.Typer) -> None:
             120.0, "--ready-timeout", min=1.0, help="Seconds green and purple get to become ready."
         ),
         rerun: bool = typer.Option(False, "--rerun", help="Run arms whose latest run already finished."),
-        max_parallel: Optional[int] = typer.Option(
+        max_parallel: int | None = typer.Option(
             None, "--max-parallel", min=1, help="Episodes at once [the campaign's, else what this host can take]."
         ),
-        retries: Optional[int] = typer.Option(
+        retries: int | None = typer.Option(
             None, "--retries", min=0, help="Extra attempts for an episode that failed for infrastructure reasons."
         ),
-        notify: Optional[str] = typer.Option(
+        notify: str | None = typer.Option(
             None, "--notify", help="Shell command to run when the run ends (status and summary in its environment)."
         ),
         detach: bool = typer.Option(
@@ -80,46 +80,77 @@ def register(app: typer.Typer) -> None:
         tag: list[str] = typer.Option(
             [], "--tag", help="KEY=VALUE kept in every episode's report, shown and filtered by (repeatable)."
         ),
-        note: Optional[str] = typer.Option(None, "--note", help="Why this run was made: kept in every episode's report."),
+        note: str | None = typer.Option(
+            None, "--note", help="Why this run was made: kept in every episode's report."
+        ),
         json_output: bool = typer.Option(False, "--json", help="Print the outcome as JSON (progress on stderr)."),
         until_resolved: bool = typer.Option(
-            False, "--until-resolved", help="A campaign: run its seeds in batches until every variant's difference "
-            "from the baseline is resolved (a group-sequential test, valid however many looks), or --max-seeds."
+            False,
+            "--until-resolved",
+            help="A campaign: run its seeds in batches until every variant's difference "
+            "from the baseline is resolved (a group-sequential test, valid however many looks), or --max-seeds.",
         ),
-        max_seeds: Optional[int] = typer.Option(
+        max_seeds: int | None = typer.Option(
             None, "--max-seeds", min=2, help=f"--until-resolved: the most seeds per arm [{DEFAULT_MAX_SEEDS}]."
         ),
-        batch: Optional[int] = typer.Option(
+        batch: int | None = typer.Option(
             None, "--batch", min=1, help=f"--until-resolved: seeds per look [{DEFAULT_BATCH}]."
         ),
-        primary: Optional[str] = typer.Option(
-            None, "--primary", help=f"--until-resolved: the metric the stopping rule reads: "
-            f"{', '.join(PRIMARY_METRICS)} [{DEFAULT_PRIMARY}]."
+        primary: str | None = typer.Option(
+            None,
+            "--primary",
+            help=f"--until-resolved: the metric the stopping rule reads: "
+            f"{', '.join(PRIMARY_METRICS)} [{DEFAULT_PRIMARY}].",
         ),
     ) -> None:
         env = environment(ctx)
         annotations = {"tags": parse_tags(tag), "note": checked_note(note)}
         on_slurm = placement.executor == "slurm"
         if detach and not on_slurm:
-            raise UserError("--detach leaves Slurm jobs running; a local run stops with this command", key="--detach",
-                            allowed="--executor slurm --detach")  # fmt: skip
+            raise UserError(
+                "--detach leaves Slurm jobs running; a local run stops with this command",
+                key="--detach",
+                allowed="--executor slurm --detach",
+            )
         sequential_options = {"--max-seeds": max_seeds, "--batch": batch, "--primary": primary}
         given = [name for name, value in sequential_options.items() if value is not None]
         if given and not until_resolved:
             raise UserError(f"{given[0]} sets how --until-resolved runs", key=given[0], allowed="--until-resolved")
         if primary is not None and primary not in PRIMARY_METRICS:
-            raise UserError(f"{primary!r} is not a metric the stopping rule can read", key="--primary",
-                            allowed=", ".join(PRIMARY_METRICS))  # fmt: skip
+            raise UserError(
+                f"{primary!r} is not a metric the stopping rule can read",
+                key="--primary",
+                allowed=", ".join(PRIMARY_METRICS),
+            )
         if until_resolved:
             if detach or dry_run:
-                raise UserError("--until-resolved decides each batch from the last one's results", key="--until-resolved",
-                                allowed="without --detach and --dry-run")  # fmt: skip
+                raise UserError(
+                    "--until-resolved decides each batch from the last one's results",
+                    key="--until-resolved",
+                    allowed="without --detach and --dry-run",
+                )
             if overrides.seeds is not None:
-                raise UserError("--until-resolved chooses the seeds: the campaign's, then the integers after them, "
-                                "a batch at a time", key="--seeds", allowed="--max-seeds N and --batch K")  # fmt: skip
-            _run_until_resolved(env, files or [], arm, overrides, placement, json_output, fail_fast, ready_timeout,
-                                max_parallel, retries, max_seeds or DEFAULT_MAX_SEEDS, batch or DEFAULT_BATCH,
-                                primary or DEFAULT_PRIMARY)  # type: ignore[arg-type]  # fmt: skip
+                raise UserError(
+                    "--until-resolved chooses the seeds: the campaign's, then the integers after them, "
+                    "a batch at a time",
+                    key="--seeds",
+                    allowed="--max-seeds N and --batch K",
+                )
+            _run_until_resolved(
+                env,
+                files or [],
+                arm,
+                overrides,
+                placement,
+                json_output,
+                fail_fast,
+                ready_timeout,
+                max_parallel,
+                retries,
+                max_seeds or DEFAULT_MAX_SEEDS,
+                batch or DEFAULT_BATCH,
+                primary or DEFAULT_PRIMARY,
+            )  # type: ignore[arg-type]
         plans, selection = planned(files or [], arm, overrides, env, placement)
         plans = [plan.model_copy(update=annotations) for plan in plans]
         if dry_run:
@@ -137,10 +168,11 @@ def register(app: typer.Typer) -> None:
             fail_fast=fail_fast,
             ready_timeout_s=ready_timeout,
             rerun=rerun,
-            max_parallel=max_parallel or selection.max_parallel or (RunOptions().max_parallel if on_slurm else
-                                                                    host_parallelism(plans)),
+            max_parallel=max_parallel
+            or selection.max_parallel
+            or (RunOptions().max_parallel if on_slurm else host_parallelism(plans)),
             retries=selection.retries if retries is None else retries,
-        )  # fmt: skip
+        )
         human = env.err_console if json_output else env.console
         outcome = run_arms(plans, env, options, human, detach=detach)
         if notify:
@@ -176,15 +208,21 @@ def _run_until_resolved(
 
     plans, selection = planned(files, arm_names, overrides, env, placement)
     if len(selection.campaigns) != 1 or len(selection.specs) != len(selection.campaigns[0].arms()):
-        raise UserError("--until-resolved runs one campaign (a baseline and its variants), nothing else",
-                        key="--until-resolved", allowed="mcu-arms run campaigns/NAME.toml --until-resolved")  # fmt: skip
+        raise UserError(
+            "--until-resolved runs one campaign (a baseline and its variants), nothing else",
+            key="--until-resolved",
+            allowed="mcu-arms run campaigns/NAME.toml --until-resolved",
+        )
     human = env.err_console if json_output else env.console
     options = RunOptions(
-        fail_fast=fail_fast, ready_timeout_s=ready_timeout, rerun=True,
-        max_parallel=max_parallel or selection.max_parallel or (
-            RunOptions().max_parallel if placement.executor == "slurm" else host_parallelism(plans)),
+        fail_fast=fail_fast,
+        ready_timeout_s=ready_timeout,
+        rerun=True,
+        max_parallel=max_parallel
+        or selection.max_parallel
+        or (RunOptions().max_parallel if placement.executor == "slurm" else host_parallelism(plans)),
         retries=selection.retries if retries is None else retries,
-    )  # fmt: skip
+    )
 
     def plan_look(seeds: list[int], look: SequentialLook) -> list[ArmPlan]:
         batch_plans, _ = planned(files, arm_names, overrides.model_copy(update={"seeds": seeds}), env, placement)
@@ -197,14 +235,18 @@ def _run_until_resolved(
             _render_outcome(outcome, env)
         return outcome
 
-    result = run_until_resolved(selection.campaigns[0], plan_look, run_look, human, max_seeds=max_seeds, batch=batch,
-                                primary=primary)  # fmt: skip
+    result = run_until_resolved(
+        selection.campaigns[0], plan_look, run_look, human, max_seeds=max_seeds, batch=batch, primary=primary
+    )
     if json_output:
         print_json(env, {"exit_code": result.exit_code, **result.model_dump(mode="json")})
     else:
         seeds = sum(len(look.seeds) for look in result.looks)
-        env.console.print(f"stopped ({result.stopped}) after {len(result.looks)} look{'s' if len(result.looks) > 1 else ''}"
-                          f", {seeds} seeds per arm; {escape(result.method)}", highlight=False)  # fmt: skip
+        env.console.print(
+            f"stopped ({result.stopped}) after {len(result.looks)} look{'s' if len(result.looks) > 1 else ''}"
+            f", {seeds} seeds per arm; {escape(result.method)}",
+            highlight=False,
+        )
     raise typer.Exit(result.exit_code)
 
 
@@ -219,8 +261,12 @@ def _milestones(arm: ArmOutcome) -> str:
 
 
 STATUS_STYLES = {
-    "finished": "green", "failed": "bold red", "interrupted": "magenta", "skipped": "dim", "queued": "cyan"
-}  # fmt: skip
+    "finished": "green",
+    "failed": "bold red",
+    "interrupted": "magenta",
+    "skipped": "dim",
+    "queued": "cyan",
+}
 OUTCOME_COLUMNS = ("score", "steps", "milestones", "alerts", "report / reason")
 
 

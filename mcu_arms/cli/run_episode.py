@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -23,7 +22,7 @@ def register(app: typer.Typer) -> None:
     def run_episode(
         ctx: typer.Context,
         run_dir: Path = typer.Argument(..., help="The episode directory (output/ARM/episode_NNN)."),
-        ready_timeout: Optional[float] = typer.Option(
+        ready_timeout: float | None = typer.Option(
             None, "--ready-timeout", min=1.0, help="Seconds green and purple get to become ready [as for `run`]."
         ),
     ) -> None:

@@ -8,7 +8,7 @@ its environment); one started by hand has none and is open, on loopback only unl
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from pydantic import ValidationError
@@ -31,7 +31,7 @@ serve_app = App(help="Run an A2A server (green evaluator or purple agent) in the
 HostOption = Annotated[str, typer.Option("--host", help="Address to listen on.")]
 PortOption = Annotated[int, typer.Option("--port", min=1, max=65535, help="Port to listen on; a busy port aborts.")]
 CardUrlOption = Annotated[
-    Optional[str],
+    str | None,
     typer.Option("--card-url", help="URL advertised on the agent card (default: http://HOST:PORT/)."),
 ]
 ExposeOption = Annotated[
@@ -53,7 +53,7 @@ def serve_green(
     card_url: CardUrlOption = None,
     expose: ExposeOption = False,
     output_root: Annotated[
-        Optional[Path],
+        Path | None,
         typer.Option("--output-root", help="Every request's output_dir must lie under this directory [./output]."),
     ] = None,
 ) -> None:
@@ -72,28 +72,31 @@ def serve_purple(
     port: PortOption = 9019,
     card_url: CardUrlOption = None,
     expose: ExposeOption = False,
-    seed: Annotated[Optional[int], typer.Option("--seed", help="Seed for the policy's own randomness [0].")] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="Seed for the policy's own randomness [0].")] = None,
     output_dir: Annotated[
-        Optional[Path], typer.Option("--output-dir", help="Where the policy writes its reports.")
+        Path | None, typer.Option("--output-dir", help="Where the policy writes its reports.")
     ] = None,
     step_timeout: Annotated[
-        Optional[float],
+        float | None,
         typer.Option("--step-timeout", help=f"Seconds the green waits for each action [{DEFAULT_STEP_TIMEOUT_S:g}]."),
     ] = None,
     session_turns: Annotated[
-        Optional[int], typer.Option("--session-turns", help="Codex agents: turns per session before a new one.")
+        int | None, typer.Option("--session-turns", help="Codex agents: turns per session before a new one.")
     ] = None,
     compact_limit: Annotated[
-        Optional[int], typer.Option("--compact-limit", help="Codex agents: auto-compaction token limit.")
+        int | None, typer.Option("--compact-limit", help="Codex agents: auto-compaction token limit.")
     ] = None,
     context_window: Annotated[
-        Optional[int],
-        typer.Option("--context-window", help="Codex agents: the model's context window in tokens; a limit below it "
-                     "compacts, one above it never does."),
+        int | None,
+        typer.Option(
+            "--context-window",
+            help="Codex agents: the model's context window in tokens; a limit below it "
+            "compacts, one above it never does.",
+        ),
     ] = None,
-    model: Annotated[Optional[str], typer.Option("--model", help="Codex agents: model name.")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Codex agents: model name.")] = None,
     provider_base_url: Annotated[
-        Optional[str],
+        str | None,
         typer.Option(
             "--provider-base-url",
             envvar=OPTIONS_FROM_ENVIRONMENT["provider_base_url"],
@@ -102,10 +105,10 @@ def serve_purple(
         ),
     ] = None,
     provider_wire_api: Annotated[
-        Optional[str], typer.Option("--provider-wire-api", help="Codex agents: provider wire API (e.g. responses).")
+        str | None, typer.Option("--provider-wire-api", help="Codex agents: provider wire API (e.g. responses).")
     ] = None,
     provider_env_key: Annotated[
-        Optional[str],
+        str | None,
         typer.Option(
             "--provider-env-key",
             help="Codex agents: name of the environment variable holding the provider's API key (the key itself is "
@@ -113,34 +116,38 @@ def serve_purple(
         ),
     ] = None,
     cuda_device: Annotated[
-        Optional[str], typer.Option("--cuda-device", help="STEVE-1: CUDA device index to run on.")
+        str | None, typer.Option("--cuda-device", help="STEVE-1: CUDA device index to run on.")
     ] = None,
     steve1_condition: Annotated[
-        Optional[str],
+        str | None,
         typer.Option("--steve1-condition", help="STEVE-1: the text it is conditioned on [each task's own text]."),
     ] = None,
     planner_base_url: Annotated[
-        Optional[str],
+        str | None,
         typer.Option(
             "--planner-base-url",
             envvar=OPTIONS_FROM_ENVIRONMENT["planner_base_url"],
             help="Planned agent: the planner's OpenAI-compatible /v1 URL (one with a credential: in the variable).",
         ),
     ] = None,
-    planner_model: Annotated[Optional[str], typer.Option("--planner-model", help="Planned agent: planner model.")] = None,
+    planner_model: Annotated[
+        str | None, typer.Option("--planner-model", help="Planned agent: planner model.")
+    ] = None,
     planner_revision: Annotated[
-        Optional[str], typer.Option("--planner-revision", help="Planned agent: planner model revision, as recorded.")
+        str | None, typer.Option("--planner-revision", help="Planned agent: planner model revision, as recorded.")
     ] = None,
     planner_env_key: Annotated[
-        Optional[str],
+        str | None,
         typer.Option("--planner-env-key", help="Planned agent: name of the variable holding the planner's API key."),
     ] = None,
     planner_timeout: Annotated[
-        Optional[float],
-        typer.Option("--planner-timeout", help=f"Planned agent: seconds per planner call [{DEFAULT_PLANNER_TIMEOUT_S:g}]."),
+        float | None,
+        typer.Option(
+            "--planner-timeout", help=f"Planned agent: seconds per planner call [{DEFAULT_PLANNER_TIMEOUT_S:g}]."
+        ),
     ] = None,
     planner_thinking: Annotated[
-        Optional[str],
+        str | None,
         typer.Option(
             "--planner-thinking",
             metavar="true|false",
@@ -148,31 +155,33 @@ def serve_purple(
         ),
     ] = None,
     policy_backend: Annotated[
-        Optional[str],
-        typer.Option("--policy-backend", help=f"Planned agent: {', '.join(POLICY_BACKENDS)} [{DEFAULT_POLICY_BACKEND}]."),
+        str | None,
+        typer.Option(
+            "--policy-backend", help=f"Planned agent: {', '.join(POLICY_BACKENDS)} [{DEFAULT_POLICY_BACKEND}]."
+        ),
     ] = None,
     policy_base_url: Annotated[
-        Optional[str],
+        str | None,
         typer.Option(
             "--policy-base-url",
             envvar=OPTIONS_FROM_ENVIRONMENT["policy_base_url"],
             help="Planned agent: the decision service root or chat /v1 URL (one with a credential: in the variable).",
         ),
     ] = None,
-    policy_model: Annotated[Optional[str], typer.Option("--policy-model", help="Planned agent: policy model.")] = None,
+    policy_model: Annotated[str | None, typer.Option("--policy-model", help="Planned agent: policy model.")] = None,
     policy_revision: Annotated[
-        Optional[str], typer.Option("--policy-revision", help="Planned agent: the policy revision (checked by Kev).")
+        str | None, typer.Option("--policy-revision", help="Planned agent: the policy revision (checked by Kev).")
     ] = None,
     policy_env_key: Annotated[
-        Optional[str],
+        str | None,
         typer.Option("--policy-env-key", help="Planned agent: name of the variable holding the policy's API key."),
     ] = None,
     policy_timeout: Annotated[
-        Optional[float],
+        float | None,
         typer.Option("--policy-timeout", help=f"Planned agent: seconds per decision [{DEFAULT_POLICY_TIMEOUT_S:g}]."),
     ] = None,
     policy_thinking: Annotated[
-        Optional[str],
+        str | None,
         typer.Option(
             "--policy-thinking",
             metavar="true|false",
@@ -214,7 +223,9 @@ def serve_purple(
         raise user_error(error, key_of=flag_for) from None
     if agent not in AGENT_KINDS:
         raise UserError(
-            f"unknown agent kind '{agent}'{did_you_mean(agent, AGENT_KINDS)}", key="--agent", allowed=", ".join(AGENT_KINDS)
+            f"unknown agent kind '{agent}'{did_you_mean(agent, AGENT_KINDS)}",
+            key="--agent",
+            allowed=", ".join(AGENT_KINDS),
         )
 
     from mcu_arms.purple.server import serve_purple as run_purple_server

@@ -17,8 +17,15 @@ if TYPE_CHECKING:
     from mcu_arms.arms.campaign import Campaign
     from mcu_arms.report.status import ArmState, CampaignState
 
-STATE_STYLES = {"queued": "dim", "started": "cyan", "finished": "green", "failed": "bold red",
-                "failed (time limit)": "bold red", "interrupted": "magenta", "interrupted (cancelled)": "magenta"}
+STATE_STYLES = {
+    "queued": "dim",
+    "started": "cyan",
+    "finished": "green",
+    "failed": "bold red",
+    "failed (time limit)": "bold red",
+    "interrupted": "magenta",
+    "interrupted (cancelled)": "magenta",
+}
 
 STOP_HELP = """Stop a running arm, whichever of its episodes started its processes: only processes the private record of what mcu-arms started names and that still carry its evidence (recorded pids with their create_time re-checked and their owner token, holders of a recorded owner token, members of a recorded cgroup that still carries its marker), never anything a report in output/ names, nor anything found by name; never pid 1, stop itself or its ancestors. The supervising `mcu-arms run` is asked first (SIGTERM, or a stop request when it also runs other arms) so that it finalises the report as interrupted; when it is gone, the arm's process groups are stopped here (TERM, wait, KILL) and the report is marked interrupted.
 
@@ -151,26 +158,40 @@ def _campaigns(paths: list[Path], env: Environment) -> list[Campaign]:
     return [load_campaign(path if path.is_absolute() else env.cwd / path, env.arms_dir) for path in paths]
 
 
-CELL_STYLES = {"done": "green", "running": "cyan", "queued": "dim", "failed": "bold red", "interrupted": "magenta",
-               "stale": "yellow", "not started": "dim"}  # fmt: skip
+CELL_STYLES = {
+    "done": "green",
+    "running": "cyan",
+    "queued": "dim",
+    "failed": "bold red",
+    "interrupted": "magenta",
+    "stale": "yellow",
+    "not started": "dim",
+}
 
 
 def _render_campaign(state: CampaignState, env: Environment) -> None:
     """The campaign's arm × seed grid under one line: k of n done, and the ETA from the pace so far."""
     run = f" (run {state.run}{', running' if state.supervisor_alive else ''})" if state.run else " (never run)"
-    env.console.print(f"[bold]campaign {escape(state.campaign)}[/]{escape(run)}: {escape(state.tally.text())}",
-                      highlight=False, soft_wrap=True)  # fmt: skip
+    env.console.print(
+        f"[bold]campaign {escape(state.campaign)}[/]{escape(run)}: {escape(state.tally.text())}",
+        highlight=False,
+        soft_wrap=True,
+    )
     table = Table(title_justify="left")
     for column in ("arm", "seed", "state", "episode", "attempts", "step", "score", "note"):
         table.add_column(column, overflow="fold")
     for cell in state.cells:
         step = f"{cell.step}/{cell.max_steps}" if cell.step is not None else "-"
         table.add_row(
-            escape(cell.arm), str(cell.seed), f"[{CELL_STYLES[cell.state]}]{cell.state}[/]",
-            f"{cell.episode:03d}" if cell.episode is not None else "-", str(cell.attempts), step,
+            escape(cell.arm),
+            str(cell.seed),
+            f"[{CELL_STYLES[cell.state]}]{cell.state}[/]",
+            f"{cell.episode:03d}" if cell.episode is not None else "-",
+            str(cell.attempts),
+            step,
             f"{cell.score:g}" if cell.score is not None else "-",
             escape(shown_text(cell.note, MAX_MESSAGE_CHARS)) if cell.note else "",
-        )  # fmt: skip
+        )
     env.console.print(table)
 
 
@@ -212,11 +233,19 @@ def register(app: typer.Typer) -> None:
         campaigns = [campaign_state(env, each) for each in loaded]
         states = arm_states(env, arm) if arm or not campaign else []
         ran = set(known_arms(env.output_dir))
-        of_campaigns = [state for each in loaded for state in arm_states(
-            env, [name for name in each.arm_names() if name in ran], campaign=each.name)]  # fmt: skip
+        of_campaigns = [
+            state
+            for each in loaded
+            for state in arm_states(env, [name for name in each.arm_names() if name in ran], campaign=each.name)
+        ]
         if json_output:
-            print_json(env, {"arms": [state.model_dump(mode="json") for state in states + of_campaigns],
-                             "campaigns": [state.model_dump(mode="json") for state in campaigns]})  # fmt: skip
+            print_json(
+                env,
+                {
+                    "arms": [state.model_dump(mode="json") for state in states + of_campaigns],
+                    "campaigns": [state.model_dump(mode="json") for state in campaigns],
+                },
+            )
             return
         for state in campaigns:
             _render_campaign(state, env)

@@ -147,13 +147,15 @@ def _absorb(env: Environment, collected: _Collected, event: Any) -> None:
             collected.artifact_texts[artifact.artifact_id] = list(get_text_parts(artifact.parts))
             collected.artifact_data.extend(d for d in get_data_parts(artifact.parts) if isinstance(d, dict))
         parts = task.status.message.parts if task.status.HasField("message") else []
-        _record_status(env, collected, _state_name(task.status.state), "\n".join(get_text_parts(parts)),
-                       get_data_parts(parts))
+        _record_status(
+            env, collected, _state_name(task.status.state), "\n".join(get_text_parts(parts)), get_data_parts(parts)
+        )
     elif kind == "status_update":
         status = event.status_update.status
         parts = status.message.parts if status.HasField("message") else []
-        _record_status(env, collected, _state_name(status.state), "\n".join(get_text_parts(parts)),
-                       get_data_parts(parts))
+        _record_status(
+            env, collected, _state_name(status.state), "\n".join(get_text_parts(parts)), get_data_parts(parts)
+        )
     elif kind == "artifact_update":
         update = event.artifact_update
         artifact = update.artifact
@@ -266,7 +268,9 @@ async def evaluate_async(
         except AlreadyExists:
             raise UserError("exists already; refusing to overwrite a result", path=out_path) from None
         saved = out_path
-    return _outcome(scenario, collected, started, env, state=state, reason=reason, result=result, summary=summary, saved=saved)
+    return _outcome(
+        scenario, collected, started, env, state=state, reason=reason, result=result, summary=summary, saved=saved
+    )
 
 
 def _outcome(

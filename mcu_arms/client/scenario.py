@@ -87,7 +87,10 @@ def _check_keys(table: dict[str, Any], allowed: tuple[str, ...], *, path: Path, 
     for key in table:
         if key not in allowed:
             raise UserError(
-                f"unknown key in [{name}]{did_you_mean(key, allowed)}", path=path, line=locate(key), key=f"{name}.{key}",
+                f"unknown key in [{name}]{did_you_mean(key, allowed)}",
+                path=path,
+                line=locate(key),
+                key=f"{name}.{key}",
                 allowed=", ".join(allowed),
             )
 
@@ -117,7 +120,11 @@ def load_scenario(path: Path) -> Scenario:
     _check_keys(green, AGENT_KEYS, path=path, locate=lambda k: toml_line(text, f"green_agent.{k}"), name="green_agent")
     if "endpoint" not in green:
         raise UserError(
-            "missing", path=path, line=toml_line(text, "green_agent"), key="green_agent.endpoint", allowed="http://HOST:PORT"
+            "missing",
+            path=path,
+            line=toml_line(text, "green_agent"),
+            key="green_agent.endpoint",
+            allowed="http://HOST:PORT",
         )
     green_endpoint = _check_endpoint(
         green["endpoint"], path=path, line=toml_line(text, "green_agent.endpoint"), key="green_agent.endpoint"
@@ -138,8 +145,9 @@ def load_scenario(path: Path) -> Scenario:
 def _check_agentbeats_id(value: Any, *, path: Path, text: str, key: str) -> str | None:
     if value is None or (isinstance(value, str) and value.strip()):
         return value
-    raise UserError("must be a non-empty string", path=path, line=toml_line(text, key), key=key,
-                    allowed="the agent's AgentBeats id")
+    raise UserError(
+        "must be a non-empty string", path=path, line=toml_line(text, key), key=key, allowed="the agent's AgentBeats id"
+    )
 
 
 def _load_participants(raw: Any, *, path: Path, text: str) -> list[Participant]:

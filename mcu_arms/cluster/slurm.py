@@ -98,8 +98,16 @@ def _squeue(job_ids: list[str], env: Mapping[str, str]) -> SlurmAnswer:
             job_id, state, reason, node, left, ended, name = fields
             if is_active(state_name(state)):
                 ended = ""
-            found[job_id] = JobStatus(job_id=job_id, state=state_name(state), reason=reason, node=node,
-                                      time_left=left, ended=ended, name=name, source="squeue")  # fmt: skip
+            found[job_id] = JobStatus(
+                job_id=job_id,
+                state=state_name(state),
+                reason=reason,
+                node=node,
+                time_left=left,
+                ended=ended,
+                name=name,
+                source="squeue",
+            )
     return SlurmAnswer(answered=True, jobs=found)
 
 
@@ -129,8 +137,14 @@ def _sacct(job_ids: list[str], env: Mapping[str, str]) -> dict[str, JobStatus]:
     for line in done.stdout.splitlines():
         fields = line.split("|")
         if len(fields) == 5 and fields[0] in job_ids:
-            found[fields[0]] = JobStatus(job_id=fields[0], state=state_name(fields[1]), reason=fields[2],
-                                         node=fields[3], ended=fields[4], source="sacct")  # fmt: skip
+            found[fields[0]] = JobStatus(
+                job_id=fields[0],
+                state=state_name(fields[1]),
+                reason=fields[2],
+                node=fields[3],
+                ended=fields[4],
+                source="sacct",
+            )
     return found
 
 
@@ -175,9 +189,13 @@ def job_detail(job_id: str, env: Mapping[str, str], timeout_s: float) -> JobDeta
         return None
     fields = dict(token.split("=", 1) for token in done.stdout.split() if "=" in token)
     restarts = fields.get("Restarts", "0")
-    return JobDetail(state=state_name(fields.get("JobState", "")), reason=fields.get("Reason", ""),
-                     restarts=int(restarts) if restarts.isdigit() else 0, run_time_s=_seconds(fields.get("RunTime")),
-                     time_limit_s=_seconds(fields.get("TimeLimit")))  # fmt: skip
+    return JobDetail(
+        state=state_name(fields.get("JobState", "")),
+        reason=fields.get("Reason", ""),
+        restarts=int(restarts) if restarts.isdigit() else 0,
+        run_time_s=_seconds(fields.get("RunTime")),
+        time_limit_s=_seconds(fields.get("TimeLimit")),
+    )
 
 
 def job_accounting(job_ids: Iterable[str], env: Mapping[str, str]) -> dict[str, SlurmAccounting] | None:
@@ -315,8 +333,9 @@ def ended_without_report(
         return "failed", Failure(process=None, kind="time_limit", reason=reason + "the episode could write its report")
     if state in CANCELLED_STATES:
         how = FOLDED_REASON if status is not None and status.reason == FOLDED_REASON else "cancelled"
-        reason = (f"Slurm job {job.job_id}{where} was {how} (scancel outside mcu-arms) before the episode wrote its "
-                  "report")  # fmt: skip
+        reason = (
+            f"Slurm job {job.job_id}{where} was {how} (scancel outside mcu-arms) before the episode wrote its report"
+        )
         return "interrupted", Failure(process=None, kind="stopped", reason=reason)
     known = "" if status else " (neither squeue nor sacct knows it any more)"
     reason = f"Slurm job {job.job_id}{where} ended {said}{known} without the episode's final report"

@@ -59,10 +59,10 @@ class TokenUsage(BaseModel):
     output_tokens: int = 0
     reasoning_output_tokens: int = 0
 
-    def minus(self, earlier: "TokenUsage") -> "TokenUsage":
+    def minus(self, earlier: TokenUsage) -> TokenUsage:
         return TokenUsage(**{key: value - getattr(earlier, key) for key, value in self})
 
-    def plus(self, other: "TokenUsage") -> "TokenUsage":
+    def plus(self, other: TokenUsage) -> TokenUsage:
         return TokenUsage(**{key: value + getattr(other, key) for key, value in self})
 
 
@@ -80,15 +80,27 @@ class CompactionInForce(BaseModel):
     cold_start_at: int | None
 
     @classmethod
-    def of(cls, limit: int, context_window: int, codex_window: int | None) -> "CompactionInForce":
+    def of(cls, limit: int, context_window: int, codex_window: int | None) -> CompactionInForce:
         compact = compacts(limit, context_window)
         if compact:
             at = codex_compacts_at(limit, codex_window or context_window)
-            return cls(compact=True, limit=limit, context_window=context_window, codex_window=codex_window,
-                       codex_compacts_at=at, cold_start_at=None)  # fmt: skip
+            return cls(
+                compact=True,
+                limit=limit,
+                context_window=context_window,
+                codex_window=codex_window,
+                codex_compacts_at=at,
+                cold_start_at=None,
+            )
         at = codex_compacts_at(CODEX_UNBOUNDED_TOKENS, codex_window) if codex_window else None
-        return cls(compact=False, limit=limit, context_window=context_window, codex_window=codex_window,
-                   codex_compacts_at=at, cold_start_at=min(context_window, at or context_window))  # fmt: skip
+        return cls(
+            compact=False,
+            limit=limit,
+            context_window=context_window,
+            codex_window=codex_window,
+            codex_compacts_at=at,
+            cold_start_at=min(context_window, at or context_window),
+        )
 
 
 class TurnRecord(BaseModel):
@@ -284,8 +296,10 @@ class AgentReport(BaseModel):
 def _legacy_payloads(episode: Any) -> Any:
     if not isinstance(episode, dict) or not isinstance(episode.get("turn_records"), list):
         return episode
-    records = [{**record, "payload_basis": "legacy"} if isinstance(record, dict) else record
-               for record in episode["turn_records"]]  # fmt: skip
+    records = [
+        {**record, "payload_basis": "legacy"} if isinstance(record, dict) else record
+        for record in episode["turn_records"]
+    ]
     return {**episode, "turn_records": records}
 
 
@@ -576,7 +590,9 @@ def read_agent_report(path: Path) -> AgentReport | ScriptedReport | PlannedRepor
     try:
         return model.model_validate(data)
     except ValidationError as error:
-        raise ValueError(f"purple report {path} is not a {model.__name__} ({validation_summary(error, limit=1)})") from None
+        raise ValueError(
+            f"purple report {path} is not a {model.__name__} ({validation_summary(error, limit=1)})"
+        ) from None
 
 
 def read_episode_report(path: Path) -> EpisodeReport:

@@ -64,8 +64,10 @@ class CampaignTally(BaseModel):
         return self.pace_s * max(self.remaining - self.in_progress, 0.0) if self.pace_s is not None else None
 
     def text(self) -> str:
-        head = (f"{self.done} of {self.total} done, {self.running} running, {self.queued} queued, {self.failed} failed, "
-                f"{self.retried} retried")  # fmt: skip
+        head = (
+            f"{self.done} of {self.total} done, {self.running} running, {self.queued} queued, {self.failed} failed, "
+            f"{self.retried} retried"
+        )
         if not self.remaining:
             return head
         if self.pace_s is None:

@@ -70,6 +70,8 @@ class CappedCounter(Counter[str]):
 
     def kept(self) -> dict[str, int]:
         return dict(sorted(top_counts(self).items()))
+
+
 # The video criteria averaged per category, as in the MCU green agent's result (task_progress is the score).
 AVERAGED_CRITERIA: tuple[str, ...] = (
     "action_control",
@@ -344,8 +346,11 @@ def _category_from_schema_1(category: Any) -> Any:
     migrated = {}
     for name, metrics in category["task_metrics"].items():
         if isinstance(metrics, dict):
-            metrics = {**metrics, "normalised_sim_score": metrics.get("sim_score"),
-                       "sim_score": metrics.get("sim_reward", 0.0)}
+            metrics = {
+                **metrics,
+                "normalised_sim_score": metrics.get("sim_score"),
+                "sim_score": metrics.get("sim_reward", 0.0),
+            }
         migrated[name] = metrics
     return {**category, "task_metrics": migrated}
 

@@ -167,9 +167,16 @@ class EvaluationFinished(_Event):
 
 
 GreenEvent = Annotated[
-    EvaluationStarted | ConfigKeysIgnored | TaskSkipped | Notice | TaskStarted | InitFailed | MilestoneReached
+    EvaluationStarted
+    | ConfigKeysIgnored
+    | TaskSkipped
+    | Notice
+    | TaskStarted
+    | InitFailed
+    | MilestoneReached
     | TaskProgress
-    | TaskFinished | EvaluationFinished,
+    | TaskFinished
+    | EvaluationFinished,
     Field(discriminator="kind"),
 ]
 GREEN_EVENT = TypeAdapter(GreenEvent)

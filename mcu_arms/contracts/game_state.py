@@ -50,8 +50,22 @@ PlanMethod = Literal["collect", "craft", "smelt", "place"]
 PLAN_METHODS: tuple[PlanMethod, ...] = get_args(PlanMethod)
 # The high-level actions a simulator can carry out for an agent (its executor expands each into per-step actions).
 Skill = Literal[
-    "collect", "craft", "smelt", "place", "equip", "eat", "drink", "sleep", "fight", "flee", "go_to", "go_home",
-    "explore", "wait", "deposit", "withdraw",
+    "collect",
+    "craft",
+    "smelt",
+    "place",
+    "equip",
+    "eat",
+    "drink",
+    "sleep",
+    "fight",
+    "flee",
+    "go_to",
+    "go_home",
+    "explore",
+    "wait",
+    "deposit",
+    "withdraw",
 ]
 SKILLS: tuple[Skill, ...] = get_args(Skill)
 Direction = Literal["north", "south", "east", "west"]

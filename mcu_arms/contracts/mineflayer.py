@@ -36,9 +36,16 @@ CACHE_DIR_ENV = "MCU_ARMS_CACHE_DIR"
 RESET_COMMANDS: tuple[str, ...] = ("/clear @s",)
 # What a server says when it refuses a command (vanilla, Paper, flying-squid): such a reply means it did not run.
 REFUSAL_MARKERS: tuple[str, ...] = (
-    "Unknown or incomplete command", "Incorrect argument", "<--[HERE]", "No player was found", "No entity was found",
-    "Unknown item", "You do not have permission", "Command not found", "Error:",
-)  # fmt: skip
+    "Unknown or incomplete command",
+    "Incorrect argument",
+    "<--[HERE]",
+    "No player was found",
+    "No entity was found",
+    "Unknown item",
+    "You do not have permission",
+    "Command not found",
+    "Error:",
+)
 RESET_MODE = "server_world"  # the server's world as it is, inventory cleared: not a function of the seed
 MINEFLAYER_COUNTED_EVENTS: tuple[str, ...] = ("mine_block", "pickup", "craft_item", "use_item", "kill_entity")
 # Names MCU's task files use that are no Minecraft 1.21 item or block, with the names that are.
@@ -52,31 +59,91 @@ NOT_AN_ITEM: dict[str, str] = {
 # The rule book the capability list carries (recipes from the server version's minecraft-data, read by the sidecar):
 # what can be crafted, collected from which block, smelted and placed on the way through MCU's tasks.
 RULEBOOK_CRAFTS: tuple[str, ...] = (
-    "oak_planks", "birch_planks", "spruce_planks", "stick", "crafting_table", "chest", "furnace", "torch", "bowl",
-    "wooden_pickaxe", "wooden_axe", "wooden_shovel", "wooden_sword", "stone_pickaxe", "stone_axe", "stone_shovel",
-    "stone_sword", "iron_pickaxe", "iron_axe", "iron_shovel", "iron_sword", "bucket", "shears", "diamond_pickaxe",
+    "oak_planks",
+    "birch_planks",
+    "spruce_planks",
+    "stick",
+    "crafting_table",
+    "chest",
+    "furnace",
+    "torch",
+    "bowl",
+    "wooden_pickaxe",
+    "wooden_axe",
+    "wooden_shovel",
+    "wooden_sword",
+    "stone_pickaxe",
+    "stone_axe",
+    "stone_shovel",
+    "stone_sword",
+    "iron_pickaxe",
+    "iron_axe",
+    "iron_shovel",
+    "iron_sword",
+    "bucket",
+    "shears",
+    "diamond_pickaxe",
     "diamond_sword",
-)  # fmt: skip
+)
 RULEBOOK_SOURCES: tuple[str, ...] = (
-    "oak_log", "birch_log", "spruce_log", "jungle_log", "acacia_log", "dark_oak_log", "stone", "cobblestone",
-    "coal_ore", "iron_ore", "deepslate_iron_ore", "copper_ore", "diamond_ore", "deepslate_diamond_ore", "dirt",
-    "grass_block", "sand", "gravel", "clay", "oak_leaves", "short_grass", "obsidian",
-)  # fmt: skip
+    "oak_log",
+    "birch_log",
+    "spruce_log",
+    "jungle_log",
+    "acacia_log",
+    "dark_oak_log",
+    "stone",
+    "cobblestone",
+    "coal_ore",
+    "iron_ore",
+    "deepslate_iron_ore",
+    "copper_ore",
+    "diamond_ore",
+    "deepslate_diamond_ore",
+    "dirt",
+    "grass_block",
+    "sand",
+    "gravel",
+    "clay",
+    "oak_leaves",
+    "short_grass",
+    "obsidian",
+)
 # Furnace recipes (vanilla 1.21; minecraft-data has none): input -> output.
 SMELTING: dict[str, str] = {
-    "raw_iron": "iron_ingot", "raw_gold": "gold_ingot", "raw_copper": "copper_ingot", "sand": "glass",
-    "cobblestone": "stone", "oak_log": "charcoal", "beef": "cooked_beef", "porkchop": "cooked_porkchop",
-    "chicken": "cooked_chicken", "mutton": "cooked_mutton",
-}  # fmt: skip
+    "raw_iron": "iron_ingot",
+    "raw_gold": "gold_ingot",
+    "raw_copper": "copper_ingot",
+    "sand": "glass",
+    "cobblestone": "stone",
+    "oak_log": "charcoal",
+    "beef": "cooked_beef",
+    "porkchop": "cooked_porkchop",
+    "chicken": "cooked_chicken",
+    "mutton": "cooked_mutton",
+}
 FUELS: tuple[str, ...] = ("coal", "charcoal", "oak_planks", "birch_planks", "spruce_planks", "oak_log", "stick")
 PLACEABLE: tuple[str, ...] = (
-    "crafting_table", "furnace", "chest", "torch", "cobblestone", "dirt", "oak_planks", "oak_log",
-)  # fmt: skip
+    "crafting_table",
+    "furnace",
+    "chest",
+    "torch",
+    "cobblestone",
+    "dirt",
+    "oak_planks",
+    "oak_log",
+)
 # Other names a plan may use (Crafter's, and MCU's generic ones), mapped onto Minecraft's.
 ALIASES: dict[str, str] = {
-    "wood": "oak_log", "log": "oak_log", "planks": "oak_planks", "table": "crafting_table",
-    "wood_pickaxe": "wooden_pickaxe", "wood_sword": "wooden_sword", "iron": "iron_ingot", "sapling": "oak_sapling",
-}  # fmt: skip
+    "wood": "oak_log",
+    "log": "oak_log",
+    "planks": "oak_planks",
+    "table": "crafting_table",
+    "wood_pickaxe": "wooden_pickaxe",
+    "wood_sword": "wooden_sword",
+    "iron": "iron_ingot",
+    "sapling": "oak_sapling",
+}
 
 
 class MineflayerServer(BaseModel):

@@ -18,8 +18,21 @@ from collections.abc import Iterable, Mapping
 MASK = "***"
 _MASKED = re.compile(r"\*\*\*[0-9a-f]{6}")
 # A name segment that ends with one of these says "secret" (APIKEY, OAUTH, GHTOKEN, DBPASSWORD).
-_SECRET_SUFFIXES = ("KEY", "KEYS", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL",
-                    "CREDENTIALS", "AUTH", "AUTHORIZATION", "COOKIE", "SIGNATURE")  # fmt: skip
+_SECRET_SUFFIXES = (
+    "KEY",
+    "KEYS",
+    "TOKEN",
+    "SECRET",
+    "PASSWORD",
+    "PASSWD",
+    "PASSPHRASE",
+    "CREDENTIAL",
+    "CREDENTIALS",
+    "AUTH",
+    "AUTHORIZATION",
+    "COOKIE",
+    "SIGNATURE",
+)
 # Short words count only as a whole segment: PAT is not PATH, PASS is not BYPASS.
 _SECRET_SEGMENTS = frozenset({"PAT", "PASS", "PW", "PWD", "CRED", "CREDS", "SIG", "PRIVATE", "BEARER"})
 # Names that contain a secret word but hold none (the shell's working directories).
@@ -27,12 +40,37 @@ _NOT_SECRET_NAMES = frozenset({"PWD", "OLDPWD"})
 # A name whose last segment is one of these names a quantity (MODEL_AUTO_COMPACT_TOKEN_LIMIT, AUTH_RETRY_COUNT): its
 # number is what users grep for and is never masked. Anything but a plain number under such a name is still judged
 # as before, so a key hidden behind a quantity-sounding name stays masked.
-_QUANTITY_SEGMENTS = frozenset({"LIMIT", "LIMITS", "COUNT", "COUNTS", "SIZE", "SIZES", "MAX", "MIN", "BUDGET", "LEN",
-                                "LENGTH", "BYTES", "NUM", "NUMBER", "TURNS", "WINDOW", "TTL", "TIMEOUT", "RETRIES"})  # fmt: skip
+_QUANTITY_SEGMENTS = frozenset(
+    {
+        "LIMIT",
+        "LIMITS",
+        "COUNT",
+        "COUNTS",
+        "SIZE",
+        "SIZES",
+        "MAX",
+        "MIN",
+        "BUDGET",
+        "LEN",
+        "LENGTH",
+        "BYTES",
+        "NUM",
+        "NUMBER",
+        "TURNS",
+        "WINDOW",
+        "TTL",
+        "TIMEOUT",
+        "RETRIES",
+    }
+)
 _PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 
-_URL_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^\s/?#@:]*)(?::(?P<password>[^\s/?#@]*))?@")
-_NAMED_PARAMETER = re.compile(r"(?P<name>(?<![A-Za-z0-9_.])[A-Za-z_][A-Za-z0-9_.-]*)(?P<sep>=|:\s+)(?P<value>[^\s&#;,'\"]+)")
+_URL_USERINFO = re.compile(
+    r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^\s/?#@:]*)(?::(?P<password>[^\s/?#@]*))?@"
+)
+_NAMED_PARAMETER = re.compile(
+    r"(?P<name>(?<![A-Za-z0-9_.])[A-Za-z_][A-Za-z0-9_.-]*)(?P<sep>=|:\s+)(?P<value>[^\s&#;,'\"]+)"
+)
 _KEY_SHAPES = re.compile(
     "|".join(
         (

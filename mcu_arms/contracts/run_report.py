@@ -164,6 +164,7 @@ class RunReport(BaseModel):
 
 def _summary_from_schema_1(purple: dict[str, Any]) -> dict[str, Any]:
     """Schema 1 stored the purple's report whole; its counters sat at the top (codex) or under `stats` (scripted)."""
+
     def number(key: str) -> int | None:
         value = purple.get(key)
         return value if isinstance(value, int) and not isinstance(value, bool) else None
@@ -255,7 +256,9 @@ def summarise_evaluation(report: RunReport, result: EvaluationResult, evaluation
             alerts += _task_alerts(name, metrics, task_noops, report.settings.video_eval)
             notes += _task_notes(name, metrics, task_noops)
         if category.unscored_tasks:
-            alerts.append(f"{category.task_category}: unscored, left out of the total: {', '.join(category.unscored_tasks)}")
+            alerts.append(
+                f"{category.task_category}: unscored, left out of the total: {', '.join(category.unscored_tasks)}"
+            )
         for skipped in category.skipped_tasks:
             alerts.append(f"{skipped.task}: skipped ({skipped.reason})")
     report.evaluation_file = evaluation_file
@@ -301,7 +304,9 @@ def _task_notes(name: str, metrics: TaskMetrics, task_noops: dict[str, int]) -> 
     behaviour = {cause: count for cause, count in task_noops.items() if cause not in INFRASTRUCTURE_CAUSES}
     if behaviour:
         causes = ", ".join(f"{cause} {count}" for cause, count in behaviour.items())
-        notes.append(f"{name}: {sum(behaviour.values())} of {metrics.steps_run} answers could not be applied ({causes})")
+        notes.append(
+            f"{name}: {sum(behaviour.values())} of {metrics.steps_run} answers could not be applied ({causes})"
+        )
     if metrics.dropped_keys:
         keys = ", ".join(f"{key} x{count}" for key, count in metrics.dropped_keys.items())
         notes.append(f"{name}: action keys dropped: {keys}")
@@ -309,7 +314,9 @@ def _task_notes(name: str, metrics: TaskMetrics, task_noops: dict[str, int]) -> 
         notes.append(f"{name}: {metrics.no_effect_steps} of {metrics.steps_run} steps had an input with no effect here")
     fallbacks = {key: count for key, count in metrics.sim_fallbacks.items() if count}
     if fallbacks:
-        notes.append(f"{name}: simulator fallbacks: " + ", ".join(f"{key} x{count}" for key, count in fallbacks.items()))
+        notes.append(
+            f"{name}: simulator fallbacks: " + ", ".join(f"{key} x{count}" for key, count in fallbacks.items())
+        )
     return notes
 
 
@@ -319,7 +326,9 @@ def threshold_breaches(result: EvaluationResult, thresholds: Thresholds) -> list
     for category in result.results:
         for name, metrics in category.task_metrics.items():
             if thresholds.init_must_succeed and metrics.init is not None and not metrics.init.ok:
-                breaches.append(f"{name}: the agent's init did not succeed ({metrics.init.cause}: {metrics.init.message})")
+                breaches.append(
+                    f"{name}: the agent's init did not succeed ({metrics.init.cause}: {metrics.init.message})"
+                )
             if thresholds.task_error_fails and metrics.error:
                 breaches.append(f"{name}: the task ended through an error: {metrics.error}")
             share = metrics.infrastructure_noops / metrics.steps_run if metrics.steps_run else 0.0

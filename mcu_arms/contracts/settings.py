@@ -212,12 +212,13 @@ class Settings(BaseModel):
         if data.get("action_mode") == "env":
             data.pop("action_mode")
         for key, default in (
-            ("obs_size", DEFAULT_OBS_SIZE), ("obs_encoding", DEFAULT_OBS_ENCODING), ("observe", DEFAULT_OBSERVE)
+            ("obs_size", DEFAULT_OBS_SIZE),
+            ("obs_encoding", DEFAULT_OBS_ENCODING),
+            ("observe", DEFAULT_OBSERVE),
         ):
             if data.get(key) == default:
                 data.pop(key)
         return data
-
 
 
 def flat_settings(settings: Settings) -> dict[str, Any]:
@@ -273,6 +274,7 @@ def differing_settings(settings: list[Settings]) -> list[str]:
     counted = differing - REPLICATE_AND_PLACEMENT_KEYS
     return sorted(key for key in counted if setting_follows(key, settings, differing) is None)
 
+
 def fingerprint(settings: Settings) -> str:
     """A versioned hash of what changes results. Name, ports and paths are left out on purpose."""
     canonical = json.dumps(settings.fingerprinted(), sort_keys=True, separators=(",", ":"))
@@ -324,7 +326,9 @@ class PurpleOptions(BaseModel):
     def environment(self) -> dict[str, str]:
         """The variables that give a purple the options kept off its command line."""
         values = self.model_dump()
-        return {name: str(values[field]) for field, name in OPTIONS_FROM_ENVIRONMENT.items() if values[field] is not None}
+        return {
+            name: str(values[field]) for field, name in OPTIONS_FROM_ENVIRONMENT.items() if values[field] is not None
+        }
 
 
 def purple_options(settings: Settings, purple_dir: Path) -> PurpleOptions:
@@ -338,8 +342,15 @@ def mcu_arms_argv() -> list[str]:
 
 
 def command_lines(
-    settings: Settings, *, host: str, green_port: int, purple_port: int, episode_dir: Path, purple_dir: Path,
-    scenario: Path, events: Path,
+    settings: Settings,
+    *,
+    host: str,
+    green_port: int,
+    purple_port: int,
+    episode_dir: Path,
+    purple_dir: Path,
+    scenario: Path,
+    events: Path,
 ) -> dict[ProcessRole, list[str]]:
     """The one place an arm's three command lines are written, from its validated settings and where the episode
     runs: `plan` writes them into plan.json, and `run-episode` writes them again rather than run what a file says."""
@@ -347,12 +358,35 @@ def command_lines(
     expose = [] if is_loopback(host) else ["--expose"]
     options = purple_options(settings, purple_dir)
     return {
-        "green": [*serve, "green", "--host", host, "--port", str(green_port), "--card-url",
-                  http_url(host, green_port), *expose, "--output-root", str(episode_dir)],
-        "purple": [*serve, "purple", "--agent", settings.agent, "--host", host, "--port", str(purple_port),
-                   "--card-url", http_url(host, purple_port), *expose, *options.argv()],
+        "green": [
+            *serve,
+            "green",
+            "--host",
+            host,
+            "--port",
+            str(green_port),
+            "--card-url",
+            http_url(host, green_port),
+            *expose,
+            "--output-root",
+            str(episode_dir),
+        ],
+        "purple": [
+            *serve,
+            "purple",
+            "--agent",
+            settings.agent,
+            "--host",
+            host,
+            "--port",
+            str(purple_port),
+            "--card-url",
+            http_url(host, purple_port),
+            *expose,
+            *options.argv(),
+        ],
         "client": [*mcu_arms_argv(), "evaluate", str(scenario), "--events", str(events)],
-    }  # fmt: skip
+    }
 
 
 class ProcessPlan(BaseModel):

@@ -17,8 +17,20 @@ from pydantic import BaseModel, ConfigDict, Field
 
 # What a simulator can be asked to do in one skill request (the mineflayer sidecar's `act` kinds).
 SkillKind = Literal[
-    "move", "go_to", "collect", "dig", "craft", "smelt", "place", "equip", "eat", "attack", "retreat", "wait",
-    "deposit", "withdraw",
+    "move",
+    "go_to",
+    "collect",
+    "dig",
+    "craft",
+    "smelt",
+    "place",
+    "equip",
+    "eat",
+    "attack",
+    "retreat",
+    "wait",
+    "deposit",
+    "withdraw",
 ]
 SKILL_KINDS: tuple[SkillKind, ...] = get_args(SkillKind)
 # How the simulator says a skill ended. `interrupted`: stopped early (its own damage reflex: reason "damage");

@@ -35,14 +35,44 @@ ACCOUNTING_UNAVAILABLE = "not available on this cluster"
 
 # sbatch options mcu-arms sets itself, which an extra sbatch line may not set again.
 RESERVED_SBATCH_OPTIONS = frozenset(
-    {"array", "output", "error", "signal", "time", "job-name", "open-mode", "requeue", "no-requeue", "export",
-     "wrap", "partition", "account", "mem", "gres", "cpus-per-task", "chdir", "parsable", "qos", "constraint",
-     "exclude"}
-)  # fmt: skip
+    {
+        "array",
+        "output",
+        "error",
+        "signal",
+        "time",
+        "job-name",
+        "open-mode",
+        "requeue",
+        "no-requeue",
+        "export",
+        "wrap",
+        "partition",
+        "account",
+        "mem",
+        "gres",
+        "cpus-per-task",
+        "chdir",
+        "parsable",
+        "qos",
+        "constraint",
+        "exclude",
+    }
+)
 # sbatch options that have a [slurm] key (and a --slurm-* flag) of their own.
-OWN_KEYS = {"partition": "partition", "account": "account", "qos": "qos", "constraint": "constraint",
-            "exclude": "exclude", "mem": "mem", "gres": "gres", "cpus-per-task": "cpus", "time": "time",
-            "output": "log_dir", "error": "log_dir"}  # fmt: skip
+OWN_KEYS = {
+    "partition": "partition",
+    "account": "account",
+    "qos": "qos",
+    "constraint": "constraint",
+    "exclude": "exclude",
+    "mem": "mem",
+    "gres": "gres",
+    "cpus-per-task": "cpus",
+    "time": "time",
+    "output": "log_dir",
+    "error": "log_dir",
+}
 SBATCH_LINE = re.compile(r"^--([a-z][a-z0-9-]*)(?:=(.+))?$")
 # What sbatch's --qos, --constraint and --exclude take: a name; node features joined by & | , (brackets, counts);
 # a node list (node[01-03],gpu7).
@@ -69,9 +99,11 @@ def parse_slurm_time(value: str | int) -> int:
         if match:
             parts = {key: int(number) for key, number in match.groupdict().items() if number is not None}
             seconds = (
-                parts.get("days", 0) * 86400 + parts.get("hours", 0) * 3600 + parts.get("minutes", 0) * 60
+                parts.get("days", 0) * 86400
+                + parts.get("hours", 0) * 3600
+                + parts.get("minutes", 0) * 60
                 + parts.get("seconds", 0)
-            )  # fmt: skip
+            )
             if seconds <= 0:
                 raise ValueError(f"{value!r} is no time at all")
             return seconds
@@ -135,8 +167,18 @@ class SlurmOptions(BaseModel):
     def shown(self) -> str:
         """One line for the plan: every option that is set."""
         parts = [f"time {slurm_time(self.time_minutes * 60)}"]
-        for name in ("partition", "account", "qos", "constraint", "exclude", "mem", "gres", "cpus", "array_throttle",
-                     "log_dir"):
+        for name in (
+            "partition",
+            "account",
+            "qos",
+            "constraint",
+            "exclude",
+            "mem",
+            "gres",
+            "cpus",
+            "array_throttle",
+            "log_dir",
+        ):
             value = getattr(self, name)
             if value is not None:
                 parts.append(f"{name.replace('_', ' ')} {value}")
@@ -214,9 +256,22 @@ class SlurmJob(BaseModel):
 # Slurm's job states (squeue %T, sacct State). Active: the job may still run, or runs now.
 SlurmState = str
 ACTIVE_STATES = frozenset(
-    {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED",
-     "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED", "RESV_DEL_HOLD"}
-)  # fmt: skip
+    {
+        "PENDING",
+        "CONFIGURING",
+        "RUNNING",
+        "COMPLETING",
+        "SUSPENDED",
+        "REQUEUED",
+        "REQUEUE_HOLD",
+        "REQUEUE_FED",
+        "RESIZING",
+        "SIGNALING",
+        "STAGE_OUT",
+        "STOPPED",
+        "RESV_DEL_HOLD",
+    }
+)
 TIME_LIMIT_STATES = frozenset({"TIMEOUT", "DEADLINE"})
 
 

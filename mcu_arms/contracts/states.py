@@ -55,6 +55,16 @@ NO_EFFECT_LABEL = "inputs without effect"
 TurnOutcome = Literal["ok", "failed", "timeout", "overflow"]
 
 # What a status line of an arm's latest episode says (the report's status, or why there is none to read).
-ArmStatusText = Literal["queued", "started", "finished", "failed", "failed (time limit)", "interrupted",
-                        "interrupted (cancelled)",
-                        "stale (supervisor gone)", "stale (job ended)", "no report", "unreadable report"]
+ArmStatusText = Literal[
+    "queued",
+    "started",
+    "finished",
+    "failed",
+    "failed (time limit)",
+    "interrupted",
+    "interrupted (cancelled)",
+    "stale (supervisor gone)",
+    "stale (job ended)",
+    "no report",
+    "unreadable report",
+]

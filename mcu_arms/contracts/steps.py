@@ -245,8 +245,9 @@ class StepLogIndex:
             with index_path.open("rb") as handle:
                 header = json.loads(handle.readline())
                 if header.get("version") != INDEX_VERSION or (header.get("size"), header.get("mtime_ns")) != (
-                    found.st_size, found.st_mtime_ns
-                ):  # fmt: skip
+                    found.st_size,
+                    found.st_mtime_ns,
+                ):
                     return None
                 index = cls(log, found.st_size, found.st_mtime_ns)
                 count = int(header["count"])
@@ -262,8 +263,16 @@ class StepLogIndex:
 
     def save(self) -> None:
         """Cache this index beside its log (written whole, then renamed); a folder we cannot write is left as it is."""
-        header = {"version": INDEX_VERSION, "size": self.size, "mtime_ns": self.mtime_ns, "count": len(self.steps),
-                  "invalid": self.invalid, "torn": self.torn, "kind": self.kind, "summary": self.summary}  # fmt: skip
+        header = {
+            "version": INDEX_VERSION,
+            "size": self.size,
+            "mtime_ns": self.mtime_ns,
+            "count": len(self.steps),
+            "invalid": self.invalid,
+            "torn": self.torn,
+            "kind": self.kind,
+            "summary": self.summary,
+        }
         temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         try:
             descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)

@@ -51,7 +51,14 @@ OBSERVABLE_ON_EMBEDDED: frozenset[tuple[str, str]] = frozenset(
 
 # The statistic categories MineStudio 1.1.6's HumanSurvival observes (ObserveFromFullStats), as info[event][object].
 MINESTUDIO_COUNTED_EVENTS: tuple[str, ...] = (
-    "mine_block", "craft_item", "pickup", "use_item", "break_item", "kill_entity", "damage_dealt", "custom",
+    "mine_block",
+    "craft_item",
+    "pickup",
+    "use_item",
+    "break_item",
+    "kill_entity",
+    "damage_dealt",
+    "custom",
 )
 # Names MCU's task files use that MineStudio never counts, with the Minecraft 1.16 statistic for the same intent:
 # objects that are no statistic, and events it does not observe.

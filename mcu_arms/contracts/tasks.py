@@ -71,6 +71,8 @@ def _file_key(field_key: str) -> str:
     head, _, rest = field_key.partition("[")
     head, dot, tail = head.partition(".")
     return _FIELD_TO_FILE_KEY.get(head, head) + (dot + tail if dot else "") + (f"[{rest}" if rest else "")
+
+
 # Hydra composition lists in upstream MCU files; they carry no task facts.
 _IGNORED_KEYS: frozenset[str] = frozenset({"defaults"})
 
@@ -123,7 +125,9 @@ def load_task(path: Path | str) -> TaskSpec:
         raise UserError(NESTED_TOO_DEEPLY, path=path) from None
     if not isinstance(data, dict):
         raise UserError(
-            "a task file must be a mapping of keys", path=path, line=_line_of(root_node, ()),
+            "a task file must be a mapping of keys",
+            path=path,
+            line=_line_of(root_node, ()),
             allowed=", ".join(_FILE_KEYS),
         )
     fields: dict[str, Any] = {"name": path.stem, "category": path.parent.name, "source": path}
@@ -132,8 +136,11 @@ def load_task(path: Path | str) -> TaskSpec:
             continue
         if key not in _FILE_KEYS:
             raise UserError(
-                f"unknown key{did_you_mean(key, _FILE_KEYS)}", path=path, line=_line_of(root_node, (key,)),
-                key=str(key), allowed=", ".join(_FILE_KEYS),
+                f"unknown key{did_you_mean(key, _FILE_KEYS)}",
+                path=path,
+                line=_line_of(root_node, (key,)),
+                key=str(key),
+                allowed=", ".join(_FILE_KEYS),
             )
         if value is not None:  # an empty key means "none", e.g. `custom_init_commands:` with nothing under it
             fields[_FILE_KEYS[key]] = value
@@ -150,8 +157,10 @@ def load_task(path: Path | str) -> TaskSpec:
         for index, entry in enumerate(entries):
             if entry.identity in seen:
                 raise UserError(
-                    f"duplicate identity '{entry.identity}' (each entry needs its own)", path=path,
-                    line=_line_of(root_node, (file_key, index, "identity")), key=f"{file_key}[{index}].identity",
+                    f"duplicate identity '{entry.identity}' (each entry needs its own)",
+                    path=path,
+                    line=_line_of(root_node, (file_key, index, "identity")),
+                    key=f"{file_key}[{index}].identity",
                 )
             seen.add(entry.identity)
     return task
@@ -170,7 +179,8 @@ def load_category(category: str, root: Path | str | None = None) -> list[TaskSpe
     folders = _category_dirs(tasks_root(root))
     if category not in folders:
         raise UserError(
-            f"unknown task category '{category}'{did_you_mean(category, folders)}", path=tasks_root(root),
+            f"unknown task category '{category}'{did_you_mean(category, folders)}",
+            path=tasks_root(root),
             key="task_category",
             allowed=", ".join(folders),
         )
@@ -187,7 +197,8 @@ def select_tasks(category: str, names: list[str] | None, root: Path | str | None
     for name in names:
         if name not in by_name:
             raise UserError(
-                f"unknown task '{name}' in category '{category}'{did_you_mean(name, by_name)}", key="tasks",
+                f"unknown task '{name}' in category '{category}'{did_you_mean(name, by_name)}",
+                key="tasks",
                 allowed=", ".join(by_name),
             )
         if by_name[name] in chosen:

@@ -3,17 +3,17 @@ in the names of files moved aside (compact, sortable). Always UTC."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 
 def iso_seconds(moment: datetime | None = None) -> str:
     """For reports: `2026-12-01T08:43:00+00:00`."""
-    return (moment or datetime.now(timezone.utc)).astimezone(timezone.utc).isoformat(timespec="seconds")
+    return (moment or datetime.now(UTC)).astimezone(UTC).isoformat(timespec="seconds")
 
 
 def log_stamp(moment: datetime | None = None) -> str:
     """For log lines: `2026-12-01T08:43:00.123Z`."""
-    moment = (moment or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    moment = (moment or datetime.now(UTC)).astimezone(UTC)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 

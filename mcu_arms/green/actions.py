@@ -79,6 +79,7 @@ COMPACT_BUTTON_COMBINATIONS = math.prod(len(group) for group in _BUTTON_GROUPS) 
 COMPACT_INVENTORY_INDEX = COMPACT_BUTTON_COMBINATIONS  # the extra "inventory alone" entry
 COMPACT_BUTTON_MAX = COMPACT_INVENTORY_INDEX
 
+
 class ParsedAction(BaseModel):
     """The outcome of parsing one reply: what reaches the simulator, and everything that was not used."""
 

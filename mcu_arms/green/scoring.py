@@ -80,7 +80,11 @@ class RewardTracker:
             self._reached.setdefault(entry.identity, step)
             paid.append(
                 MilestoneEvent(
-                    identity=entry.identity, event=entry.event, object=grown[0], reward=entry.reward, step=step,
+                    identity=entry.identity,
+                    event=entry.event,
+                    object=grown[0],
+                    reward=entry.reward,
+                    step=step,
                     kind=self.kind,
                 )
             )

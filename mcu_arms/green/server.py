@@ -18,7 +18,7 @@ import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 
@@ -158,7 +158,7 @@ class GreenExecutor(AgentExecutor):
     def _claim_output_dir(self, requested: str | None) -> Path:
         """The request's output_dir, made under the output root and held until the evaluation ends."""
         root = self.output_root
-        given = Path(requested) if requested else Path(datetime.now(timezone.utc).strftime("%Y%m%d_%H%M%S"))
+        given = Path(requested) if requested else Path(datetime.now(UTC).strftime("%Y%m%d_%H%M%S"))
         if ".." in given.parts:
             raise RequestRejected(f"output_dir {requested} contains '..'; name a directory under {root}")
         real = Path(os.path.realpath(given if given.is_absolute() else root / given))
@@ -188,17 +188,13 @@ class GreenExecutor(AgentExecutor):
         except ValidationError as error:
             raise RequestRejected(f"invalid evaluation request: {validation_summary(error)}") from None
 
-    async def _validate(
-        self, request: EvalRequest, output_dir: Path, sim_thread: ThreadPoolExecutor
-    ) -> _ValidRequest:
+    async def _validate(self, request: EvalRequest, output_dir: Path, sim_thread: ThreadPoolExecutor) -> _ValidRequest:
         config = request.config
         if AGENT_ROLE not in request.participants:
             roles = ", ".join(sorted(request.participants)) or "none"
             raise RequestRejected(f"participants must name the role '{AGENT_ROLE}' (got: {roles})")
         if config.task_category not in CATEGORIES:
-            raise RequestRejected(
-                f"unknown task_category '{config.task_category}' (valid: {', '.join(CATEGORIES)})"
-            )
+            raise RequestRejected(f"unknown task_category '{config.task_category}' (valid: {', '.join(CATEGORIES)})")
         if wants_state(config.observe) and config.simulator not in STATE_SIMULATORS:
             raise RequestRejected(
                 f"observe '{config.observe}' needs structured state, which the {config.simulator} simulator cannot "
@@ -222,8 +218,14 @@ class GreenExecutor(AgentExecutor):
         try:
             simulator: Simulator = await asyncio.get_running_loop().run_in_executor(
                 sim_thread,
-                partial(make_simulator, config.simulator, obs_size=config.obs_size, reset_mode=config.reset_mode,
-                        mineflayer=config.mineflayer, action_mode=config.action_mode),
+                partial(
+                    make_simulator,
+                    config.simulator,
+                    obs_size=config.obs_size,
+                    reset_mode=config.reset_mode,
+                    mineflayer=config.mineflayer,
+                    action_mode=config.action_mode,
+                ),
             )
         except (SimulatorUnavailable, UserError) as error:
             raise RequestRejected(f"simulator '{config.simulator}' cannot run here: {error}") from None
@@ -312,7 +314,9 @@ class GreenExecutor(AgentExecutor):
         for skipped in plan.skipped:
             await emit(TaskSkipped(task=skipped.task, reason=skipped.reason))
         settings = RunSettings(
-            max_steps=plan.max_steps, env=dict(os.environ), auto_eval_dir=plan.auto_eval_dir,
+            max_steps=plan.max_steps,
+            env=dict(os.environ),
+            auto_eval_dir=plan.auto_eval_dir,
             **config.model_dump(include=RunSettings.from_config),
         )
         agent_url = plan.request.participants[AGENT_ROLE]
@@ -329,21 +333,32 @@ class GreenExecutor(AgentExecutor):
             outcome = await run_off_loop(run, sim_thread, emit)
             metrics[task.name] = outcome
             for restart in outcome.sim_restarts:
-                await emit(Notice(message=f"simulator restarted before {task.name}: {restart.cause} in "
-                                          f"{restart.failed_task} during {restart.failed_during}: {restart.detail}"))
+                await emit(
+                    Notice(
+                        message=f"simulator restarted before {task.name}: {restart.cause} in "
+                        f"{restart.failed_task} during {restart.failed_during}: {restart.detail}"
+                    )
+                )
             await emit(
                 TaskFinished(
-                    task=task.name, score=outcome.score, max_score=outcome.max_score,
-                    score_source=outcome.score_source, steps_run=outcome.steps_run, noop_total=outcome.noop_total,
+                    task=task.name,
+                    score=outcome.score,
+                    max_score=outcome.max_score,
+                    score_source=outcome.score_source,
+                    steps_run=outcome.steps_run,
+                    noop_total=outcome.noop_total,
                     error=outcome.error,
                 )
-            )  # fmt: skip
+            )
         result = EvaluationResult(
             participants=dict(plan.request.participants),
             results=[CategoryResult.of(config.task_category, metrics, plan.skipped)],
             simulator=SimulatorInfo(
-                name=simulator.name, version=simulator.version(), label=simulator.label(),
-                reset_mode=simulator.reset_mode(), action_mode=simulator.action_mode(),
+                name=simulator.name,
+                version=simulator.version(),
+                label=simulator.label(),
+                reset_mode=simulator.reset_mode(),
+                action_mode=simulator.action_mode(),
             ),
             seed=config.seed,
             max_steps=plan.max_steps,
@@ -380,7 +395,7 @@ class GreenExecutor(AgentExecutor):
         try:
             write_json_exclusive(path, result)
         except AlreadyExists:
-            aside = path.with_name(f"{path.stem}.{file_stamp(datetime.now(timezone.utc))}{path.suffix}")
+            aside = path.with_name(f"{path.stem}.{file_stamp(datetime.now(UTC))}{path.suffix}")
             write_json_exclusive(aside, result)
             raise ResultConflict(
                 f"{path} appeared while this evaluation ran and was left as found; this evaluation's result is in "
@@ -444,11 +459,15 @@ def serve(host: str, port: int, card_url: str | None, *, output_root: Path | Non
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise UserError(f"cannot create the output root: {error.strerror or error}", path=root, key="--output-root") from None
+        raise UserError(
+            f"cannot create the output root: {error.strerror or error}", path=root, key="--output-root"
+        ) from None
     if not root.is_dir():
         raise UserError("the output root is not a directory", path=root, key="--output-root")
     url = card_url_for(host, port, card_url)
     app = build_green_app(url, output_root=root, token=token)
-    log_line(f"green agent listening on {host}:{port} card_url={url} output_root={root} python={sys.version.split()[0]}")
+    log_line(
+        f"green agent listening on {host}:{port} card_url={url} output_root={root} python={sys.version.split()[0]}"
+    )
     log_line(access)
     serve_app(app, host, port)

@@ -61,5 +61,3 @@ class StepLog:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-

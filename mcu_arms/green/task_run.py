@@ -85,8 +85,11 @@ and the simulator's capability list); "obs" is empty when the arm observes the s
 
 
 def make_simulator(
-    name: str, obs_size: tuple[int, int] = DEFAULT_OBS_SIZE, reset_mode: ResetMode | None = None,
-    mineflayer: MineflayerServer | None = None, action_mode: ActionMode | None = None,
+    name: str,
+    obs_size: tuple[int, int] = DEFAULT_OBS_SIZE,
+    reset_mode: ResetMode | None = None,
+    mineflayer: MineflayerServer | None = None,
+    action_mode: ActionMode | None = None,
 ) -> Simulator:
     """The named simulator backend, imported only now (MineStudio is an optional, heavy extra).
 
@@ -104,21 +107,28 @@ def make_simulator(
         if reset_mode not in (None, "hard"):
             raise UserError(
                 f"reset_mode '{reset_mode}' is for minestudio: the embedded simulator builds a new world from the seed "
-                "for every task", key="reset_mode", allowed="hard",
+                "for every task",
+                key="reset_mode",
+                allowed="hard",
             )
         return EmbeddedSimulator()
     if name == "minestudio":
         from mcu_arms.green.sims.minestudio import MineStudioSimulator
 
         return MineStudioSimulator(
-            obs_size=obs_size, reset_mode=reset_mode or DEFAULT_RESET_MODE, action_mode=action_mode or DEFAULT_ACTION_MODE
+            obs_size=obs_size,
+            reset_mode=reset_mode or DEFAULT_RESET_MODE,
+            action_mode=action_mode or DEFAULT_ACTION_MODE,
         )
     if name == "mineflayer":
         from mcu_arms.green.sims.mineflayer.backend import MineflayerSimulator
 
         if reset_mode is not None:
-            raise UserError(f"reset_mode '{reset_mode}' is for minestudio: the mineflayer simulator plays the server's "
-                            "world as it is", key="reset_mode")  # fmt: skip
+            raise UserError(
+                f"reset_mode '{reset_mode}' is for minestudio: the mineflayer simulator plays the server's "
+                "world as it is",
+                key="reset_mode",
+            )
         return MineflayerSimulator(mineflayer)
     raise UserError(f"unknown simulator '{name}'", key="simulator", allowed=", ".join(SIMULATORS))
 
@@ -128,8 +138,15 @@ class RunSettings:
     """How one task runs; all but max_steps and env come as they are from the request's EvalConfig."""
 
     from_config: ClassVar[set[str]] = {
-        "step_timeout", "seed", "save_frames", "progress_every", "video_eval", "video_model", "obs_size",
-        "obs_encoding", "observe",
+        "step_timeout",
+        "seed",
+        "save_frames",
+        "progress_every",
+        "video_eval",
+        "video_model",
+        "obs_size",
+        "obs_encoding",
+        "observe",
     }
 
     max_steps: int
@@ -261,7 +278,9 @@ class TaskRun:
             async with AgentChannel(self.agent_url, self.settings.step_timeout) as channel:
                 self.init = await self._send_init(channel)
                 if not self.init.ok:
-                    await self.emit(InitFailed(task=self.task.name, cause=self.init.cause or "", message=self.init.message))
+                    await self.emit(
+                        InitFailed(task=self.task.name, cause=self.init.cause or "", message=self.init.message)
+                    )
                 await self._loop(channel, log, tracker, seen)
         except AgentError as error:
             self.ended_by, self.error = "error", f"agent unreachable: {error}"
@@ -283,7 +302,9 @@ class TaskRun:
         started = time.perf_counter()
         try:
             world_seed, unknown = self.sim.world_seed(self.settings.seed)
-            init = InitPayload(prompt=prompt, text=self.task.text, world_seed=world_seed, world_seed_unknown=unknown or None)
+            init = InitPayload(
+                prompt=prompt, text=self.task.text, world_seed=world_seed, world_seed_unknown=unknown or None
+            )
             text = await channel.exchange(init)
         except AgentTimeout as error:
             return InitOutcome(ok=False, cause="timeout", message=str(error))
@@ -319,19 +340,27 @@ class TaskRun:
             parsed = self._as_the_simulator_applies(parsed)
             agent_ms = (time.perf_counter() - started) * 1000
             sim_step, sim_ms, seen = self._advance(parsed, step, seen, log)
-            events = [paid for counters in sim_step.counter_ticks or [sim_step.counters]
-                      for paid in tracker.update(step, counters)]  # backends count from their reset (sims/base.py)
+            events = [
+                paid
+                for counters in sim_step.counter_ticks or [sim_step.counters]
+                for paid in tracker.update(step, counters)
+            ]  # backends count from their reset (sims/base.py)
             self._count(step, parsed, agent_ms, sim_ms, sim_step)
             log.write(self._record(step, received, parsed, agent_ms, sim_ms, events, sim_step))
             self.steps_run = step + 1
             for event in events:
                 await self.emit(
                     MilestoneReached(
-                        task=name, step=step, entry_kind=event.kind, identity=event.identity,
-                        reached=len(tracker.reached), total=len(tracker.entries), reward=tracker.sim_reward,
+                        task=name,
+                        step=step,
+                        entry_kind=event.kind,
+                        identity=event.identity,
+                        reached=len(tracker.reached),
+                        total=len(tracker.entries),
+                        reward=tracker.sim_reward,
                         max_reward=tracker.max_reward,
                     )
-                )  # fmt: skip
+                )
             if self.steps_run % settings.progress_every == 0 and self.steps_run < max_steps:
                 await self.emit(self._progress(tracker))
             if sim_step.done:
@@ -367,9 +396,10 @@ class TaskRun:
         parsed = parse_reply(received)
         if parsed.skill is not None and not self.sim.accepts_skills:
             return received, noop_result(
-                "invalid_action", f"a skill action ({parsed.skill.label()}): the {self.sim.name} simulator takes env "
-                "actions only (skills are for simulators whose capabilities say actions = \"skills\")",
-            )  # fmt: skip
+                "invalid_action",
+                f"a skill action ({parsed.skill.label()}): the {self.sim.name} simulator takes env "
+                'actions only (skills are for simulators whose capabilities say actions = "skills")',
+            )
         return received, parsed
 
     def _as_the_simulator_applies(self, parsed: ParsedAction) -> ParsedAction:
@@ -539,8 +569,13 @@ class TaskRun:
             sim_restarts=self.sim.restarts(),
             init=self.init,
             video=VideoResult(
-                status=video.status, reason=video.reason, task_progress=video.task_progress, model=video.model,
-                rubric=video.rubric, graded_frames=video.graded_frames, recording_problem=self.recording_problem,
+                status=video.status,
+                reason=video.reason,
+                task_progress=video.task_progress,
+                model=video.model,
+                rubric=video.rubric,
+                graded_frames=video.graded_frames,
+                recording_problem=self.recording_problem,
             ),
             agent_latency=LatencyStats.of(self.agent_ms),
             sim_step_ms_mean=round(sum(self.sim_ms) / len(self.sim_ms), 3) if self.sim_ms else None,
@@ -577,4 +612,3 @@ async def run_off_loop(run: TaskRun, worker: Executor, emit: EventSink) -> TaskM
         run.stop_requested.set()
         await asyncio.wait([running])
         raise
-

@@ -111,13 +111,18 @@ def evaluate_video(
             request = _our_request(task, frames_dir, recording, set(reached))
         if request is None:
             return outcome("failed", f"no frames to evaluate (frames_dir={frames_dir}, recording={recording})")
-        answer = _ask_model(request, api_key=api_key, base_url=env.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL,
-                            model=model)
+        answer = _ask_model(
+            request, api_key=api_key, base_url=env.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL, model=model
+        )
         scores = parse_mcu_scores(answer) if auto_eval_dir is not None else parse_scores(answer)
     except Exception as error:  # noqa: BLE001 — the contract is a status, never an exception
         return outcome("failed", f"{type(error).__name__}: {error}"[:MAX_REASON_CHARS])
     return VideoEvaluation(
-        status="ok", task_progress=scores["task_progress"], criteria=scores, model=model, rubric=rubric,
+        status="ok",
+        task_progress=scores["task_progress"],
+        criteria=scores,
+        model=model,
+        rubric=rubric,
         graded_frames=request.graded,
     )
 
@@ -144,8 +149,9 @@ def _mcu_request(
     """MCU's rating prompt as the system message, then the task and its criteria, then the sampled frames."""
     criteria_path = criteria_file(auto_eval_dir, task.name)
     if not criteria_path.is_file():
-        raise FileNotFoundError(f"MCU's auto_eval folder {auto_eval_dir} has no criteria file for {task.name} "
-                                f"({criteria_path})")
+        raise FileNotFoundError(
+            f"MCU's auto_eval folder {auto_eval_dir} has no criteria file for {task.name} ({criteria_path})"
+        )
     system = (auto_eval_dir / MCU_PROMPT_FILE).read_text(encoding="utf-8")
     criteria = criteria_path.read_text(encoding="utf-8")
     source = _FrameSource.of(frames_dir, recording)
@@ -163,8 +169,7 @@ def _mcu_request(
             {"role": "user", "content": text},
             {"role": "user", "content": [_image_part("image/jpeg", frame) for frame in frames]},
         ],
-        options={"temperature": 0, "top_p": 1, "seed": MCU_REQUEST_SEED, "frequency_penalty": 0,
-                 "presence_penalty": 0},
+        options={"temperature": 0, "top_p": 1, "seed": MCU_REQUEST_SEED, "frequency_penalty": 0, "presence_penalty": 0},
         graded=source.graded(len(frames)),
     )
 
@@ -211,8 +216,12 @@ class _FrameSource:
 
     def graded(self, sent: int) -> GradedFrames:
         return GradedFrames(
-            source=self.graded_source, path=str(self.path), width=self.width, height=self.height,  # type: ignore[arg-type]
-            frames_in_episode=self.count, frames_sent=sent,
+            source=self.graded_source,
+            path=str(self.path),
+            width=self.width,
+            height=self.height,  # type: ignore[arg-type]
+            frames_in_episode=self.count,
+            frames_sent=sent,
         )
 
 

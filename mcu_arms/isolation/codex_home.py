@@ -94,7 +94,7 @@ def temporary_dir_reason(
         if resolved == temp_real or temp_real in resolved.parents:
             return (
                 f"{path} is under the temporary directory {temp}: codex refuses to create its helper binaries "
-                "there (\"Refusing to create helper binaries under temporary dir\"); use local disk such as "
+                'there ("Refusing to create helper binaries under temporary dir"); use local disk such as '
                 f"/var/tmp (set {set_by})"
             )
     return None
@@ -208,7 +208,9 @@ def build_codex_home(
                 os.close(home_fd)
     except OSError as error:
         where = error.filename or root
-        raise UserError(f"cannot build the codex home: {error.strerror or error}", path=where, key="codex.root") from None
+        raise UserError(
+            f"cannot build the codex home: {error.strerror or error}", path=where, key="codex.root"
+        ) from None
     _check_disk(result, expected_turns)
     return result
 
@@ -254,8 +256,14 @@ def _lstat(name: str, dir_fd: int) -> os.stat_result | None:
 
 def _kind(found: os.stat_result) -> str:
     mode = found.st_mode
-    for test, name in ((stat.S_ISLNK, "symbolic link"), (stat.S_ISDIR, "directory"), (stat.S_ISFIFO, "FIFO"),
-                       (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "device"), (stat.S_ISBLK, "device")):  # fmt: skip
+    for test, name in (
+        (stat.S_ISLNK, "symbolic link"),
+        (stat.S_ISDIR, "directory"),
+        (stat.S_ISFIFO, "FIFO"),
+        (stat.S_ISSOCK, "socket"),
+        (stat.S_ISCHR, "device"),
+        (stat.S_ISBLK, "device"),
+    ):
         if test(mode):
             return name
     return "regular file"
@@ -278,7 +286,11 @@ def _link_credential(home_fd: int, result: CodexHome, now: datetime) -> None:
     elif found is not None:
         kind = _kind(found)
         aside = _set_aside(home_fd, "auth.json", "copy", now)
-        why = "a copy of a credential (copies break on the single-use refresh token)" if kind == "regular file" else f"a {kind}"
+        why = (
+            "a copy of a credential (copies break on the single-use refresh token)"
+            if kind == "regular file"
+            else f"a {kind}"
+        )
         result.warnings.append(f"auth.json was {why}; moved to {result.home / aside}")
     os.symlink(target, "auth.json", dir_fd=home_fd)
     result.actions.append(f"auth.json -> {target}")
@@ -301,8 +313,9 @@ def _write_stubs(home_fd: int, result: CodexHome, now: datetime) -> None:
             else:
                 os.unlink(name, dir_fd=home_fd)
                 result.actions.append(f"{name} was a {kind}; replaced by an empty file")
-        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, PRIVATE_FILE_MODE,
-                     dir_fd=home_fd)  # fmt: skip
+        fd = os.open(
+            name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, PRIVATE_FILE_MODE, dir_fd=home_fd
+        )
         os.fchmod(fd, PRIVATE_FILE_MODE)
         os.close(fd)
 
@@ -327,7 +340,9 @@ def _check_session_store(result: CodexHome, now: datetime) -> None:
             state, detail = _store_state(database)
             if state == "malformed":
                 aside = _move_aside(database, now)
-                result.warnings.append(f"{database.name} is malformed ({detail}); moved to {aside.name} (codex rebuilds it)")
+                result.warnings.append(
+                    f"{database.name} is malformed ({detail}); moved to {aside.name} (codex rebuilds it)"
+                )
             elif state == "locked":
                 result.warnings.append(
                     f"{database.name} is held by a live writer (waited {SESSION_STORE_BUSY_WAIT_S:g} s: {detail}); "

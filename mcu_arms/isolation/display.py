@@ -77,9 +77,13 @@ def private_display(env: Mapping[str, str], scratch: Path) -> Iterator[dict[str,
         with log.open("ab") as output:
             process = subprocess.Popen(
                 [xvfb, "-displayfd", str(write_fd), "-nolisten", "tcp", "-screen", "0", SCREEN, "-noreset"],
-                stdin=subprocess.DEVNULL, stdout=output, stderr=output, pass_fds=(write_fd,), start_new_session=True,
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=output,
+                pass_fds=(write_fd,),
+                start_new_session=True,
                 env=dict(env),
-            )  # fmt: skip
+            )
         os.close(write_fd)
         write_fd = -1
         try:

@@ -36,8 +36,8 @@ def network_filesystem_reason(path: Path, partitions: Iterable[Any] | None = Non
     fstype = filesystem_type(path, partitions)
     if fstype in NETWORK_FILESYSTEMS or fstype.startswith("fuse"):
         return (
-            f"{path} is on a {fstype} filesystem: sqlite fails there (\"cannot rollback - no transaction is "
-            "active\"); use local disk"
+            f'{path} is on a {fstype} filesystem: sqlite fails there ("cannot rollback - no transaction is '
+            'active"); use local disk'
         )
     return None
 
@@ -66,7 +66,9 @@ def unwritable_reason(path: Path) -> str | None:
     if not probe.is_dir():
         return f"{probe} is not a directory"
     if not os.access(probe, os.W_OK | os.X_OK):
-        return f"{probe} is not writable by this user" if probe == Path(os.path.realpath(path)) else (
-            f"{path} does not exist and its parent {probe} is not writable by this user"
+        return (
+            f"{probe} is not writable by this user"
+            if probe == Path(os.path.realpath(path))
+            else (f"{path} does not exist and its parent {probe} is not writable by this user")
         )
     return None

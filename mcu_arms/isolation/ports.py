@@ -159,7 +159,7 @@ class PortRegistry:
             entries = self._load()
         prefix = f"{host}:"
         return {
-            int(key[len(prefix):])
+            int(key[len(prefix) :])
             for key, entry in entries.items()
             if key.startswith(prefix) and entry.get("pid") != me and self._alive(entry)
         }

@@ -35,4 +35,6 @@ def failure_noop(cause: str, detail: str) -> ActionPayload:
     infrastructure under `cause`, never as the agent's choice."""
     action = noop_action()
     action["camera"] = list(action["camera"])
-    return ActionPayload(action_type="env", action=action, reason=detail, failure=AgentFailure(cause=cause, detail=detail))
+    return ActionPayload(
+        action_type="env", action=action, reason=detail, failure=AgentFailure(cause=cause, detail=detail)
+    )

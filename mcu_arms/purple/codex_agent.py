@@ -20,7 +20,7 @@ import statistics
 import string
 import time
 from collections import deque
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -231,7 +231,9 @@ class CodexPolicy(Policy):
                 key="CODEX_HOME",
             )
         if not Path(home).is_dir():
-            raise UserError(f"CODEX_HOME {home} does not exist (build it with `mcu-arms codex-home ARM`)", key="CODEX_HOME")
+            raise UserError(
+                f"CODEX_HOME {home} does not exist (build it with `mcu-arms codex-home ARM`)", key="CODEX_HOME"
+            )
         executable = shutil.which("codex", path=self.environ.get("PATH"))
         if executable is None:
             raise UserError(
@@ -257,7 +259,7 @@ class CodexPolicy(Policy):
         base_url = self.options.provider_base_url
         table = provider_table(base_url, self.options.provider_env_key) if base_url else {}
         provider = PROVIDER_NAME if base_url else None
-        config_warning = write_codex_config(home, provider, table, datetime.now(timezone.utc))
+        config_warning = write_codex_config(home, provider, table, datetime.now(UTC))
         self.settings = AgentSettings(
             kind=self.kind,
             session_turns=self.session_turns,
@@ -573,7 +575,12 @@ class CodexPolicy(Policy):
             stopped = "; ".join(run.stopped) or "it had exited"
             return "timeout", "timeout", f"timed out after {self.turn_timeout:.1f} s ({stopped})", []
         if run.overflowed:
-            return "overflow", "overflow", f"context window overflow ({run.failure}); session dropped, next turn starts cold", []
+            return (
+                "overflow",
+                "overflow",
+                f"context window overflow ({run.failure}); session dropped, next turn starts cold",
+                [],
+            )
         if run.resume_refused:
             return "failed", "session_lost", f"session lost ({run.reason}); the step is planned from a cold start", []
         if run.rc != 0:
@@ -588,7 +595,9 @@ class CodexPolicy(Policy):
         if len(actions) > MAX_ACTIONS_PER_TURN:
             assert self.episode is not None
             self.episode.actions_truncated += len(actions) - MAX_ACTIONS_PER_TURN
-            self._warn(f"turn {self._turn}: {len(actions)} actions planned; only the first {MAX_ACTIONS_PER_TURN} are replayed")
+            self._warn(
+                f"turn {self._turn}: {len(actions)} actions planned; only the first {MAX_ACTIONS_PER_TURN} are replayed"
+            )
             actions = actions[:MAX_ACTIONS_PER_TURN]
         if self.camera_quantised:
             actions = [self._compensate(action) for action in actions]
@@ -731,4 +740,3 @@ class CodexPolicy(Policy):
         if self._queue:
             self._append_log(f"episode ended with {len(self._queue)} planned actions unplayed")
         self._write_report()
-

@@ -153,7 +153,7 @@ async def run_codex(
     timed_out = False
     try:
         rc = await asyncio.wait_for(asyncio.to_thread(process.wait), timeout=timeout_s)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         timed_out = True
     except asyncio.CancelledError:
         await asyncio.shield(stop_turn(process, create_time, token))
@@ -399,7 +399,7 @@ async def codex_version(executable: str, env: dict[str, str], timeout_s: float =
     create_time = _create_time(process.pid)
     try:
         output, _ = await asyncio.wait_for(process.communicate(), timeout=timeout_s)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         await asyncio.to_thread(stop_process_group, process.pid, create_time, grace_s=TERM_GRACE_S)
         await process.wait()
         return f"unavailable: `{executable} --version` did not answer in {timeout_s:.0f} s"

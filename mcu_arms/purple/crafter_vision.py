@@ -232,9 +232,7 @@ def _inventory_templates() -> tuple[np.ndarray, np.ndarray]:
     return templates.astype(np.float32).reshape(len(INVENTORY_ITEMS), 10, -1), slots
 
 
-def _scores(
-    observed: np.ndarray, noise_mask: np.ndarray, daylight: float, candidates: _Candidates
-) -> np.ndarray:
+def _scores(observed: np.ndarray, noise_mask: np.ndarray, daylight: float, candidates: _Candidates) -> np.ndarray:
     """Mismatch of each observed tile (T, P, 3) against each candidate, under the night model: (T, J).
 
     Crafter lights a clean pixel c as  d*c + (1-d)*(0.5*enh((1-m)*c + m*n) + 0.5*tint)  with enh the 0.4 colour
@@ -326,7 +324,7 @@ class FrameReader:
         colour = self._player.rgb  # (J, P, 3)
         night = 0.2 * colour + 0.3 * self._player.luma[..., None] + 0.5 * _NIGHT_TINT
         span = (colour - night).reshape(len(colour), -1)
-        rise = (player_tile.reshape(1, -1) - night.reshape(len(colour), -1))
+        rise = player_tile.reshape(1, -1) - night.reshape(len(colour), -1)
         daylight = np.clip((rise * span).sum(axis=1) / np.maximum((span**2).sum(axis=1), 1e-6), 0.0, 1.0)
         costs = ((rise - daylight[:, None] * span) ** 2).sum(axis=1)
         choice = int(costs.argmin())

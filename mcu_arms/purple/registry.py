@@ -25,8 +25,14 @@ _MODULES: dict[str, tuple[str, str]] = {
     "random": ("mcu_arms.purple.baselines", ""),
     "scripted": ("mcu_arms.purple.scripted", "the scripted policy (mcu_arms/purple/scripted.py) is not in this build"),
     "planned": ("mcu_arms.purple.planned.agent", "the planned agent (mcu_arms/purple/planned/) is not in this build"),
-    "worldmodel": ("mcu_arms.purple.codex_agent", "the codex agents (mcu_arms/purple/codex_agent.py) are not in this build"),
-    "prolong": ("mcu_arms.purple.codex_agent", "the codex agents (mcu_arms/purple/codex_agent.py) are not in this build"),
+    "worldmodel": (
+        "mcu_arms.purple.codex_agent",
+        "the codex agents (mcu_arms/purple/codex_agent.py) are not in this build",
+    ),
+    "prolong": (
+        "mcu_arms.purple.codex_agent",
+        "the codex agents (mcu_arms/purple/codex_agent.py) are not in this build",
+    ),
     "steve1": (
         "mcu_arms.purple.steve1",
         "STEVE-1 needs the minestudio extra (pip install 'mcu-arms[minestudio]'), its weights and a CUDA device",
@@ -47,7 +53,9 @@ def policy_factory(kind: str) -> PolicyFactory:
     """Resolve a kind to a constructor, importing its module now so that a missing piece fails at server start."""
     if kind not in AGENT_KINDS:
         raise UserError(
-            f"unknown agent kind '{kind}'{did_you_mean(kind, AGENT_KINDS)}", key="--agent", allowed=", ".join(AGENT_KINDS)
+            f"unknown agent kind '{kind}'{did_you_mean(kind, AGENT_KINDS)}",
+            key="--agent",
+            allowed=", ".join(AGENT_KINDS),
         )
     module = _import_agent_module(kind)
     if kind == "noop":

@@ -41,7 +41,12 @@ UNKNOWN = -1
 MAP_SIZE = 160  # relative map; Crafter's world is 64x64, so any start fits with a view's margin
 ORIGIN = MAP_SIZE // 2
 BLOCKED = 10_000.0
-MOVES: dict[tuple[int, int], str] = {(-1, 0): "move_left", (1, 0): "move_right", (0, -1): "move_up", (0, 1): "move_down"}
+MOVES: dict[tuple[int, int], str] = {
+    (-1, 0): "move_left",
+    (1, 0): "move_right",
+    (0, -1): "move_up",
+    (0, 1): "move_down",
+}
 DIRECTIONS = tuple(MOVES)
 
 WALKABLE = frozenset(MATERIAL_CODE[name] for name in ("grass", "sand", "path"))
@@ -97,7 +102,9 @@ class WorldMemory:
         if wrong.min() > 2:
             return None
         column, row = PLAYER_CELL
-        fits = [(int(left) + column - ORIGIN, int(top) + row - ORIGIN) for top, left in np.argwhere(wrong == wrong.min())]
+        fits = [
+            (int(left) + column - ORIGIN, int(top) + row - ORIGIN) for top, left in np.argwhere(wrong == wrong.min())
+        ]
         if len(fits) > 1:
             return None  # several places fit equally: a guess would corrupt the map
         return fits[0]
@@ -200,8 +207,10 @@ class CrafterPlayer:
         self._shelter = None
 
     def _move_expected(self, previous: FrameReading, target: tuple[int, int]) -> bool:
-        return not previous.sleeping and self.memory.material(target) in WALKABLE | {MATERIAL_CODE["lava"]} and (
-            target not in self.memory.objects
+        return (
+            not previous.sleeping
+            and self.memory.material(target) in WALKABLE | {MATERIAL_CODE["lava"]}
+            and (target not in self.memory.objects)
         )
 
     @staticmethod

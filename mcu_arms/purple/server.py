@@ -214,7 +214,9 @@ def build_purple_app(kind: str, options: PurpleOptions, url: str, *, token: str 
         name=f"mcu-arms purple ({kind})",
         description=f"MCU purple agent '{kind}': answers an init with an ack and each observation with an action.",
         url=url,
-        skills=[Skill(id="mcu_play", name="Play MCU tasks", description="Minecraft actions from frames", tags=("mcu",))],
+        skills=[
+            Skill(id="mcu_play", name="Play MCU tasks", description="Minecraft actions from frames", tags=("mcu",))
+        ],
         streaming=False,
         secured=token is not None,
     )

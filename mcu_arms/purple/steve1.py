@@ -99,8 +99,11 @@ def cached_snapshot(environ: Mapping[str, str], repo: str, complete: Callable[[P
 
 def _has_tokenizer(snapshot: Path) -> bool:
     """What AutoTokenizer needs offline: its config, and a fast tokenizer or the vocabulary and merges."""
-    files = {name for name in ("tokenizer_config.json", "tokenizer.json", "vocab.json", "merges.txt")
-             if (snapshot / name).is_file()}
+    files = {
+        name
+        for name in ("tokenizer_config.json", "tokenizer.json", "vocab.json", "merges.txt")
+        if (snapshot / name).is_file()
+    }
     return "tokenizer_config.json" in files and ("tokenizer.json" in files or {"vocab.json", "merges.txt"} <= files)
 
 
@@ -263,10 +266,14 @@ class Determinism(BaseModel):
 
     def statement(self) -> str:
         if self.nondeterministic_ops:
-            return (f"same-seed actions NOT guaranteed on {self.device}: ops without a deterministic kernel ran "
-                    f"({'; '.join(self.nondeterministic_ops)})")
-        return (f"same-seed actions reproducible on {self.device} (deterministic kernels; a different GPU model, driver "
-                "or torch may sample differently)")
+            return (
+                f"same-seed actions NOT guaranteed on {self.device}: ops without a deterministic kernel ran "
+                f"({'; '.join(self.nondeterministic_ops)})"
+            )
+        return (
+            f"same-seed actions reproducible on {self.device} (deterministic kernels; a different GPU model, driver "
+            "or torch may sample differently)"
+        )
 
 
 def go_offline(environ: Any = os.environ) -> None:
@@ -352,8 +359,10 @@ def device_description() -> str:
     import torch
 
     cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
-    return (f"{torch.cuda.get_device_name(torch.cuda.current_device())} (torch {torch.__version__}, "
-            f"CUDA {torch.version.cuda}, cuDNN {cudnn})")
+    return (
+        f"{torch.cuda.get_device_name(torch.cuda.current_device())} (torch {torch.__version__}, "
+        f"CUDA {torch.version.cuda}, cuDNN {cudnn})"
+    )
 
 
 def _cuda_input(frame: Any) -> Any:

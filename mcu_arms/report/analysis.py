@@ -54,15 +54,15 @@ from mcu_arms.report.methods.survival import (
     kaplan_meier,
     logrank,
 )
-from mcu_arms.report.stats import ALPHA
-from mcu_arms.report.stats import METHOD as STATS_METHOD
 from mcu_arms.report.stats import (
+    ALPHA,
     Interval,
     MilestoneStats,
     Summary,
     milestone_stats,
     summarise,
 )
+from mcu_arms.report.stats import METHOD as STATS_METHOD
 
 ANALYSIS_SCHEMA_VERSION = 2  # 1 was the comparison before experiments were explicit
 # Where a setting only says where things run, or which replicate ran: shown with --all, never a difference.
@@ -77,8 +77,15 @@ ArmStatus = Literal["finished", "failed", "interrupted", "queued", "started", "n
 CellState = Literal["reached", "not reached", "unavailable", "no run", "none finished", "not in run"]
 ExclusionReason = Literal["interrupted", "failed", "unfinished", "other experiment", "superseded", "other campaign"]
 MetricName = Literal["score", "sim_score", "steps_run", "wall_s", "steps_per_minute", "noops", "infrastructure_noops"]
-METRICS: tuple[MetricName, ...] = ("score", "sim_score", "steps_run", "wall_s", "steps_per_minute", "noops",
-                                   "infrastructure_noops")  # fmt: skip
+METRICS: tuple[MetricName, ...] = (
+    "score",
+    "sim_score",
+    "steps_run",
+    "wall_s",
+    "steps_per_minute",
+    "noops",
+    "infrastructure_noops",
+)
 DifferenceVerdict = Literal["distinguishable", "not distinguishable", "no difference", "too few episodes", "no runs"]
 
 
@@ -172,10 +179,19 @@ class EpisodeFacts(BaseModel):
 
 
 PURPLE_COUNTERS: set[str] = {
-    "failed_turns", "failed_turns_by_reason", "top_failure_reasons", "compactions", "overflow_resets", "decisions",
-    "invalid_outputs", "invalid_outputs_by_kind", "stale_replans", "reflex_interrupts", "median_planner_ms",
+    "failed_turns",
+    "failed_turns_by_reason",
+    "top_failure_reasons",
+    "compactions",
+    "overflow_resets",
+    "decisions",
+    "invalid_outputs",
+    "invalid_outputs_by_kind",
+    "stale_replans",
+    "reflex_interrupts",
+    "median_planner_ms",
     "median_decision_ms",
-}  # fmt: skip
+}
 
 
 class ReachedCurve(BaseModel):
@@ -316,8 +332,9 @@ class Analysis(BaseModel):
         if self.verdict.missing:
             infrastructure = any(
                 arm.latest is not None and arm.latest.failure_kind == "infrastructure"
-                for arm in self.arms if arm.arm in self.verdict.missing
-            )  # fmt: skip
+                for arm in self.arms
+                if arm.arm in self.verdict.missing
+            )
             return EXIT_NOT_TRUSTWORTHY if infrastructure else EXIT_NOT_COMPARABLE
         if not self.verdict.trustworthy:
             return EXIT_NOT_TRUSTWORTHY
@@ -449,10 +466,14 @@ def _settings_from_file(target: ArmTarget, overrides: dict[str, Any]) -> tuple[S
 
 def _ref(report: RunReport) -> dict[str, Any]:
     return {
-        "episode": report.episode, "seed": report.settings.seed, "status": report.status,
-        "fingerprint": report.fingerprint, "started_at": report.started_at, "attempt": report.attempt,
+        "episode": report.episode,
+        "seed": report.settings.seed,
+        "status": report.status,
+        "fingerprint": report.fingerprint,
+        "started_at": report.started_at,
+        "attempt": report.attempt,
         "campaign": report.campaign.name if report.campaign else None,
-    }  # fmt: skip
+    }
 
 
 def short(fingerprint_text: str) -> str:
@@ -481,11 +502,14 @@ class _ArmRuns(BaseModel):
         differs = differing_settings([self.file_settings, settings]) if self.file_settings is not None else []
         ours, theirs = flat_settings(settings), flat_settings(self.file_settings) if self.file_settings else {}
         return Experiment(
-            fingerprint=fp, episodes=[r.episode for r in reports],
+            fingerprint=fp,
+            episodes=[r.episode for r in reports],
             finished=len({r.settings.seed for r in reports if r.status == "finished"}),
-            first_started=min(r.started_at for r in reports), last_started=max(r.started_at for r in reports),
-            differs=differs, values={key: [ours.get(key), theirs.get(key)] for key in differs},
-        )  # fmt: skip
+            first_started=min(r.started_at for r in reports),
+            last_started=max(r.started_at for r in reports),
+            differs=differs,
+            values={key: [ours.get(key), theirs.get(key)] for key in differs},
+        )
 
 
 def _arm_runs(target: ArmTarget, episode: int | None, flags: list[Flag]) -> _ArmRuns:
@@ -498,7 +522,9 @@ def _arm_runs(target: ArmTarget, episode: int | None, flags: list[Flag]) -> _Arm
     # as reports keep them: secrets masked (a masked report value never 'differs' from the file's, nor shows it)
     from_file = _settings_from_file(target, {})[0] if target.source is not None or target.spec is not None else None
     file_settings = from_file.redacted() if from_file is not None else None
-    return _ArmRuns(target=target, runs=runs, other_campaign=other, file_settings=file_settings, experiments=experiments)
+    return _ArmRuns(
+        target=target, runs=runs, other_campaign=other, file_settings=file_settings, experiments=experiments
+    )
 
 
 def _of_campaign(report: RunReport, campaign: str) -> bool:
@@ -519,7 +545,9 @@ def _candidates_text(arms: list[_ArmRuns]) -> str:
     for each in arms:
         for fp in each.experiments:
             described = each.describe(fp)
-            differs = ", ".join(f"{key} = {ours} (arm file: {theirs})" for key, (ours, theirs) in described.values.items())
+            differs = ", ".join(
+                f"{key} = {ours} (arm file: {theirs})" for key, (ours, theirs) in described.values.items()
+            )
             lines.append(
                 f"  {each.target.name}: experiment {short(fp)}: {differs or 'as its arm file says today'}; "
                 f"n = {described.finished} finished; episodes {', '.join(map(str, described.episodes))}; "
@@ -542,14 +570,19 @@ def choose_experiments(arms: list[_ArmRuns], prefixes: list[str]) -> dict[str, t
                 what = "matches more than one" if picked else "matches none"
                 raise UserError(
                     f"--experiment {' '.join(prefixes)} {what} of arm '{each.target.name}''s experiments:\n"
-                    f"{_candidates_text([each])}", key="--experiment", allowed="a fingerprint prefix of one of them",
-                )  # fmt: skip
-            chosen[each.target.name] = (picked[0], f"chosen by --experiment {short(picked[0])}") if picked else (
-                None, "no finished episode")
+                    f"{_candidates_text([each])}",
+                    key="--experiment",
+                    allowed="a fingerprint prefix of one of them",
+                )
+            chosen[each.target.name] = (
+                (picked[0], f"chosen by --experiment {short(picked[0])}") if picked else (None, "no finished episode")
+            )
         elif not candidates:
             chosen[each.target.name] = (None, "no finished episode" if each.runs else "never ran")
         elif len(candidates) == 1:
-            reason = "its only experiment" if len(each.experiments) == 1 else "its only experiment with a finished episode"
+            reason = (
+                "its only experiment" if len(each.experiments) == 1 else "its only experiment with a finished episode"
+            )
             chosen[each.target.name] = (candidates[0], reason)
         else:
             open_arms.append(each)
@@ -557,7 +590,9 @@ def choose_experiments(arms: list[_ArmRuns], prefixes: list[str]) -> dict[str, t
         return chosen
     under_test = _under_test(arms)
     fixed = [each.experiments[fp][-1].settings for each in arms if (fp := chosen.get(each.target.name, (None, ""))[0])]
-    combinations = list(itertools.islice(itertools.product(*(each.candidates() for each in open_arms)), MAX_COMBINATIONS + 1))
+    combinations = list(
+        itertools.islice(itertools.product(*(each.candidates() for each in open_arms)), MAX_COMBINATIONS + 1)
+    )
     matches = []
     for combination in combinations[:MAX_COMBINATIONS]:
         settings = fixed + [each.experiments[fp][-1].settings for each, fp in zip(open_arms, combination)]
@@ -570,12 +605,16 @@ def choose_experiments(arms: list[_ArmRuns], prefixes: list[str]) -> dict[str, t
         tested = f"in {', '.join(under_test) or 'nothing'}" if under_test is not None else "in at most one setting"
         raise UserError(
             f"{what} {names} matches the other arms except {tested}: which to compare is not clear.\n"
-            f"{_candidates_text(arms)}", key="--experiment", allowed=how,
-        )  # fmt: skip
+            f"{_candidates_text(arms)}",
+            key="--experiment",
+            allowed=how,
+        )
     tested = ", ".join(under_test) if under_test else "what is under test"
     for each, fp in zip(open_arms, matches[0]):
-        chosen[each.target.name] = (fp, f"the one of its {len(each.candidates())} experiments that differs from the "
-                                        f"other arms only in {tested}")  # fmt: skip
+        chosen[each.target.name] = (
+            fp,
+            f"the one of its {len(each.candidates())} experiments that differs from the other arms only in {tested}",
+        )
     return chosen
 
 
@@ -629,35 +668,50 @@ def _used_and_excluded(
         excluded.append(ExcludedEpisode(**_ref(report), reason=why[0], detail=why[1]))
     for report in each.other_campaign:
         where = f"campaign {report.campaign.name}" if report.campaign else "no campaign"
-        excluded.append(ExcludedEpisode(**_ref(report), reason="other campaign",
-                                        detail=f"ran for {where}, not {each.target.campaign}"))  # fmt: skip
+        excluded.append(
+            ExcludedEpisode(
+                **_ref(report), reason="other campaign", detail=f"ran for {where}, not {each.target.campaign}"
+            )
+        )
     return [used[seed] for seed in sorted(used)], sorted(excluded, key=lambda e: e.episode)
 
 
 def _metric_values(report: RunReport) -> dict[str, float | None]:
     per_minute = report.steps_run / report.wall_s * 60 if report.steps_run is not None and report.wall_s else None
     return {
-        "score": report.score, "sim_score": report.sim_score, "steps_run": report.steps_run, "wall_s": report.wall_s,
+        "score": report.score,
+        "sim_score": report.sim_score,
+        "steps_run": report.steps_run,
+        "wall_s": report.wall_s,
         "steps_per_minute": per_minute,
         "noops": sum(report.noops.values()) if report.steps_run is not None else None,
         "infrastructure_noops": sum(report.infrastructure.values()) if report.steps_run is not None else None,
-    }  # fmt: skip
+    }
 
 
 def _facts(path: Path, report: RunReport) -> EpisodeFacts:
     agent = report.agent
     return EpisodeFacts(
-        episode=report.episode, status=report.status, episode_dir=str(path.parent), report_path=str(path),
-        simulator_label=report.simulator_label, noops=dict(report.noops), dropped_keys=dict(report.dropped_keys),
-        sim_fallbacks=dict(report.sim_fallbacks), infrastructure=dict(report.infrastructure),
-        infrastructure_share=report.infrastructure_share, behaviour=dict(report.behaviour),
-        purple_report=agent is not None, steps_run=report.steps_run,
+        episode=report.episode,
+        status=report.status,
+        episode_dir=str(path.parent),
+        report_path=str(path),
+        simulator_label=report.simulator_label,
+        noops=dict(report.noops),
+        dropped_keys=dict(report.dropped_keys),
+        sim_fallbacks=dict(report.sim_fallbacks),
+        infrastructure=dict(report.infrastructure),
+        infrastructure_share=report.infrastructure_share,
+        behaviour=dict(report.behaviour),
+        purple_report=agent is not None,
+        steps_run=report.steps_run,
         **(agent.model_dump(include=PURPLE_COUNTERS) if agent is not None else {}),
         failure_reason=report.failure.reason if report.failure else None,
         failure_process=report.failure.process if report.failure else None,
         failure_kind=report.failure.kind if report.failure else None,
-        logs={role: str(path.parent / log) for role, log in report.logs.items()}, alerts=list(report.alerts),
-    )  # fmt: skip
+        logs={role: str(path.parent / log) for role, log in report.logs.items()},
+        alerts=list(report.alerts),
+    )
 
 
 def _milestones(reports: list[RunReport]) -> tuple[dict[str, MilestoneStats], list[EpisodeMilestones]]:
@@ -665,13 +719,18 @@ def _milestones(reports: list[RunReport]) -> tuple[dict[str, MilestoneStats], li
     available = {f"{m.task}/{m.identity}": m.available for report in reports for m in report.milestones}
     per_episode = [
         EpisodeMilestones(
-            episode=report.episode, seed=report.settings.seed, steps_run=report.steps_run, score=report.score,
+            episode=report.episode,
+            seed=report.settings.seed,
+            steps_run=report.steps_run,
+            score=report.score,
             steps={f"{m.task}/{m.identity}": m.step for m in report.milestones},
         )
         for report in reports
-    ]  # fmt: skip
+    ]
     stats = {
-        key: milestone_stats(*key.split("/", 1), [each.steps.get(key) for each in per_episode], available=available[key])
+        key: milestone_stats(
+            *key.split("/", 1), [each.steps.get(key) for each in per_episode], available=available[key]
+        )
         for key in keys
     }
     return stats, per_episode
@@ -711,46 +770,72 @@ def _arm_analysis(
     target = each.target
     chosen, why = choice
     source = str(target.source) if target.source else None
-    experiment = ExperimentChoice(fingerprint=chosen, why=why, candidates=[each.describe(fp) for fp in each.experiments])
+    experiment = ExperimentChoice(
+        fingerprint=chosen, why=why, candidates=[each.describe(fp) for fp in each.experiments]
+    )
     used, excluded = _used_and_excluded(each, chosen, episode)
     if episode is not None and episode not in each.runs:
-        raise UserError(f"arm '{target.name}' has no run episode_{episode:03d}", key="--run",
-                        allowed=", ".join(str(n) for n in each.runs) or "none: this arm has not run")  # fmt: skip
+        raise UserError(
+            f"arm '{target.name}' has no run episode_{episode:03d}",
+            key="--run",
+            allowed=", ".join(str(n) for n in each.runs) or "none: this arm has not run",
+        )
     if not each.runs:
         if target.source is None and target.spec is None:
             raise UserError(f"arm '{target.name}' has neither an arm file nor a run", path=target.output_dir)
         settings, limit = _settings_from_file(target, {})
         flags.append(Flag(kind="no_run", arm=target.name, message=f"no run in {target.output_dir}"))
         never_ran = ArmAnalysis(
-            arm=target.name, source=source, campaign=target.campaign, status="no run", settings_from="arm file",
-            settings=settings.redacted(), fingerprint=fingerprint(settings), experiment=experiment, excluded=excluded,
+            arm=target.name,
+            source=source,
+            campaign=target.campaign,
+            status="no run",
+            settings_from="arm file",
+            settings=settings.redacted(),
+            fingerprint=fingerprint(settings),
+            experiment=experiment,
+            excluded=excluded,
             compaction_limit=limit,
-        )  # fmt: skip
+        )
         return never_ran, None
     # The settings shown: the chosen experiment's; with none finished, the latest run's (what was attempted).
-    path, report = next(
-        (each.runs[r.episode] for r in reversed(used)), None
-    ) or each.runs[episode if episode is not None else max(each.runs)]
+    path, report = (
+        next((each.runs[r.episode] for r in reversed(used)), None)
+        or each.runs[episode if episode is not None else max(each.runs)]
+    )
     if target.source is not None or target.spec is not None:
         current, _ = _settings_from_file(target, report.overrides)
         if fingerprint(current) != report.fingerprint:
             changed = current.redacted().fingerprinted() != report.settings.redacted().fingerprinted()
             what = "has changed since" if changed else "resolves the same, but the fingerprint scheme changed since"
             flags.append(
-                Flag(kind="arm_file_changed" if changed else "fingerprint_version", arm=target.name,
-                     message=f"{target.source} {what} episode {report.episode} ran; the settings shown are the "
-                     "ones in force for that run")  # fmt: skip
+                Flag(
+                    kind="arm_file_changed" if changed else "fingerprint_version",
+                    arm=target.name,
+                    message=f"{target.source} {what} episode {report.episode} ran; the settings shown are the "
+                    "ones in force for that run",
+                )
             )
     limit = report.compaction_limit
     purple_limit = report.agent.compaction_limit if report.agent is not None else None
     if purple_limit is not None and purple_limit != limit:
-        flags.append(Flag(kind="compaction_limit_mismatch", arm=target.name,
-                          message=f"the purple reports compaction limit {purple_limit} in force, the plan set {limit}"))
+        flags.append(
+            Flag(
+                kind="compaction_limit_mismatch",
+                arm=target.name,
+                message=f"the purple reports compaction limit {purple_limit} in force, the plan set {limit}",
+            )
+        )
         limit = purple_limit
     if not used:
         reason = next((e.detail for e in reversed(excluded) if e.episode == report.episode), "no finished episode")
-        flags.append(Flag(kind="no_finished_episode", arm=target.name,
-                          message=f"no finished episode to analyse; latest, episode {report.episode}: {reason}"))
+        flags.append(
+            Flag(
+                kind="no_finished_episode",
+                arm=target.name,
+                message=f"no finished episode to analyse; latest, episode {report.episode}: {reason}",
+            )
+        )
     for alert in dict.fromkeys(alert for r in used for alert in r.alerts):
         flags.append(Flag(kind="alert", arm=target.name, message=alert))
     values = [_metric_values(r) for r in used]
@@ -758,22 +843,38 @@ def _arm_analysis(
     milestones, per_episode = _milestones(used)
     curve = reached_curve(per_episode, milestones) if used else None
     time_to_milestone = {
-        key: kaplan_meier(episodes([each.steps.get(key) for each in per_episode],
-                                   [each.steps_run or 0 for each in per_episode]))
-        for key, stats in milestones.items() if stats.available and len(per_episode) > 1
-    }  # fmt: skip
+        key: kaplan_meier(
+            episodes([each.steps.get(key) for each in per_episode], [each.steps_run or 0 for each in per_episode])
+        )
+        for key, stats in milestones.items()
+        if stats.available and len(per_episode) > 1
+    }
     sequential = sequential_experiment([report.sequential for report in used])
     if sequential is not None:
         flags.append(Flag(kind="sequential", arm=target.name, message=sequential.text))
     return ArmAnalysis(
-        arm=target.name, source=source, campaign=target.campaign, status="finished" if used else report.status,
-        settings_from="report", settings=report.settings.redacted(), fingerprint=report.fingerprint,
-        experiment=experiment, used=[EpisodeRef(**_ref(r)) for r in used], excluded=excluded, metrics=metrics,
-        max_score=report.max_score, milestones=milestones, time_to_milestone=time_to_milestone, sequential=sequential,
-        per_episode=per_episode, curve=curve,
-        infrastructure_share=_infrastructure_share(used), thresholds=report.thresholds,
-        compaction_limit=limit, latest=_facts(path, report),
-    ), report  # fmt: skip
+        arm=target.name,
+        source=source,
+        campaign=target.campaign,
+        status="finished" if used else report.status,
+        settings_from="report",
+        settings=report.settings.redacted(),
+        fingerprint=report.fingerprint,
+        experiment=experiment,
+        used=[EpisodeRef(**_ref(r)) for r in used],
+        excluded=excluded,
+        metrics=metrics,
+        max_score=report.max_score,
+        milestones=milestones,
+        time_to_milestone=time_to_milestone,
+        sequential=sequential,
+        per_episode=per_episode,
+        curve=curve,
+        infrastructure_share=_infrastructure_share(used),
+        thresholds=report.thresholds,
+        compaction_limit=limit,
+        latest=_facts(path, report),
+    ), report
 
 
 # --- across arms -----------------------------------------------------------------------------------------------
@@ -791,10 +892,13 @@ def _setting_rows_of(settings: list[Settings], show_all: bool) -> list[SettingRo
         if key in differing and not ignored or show_all:
             rows.append(
                 SettingRow(
-                    key=key, values=[flat.get(key) for flat in flats], differs=key in differing, ignored=ignored,
+                    key=key,
+                    values=[flat.get(key) for flat in flats],
+                    differs=key in differing,
+                    ignored=ignored,
                     follows=setting_follows(key, settings, differing),
                 )
-            )  # fmt: skip
+            )
     return rows
 
 
@@ -823,17 +927,25 @@ def _verdict(arms: list[ArmAnalysis]) -> Verdict:
         text, comparable = f"comparable: differs only in {differing[0]}", True
     else:
         text, comparable = f"NOT comparable: differs in {', '.join(differing)}", False
-    verdict = Verdict(comparable=comparable, identical=not differing, differing=differing, text=text, settings_text=text)
+    verdict = Verdict(
+        comparable=comparable, identical=not differing, differing=differing, text=text, settings_text=text
+    )
     missing = [arm.arm for arm in arms if arm.n == 0]
     if missing:
-        verdict = verdict.model_copy(update={
-            "missing": missing, "text": f"NO RESULT for {', '.join(missing)}: no finished episode ({verdict.text})",
-        })  # fmt: skip
+        verdict = verdict.model_copy(
+            update={
+                "missing": missing,
+                "text": f"NO RESULT for {', '.join(missing)}: no finished episode ({verdict.text})",
+            }
+        )
     untrusted = [reason for arm in arms if (reason := _untrusted(arm)) is not None]
     if untrusted:
         verdict = verdict.model_copy(
-            update={"trustworthy": False, "untrusted": untrusted,
-                    "text": f"NOT trustworthy: {'; '.join(untrusted)} ({verdict.text})"}  # fmt: skip
+            update={
+                "trustworthy": False,
+                "untrusted": untrusted,
+                "text": f"NOT trustworthy: {'; '.join(untrusted)} ({verdict.text})",
+            }
         )
     return verdict
 
@@ -880,7 +992,9 @@ def _milestone_cell(stats: MilestoneStats, survival: KaplanMeier | None) -> Mile
 
 
 def _design_text(line: DifferenceResult) -> str:
-    return f"{line.design}, n = {line.n_a}" if line.design == "paired" else f"{line.design}, n = {line.n_a} + {line.n_b}"
+    return (
+        f"{line.design}, n = {line.n_a}" if line.design == "paired" else f"{line.design}, n = {line.n_a} + {line.n_b}"
+    )
 
 
 def _verdict_of(line: DifferenceResult) -> DifferenceVerdict:
@@ -933,31 +1047,58 @@ def _score_difference(arm: ArmAnalysis, base: ArmAnalysis, design: Pairing) -> D
     theirs = {ref.seed: value for ref, value in zip(base.used, base.metrics["score"].values)}
     found: MetricComparison = compare_metric("score", mine, theirs, design, name_a=arm.arm, name_b=base.arm)
     return DifferenceResult(
-        metric="score", arm=arm.arm, baseline=base.arm, method=found.method, design=found.design,
-        design_reason=found.design_reason, n_a=found.n_a, n_b=found.n_b, estimate=found.estimate, interval=found.ci,
-        p=found.p_value, verdict="too few episodes", seeds_needed=found.seeds_needed,
-        pairing_effect=found.paired.effect if found.paired else None, text="",
-    )  # fmt: skip
+        metric="score",
+        arm=arm.arm,
+        baseline=base.arm,
+        method=found.method,
+        design=found.design,
+        design_reason=found.design_reason,
+        n_a=found.n_a,
+        n_b=found.n_b,
+        estimate=found.estimate,
+        interval=found.ci,
+        p=found.p_value,
+        verdict="too few episodes",
+        seeds_needed=found.seeds_needed,
+        pairing_effect=found.paired.effect if found.paired else None,
+        text="",
+    )
 
 
 def _milestone_difference(key: str, arm: ArmAnalysis, base: ArmAnalysis) -> DifferenceResult | None:
     """Steps to a milestone as time to an event (censored at the steps run): the arms' Kaplan–Meier medians and the
     log-rank test. None when neither arm reached it."""
+
     def times(of: ArmAnalysis) -> list[TimeToEvent]:
-        return episodes([each.steps.get(key) for each in of.per_episode], [each.steps_run or 0 for each in of.per_episode])
+        return episodes(
+            [each.steps.get(key) for each in of.per_episode], [each.steps_run or 0 for each in of.per_episode]
+        )
 
     mine, theirs = times(arm), times(base)
     test = logrank(mine, theirs)
     if test.p_value is None:
         return None
-    medians = [(of.time_to_milestone.get(key) or kaplan_meier(data)).median for of, data in ((arm, mine), (base, theirs))]
+    medians = [
+        (of.time_to_milestone.get(key) or kaplan_meier(data)).median for of, data in ((arm, mine), (base, theirs))
+    ]
     estimate = medians[0] - medians[1] if None not in medians else None
     return DifferenceResult(
-        metric=f"{key.split('/', 1)[1]} steps", arm=arm.arm, baseline=base.arm, method=f"{KM_METHOD}; {LOGRANK_METHOD}",
-        design="unpaired", design_reason="the log-rank test compares the arms' time-to-milestone curves",
-        n_a=len(mine), n_b=len(theirs), estimate=estimate, interval=None, p=test.p_value, verdict="too few episodes",
-        seeds_needed=None, medians=medians, text="",
-    )  # fmt: skip
+        metric=f"{key.split('/', 1)[1]} steps",
+        arm=arm.arm,
+        baseline=base.arm,
+        method=f"{KM_METHOD}; {LOGRANK_METHOD}",
+        design="unpaired",
+        design_reason="the log-rank test compares the arms' time-to-milestone curves",
+        n_a=len(mine),
+        n_b=len(theirs),
+        estimate=estimate,
+        interval=None,
+        p=test.p_value,
+        verdict="too few episodes",
+        seeds_needed=None,
+        medians=medians,
+        text="",
+    )
 
 
 def _differences(arms: list[ArmAnalysis], baseline: int) -> tuple[list[ArmDifference], str]:
@@ -970,18 +1111,37 @@ def _differences(arms: list[ArmAnalysis], baseline: int) -> tuple[list[ArmDiffer
     for arm in arms:
         if arm is base or arm.n == 0:
             continue
-        design = pairing(arm.settings.simulator, arm.settings.reset_mode, arm.seeds,
-                         base.settings.simulator, base.settings.reset_mode, base.seeds)  # fmt: skip
-        keys = [key for key, stats in base.milestones.items()
-                if stats.available and key in arm.milestones and (stats.reached or arm.milestones[key].reached)]
+        design = pairing(
+            arm.settings.simulator,
+            arm.settings.reset_mode,
+            arm.seeds,
+            base.settings.simulator,
+            base.settings.reset_mode,
+            base.seeds,
+        )
+        keys = [
+            key
+            for key, stats in base.milestones.items()
+            if stats.available and key in arm.milestones and (stats.reached or arm.milestones[key].reached)
+        ]
         milestone_steps = [line for key in keys if (line := _milestone_difference(key, arm, base)) is not None]
-        differences.append(ArmDifference(arm=arm.arm, baseline=base.arm, pairing=design,
-                                         score=_score_difference(arm, base, design), milestone_steps=milestone_steps))
+        differences.append(
+            ArmDifference(
+                arm=arm.arm,
+                baseline=base.arm,
+                pairing=design,
+                score=_score_difference(arm, base, design),
+                milestone_steps=milestone_steps,
+            )
+        )
     families = {
-        f"the {{count}} score test(s) (the primary metric, one per arm against {base.arm})":
-            [difference.score for difference in differences],
-        "the {count} steps-to-milestone test(s)": [line for difference in differences for line in difference.milestone_steps],
-    }  # fmt: skip
+        f"the {{count}} score test(s) (the primary metric, one per arm against {base.arm})": [
+            difference.score for difference in differences
+        ],
+        "the {count} steps-to-milestone test(s)": [
+            line for difference in differences for line in difference.milestone_steps
+        ],
+    }
     stated = []
     for name, members in families.items():
         tested = [(str(index), line.p) for index, line in enumerate(members)]
@@ -993,8 +1153,12 @@ def _differences(arms: list[ArmAnalysis], baseline: int) -> tuple[list[ArmDiffer
         for index, line in enumerate(members):
             test = adjusted.adjusted(str(index))
             line.p_adjusted = test.adjusted_p if test is not None and count > 1 else None
-    family = (f"{HOLM_METHOD} within each family: {'; '.join(stated)}; verdicts read the adjusted p (a test alone "
-              "in its family is not adjusted)" if stated else "no test was made")  # fmt: skip
+    family = (
+        f"{HOLM_METHOD} within each family: {'; '.join(stated)}; verdicts read the adjusted p (a test alone "
+        "in its family is not adjusted)"
+        if stated
+        else "no test was made"
+    )
     lines = [line for difference in differences for line in difference.lines()]
     for line in lines:
         line.verdict = _verdict_of(line)
@@ -1005,8 +1169,13 @@ def _differences(arms: list[ArmAnalysis], baseline: int) -> tuple[list[ArmDiffer
 def _cross_arm_flags(arms: list[ArmAnalysis], flags: list[Flag]) -> None:
     if len({arm.settings.simulator for arm in arms}) > 1:
         shown = ", ".join(f"{arm.arm}: {simulator_label(arm)}" for arm in arms)
-        flags.append(Flag(kind="different_simulators", message=f"arms ran on different simulators ({shown}): scores "
-                          "and milestone steps are not on the same scale"))  # fmt: skip
+        flags.append(
+            Flag(
+                kind="different_simulators",
+                message=f"arms ran on different simulators ({shown}): scores "
+                "and milestone steps are not on the same scale",
+            )
+        )
 
 
 def simulator_label(arm: ArmAnalysis) -> str:
@@ -1032,14 +1201,18 @@ def analyse(
     names = [t.name for t in targets]
     baseline_name = baseline if baseline is not None else names[0]
     if baseline_name not in names:
-        raise UserError(f"'{baseline_name}' is not one of the arms compared", key="--baseline", allowed=", ".join(names))
+        raise UserError(
+            f"'{baseline_name}' is not one of the arms compared", key="--baseline", allowed=", ".join(names)
+        )
     flags: list[Flag] = []
     runs = [_arm_runs(target, episode, flags) for target in targets]
     if episode is not None:
         choices = {
-            each.target.name: (each.runs[episode][1].fingerprint, f"--run {episode}") if episode in each.runs
-            else (None, f"no episode {episode}") for each in runs
-        }  # fmt: skip
+            each.target.name: (each.runs[episode][1].fingerprint, f"--run {episode}")
+            if episode in each.runs
+            else (None, f"no episode {episode}")
+            for each in runs
+        }
     else:
         choices = choose_experiments(runs, experiments or [])
     analysed = [_arm_analysis(each, choices[each.target.name], episode, flags) for each in runs]

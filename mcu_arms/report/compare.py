@@ -29,18 +29,35 @@ REPORTED_BY: dict[str, frozenset[str]] = {
     "failed_turns": CODEX_AGENTS | PLANNED_AGENTS,
     "compactions": CODEX_AGENTS,
     "overflow_resets": CODEX_AGENTS,
-    **{key: PLANNED_AGENTS for key in (
-        "decisions", "invalid_outputs", "stale_replans", "reflex_interrupts", "median_planner_ms", "median_decision_ms"
-    )},
-}  # fmt: skip
+    **{
+        key: PLANNED_AGENTS
+        for key in (
+            "decisions",
+            "invalid_outputs",
+            "stale_replans",
+            "reflex_interrupts",
+            "median_planner_ms",
+            "median_decision_ms",
+        )
+    },
+}
 NOT_REACHED = "—"
 UNAVAILABLE = "n/a"
-CELL_WORDS = {"not reached": NOT_REACHED, "unavailable": UNAVAILABLE, "no run": "no run",
-              "none finished": "none finished"}  # fmt: skip
+CELL_WORDS = {
+    "not reached": NOT_REACHED,
+    "unavailable": UNAVAILABLE,
+    "no run": "no run",
+    "none finished": "none finished",
+}
 METRIC_LABELS = {
-    "score": "score", "sim_score": "sim score", "steps_run": "steps run", "wall_s": "wall s",
-    "steps_per_minute": "steps/min", "noops": "noops", "infrastructure_noops": "infrastructure noops",
-}  # fmt: skip
+    "score": "score",
+    "sim_score": "sim score",
+    "steps_run": "steps run",
+    "wall_s": "wall s",
+    "steps_per_minute": "steps/min",
+    "noops": "noops",
+    "infrastructure_noops": "infrastructure noops",
+}
 CSV_COLUMNS = ("arm", "metric", "statistic", "value")
 
 
@@ -131,7 +148,9 @@ def result_rows(result: Analysis) -> list[tuple[str, list[str]]]:
 def _no_effect(fallbacks: dict[str, int], wanted: bool) -> dict[str, int]:
     """The inputs without effect (by key, the prefix dropped) when `wanted`, else the simulator's other fallbacks."""
     if wanted:
-        return {key.removeprefix(NO_EFFECT_PREFIX): n for key, n in fallbacks.items() if key.startswith(NO_EFFECT_PREFIX)}
+        return {
+            key.removeprefix(NO_EFFECT_PREFIX): n for key, n in fallbacks.items() if key.startswith(NO_EFFECT_PREFIX)
+        }
     return {key: n for key, n in fallbacks.items() if not key.startswith(NO_EFFECT_PREFIX)}
 
 
@@ -316,7 +335,9 @@ def to_markdown(result: Analysis) -> str:
         lines += ["", f"_Statistics: {result.statistics_method}. Multiple comparisons: {result.family}._", ""]
     if result.settings:
         lines += ["## Settings", ""]
-        lines += _md_table(header, [[setting_label(row), *(setting_text(v) for v in row.values)] for row in result.settings])
+        lines += _md_table(
+            header, [[setting_label(row), *(setting_text(v) for v in row.values)] for row in result.settings]
+        )
         lines.append("")
     lines += ["## Results (over the episodes used)", ""]
     lines += _md_table(header, [[key, *cells] for key, cells in result_rows(result)])

@@ -28,9 +28,22 @@ from mcu_arms.report.compare import CSV_COLUMNS, tidy_numbers
 
 TIDY_COLUMNS = ("arm", "episode", "seed", "metric", "value")
 STEP_COLUMNS = (
-    "arm", "episode", "seed", "task", "step", "t", "noop_cause", "agent_ms", "sim_ms", "reward", "health", "food",
-    "drink", "energy", "milestones",
-)  # fmt: skip
+    "arm",
+    "episode",
+    "seed",
+    "task",
+    "step",
+    "t",
+    "noop_cause",
+    "agent_ms",
+    "sim_ms",
+    "reward",
+    "health",
+    "food",
+    "drink",
+    "energy",
+    "milestones",
+)
 VITALS = ("health", "food", "drink", "energy")
 
 
@@ -49,10 +62,13 @@ def tidy_rows(result: Analysis) -> list[dict[str, Any]]:
         values = {name: summary.values for name, summary in arm.metrics.items() if summary.n == arm.n}
         for index, (ref, milestones) in enumerate(zip(arm.used, arm.per_episode)):
             metrics: dict[str, Any] = {name: column[index] for name, column in values.items()}
-            metrics |= {f"milestone:{key}": step for key, step in milestones.steps.items()
-                        if arm.milestones[key].available}  # fmt: skip
-            rows += [{"arm": arm.arm, "episode": ref.episode, "seed": ref.seed, "metric": key, "value": value}
-                     for key, value in metrics.items()]  # fmt: skip
+            metrics |= {
+                f"milestone:{key}": step for key, step in milestones.steps.items() if arm.milestones[key].available
+            }
+            rows += [
+                {"arm": arm.arm, "episode": ref.episode, "seed": ref.seed, "metric": key, "value": value}
+                for key, value in metrics.items()
+            ]
     return rows
 
 
@@ -62,11 +78,18 @@ def step_rows(result: Analysis) -> Iterator[dict[str, Any]]:
             for path in sorted(run_dir.green.glob(f"*/{STEPS_FILE}")):
                 for _, _, record in JsonlScan(path, StepRecord):
                     row: dict[str, Any] = {
-                        "arm": arm.arm, "episode": episode, "seed": seed, "task": path.parent.name,
-                        "step": record.step, "t": record.t, "noop_cause": record.noop_cause,
-                        "agent_ms": record.agent_ms, "sim_ms": record.sim_ms, "reward": record.reward,
+                        "arm": arm.arm,
+                        "episode": episode,
+                        "seed": seed,
+                        "task": path.parent.name,
+                        "step": record.step,
+                        "t": record.t,
+                        "noop_cause": record.noop_cause,
+                        "agent_ms": record.agent_ms,
+                        "sim_ms": record.sim_ms,
+                        "reward": record.reward,
                         "milestones": ",".join(str(event.get("identity")) for event in record.events),
-                    }  # fmt: skip
+                    }
                     row |= {vital: record.info.get(vital) for vital in VITALS}
                     yield row
 

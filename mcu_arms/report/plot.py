@@ -56,9 +56,15 @@ def _series(arm: ArmAnalysis, baseline: ArmAnalysis) -> PlotSeries | None:
     if curve is None:
         return None  # interrupted and failed episodes are never drawn
     return PlotSeries(
-        arm=arm.arm, label=_label(arm, baseline), steps=curve.steps, median=curve.median, low=curve.low,
-        high=curve.high, replicates=arm.n, landed=curve.landed,
-    )  # fmt: skip
+        arm=arm.arm,
+        label=_label(arm, baseline),
+        steps=curve.steps,
+        median=curve.median,
+        low=curve.low,
+        high=curve.high,
+        replicates=arm.n,
+        landed=curve.landed,
+    )
 
 
 def plot_data(result: Analysis, *, log_x: bool = False) -> PlotData:
@@ -87,13 +93,22 @@ def build_figure(data: PlotData) -> Any:
     figure = Figure(figsize=(9, 5.5), dpi=100)
     axes = figure.add_subplot()
     for series in data.series:
-        (line,) = axes.plot(series.steps, series.median, drawstyle="steps-post", label=f"{series.label} (n={series.replicates})")
+        (line,) = axes.plot(
+            series.steps, series.median, drawstyle="steps-post", label=f"{series.label} (n={series.replicates})"
+        )
         if series.replicates > 1:
             axes.fill_between(series.steps, series.low, series.high, step="post", alpha=0.2, color=line.get_color())
         for step, name in series.landed:
             reached = max((m for x, m in zip(series.steps, series.median) if x <= step), default=0)
-            axes.annotate(name, (max(step, 1) if data.log_x else step, reached), fontsize=7, rotation=30,
-                          color=line.get_color(), xytext=(2, 3), textcoords="offset points")  # fmt: skip
+            axes.annotate(
+                name,
+                (max(step, 1) if data.log_x else step, reached),
+                fontsize=7,
+                rotation=30,
+                color=line.get_color(),
+                xytext=(2, 3),
+                textcoords="offset points",
+            )
     if data.log_x:
         axes.set_xscale("symlog", linthresh=1)
     axes.set_xlabel("step" + (" (log)" if data.log_x else ""))
@@ -112,7 +127,9 @@ def plot_format(path: Path) -> PlotFormat:
     if suffix not in FORMATS:
         from mcu_arms.contracts.errors import UserError
 
-        raise UserError(f"cannot draw a .{suffix or '(no suffix)'} file", path=path, key="--plot", allowed=", ".join(FORMATS))
+        raise UserError(
+            f"cannot draw a .{suffix or '(no suffix)'} file", path=path, key="--plot", allowed=", ".join(FORMATS)
+        )
     return suffix  # type: ignore[return-value]
 
 

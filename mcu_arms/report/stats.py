@@ -191,14 +191,32 @@ def compare_means(metric: str, a: Sequence[float], b: Sequence[float], *, name_a
     """`name_a − name_b` for `metric`: the estimate, its interval, the test, and the verdict in words."""
     a, b = [float(value) for value in a], [float(value) for value in b]
     if not a or not b:
-        return Difference(metric=metric, n_a=len(a), n_b=len(b), estimate=None, ci=None, p_value=None,
-                          distinguishable=False, seeds_needed=None, text=f"{metric}: no runs to compare")  # fmt: skip
+        return Difference(
+            metric=metric,
+            n_a=len(a),
+            n_b=len(b),
+            estimate=None,
+            ci=None,
+            p_value=None,
+            distinguishable=False,
+            seeds_needed=None,
+            text=f"{metric}: no runs to compare",
+        )
     estimate = mean(a) - mean(b)
     head = f"{metric}: {name_a} − {name_b} = {estimate:+.2f}"
     if len(a) < 2 or len(b) < 2:
         text = f"{head}; n = {len(a)} + {len(b)}: no interval can be given (run more seeds: `--seeds 0-4`)"
-        return Difference(metric=metric, n_a=len(a), n_b=len(b), estimate=estimate, ci=None, p_value=None,
-                          distinguishable=False, seeds_needed=seeds_needed(a, b), text=text)  # fmt: skip
+        return Difference(
+            metric=metric,
+            n_a=len(a),
+            n_b=len(b),
+            estimate=estimate,
+            ci=None,
+            p_value=None,
+            distinguishable=False,
+            seeds_needed=seeds_needed(a, b),
+            text=text,
+        )
     interval = difference_interval(a, b)
     p_value = permutation_p(a, b)
     assert interval is not None
@@ -214,8 +232,17 @@ def compare_means(metric: str, a: Sequence[float], b: Sequence[float], *, name_a
             f"{head}; not distinguishable from seed noise at n = {len(a)} + {len(b)}; about {needed} seeds per arm "
             "would resolve a difference of this size"
         )
-    return Difference(metric=metric, n_a=len(a), n_b=len(b), estimate=estimate, ci=interval, p_value=p_value,
-                      distinguishable=distinguishable, seeds_needed=needed, text=text)  # fmt: skip
+    return Difference(
+        metric=metric,
+        n_a=len(a),
+        n_b=len(b),
+        estimate=estimate,
+        ci=interval,
+        p_value=p_value,
+        distinguishable=distinguishable,
+        seeds_needed=needed,
+        text=text,
+    )
 
 
 def milestone_stats(task: str, identity: str, steps: Sequence[int | None], *, available: bool = True) -> MilestoneStats:
@@ -223,6 +250,11 @@ def milestone_stats(task: str, identity: str, steps: Sequence[int | None], *, av
     reached = [step for step in steps if step is not None]
     iqr = Interval(low=quantile(reached, 0.25), high=quantile(reached, 0.75)) if reached else None
     return MilestoneStats(
-        task=task, identity=identity, reached=len(reached), n=len(steps),
-        median_step=statistics.median(reached) if reached else None, iqr=iqr, available=available,
-    )  # fmt: skip
+        task=task,
+        identity=identity,
+        reached=len(reached),
+        n=len(steps),
+        median_step=statistics.median(reached) if reached else None,
+        iqr=iqr,
+        available=available,
+    )

@@ -144,32 +144,50 @@ def _in_episode(path: str | None, episode_dir: Path) -> str | None:
     return str(episode_dir / path) if path else None
 
 
-def _job_state(job: SlurmJob, answer: SlurmAnswer | None, episode_dir: Path,
-               accounting: dict[str, SlurmAccounting | str]) -> SlurmJobState:  # fmt: skip
+def _job_state(
+    job: SlurmJob, answer: SlurmAnswer | None, episode_dir: Path, accounting: dict[str, SlurmAccounting | str]
+) -> SlurmJobState:
     status = answer.jobs.get(job.job_id) if answer else None
     said: dict[str, str | None] = {"node": job.node, "name": job.name}
     if status is not None:
-        said = {"state": status.state, "node": status.node or job.node, "name": job.name or status.name or None,
-                "reason": status.reason if status.reason not in ("", "None") else None,
-                "time_left": status.time_left if is_active(status.state) else None}  # fmt: skip
+        said = {
+            "state": status.state,
+            "node": status.node or job.node,
+            "name": job.name or status.name or None,
+            "reason": status.reason if status.reason not in ("", "None") else None,
+            "time_left": status.time_left if is_active(status.state) else None,
+        }
     return SlurmJobState(
-        job_id=job.job_id, array_job_id=job.array_job_id, array_task=job.array_task,
-        stdout=_in_episode(job.stdout, episode_dir), stderr=_in_episode(job.stderr, episode_dir),
-        log=_in_episode(job.log, episode_dir), accounting=accounting.get(job.job_id, job.accounting), **said,
-    )  # fmt: skip
+        job_id=job.job_id,
+        array_job_id=job.array_job_id,
+        array_task=job.array_task,
+        stdout=_in_episode(job.stdout, episode_dir),
+        stderr=_in_episode(job.stderr, episode_dir),
+        log=_in_episode(job.log, episode_dir),
+        accounting=accounting.get(job.job_id, job.accounting),
+        **said,
+    )
 
 
 def _state_of(
-    env: Environment, arm: str, run: RunOnDisk, answer: SlurmAnswer | None,
+    env: Environment,
+    arm: str,
+    run: RunOnDisk,
+    answer: SlurmAnswer | None,
     accounting: dict[str, SlurmAccounting | str],
 ) -> ArmState:
     report = run.report
     run_dir = run.run_dir
     task, step, milestones = steps_progress(run_dir.green)
     base = ArmState(
-        arm=arm, state="no report", episode=run.number, episode_dir=str(run_dir.path), task=task, step=step,
+        arm=arm,
+        state="no report",
+        episode=run.number,
+        episode_dir=str(run_dir.path),
+        task=task,
+        step=step,
         milestones=milestones,
-    )  # fmt: skip
+    )
     if run.report_error:
         return base.model_copy(update={"state": "unreadable report", "failure": run.report_error})
     if report is None:
@@ -191,15 +209,19 @@ def _state_of(
     if state == "interrupted" and job is not None:  # on Slurm, what was stopped is a cancelled job
         state = CANCELLED
     local = job is None or job.node in (None, this_host())
-    processes = [
-        ProcessState(
-            role=role,
-            pid=process.pid,
-            create_time=process.create_time,
-            alive=_alive(record, role, process.pid),
-        )
-        for role, process in report.processes.items()
-    ] if local else []  # fmt: skip
+    processes = (
+        [
+            ProcessState(
+                role=role,
+                pid=process.pid,
+                create_time=process.create_time,
+                alive=_alive(record, role, process.pid),
+            )
+            for role, process in report.processes.items()
+        ]
+        if local
+        else []
+    )
     if report.status != "started" and report.milestones:
         milestones = [f"{m.identity}@{m.step}" for m in report.milestones if m.step is not None]
     return base.model_copy(
@@ -224,7 +246,8 @@ def _state_of(
             "tags": dict(report.tags),
             "note": report.note,
             "slurm": _job_state(job, answer if report.status in OPEN_STATUSES else None, run_dir.path, accounting)
-            if job else None,
+            if job
+            else None,
         }
     )
 
@@ -246,8 +269,9 @@ def _shown_runs(found: list[RunOnDisk]) -> list[RunOnDisk]:
 def _live_elsewhere(env: Environment, arm: str, shown: list[ArmState]) -> list[LiveProcessState]:
     """Every live process the private record names for the arm, not already shown as a process of an episode
     shown."""
-    recorded = {(state.episode, process.role, process.pid) for state in shown for process in state.processes
-                if process.alive}  # fmt: skip
+    recorded = {
+        (state.episode, process.role, process.pid) for state in shown for process in state.processes if process.alive
+    }
     live = live_processes(started_processes(recorded_episodes(env.env, env.output_dir / arm)))
     return [
         LiveProcessState(episode=p.episode, role=p.role, pid=p.pid, found_by=p.found_by)
@@ -261,21 +285,30 @@ def arm_states(env: Environment, names: list[str], *, campaign: str | None = Non
     processes, and for a Slurm episode its job (Slurm asked once, about the open ones only); and, with the first,
     every other live process of the arm, whichever episode started it. With `campaign`, its episodes only."""
     found = {
-        arm: [run for run in arm_runs(env.output_dir / arm) if campaign is None
-              or (run.report is not None and run.report.campaign is not None and run.report.campaign.name == campaign)]
+        arm: [
+            run
+            for run in arm_runs(env.output_dir / arm)
+            if campaign is None
+            or (run.report is not None and run.report.campaign is not None and run.report.campaign.name == campaign)
+        ]
         for arm in selected_arms(env.output_dir, names)
-    }  # fmt: skip
+    }
     shown = {arm: _shown_runs(runs) for arm, runs in found.items()}
     jobs = [
         job
         for runs in shown.values()
         for run in runs
-        if run.report is not None and run.report.status in OPEN_STATUSES
+        if run.report is not None
+        and run.report.status in OPEN_STATUSES
         and (job := episode_job(run.run_dir, run.report)) is not None
     ]
     answer = job_states([job.job_id for job in jobs], env.env) if jobs else None
-    ran = [run.report.slurm.job_id for runs in shown.values() for run in runs
-           if run.report is not None and run.report.slurm is not None and run.report.slurm.node]  # fmt: skip
+    ran = [
+        run.report.slurm.job_id
+        for runs in shown.values()
+        for run in runs
+        if run.report is not None and run.report.slurm is not None and run.report.slurm.node
+    ]
     accounting = accounting_or_why(ran, env.env)
     states = []
     for arm, runs in shown.items():
@@ -287,8 +320,13 @@ def arm_states(env: Environment, names: list[str], *, campaign: str | None = Non
 
 
 CellState = Literal["done", "running", "queued", "failed", "interrupted", "stale", "not started"]
-CELL_STATE: dict[str, CellState] = {"finished": "done", "started": "running", "queued": "queued", "failed": "failed",
-                                    "interrupted": "interrupted"}  # fmt: skip
+CELL_STATE: dict[str, CellState] = {
+    "finished": "done",
+    "started": "running",
+    "queued": "queued",
+    "failed": "failed",
+    "interrupted": "interrupted",
+}
 
 
 class CampaignCellState(BaseModel):
@@ -325,8 +363,9 @@ def _latest_record(env: Environment, campaign: str) -> CampaignRun | None:
     return None
 
 
-def _cell(env: Environment, arm: str, seed: int, runs: list[RunOnDisk], record: CampaignRun | None, alive: bool,
-          skipped: bool) -> CampaignCellState:  # fmt: skip
+def _cell(
+    env: Environment, arm: str, seed: int, runs: list[RunOnDisk], record: CampaignRun | None, alive: bool, skipped: bool
+) -> CampaignCellState:
     """The cell's state from its episodes run for the campaign (newest first): the latest of the campaign's latest
     run; an earlier run's when this one skipped the cell (or there is no record); else queued while the run lives."""
     this_run = [run for run in runs if record is not None and run.report.campaign.run == record.run]
@@ -337,8 +376,10 @@ def _cell(env: Environment, arm: str, seed: int, runs: list[RunOnDisk], record: 
     report = run.report
     state = CELL_STATE[report.status]
     supervisor = report.processes.get(SUPERVISOR_ROLE)
-    if state == "running" and episode_job(run.run_dir, report) is None and not _alive(
-        episode_record(env.env, run.run_dir.path), SUPERVISOR_ROLE, supervisor and supervisor.pid
+    if (
+        state == "running"
+        and episode_job(run.run_dir, report) is None
+        and not _alive(episode_record(env.env, run.run_dir.path), SUPERVISOR_ROLE, supervisor and supervisor.pid)
     ):
         state = "stale"
     step = steps_progress(run.run_dir.green)[1] if state == "running" else report.steps_run
@@ -346,9 +387,16 @@ def _cell(env: Environment, arm: str, seed: int, runs: list[RunOnDisk], record: 
     if not this_run and record is not None:
         note = f"finished by an earlier run of the campaign (episode {report.episode})"
     return CampaignCellState(
-        arm=arm, seed=seed, state=state, episode=report.episode, attempts=len(this_run), step=step,
-        max_steps=report.settings.steps, score=report.score, note=note,
-    )  # fmt: skip
+        arm=arm,
+        seed=seed,
+        state=state,
+        episode=report.episode,
+        attempts=len(this_run),
+        step=step,
+        max_steps=report.settings.steps,
+        score=report.score,
+        note=note,
+    )
 
 
 def campaign_state(env: Environment, campaign: Campaign) -> CampaignState:
@@ -363,10 +411,13 @@ def campaign_state(env: Environment, campaign: Campaign) -> CampaignState:
         seeds = {arm.spec.name: campaign.seeds or arm.spec.replicate_seeds() for arm in campaign.arms()}
         cells = [(name, seed, False) for name, arm_seeds in seeds.items() for seed in arm_seeds]
     runs: dict[str, list[RunOnDisk]] = {
-        name: [run for run in arm_runs(env.output_dir / name) if run.report is not None and run.report.campaign
-               is not None and run.report.campaign.name == campaign.name]
+        name: [
+            run
+            for run in arm_runs(env.output_dir / name)
+            if run.report is not None and run.report.campaign is not None and run.report.campaign.name == campaign.name
+        ]
         for name in dict.fromkeys(arm for arm, _, _ in cells)
-    }  # fmt: skip
+    }
     states = [
         _cell(env, arm, seed, [run for run in runs[arm] if run.report.settings.seed == seed], record, alive, skipped)
         for arm, seed, skipped in cells
@@ -374,7 +425,9 @@ def campaign_state(env: Environment, campaign: Campaign) -> CampaignState:
     elapsed = 0.0
     if record is not None:
         elapsed = max((env.clock() - datetime.fromisoformat(record.started_at)).total_seconds(), 0.0)
-    this_run = [run for arm in runs.values() for run in arm if record is not None and run.report.campaign.run == record.run]
+    this_run = [
+        run for arm in runs.values() for run in arm if record is not None and run.report.campaign.run == record.run
+    ]
     tally = CampaignTally(
         total=len(states),
         done=sum(state.state == "done" for state in states),
@@ -383,11 +436,18 @@ def campaign_state(env: Environment, campaign: Campaign) -> CampaignState:
         failed=sum(state.state in ("failed", "interrupted", "stale") for state in states),
         retried=sum(max(state.attempts - 1, 0) for state in states),
         ended=sum(run.report.status in FINAL_STATUSES for run in this_run),
-        in_progress=sum(min(state.step / state.max_steps, 1.0) for state in states
-                        if state.state == "running" and state.step and state.max_steps),  # fmt: skip
+        in_progress=sum(
+            min(state.step / state.max_steps, 1.0)
+            for state in states
+            if state.state == "running" and state.step and state.max_steps
+        ),
         elapsed_s=elapsed,
     )
     return CampaignState(
-        campaign=campaign.name, run=record.run if record else None, started_at=record.started_at if record else None,
-        supervisor_alive=alive, cells=states, tally=tally,
-    )  # fmt: skip
+        campaign=campaign.name,
+        run=record.run if record else None,
+        started_at=record.started_at if record else None,
+        supervisor_alive=alive,
+        cells=states,
+        tally=tally,
+    )

@@ -67,8 +67,10 @@ def _experiment(client: Any, name: str, uri: str) -> str:
     if found.lifecycle_stage != "active":
         raise UserError(
             f"experiment '{name}' is deleted in this tracking store",
-            key="--to", path=scrub(uri), allowed="restore it (mlflow experiments restore) or remove it for good",
-        )  # fmt: skip
+            key="--to",
+            path=scrub(uri),
+            allowed="restore it (mlflow experiments restore) or remove it for good",
+        )
     return found.experiment_id
 
 
@@ -76,8 +78,9 @@ def _find(client: Any, experiment_id: str, run_id: str) -> tuple[Any, bool]:
     """The run with our id (None: there is none), and whether it had been deleted (it is restored: never a second)."""
     from mlflow.entities import ViewType
 
-    found = client.search_runs([experiment_id], filter_string=f"tags.`{RUN_ID_TAG}` = '{run_id}'",
-                               run_view_type=ViewType.ALL, max_results=2)  # fmt: skip
+    found = client.search_runs(
+        [experiment_id], filter_string=f"tags.`{RUN_ID_TAG}` = '{run_id}'", run_view_type=ViewType.ALL, max_results=2
+    )
     if not found:
         return None, False
     deleted = found[0].info.lifecycle_stage != "active"
@@ -99,8 +102,9 @@ def _write_run(
         tags[PARENT_TAG] = parent_id
     existing, restored = _find(client, experiment_id, run.run_id)
     if existing is None:
-        created = client.create_run(experiment_id, start_time=run.started_ms, tags={RUN_ID_TAG: run.run_id},
-                                    run_name=run.name)  # fmt: skip
+        created = client.create_run(
+            experiment_id, start_time=run.started_ms, tags={RUN_ID_TAG: run.run_id}, run_name=run.name
+        )
         mlflow_id, params, old_tags, status, end = created.info.run_id, {}, {}, None, None
     else:
         mlflow_id, params, old_tags = existing.info.run_id, existing.data.params, existing.data.tags
@@ -108,15 +112,17 @@ def _write_run(
     timestamp = run.ended_ms or run.started_ms or 0
     new_params = [Param(key, value) for key, value in run.params.items() if key not in params]
     new_tags = [RunTag(key, value) for key, value in tags.items() if old_tags.get(key) != value]
-    new_metrics = _missing_points(client, mlflow_id, run, timestamp, Metric) if existing is not None else [
-        Metric(m.key, m.value, timestamp, m.step) for m in run.metrics
-    ]  # fmt: skip
+    new_metrics = (
+        _missing_points(client, mlflow_id, run, timestamp, Metric)
+        if existing is not None
+        else [Metric(m.key, m.value, timestamp, m.step) for m in run.metrics]
+    )
     for start in range(0, len(new_params), BATCH["params"]):
-        client.log_batch(mlflow_id, params=new_params[start:start + BATCH["params"]])
+        client.log_batch(mlflow_id, params=new_params[start : start + BATCH["params"]])
     for start in range(0, len(new_tags), BATCH["tags"]):
-        client.log_batch(mlflow_id, tags=new_tags[start:start + BATCH["tags"]])
+        client.log_batch(mlflow_id, tags=new_tags[start : start + BATCH["tags"]])
     for start in range(0, len(new_metrics), BATCH["metrics"]):
-        client.log_batch(mlflow_id, metrics=new_metrics[start:start + BATCH["metrics"]])
+        client.log_batch(mlflow_id, metrics=new_metrics[start : start + BATCH["metrics"]])
     uploaded = _upload_artifacts(client, mlflow_id, run, scratch)
     finished = status != "FINISHED" or (run.ended_ms is not None and end != run.ended_ms)
     if finished:

@@ -78,16 +78,32 @@ def write_wandb(export: TrackingExport, where: str | None, env: Environment) -> 
 
 
 def _write_run(wandb: Any, run: TrackedRun, group: str, project: str, directory: Path, scratch: Path) -> None:
-    settings = wandb.Settings(mode="offline", console="off", silent=True, x_disable_stats=True, x_disable_meta=True,
-                              x_disable_machine_info=True, disable_git=True, disable_code=True,
-                              x_save_requirements=False)  # fmt: skip
+    settings = wandb.Settings(
+        mode="offline",
+        console="off",
+        silent=True,
+        x_disable_stats=True,
+        x_disable_meta=True,
+        x_disable_machine_info=True,
+        disable_git=True,
+        disable_code=True,
+        x_save_requirements=False,
+    )
     ours = {key.removeprefix(TAG_PREFIX): value for key, value in run.tags.items()}
     labels = [run.kind] + ([ours["arm"], f"seed-{ours['seed']}"] if run.kind == "episode" else [])
     handle = wandb.init(
-        project=project, dir=str(directory), id=wandb_id(run.run_id), name=run.name, group=group, job_type=run.kind,
-        notes=run.description or None, tags=labels, config={**run.params, "mcu_arms": ours}, settings=settings,
+        project=project,
+        dir=str(directory),
+        id=wandb_id(run.run_id),
+        name=run.name,
+        group=group,
+        job_type=run.kind,
+        notes=run.description or None,
+        tags=labels,
+        config={**run.params, "mcu_arms": ours},
+        settings=settings,
         reinit="create_new",
-    )  # fmt: skip
+    )
     try:
         by_step: dict[int, dict[str, float]] = defaultdict(dict)
         for metric in run.metrics:

@@ -144,15 +144,21 @@ def compared(result: Analysis) -> Compared:
         if arm.latest is None:
             continue
         arm_dir = Path(arm.latest.episode_dir).parent
-        episodes += [ComparedEpisode(arm=arm.arm, episode_dir=str(arm_dir / episode_name(ref.episode)))
-                     for ref in arm.used]  # fmt: skip
+        episodes += [
+            ComparedEpisode(arm=arm.arm, episode_dir=str(arm_dir / episode_name(ref.episode))) for ref in arm.used
+        ]
     lines = [
-        VerdictLine(arm=difference.arm, metric=line.metric, estimate=line.estimate,
-                    p_value=line.p_adjusted if line.p_adjusted is not None else line.p,
-                    distinguishable=line.verdict == "distinguishable", text=line.text)
+        VerdictLine(
+            arm=difference.arm,
+            metric=line.metric,
+            estimate=line.estimate,
+            p_value=line.p_adjusted if line.p_adjusted is not None else line.p,
+            distinguishable=line.verdict == "distinguishable",
+            text=line.text,
+        )
         for difference in result.differences
         for line in [difference.score, *difference.milestone_steps]
-    ]  # fmt: skip
+    ]
     return Compared(
         baseline=result.baseline,
         arms=result.arm_names(),
@@ -214,11 +220,14 @@ def episode_metrics(report: RunReport) -> list[TrackedMetric]:
     }
     totals |= {metric_key("infrastructure", cause): count for cause, count in report.infrastructure.items()}
     totals |= {metric_key("behaviour", cause): count for cause, count in report.behaviour.items()}
-    metrics = [TrackedMetric(key=key, value=float(value), step=end)
-               for key, value in totals.items() if value is not None]  # fmt: skip
+    metrics = [
+        TrackedMetric(key=key, value=float(value), step=end) for key, value in totals.items() if value is not None
+    ]
     landed = sorted((m.step, m.task, m.identity) for m in report.milestones if m.available and m.step is not None)
-    metrics += [TrackedMetric(key=metric_key("milestone", task, identity), value=step, step=step)
-                for step, task, identity in landed]  # fmt: skip
+    metrics += [
+        TrackedMetric(key=metric_key("milestone", task, identity), value=step, step=step)
+        for step, task, identity in landed
+    ]
     reached = [TrackedMetric(key="milestones_reached", value=0, step=0)]
     for count, (step, _, _) in enumerate(landed, start=1):
         if reached[-1].step == step:
@@ -245,8 +254,16 @@ def episode_plot(report: RunReport) -> PlotData:
     steps = sorted({0, *(step for step, _ in landed), end})
     counts = [float(sum(1 for step, _ in landed if step <= x)) for x in steps]
     label = report.simulator_label or report.settings.simulator
-    series = PlotSeries(arm=report.arm, label=report.arm, steps=steps, median=counts, low=counts, high=counts,
-                        replicates=1, landed=landed)  # fmt: skip
+    series = PlotSeries(
+        arm=report.arm,
+        label=report.arm,
+        steps=steps,
+        median=counts,
+        low=counts,
+        high=counts,
+        replicates=1,
+        landed=landed,
+    )
     title = f"{report.arm} seed {report.settings.seed}, {episode_name(report.episode)}: {report.settings.task}\n{label}"
     return PlotData(title=title, series=[series], not_plotted=[])
 
@@ -309,8 +326,10 @@ def comparison_run(comparison: Compared, experiment: str) -> TrackedRun:
         tags["differences"] = _bounded([line.text for line in comparison.lines])
     if comparison.flags:
         tags["flags"] = _bounded(comparison.flags)
-    metrics = [TrackedMetric(key="comparable", value=float(comparison.comparable), step=0),
-               TrackedMetric(key="trustworthy", value=float(comparison.trustworthy), step=0)]  # fmt: skip
+    metrics = [
+        TrackedMetric(key="comparable", value=float(comparison.comparable), step=0),
+        TrackedMetric(key="trustworthy", value=float(comparison.trustworthy), step=0),
+    ]
     for line in comparison.lines:
         if line.estimate is not None:
             key = metric_key("difference", line.arm, line.metric)
@@ -379,12 +398,18 @@ def parse_destination(value: str) -> tuple[TrackerName, str | None]:
     """`--to mlflow[=TRACKING_URI]` or `--to wandb[=DIR]`."""
     name, _, where = value.partition("=")
     if name not in TRACKERS:
-        raise UserError(f"'{name}' is not a tracker mcu-arms writes to", key="--to",
-                        allowed="mlflow, mlflow=TRACKING_URI, wandb, wandb=DIR")  # fmt: skip
+        raise UserError(
+            f"'{name}' is not a tracker mcu-arms writes to",
+            key="--to",
+            allowed="mlflow, mlflow=TRACKING_URI, wandb, wandb=DIR",
+        )
     if "=" in value and not where:
         destination = "TRACKING_URI" if name == "mlflow" else "DIR"
-        raise UserError(f"'{value}' names no destination after '='", key="--to",
-                        allowed=f"{name} (its default) or {name}={destination}")  # fmt: skip
+        raise UserError(
+            f"'{value}' names no destination after '='",
+            key="--to",
+            allowed=f"{name} (its default) or {name}={destination}",
+        )
     if importlib.util.find_spec(name) is None:
         raise missing_extra(name)  # type: ignore[arg-type]
     return name, where or None  # type: ignore[return-value]

@@ -107,8 +107,11 @@ class JobHere:
             return None
         array, task = env.get("SLURM_ARRAY_JOB_ID"), env.get("SLURM_ARRAY_TASK_ID")
         restarts = env.get("SLURM_RESTART_COUNT", "0")
-        return cls(job_id=f"{array}_{task}" if array and task else raw, raw_job_id=raw,
-                   restarts=int(restarts) if restarts.isdigit() else 0)  # fmt: skip
+        return cls(
+            job_id=f"{array}_{task}" if array and task else raw,
+            raw_job_id=raw,
+            restarts=int(restarts) if restarts.isdigit() else 0,
+        )
 
 
 def _queued_report(run_dir: RunDir) -> RunReport:
@@ -164,8 +167,11 @@ def _episode_given(path: Path) -> RunDir:
     """The directory given, resolved once: the one episode this process may run. A link is refused: what it points
     at is another episode's, and would be run a second time."""
     if path.is_symlink():
-        raise UserError("is a symbolic link: run-episode runs the episode directory it is given, never one reached "
-                        "through a link; the episode it points at is left as it is", path=path)  # fmt: skip
+        raise UserError(
+            "is a symbolic link: run-episode runs the episode directory it is given, never one reached "
+            "through a link; the episode it points at is left as it is",
+            path=path,
+        )
     return RunDir(Path(os.path.realpath(path)))
 
 
@@ -198,8 +204,9 @@ def _private_plan(run_dir: RunDir, env: Environment) -> ArmPlan:
         raise UserError(
             f"its plan is the plan of another episode ({plan.episode_dir}): a copied or moved episode is never run, "
             "and the episode it names is left as it is",
-            path=run_dir.plan, key="episode_dir",
-        )  # fmt: skip
+            path=run_dir.plan,
+            key="episode_dir",
+        )
     return _rebuilt(plan, run_dir)
 
 
@@ -208,13 +215,23 @@ def _rebuilt(plan: ArmPlan, run_dir: RunDir) -> ArmPlan:
     directory; the ones plan.json holds must be what the settings make (never executed as stored)."""
     roles = sorted(process.role for process in plan.processes)
     if roles != sorted(PROCESS_ROLES):
-        raise UserError(f"the plan's processes are {roles}", path=run_dir.plan, key="processes",
-                        allowed=", ".join(PROCESS_ROLES))  # fmt: skip
+        raise UserError(
+            f"the plan's processes are {roles}", path=run_dir.plan, key="processes", allowed=", ".join(PROCESS_ROLES)
+        )
     planned = RunDir(Path(plan.episode_dir))
+
     def lines(where: RunDir) -> dict[str, list[str]]:
-        return command_lines(plan.settings, host=plan.host, green_port=plan.green_port, purple_port=plan.purple_port,
-                             episode_dir=where.path, purple_dir=where.purple, scenario=where.scenario,
-                             events=where.events)  # fmt: skip
+        return command_lines(
+            plan.settings,
+            host=plan.host,
+            green_port=plan.green_port,
+            purple_port=plan.purple_port,
+            episode_dir=where.path,
+            purple_dir=where.purple,
+            scenario=where.scenario,
+            events=where.events,
+        )
+
     expected, here = lines(planned), lines(run_dir)
     processes = []
     for process in plan.processes:
@@ -222,8 +239,9 @@ def _rebuilt(plan: ArmPlan, run_dir: RunDir) -> ArmPlan:
             raise UserError(
                 f"the {process.role} command line in plan.json is not the one its settings make: run-episode runs "
                 f"only command lines it writes itself (expected: ... {shlex.join(expected[process.role][1:])})",
-                path=run_dir.plan, key=f"processes.{process.role}.argv",
-            )  # fmt: skip
+                path=run_dir.plan,
+                key=f"processes.{process.role}.argv",
+            )
         processes.append(process.model_copy(update={"argv": here[process.role], "log": str(run_dir.log(process.role))}))
     return plan.model_copy(update={"processes": processes, "episode_dir": str(run_dir.path)})
 
@@ -233,30 +251,45 @@ def _check_token(run_dir: RunDir, queued: RunReport, here: JobHere | None, env: 
     submitted it, the private record must name this episode and this job."""
     token = _json_map(env.env, EPISODE_TOKENS_ENV).get(str(run_dir.path))
     if not isinstance(token, str) or not token:
-        raise UserError(f"no job token for this episode ({EPISODE_TOKENS_ENV}): run-episode runs only an episode "
-                        "`mcu-arms run` submitted, in the job it submitted it as", path=run_dir.path)  # fmt: skip
+        raise UserError(
+            f"no job token for this episode ({EPISODE_TOKENS_ENV}): run-episode runs only an episode "
+            "`mcu-arms run` submitted, in the job it submitted it as",
+            path=run_dir.path,
+        )
     presented = episode_token_hash(token, str(run_dir.path))
     try:
         expected = run_dir.job_token.read_text(encoding="ascii").strip()
     except (OSError, UnicodeDecodeError):
         expected = None
     if presented != expected:
-        raise UserError("the job's token does not match the episode's: it was submitted as another episode (a copy "
-                        "or a moved directory is never run)", path=run_dir.job_token)  # fmt: skip
+        raise UserError(
+            "the job's token does not match the episode's: it was submitted as another episode (a copy "
+            "or a moved directory is never run)",
+            path=run_dir.job_token,
+        )
     record = episode_record(env.env, run_dir.path)
     if record is None or record.slurm is None:
         if queued.provenance.host == this_host():
-            raise UserError("no submission in this host's private record names this episode: it was not submitted "
-                            "from here", path=run_dir.path)  # fmt: skip
+            raise UserError(
+                "no submission in this host's private record names this episode: it was not submitted from here",
+                path=run_dir.path,
+            )
         return  # a node: the token, bound to this directory, is the proof
     where = here.job_id if here else None
     if record.slurm.token_hash != presented or (record.slurm.job_id is not None and record.slurm.job_id != where):
-        raise UserError(f"the private record names job {record.slurm.job_id} for this episode, not this caller "
-                        f"({f'job {where}' if where else 'outside Slurm'})", path=run_dir.path)  # fmt: skip
+        raise UserError(
+            f"the private record names job {record.slurm.job_id} for this episode, not this caller "
+            f"({f'job {where}' if where else 'outside Slurm'})",
+            path=run_dir.path,
+        )
 
 
 def _fail_before_start(
-    run_dir: RunDir, queued: RunReport, job: SlurmJob | None, env: Environment, reason: str,
+    run_dir: RunDir,
+    queued: RunReport,
+    job: SlurmJob | None,
+    env: Environment,
+    reason: str,
     kind: FailureKind = "infrastructure",
 ) -> int:
     """The queued report, finalised `failed` with why the episode could not start here (unless the supervisor had
@@ -305,8 +338,9 @@ class _Stops:
             self._stop(f"stopped by {who}", "stopped")
         elif self.job is not None and signum == signal.SIGTERM:  # asking Slurm takes a moment: not in the handler
             job, elapsed = self.job, time.time() - self.job_started
-            threading.Thread(target=lambda: self._stop(*term_reading(job, elapsed, self.env)), name="sigterm",
-                             daemon=True).start()  # fmt: skip
+            threading.Thread(
+                target=lambda: self._stop(*term_reading(job, elapsed, self.env)), name="sigterm", daemon=True
+            ).start()
         else:
             self._stop(f"interrupted by {name}", "stopped")
 
@@ -345,19 +379,28 @@ def term_reading(job: SlurmJob, elapsed_s: float, env: Mapping[str, str]) -> tup
     window_s = job.stop_margin_s + SLURM_WARNING_EARLY_S
     in_window = limit_s > 0 and elapsed_s >= limit_s - window_s
     if detail is not None and detail.restarts > job.restarts:
-        return (f"Slurm requeued job {job.job_id} after {ran} (preempted, its node failing, or `scontrol requeue`): "
-                "the episode is run again as a new one", "infrastructure")  # fmt: skip
+        return (
+            f"Slurm requeued job {job.job_id} after {ran} (preempted, its node failing, or `scontrol requeue`): "
+            "the episode is run again as a new one",
+            "infrastructure",
+        )
     if in_window and (detail is None or detail.state in STILL_RUNNING or detail.reason == "TimeLimit"):
-        return (f"Slurm job {job.job_id} reached its time limit ({slurm_time(limit_s)}): Slurm's warning "
-                f"came after {ran}, within {window_s} s of the limit (stop margin {job.stop_margin_s} s + up to "
-                f"{SLURM_WARNING_EARLY_S} s early)", "time_limit")  # fmt: skip
+        return (
+            f"Slurm job {job.job_id} reached its time limit ({slurm_time(limit_s)}): Slurm's warning "
+            f"came after {ran}, within {window_s} s of the limit (stop margin {job.stop_margin_s} s + up to "
+            f"{SLURM_WARNING_EARLY_S} s early)",
+            "time_limit",
+        )
     said = "Slurm could not be asked"
     if detail is not None:
         said = f"Slurm says {detail.state}{f' ({detail.reason})' if detail.reason not in ('', 'None') else ''}"
     if detail is not None and detail.state == "PREEMPTED":
         return f"Slurm job {job.job_id} was preempted after {ran} ({said})", "infrastructure"
-    return (f"Slurm job {job.job_id} was ended by SIGTERM after {ran}, with no stop request from mcu-arms: cancelled "
-            f"outside it (scancel), or its node is going down ({said})", "stopped")  # fmt: skip
+    return (
+        f"Slurm job {job.job_id} was ended by SIGTERM after {ran}, with no stop request from mcu-arms: cancelled "
+        f"outside it (scancel), or its node is going down ({said})",
+        "stopped",
+    )
 
 
 def _job_start() -> float:
@@ -392,11 +435,13 @@ def run_episode(path: Path, env: Environment, *, ready_timeout_s: float = DEFAUL
         env.output_root = run_dir.path.parent.parent
         blocked = plan_preflight(plan, env.env)
         if blocked:
-            return _fail_before_start(run_dir, queued, job, env, f"this host ({this_host()}) cannot run it: " +
-                                      "; ".join(blocked))  # fmt: skip
+            return _fail_before_start(
+                run_dir, queued, job, env, f"this host ({this_host()}) cannot run it: " + "; ".join(blocked)
+            )
         try:
-            options = RunOptions(ready_timeout_s=ready_timeout_s, stop_grace_s=SLURM_STOP_GRACE_S if job else
-                                 RunOptions().stop_grace_s)  # fmt: skip
+            options = RunOptions(
+                ready_timeout_s=ready_timeout_s, stop_grace_s=SLURM_STOP_GRACE_S if job else RunOptions().stop_grace_s
+            )
             return _run_here(run_dir, plan, queued, job, env, signals, options)
         except UserError as error:
             return _fail_before_start(run_dir, queued, job, env, error.render())
@@ -422,13 +467,18 @@ def _requeued(run_dir: RunDir, report: RunReport, here: JobHere, env: Environmen
     episode). One that ended says so; one whose first start died without its final report (its node lost) is
     finalised `failed` here, infrastructure."""
     if report.status == "started" and report.slurm is not None and report.slurm.job_id == here.job_id:
-        reason = (f"Slurm requeued job {here.job_id} after the node lost the episode (restart {here.restarts}): "
-                  "the episode is run again as a new one")  # fmt: skip
+        reason = (
+            f"Slurm requeued job {here.job_id} after the node lost the episode (restart {here.restarts}): "
+            "the episode is run again as a new one"
+        )
         finalised(run_dir, report, "failed", Failure(process=None, reason=reason), env)
         env.console.out(f"{report.arm}: {reason}", highlight=False)
         return EXIT_FAILED
-    env.console.out(f"Slurm job {here.job_id} was requeued after its episode ended {report.status}: nothing to run "
-                    "(an episode runs once; a retry is a new episode)", highlight=False)  # fmt: skip
+    env.console.out(
+        f"Slurm job {here.job_id} was requeued after its episode ended {report.status}: nothing to run "
+        "(an episode runs once; a retry is a new episode)",
+        highlight=False,
+    )
     return EXIT_OK
 
 
@@ -476,4 +526,3 @@ def _run_here(
             worker.join(timeout=0.5)
     status = outcomes[0].status if outcomes else "failed"
     return EXIT_CODES.get(status, EXIT_FAILED)
-

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import psutil
 
-from mcu_arms.contracts.states import ProcessRole, SERVER_ROLES
+from mcu_arms.contracts.states import SERVER_ROLES, ProcessRole
 from mcu_arms.procs import Child
 
 # A server stopped (state T) this long fails its arm: nothing it serves can answer, and the client would only notice
@@ -81,7 +81,7 @@ def signal_text(code: int | None) -> str | None:
 
 
 def disk_full(run_path: Path, log_tails: Sequence[str], shown: Path) -> str | None:
-    """"disk full writing <file>" when a log says ENOSPC or the episode's filesystem has no room left; else None.
+    """ "disk full writing <file>" when a log says ENOSPC or the episode's filesystem has no room left; else None.
     `shown` is the directory paths are shown relative to (the project)."""
     found = [match for line in log_tails if (match := NO_SPACE.search(line))]
     named = next((match for match in reversed(found) if match.group(1)), found[-1] if found else None)

@@ -89,12 +89,20 @@ def record_campaign_runs(plans: list[ArmPlan], to_run: list[ArmPlan], env: Envir
     me = psutil.Process()
     running = {id(plan) for plan in to_run}
     for tag in {plan.campaign.run: plan.campaign for plan in plans if plan.campaign is not None}.values():
-        cells = [CampaignCell(arm=plan.arm, seed=plan.settings.seed, skipped=id(plan) not in running)
-                 for plan in plans if plan.campaign == tag]  # fmt: skip
+        cells = [
+            CampaignCell(arm=plan.arm, seed=plan.settings.seed, skipped=id(plan) not in running)
+            for plan in plans
+            if plan.campaign == tag
+        ]
         record = CampaignRun(
-            name=tag.name, run=tag.run, started_at=iso_seconds(env.clock()), supervisor_pid=me.pid,
-            supervisor_create_time=me.create_time(), max_parallel=options.max_parallel, cells=cells,
-        )  # fmt: skip
+            name=tag.name,
+            run=tag.run,
+            started_at=iso_seconds(env.clock()),
+            supervisor_pid=me.pid,
+            supervisor_create_time=me.create_time(),
+            max_parallel=options.max_parallel,
+            cells=cells,
+        )
         directory = campaign_runs_dir(env.output_dir, tag.name)
         directory.mkdir(parents=True, exist_ok=True)
         write_json_exclusive(directory / f"{tag.run}.json", record)

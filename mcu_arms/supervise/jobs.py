@@ -45,14 +45,23 @@ def open_jobs(env: Environment, arms: list[str]) -> list[OpenJob]:
 
 
 def finalised(
-    run_dir: RunDir, report: RunReport, status: RunStatus, failure: Failure, env: Environment,
+    run_dir: RunDir,
+    report: RunReport,
+    status: RunStatus,
+    failure: Failure,
+    env: Environment,
     job: SlurmJob | None = None,
 ) -> RunReport:
     """An open report, finalised from outside the episode (it never started, or its job ended without a word),
     keeping everything it recorded."""
-    final = report.model_copy(update={
-        "status": status, "failure": failure, "finished_at": iso_seconds(env.clock()), "slurm": report.slurm or job,
-    })  # fmt: skip
+    final = report.model_copy(
+        update={
+            "status": status,
+            "failure": failure,
+            "finished_at": iso_seconds(env.clock()),
+            "slurm": report.slurm or job,
+        }
+    )
     run_dir.write_report(final)
     return final
 
@@ -118,4 +127,3 @@ def refuse_live_jobs(plans: list[ArmPlan], env: Environment) -> None:
             f"or cancel it with `mcu-arms stop --arm {arm}`",
             path=next(plan.source for plan in plans if plan.arm == arm),
         )
-

@@ -23,16 +23,29 @@ def run_status(outcome: RunOutcome) -> str:
 def run_notify(command: str, outcome: RunOutcome, env: Environment) -> list[str]:
     """Run `command`; returns what went wrong with it (empty: it ran and exited 0)."""
     summary = [
-        {"arm": arm.arm, "seed": arm.seed, "episode": arm.episode, "attempt": arm.attempt, "status": arm.status,
-         "score": arm.score, "failure": arm.failure.reason if arm.failure else None}
+        {
+            "arm": arm.arm,
+            "seed": arm.seed,
+            "episode": arm.episode,
+            "attempt": arm.attempt,
+            "status": arm.status,
+            "score": arm.score,
+            "failure": arm.failure.reason if arm.failure else None,
+        }
         for arm in outcome.arms
-    ]  # fmt: skip
+    ]
     variables = {"MCU_ARMS_RUN_STATUS": run_status(outcome), "MCU_ARMS_RUN_SUMMARY": json.dumps(summary)}
     try:
         done = subprocess.run(
-            command, shell=True, env={**env.env, **variables}, cwd=env.cwd, stdin=subprocess.DEVNULL,
-            capture_output=True, text=True, timeout=NOTIFY_TIMEOUT_S,
-        )  # fmt: skip
+            command,
+            shell=True,
+            env={**env.env, **variables},
+            cwd=env.cwd,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=NOTIFY_TIMEOUT_S,
+        )
     except subprocess.TimeoutExpired:
         return [f"--notify command did not finish within {NOTIFY_TIMEOUT_S:g} s"]
     except OSError as error:

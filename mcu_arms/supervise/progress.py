@@ -156,7 +156,11 @@ class ArmProgress:
     def done_share(self) -> float:
         """The share of its steps this episode has done (all its tasks, each run to max_steps at most)."""
         tasks = self.tasks_total or 1
-        return min((self.tasks_done * self.max_steps + self.step) / (tasks * self.max_steps), 1.0) if self.max_steps else 0.0
+        return (
+            min((self.tasks_done * self.max_steps + self.step) / (tasks * self.max_steps), 1.0)
+            if self.max_steps
+            else 0.0
+        )
 
     def eta_s(self) -> float | None:
         """Seconds to the end at the current rate, assuming every remaining task runs all its steps."""

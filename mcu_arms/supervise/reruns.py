@@ -57,14 +57,23 @@ def rerun_decision(plan: ArmPlan, arm_dir: Path, *, rerun: bool) -> RerunDecisio
     """Skip an episode whose latest run of the same seed finished with the same fingerprint; retry one that failed or
     was interrupted (never skip it); announce a changed fingerprint."""
     seed = plan.settings.seed
-    latest = next((run.report for run in arm_runs(arm_dir) if run.report and run.report.settings.seed == seed
-                   and _same_campaign(plan, run.report)), None)  # fmt: skip
+    latest = next(
+        (
+            run.report
+            for run in arm_runs(arm_dir)
+            if run.report and run.report.settings.seed == seed and _same_campaign(plan, run.report)
+        ),
+        None,
+    )
     if latest is not None and latest.status == "finished" and latest.fingerprint == plan.fingerprint:
         where = episode_name(latest.episode)
         if rerun:
-            return RerunDecision("run", f"{plan.label}: {where} already finished with this fingerprint; --rerun runs it again")
+            return RerunDecision(
+                "run", f"{plan.label}: {where} already finished with this fingerprint; --rerun runs it again"
+            )
         return RerunDecision(
-            "skip", f"{plan.label}: skipped, {where} already finished with fingerprint {plan.fingerprint} (--rerun to run again)"
+            "skip",
+            f"{plan.label}: skipped, {where} already finished with fingerprint {plan.fingerprint} (--rerun to run again)",
         )
     if latest is not None and latest.status in ("failed", "interrupted") and latest.fingerprint == plan.fingerprint:
         if latest.failure is not None and latest.failure.kind == "time_limit":

@@ -138,8 +138,11 @@ class RunOutcome(BaseModel):
 
     def stopped_by_users(self) -> list[tuple[str, str]]:
         """(arm, who) for each arm a user stopped: what `run` says beside its exit code 0."""
-        return [(arm.arm, arm.failure.stopped_by or STOP_COMMAND) for arm in self.arms
-                if arm.stopped_on_request and arm.failure is not None]  # fmt: skip
+        return [
+            (arm.arm, arm.failure.stopped_by or STOP_COMMAND)
+            for arm in self.arms
+            if arm.stopped_on_request and arm.failure is not None
+        ]
 
 
 class _Stopped(Exception):
@@ -196,9 +199,10 @@ def new_report(plan: ArmPlan, env: Environment, *, status: RunStatus, attempt: i
         logs={process.role: run_dir.relative(process.log) for process in plan.processes},
         output_root=str(env.output_dir),
         campaign=plan.campaign,
-        output_dirs={role: run_dir.relative(path) for role, path in (("green", run_dir.green),
-                                                                    ("purple", run_dir.purple))},
-    )  # fmt: skip
+        output_dirs={
+            role: run_dir.relative(path) for role, path in (("green", run_dir.green), ("purple", run_dir.purple))
+        },
+    )
 
 
 def supervisor_record() -> ProcessRecord:
@@ -348,18 +352,22 @@ class ArmRunner:
         process, reason = found
         code = self.children[process].poll() if process in self.children else None
         return failure.model_copy(
-            update={"process": process, "kind": _kind_of(process) if process is not None else "infrastructure",
-                    "reason": f"{reason}; then {failure.reason}",
-                    "exit_code": code if process is not None else failure.exit_code}
-        )  # fmt: skip
+            update={
+                "process": process,
+                "kind": _kind_of(process) if process is not None else "infrastructure",
+                "reason": f"{reason}; then {failure.reason}",
+                "exit_code": code if process is not None else failure.exit_code,
+            }
+        )
 
     def _stopped(self, reason: str) -> tuple[ArmOutcomeStatus, Failure]:
         """`interrupted` when someone stopped it (the report names who, when a stop request did), else `failed`: its
         Slurm job's time limit, or the job taken away (requeued, preempted: infrastructure, retried)."""
         if self._stop_kind != "stopped":
             return "failed", Failure(process=None, kind=self._stop_kind, reason=reason)
-        return "interrupted", Failure(process=None, kind="stopped", reason=reason,
-                                      stopped_by=self.run_dir.stop_requested_by() or self._stopped_by)  # fmt: skip
+        return "interrupted", Failure(
+            process=None, kind="stopped", reason=reason, stopped_by=self.run_dir.stop_requested_by() or self._stopped_by
+        )
 
     def _start(self, role: ProcessRole) -> Child:
         child = Child(
@@ -395,11 +403,13 @@ class ArmRunner:
         if process.pid is None or process.create_time is None:
             return  # it is gone already: nothing to find later
         started = StartedProcess(
-            role=process.role, pid=process.pid, create_time=process.create_time,
+            role=process.role,
+            pid=process.pid,
+            create_time=process.create_time,
             token_hash=token_hash(child.token) if child else None,
             cgroup=str(child.cgroup.path) if child and child.cgroup else None,
             cgroup_marker=child.cgroup.marker if child and child.cgroup else None,
-        )  # fmt: skip
+        )
         try:
             record_started(self.env.env, self.run_dir.path, self.plan.arm, self.plan.episode, started)
         except (OSError, UserError) as error:
@@ -499,8 +509,14 @@ class ArmRunner:
             frozen = self.watch.frozen_server(self.children)
             if frozen is not None:
                 role, reason = frozen
-                raise _ArmFailed(Failure(process=role, kind=_kind_of(role), reason=reason,
-                                         log_tail=self.children[role].log_tail(wait_s=0)))  # fmt: skip
+                raise _ArmFailed(
+                    Failure(
+                        process=role,
+                        kind=_kind_of(role),
+                        reason=reason,
+                        log_tail=self.children[role].log_tail(wait_s=0),
+                    )
+                )
             self._read_progress()
             self.alerts.check_progress()
             self.alerts.check_purple_reports()
@@ -570,8 +586,9 @@ class ArmRunner:
             record.exit_code = child.exit_code
             if outcome.killed:
                 grace = self.options.stop_grace_s
-                self._record_alert(f"{role}: {outcome.killed} process(es) still running {grace:g} s after SIGTERM were "
-                                   "killed")  # fmt: skip
+                self._record_alert(
+                    f"{role}: {outcome.killed} process(es) still running {grace:g} s after SIGTERM were killed"
+                )
             if outcome.survivors:
                 survivors.add(role)
                 self._record_alert(f"{role}: pids {outcome.survivors} survived SIGKILL")
@@ -803,7 +820,9 @@ def supervise_here(
             if signalled and stop_reason is None:
                 stop_reason = f"interrupted by {signalled[0]}"
             if options.fail_fast and stop_reason is None and any(o.status == "failed" for o in outcomes):
-                stop_reason = f"stopped by --fail-fast: arm '{next(o.arm for o in outcomes if o.status == 'failed')}' failed"
+                stop_reason = (
+                    f"stopped by --fail-fast: arm '{next(o.arm for o in outcomes if o.status == 'failed')}' failed"
+                )
             if stop_reason is not None:
                 by = f"mcu-arms run (pid {os.getpid()}), {stop_reason}" if signalled else None
                 for runner in running.values():
@@ -824,8 +843,10 @@ def supervise_here(
                 outcomes.append(outcome)
             if stop_reason is None:
                 start_next()
-            queued = [ArmProgress(_queued_label(plan, attempt), plan.settings.steps, state="queued")
-                      for plan, attempt in pending]  # fmt: skip
+            queued = [
+                ArmProgress(_queued_label(plan, attempt), plan.settings.steps, state="queued")
+                for plan, attempt in pending
+            ]
             view.refresh(progresses + queued, summary=_tally(len(plans), outcomes, running, pending, began).text())
             wake.wait(1.0 / REFRESH_PER_SECOND)
             wake.clear()

@@ -99,12 +99,24 @@ def sbatch_options(options: SlurmOptions, count: int, max_parallel: int, name: s
     """The #SBATCH options of a job array of `count` episodes sharing `options` (--output: set beside the script)."""
     parallel = min(options.array_throttle or count, max_parallel, count)
     chosen: dict[str, str | bool] = {
-        "job-name": name, "array": f"0-{count - 1}%{parallel}", "time": str(options.time_minutes),
-        "signal": f"TERM@{options.stop_margin_s}", "requeue": True, "export": "ALL", "open-mode": "append",
-    }  # fmt: skip
-    for key, value in (("partition", options.partition), ("account", options.account), ("qos", options.qos),
-                       ("constraint", options.constraint), ("exclude", options.exclude), ("mem", options.mem),
-                       ("gres", options.gres), ("cpus-per-task", options.cpus)):  # fmt: skip
+        "job-name": name,
+        "array": f"0-{count - 1}%{parallel}",
+        "time": str(options.time_minutes),
+        "signal": f"TERM@{options.stop_margin_s}",
+        "requeue": True,
+        "export": "ALL",
+        "open-mode": "append",
+    }
+    for key, value in (
+        ("partition", options.partition),
+        ("account", options.account),
+        ("qos", options.qos),
+        ("constraint", options.constraint),
+        ("exclude", options.exclude),
+        ("mem", options.mem),
+        ("gres", options.gres),
+        ("cpus-per-task", options.cpus),
+    ):
         if value is not None:
             chosen[key] = str(value)
     chosen.update(parse_sbatch_line(line) for line in options.sbatch)
@@ -125,8 +137,9 @@ def episode_logs(plan: ArmPlan, log_dir: Path | None) -> tuple[Path, Path]:
     return base.with_name(base.name + ".out"), base.with_name(base.name + ".err")
 
 
-def job_script(plans: list[ArmPlan], options: SlurmOptions, run: RunOptions, name: str, script_log: Path,
-               log_dir: Path | None) -> str:  # fmt: skip
+def job_script(
+    plans: list[ArmPlan], options: SlurmOptions, run: RunOptions, name: str, script_log: Path, log_dir: Path | None
+) -> str:
     """The job array's script: its #SBATCH options, the setup lines, then one srun step running the episode of this
     task, its stdout and stderr in the episode's own files (appended to: a requeued job keeps what the first start
     wrote)."""
@@ -135,12 +148,23 @@ def job_script(plans: list[ArmPlan], options: SlurmOptions, run: RunOptions, nam
     lines += [f"#SBATCH {_flag(key, value)}" for key, value in parameters.items()]
     lines += ["", *options.setup, ""]
     logs = [episode_logs(plan, log_dir) for plan in plans]
-    for array, values in (("episodes", [plan.episode_dir for plan in plans]), ("stdouts", [out for out, _ in logs]),
-                          ("stderrs", [err for _, err in logs])):  # fmt: skip
+    for array, values in (
+        ("episodes", [plan.episode_dir for plan in plans]),
+        ("stdouts", [out for out, _ in logs]),
+        ("stderrs", [err for _, err in logs]),
+    ):
         lines.append(f"{array}=({' '.join(shlex.quote(str(value)) for value in values)})")
     task = "${SLURM_ARRAY_TASK_ID}"
-    srun = ["srun", "--unbuffered", "--ntasks=1", "--open-mode=append", f'--output="${{stdouts[{task}]}}"',
-            f'--error="${{stderrs[{task}]}}"', *map(shlex.quote, job_command(run)), f'"${{episodes[{task}]}}"']  # fmt: skip
+    srun = [
+        "srun",
+        "--unbuffered",
+        "--ntasks=1",
+        "--open-mode=append",
+        f'--output="${{stdouts[{task}]}}"',
+        f'--error="${{stderrs[{task}]}}"',
+        *map(shlex.quote, job_command(run)),
+        f'"${{episodes[{task}]}}"',
+    ]
     lines.append("exec " + " ".join(srun))
     return "\n".join(lines) + "\n"
 
@@ -174,8 +198,15 @@ def sbatch(script: Path, env: dict[str, str], cwd: Path) -> str:
     """Submit `script`; returns the job id. sbatch hands its environment (exactly the command's Environment, plus the
     episodes' masked values and their tokens) to the job. A refusal raises RuntimeError carrying sbatch's own words."""
     try:
-        done = subprocess.run(["sbatch", "--parsable", str(script)], capture_output=True, text=True, env=env, cwd=cwd,
-                              timeout=QUERY_TIMEOUT_S, stdin=subprocess.DEVNULL)  # fmt: skip
+        done = subprocess.run(
+            ["sbatch", "--parsable", str(script)],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=cwd,
+            timeout=QUERY_TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+        )
     except subprocess.TimeoutExpired:
         raise RuntimeError(f"sbatch did not answer within {QUERY_TIMEOUT_S:g} s") from None
     answer = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
@@ -255,28 +286,49 @@ def submit(episodes: list[tuple[ArmPlan, int]], env: Environment, options: RunOp
         except (RuntimeError, OSError) as error:
             reason = f"sbatch refused the job: {str(error).strip() or type(error).__name__}"
             for plan in plans:
-                finalised(RunDir(Path(plan.episode_dir)), reports[plan.episode_dir], "failed",
-                          Failure(process=None, reason=reason), env)  # fmt: skip
+                finalised(
+                    RunDir(Path(plan.episode_dir)),
+                    reports[plan.episode_dir],
+                    "failed",
+                    Failure(process=None, reason=reason),
+                    env,
+                )
             raise UserError(reason, path=script, key="--executor") from None
         for index, (plan, attempt) in enumerate(prepared):
             job_id = f"{array_id}_{index}"
             stdout, stderr = (Path(str(path).replace("%A_%a", job_id)) for path in episode_logs(plan, log_dir))
             record = SlurmJob(
-                job_id=job_id, name=name, submitted_at=iso_seconds(env.clock()), submitted_from=this_host(),
-                time_limit_s=slurm.time_minutes * 60, stop_margin_s=slurm.stop_margin_s,
+                job_id=job_id,
+                name=name,
+                submitted_at=iso_seconds(env.clock()),
+                submitted_from=this_host(),
+                time_limit_s=slurm.time_minutes * 60,
+                stop_margin_s=slurm.stop_margin_s,
                 log=_relative(Path(str(script_log).replace("%A_%a", job_id)), plan.episode_dir),
-                stdout=_relative(stdout, plan.episode_dir), stderr=_relative(stderr, plan.episode_dir),
-            )  # fmt: skip
+                stdout=_relative(stdout, plan.episode_dir),
+                stderr=_relative(stderr, plan.episode_dir),
+            )
             run_dir = RunDir(Path(plan.episode_dir))
             write_json_atomic(run_dir.slurm_job, record)
             token_hash = run_dir.job_token.read_text(encoding="ascii").strip()
-            record_submitted(env.env, plan.episode_dir, plan.arm, plan.episode,
-                             SubmittedJob(token_hash=token_hash, job_id=record.job_id))  # fmt: skip
+            record_submitted(
+                env.env,
+                plan.episode_dir,
+                plan.arm,
+                plan.episode,
+                SubmittedJob(token_hash=token_hash, job_id=record.job_id),
+            )
             progress = ArmProgress(plan.label, plan.settings.steps, tasks_total=len(plan.tasks) or None, state="queued")
-            submitted.append(Submitted(
-                plan=plan, attempt=attempt, job=record, progress=progress, steps=StepsTail(run_dir.green),
-                events=JsonlTail(run_dir.events, EventRecord),
-            ))  # fmt: skip
+            submitted.append(
+                Submitted(
+                    plan=plan,
+                    attempt=attempt,
+                    job=record,
+                    progress=progress,
+                    steps=StepsTail(run_dir.green),
+                    events=JsonlTail(run_dir.events, EventRecord),
+                )
+            )
     return submitted
 
 
@@ -347,6 +399,7 @@ class Watch:
             in_progress=sum(episode.progress.done_share() for episode in running),
             elapsed_s=time.monotonic() - self._began,
         )
+
     def _settle_accounting(self, deadline: float, wake: threading.Event) -> None:
         """Put sacct's figures into each ended episode's report once its job has ended (the report is written a moment
         before the job ends), polling until `deadline` at most (one look when it has passed); where the cluster keeps
@@ -361,9 +414,9 @@ class Watch:
                     run_dir = self._accounting.pop(job_id)
                     report = read_report(run_dir.report)
                     if report.slurm is not None and report.status in FINAL_STATUSES:
-                        run_dir.write_report(report.model_copy(
-                            update={"slurm": report.slurm.model_copy(update={"accounting": figures})}
-                        ))  # fmt: skip
+                        run_dir.write_report(
+                            report.model_copy(update={"slurm": report.slurm.model_copy(update={"accounting": figures})})
+                        )
             if time.monotonic() >= deadline:
                 return
             wake.wait(ACCOUNTING_POLL_S)
@@ -395,7 +448,7 @@ class Watch:
             where = f" on {report.slurm.node}" if report.slurm and report.slurm.node else ""
             self.view.line(episode.plan.label, f"state {report.status}{where}", alert=report.status == "failed")
         episode.progress.state = _phase(report.status, episode.progress)
-        for alert in report.alerts[len(episode.progress.alerts):]:
+        for alert in report.alerts[len(episode.progress.alerts) :]:
             episode.progress.alerts.append(alert)
             self.view.line(episode.plan.label, alert, alert=True)
         if report.status in FINAL_STATUSES:
@@ -404,8 +457,12 @@ class Watch:
     def _done(self, episode: Submitted, report: RunReport) -> None:
         if report.slurm is not None and report.slurm.node and report.slurm.accounting is None:
             self._accounting[report.slurm.job_id] = episode.run_dir
-        outcome = outcome_of(report, episode_dir=episode.plan.episode_dir, report_path=str(episode.run_dir.report),
-                             attempt=episode.attempt)  # fmt: skip
+        outcome = outcome_of(
+            report,
+            episode_dir=episode.plan.episode_dir,
+            report_path=str(episode.run_dir.report),
+            attempt=episode.attempt,
+        )
         episode.progress.finished = time.monotonic()
         forget_submission(self.env.env, episode.plan.episode_dir)
         if report.failure is not None:
@@ -472,10 +529,16 @@ class Watch:
                 f"{episode.plan.arm}`)"
             )
             self.view.line(episode.plan.label, reason, alert=True)
-            episode.outcome = ArmOutcome(arm=episode.plan.arm, seed=episode.plan.settings.seed, status="interrupted",
-                                         episode=episode.plan.episode, attempt=episode.attempt,
-                                         episode_dir=episode.plan.episode_dir, message=reason,
-                                         failure=Failure(process=None, kind="stopped", reason=reason))  # fmt: skip
+            episode.outcome = ArmOutcome(
+                arm=episode.plan.arm,
+                seed=episode.plan.settings.seed,
+                status="interrupted",
+                episode=episode.plan.episode,
+                attempt=episode.attempt,
+                episode_dir=episode.plan.episode_dir,
+                message=reason,
+                failure=Failure(process=None, kind="stopped", reason=reason),
+            )
             self.outcomes.append(episode.outcome)
 
 
@@ -493,14 +556,21 @@ def supervise_jobs(
     submitted = submit([(plan, 1) for plan in plans], env, options)
     if detach:
         for episode in submitted:
-            out.print(f"{episode.plan.label}: queued as Slurm job {episode.job.job_id} ({episode.plan.episode_dir})",
-                      highlight=False)  # fmt: skip
+            out.print(
+                f"{episode.plan.label}: queued as Slurm job {episode.job.job_id} ({episode.plan.episode_dir})",
+                highlight=False,
+            )
         return [
-            ArmOutcome(arm=episode.plan.arm, seed=episode.plan.settings.seed, status="queued",
-                       episode=episode.plan.episode, episode_dir=episode.plan.episode_dir,
-                       message=f"Slurm job {episode.job.job_id}")
+            ArmOutcome(
+                arm=episode.plan.arm,
+                seed=episode.plan.settings.seed,
+                status="queued",
+                episode=episode.plan.episode,
+                episode_dir=episode.plan.episode_dir,
+                message=f"Slurm job {episode.job.job_id}",
+            )
             for episode in submitted
-        ]  # fmt: skip
+        ]
     watch = Watch(env, options, out)
     watch.add(submitted)
     return watch.run(signalled, wake)

@@ -57,12 +57,18 @@ def _supervisor(record: EpisodeRecord) -> StartedProcess | None:
 
 def _ask_supervisor(env: Environment, record: EpisodeRecord, supervisor: StartedProcess, names: list[str]) -> str:
     """SIGTERM the supervising run when it runs only arms being stopped; otherwise leave a stop request file."""
-    others = sorted({
-        other.arm for other in recorded_episodes(env.env)
-        if other.arm not in names and (theirs := other.processes.get(SUPERVISOR_ROLE)) is not None
-        and (theirs.pid, theirs.create_time) == (supervisor.pid, supervisor.create_time)
-    })  # fmt: skip
-    RunDir(Path(record.episode_dir)).request_stop(f"{STOP_COMMAND} (pid {os.getpid()})")  # the report names who stopped it
+    others = sorted(
+        {
+            other.arm
+            for other in recorded_episodes(env.env)
+            if other.arm not in names
+            and (theirs := other.processes.get(SUPERVISOR_ROLE)) is not None
+            and (theirs.pid, theirs.create_time) == (supervisor.pid, supervisor.create_time)
+        }
+    )
+    RunDir(Path(record.episode_dir)).request_stop(
+        f"{STOP_COMMAND} (pid {os.getpid()})"
+    )  # the report names who stopped it
     if not others and terminate_started(supervisor):
         return f"sent SIGTERM to its mcu-arms run (pid {supervisor.pid})"
     also = f", also running {', '.join(others)}" if others else ""
@@ -84,8 +90,7 @@ def _not_ours(run: RunOnDisk, record: EpisodeRecord | None) -> str | None:
             named.append(f"{role} pid {process.pid}" + (f" cgroup {process.cgroup}" if process.cgroup else ""))
     if not named:
         return None
-    return (f"{run.run_dir.name}: its report names processes this project did not start ({'; '.join(named)}): "
-            "left alone")  # fmt: skip
+    return f"{run.run_dir.name}: its report names processes this project did not start ({'; '.join(named)}): left alone"
 
 
 def _wait_finalised(run_dir: RunDir, supervisor: StartedProcess, deadline: float) -> bool:
@@ -116,8 +121,9 @@ def _cancel_jobs(env: Environment, arm: str, jobs: list[OpenJob], grace_s: float
     notes = [
         f"{episode_name(job.run.number)}: {job.run.run_dir.slurm_job} names Slurm job {job.job.job_id}, which this "
         "host's private record does not name for it: not cancelled"
-        for job in jobs if not _submitted_here(env, job)
-    ]  # fmt: skip
+        for job in jobs
+        if not _submitted_here(env, job)
+    ]
     jobs = [job for job in jobs if _submitted_here(env, job)]
     for open_job in jobs:
         problem = cancel_episode(open_job.run.run_dir, open_job.job, env, who)
@@ -136,16 +142,19 @@ def _cancel_jobs(env: Environment, arm: str, jobs: list[OpenJob], grace_s: float
                 continue
             if report.status not in OPEN_STATUSES:
                 continue
-            ended = report_of_ended_job(open_job.run.run_dir, report, open_job.job,
-                                       answer.jobs.get(open_job.job.job_id))
+            ended = report_of_ended_job(
+                open_job.run.run_dir, report, open_job.job, answer.jobs.get(open_job.job.job_id)
+            )
             if answer.answered and ended is not None and (report.status == "queued" or time.monotonic() > deadline):
                 finalised(open_job.run.run_dir, report, *ended, env, open_job.job)
                 continue
             still.append(open_job)
         waiting = still
         if time.monotonic() > deadline:
-            notes += [f"{episode_name(job.run.number)}: its report is not final yet (see `mcu-arms status --arm {arm}`)"
-                      for job in waiting]  # fmt: skip
+            notes += [
+                f"{episode_name(job.run.number)}: its report is not final yet (see `mcu-arms status --arm {arm}`)"
+                for job in waiting
+            ]
             break
         pause.wait(0.5)
     stopped = [f"{episode_name(open_job.run.number)} job {open_job.job.job_id}" for open_job in jobs]
@@ -163,8 +172,12 @@ def stop_arm(env: Environment, arm: str, names: list[str], grace_s: float = DEFA
     arm_dir = env.output_dir / arm
     runs = arm_runs(arm_dir)
     records = {record.episode_dir: record for record in recorded_episodes(env.env, arm_dir)}
-    notes = [f"the report of {run.run_dir.name} is unreadable ({run.report_error}); its processes are found through "
-             "the private record" for run in runs if run.report_error]  # fmt: skip
+    notes = [
+        f"the report of {run.run_dir.name} is unreadable ({run.report_error}); its processes are found through "
+        "the private record"
+        for run in runs
+        if run.report_error
+    ]
     notes += [note for run in runs if (note := _not_ours(run, records.get(episode_key(run.run_dir.path))))]
     if not records and not any(run.report for run in runs):
         message = "; ".join(notes) or "no report: nothing was started for it"
@@ -190,13 +203,17 @@ def stop_arm(env: Environment, arm: str, names: list[str], grace_s: float = DEFA
             return StopResult(arm=arm, action="supervisor finalised", message="; ".join(notes))
         latest = next((run for run in runs if run.report is not None), None)
         state = f"report is {latest.report.status}" if latest and latest.report else "no readable report"
-        return StopResult(arm=arm, action="not running",
-                          message="; ".join([*notes, f"{state}; none of its processes is alive"]))  # fmt: skip
+        return StopResult(
+            arm=arm, action="not running", message="; ".join([*notes, f"{state}; none of its processes is alive"])
+        )
     shown = ", ".join(stopped) or "none alive"
     return StopResult(
-        arm=arm, action="stopped here", message="; ".join([*notes, f"stopped: {shown}"]), stopped=stopped,
+        arm=arm,
+        action="stopped here",
+        message="; ".join([*notes, f"stopped: {shown}"]),
+        stopped=stopped,
         survivors=survivors,
-    )  # fmt: skip
+    )
 
 
 def _stop_what_is_left(
@@ -248,8 +265,11 @@ def _mark_stale(env: Environment, runs: list[RunOnDisk], notes: list[str]) -> bo
         why = "its mcu-arms run is gone (stale report)"
         notes.append(f"{run.run_dir.name}: {why}")
         report.status = "interrupted"
-        report.failure = Failure(process=None, reason=f"stopped by mcu-arms stop (pid {os.getpid()}): {why}",
-                                 stopped_by=f"{STOP_COMMAND} (pid {os.getpid()})")  # fmt: skip
+        report.failure = Failure(
+            process=None,
+            reason=f"stopped by mcu-arms stop (pid {os.getpid()}): {why}",
+            stopped_by=f"{STOP_COMMAND} (pid {os.getpid()})",
+        )
         report.finished_at = iso_seconds(env.clock())
         run.run_dir.write_report(report)
         marked = True

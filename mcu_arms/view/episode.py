@@ -342,9 +342,7 @@ def _noop_kind(cause: str) -> CountKind:
     return "infrastructure" if cause in INFRASTRUCTURE_CAUSES else "behaviour"
 
 
-def _counts(
-    source: EpisodeSource, summary: StepSummary, invalid_lines: int, torn: bool
-) -> tuple[list[CountRow], str]:
+def _counts(source: EpisodeSource, summary: StepSummary, invalid_lines: int, torn: bool) -> tuple[list[CountRow], str]:
     """Infrastructure trouble and agent behaviour, never mixed: from the evaluation when there is one."""
     rows: list[CountRow] = []
     metrics = source.metrics
@@ -362,7 +360,12 @@ def _counts(
         details["task_error"] = metrics.error or ""
         for cause, count in infrastructure.items():
             add("infrastructure", cause, count, details.get(cause, ""))
-        add("infrastructure", "longest run of infrastructure noops", metrics.longest_infrastructure_run, "steps in a row")
+        add(
+            "infrastructure",
+            "longest run of infrastructure noops",
+            metrics.longest_infrastructure_run,
+            "steps in a row",
+        )
         for cause, count in metrics.agent_failures.items():
             add("infrastructure", f"agent failure: {cause}", count, "as the agent reported it, beside its noop")
         for cause, count in behaviour.items():

@@ -15,8 +15,8 @@ from mcu_arms import __version__
 from mcu_arms.report.analysis import Analysis, simulator_label
 from mcu_arms.report.compare import (
     episode_rows,
-    experiment_text,
     excluded_lines,
+    experiment_text,
     milestone_text,
     result_rows,
     setting_text,

@@ -291,17 +291,26 @@ def comparison_data(result: Analysis) -> dict[str, object]:
     survival: dict[str, list[dict[str, object]]] = {}
     for row in result.milestones:
         curves = [
-            {"arm": arm.arm, "n": cell.time_to_event.n, "median": cell.time_to_event.median,
-             "steps": [0.0, *(point.step for point in cell.time_to_event.points)],
-             "reached": [0.0, *(1 - point.not_reached for point in cell.time_to_event.points)],
-             "low": [0.0, *(1 - point.band.high for point in cell.time_to_event.points)],
-             "high": [0.0, *(1 - point.band.low for point in cell.time_to_event.points)]}
-            for arm, cell in zip(result.arms, row.cells) if cell.time_to_event is not None
-        ]  # fmt: skip
+            {
+                "arm": arm.arm,
+                "n": cell.time_to_event.n,
+                "median": cell.time_to_event.median,
+                "steps": [0.0, *(point.step for point in cell.time_to_event.points)],
+                "reached": [0.0, *(1 - point.not_reached for point in cell.time_to_event.points)],
+                "low": [0.0, *(1 - point.band.high for point in cell.time_to_event.points)],
+                "high": [0.0, *(1 - point.band.low for point in cell.time_to_event.points)],
+            }
+            for arm, cell in zip(result.arms, row.cells)
+            if cell.time_to_event is not None
+        ]
         if curves:
             survival[f"{row.task}/{row.identity}"] = curves
-    return {"title": plot.title, "series": [s.model_dump() for s in plot.series], "not_plotted": plot.not_plotted,
-            "survival": survival}  # fmt: skip
+    return {
+        "title": plot.title,
+        "series": [s.model_dump() for s in plot.series],
+        "not_plotted": plot.not_plotted,
+        "survival": survival,
+    }
 
 
 class BundleSummary(BaseModel):

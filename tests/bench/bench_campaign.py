@@ -58,9 +58,12 @@ def main() -> None:
         env = {**os.environ, "MCU_ARMS_STATE_DIR": str(Path(scratch) / "state")}
         started = time.monotonic()
         run = subprocess.Popen(
-            [sys.executable, "-m", "mcu_arms", "run", "campaigns/bench.toml"], cwd=project, env=env,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+            [sys.executable, "-m", "mcu_arms", "run", "campaigns/bench.toml"],
+            cwd=project,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         supervisor = psutil.Process(run.pid)
         cpu = first_cpu = supervisor.cpu_times()
         first_at = None  # start-up imports are not supervision: measure from the first episode's report on
@@ -80,8 +83,10 @@ def main() -> None:
     supervised = ended - (first_at or started)
     cpu_percent = 100.0 * (cpu.user + cpu.system - first_cpu.user - first_cpu.system) / supervised
     statuses = sorted({report["status"] for report in reports})
-    print(f"{len(reports)} episodes ({', '.join(statuses)}), {args.steps} steps each, --max-parallel {PARALLEL}, "
-          f"cpus {os.cpu_count()}")  # fmt: skip
+    print(
+        f"{len(reports)} episodes ({', '.join(statuses)}), {args.steps} steps each, --max-parallel {PARALLEL}, "
+        f"cpus {os.cpu_count()}"
+    )
     print(f"campaign wall {wall:.1f} s; sum of episode walls {episodes_wall:.1f} s; / {PARALLEL} = {packed:.1f} s")
     print(f"ratio campaign / perfect packing = {wall / packed:.2f}  (target <= {PACKING_TARGET})")
     print(f"supervisor CPU {cpu_percent:.2f} % of one core while supervising  (target < {CPU_TARGET_PERCENT} %)")

@@ -49,17 +49,36 @@ def write_campaign(root: Path, seeds: int, milestones: int) -> list[Path]:
         write_arm(root, arm, steps=STEPS, agent="scripted" if arm == "base_arm" else "random")
         settings, compaction = resolve_settings(load_arm(root / "arms" / f"{arm}.toml"), [])
         for seed in range(seeds):
-            steps = {identity: int(rng.expovariate(1 / (150 * (i + 1) * pace))) for i, identity in enumerate(identities)}
-            records = [MilestoneRecord(task="t", identity=identity, step=step if step < STEPS else None)
-                       for identity, step in steps.items()]  # fmt: skip
+            steps = {
+                identity: int(rng.expovariate(1 / (150 * (i + 1) * pace))) for i, identity in enumerate(identities)
+            }
+            records = [
+                MilestoneRecord(task="t", identity=identity, step=step if step < STEPS else None)
+                for identity, step in steps.items()
+            ]
             report = RunReport(
-                status="finished", arm=arm, episode=seed + 1, source=f"arms/{arm}.toml", fingerprint=fingerprint(settings),
-                settings=settings.model_copy(update={"seed": seed}), compaction_limit=compaction.limit,
-                provenance=Provenance(mcu_arms_version="0", git_sha=None, git_dirty=None, python="3", packages={},
-                                      host="bench", platform="bench"),
-                started_at="2026-12-01T00:00:00+00:00", milestones=records, steps_run=STEPS,
-                score=float(sum(1 for r in records if r.step is not None)), max_score=float(milestones),
-            )  # fmt: skip
+                status="finished",
+                arm=arm,
+                episode=seed + 1,
+                source=f"arms/{arm}.toml",
+                fingerprint=fingerprint(settings),
+                settings=settings.model_copy(update={"seed": seed}),
+                compaction_limit=compaction.limit,
+                provenance=Provenance(
+                    mcu_arms_version="0",
+                    git_sha=None,
+                    git_dirty=None,
+                    python="3",
+                    packages={},
+                    host="bench",
+                    platform="bench",
+                ),
+                started_at="2026-12-01T00:00:00+00:00",
+                milestones=records,
+                steps_run=STEPS,
+                score=float(sum(1 for r in records if r.step is not None)),
+                max_score=float(milestones),
+            )
             run_dir = RunDir(root / "output" / arm / f"episode_{seed + 1:03d}")
             run_dir.path.mkdir(parents=True)
             run_dir.write_report(report)
@@ -81,10 +100,22 @@ def methods(files: list[Path]) -> int:
         report = read_report(path)
         reports.setdefault(report.arm, []).append(report)
     base, variant = reports["base_arm"], reports["variant_arm"]
-    design = pairing(variant[0].settings.simulator, variant[0].settings.reset_mode, [r.settings.seed for r in variant],
-                     base[0].settings.simulator, base[0].settings.reset_mode, [r.settings.seed for r in base])  # fmt: skip
-    score = compare_metric("score", {r.settings.seed: r.score for r in variant}, {r.settings.seed: r.score for r in base},
-                           design, name_a="variant_arm", name_b="base_arm")  # fmt: skip
+    design = pairing(
+        variant[0].settings.simulator,
+        variant[0].settings.reset_mode,
+        [r.settings.seed for r in variant],
+        base[0].settings.simulator,
+        base[0].settings.reset_mode,
+        [r.settings.seed for r in base],
+    )
+    score = compare_metric(
+        "score",
+        {r.settings.seed: r.score for r in variant},
+        {r.settings.seed: r.score for r in base},
+        design,
+        name_a="variant_arm",
+        name_b="base_arm",
+    )
     milestones = []
     for index, record in enumerate(base[0].milestones):
         times = [[(r.milestones[index].step, r.steps_run) for r in arm] for arm in (variant, base)]
@@ -117,8 +148,10 @@ def main() -> None:
         print(f"2 arms x {options.seeds} seeds x {options.milestones} milestones ({len(files)} result files)")
         print(f"bare read (json.loads):   {bare:.3f} s")
         print(f"read + RunReport:         {validated:.3f} s  ({validated / bare:.1f}x the bare read)")
-        print(f"read + report/methods:    {full:.3f} s  ({full / bare:.1f}x the bare read; target {TARGET_S:g} s: "
-              f"{full / TARGET_S:.2f} of it)")  # fmt: skip
+        print(
+            f"read + report/methods:    {full:.3f} s  ({full / bare:.1f}x the bare read; target {TARGET_S:g} s: "
+            f"{full / TARGET_S:.2f} of it)"
+        )
         if options.compare:
             from mcu_arms.report.analysis import analyse
 

@@ -89,8 +89,10 @@ def main() -> None:
     print(f"later resets, pure Python (median): {pure_later:.4f} s")
     print(f"reset speed-up from numba:          {pure_later / jit_later:.1f}x")
     print(f"steps/s ({steps} steps, 2 random keys + camera each): {rate:.0f}")
-    print(f"steps/s with observe = \"state\" (no frame; a GameState read and serialised each step): "
-          f"{state_rate:.0f} ({state_rate / rate:.2f}x the framed rate; target >= 400)")
+    print(
+        f'steps/s with observe = "state" (no frame; a GameState read and serialised each step): '
+        f"{state_rate:.0f} ({state_rate / rate:.2f}x the framed rate; target >= 400)"
+    )
     print(f"fallback counts over those steps: {fallbacks}")
 
 

@@ -83,8 +83,9 @@ async def loop_ms(purple_url: str, steps: int, output_dir: Path, *, save_frames:
 
     simulator = make_simulator("embedded")
     task = select_tasks(*TASK[:1], [TASK[1]])[0]
-    settings = RunSettings(max_steps=steps, step_timeout=30.0, seed=0, save_frames=save_frames,
-                           progress_every=50, video_eval=False, env={})
+    settings = RunSettings(
+        max_steps=steps, step_timeout=30.0, seed=0, save_frames=save_frames, progress_every=50, video_eval=False, env={}
+    )
     with ThreadPoolExecutor(max_workers=1) as sim_thread:  # as the server runs it: on the simulator thread
         run = TaskRun(task, simulator, purple_url, settings, output_dir, emit)
         metrics = await run_off_loop(run, sim_thread, emit)
@@ -104,10 +105,18 @@ def breakdown(frame, output_dir: Path) -> dict[str, float]:
     """The loop's own per-step work, each part alone: what to cut next."""
     reply = json.dumps({"type": "action", "action_type": "env", "action": {**noop_action(), "camera": [0.0, 0.0]}})
     parsed = parse_reply(reply)
-    record = StepRecord(step=1, t=time.time(), received=reply, applied={**parsed.action, "camera": [0.0, 0.0]},
-                        agent_ms=1.0, sim_ms=1.0, info={"health": 9, "inventory": {"wood": 1}})
+    record = StepRecord(
+        step=1,
+        t=time.time(),
+        received=reply,
+        applied={**parsed.action, "camera": [0.0, 0.0]},
+        agent_ms=1.0,
+        sim_ms=1.0,
+        info={"health": 9, "inventory": {"wood": 1}},
+    )
     output_dir.mkdir(parents=True, exist_ok=True)
     with (output_dir / "steps.jsonl").open("w", encoding="utf-8") as log:
+
         def write_record() -> None:
             log.write(record.model_dump_json() + "\n")
             log.flush()
@@ -116,7 +125,8 @@ def breakdown(frame, output_dir: Path) -> dict[str, float]:
             "png encode": per_call_ms(lambda: encode_png(frame)),
             "base64 + observation payload": per_call_ms(
                 lambda: ObservationPayload(step=1, obs=base64.b64encode(encode_png(frame)).decode()).model_dump_json()
-            ) - per_call_ms(lambda: encode_png(frame)),
+            )
+            - per_call_ms(lambda: encode_png(frame)),
             "reply parse + validate": per_call_ms(lambda: parse_reply(reply)),
             "step record + write": per_call_ms(write_record),
         }
@@ -128,8 +138,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
         port = free_port()
-        purple = ServerProcess(["serve", "purple", "--agent", "noop", "--host", HOST, "--port", str(port)],
-                               root / "purple.log", port)
+        purple = ServerProcess(
+            ["serve", "purple", "--agent", "noop", "--host", HOST, "--port", str(port)], root / "purple.log", port
+        )
         try:
             purple.wait_ready()
             simulator = make_simulator("embedded")
@@ -142,9 +153,11 @@ def main() -> None:
                 samples["rtt"].append(asyncio.run(bare_round_trip_ms(purple.url, steps, png)))
                 samples["sequence"].append(asyncio.run(sequence_ms(purple.url, steps)))
                 samples["loop"].append(
-                    asyncio.run(loop_ms(purple.url, steps, root / f"loop{index}", save_frames=False)))
+                    asyncio.run(loop_ms(purple.url, steps, root / f"loop{index}", save_frames=False))
+                )
                 samples["loop_frames"].append(
-                    asyncio.run(loop_ms(purple.url, steps, root / f"frames{index}", save_frames=True)))
+                    asyncio.run(loop_ms(purple.url, steps, root / f"frames{index}", save_frames=True))
+                )
         finally:
             purple.stop()
     median = {name: statistics.median(values) for name, values in samples.items()}
@@ -155,9 +168,11 @@ def main() -> None:
     print(f"floor = bare A2A round trip + bare simulator step = {floor:.3f} ms")
     print(f"ratio green loop / floor            = {median['loop'] / floor:.2f}  (target <= 1.25)")
     print(f"ratio green loop with frames / floor = {median['loop_frames'] / floor:.2f}")
-    print(f"ratio green loop / the same work in sequence = {median['loop'] / median['sequence']:.2f}  "
-          f"(alternating socket waits and compute costs {median['sequence'] - floor - parts['png encode']:.3f} "
-          "ms/step here beyond the floor and the PNG)")
+    print(
+        f"ratio green loop / the same work in sequence = {median['loop'] / median['sequence']:.2f}  "
+        f"(alternating socket waits and compute costs {median['sequence'] - floor - parts['png encode']:.3f} "
+        "ms/step here beyond the floor and the PNG)"
+    )
     overhead = median["loop"] - floor
     print(f"the loop's own cost: {overhead:.3f} ms/step; measured alone, per step:")
     for name, value in parts.items():

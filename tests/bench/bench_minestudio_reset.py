@@ -44,8 +44,9 @@ def run(env: dict[str, str], reset_mode: str, tasks: int) -> dict[str, float]:
     from mcu_arms.green.sims.minestudio import MineStudioSimulator
 
     control = reset_control()
-    simulator = MineStudioSimulator(env, reset_mode=reset_mode, obs_size=(64, 64),
-                                    partitions=[Partition("/dev/sda1", "/", "ext4", "rw")])
+    simulator = MineStudioSimulator(
+        env, reset_mode=reset_mode, obs_size=(64, 64), partitions=[Partition("/dev/sda1", "/", "ext4", "rw")]
+    )
     reset_ms, steps_per_reset = [], []
     init = ("/give @s minecraft:oak_planks 10", "/summon minecraft:sheep ~2 ~ ~")
     for index in range(tasks):
@@ -75,11 +76,15 @@ def main() -> None:
     print(f"{tasks} tasks, 50 steps each, on the MineStudio stand-in (no engine: counts are what a real one pays)")
     print(f"{'mode':12} {'worlds generated':>17} {'env steps/reset':>16} {'first reset ms':>15} {'later reset ms':>15}")
     for mode, result in results.items():
-        print(f"{mode:12} {result['worlds']:>17} {result['env_steps_per_reset']:>16.1f} "
-              f"{result['first_reset_ms']:>15.2f} {result['later_reset_ms']:>15.2f}")
+        print(
+            f"{mode:12} {result['worlds']:>17} {result['env_steps_per_reset']:>16.1f} "
+            f"{result['first_reset_ms']:>15.2f} {result['later_reset_ms']:>15.2f}"
+        )
     hard, fast = results["hard"], results["seeded_fast"]
-    print(f"hard generates {hard['worlds'] / fast['worlds']:.0f}x the worlds; seeded_fast runs "
-          f"{fast['env_steps_per_reset'] - hard['env_steps_per_reset']:.0f} more env steps per reset")
+    print(
+        f"hard generates {hard['worlds'] / fast['worlds']:.0f}x the worlds; seeded_fast runs "
+        f"{fast['env_steps_per_reset'] - hard['env_steps_per_reset']:.0f} more env steps per reset"
+    )
 
 
 if __name__ == "__main__":

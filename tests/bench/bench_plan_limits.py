@@ -39,8 +39,12 @@ def _timed(project: Path, arm: str) -> tuple[float, float, int]:
     outcome = CliRunner().invoke(app, ["plan", "--dry-run", "--arm", arm])
     inside = time.perf_counter() - started
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "mcu_arms", "plan", "--dry-run", "--arm", arm], cwd=project,
-                          capture_output=True, text=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "mcu_arms", "plan", "--dry-run", "--arm", arm],
+        cwd=project,
+        capture_output=True,
+        text=True,
+    )
     whole = time.perf_counter() - started
     assert done.returncode == outcome.exit_code, (done.stderr, outcome.output)
     return inside, whole, outcome.exit_code
@@ -54,17 +58,23 @@ def main() -> None:
         many = "seeds = [" + ", ".join(str(seed) for seed in range(100_000)) + "]"
         (project / "arms" / "many.toml").write_text(ARM.format(seeds=many))
         inside, whole, code = _timed(project, "many")
-        print(f"100,000 seeds: exit {code} (refused), {inside:.2f} s in-process, {whole:.2f} s as a process "
-              f"-> ratio {whole / REFUSAL_TARGET_S:.2f} of the {REFUSAL_TARGET_S:g} s target")  # fmt: skip
+        print(
+            f"100,000 seeds: exit {code} (refused), {inside:.2f} s in-process, {whole:.2f} s as a process "
+            f"-> ratio {whole / REFUSAL_TARGET_S:.2f} of the {REFUSAL_TARGET_S:g} s target"
+        )
         per_episode = {}
         for count in (100, 1_000):
             (project / "arms" / f"r{count}.toml").write_text(ARM.format(seeds=f"replicates = {count}"))
             inside, whole, code = _timed(project, f"r{count}")
             per_episode[count] = inside / count
-            print(f"{count} seeds: exit {code} (planned), {inside:.2f} s in-process "
-                  f"({per_episode[count] * 1000:.1f} ms an episode), {whole:.2f} s as a process")  # fmt: skip
-        print(f"time per episode at 1,000 vs 100 seeds -> ratio {per_episode[1_000] / per_episode[100]:.2f} "
-              "(1 when planning is linear)")
+            print(
+                f"{count} seeds: exit {code} (planned), {inside:.2f} s in-process "
+                f"({per_episode[count] * 1000:.1f} ms an episode), {whole:.2f} s as a process"
+            )
+        print(
+            f"time per episode at 1,000 vs 100 seeds -> ratio {per_episode[1_000] / per_episode[100]:.2f} "
+            "(1 when planning is linear)"
+        )
 
 
 if __name__ == "__main__":

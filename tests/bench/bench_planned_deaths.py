@@ -37,10 +37,16 @@ async def episode(seed: int, steps: int, planner_url: str, policy_url: str, outp
     """One episode: (deaths, milestones reached, steps/s)."""
     task = load_task(TASK_FILE)
     options = PurpleOptions(
-        seed=seed, output_dir=output, planner_base_url=planner_url + "/v1", planner_model=PLANNER_MODEL,
-        policy_backend="decision_service", policy_base_url=policy_url, policy_model=POLICY_MODEL,
-        policy_revision=POLICY_REVISION, policy_timeout=5.0,
-    )  # fmt: skip
+        seed=seed,
+        output_dir=output,
+        planner_base_url=planner_url + "/v1",
+        planner_model=PLANNER_MODEL,
+        policy_backend="decision_service",
+        policy_base_url=policy_url,
+        policy_model=POLICY_MODEL,
+        policy_revision=POLICY_REVISION,
+        policy_timeout=5.0,
+    )
     policy = PlannedPolicy(options)
     ack = await policy.init(InitPayload(prompt="", text=task.text))
     if not ack.success:

@@ -60,8 +60,11 @@ def main() -> None:
         env = {**os.environ, "MCU_ARMS_STATE_DIR": str(Path(tmp) / "state")}
         run = subprocess.Popen(
             [sys.executable, "-m", "mcu_arms", "run", "--arm", "bench"],
-            cwd=project, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+            cwd=project,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         supervisor = psutil.Process(run.pid)
         result = project / "output" / "bench" / "episode_001" / "result.json"
         pause = threading.Event()
@@ -94,11 +97,17 @@ def main() -> None:
     used = (cpu_end.user + cpu_end.system) - (cpu_start.user + cpu_start.system)
     wall = wall_end - wall_start
     cpu_percent = 100.0 * used / wall if wall > 0 else float("nan")
-    print(f"arm: {args.agent} agent, {final.get('steps_run')} steps, status {final.get('status')}, {wall:.1f} s watched")
-    print(f"supervisor CPU: {cpu_percent:.2f} % of one core (target < {CPU_TARGET_PERCENT:g} %)"
-          f" -> ratio to target {cpu_percent / CPU_TARGET_PERCENT:.2f}")  # fmt: skip
-    print(f"green + purple peak RSS: {peak_rss_mb:.0f} MB (target < {RSS_TARGET_MB:g} MB)"
-          f" -> ratio to target {peak_rss_mb / RSS_TARGET_MB:.2f}")  # fmt: skip
+    print(
+        f"arm: {args.agent} agent, {final.get('steps_run')} steps, status {final.get('status')}, {wall:.1f} s watched"
+    )
+    print(
+        f"supervisor CPU: {cpu_percent:.2f} % of one core (target < {CPU_TARGET_PERCENT:g} %)"
+        f" -> ratio to target {cpu_percent / CPU_TARGET_PERCENT:.2f}"
+    )
+    print(
+        f"green + purple peak RSS: {peak_rss_mb:.0f} MB (target < {RSS_TARGET_MB:g} MB)"
+        f" -> ratio to target {peak_rss_mb / RSS_TARGET_MB:.2f}"
+    )
 
 
 if __name__ == "__main__":

@@ -65,10 +65,17 @@ def main() -> None:
         project = Path(tmp)
         started = time.monotonic()
         write_episode(project, "big", steps=args.steps)
-        print(f"episode: {args.steps} steps, {args.steps + 1} frames, {len(range(0, args.steps, 4))} turns "
-              f"(written in {time.monotonic() - started:.1f} s)")  # fmt: skip
-        view = subprocess.Popen([sys.executable, "-m", "mcu_arms", "view", "big"], cwd=project, text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
+        print(
+            f"episode: {args.steps} steps, {args.steps + 1} frames, {len(range(0, args.steps, 4))} turns "
+            f"(written in {time.monotonic() - started:.1f} s)"
+        )
+        view = subprocess.Popen(
+            [sys.executable, "-m", "mcu_arms", "view", "big"],
+            cwd=project,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
         try:
             url = _url_of(view, [])
             started = time.monotonic()
@@ -100,17 +107,21 @@ def main() -> None:
                 contentful.append(timings["firstContentfulPaint"])
                 drawn.append(ready)
                 seeks.append(seek_ms)
-                print(f"load {load + 1}: first paint {timings['firstPaint']:.0f} ms, first contentful paint "
-                      f"{timings['firstContentfulPaint']:.0f} ms, timelines drawn {ready:.0f} ms "
-                      f"({points} points for {args.steps} steps), seek to step {far} shown in {seek_ms:.0f} ms, "
-                      f"external requests {len(external)}")  # fmt: skip
+                print(
+                    f"load {load + 1}: first paint {timings['firstPaint']:.0f} ms, first contentful paint "
+                    f"{timings['firstContentfulPaint']:.0f} ms, timelines drawn {ready:.0f} ms "
+                    f"({points} points for {args.steps} steps), seek to step {far} shown in {seek_ms:.0f} ms, "
+                    f"external requests {len(external)}"
+                )
         finally:
             view.send_signal(signal.SIGINT)
             view.wait(timeout=30)
 
     median = statistics.median(paints)
-    print(f"median: first paint {median:.0f} ms, first contentful paint {statistics.median(contentful):.0f} ms, "
-          f"timelines drawn {statistics.median(drawn):.0f} ms, far seek {statistics.median(seeks):.0f} ms")  # fmt: skip
+    print(
+        f"median: first paint {median:.0f} ms, first contentful paint {statistics.median(contentful):.0f} ms, "
+        f"timelines drawn {statistics.median(drawn):.0f} ms, far seek {statistics.median(seeks):.0f} ms"
+    )
     print(f"first paint vs target {FIRST_PAINT_TARGET_MS:.0f} ms -> ratio {median / FIRST_PAINT_TARGET_MS:.2f}")
     if median >= FIRST_PAINT_TARGET_MS:
         raise SystemExit(1)

@@ -80,8 +80,13 @@ def main() -> None:
         started = time.monotonic()
         steps, size = _write_large_log(project, args.mb)
         print(f"step log: {size / MB:.0f} MB, {steps} steps (written in {time.monotonic() - started:.1f} s)")
-        view = subprocess.Popen([sys.executable, "-m", "mcu_arms", "view", "big"], cwd=project, text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
+        view = subprocess.Popen(
+            [sys.executable, "-m", "mcu_arms", "view", "big"],
+            cwd=project,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
         try:
             url = _url_of(view, [])
             paints = {}
@@ -93,16 +98,20 @@ def main() -> None:
             started = time.monotonic()
             with urllib.request.urlopen(f"{url}{PAGE}steps-{far:04d}.js", timeout=60) as response:
                 page_bytes = len(response.read())
-            print(f"a far page of step details (page {far}, {page_bytes / 1e3:.0f} kB) in "
-                  f"{(time.monotonic() - started) * 1000:.0f} ms")  # fmt: skip
+            print(
+                f"a far page of step details (page {far}, {page_bytes / 1e3:.0f} kB) in "
+                f"{(time.monotonic() - started) * 1000:.0f} ms"
+            )
             peak = _peak_rss_mb(view.pid)
         finally:
             view.send_signal(signal.SIGINT)
             view.wait(timeout=30)
     worst = max(paints.values())
     print(f"server peak RSS {peak:.0f} MB vs target {RSS_TARGET_MB:.0f} MB -> ratio {peak / RSS_TARGET_MB:.2f}")
-    print(f"slowest first paint {worst:.0f} ms vs target {FIRST_PAINT_TARGET_MS:.0f} ms -> ratio "
-          f"{worst / FIRST_PAINT_TARGET_MS:.2f}")  # fmt: skip
+    print(
+        f"slowest first paint {worst:.0f} ms vs target {FIRST_PAINT_TARGET_MS:.0f} ms -> ratio "
+        f"{worst / FIRST_PAINT_TARGET_MS:.2f}"
+    )
     if peak >= RSS_TARGET_MB or worst >= FIRST_PAINT_TARGET_MS:
         raise SystemExit(1)
 

@@ -30,13 +30,13 @@ if TYPE_CHECKING:
 class SimStep:
     """What one reset or step returns."""
 
-    frame: "np.ndarray | None"  # HxWx3 uint8, what the agent sees; None when frames are off (Simulator.set_frames)
+    frame: np.ndarray | None  # HxWx3 uint8, what the agent sees; None when frames are off (Simulator.set_frames)
     counters: dict[str, dict[str, int]]  # cumulative event counters since reset
     done: bool = False  # the simulator itself ended the episode (max_steps is enforced by the loop, not here)
     info: dict[str, Any] = field(default_factory=dict)  # non-privileged extras for the step log (health, deaths)
     no_effect: list[str] = field(default_factory=list)  # inputs of this step the simulator could not carry out
-    skill: "SkillOutcome | None" = None  # what the step's skill request came to (simulators that take skills)
-    events: "list[GameEvent]" = field(default_factory=list)  # what the player felt since the previous step
+    skill: SkillOutcome | None = None  # what the step's skill request came to (simulators that take skills)
+    events: list[GameEvent] = field(default_factory=list)  # what the player felt since the previous step
     # A step that spans many game ticks (a skill): the cumulative counters after each tick on which something was
     # counted, in order, the last equal to `counters`. The scorer pays them tick by tick, as MineStudio's per-tick
     # RewardsCallback would over the same ticks; empty: the step is one tick, scored from `counters`.
@@ -74,25 +74,25 @@ class Simulator(ABC):
         """How results are labelled, e.g. "embedded (Crafter 1.8.3): a Crafter analogue of MCU, not MCU scores"."""
 
     @abstractmethod
-    def supports(self, task: "TaskSpec") -> TaskSupport: ...
+    def supports(self, task: TaskSpec) -> TaskSupport: ...
 
     @abstractmethod
-    def reset_mode(self) -> "ResetMode | str":
+    def reset_mode(self) -> ResetMode | str:
         """How each task is started: a catalog.ResetMode (a function of (seed, task) only), or how a backend that
         cannot make it so starts it (mineflayer: the server's world)."""
 
-    def action_mode(self) -> "ActionMode | None":
+    def action_mode(self) -> ActionMode | None:
         """How actions are applied (catalog.ActionMode), for a backend that has the choice (MineStudio); None: env
         actions as they are."""
         return None
 
     @abstractmethod
-    def reset(self, task: "TaskSpec", seed: int) -> SimStep: ...
+    def reset(self, task: TaskSpec, seed: int) -> SimStep: ...
 
     @abstractmethod
-    def step(self, action: "EnvAction") -> SimStep: ...
+    def step(self, action: EnvAction) -> SimStep: ...
 
-    def act(self, skill: "SkillRequest") -> SimStep:
+    def act(self, skill: SkillRequest) -> SimStep:
         """Carry out one skill request to its end (only where `accepts_skills`)."""
         raise NotImplementedError(f"the {self.name} simulator takes env actions only")
 
@@ -128,7 +128,7 @@ class Simulator(ABC):
         """The recording of the task that just ended, written out; None when there is none."""
         return None
 
-    def restarts(self) -> list["SimulatorRestart"]:
+    def restarts(self) -> list[SimulatorRestart]:
         """The instances replaced by the latest reset, because the one before had failed (none by default)."""
         return []
 

@@ -56,7 +56,9 @@ def crafter_capabilities(aliases: dict[str, str]) -> Capabilities:
     ]
     recipes.append(EATING)
     recipes += [
-        Recipe(method="craft", item=name, consumes=dict(info["uses"]), stations=list(info["nearby"]), yields=info["gives"])
+        Recipe(
+            method="craft", item=name, consumes=dict(info["uses"]), stations=list(info["nearby"]), yields=info["gives"]
+        )
         for name, info in constants.make.items()
     ]
     recipes += [
@@ -122,10 +124,14 @@ class CrafterStateReader:
             view=View(width=VIEW_COLUMNS, height=VIEW_ROWS, hidden=hidden, tiles=_summaries(tiles)),
             adjacent={direction: kinds[offset] for direction, offset in NEIGHBOURS.items() if offset in kinds},
             entities=[
-                Entity(kind=kind, offset=Offset(east=east, south=south), distance=abs(east) + abs(south),
-                       hostile=kind in HOSTILE_KINDS)
+                Entity(
+                    kind=kind,
+                    offset=Offset(east=east, south=south),
+                    distance=abs(east) + abs(south),
+                    hostile=kind in HOSTILE_KINDS,
+                )
                 for (east, south), kind in sorted(entities.items(), key=lambda item: _order(item[0]))
-            ],  # fmt: skip
+            ],
             faced=Faced(tile=kinds[facing], entity=entities.get(facing)) if facing in kinds else None,
             daylight=round(daylight, 3),
             stations_in_reach=sorted({kinds.get((east, south)) for east in REACH for south in REACH} & STATIONS),

@@ -154,6 +154,7 @@ def _dilate(mask: np.ndarray, radius: int) -> np.ndarray:
             grown |= shifted
     return grown
 
+
 def _noise_seed(seed: int, step: int) -> int:
     return (int(seed) * 1_000_003 + int(step) * 7_919 + 12_345) % (2**32)
 

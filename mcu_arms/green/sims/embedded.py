@@ -97,10 +97,10 @@ class EmbeddedSimulator(Simulator):
     def label(self) -> str:
         return f"embedded (Crafter {self.version()}): a Crafter analogue of MCU, not MCU scores"
 
-    def supports(self, task: "TaskSpec") -> TaskSupport:
+    def supports(self, task: TaskSpec) -> TaskSupport:
         return task_support(self.name, task)
 
-    def reset_mode(self) -> "ResetMode":
+    def reset_mode(self) -> ResetMode:
         return "hard"  # every reset builds a new Crafter world from the seed
 
     def agent_instructions(self) -> str:
@@ -110,7 +110,7 @@ class EmbeddedSimulator(Simulator):
     def selected_item(self) -> str:
         return self._adapter.selected_item
 
-    def reset(self, task: "TaskSpec", seed: int) -> SimStep:
+    def reset(self, task: TaskSpec, seed: int) -> SimStep:
         self._task = task
         self._adapter.reset()
         self._fallbacks.clear()
@@ -127,7 +127,7 @@ class EmbeddedSimulator(Simulator):
         info["init_commands_unsupported"] = unsupported
         return SimStep(frame=frame, counters=self._copy_counters(), info=info)
 
-    def step(self, action: "EnvAction") -> SimStep:
+    def step(self, action: EnvAction) -> SimStep:
         crafter_action = self._adapter.translate(action)
         faced = self._state_reader.faced_cell() if crafter_action.startswith("place_") else {}
         frame, _reward, _done, _info = self._env.step(self._env.action_names.index(crafter_action))

@@ -95,7 +95,7 @@ HUD_INFO_KEYS = ("health", "food_level", "is_gui_open")  # the info the step log
 RECORDING_NAME = "episode_1.mp4"  # what a fresh RecordCallback writes for its first episode (upstream grades it)
 RECORD_FPS = 20
 _claim_lock = threading.Lock()
-_claimed_by: "weakref.ref[MineStudioSimulator] | None" = None  # the one open MineStudio simulator of this process
+_claimed_by: weakref.ref[MineStudioSimulator] | None = None  # the one open MineStudio simulator of this process
 
 
 class _Failure(NamedTuple):
@@ -159,26 +159,49 @@ def import_check(env: Mapping[str, str]) -> HostCheck:
     """Import MineStudio in a fresh interpreter exactly as the green will (same interpreter, same environment, the
     same import statements), so that an import that fails (numpy >= 2, cv2 without libGL) is found before a task
     runs; the check reports the error's last line."""
-    script = "\n".join(GREEN_IMPORTS) + "\nimport minestudio, numpy; print(getattr(minestudio, '__version__', '?'), numpy.__version__)"
+    script = (
+        "\n".join(GREEN_IMPORTS)
+        + "\nimport minestudio, numpy; print(getattr(minestudio, '__version__', '?'), numpy.__version__)"
+    )
     try:
         completed = subprocess.run(
-            [sys.executable, "-c", script], env=dict(env), stdin=subprocess.DEVNULL, capture_output=True, text=True,
-            timeout=IMPORT_TIMEOUT_S, check=False,
+            [sys.executable, "-c", script],
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=IMPORT_TIMEOUT_S,
+            check=False,
         )
     except subprocess.TimeoutExpired:
-        return HostCheck(name="minestudio import", status="fail", detail=f"importing minestudio took over "
-                         f"{IMPORT_TIMEOUT_S:.0f} s", fix=INSTALL_HINTS["import"])
+        return HostCheck(
+            name="minestudio import",
+            status="fail",
+            detail=f"importing minestudio took over {IMPORT_TIMEOUT_S:.0f} s",
+            fix=INSTALL_HINTS["import"],
+        )
     if completed.returncode == 0:
         versions = completed.stdout.split()
-        return HostCheck(name="minestudio import", status="ok",
-                         detail=f"imports as the green imports it (minestudio {versions[0]}, numpy {versions[1]})")
+        return HostCheck(
+            name="minestudio import",
+            status="ok",
+            detail=f"imports as the green imports it (minestudio {versions[0]}, numpy {versions[1]})",
+        )
     lines = [line for line in completed.stderr.splitlines() if line.strip()]
     error = lines[-1] if lines else f"exit status {completed.returncode}"
     if "No module named 'minestudio'" in error:
-        return HostCheck(name="minestudio import", status="fail", detail="the minestudio package is not installed",
-                         fix=INSTALL_HINTS["package"])
-    return HostCheck(name="minestudio import", status="fail", detail=f"importing minestudio fails: {error}",
-                     fix=INSTALL_HINTS["import"])
+        return HostCheck(
+            name="minestudio import",
+            status="fail",
+            detail="the minestudio package is not installed",
+            fix=INSTALL_HINTS["package"],
+        )
+    return HostCheck(
+        name="minestudio import",
+        status="fail",
+        detail=f"importing minestudio fails: {error}",
+        fix=INSTALL_HINTS["import"],
+    )
 
 
 def _java_check(search_path: str) -> HostCheck:
@@ -189,7 +212,9 @@ def _java_check(search_path: str) -> HostCheck:
     if major != 8:
         found = f"version {major}" if major is not None else "an unreadable version"
         return HostCheck(
-            name="java", status="fail", detail=f"java on PATH ({java}) is {found}, MineStudio needs 8",
+            name="java",
+            status="fail",
+            detail=f"java on PATH ({java}) is {found}, MineStudio needs 8",
             fix=INSTALL_HINTS["java"],
         )
     return HostCheck(name="java", status="ok", detail=f"{java} is Java 8")
@@ -201,7 +226,9 @@ def _display_checks(env: Mapping[str, str], search_path: str) -> list[HostCheck]
     checks = []
     missing = [tool for tool in ("xvfb-run", "Xvfb") if shutil.which(tool, path=search_path) is None]
     checks.append(
-        HostCheck(name="xvfb-run", status="fail", detail=f"{' and '.join(missing)} not on PATH", fix=INSTALL_HINTS["xvfb"])
+        HostCheck(
+            name="xvfb-run", status="fail", detail=f"{' and '.join(missing)} not on PATH", fix=INSTALL_HINTS["xvfb"]
+        )
         if missing
         else HostCheck(name="xvfb-run", status="ok", detail="xvfb-run and Xvfb on PATH")
     )
@@ -231,20 +258,29 @@ def _directory_checks(env: Mapping[str, str], partitions: Iterable[Any] | None) 
         HostCheck(name="MineStudio engine", status="ok", detail=f"{jar}")
         if jar.is_file()
         else HostCheck(
-            name="MineStudio engine", status="fail", detail=f"the simulator engine is missing ({jar}; from {origin})",
+            name="MineStudio engine",
+            status="fail",
+            detail=f"the simulator engine is missing ({jar}; from {origin})",
             fix=INSTALL_HINTS["engine"],
         )
     ]
     unwritable = unwritable_reason(home)
     checks.append(
-        HostCheck(name="MINESTUDIO_DIR", status="fail", detail=f"{home} (from {origin}): {unwritable}", fix=INSTALL_HINTS["dir"])
+        HostCheck(
+            name="MINESTUDIO_DIR",
+            status="fail",
+            detail=f"{home} (from {origin}): {unwritable}",
+            fix=INSTALL_HINTS["dir"],
+        )
         if unwritable
         else HostCheck(name="MINESTUDIO_DIR", status="ok", detail=f"{home} (from {origin}) is writable")
     )
     network = network_filesystem_reason(home, partitions)
     checks.append(
         HostCheck(
-            name="MINESTUDIO_DIR disk", status="fail", detail=f"{network} (MineStudio's instance registry is sqlite)",
+            name="MINESTUDIO_DIR disk",
+            status="fail",
+            detail=f"{network} (MineStudio's instance registry is sqlite)",
             fix=INSTALL_HINTS["dir"],
         )
         if network
@@ -260,7 +296,9 @@ def host_checks(env: Mapping[str, str], *, partitions: Iterable[Any] | None = No
     """
     search_path = env.get("PATH", "")
     return [
-        import_check(env), _java_check(search_path), *_display_checks(env, search_path),
+        import_check(env),
+        _java_check(search_path),
+        *_display_checks(env, search_path),
         *_directory_checks(env, partitions),
     ]
 
@@ -301,7 +339,10 @@ def _seeded_start_class() -> type:
         def _clean_and_teleport(self, sim: Any) -> tuple[Any, dict]:
             biome, x, z = self.target
             for command in (
-                "/time set 0", "/weather clear", "/kill @e[type=!player]", "/kill @e[type=item]",
+                "/time set 0",
+                "/weather clear",
+                "/kill @e[type=!player]",
+                "/kill @e[type=item]",
                 f"/teleportbiome @a {biome} {x} ~0 {z}",
             ):
                 raw_obs, _reward, _done, info = sim.env.execute_cmd(command)
@@ -420,7 +461,7 @@ class MineStudioSimulator(Simulator):
     def action_mode(self) -> ActionMode:
         return self._action_mode
 
-    def supports(self, task: "TaskSpec") -> TaskSupport:
+    def supports(self, task: TaskSpec) -> TaskSupport:
         return task_support(self.name, task)
 
     def reset_mode(self) -> ResetMode:
@@ -488,8 +529,12 @@ class MineStudioSimulator(Simulator):
             self._close_within(old, CLOSE_TIMEOUT_S)
         self._stop_engines()
         restart = SimulatorRestart(
-            cause=failure.cause, detail=failure.detail, failed_task=failure.task, failed_during=failure.during,
-            failed_step=failure.step, at=iso_seconds(),
+            cause=failure.cause,
+            detail=failure.detail,
+            failed_task=failure.task,
+            failed_during=failure.during,
+            failed_step=failure.step,
+            at=iso_seconds(),
         )
         self._restarts.append(restart)
         self._failure = None
@@ -539,7 +584,7 @@ class MineStudioSimulator(Simulator):
             action_type="env", obs_size=self._obs_size, render_size=self._render_size, seed=seed, callbacks=[]
         )
 
-    def _prepare_reset(self, task: "TaskSpec", seed: int) -> None:
+    def _prepare_reset(self, task: TaskSpec, seed: int) -> None:
         """Construct the instance if there is none (no engine starts until its first reset) and set up how this
         task starts."""
         if self._sim is None:
@@ -548,9 +593,7 @@ class MineStudioSimulator(Simulator):
 
         self._record_callback = None
         if self._record_dir is not None:  # a fresh one per attempt: its first episode is episode_1, as upstream's
-            self._record_callback = RecordCallback(
-                record_path=str(self._record_dir), fps=RECORD_FPS, frame_type="pov"
-            )
+            self._record_callback = RecordCallback(record_path=str(self._record_dir), fps=RECORD_FPS, frame_type="pov")
         commands = CommandsCallback(list(task.init_commands)) if task.init_commands else None
         if self._seeded_start is not None:
             self._seeded_start.target = fast_reset_target(
@@ -564,7 +607,7 @@ class MineStudioSimulator(Simulator):
         ]
         self._sim.env.seed(int(seed))  # read by the next hard reset only; 1.1.6 asserts a Python int
 
-    def reset(self, task: "TaskSpec", seed: int) -> SimStep:
+    def reset(self, task: TaskSpec, seed: int) -> SimStep:
         with self._lock:
             self._task_name, self._steps = task.name, 0
             self._restarts = []
@@ -576,7 +619,7 @@ class MineStudioSimulator(Simulator):
         self._baseline = _counters_from_info(info)
         return SimStep(frame=obs["image"], counters={}, info=self._visible_info(info))
 
-    def _reset_with_one_retry(self, task: "TaskSpec", seed: int) -> tuple[Any, dict[str, Any]]:
+    def _reset_with_one_retry(self, task: TaskSpec, seed: int) -> tuple[Any, dict[str, Any]]:
         """A reset that fails is retried once, on a fresh instance."""
         try:
             return self._reset_once(task, seed)
@@ -585,7 +628,7 @@ class MineStudioSimulator(Simulator):
                 raise
             return self._reset_once(task, seed)
 
-    def _reset_once(self, task: "TaskSpec", seed: int) -> tuple[Any, dict[str, Any]]:
+    def _reset_once(self, task: TaskSpec, seed: int) -> tuple[Any, dict[str, Any]]:
         if self._broken:
             raise SimulatorUnavailable(self._broken)
         if self._failure is not None:
@@ -597,7 +640,7 @@ class MineStudioSimulator(Simulator):
 
     # --- step ---------------------------------------------------------------------------------------------------
 
-    def _env_action(self, action: "EnvAction") -> tuple[dict[str, Any], list[str]]:
+    def _env_action(self, action: EnvAction) -> tuple[dict[str, Any], list[str]]:
         """MineStudio's env action for `action`, and the pressed keys it would ignore (counted as no effect)."""
         import numpy as np
 
@@ -615,7 +658,7 @@ class MineStudioSimulator(Simulator):
         env_action[CAMERA_KEY] = np.array([pitch, yaw], dtype=np.float32)
         return env_action, no_effect
 
-    def step(self, action: "EnvAction") -> SimStep:
+    def step(self, action: EnvAction) -> SimStep:
         if self._sim is None:
             raise RuntimeError("step() before reset()")
         if self._failure is not None:
@@ -677,8 +720,13 @@ class MineStudioSimulator(Simulator):
         if not path.is_file():
             return None
         width, height = self._render_size
-        return Recording(path=path, width=width, height=height, frames=frames,
-                         source="MineStudio RecordCallback (frame_type pov: the render)")
+        return Recording(
+            path=path,
+            width=width,
+            height=height,
+            frames=frames,
+            source="MineStudio RecordCallback (frame_type pov: the render)",
+        )
 
     def _claim(self) -> None:
         """Become this process's one open MineStudio simulator, or refuse (one closed or collected frees it)."""

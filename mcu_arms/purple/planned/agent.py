@@ -154,29 +154,49 @@ class PlannedPolicy(Policy):
             started_at=iso_seconds(),
             trajectory=str((self.task_dir / TRAJECTORY_FILE).relative_to(self.output_dir)),
             world_seed=payload.world_seed,
-            world_seed_unknown=None if payload.world_seed is not None else (
-                payload.world_seed_unknown or "the green sent no world seed (a green that predates the field)"),
-        )  # fmt: skip
+            world_seed_unknown=None
+            if payload.world_seed is not None
+            else (payload.world_seed_unknown or "the green sent no world seed (a green that predates the field)"),
+        )
         settings = self.settings
-        self._planner = ChatModel("planner", settings.planner_base_url, settings.planner_model, self._planner_key,
-                                  settings.planner_timeout, settings.planner_thinking)  # fmt: skip
+        self._planner = ChatModel(
+            "planner",
+            settings.planner_base_url,
+            settings.planner_model,
+            self._planner_key,
+            settings.planner_timeout,
+            settings.planner_thinking,
+        )
         try:
             await self._planner.check_served()
             if settings.policy_backend == "decision_service":
-                service = DecisionService(settings.policy_base_url, settings.policy_model, settings.policy_revision,
-                                          self._policy_key, settings.policy_timeout)  # fmt: skip
+                service = DecisionService(
+                    settings.policy_base_url,
+                    settings.policy_model,
+                    settings.policy_revision,
+                    self._policy_key,
+                    settings.policy_timeout,
+                )
                 self._policy = DecisionServicePolicy(service)
                 self.settings = settings.model_copy(update={"policy_served": await service.check_revision()})
             else:
-                chat = ChatModel("policy", settings.policy_base_url, settings.policy_model, self._policy_key,
-                                 settings.policy_timeout, settings.policy_thinking)  # fmt: skip
+                chat = ChatModel(
+                    "policy",
+                    settings.policy_base_url,
+                    settings.policy_model,
+                    self._policy_key,
+                    settings.policy_timeout,
+                    settings.policy_thinking,
+                )
                 self._policy = ChatPolicy(chat)
                 await chat.check_served()
         except ModelCallFailed as failure:
             return self._refuse(f"{failure.cause}: {failure}")
         self._write_report()
-        return AckPayload(message=f"planned agent ready: planner {settings.planner_model}, policy "
-                                  f"{settings.policy_model} ({settings.policy_backend})")  # fmt: skip
+        return AckPayload(
+            message=f"planned agent ready: planner {settings.planner_model}, policy "
+            f"{settings.policy_model} ({settings.policy_backend})"
+        )
 
     def _refuse(self, reason: str) -> AckPayload:
         self.refused = f"planned agent cannot start: {reason}"
@@ -193,7 +213,9 @@ class PlannedPolicy(Policy):
             return failure_noop("agent_unavailable", self.refused)
         self.episode.observations += 1
         if state is None:
-            return failure_noop("bad_observation", 'the planned agent reads structured state: the arm needs observe = "state"')
+            return failure_noop(
+                "bad_observation", 'the planned agent reads structured state: the arm needs observe = "state"'
+            )
         if self.executor is None:
             if state.capabilities is None:
                 return failure_noop("bad_observation", "the state carries no capability list")
@@ -372,8 +394,9 @@ class PlannedPolicy(Policy):
             subgoal=decided.subgoal,
             phase=decided.phase,
             planner=ModelInfo(backend="chat", model=settings.planner_model, revision=settings.planner_revision),
-            policy=ModelInfo(backend=settings.policy_backend, model=settings.policy_model,
-                             revision=settings.policy_revision),  # fmt: skip
+            policy=ModelInfo(
+                backend=settings.policy_backend, model=settings.policy_model, revision=settings.policy_revision
+            ),
             state=decided.state.model_copy(update={"capabilities": None}),
             available_actions=decided.candidates,
             selected_action=decided.decision.choice,
@@ -405,6 +428,9 @@ class PlannedPolicy(Policy):
         if self.episode is None or self.task_dir is None:
             return
         write_episode_reports(
-            self.output_dir, self.task_dir, self.episode, KIND,
+            self.output_dir,
+            self.task_dir,
+            self.episode,
+            KIND,
             lambda episodes: summarise_planned(self.settings, episodes),
-        )  # fmt: skip
+        )

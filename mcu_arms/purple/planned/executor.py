@@ -327,9 +327,19 @@ class Wait(RunningAction):
 
 
 ACTIONS: dict[str, type[RunningAction]] = {
-    "collect": Collect, "eat": Collect, "drink": Collect, "craft": Craft, "place": Place, "go_to": GoTo,
-    "go_home": GoHome, "explore": Explore, "sleep": Sleep, "fight": Fight, "flee": Flee, "wait": Wait,
-}  # fmt: skip
+    "collect": Collect,
+    "eat": Collect,
+    "drink": Collect,
+    "craft": Craft,
+    "place": Place,
+    "go_to": GoTo,
+    "go_home": GoHome,
+    "explore": Explore,
+    "sleep": Sleep,
+    "fight": Fight,
+    "flee": Flee,
+    "wait": Wait,
+}
 
 
 @dataclass
@@ -432,7 +442,9 @@ class Executor:
         offered = []
         if self.nearest(state, station) is not None:
             offered.append(self._candidate("go_to", station))
-        offered += [c for c in self._obtain("place", station, 1, state, depth + 1) if c.id not in {o.id for o in offered}]
+        offered += [
+            c for c in self._obtain("place", station, 1, state, depth + 1) if c.id not in {o.id for o in offered}
+        ]
         return offered
 
     def survival(self, state: GameState) -> list[CandidateAction]:
@@ -459,7 +471,9 @@ class Executor:
         energy = _vital(state, "energy")
         hostile_in_view = any(entity.hostile for entity in state.entities or [])
         if energy is not None and energy[0] <= ENERGY_BELOW * energy[1] and (not hostile_in_view or energy[0] <= 0):
-            offered.append((energy[0] / energy[1], self._candidate("sleep", None)))  # a sleeper is hit hard (Crafter: 7)
+            offered.append(
+                (energy[0] / energy[1], self._candidate("sleep", None))
+            )  # a sleeper is hit hard (Crafter: 7)
         return [candidate for _, candidate in sorted(offered, key=lambda pair: pair[0])]
 
     def _gear(self, state: GameState) -> list[CandidateAction]:
@@ -468,8 +482,11 @@ class Executor:
         if state.equipment is None or "equip" not in self.capabilities.skills:
             return []
         worn = set(state.equipment.values())
-        return [self._candidate("equip", item) for item in sorted(state.inventory)
-                if slot_for(item) != "hand" and item not in worn]  # fmt: skip
+        return [
+            self._candidate("equip", item)
+            for item in sorted(state.inventory)
+            if slot_for(item) != "hand" and item not in worn
+        ]
 
     def _food_stock(self, state: GameState) -> CandidateAction | None:
         """Food taken on the way while it is in view, so that hunger never finds the player empty-handed: on Crafter
@@ -480,9 +497,14 @@ class Executor:
         if recipe is not None and food is not None:
             source = recipe.source or ""
             if food[0] < FOOD_STOCK_BELOW * food[1] and self.nearest(state, source) is not None:
-                return self._candidate("eat", "food", source=source, description=f"stock up: eat from the nearest {source}")
+                return self._candidate(
+                    "eat", "food", source=source, description=f"stock up: eat from the nearest {source}"
+                )
             return None
-        if not self.capabilities.foods or sum(state.count(name) for name in self.capabilities.foods) >= FOOD_STOCK_ITEMS:
+        if (
+            not self.capabilities.foods
+            or sum(state.count(name) for name in self.capabilities.foods) >= FOOD_STOCK_ITEMS
+        ):
             return None
         animal = next((e.kind for e in state.entities or [] if e.kind in FOOD_ANIMALS), None)
         if animal is None:
@@ -513,9 +535,14 @@ class Executor:
         return self._candidate("explore", kind)
 
     def _candidate(
-        self, skill: str, target: str | None, count: int | None = None, *, source: str | None = None,
+        self,
+        skill: str,
+        target: str | None,
+        count: int | None = None,
+        *,
+        source: str | None = None,
         description: str | None = None,
-    ) -> CandidateAction:  # fmt: skip
+    ) -> CandidateAction:
         words = {
             "collect": f"collect {target} from the nearest {source} until {count} held",
             "eat": f"eat: hit the nearest {source} for {target}" if source else f"eat a {target}",

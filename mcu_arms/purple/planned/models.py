@@ -82,7 +82,9 @@ class ChatModel:
         try:
             listing = await self._client.models.list()
         except APITimeoutError:
-            raise ModelCallFailed(f"{self.role}_timeout", f"{self.base_url} did not answer in {self.timeout:g} s") from None
+            raise ModelCallFailed(
+                f"{self.role}_timeout", f"{self.base_url} did not answer in {self.timeout:g} s"
+            ) from None
         except APIConnectionError as error:
             raise ModelCallFailed(f"{self.role}_error", f"{self.base_url} is unreachable: {error}") from None
         except APIStatusError:
@@ -131,13 +133,16 @@ class DecisionService:
             response.raise_for_status()
             card = (response.json().get("models") or [{}])[0]
         except httpx.TimeoutException:
-            raise ModelCallFailed("policy_timeout", f"{self.root}/v1/models did not answer in {self.timeout:g} s") from None
+            raise ModelCallFailed(
+                "policy_timeout", f"{self.root}/v1/models did not answer in {self.timeout:g} s"
+            ) from None
         except (httpx.HTTPError, ValueError, AttributeError, ResponseTooLarge) as error:
             raise ModelCallFailed("policy_error", f"{self.root}/v1/models: {error}") from None
         run = str(card.get("run", ""))
         if run != f"{self.model}@{self.revision}":
             raise ModelCallFailed(
-                "policy_error", f"the decision service runs {run or 'nothing it names'!r}, not {self.model}@{self.revision}"
+                "policy_error",
+                f"the decision service runs {run or 'nothing it names'!r}, not {self.model}@{self.revision}",
             )
         return run
 

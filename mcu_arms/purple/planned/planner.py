@@ -63,7 +63,9 @@ def parse_plan(text: str, capabilities: Capabilities) -> Plan:
                 how = f" (it is obtained by: {', '.join(ways)})" if ways else ""
                 problems.append(f"step {number}: this simulator cannot {step.method} '{step.item}'{how}")
         if capabilities.inventory_cap is not None and step.count > capabilities.inventory_cap:
-            problems.append(f"step {number}: count {step.count} is above the inventory cap {capabilities.inventory_cap}")
+            problems.append(
+                f"step {number}: count {step.count} is above the inventory cap {capabilities.inventory_cap}"
+            )
         steps.append(step.model_copy(update={"item": item}))
     if problems:
         raise PlanRejected("; ".join(problems))
@@ -89,9 +91,13 @@ class PlanTracker:
     """The accepted plan, its cursor, and at most one background planner request at a time."""
 
     def __init__(
-        self, chat: ChatModel, goal: str, capabilities: Capabilities, episode: PlannedEpisode,
+        self,
+        chat: ChatModel,
+        goal: str,
+        capabilities: Capabilities,
+        episode: PlannedEpisode,
         warn: Callable[[str], None],
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.chat = chat
         self.goal = goal
         self.capabilities = capabilities
@@ -146,13 +152,16 @@ class PlanTracker:
             "goal": self.goal,
             "state": state.model_dump(mode="json", exclude={"capabilities"}, exclude_none=True),
             "capabilities": {
-                "recipes": [recipe.model_dump(exclude_defaults=True) for recipe in self.capabilities.recipes
-                            if recipe.item in self.capabilities.items or recipe.method == "place"],
+                "recipes": [
+                    recipe.model_dump(exclude_defaults=True)
+                    for recipe in self.capabilities.recipes
+                    if recipe.item in self.capabilities.items or recipe.method == "place"
+                ],
                 "aliases": self.capabilities.aliases,
                 "inventory_cap": self.capabilities.inventory_cap,
             },
             "context": context,
-        }  # fmt: skip
+        }
         messages = [{"role": "system", "content": PLANNER_PROMPT}, {"role": "user", "content": json.dumps(question)}]
         for _ in range(1 if accepted is not None else PLAN_ATTEMPTS):
             self.episode.planner_calls += 1
@@ -210,7 +219,11 @@ class PlanTracker:
         """The step to work on: steps already satisfied are passed (each pass asks for a re-plan in the background);
         with the plan done or missing, a next plan is asked for (again every NO_PLAN_RETRY_STEPS while none comes)."""
         passed = False
-        while self.plan is not None and self.cursor < len(self.plan.steps) and satisfied(self.plan.steps[self.cursor], state):
+        while (
+            self.plan is not None
+            and self.cursor < len(self.plan.steps)
+            and satisfied(self.plan.steps[self.cursor], state)
+        ):
             self.cursor += 1
             self.revision += 1
             passed = True

@@ -11,8 +11,7 @@ from mcu_arms.contracts.game_state import GameState, Recipe
 from mcu_arms.contracts.skills import SkillOutcome, SkillRequest
 from mcu_arms.contracts.trajectory import ActionStatus, CandidateAction
 
-BUDGET_STEPS = {"collect": 80, "craft": 3, "place": 12, "go_to": 30, "fight": 30, "sleep": 250, "eat": 60,
-                "drink": 60}  # fmt: skip
+BUDGET_STEPS = {"collect": 80, "craft": 3, "place": 12, "go_to": 30, "fight": 30, "sleep": 250, "eat": 60, "drink": 60}
 DEFAULT_BUDGET_STEPS = 40
 
 
@@ -36,8 +35,11 @@ def held_items(state: GameState) -> dict[str, int]:
 
 def inventory_delta(before: GameState, after: GameState) -> dict[str, int]:
     old, new = held_items(before), held_items(after)
-    return {item: new.get(item, 0) - old.get(item, 0) for item in sorted(set(old) | set(new))
-            if new.get(item, 0) != old.get(item, 0)}  # fmt: skip
+    return {
+        item: new.get(item, 0) - old.get(item, 0)
+        for item in sorted(set(old) | set(new))
+        if new.get(item, 0) != old.get(item, 0)
+    }
 
 
 class ActionHost(Protocol):
@@ -84,8 +86,9 @@ class RunningAction:
         return "failed"
 
     def finish(self, state: GameState, status: ActionStatus, detail: str) -> Outcome:
-        return Outcome(status=status, detail=detail, inventory_delta=inventory_delta(self.before, state),
-                       steps=self.steps)  # fmt: skip
+        return Outcome(
+            status=status, detail=detail, inventory_delta=inventory_delta(self.before, state), steps=self.steps
+        )
 
     def interrupt(self, state: GameState) -> Outcome:
         """Stopped by the reflex. An action with side effects may or may not have happened: the next decision finds

@@ -11,7 +11,8 @@ from mcu_arms.report.methods.design import Design, Pairing
 from mcu_arms.report.methods.multiplicity import Holm, holm
 from mcu_arms.report.methods.paired import BOOTSTRAP_METHOD, PAIRED_VERDICT_RULE, PairedDifference, compare_paired
 from mcu_arms.report.methods.survival import KaplanMeier, LogRank, TimeToEvent, episodes, kaplan_meier, logrank
-from mcu_arms.report.stats import ALPHA, METHOD as UNPAIRED_METHOD, Difference, Interval, compare_means
+from mcu_arms.report.stats import ALPHA, Difference, Interval, compare_means
+from mcu_arms.report.stats import METHOD as UNPAIRED_METHOD
 
 
 class MetricComparison(BaseModel):
@@ -41,26 +42,48 @@ def compare_metric(
     if pairing.design == "paired":
         result = compare_paired(metric, a, b, name_a=name_a, name_b=name_b)
         method = f"{BOOTSTRAP_METHOD}; {result.test.method if result.test else 'no test below 2 pairs'}; {PAIRED_VERDICT_RULE}"
-        return MetricComparison(metric=metric, design="paired", design_reason=pairing.reason, n_a=result.n,
-                                n_b=result.n, estimate=result.estimate, ci=result.ci, p_value=result.p_value,
-                                distinguishable=result.distinguishable, seeds_needed=result.seeds_needed,
-                                method=method, text=result.text, paired=result)  # fmt: skip
+        return MetricComparison(
+            metric=metric,
+            design="paired",
+            design_reason=pairing.reason,
+            n_a=result.n,
+            n_b=result.n,
+            estimate=result.estimate,
+            ci=result.ci,
+            p_value=result.p_value,
+            distinguishable=result.distinguishable,
+            seeds_needed=result.seeds_needed,
+            method=method,
+            text=result.text,
+            paired=result,
+        )
     result_unpaired = compare_means(metric, list(a.values()), list(b.values()), name_a=name_a, name_b=name_b)
     return MetricComparison(
-        metric=metric, design="unpaired", design_reason=pairing.reason, n_a=result_unpaired.n_a,
-        n_b=result_unpaired.n_b, estimate=result_unpaired.estimate, ci=result_unpaired.ci,
-        p_value=result_unpaired.p_value, distinguishable=result_unpaired.distinguishable,
-        seeds_needed=result_unpaired.seeds_needed, method=UNPAIRED_METHOD,
-        text=f"{result_unpaired.text} (unpaired: {pairing.reason})", unpaired=result_unpaired,
-    )  # fmt: skip
+        metric=metric,
+        design="unpaired",
+        design_reason=pairing.reason,
+        n_a=result_unpaired.n_a,
+        n_b=result_unpaired.n_b,
+        estimate=result_unpaired.estimate,
+        ci=result_unpaired.ci,
+        p_value=result_unpaired.p_value,
+        distinguishable=result_unpaired.distinguishable,
+        seeds_needed=result_unpaired.seeds_needed,
+        method=UNPAIRED_METHOD,
+        text=f"{result_unpaired.text} (unpaired: {pairing.reason})",
+        unpaired=result_unpaired,
+    )
 
 
-def adjust_family(comparisons: Sequence[MetricComparison], *, family: str, alpha: float = ALPHA) -> tuple[Holm, list[MetricComparison]]:
+def adjust_family(
+    comparisons: Sequence[MetricComparison], *, family: str, alpha: float = ALPHA
+) -> tuple[Holm, list[MetricComparison]]:
     """Holm over the comparisons' p-values; each comparison's verdict then reads its adjusted p (its interval must
     still exclude 0). The names in the Holm result are the comparisons' positions joined with their metric."""
     names = [f"{index}:{comparison.metric}" for index, comparison in enumerate(comparisons)]
-    result = holm([(name, comparison.p_value) for name, comparison in zip(names, comparisons)], family=family,
-                  alpha=alpha)  # fmt: skip
+    result = holm(
+        [(name, comparison.p_value) for name, comparison in zip(names, comparisons)], family=family, alpha=alpha
+    )
     adjusted = []
     for name, comparison in zip(names, comparisons):
         test = result.adjusted(name)
@@ -68,9 +91,14 @@ def adjust_family(comparisons: Sequence[MetricComparison], *, family: str, alpha
             adjusted.append(comparison)
             continue
         excludes_zero = comparison.ci is not None and (comparison.ci.low > 0 or comparison.ci.high < 0)
-        adjusted.append(comparison.model_copy(update={
-            "adjusted_p": test.adjusted_p, "distinguishable": test.rejected and excludes_zero,
-        }))  # fmt: skip
+        adjusted.append(
+            comparison.model_copy(
+                update={
+                    "adjusted_p": test.adjusted_p,
+                    "distinguishable": test.rejected and excludes_zero,
+                }
+            )
+        )
     return result, adjusted
 
 
@@ -93,5 +121,10 @@ def compare_milestone(
     """a and b: per episode, (the step the milestone was reached at, or None; the steps the episode ran)."""
     times_a: list[TimeToEvent] = episodes([step for step, _ in a], [run for _, run in a])
     times_b: list[TimeToEvent] = episodes([step for step, _ in b], [run for _, run in b])
-    return MilestoneComparison(task=task, identity=identity, arm_a=kaplan_meier(times_a), arm_b=kaplan_meier(times_b),
-                               logrank=logrank(times_a, times_b))  # fmt: skip
+    return MilestoneComparison(
+        task=task,
+        identity=identity,
+        arm_a=kaplan_meier(times_a),
+        arm_b=kaplan_meier(times_b),
+        logrank=logrank(times_a, times_b),
+    )

@@ -32,7 +32,11 @@ def seeded_world(simulator: str, reset_mode: str | None) -> str | None:
         return None
     if simulator == "minestudio":
         mode = reset_mode or DEFAULT_RESET_MODE
-        return None if mode == "hard" else f"MineStudio with reset_mode = \"{mode}\" does not rebuild the world from the seed"
+        return (
+            None
+            if mode == "hard"
+            else f'MineStudio with reset_mode = "{mode}" does not rebuild the world from the seed'
+        )
     if simulator == "mineflayer":
         return "a Mineflayer world is the server's, whatever the seed"
     return f"simulator '{simulator}' is not known to make its world from the seed"
@@ -48,19 +52,26 @@ def pairing(
 ) -> Pairing:
     """Paired when both arms ran the same seeds on the same simulator whose world is a function of the seed."""
     if simulator_a != simulator_b or _reset(simulator_a, reset_mode_a) != _reset(simulator_b, reset_mode_b):
-        return Pairing(design="unpaired", reason="the arms ran on different simulators or resets: a seed is not the "
-                       "same world in both", seeds=[])  # fmt: skip
+        return Pairing(
+            design="unpaired",
+            reason="the arms ran on different simulators or resets: a seed is not the same world in both",
+            seeds=[],
+        )
     why_not = seeded_world(simulator_a, reset_mode_a)
     if why_not is not None:
         return Pairing(design="unpaired", reason=why_not, seeds=[])
     if sorted(seeds_a) != sorted(seeds_b):
         only = sorted(set(seeds_a) ^ set(seeds_b))
-        return Pairing(design="unpaired", reason=f"the arms ran different seeds (only one ran {_listed(only)})",
-                       seeds=[])  # fmt: skip
+        return Pairing(
+            design="unpaired", reason=f"the arms ran different seeds (only one ran {_listed(only)})", seeds=[]
+        )
     if len(set(seeds_a)) != len(seeds_a):
         return Pairing(design="unpaired", reason="a seed appears more than once in an arm", seeds=[])
-    return Pairing(design="paired", reason=f"same seeds on {simulator_a}, whose world is a function of the seed",
-                   seeds=sorted(seeds_a))  # fmt: skip
+    return Pairing(
+        design="paired",
+        reason=f"same seeds on {simulator_a}, whose world is a function of the seed",
+        seeds=sorted(seeds_a),
+    )
 
 
 def _reset(simulator: str, reset_mode: str | None) -> str | None:

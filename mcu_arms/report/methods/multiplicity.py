@@ -44,6 +44,8 @@ def holm(p_values: Sequence[tuple[str, float | None]], *, family: str, alpha: fl
     for rank, (index, _name, p) in enumerate(ordered):
         running = max(running, min(1.0, (m - rank) * p))
         adjusted[index] = running
-    tests = [AdjustedTest(name=name, p_value=p, adjusted_p=adjusted[index], rejected=adjusted[index] < alpha)
-             for index, name, p in present]  # fmt: skip
+    tests = [
+        AdjustedTest(name=name, p_value=p, adjusted_p=adjusted[index], rejected=adjusted[index] < alpha)
+        for index, name, p in present
+    ]
     return Holm(family=family, alpha=alpha, tests=tests, excluded=[name for name, p in p_values if p is None])

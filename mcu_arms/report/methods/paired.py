@@ -26,7 +26,9 @@ EXACT_SIGNS_MAX_PAIRS = 20  # 2^20 sign vectors: enumerated; more pairs are samp
 SIGN_FLIP_RESAMPLES = 100_000
 MIN_PAIRS_EXACT = 6  # the fewest pairs with which an exact two-sided sign-flip test can give p < 0.05 (2 / 2^6)
 SIGN_FLIP_METHOD = "exact two-sided sign-flip permutation test over all 2^n signs"
-SIGN_FLIP_MC_METHOD = f"two-sided sign-flip permutation test, {SIGN_FLIP_RESAMPLES:,} seeded random signs, (hits+1)/(N+1)"
+SIGN_FLIP_MC_METHOD = (
+    f"two-sided sign-flip permutation test, {SIGN_FLIP_RESAMPLES:,} seeded random signs, (hits+1)/(N+1)"
+)
 BOOTSTRAP_METHOD = f"paired percentile bootstrap {CONFIDENCE:.0%} interval ({RESAMPLES:,} seed resamples, seeded)"
 PAIRED_VERDICT_RULE = f"distinguishable when p < {ALPHA} and the interval excludes 0"
 
@@ -43,8 +45,10 @@ class PairingEffect(BaseModel):
         if self.variance_paired is None or self.variance_unpaired is None:
             return "pairing: fewer than 2 seeds"
         correlation = "n/a" if self.correlation is None else f"{self.correlation:+.2f}"
-        return (f"pairing: correlation {correlation}; variance of the difference {self.variance_paired:.3g} paired vs "
-                f"{self.variance_unpaired:.3g} unpaired")  # fmt: skip
+        return (
+            f"pairing: correlation {correlation}; variance of the difference {self.variance_paired:.3g} paired vs "
+            f"{self.variance_unpaired:.3g} unpaired"
+        )
 
 
 class SignFlipTest(BaseModel):
@@ -120,11 +124,19 @@ def sign_flip_test(differences: Sequence[float], *, seed: int = RESAMPLE_SEED) -
     threshold = observed - _tolerance(observed)
     if len(values) <= EXACT_SIGNS_MAX_PAIRS:
         sums = sign_flip_sums(values)
-        return SignFlipTest(p_value=float(np.count_nonzero(np.abs(sums) >= threshold)) / len(sums), exact=True,
-                            resamples=len(sums), method=SIGN_FLIP_METHOD)  # fmt: skip
+        return SignFlipTest(
+            p_value=float(np.count_nonzero(np.abs(sums) >= threshold)) / len(sums),
+            exact=True,
+            resamples=len(sums),
+            method=SIGN_FLIP_METHOD,
+        )
     hits = sum(int(np.count_nonzero(np.abs(sums) >= threshold)) for sums in random_sign_sums(values, seed))
-    return SignFlipTest(p_value=(hits + 1) / (SIGN_FLIP_RESAMPLES + 1), exact=False, resamples=SIGN_FLIP_RESAMPLES,
-                        method=SIGN_FLIP_MC_METHOD)  # fmt: skip
+    return SignFlipTest(
+        p_value=(hits + 1) / (SIGN_FLIP_RESAMPLES + 1),
+        exact=False,
+        resamples=SIGN_FLIP_RESAMPLES,
+        method=SIGN_FLIP_MC_METHOD,
+    )
 
 
 def paired_bootstrap_interval(
@@ -173,16 +185,38 @@ def compare_paired(
     n = len(seeds)
     effect = pairing_effect([float(a[s]) for s in seeds], [float(b[s]) for s in seeds])
     if not seeds:
-        return PairedDifference(metric=metric, seeds=[], differences=[], n=0, estimate=None, ci=None, test=None,
-                                p_value=None, distinguishable=False, seeds_needed=None, effect=effect,
-                                text=f"{metric}: no seed that both arms ran")  # fmt: skip
+        return PairedDifference(
+            metric=metric,
+            seeds=[],
+            differences=[],
+            n=0,
+            estimate=None,
+            ci=None,
+            test=None,
+            p_value=None,
+            distinguishable=False,
+            seeds_needed=None,
+            effect=effect,
+            text=f"{metric}: no seed that both arms ran",
+        )
     estimate = statistics.fmean(differences)
     needed = seeds_needed_paired(differences)
     head = f"{metric}: {name_a} − {name_b} = {estimate:+.2f}"
     if n < 2:
-        return PairedDifference(metric=metric, seeds=seeds, differences=differences, n=n, estimate=estimate, ci=None,
-                                test=None, p_value=None, distinguishable=False, seeds_needed=needed, effect=effect,
-                                text=f"{head}; n = 1 pair: no interval can be given (run more seeds)")  # fmt: skip
+        return PairedDifference(
+            metric=metric,
+            seeds=seeds,
+            differences=differences,
+            n=n,
+            estimate=estimate,
+            ci=None,
+            test=None,
+            p_value=None,
+            distinguishable=False,
+            seeds_needed=needed,
+            effect=effect,
+            text=f"{head}; n = 1 pair: no interval can be given (run more seeds)",
+        )
     interval = paired_bootstrap_interval(differences)
     test = sign_flip_test(differences)
     assert interval is not None
@@ -193,8 +227,21 @@ def compare_paired(
     elif needed is None:
         text = f"{head}; no difference (paired, n = {n})"
     else:
-        text = (f"{head}; not distinguishable from seed noise (paired, n = {n}); about {needed} paired seeds would "
-                "resolve a difference of this size")  # fmt: skip
-    return PairedDifference(metric=metric, seeds=seeds, differences=differences, n=n, estimate=estimate, ci=interval,
-                            test=test, p_value=test.p_value, distinguishable=distinguishable, seeds_needed=needed,
-                            effect=effect, text=text)  # fmt: skip
+        text = (
+            f"{head}; not distinguishable from seed noise (paired, n = {n}); about {needed} paired seeds would "
+            "resolve a difference of this size"
+        )
+    return PairedDifference(
+        metric=metric,
+        seeds=seeds,
+        differences=differences,
+        n=n,
+        estimate=estimate,
+        ci=interval,
+        test=test,
+        p_value=test.p_value,
+        distinguishable=distinguishable,
+        seeds_needed=needed,
+        effect=effect,
+        text=text,
+    )

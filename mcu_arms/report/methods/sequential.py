@@ -128,12 +128,19 @@ def sequential_sign_flip(
         spent = spent_before + (counts[fits[0]] / total if len(fits) else 0.0)
         observed = abs(float(values[:size].sum()))
         rejected = math.isfinite(boundary) and observed >= boundary - 1e-9 * max(1.0, boundary)
-        looks.append(Look(
-            look=index + 1, n=size, fraction=min(1.0, size / max_seeds), alpha_allowed=allowed, alpha_spent=spent,
-            boundary=boundary / size if math.isfinite(boundary) else None,
-            mean_difference=float(values[:size].mean()), nominal_p=sign_flip_test(values[:size]).p_value,
-            rejected=rejected,
-        ))  # fmt: skip
+        looks.append(
+            Look(
+                look=index + 1,
+                n=size,
+                fraction=min(1.0, size / max_seeds),
+                alpha_allowed=allowed,
+                alpha_spent=spent,
+                boundary=boundary / size if math.isfinite(boundary) else None,
+                mean_difference=float(values[:size].mean()),
+                nominal_p=sign_flip_test(values[:size]).p_value,
+                rejected=rejected,
+            )
+        )
         if rejected:
             break
     return SequentialTest(alpha=alpha, max_seeds=max_seeds, looks=looks, rejected=bool(looks and looks[-1].rejected))
@@ -152,8 +159,12 @@ def sequential_compare(
     """A variant (a) against the baseline (b), seed -> primary metric, over the seeds both ran, looked at as run."""
     common = {seed: look for seed, look in look_of_seed.items() if seed in a and seed in b}
     seeds, sizes = ordered_by_look(common)
-    return sequential_sign_flip([float(a[s]) - float(b[s]) for s in seeds], sizes, max_seeds=design.max_seeds,
-                                alpha=design.alpha / design.comparisons)  # fmt: skip
+    return sequential_sign_flip(
+        [float(a[s]) - float(b[s]) for s in seeds],
+        sizes,
+        max_seeds=design.max_seeds,
+        alpha=design.alpha / design.comparisons,
+    )
 
 
 def resolved(tests: Sequence[SequentialTest]) -> bool:
@@ -195,6 +206,13 @@ def sequential_experiment(records: Sequence[SequentialLook | None]) -> Sequentia
         f"spent {spent:.4f} of {design.alpha:g} ({SEQUENTIAL_METHOD}); a fixed-n p-value of these episodes overstates "
         "the evidence"
     )
-    return SequentialExperiment(method=SEQUENTIAL_METHOD, primary=design.primary, alpha=design.alpha,
-                                comparisons=design.comparisons, max_seeds=design.max_seeds, looks=looks,
-                                alpha_spent=spent, text=text)  # fmt: skip
+    return SequentialExperiment(
+        method=SEQUENTIAL_METHOD,
+        primary=design.primary,
+        alpha=design.alpha,
+        comparisons=design.comparisons,
+        max_seeds=design.max_seeds,
+        looks=looks,
+        alpha_spent=spent,
+        text=text,
+    )

@@ -113,8 +113,16 @@ def kaplan_meier(data: Sequence[TimeToEvent]) -> KaplanMeier:
             survival *= 1 - reached / at_risk
             greenwood += reached / (at_risk * (at_risk - reached)) if at_risk > reached else math.inf
         # built without validation: thousands per compare, every value computed here
-        points.append(KaplanMeierPoint.model_construct(step=step, at_risk=at_risk, reached=reached, censored=censored,
-                                                       not_reached=survival, band=_band(survival, greenwood, z)))  # fmt: skip
+        points.append(
+            KaplanMeierPoint.model_construct(
+                step=step,
+                at_risk=at_risk,
+                reached=reached,
+                censored=censored,
+                not_reached=survival,
+                band=_band(survival, greenwood, z),
+            )
+        )
         at_risk -= reached + censored
     last = points[-1] if points else None
     return KaplanMeier(
@@ -122,11 +130,15 @@ def kaplan_meier(data: Sequence[TimeToEvent]) -> KaplanMeier:
         reached=sum(1 for item in data if item.reached),
         points=points,
         median=_first_at_or_below(points, lambda p: p.not_reached, 0.5),
-        median_ci=(_first_at_or_below(points, lambda p: p.band.low, 0.5),
-                   _first_at_or_below(points, lambda p: p.band.high, 0.5)),  # fmt: skip
+        median_ci=(
+            _first_at_or_below(points, lambda p: p.band.low, 0.5),
+            _first_at_or_below(points, lambda p: p.band.high, 0.5),
+        ),
         step_cap=last.step if last else None,
         reached_by_cap=1 - last.not_reached if last else 0.0,
-        reached_by_cap_band=Interval(low=1 - last.band.high, high=1 - last.band.low) if last else Interval(low=0, high=0),
+        reached_by_cap_band=Interval(low=1 - last.band.high, high=1 - last.band.low)
+        if last
+        else Interval(low=0, high=0),
     )
 
 
@@ -152,5 +164,6 @@ def logrank(a: Sequence[TimeToEvent], b: Sequence[TimeToEvent]) -> LogRank:
     if variance <= 0:
         return LogRank(statistic=0.0, z=0.0, observed_a=observed_a, expected_a=expected_a, p_value=1.0)
     z = (observed_a - expected_a) / math.sqrt(variance)
-    return LogRank(statistic=z * z, z=z, observed_a=observed_a, expected_a=expected_a,
-                   p_value=math.erfc(abs(z) / math.sqrt(2)))  # fmt: skip
+    return LogRank(
+        statistic=z * z, z=z, observed_a=observed_a, expected_a=expected_a, p_value=math.erfc(abs(z) / math.sqrt(2))
+    )

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from itertools import groupby
 from collections.abc import Callable, Mapping
+from itertools import groupby
 from typing import TYPE_CHECKING, Any
 
 from mcu_arms.contracts.evaluation import SimulatorRestart
@@ -58,9 +58,9 @@ NO_EFFECT_KEYS = ("attack", "use", "drop", "inventory")  # need a skill here (di
 
 AGENT_INSTRUCTIONS = f"""This simulator is a Minecraft server reached through Mineflayer: real time, no frames.
 Besides env actions (held for one game tick: forward, back, left, right, jump, sneak, sprint, camera, hotbar.N;
-{', '.join(NO_EFFECT_KEYS)} have no effect here), it takes skills, each run to its end:
+{", ".join(NO_EFFECT_KEYS)} have no effect here), it takes skills, each run to its end:
 {{"type": "action", "action_type": "skill", "skill": {{"kind": KIND, "args": {{...}}}}}} with KIND one of
-{', '.join(SKILL_KINDS)}. Arguments: move {{direction, duration_ms}}; go_to {{x, y, z, range}} or {{block}} or
+{", ".join(SKILL_KINDS)}. Arguments: move {{direction, duration_ms}}; go_to {{x, y, z, range}} or {{block}} or
 {{entity}}; collect {{block, count}}; dig {{x, y, z}} or {{block}}; craft {{item, count}}; smelt {{item, count}};
 place {{item}}; equip {{item, destination}} (hand, off-hand, head, torso, legs, feet); eat {{item}}; attack
 {{entity}}; retreat {{from, distance}}; wait {{duration_ms}}; deposit {{item, count}} and withdraw {{item, count}}
@@ -127,9 +127,11 @@ class MineflayerSimulator(Simulator):
     accepts_skills = True
 
     def __init__(
-        self, server: MineflayerServer | None = None, env: Mapping[str, str] | None = None,
+        self,
+        server: MineflayerServer | None = None,
+        env: Mapping[str, str] | None = None,
         log: Callable[[str], None] = log_line,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self._server = server or MineflayerServer()
         self._env = dict(env if env is not None else os.environ)
         self._log = log
@@ -164,7 +166,7 @@ class MineflayerSimulator(Simulator):
             "server's (seed not applied)"
         )
 
-    def supports(self, task: "TaskSpec") -> TaskSupport:
+    def supports(self, task: TaskSpec) -> TaskSupport:
         return task_support(self.name, task)
 
     def reset_mode(self) -> str:
@@ -185,12 +187,24 @@ class MineflayerSimulator(Simulator):
         sidecar = Sidecar(self._runtime, self._env, self._log)
         try:
             server = self._server
-            joined = sidecar.request("connect", CONNECT_TIMEOUT_S, host=server.host, port=server.port,
-                                     version=server.version, username=server.username,
-                                     timeout_ms=int(CONNECT_TIMEOUT_S * 1000) - 5000)  # fmt: skip
-            rules = sidecar.request("capabilities", REQUEST_TIMEOUT_S, crafts=list(RULEBOOK_CRAFTS),
-                                    sources=list(RULEBOOK_SOURCES), smelting=SMELTING, fuels=list(FUELS),
-                                    placeable=list(PLACEABLE))  # fmt: skip
+            joined = sidecar.request(
+                "connect",
+                CONNECT_TIMEOUT_S,
+                host=server.host,
+                port=server.port,
+                version=server.version,
+                username=server.username,
+                timeout_ms=int(CONNECT_TIMEOUT_S * 1000) - 5000,
+            )
+            rules = sidecar.request(
+                "capabilities",
+                REQUEST_TIMEOUT_S,
+                crafts=list(RULEBOOK_CRAFTS),
+                sources=list(RULEBOOK_SOURCES),
+                smelting=SMELTING,
+                fuels=list(FUELS),
+                placeable=list(PLACEABLE),
+            )
         except SidecarFailed:
             sidecar.stop()
             raise
@@ -199,9 +213,11 @@ class MineflayerSimulator(Simulator):
         self._capabilities = capabilities_from(rules)
         self._timeouts_ms = dict(rules["timeouts_ms"])
         self._minecraft_version = str(joined["version"])
-        self._log(f"mineflayer: {joined['username']} joined {server.address} (Minecraft {joined['version']}, "
-                  f"{joined['game_mode']}) in {joined['connect_ms']:.0f} ms; sidecar pid {sidecar.pid}, node "
-                  f"v{self._runtime.node_version}")  # fmt: skip
+        self._log(
+            f"mineflayer: {joined['username']} joined {server.address} (Minecraft {joined['version']}, "
+            f"{joined['game_mode']}) in {joined['connect_ms']:.0f} ms; sidecar pid {sidecar.pid}, node "
+            f"v{self._runtime.node_version}"
+        )
 
     def _read_seed(self, sidecar: Sidecar) -> None:
         try:
@@ -231,10 +247,16 @@ class MineflayerSimulator(Simulator):
             detail = self._lost or self._sidecar.closed_reason or "the sidecar exited"
             self._sidecar.stop()
             self._sidecar = None
-            self._restarts.append(SimulatorRestart(
-                cause="crash", detail=detail, failed_task=self._task_name, failed_during="step",
-                failed_step=self._steps, at=iso_seconds(),
-            ))  # fmt: skip
+            self._restarts.append(
+                SimulatorRestart(
+                    cause="crash",
+                    detail=detail,
+                    failed_task=self._task_name,
+                    failed_during="step",
+                    failed_step=self._steps,
+                    at=iso_seconds(),
+                )
+            )
             self._log(f"mineflayer: reconnecting before the next task ({detail})")
         self._connect()
 
@@ -256,14 +278,15 @@ class MineflayerSimulator(Simulator):
         return events
 
     # --- the episode ---------------------------------------------------------------------------------------------
-    def reset(self, task: "TaskSpec", seed: int) -> SimStep:
+    def reset(self, task: TaskSpec, seed: int) -> SimStep:
         self._task_name, self._steps = task.name, 0
         self._restarts = []
         self._fallbacks.clear()
         self._ensure_connected()
         commands = [*RESET_COMMANDS, *task.init_commands]
-        answer = self._request("reset", REQUEST_TIMEOUT_S + len(commands) * RESET_WAIT_MS / 1000, commands=commands,
-                               wait_ms=RESET_WAIT_MS)  # fmt: skip
+        answer = self._request(
+            "reset", REQUEST_TIMEOUT_S + len(commands) * RESET_WAIT_MS / 1000, commands=commands, wait_ms=RESET_WAIT_MS
+        )
         applied = []
         for number, entry in enumerate(answer["applied"]):
             refused = _refused(entry["replies"])
@@ -280,34 +303,46 @@ class MineflayerSimulator(Simulator):
 
     def act(self, skill: SkillRequest) -> SimStep:
         limit_ms = skill.timeout_ms or self._timeouts_ms.get(skill.kind, int(REQUEST_TIMEOUT_S * 1000))
-        answer = self._request("act", limit_ms / 1000 + ACT_MARGIN_S, kind=skill.kind, args=skill.args,
-                               timeout_ms=limit_ms)  # fmt: skip
+        answer = self._request(
+            "act", limit_ms / 1000 + ACT_MARGIN_S, kind=skill.kind, args=skill.args, timeout_ms=limit_ms
+        )
         self._steps += 1
         outcome = SkillOutcome.model_validate(answer)
         self._absorb(answer)
         if outcome.status != "success":
             self._fallbacks[f"skill_{outcome.status}"] += 1
         return SimStep(
-            frame=None, counters=self._copy_counters(), info=self._info(skill.label(), outcome.status),
-            no_effect=[] if outcome.status == "success" else [skill.label()], skill=outcome, events=self._events(),
+            frame=None,
+            counters=self._copy_counters(),
+            info=self._info(skill.label(), outcome.status),
+            no_effect=[] if outcome.status == "success" else [skill.label()],
+            skill=outcome,
+            events=self._events(),
             counter_ticks=self._ticks,
-        )  # fmt: skip
+        )
 
-    def step(self, action: "EnvAction") -> SimStep:
+    def step(self, action: EnvAction) -> SimStep:
         held = [key for key in HELD_KEYS if action.get(key)]
         hotbar = next((index for index in range(9) if action.get(f"hotbar.{index + 1}")), None)
         no_effect = [key for key in NO_EFFECT_KEYS if action.get(key)]
         for key in no_effect:
             self._fallbacks[f"no_effect.{key}"] += 1
         pitch, yaw = action.get("camera", (0.0, 0.0))
-        answer = self._request("keys", REQUEST_TIMEOUT_S, controls=held, look=[pitch, yaw], hotbar=hotbar,
-                               duration_ms=TICK_MS)  # fmt: skip
+        answer = self._request(
+            "keys", REQUEST_TIMEOUT_S, controls=held, look=[pitch, yaw], hotbar=hotbar, duration_ms=TICK_MS
+        )
         self._steps += 1
         self._absorb(answer)
-        return SimStep(frame=None, counters=self._copy_counters(), info=self._info("keys", answer["status"]),
-                       no_effect=no_effect, events=self._events(), counter_ticks=self._ticks)  # fmt: skip
+        return SimStep(
+            frame=None,
+            counters=self._copy_counters(),
+            info=self._info("keys", answer["status"]),
+            no_effect=no_effect,
+            events=self._events(),
+            counter_ticks=self._ticks,
+        )
 
-    def state(self) -> "GameState":
+    def state(self) -> GameState:
         answer = self._request("observe", REQUEST_TIMEOUT_S)
         return game_state(answer["state"], self._capabilities, self._fallbacks)
 

@@ -95,8 +95,10 @@ def server_status(host: str, port: int, timeout_s: float = PING_TIMEOUT_S) -> Se
         version = answer["version"]
         players = answer.get("players") or {}
         return ServerStatus(
-            version_name=str(version["name"]), protocol=int(version["protocol"]),
-            description=_text(answer.get("description")), players_online=players.get("online"),
-        )  # fmt: skip
+            version_name=str(version["name"]),
+            protocol=int(version["protocol"]),
+            description=_text(answer.get("description")),
+            players_online=players.get("online"),
+        )
     except (IndexError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as error:
         raise ValueError(f"the status answer is no Minecraft status ({type(error).__name__})") from None

@@ -57,8 +57,14 @@ def node_package() -> str | None:
 
 def node_version(node: Path) -> tuple[int, ...] | None:
     try:
-        done = subprocess.run([str(node), "--version"], capture_output=True, text=True, timeout=VERSION_TIMEOUT_S,
-                              stdin=subprocess.DEVNULL, check=False)  # fmt: skip
+        done = subprocess.run(
+            [str(node), "--version"],
+            capture_output=True,
+            text=True,
+            timeout=VERSION_TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     match = re.fullmatch(r"v(\d+)\.(\d+)\.(\d+)", done.stdout.strip())
@@ -117,8 +123,15 @@ def run_npm(command: list[str], env: Mapping[str, str], node: Path | None) -> No
     if npm is None:
         raise SimulatorUnavailable(f"npm is not on PATH; it is needed to run `{' '.join(command)}` (install Node.js)")
     try:
-        done = subprocess.run([npm, *command[1:]], capture_output=True, text=True, timeout=NPM_TIMEOUT_S,
-                              stdin=subprocess.DEVNULL, env={**env, "PATH": search_path}, check=False)  # fmt: skip
+        done = subprocess.run(
+            [npm, *command[1:]],
+            capture_output=True,
+            text=True,
+            timeout=NPM_TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+            env={**env, "PATH": search_path},
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         raise SimulatorUnavailable(
             f"`{' '.join(command)}` took over {NPM_TIMEOUT_S} s: is the npm registry reachable?"
@@ -173,23 +186,41 @@ def runtime_checks(env: Mapping[str, str]) -> list[HostCheck]:
     if node is not None:
         checks.append(HostCheck(name="node", status="ok", detail=f"{node} is v{found}"))
     elif npm and node_package():
-        checks.append(HostCheck(
-            name="node", status="warn", detail=f"no node >= {NODE_MIN_MAJOR} ({found})",
-            fix=f"the first run installs it: {' '.join(node_install_command(env))}",
-        ))  # fmt: skip
+        checks.append(
+            HostCheck(
+                name="node",
+                status="warn",
+                detail=f"no node >= {NODE_MIN_MAJOR} ({found})",
+                fix=f"the first run installs it: {' '.join(node_install_command(env))}",
+            )
+        )
     else:
-        checks.append(HostCheck(name="node", status="fail", detail=f"no node >= {NODE_MIN_MAJOR} ({found}) and no npm",
-                                fix=f"install Node.js {NODE_MIN_MAJOR} (with npm)"))  # fmt: skip
+        checks.append(
+            HostCheck(
+                name="node",
+                status="fail",
+                detail=f"no node >= {NODE_MIN_MAJOR} ({found}) and no npm",
+                fix=f"install Node.js {NODE_MIN_MAJOR} (with npm)",
+            )
+        )
     if libraries_installed(env):
         checks.append(HostCheck(name="mineflayer libraries", status="ok", detail=f"{_pins()} in {libraries_dir(env)}"))
     elif npm:
-        checks.append(HostCheck(
-            name="mineflayer libraries", status="warn", detail=f"not installed yet ({_pins()})",
-            fix=f"the first run installs them (~565 MB): {' '.join(libraries_install_command(env))}",
-        ))  # fmt: skip
+        checks.append(
+            HostCheck(
+                name="mineflayer libraries",
+                status="warn",
+                detail=f"not installed yet ({_pins()})",
+                fix=f"the first run installs them (~565 MB): {' '.join(libraries_install_command(env))}",
+            )
+        )
     else:
-        checks.append(HostCheck(
-            name="mineflayer libraries", status="fail", detail="not installed, and npm is not on PATH",
-            fix="install Node.js with npm",
-        ))  # fmt: skip
+        checks.append(
+            HostCheck(
+                name="mineflayer libraries",
+                status="fail",
+                detail="not installed, and npm is not on PATH",
+                fix="install Node.js with npm",
+            )
+        )
     return checks

@@ -44,9 +44,12 @@ class Sidecar:
         self.closed_reason: str | None = None
         self.process = subprocess.Popen(
             [str(runtime.node), str(SIDECAR_SCRIPT)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env={**env, "NODE_PATH": runtime.node_path}, start_new_session=True,
-        )  # fmt: skip
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**env, "NODE_PATH": runtime.node_path},
+            start_new_session=True,
+        )
         self.pid = self.process.pid
         try:
             self.create_time: float | None = psutil.Process(self.pid).create_time()

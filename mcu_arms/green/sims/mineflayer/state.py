@@ -32,9 +32,21 @@ VITAL_MAX = 20.0
 TICKS_PER_DAY = 24000
 # What the planned agent's executor can ask of this backend (each becomes one skill request).
 MINEFLAYER_SKILLS: tuple[Skill, ...] = (
-    "collect", "craft", "smelt", "place", "equip", "eat", "fight", "flee", "go_to", "go_home", "explore", "wait",
-    "deposit", "withdraw",
-)  # fmt: skip
+    "collect",
+    "craft",
+    "smelt",
+    "place",
+    "equip",
+    "eat",
+    "fight",
+    "flee",
+    "go_to",
+    "go_home",
+    "explore",
+    "wait",
+    "deposit",
+    "withdraw",
+)
 
 
 def whole_count(raw: Any) -> int | None:
@@ -113,8 +125,14 @@ def game_state(observed: dict[str, Any], capabilities: Capabilities, quirks: Cou
     entities = []
     for seen in observed["entities"]:
         offset = _offset(seen["offset"])
-        entities.append(Entity(kind=seen["name"], offset=offset, distance=_steps(offset),
-                               hostile=seen["kind"] == "hostile" or seen["name"] in hostile))  # fmt: skip
+        entities.append(
+            Entity(
+                kind=seen["name"],
+                offset=offset,
+                distance=_steps(offset),
+                hostile=seen["kind"] == "hostile" or seen["name"] in hostile,
+            )
+        )
     entities.sort(key=lambda entity: (entity.distance, entity.offset.south, entity.offset.east))
     faced = observed.get("faced")
     x, y, z = observed["position"]

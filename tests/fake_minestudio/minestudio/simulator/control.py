@@ -6,7 +6,6 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-
 # The default of spawn_engine_process in a process the tests cannot reach in (the acceptance command's).
 SPAWN_ENGINE_ENV = "FAKE_MINESTUDIO_SPAWN_ENGINE"
 

@@ -16,10 +16,31 @@ from minestudio.simulator.world import FakeEnv
 
 # VPT's joint action space as 1.1.6's CameraHierarchicalMapping builds it (groups in product order, then the camera
 # meta action; one extra "inventory alone" entry), and its camera: 11 mu-law bins (binsize 2, max 10 degrees, mu 10).
-BUTTON_ORDER = ("attack", "back", "forward", "jump", "left", "right", "sneak", "sprint", "use", "drop", "inventory",
-                *(f"hotbar.{i}" for i in range(1, 10)))
-GROUPS = ((None, *(f"hotbar.{i}" for i in range(1, 10))), (None, "forward", "back"), (None, "left", "right"),
-          (None, "sprint", "sneak"), (None, "use"), (None, "drop"), (None, "attack"), (None, "jump"), (None, "camera"))
+BUTTON_ORDER = (
+    "attack",
+    "back",
+    "forward",
+    "jump",
+    "left",
+    "right",
+    "sneak",
+    "sprint",
+    "use",
+    "drop",
+    "inventory",
+    *(f"hotbar.{i}" for i in range(1, 10)),
+)
+GROUPS = (
+    (None, *(f"hotbar.{i}" for i in range(1, 10))),
+    (None, "forward", "back"),
+    (None, "left", "right"),
+    (None, "sprint", "sneak"),
+    (None, "use"),
+    (None, "drop"),
+    (None, "attack"),
+    (None, "jump"),
+    (None, "camera"),
+)
 COMBINATIONS = [*itertools.product(*GROUPS), "inventory"]
 CAMERA_BINS, CAMERA_MAX, CAMERA_MU = 11, 10.0, 10.0
 NULL_BIN = CAMERA_BINS // 2
@@ -56,7 +77,7 @@ class MinecraftSim:
 
     def __init__(
         self,
-        action_type: Literal['env', 'agent'] = 'agent',
+        action_type: Literal["env", "agent"] = "agent",
         obs_size: tuple[int, int] = (224, 224),
         render_size: tuple[int, int] = (640, 360),
         seed: int = 0,
@@ -88,7 +109,7 @@ class MinecraftSim:
         """A (batched) compact action as the env action 1.1.6 makes of it: the buttons of its combination; the camera
         by its index when the combination has the camera meta action on (inventory alone always has it)."""
         if isinstance(action, tuple):
-            action = {'buttons': action[0], 'camera': action[1]}
+            action = {"buttons": action[0], "camera": action[1]}
         buttons = np.asarray(action["buttons"]).reshape(-1)
         cameras = np.asarray(action["camera"]).reshape(-1)
         env_buttons = np.zeros((len(buttons), len(BUTTON_ORDER)), dtype=int)
@@ -132,10 +153,10 @@ class MinecraftSim:
         return {"buttons": np.array(buttons_out)[:, None], "camera": np.array(camera_out)[:, None]}
 
     def step(self, action: dict[str, Any]) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
-        if self.action_type == 'agent':
+        if self.action_type == "agent":
             env_action = self.agent_action_to_env_action(action)
-            action.pop('buttons')
-            action.pop('camera')
+            action.pop("buttons")
+            action.pop("camera")
             action.update({key: value[0] for key, value in env_action.items()})
         for callback in self.callbacks:
             action = callback.before_step(self, action)
@@ -143,7 +164,9 @@ class MinecraftSim:
         terminated, truncated = done, done
         obs, info = self._wrap_obs_info(obs, info)
         for callback in self.callbacks:
-            obs, reward, terminated, truncated, info = callback.after_step(self, obs, reward, terminated, truncated, info)
+            obs, reward, terminated, truncated, info = callback.after_step(
+                self, obs, reward, terminated, truncated, info
+            )
             self.obs, self.info = obs, info
         return obs, reward, terminated, truncated, info
 
@@ -171,13 +194,13 @@ class MinecraftSim:
         merged = dict(info)
         merged.update(obs)
         wrapped = {"image": cv2.resize(obs["pov"], dsize=self.obs_size, interpolation=cv2.INTER_LINEAR)}
-        if getattr(self, 'info', None) is None:
+        if getattr(self, "info", None) is None:
             self.info = {}
         self.info.update(merged)
         return wrapped, dict(self.info)
 
     def noop_action(self) -> dict[str, Any]:
-        if self.action_type == 'agent':
+        if self.action_type == "agent":
             return {"buttons": np.array([0]), "camera": np.array([60])}
         return self.env.action_space.no_op()
 
@@ -190,7 +213,7 @@ class MinecraftSim:
         return status
 
     def render(self) -> Any:
-        image = self.obs['image']
+        image = self.obs["image"]
         for callback in self.callbacks:
             image = callback.before_render(self, image)
         for callback in self.callbacks:
@@ -200,9 +223,9 @@ class MinecraftSim:
     @property
     def action_space(self) -> dict[str, Any]:
         """The spaces as (kind, size) pairs: the real ones are gymnasium spaces, and gymnasium is not installed here."""
-        if self.action_type == 'agent':
-            return {"buttons": ("MultiDiscrete", [len(COMBINATIONS)]), "camera": ("MultiDiscrete", [CAMERA_BINS ** 2])}
-        if self.action_type == 'env':
+        if self.action_type == "agent":
+            return {"buttons": ("MultiDiscrete", [len(COMBINATIONS)]), "camera": ("MultiDiscrete", [CAMERA_BINS**2])}
+        if self.action_type == "env":
             keys = [key for key in BUTTON_ORDER if key != "drop"]
             return {**{key: ("Discrete", 2) for key in keys}, "camera": ("Box", (-180, 180, (2,)))}
         raise ValueError(f"Unknown action type: {self.action_type}")

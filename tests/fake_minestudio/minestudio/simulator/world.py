@@ -44,16 +44,35 @@ from minestudio.simulator.control import control
 from minestudio.simulator.minerl.env.malmo import InstanceManager
 
 BIOMES = (
-    "plains", "forest", "desert", "taiga", "savanna", "swamp", "jungle", "mountains", "birch_forest",
-    "dark_forest", "snowy_tundra", "beach", "river", "ocean",
+    "plains",
+    "forest",
+    "desert",
+    "taiga",
+    "savanna",
+    "swamp",
+    "jungle",
+    "mountains",
+    "birch_forest",
+    "dark_forest",
+    "snowy_tundra",
+    "beach",
+    "river",
+    "ocean",
 )
 BIOME_BLOCKS = {
-    "plains": ("grass_block", "dirt", "oak_log"), "forest": ("oak_log", "birch_log", "dirt"),
-    "desert": ("sand", "sandstone"), "taiga": ("spruce_log", "dirt", "stone"),
-    "savanna": ("acacia_log", "grass_block", "dirt"), "swamp": ("oak_log", "dirt", "clay"),
-    "jungle": ("jungle_log", "dirt"), "mountains": ("stone", "coal_ore", "iron_ore"),
-    "birch_forest": ("birch_log", "dirt"), "dark_forest": ("dark_oak_log", "dirt"),
-    "snowy_tundra": ("snow_block", "dirt"), "beach": ("sand", "gravel"), "river": ("sand", "clay", "gravel"),
+    "plains": ("grass_block", "dirt", "oak_log"),
+    "forest": ("oak_log", "birch_log", "dirt"),
+    "desert": ("sand", "sandstone"),
+    "taiga": ("spruce_log", "dirt", "stone"),
+    "savanna": ("acacia_log", "grass_block", "dirt"),
+    "swamp": ("oak_log", "dirt", "clay"),
+    "jungle": ("jungle_log", "dirt"),
+    "mountains": ("stone", "coal_ore", "iron_ore"),
+    "birch_forest": ("birch_log", "dirt"),
+    "dark_forest": ("dark_oak_log", "dirt"),
+    "snowy_tundra": ("snow_block", "dirt"),
+    "beach": ("sand", "gravel"),
+    "river": ("sand", "clay", "gravel"),
     "ocean": ("gravel", "sand"),
 }
 CELL = 64  # blocks per biome cell
@@ -84,7 +103,7 @@ class FakeActionSpace:
     def __init__(self) -> None:
         self.keys = (*KEY_ACTIONS, *(f"hotbar.{i}" for i in range(1, 10)), "camera", "chat", "voxels", "mobs")
 
-    def no_op(self, batch_shape: tuple = ()) -> "OrderedDict[str, Any]":
+    def no_op(self, batch_shape: tuple = ()) -> OrderedDict[str, Any]:
         action: OrderedDict[str, Any] = OrderedDict()
         for key in self.keys:
             if key == "camera":
@@ -209,13 +228,15 @@ class World:
             elif args[0] == "@e[type=!player]":
                 self.entities = []
             elif args[0].startswith("@e[type="):
-                kind = args[0][len("@e[type="):-1].removeprefix("minecraft:")
+                kind = args[0][len("@e[type=") : -1].removeprefix("minecraft:")
                 self.entities = [e for e in self.entities if e["type"] != kind]
             elif args[0] == "@e":
                 self.entities = []
                 self._die()
         elif name == "time" and len(args) >= 2 and args[0] == "set":
-            self.time = {"day": 1000, "night": 13000, "noon": 6000, "midnight": 18000}.get(args[1], None) or int(args[1])
+            self.time = {"day": 1000, "night": 13000, "noon": 6000, "midnight": 18000}.get(args[1], None) or int(
+                args[1]
+            )
         elif name == "weather" and args:
             self.weather = args[0]
         elif name == "teleportbiome" and len(args) >= 5:
@@ -345,7 +366,10 @@ class World:
         held = player.inventory[player.selected]["type"]
         obs["equipped_items"] = {
             "mainhand": {"type": held, "damage": 0, "maxDamage": 0},
-            **{part: {"type": "air", "damage": 0, "maxDamage": 0} for part in ("offhand", "head", "chest", "legs", "feet")},
+            **{
+                part: {"type": "air", "damage": 0, "maxDamage": 0}
+                for part in ("offhand", "head", "chest", "legs", "feet")
+            },
         }
         for event in STAT_EVENTS:
             counts = {name: int(value) for name, value in self.stats[event].items() if value}
@@ -355,12 +379,20 @@ class World:
         monitor = {
             "is_gui_open": player.gui_open,
             "location_stats": {
-                "xpos": np.array(player.x), "ypos": np.array(player.y), "zpos": np.array(player.z),
-                "pitch": np.array(player.pitch), "yaw": np.array(player.yaw),
+                "xpos": np.array(player.x),
+                "ypos": np.array(player.y),
+                "zpos": np.array(player.z),
+                "pitch": np.array(player.pitch),
+                "yaw": np.array(player.yaw),
                 "biome_id": np.array(BIOMES.index(biome_at(self.seed, player.x, player.z))),
-                "is_raining": np.array(self.weather != "clear"), "sea_level": np.array(62),
-                "sun_brightness": np.array(0.94), "sky_light_level": np.array(1.0), "light_level": np.array(15),
-                "can_see_sky": np.array(True), "rainfall": np.array(0.4), "temperature": np.array(0.8),
+                "is_raining": np.array(self.weather != "clear"),
+                "sea_level": np.array(62),
+                "sun_brightness": np.array(0.94),
+                "sky_light_level": np.array(1.0),
+                "light_level": np.array(15),
+                "can_see_sky": np.array(True),
+                "rainfall": np.array(0.4),
+                "temperature": np.array(0.8),
             },
         }
         if control.send_vitals:
@@ -371,8 +403,16 @@ class World:
         """A frame that is a pure function of what the player sees: a 9x16 tile grid from (world, pose, gui)."""
         width, height = render_size
         player = self.player
-        key = (self.seed, round(player.x, 2), round(player.y, 2), round(player.z, 2), round(player.pitch, 2),
-               round(player.yaw, 2), player.gui_open, len(self.entities))
+        key = (
+            self.seed,
+            round(player.x, 2),
+            round(player.y, 2),
+            round(player.z, 2),
+            round(player.pitch, 2),
+            round(player.yaw, 2),
+            player.gui_open,
+            len(self.entities),
+        )
         tiles = np.random.default_rng(stable_hash(*key)).integers(0, 256, size=(9, 16, 3), dtype=np.uint8)
         rows = np.arange(height) * 9 // height
         cols = np.arange(width) * 16 // width
@@ -404,15 +444,23 @@ class FakeInstance:
         control.launches += 1
         if control.spawn_engine_process:
             child = "import time; time.sleep(10**6)"
-            leader = f"import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {child!r}]); time.sleep(10**6)"
+            leader = (
+                f"import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {child!r}]); time.sleep(10**6)"
+            )
             self.minecraft_process = psutil.Popen(
-                [sys.executable, "-c", leader], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL, start_new_session=True,
+                [sys.executable, "-c", leader],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
             )
         if control.spawn_daemon_process and (control.daemon is None or control.daemon.poll() is not None):
             control.daemon = subprocess.Popen(  # database_manager.check_daemon: one per host, own session
-                [sys.executable, "-c", "import time; time.sleep(10**6)"], stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                [sys.executable, "-c", "import time; time.sleep(10**6)"],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
             )
         if control.launch_hangs and self.minecraft_process is not None:
             control.launch_hangs = False
@@ -454,8 +502,9 @@ class FakeInstance:
 class FakeEnv:
     """The surface of `sim.env` (a minerl _SingleAgentEnv) that callers and callbacks use."""
 
-    def __init__(self, render_size: tuple[int, int], inventory: dict | None = None,
-                 preferred_spawn_biome: str | None = None) -> None:
+    def __init__(
+        self, render_size: tuple[int, int], inventory: dict | None = None, preferred_spawn_biome: str | None = None
+    ) -> None:
         self.render_size = render_size
         self.inventory = dict(inventory or {})
         self.preferred_spawn_biome = preferred_spawn_biome
@@ -485,7 +534,7 @@ class FakeEnv:
             self.observation_space.seed(seed)
             self.action_space.seed(seed)
 
-    def noop_action(self) -> "OrderedDict[str, Any]":
+    def noop_action(self) -> OrderedDict[str, Any]:
         return self.action_space.no_op()
 
     def reset(self) -> dict[str, Any]:

@@ -18,9 +18,18 @@ from minestudio.simulator.callbacks.callback import MinecraftCallback
 
 
 class RecordCallback(MinecraftCallback):
-    def __init__(self, record_path: str, fps: int = 20, frame_type: Literal['pov', 'obs'] = 'pov', recording: bool = True,
-                 show_actions=False, record_actions=False, record_infos=False, record_origin_observation=False,
-                 **kwargs):
+    def __init__(
+        self,
+        record_path: str,
+        fps: int = 20,
+        frame_type: Literal["pov", "obs"] = "pov",
+        recording: bool = True,
+        show_actions=False,
+        record_actions=False,
+        record_infos=False,
+        record_origin_observation=False,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.record_path = Path(record_path)
         self.record_path.mkdir(parents=True, exist_ok=True)
@@ -37,11 +46,11 @@ class RecordCallback(MinecraftCallback):
         self.actions: list[dict] = []
 
     def _frame(self, obs, info):
-        if self.frame_type == 'obs':
-            return obs['image']
-        if self.frame_type == 'pov':
-            return info['pov']
-        raise ValueError(f'Invalid frame_type: {self.frame_type}')
+        if self.frame_type == "obs":
+            return obs["image"]
+        if self.frame_type == "pov":
+            return info["pov"]
+        raise ValueError(f"Invalid frame_type: {self.frame_type}")
 
     def before_reset(self, sim, reset_flag: bool) -> bool:
         if self.recording:
@@ -63,11 +72,11 @@ class RecordCallback(MinecraftCallback):
         return action
 
     def after_step(self, sim, obs, reward, terminated, truncated, info):
-        if self.recording and not info.get('R', True):
+        if self.recording and not info.get("R", True):
             self.recording = False
             self._save_episode()
             self.episode_id += 1
-        if not self.recording and info.get('R', False):
+        if not self.recording and info.get("R", False):
             self.recording = True
         if self.recording:
             self.frames.append(self._frame(obs, info))
@@ -82,16 +91,19 @@ class RecordCallback(MinecraftCallback):
             return
         import cv2
 
-        output_path = self.record_path / f'episode_{self.episode_id}.mp4'
+        output_path = self.record_path / f"episode_{self.episode_id}.mp4"
         height, width = self.frames[0].shape[:2]
         writer = cv2.VideoWriter(str(output_path), cv2.VideoWriter_fourcc(*"mp4v"), self.fps, (width, height))
         for frame in self.frames:
             writer.write(cv2.cvtColor(np.ascontiguousarray(frame), cv2.COLOR_RGB2BGR))
         writer.release()
         if self.record_origin_observation:
-            np.save(self.record_path / f'episode_{self.episode_id}.npy', np.array(self.frames))
+            np.save(self.record_path / f"episode_{self.episode_id}.npy", np.array(self.frames))
         self.frames = []
         if self.record_actions:
-            with open(self.record_path / f'episode_{self.episode_id}_action.json', 'w', encoding="utf-8") as file:
-                json.dump([{key: np.asarray(value).tolist() for key, value in action.items()} for action in self.actions], file)
+            with open(self.record_path / f"episode_{self.episode_id}_action.json", "w", encoding="utf-8") as file:
+                json.dump(
+                    [{key: np.asarray(value).tolist() for key, value in action.items()} for action in self.actions],
+                    file,
+                )
             self.actions = []

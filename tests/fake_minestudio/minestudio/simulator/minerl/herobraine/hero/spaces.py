@@ -18,8 +18,6 @@ MODELLED_NUMPY_ENV = "FAKE_MINESTUDIO_NUMPY"
 class Text:
     def __init__(self, shape):
         if os.environ.get(MODELLED_NUMPY_ENV, "1") != "1":
-            raise AttributeError(
-                "`np.unicode_` was removed in the NumPy 2.0 release. Use `np.str_` instead."
-            )
+            raise AttributeError("`np.unicode_` was removed in the NumPy 2.0 release. Use `np.str_` instead.")
         self.shape = tuple(np.atleast_1d(shape))
         self.dtype = np.dtype(np.str_)
