@@ -53,9 +53,9 @@ def main() -> None:
     signal.signal(signal.SIGINT, _interrupt)
     _inside_main = True
     try:
-        from mcu_arms.cli import app
+        from mcu_arms.cli import app_for
 
-        app()
+        app_for(sys.argv[1:])()
     except Interrupted:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         sys.stderr.write(INTERRUPTED_LINE.decode())

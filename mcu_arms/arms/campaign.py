@@ -30,7 +30,16 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from mcu_arms.arms.plan import apply_overrides, resolve_settings
-from mcu_arms.arms.spec import ARM_NAME_PATTERN, ArmSpec, SlurmSpec, arm_path, describe_error, load_arm
+from mcu_arms.arms.spec import (
+    ARM_NAME_PATTERN,
+    ArmSpec,
+    SlurmSpec,
+    arm_path,
+    describe_error,
+    load_arm,
+    parse_arm,
+    refuse_long_seed_lists,
+)
 from mcu_arms.contracts.errors import UserError, did_you_mean, parse_toml, toml_line, user_error
 from mcu_arms.contracts.limits import MAX_EPISODES_PER_RUN, MAX_SEEDS_PER_ARM, MAX_VARIANTS, SEED_LIMIT
 from mcu_arms.contracts.settings import CampaignTag, Overrides, Settings, differing_settings
@@ -79,8 +88,27 @@ class Campaign(BaseModel):
         return [arm.spec.name for arm in self.arms()]
 
 
+ParsedToml = tuple[str, dict[str, Any]]
+
+
+def _parsed_toml(path: Path) -> ParsedToml | None:
+    """A .toml file's text and table, read and parsed once; None when it cannot be (its loader then says why)."""
+    if path.suffix != ".toml" or not path.is_file():
+        return None
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    refuse_long_seed_lists(text, path)
+    try:
+        return text, parse_toml(text, path)
+    except UserError:
+        return None
+
+
 def is_campaign(path: Path) -> bool:
-    """A campaign file: a TOML file with a [baseline] table (campaigns/ is where they live, but that is not required)."""
+    """A campaign file: a TOML file with a [baseline] table (campaigns/ is where they live, but that is not
+    required)."""
     if path.suffix != ".toml" or not path.is_file():
         return False
     try:
@@ -131,15 +159,19 @@ def _arm_file(reference: Any, path: Path, text: str, key: str, arms_dir: Path) -
         raise error.at(path=path, line=toml_line(text, key), key=key) from None
 
 
-def load_campaign(path: Path, arms_dir: Path) -> Campaign:
-    """Read a campaign file and check that each variant differs from the baseline in exactly what it claims."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError("no such campaign file", path=path) from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise UserError(f"cannot read the campaign file: {error}", path=path) from None
-    data = parse_toml(text, path)
+def load_campaign(path: Path, arms_dir: Path, parsed: ParsedToml | None = None) -> Campaign:
+    """Read a campaign file (or take its text and table, parsed already) and check that each variant differs from
+    the baseline in exactly what it claims."""
+    if parsed is None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise UserError("no such campaign file", path=path) from None
+        except (OSError, UnicodeDecodeError) as error:
+            raise UserError(f"cannot read the campaign file: {error}", path=path) from None
+        refuse_long_seed_lists(text, path)
+        parsed = text, parse_toml(text, path)
+    text, data = parsed
     for key in data:
         if key not in CAMPAIGN_KEYS:
             raise _fail(
@@ -335,10 +367,13 @@ def select_arms(sources: list[Path], overrides: Overrides, arms_dir: Path) -> Se
     specs: list[tuple[ArmSpec, Path]] = []
     campaigns: list[Campaign] = []
     for source in sources:
-        if not is_campaign(source):
-            specs.append((apply_overrides(load_arm(source), overrides, source), source))
+        parsed = _parsed_toml(source)  # parsed once: a file of 100,000 seeds takes tomllib half a second
+        campaign_file = "baseline" in parsed[1] if parsed else is_campaign(source)
+        if not campaign_file:
+            spec = parse_arm(parsed[0], source, parsed[1]) if parsed else load_arm(source)
+            specs.append((apply_overrides(spec, overrides, source), source))
             continue
-        campaign = load_campaign(source, arms_dir)
+        campaign = load_campaign(source, arms_dir, parsed)
         campaigns.append(campaign)
         for arm in campaign.arms():
             spec = arm.spec.model_copy(update={"slurm": _slurm_under(campaign.slurm, arm.spec.slurm)})

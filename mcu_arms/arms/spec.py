@@ -559,9 +559,34 @@ def _table_keys(table: str) -> list[str]:
     return list(getattr(model, "model_fields", {}))
 
 
-def parse_arm(text: str, path: Path) -> ArmSpec:
-    """Validate an arm file's text. Every problem is reported with its line and what is allowed."""
-    data = parse_toml(text, path)
+# A `seeds = [` assignment (at any table), and a TOML comment: what the pre-parse bound on seed lists looks at.
+SEEDS_ASSIGNMENT = re.compile(r"^[ \t]*seeds[ \t]*=[ \t]*\[", re.MULTILINE)
+TOML_COMMENT = re.compile(r"#[^\n]*")
+
+
+def refuse_long_seed_lists(text: str, path: Path) -> None:
+    """Refuse a seed list past MAX_SEEDS_PER_ARM before tomllib parses it: tomllib takes about 5 µs an item, so a
+    list of 100,000 seeds would cost half a second only to be refused. Counted with C-speed string methods: at least
+    as many seeds as commas outside comments."""
+    for found in SEEDS_ASSIGNMENT.finditer(text):
+        end = text.find("]", found.end())
+        listed = TOML_COMMENT.sub("", text[found.end() : end if end >= 0 else len(text)])
+        if listed.count(",") > MAX_SEEDS_PER_ARM:
+            raise UserError(
+                f"{listed.count(',')} or more seeds are too many",
+                path=path,
+                line=text.count("\n", 0, found.start()) + 1,
+                key="seeds",
+                allowed=ALLOWED["seeds"],
+            )
+
+
+def parse_arm(text: str, path: Path, data: dict[str, Any] | None = None) -> ArmSpec:
+    """Validate an arm file's text (its table when the caller has parsed it already: a large file is parsed once).
+    Every problem is reported with its line and what is allowed."""
+    if data is None:
+        refuse_long_seed_lists(text, path)
+        data = parse_toml(text, path)
     data.setdefault("name", path.stem)
     try:
         return ArmSpec.model_validate(data)

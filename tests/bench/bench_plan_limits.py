@@ -1,5 +1,6 @@
-"""`mcu-arms plan --dry-run` at the size limits: an arm of 100,000 seeds is refused (target < 2 s), and planning is
-linear in the episodes it plans (the time per episode at 100 and at 1,000 seeds, and their ratio: ~1 when linear).
+"""`mcu-arms plan --dry-run` at the size limits: an arm and a campaign of 100,000 seeds are refused (target < 2 s as
+a whole `mcu-arms` process), and planning is linear in the episodes it plans (the time per episode at 100 and at
+1,000 seeds, and their ratio: ~1 when linear).
 
     python tests/bench/bench_plan_limits.py
 
@@ -57,11 +58,14 @@ def main() -> None:
         (project / "arms").mkdir()
         many = "seeds = [" + ", ".join(str(seed) for seed in range(100_000)) + "]"
         (project / "arms" / "many.toml").write_text(ARM.format(seeds=many))
-        inside, whole, code = _timed(project, "many")
-        print(
-            f"100,000 seeds: exit {code} (refused), {inside:.2f} s in-process, {whole:.2f} s as a process "
-            f"-> ratio {whole / REFUSAL_TARGET_S:.2f} of the {REFUSAL_TARGET_S:g} s target"
-        )
+        (project / "arms" / "small.toml").write_text(ARM.format(seeds=""))
+        (project / "arms" / "campaign.toml").write_text(f'name = "campaign"\n{many}\n\n[baseline]\narm = "small"\n')
+        for name, what in (("many", "an arm"), ("campaign", "a campaign")):
+            inside, whole, code = _timed(project, name)
+            print(
+                f"100,000 seeds in {what}: exit {code} (refused), {inside:.2f} s in-process, {whole:.2f} s as a "
+                f"process -> ratio {whole / REFUSAL_TARGET_S:.2f} of the {REFUSAL_TARGET_S:g} s target"
+            )
         per_episode = {}
         for count in (100, 1_000):
             (project / "arms" / f"r{count}.toml").write_text(ARM.format(seeds=f"replicates = {count}"))
