@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -71,6 +72,7 @@ def test_a_purple_that_dies_mid_run_fails_its_arm_naming_purple_while_the_other_
         assert failed["failure"]["process"] == "purple"
         assert "SIGKILL" in failed["failure"]["reason"] and "while the evaluation ran" in failed["failure"]["reason"]
         assert failed["failure"]["exit_code"] == -signal.SIGKILL
+        assert failed["processes"]["purple"]["signal"] == "SIGKILL"
         assert failed["steps_run"] and failed["steps_run"] >= 3
         assert report(project, "bystander")["status"] == "finished"
         assert alive(family) == [], "children outlived the run"
@@ -103,6 +105,44 @@ def test_sigint_stops_every_child_and_marks_the_report_interrupted(tmp_path: Pat
         assert "interrupted by SIGINT" in run.output
     finally:
         run.kill_if_running()
+
+
+def _status_processes(project: Path, state: Path, arm: str) -> dict[str, dict]:
+    done = run_cli(project, state, "status", "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    shown = next(entry for entry in json.loads(done.stdout)["arms"] if entry["arm"] == arm)
+    return {process["role"]: process for process in shown["processes"]}
+
+
+def test_each_child_s_exit_code_signal_and_last_status_are_kept_and_shown(tmp_path: Path) -> None:
+    """A finished run: the client exited 0 on its own (no signal); the servers were seen running, then stopped by
+    the supervisor's SIGTERM. A purple SIGKILLed mid-run: its signal is recorded. `status --json` shows the same."""
+    project, state = tmp_path / "project", tmp_path / "state"
+    write_arm(project, "calm", agent="noop", steps=5)
+    assert run_cli(project, state, "run", "--arm", "calm").returncode == 0
+    calm = report(project, "calm")["processes"]
+    assert (calm["client"]["exit_code"], calm["client"]["signal"]) == (0, None), calm["client"]
+    for role in ("green", "purple", "client"):
+        assert calm[role]["last_status"] in {psutil.STATUS_RUNNING, psutil.STATUS_SLEEPING, psutil.STATUS_ZOMBIE}
+    for role in ("green", "purple"):
+        assert (calm[role]["exit_code"] == 0) == (calm[role]["signal"] is None), calm[role]
+    shown = _status_processes(project, state, "calm")
+    assert (shown["client"]["exit_code"], shown["client"]["signal"]) == (0, None)
+
+    write_arm(project, "killed", agent="random", steps=5000, step_timeout=5)
+    run = Started(project, state, "run", "--arm", "killed")
+    try:
+        purple = wait_for(lambda: running_with_steps(project, "killed"), "the arm to run")["processes"]["purple"]
+        victim = psutil.Process(purple["pid"])
+        assert abs(victim.create_time() - purple["create_time"]) < 0.01, "the recorded pid is not that purple"
+        victim.send_signal(signal.SIGKILL)
+        assert run.wait(timeout=120) == 1, run.output
+    finally:
+        run.kill_if_running()
+    killed = report(project, "killed")["processes"]["purple"]
+    assert (killed["exit_code"], killed["signal"]) == (-signal.SIGKILL, "SIGKILL"), killed
+    assert killed["last_status"] in {psutil.STATUS_RUNNING, psutil.STATUS_SLEEPING, psutil.STATUS_ZOMBIE}
+    assert _status_processes(project, state, "killed")["purple"]["signal"] == "SIGKILL"
 
 
 SIGINT_POINTS = 10
@@ -172,6 +212,7 @@ def test_a_stopped_green_is_named_as_such_not_the_client_that_gave_up(tmp_path: 
         assert failure["process"] == "green", failure
         assert "green stopped (SIGSTOP" in failure["reason"] and "for 2" in failure["reason"], failure
         assert "client exited" not in failure["reason"], failure
+        assert report(project, "frozen")["processes"]["green"]["last_status"] == psutil.STATUS_STOPPED
     finally:
         if green is not None and green.is_running():
             green.send_signal(signal.SIGCONT)

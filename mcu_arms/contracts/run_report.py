@@ -49,6 +49,11 @@ class ProcessRecord(BaseModel):
     exit_code: int | None = None
     owner_token: str | None = None  # in the process's environment and its descendants': how orphans are found
     cgroup: str | None = None  # its own cgroup v2, where the host allows one: finds even those that drop the token
+    # What the supervisor last saw of it (absent from reports written before these were kept): psutil's status while
+    # it ran (psutil.STATUS_*: "running", "sleeping", "stopped"...), and the signal that ended it, by name (None when
+    # it exited on its own; "SIGTERM" when the supervisor stopped it at the end).
+    last_status: str | None = None
+    signal: str | None = None
 
     @field_validator("argv")
     @classmethod

@@ -47,6 +47,10 @@ class ProcessState(BaseModel):
     pid: int | None
     create_time: float | None
     alive: bool
+    # As the report keeps them (contracts/run_report.py ProcessRecord): None while it runs or in an older report.
+    last_status: str | None = None
+    exit_code: int | None = None
+    signal: str | None = None
 
 
 class LiveProcessState(BaseModel):
@@ -216,6 +220,9 @@ def _state_of(
                 pid=process.pid,
                 create_time=process.create_time,
                 alive=_alive(record, role, process.pid),
+                last_status=process.last_status,
+                exit_code=process.exit_code,
+                signal=process.signal,
             )
             for role, process in report.processes.items()
         ]

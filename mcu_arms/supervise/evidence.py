@@ -2,8 +2,9 @@
 than the first process that noticed (a client that gave up waiting on a frozen green says only "exited with code 1").
 
 The supervisor looks at each child every poll (`ChildWatch.observe`): its state as the OS reports it (psutil: a
-stopped process is in state T), since when it has been so, its exit code and the signal that ended it. When a write
-fails, the filesystem it was on is asked how much room it has left.
+stopped process is in state T), since when it has been so, its exit code and the signal that ended it; the report
+keeps them per process (`ChildWatch.state_of`). When a write fails, the filesystem it was on is asked how much room
+it has left.
 """
 
 from __future__ import annotations
@@ -29,19 +30,37 @@ DISK_FULL_BELOW_BYTES = 1024 * 1024
 NO_SPACE = re.compile(r"No space left on device(?:: '([^']+)')?")
 
 
+@dataclass(frozen=True)
+class ChildState:
+    """One child as the report keeps it: psutil's status when last seen running, its exit code, and the signal that
+    ended it (by name)."""
+
+    last_status: str | None
+    exit_code: int | None
+    signal: str | None
+
+
 @dataclass
 class ChildWatch:
     """What the supervisor has seen of its children's states, and since when."""
 
     stopped_since: dict[str, float] = field(default_factory=dict)
+    last_status: dict[str, str] = field(default_factory=dict)
 
     def observe(self, children: Mapping[str, Child]) -> None:
         now = time.monotonic()
         for role, child in children.items():
-            if _is_stopped(child):
+            status = _status(child)
+            if status is not None:
+                self.last_status[role] = status
+            if status in STOPPED_STATUSES:
                 self.stopped_since.setdefault(role, now)
             else:
                 self.stopped_since.pop(role, None)
+
+    def state_of(self, role: str, child: Child) -> ChildState:
+        code = child.poll()
+        return ChildState(last_status=self.last_status.get(role), exit_code=code, signal=signal_text(code))
 
     def stopped_for(self, role: str) -> float | None:
         since = self.stopped_since.get(role)
@@ -60,14 +79,18 @@ def stopped_text(role: str, seconds: float) -> str:
     return f"{role} stopped (SIGSTOP or SIGTSTP: process state T) for {seconds:.0f} s, answering nothing"
 
 
-def _is_stopped(child: Child) -> bool:
+STOPPED_STATUSES = frozenset({psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP})
+
+
+def _status(child: Child) -> str | None:
+    """psutil's status of the child while it is there and ours; None once it has gone."""
     process = child.process()
     if process is None:
-        return False
+        return None
     try:
-        return process.status() in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP)
+        return str(process.status())
     except psutil.Error:
-        return False
+        return None
 
 
 def signal_text(code: int | None) -> str | None:
@@ -114,7 +137,7 @@ def culprit(
         stopped = watch.stopped_for(role)
         if stopped is not None:
             return role, stopped_text(role, stopped)
-        ended_by = signal_text(children[role].poll())
+        ended_by = watch.state_of(role, children[role]).signal
         if ended_by is not None:
             return role, f"{role} was killed by {ended_by}"
     return None

@@ -577,13 +577,15 @@ class ArmRunner:
     def _stop_children(self) -> set[str]:
         """Stop every child; returns the roles that left a survivor."""
         survivors: set[str] = set()
+        self.watch.observe(self.children)  # each child's status as last seen, before the stop changes it
         for role in STOP_ORDER:
             child = self.children.get(role)
             if child is None:
                 continue
             outcome = child.stop(self.options.stop_grace_s)
             record = self.report.processes[role]
-            record.exit_code = child.exit_code
+            state = self.watch.state_of(role, child)
+            record.exit_code, record.last_status, record.signal = state.exit_code, state.last_status, state.signal
             if outcome.killed:
                 grace = self.options.stop_grace_s
                 self._record_alert(
