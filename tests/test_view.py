@@ -158,6 +158,59 @@ def test_a_growing_step_log_is_read_again(tmp_path: Path) -> None:
     assert site.episode(key).view.steps == 31
 
 
+def _scripted(site: Site, path: str) -> object:
+    return _script_value(site.get(path).data.decode())
+
+
+def _script_value(body: str) -> object:
+    """The value a data script (`window.X = ...`) or keyed script (`(window.X = ...)[k] = ...`) sets."""
+    return json.loads(body.split("] = " if body.startswith("(") else " = ", 1)[1].rstrip(";\n"))
+
+
+def test_a_large_log_s_first_page_is_served_before_its_index_is_built(tmp_path: Path) -> None:
+    """A log past the background size, opened for the first time: the page, its view and its first page of steps
+    come from the start of the log while the index is still to be built (held here until the test runs it); a later
+    page waits for it; once built the view is the whole log's and the index is cached beside it."""
+    run_dir = write_episode(tmp_path, "cx", steps=1200, frames=False)
+    log = steps_log(run_dir.green, TASK)
+    held: list = []
+    site = build(tmp_path, "cx")
+    site.background, site.background_from_bytes = held.append, 1
+    key = only_episode(site)
+    root = f"episodes/{key}"
+
+    page = site.get(f"{root}/index.html").data.decode()
+    assert 'id="indexing"' in page and "first 500 steps" in page
+    assert len(held) == 1 and not log.with_name(log.name + ".index").exists(), "indexed before the first page"
+    view = _scripted(site, f"{root}/data.js")
+    assert view["indexing"] and (view["steps"], view["last_step"], view["chunks"]) == (500, 499, 1)
+    written = [json.loads(line) for line in log.read_text().splitlines()[:500]]
+    served = _scripted(site, f"{root}/steps-0000.js")
+    assert [r["step"] for r in served] == list(range(500))
+    assert [(r["reward"], r["agent_ms"], r["info"]) for r in served] == [
+        (w["reward"], w["agent_ms"], w["info"]) for w in written
+    ]
+    assert not site.load(key).done
+
+    later = threading.Thread(target=lambda: held.append(site.get(f"{root}/steps-0002.js")))
+    later.start()
+    held[0]()  # the background pass
+    later.join(timeout=60)
+    assert [r["step"] for r in _script_value(held[1].data.decode())] == list(range(1000, 1200))
+    whole = _scripted(site, f"{root}/data.js")
+    assert whole["indexing"] is None and (whole["steps"], whole["chunks"]) == (1200, 3)
+    assert log.with_name(log.name + ".index").is_file()
+    assert 'id="indexing"' not in site.get(f"{root}/index.html").data.decode()
+
+
+def test_a_large_log_whose_index_is_cached_is_read_at_once(tmp_path: Path) -> None:
+    write_episode(tmp_path, "cx", steps=600, frames=False)
+    build(tmp_path, "cx").episode("cx-001-" + TASK)  # builds and caches the index
+    site = build(tmp_path, "cx")
+    site.background, site.background_from_bytes = lambda work: pytest.fail("indexed again"), 1
+    assert site.episode(only_episode(site)).view.steps == 600
+
+
 # --- the site's files ----------------------------------------------------------------------------------------------
 
 

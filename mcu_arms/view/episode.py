@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 from array import array
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -35,7 +37,15 @@ from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.evaluation import TaskMetrics
 from mcu_arms.contracts.run_report import RunReport, task_trouble
 from mcu_arms.contracts.states import INFRASTRUCTURE_CAUSES, OPEN_STATUSES
-from mcu_arms.contracts.steps import DEATHS_KEY, INVENTORY_KEY, VITAL_KEYS, StepLogIndex, StepRecord, frame_step
+from mcu_arms.contracts.steps import (
+    DEATHS_KEY,
+    INVENTORY_KEY,
+    VITAL_KEYS,
+    JsonlScan,
+    StepLogIndex,
+    StepRecord,
+    frame_step,
+)
 from mcu_arms.contracts.tasks import load_category
 from mcu_arms.layout import RunDir, frames_dir, purple_task_dirs, steps_log, turn_dir, turn_frame
 from mcu_arms.view.downsample import Events, Series, change_points, events, minmax_buckets
@@ -47,6 +57,9 @@ RECEIVED_SHOWN = 1000  # characters of the agent's reply shown per step (the ste
 TEXT_SHOWN = 64_000  # characters of a turn's prompt or an agent file shown
 STDERR_SHOWN = 4_000  # characters of the end of a turn's stderr shown
 AGENT_FILES_SHOWN = 200
+# A step log at least this large, without a current cached index, is indexed in the background on its first open
+# (about 65 ms a MB): the page is drawn from the log's first page of steps meanwhile.
+BACKGROUND_INDEX_BYTES = 8 * 1024 * 1024
 
 CountKind = Literal["infrastructure", "behaviour"]
 
@@ -141,6 +154,9 @@ class EpisodeView(BaseModel):
     no_effect: Events  # steps with an input this simulator could not carry out
     chunk_size: int = STEP_CHUNK  # details of steps k*chunk_size .. (k+1)*chunk_size - 1 are in chunk k
     chunks: int
+    # Set while the step log is being indexed on its first open: the view is of its first page of steps only, and
+    # says so; the page reloads once the index is done.
+    indexing: str | None = None
 
 
 class StepDetail(BaseModel):
@@ -179,14 +195,94 @@ class AgentFile(BaseModel):
 @dataclass
 class EpisodeData:
     """An episode read once: the page's view, and the step log's index its pages of step details are read through
-    (one page at a time, from the log: the log is never held)."""
+    (one page at a time, from the log: the log is never held). Before the index exists, the view of the log's first
+    page of steps and those steps (`head`), read from the start of the log."""
 
     source: EpisodeSource
     view: EpisodeView
-    index: StepLogIndex
+    index: StepLogIndex | None
+    head: list[StepRecord] = field(default_factory=list)
 
     def chunk(self, index: int) -> list[StepDetail]:
-        return [step_detail(record) for record in self.index.page(index * STEP_CHUNK, (index + 1) * STEP_CHUNK)]
+        if self.index is None:
+            records = [record for record in self.head if index * STEP_CHUNK <= record.step < (index + 1) * STEP_CHUNK]
+        else:
+            records = self.index.page(index * STEP_CHUNK, (index + 1) * STEP_CHUNK)
+        return [step_detail(record) for record in records]
+
+
+def in_a_thread(work: Callable[[], None]) -> None:
+    threading.Thread(target=work, name="step-log-index", daemon=True).start()
+
+
+class EpisodeLoad:
+    """An episode being read for the viewer. A small log, or one whose index is cached, is read at once; a large one
+    opened for the first time is read from its start up to its first page of steps (the page paints from that in
+    well under a second) while `background` runs the whole pass that indexes and summarises it."""
+
+    def __init__(
+        self,
+        source: EpisodeSource,
+        background: Callable[[Callable[[], None]], None] = in_a_thread,
+        background_from_bytes: int = BACKGROUND_INDEX_BYTES,
+    ) -> None:
+        self.source = source
+        self._done = threading.Event()
+        self._data: EpisodeData | None = None
+        self._error: Exception | None = None
+        self.head: EpisodeData | None = None
+        log = steps_log(source.green_dir, source.task)
+        if _index_is_cached(log) or not _at_least(log, background_from_bytes):
+            self._build()
+        else:
+            self.head = read_episode_head(source)
+            background(self._build)
+
+    def _build(self) -> None:
+        try:
+            self._data = read_episode(self.source)
+        except Exception as error:  # raised again to whoever asks for the episode
+            self._error = error
+        finally:
+            self._done.set()
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def current(self) -> EpisodeData:
+        """The whole episode when it has been read, else the view of its first page of steps."""
+        if self.head is not None and not self.done:
+            return self.head
+        return self.complete()
+
+    def complete(self) -> EpisodeData:
+        """The whole episode, waiting for its index when it is still being built."""
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        assert self._data is not None
+        return self._data
+
+    def chunk(self, index: int) -> list[StepDetail] | None:
+        """Chunk `index` of step details (None when there is no such chunk): the first from the log's head while the
+        index is built, any other once it is."""
+        if self.head is not None and not self.done and index < self.head.view.chunks:
+            return self.head.chunk(index)
+        data = self.complete()
+        return data.chunk(index) if index < data.view.chunks else None
+
+
+def _index_is_cached(log: Path) -> bool:
+    index = StepLogIndex.load(log)
+    return index is not None and index.kind == SUMMARY_KIND and index.summary is not None
+
+
+def _at_least(log: Path, size: int) -> bool:
+    try:
+        return log.stat().st_size >= size
+    except OSError:
+        return False  # read_episode says what is wrong with it
 
 
 class StepSummary(BaseModel):
@@ -488,21 +584,64 @@ def turn_detail(source: EpisodeSource, record: TurnRecord) -> TurnDetail:
     )
 
 
-def read_episode(source: EpisodeSource) -> EpisodeData:
+def _step_log(source: EpisodeSource) -> Path:
     log = steps_log(source.green_dir, source.task)
     if log.is_symlink():
         raise UserError("the step log is a link this project did not make: not followed", path=log)
+    return log
+
+
+def read_episode(source: EpisodeSource) -> EpisodeData:
+    log = _step_log(source)
     index, summary = step_summary(log)
+    view = _episode_view(source, log, summary, index.invalid, index.torn)
+    return EpisodeData(source=source, view=view, index=index)
+
+
+def read_episode_head(source: EpisodeSource) -> EpisodeData:
+    """The episode as far as its log's first page of steps (read from the start of the log, in order): what the page
+    shows while the whole log is indexed. Out of order steps end the head early; their page waits for the index."""
+    log = _step_log(source)
+    summariser = _Summariser()
+    head: list[StepRecord] = []
+    scan = JsonlScan(log, StepRecord)
+    complete_page = False
+    for _, _, record in scan:
+        if record.step >= STEP_CHUNK or (head and record.step < head[-1].step):
+            complete_page = record.step >= STEP_CHUNK
+            break
+        head.append(record)
+        summariser.add(record)
+    else:
+        complete_page = True  # the whole log, in order
+    size = log.stat().st_size
+    indexing = (
+        f"the step log ({size / 2**20:.0f} MB) is being indexed, the first time it is opened: this page shows its "
+        f"first {len(head)} steps until that is done, then reloads"
+    )
+    view = _episode_view(source, log, summariser.summary(), scan.invalid, False, indexing=indexing)
+    view.chunks = 1 if complete_page else 0
+    return EpisodeData(source=source, view=view, index=None, head=head)
+
+
+def _episode_view(
+    source: EpisodeSource,
+    log: Path,
+    summary: StepSummary,
+    invalid: int,
+    torn: bool,
+    indexing: str | None = None,
+) -> EpisodeView:
     report = source.report
     agent = report.settings.agent
-    counts, counts_source = _counts(source, summary, index.invalid, index.torn)
+    counts, counts_source = _counts(source, summary, invalid, torn)
     view_alerts = []
-    if index.invalid:
-        view_alerts.append(f"{index.invalid} line(s) of {log} are not step records and are not shown")
+    if invalid:
+        view_alerts.append(f"{invalid} line(s) of {log} are not step records and are not shown")
     if not summary.steps:
         view_alerts.append(f"{log} holds no step yet")
     metrics = source.metrics
-    view = EpisodeView(
+    return EpisodeView(
         title=f"{source.arm} · episode {source.run_dir.number:03d} · {source.task}",
         arm=source.arm,
         episode=source.run_dir.number,
@@ -535,8 +674,8 @@ def read_episode(source: EpisodeSource) -> EpisodeData:
         notes=list(report.notes),
         no_effect=summary.no_effect,
         chunks=summary.last_step // STEP_CHUNK + 1 if summary.steps else 0,
+        indexing=indexing,
     )
-    return EpisodeData(source=source, view=view, index=index)
 
 
 def step_summary(log: Path) -> tuple[StepLogIndex, StepSummary]:

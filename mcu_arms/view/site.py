@@ -23,7 +23,7 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -41,11 +41,13 @@ from mcu_arms.layout import RunDir, episode_name, frames_dir, known_arms, logged
 from mcu_arms.report.analysis import Analysis, analyse
 from mcu_arms.report.plot import plot_data
 from mcu_arms.view.episode import (
+    BACKGROUND_INDEX_BYTES,
     EpisodeData,
+    EpisodeLoad,
     EpisodeSource,
     agent_files,
+    in_a_thread,
     purple_episodes,
-    read_episode,
     regular_file,
     turn_detail,
 )
@@ -168,7 +170,10 @@ class Site:
     comparison: Analysis
     sources: dict[str, EpisodeSource]  # by episode id
     generated_at: datetime
-    _episodes: dict[str, tuple[tuple[int, int], EpisodeData]] = field(default_factory=dict)
+    # How a large step log opened for the first time is indexed while its first page is shown (EpisodeLoad).
+    background: Callable[[Callable[[], None]], None] = in_a_thread
+    background_from_bytes: int = BACKGROUND_INDEX_BYTES
+    _episodes: dict[str, tuple[tuple[int, int], EpisodeLoad]] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -198,13 +203,18 @@ class Site:
         ]
 
     def episode(self, key: str) -> EpisodeData:
-        """The episode read from disk, again whenever its step log has grown (a run being watched live)."""
+        """The episode as far as it has been read (its first page of steps while a large log is first indexed)."""
+        return self.load(key).current()
+
+    def load(self, key: str) -> EpisodeLoad:
+        """The episode read from disk, again whenever its step log has grown (a run being watched live), unless a
+        read of it is still under way (one pass over a log at a time)."""
         source = self.sources[key]
         log = steps_log(source.green_dir, source.task).stat()
         version = (log.st_size, log.st_mtime_ns)
         cached = self._episodes.get(key)
-        if cached is None or cached[0] != version:
-            cached = (version, read_episode(source))
+        if cached is None or (cached[0] != version and cached[1].done):
+            cached = (version, EpisodeLoad(source, self.background, self.background_from_bytes))
             self._episodes[key] = cached
         return cached[1]
 
@@ -218,7 +228,7 @@ class Site:
         for asset in sorted(STATIC_DIR.iterdir()):
             yield f"{ASSETS}/{asset.name}"
         for key in self.sources:
-            data = self.episode(key)
+            data = self.load(key).complete()
             root = f"{EPISODES}/{key}"
             yield from (f"{root}/{INDEX}", f"{root}/data.js", f"{root}/agent-files.js")
             yield from (f"{root}/steps-{index:04d}.js" for index in range(data.view.chunks))
@@ -261,7 +271,8 @@ class Site:
                 return None
             frame = source.purple_task_dir / TURN_FRAMES_DIR / name
             return Content(media_type, file=frame) if regular_file(frame) else None
-        data = self.episode(key)
+        load = self.load(key)
+        data = load.current()
         if rest == [INDEX]:
             return Content(media_type, render_episode(data.view, self.generated_at).encode())
         if rest == ["data.js"]:
@@ -270,10 +281,12 @@ class Site:
             files = [item.model_dump(mode="json") for item in agent_files(source)]
             return Content(media_type, script("MCU_AGENT_FILES", files))
         chunk = re.fullmatch(r"steps-(\d{4})\.js", name)
-        if len(rest) == 1 and chunk and int(chunk.group(1)) < data.view.chunks:
+        if len(rest) == 1 and chunk:
             index = int(chunk.group(1))
-            details = [detail.model_dump(mode="json") for detail in data.chunk(index)]
-            return Content(media_type, keyed_script("MCU_STEPS", index, details))
+            found = load.chunk(index)
+            if found is None:
+                return None
+            return Content(media_type, keyed_script("MCU_STEPS", index, [d.model_dump(mode="json") for d in found]))
         turn = re.fullmatch(r"turn-(\d{4,})\.js", name)
         if len(rest) == 2 and rest[0] == "turns" and turn:
             record = next((r for r in source.turn_records if r.turn == int(turn.group(1))), None)

@@ -1,6 +1,7 @@
 """`mcu-arms view` on a 250 MB step log: the server's peak RSS (target < 300 MB: the log is streamed, never held) and
-the episode page's first paint (target < 2 s) in headless Chromium, both when the log is opened the first time (the
-index is built in one streaming pass and cached beside the log) and once its index is cached.
+the episode page's first paint (target < 2 s) in headless Chromium, both when the log is opened the first time (cold:
+the page is drawn from the log's first page of steps while the index is built in one streaming pass in the
+background, then cached beside the log, and the page reloads itself once it is) and once its index is cached.
 
     python tests/bench/bench_view_large_log.py [--mb 250]
 
@@ -17,6 +18,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -25,7 +27,7 @@ TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
 
 from bench_view import _url_of  # noqa: E402
-from browser import chromium_missing, start_browser  # noqa: E402
+from browser import Browser, CDPError, chromium_missing, start_browser  # noqa: E402
 from view_episodes import TASK, write_episode  # noqa: E402
 
 from mcu_arms.contracts.steps import MAX_RECEIVED_CHARS  # noqa: E402
@@ -61,11 +63,41 @@ def _peak_rss_mb(pid: int) -> float:
     raise SystemExit(f"no VmHWM for pid {pid}")
 
 
-def _load(url: str, steps: int) -> tuple[float, float]:
+def _indexing(url: str) -> bool:
+    with urllib.request.urlopen(f"{url}{PAGE}data.js", timeout=120) as response:
+        return b'"indexing":null' not in response.read()
+
+
+def _whole_log_drawn(browser: Browser, deadline: float) -> None:
+    """Wait for the page to have reloaded itself with the whole log's view (a reload in progress fails a probe)."""
+    drawn = "window.VIEWER_READY === true && !!window.MCU_EPISODE && !window.MCU_EPISODE.indexing"
+    while True:
+        try:
+            browser.wait_for(drawn, timeout=max(1.0, deadline - time.monotonic()))
+            return
+        except CDPError:
+            if time.monotonic() > deadline:
+                raise
+
+
+def _load(url: str) -> tuple[float, float, int, float | None]:
+    """(first paint ms, timelines drawn ms, steps the first page shows, seconds until the page showed the whole log
+    when it first showed only its head, else None)."""
     with start_browser(window=(1400, 1000)) as browser:
+        started = time.monotonic()
         timings = browser.open(url + PAGE + "index.html", timeout=120)
         browser.wait_for("window.VIEWER_READY === true", timeout=120)
-        return timings["firstPaint"], browser.run_js("window.READY_AT")
+        drawn, shown, partial = browser.run_js(
+            "[window.READY_AT, window.MCU_EPISODE.steps, !!window.MCU_EPISODE.indexing]"
+        )
+        whole = None
+        if partial:
+            polled = threading.Event()
+            while _indexing(url):
+                polled.wait(0.5)
+            _whole_log_drawn(browser, time.monotonic() + 120)
+            whole = time.monotonic() - started
+        return timings["firstPaint"], drawn, shown, whole
 
 
 def main() -> None:
@@ -90,10 +122,12 @@ def main() -> None:
         try:
             url = _url_of(view, [])
             paints = {}
-            for label in ("first open (index built)", "index cached"):
-                paint, drawn = _load(url, steps)
+            for label in ("cold first open (no cached index)", "index cached"):
+                paint, drawn, shown, whole = _load(url)
                 paints[label] = paint
-                print(f"{label}: first paint {paint:.0f} ms, timelines drawn {drawn:.0f} ms")
+                print(f"{label}: first paint {paint:.0f} ms, timelines drawn {drawn:.0f} ms, showing {shown} steps")
+                if whole is not None:
+                    print(f"  index built in the background; the page reloaded with all {steps} steps at {whole:.1f} s")
             far = (steps * 3 // 4) // 500
             started = time.monotonic()
             with urllib.request.urlopen(f"{url}{PAGE}steps-{far:04d}.js", timeout=60) as response:

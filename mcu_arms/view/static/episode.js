@@ -296,6 +296,16 @@
     moveCursor();
   });
 
+  // A large step log opened for the first time: the server indexes it while this page shows its first steps. It is
+  // asked again every second; once the log is indexed the page is drawn anew from the whole of it.
+  function awaitIndex(attempt) {
+    loadScript('data.js?indexed=' + attempt).then(() => {
+      if (window.MCU_EPISODE.indexing) setTimeout(() => awaitIndex(attempt + 1), 1000);
+      else location.reload();
+    }, () => {});
+  }
+  if ($('indexing')) awaitIndex(1);
+
   window.viewer = {
     seek, play, pause, frameFor, stepAtClientX, clientXOfStep,
     points: () => Object.fromEntries(gd.data.map(t => [t.name, t.x.length])),
