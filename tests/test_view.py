@@ -203,6 +203,24 @@ def test_a_large_log_s_first_page_is_served_before_its_index_is_built(tmp_path: 
     assert 'id="indexing"' not in site.get(f"{root}/index.html").data.decode()
 
 
+def test_a_large_log_that_grew_shows_its_previous_reading_while_it_is_read_again(tmp_path: Path) -> None:
+    """A run going on: the page is never sent back to the log's head (which would reload it again and again)."""
+    run_dir = write_episode(tmp_path, "cx", steps=700, frames=False)
+    held: list = []
+    site = build(tmp_path, "cx")
+    site.background, site.background_from_bytes = held.append, 1
+    key = only_episode(site)
+    assert site.episode(key).view.indexing
+    held.pop()()
+    assert site.episode(key).view.steps == 700
+    with steps_log(run_dir.green, TASK).open("a") as log:
+        log.write(step_records(701)[700].model_dump_json() + "\n")
+    meanwhile = site.episode(key).view
+    assert (meanwhile.steps, meanwhile.indexing) == (700, None) and len(held) == 1
+    held.pop()()
+    assert site.episode(key).view.steps == 701
+
+
 def test_a_large_log_whose_index_is_cached_is_read_at_once(tmp_path: Path) -> None:
     write_episode(tmp_path, "cx", steps=600, frames=False)
     build(tmp_path, "cx").episode("cx-001-" + TASK)  # builds and caches the index

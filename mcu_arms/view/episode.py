@@ -218,13 +218,15 @@ def in_a_thread(work: Callable[[], None]) -> None:
 class EpisodeLoad:
     """An episode being read for the viewer. A small log, or one whose index is cached, is read at once; a large one
     opened for the first time is read from its start up to its first page of steps (the page paints from that in
-    well under a second) while `background` runs the whole pass that indexes and summarises it."""
+    well under a second) while `background` runs the whole pass that indexes and summarises it. A large log read
+    again because it grew (a run going on) shows its `previous` reading meanwhile, never its head again."""
 
     def __init__(
         self,
         source: EpisodeSource,
         background: Callable[[Callable[[], None]], None] = in_a_thread,
         background_from_bytes: int = BACKGROUND_INDEX_BYTES,
+        previous: EpisodeData | None = None,
     ) -> None:
         self.source = source
         self._done = threading.Event()
@@ -235,7 +237,7 @@ class EpisodeLoad:
         if _index_is_cached(log) or not _at_least(log, background_from_bytes):
             self._build()
         else:
-            self.head = read_episode_head(source)
+            self.head = previous if previous is not None else read_episode_head(source)
             background(self._build)
 
     def _build(self) -> None:
@@ -250,8 +252,14 @@ class EpisodeLoad:
     def done(self) -> bool:
         return self._done.is_set()
 
+    @property
+    def read(self) -> EpisodeData | None:
+        """The whole episode, once it has been read without error."""
+        return self._data if self.done else None
+
     def current(self) -> EpisodeData:
-        """The whole episode when it has been read, else the view of its first page of steps."""
+        """The whole episode when it has been read, else the view of its first page of steps (or the previous
+        reading)."""
         if self.head is not None and not self.done:
             return self.head
         return self.complete()

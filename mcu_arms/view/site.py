@@ -214,7 +214,8 @@ class Site:
         version = (log.st_size, log.st_mtime_ns)
         cached = self._episodes.get(key)
         if cached is None or (cached[0] != version and cached[1].done):
-            cached = (version, EpisodeLoad(source, self.background, self.background_from_bytes))
+            previous = cached[1].read if cached is not None else None
+            cached = (version, EpisodeLoad(source, self.background, self.background_from_bytes, previous))
             self._episodes[key] = cached
         return cached[1]
 
