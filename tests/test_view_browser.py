@@ -19,18 +19,23 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from browser import Browser, chromium_missing, start_browser
+from browser import Browser, CDPError, chromium_missing, start_browser
+from cli_support import make_environment
 from run_helpers import Started, run_cli, wait_for
+from view_episodes import write_episode
 
 from mcu_arms.contracts.agent_report import read_episode_report, turn_at_step
 from mcu_arms.contracts.steps import StepRecord, read_jsonl
+from mcu_arms.view.server import SiteHolder, open_server, url_of
+from mcu_arms.view.site import Site
 
 pytestmark = [
     pytest.mark.slow,
@@ -312,6 +317,44 @@ def test_the_recorder_sees_every_request_that_leaves_loopback(tmp_path: Path) ->
                 return {urlsplit(request["url"]).hostname or "" for request in browser.external_requests()}
 
             assert wait_for(lambda: wanted <= hosts(), "every remote request to be recorded", timeout=20)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_large_log_first_shown_from_its_head_reloads_whole_once_indexed(tmp_path: Path) -> None:
+    """A log opened cold: the page paints from its first 500 steps and shows step 0's details while the index is
+    still to be built (held until the test runs it); once built, the page reloads itself with every step."""
+    write_episode(tmp_path, "big", steps=1200, frames=False)
+    env, _, _ = make_environment(tmp_path, {})
+    held: list[Callable[[], None]] = []
+
+    def site() -> Site:
+        built = Site.build(["big"], env)
+        built.background, built.background_from_bytes = held.append, 1
+        return built
+
+    server = open_server(SiteHolder(site), "127.0.0.1", 0, None)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with start_browser(window=(1400, 1000)) as browser:
+            browser.open(f"{url_of(server, '127.0.0.1')}episodes/big-001-{TASK}/index.html", timeout=60)
+            browser.wait_for("window.VIEWER_READY === true", timeout=60)
+            assert browser.run_js("window.MCU_EPISODE.steps") == 500
+            assert "first 500 steps" in browser.run_js("document.getElementById('indexing').textContent")
+            browser.wait_for("document.getElementById('step-detail').dataset.step === '0'", timeout=30)
+            assert len(held) == 1, "indexed before the first page was shown"
+            held.pop()()
+            whole = "window.VIEWER_READY === true && window.MCU_EPISODE.steps === 1200"
+            deadline = time.monotonic() + 60
+            while True:
+                try:  # a probe that lands during the reload fails; the next one sees the new page
+                    browser.wait_for(whole, timeout=max(1.0, deadline - time.monotonic()))
+                    break
+                except CDPError:
+                    if time.monotonic() > deadline:
+                        raise
+            assert browser.run_js("document.getElementById('indexing') === null")
     finally:
         server.shutdown()
         server.server_close()
