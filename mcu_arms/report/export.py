@@ -11,7 +11,8 @@
 
 The episodes are the ones the analysis used: per arm, its finished replicates of one experiment (interrupted and
 failed episodes never). Nothing here computes a statistic. The rows are built here without pandas;
-`mcu_arms.results` hands them to notebooks as DataFrames.
+`mcu_arms.results` hands them to notebooks as DataFrames. The step table is streamed: its rows go to the CSV (and
+the Parquet file, a row group per chunk) STEP_CHUNK at a time, so memory is bounded by a chunk, not by the steps.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from mcu_arms.contracts.steps import STEPS_FILE, JsonlScan, StepRecord
+from pydantic import BaseModel, ConfigDict, Field
+
+from mcu_arms.contracts.steps import STEPS_FILE, JsonlScan
 from mcu_arms.layout import RunDir, episode_name
 from mcu_arms.report.analysis import Analysis, ArmAnalysis
 from mcu_arms.report.compare import CSV_COLUMNS, tidy_numbers
@@ -45,6 +48,23 @@ STEP_COLUMNS = (
     "milestones",
 )
 VITALS = ("health", "food", "drink", "energy")
+STEP_CHUNK = 4096  # step rows held at once while exporting
+
+
+class StepExport(BaseModel):
+    """The part of a contracts/steps.py StepRecord the step table shows; parsing skips the rest (the reply, the
+    action). Same names and meaning as StepRecord's."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    step: int
+    t: float
+    noop_cause: str | None = None
+    agent_ms: float
+    sim_ms: float
+    reward: float = 0.0
+    events: list[dict[str, Any]] = Field(default_factory=list)
+    info: dict[str, Any] = Field(default_factory=dict)
 
 
 def _run_dirs(arm: ArmAnalysis) -> Iterator[tuple[RunDir, int, int]]:
@@ -76,7 +96,7 @@ def step_rows(result: Analysis) -> Iterator[dict[str, Any]]:
     for arm in result.arms:
         for run_dir, episode, seed in _run_dirs(arm):
             for path in sorted(run_dir.green.glob(f"*/{STEPS_FILE}")):
-                for _, _, record in JsonlScan(path, StepRecord):
+                for _, _, record in JsonlScan(path, StepExport):
                     row: dict[str, Any] = {
                         "arm": arm.arm,
                         "episode": episode,
@@ -101,13 +121,60 @@ def _write_csv(path: Path, columns: tuple[str, ...], rows: Any) -> None:
         writer.writerows(rows)
 
 
-def _write_parquet(path: Path, columns: tuple[str, ...], rows: list[dict[str, Any]]) -> None:
+def _arrow_table(columns: tuple[str, ...], rows: list[dict[str, Any]], schema: Any = None) -> Any:
     import pyarrow as pa
+
+    return pa.table({column: [row.get(column) for row in rows] for column in columns}, schema=schema)
+
+
+def _write_parquet(path: Path, columns: tuple[str, ...], rows: list[dict[str, Any]]) -> None:
     import pyarrow.parquet as pq
 
-    table = pa.table({column: [row.get(column) for row in rows] for column in columns})
     with path.open("xb") as handle:
-        pq.write_table(table, handle)
+        pq.write_table(_arrow_table(columns, rows), handle)
+
+
+def _chunks(rows: Iterator[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
+    chunk: list[dict[str, Any]] = []
+    for row in rows:
+        chunk.append(row)
+        if len(chunk) == STEP_CHUNK:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _write_steps(csv_path: Path, parquet_path: Path | None, rows: Iterator[dict[str, Any]]) -> None:
+    """One pass over the step logs into the CSV and, when given, the Parquet file: a chunk of rows at a time. The
+    Parquet schema is fixed by the first chunk; a later chunk's column that was empty until then is cast to it."""
+    with csv_path.open("x", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=STEP_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        if parquet_path is None:
+            for chunk in _chunks(rows):
+                writer.writerows(chunk)
+            return
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        parquet: Any = None
+        with parquet_path.open("xb") as binary:
+            try:
+                for chunk in _chunks(rows):
+                    writer.writerows(chunk)
+                    if parquet is None:
+                        table = _arrow_table(STEP_COLUMNS, chunk)
+                        schema = pa.schema(
+                            [f.with_type(pa.string()) if pa.types.is_null(f.type) else f for f in table.schema]
+                        )
+                        parquet = pq.ParquetWriter(binary, schema)
+                    parquet.write_table(_arrow_table(STEP_COLUMNS, chunk, parquet.schema))
+                if parquet is None:
+                    pq.write_table(_arrow_table(STEP_COLUMNS, []), binary)
+            finally:
+                if parquet is not None:
+                    parquet.close()
 
 
 EXPORT_FILES = ("analysis.json", "numbers.csv", "tidy.csv", "steps.csv", "tidy.parquet", "steps.parquet")
@@ -123,15 +190,15 @@ def write_export(result: Analysis, directory: Path) -> list[Path]:
     import importlib.util
 
     directory.mkdir(parents=True, exist_ok=True)
-    tidy, steps = tidy_rows(result), list(step_rows(result))
+    parquet = importlib.util.find_spec("pyarrow") is not None
+    tidy = tidy_rows(result)
     written = [directory / name for name in EXPORT_FILES[:4]]
     with written[0].open("x", encoding="utf-8") as handle:
         handle.write(result.model_dump_json(indent=2))
-    _write_csv(written[1], CSV_COLUMNS, [dict(zip(CSV_COLUMNS, row)) for row in tidy_numbers(result)])
+    _write_csv(written[1], CSV_COLUMNS, [dict(zip(CSV_COLUMNS, row, strict=True)) for row in tidy_numbers(result)])
     _write_csv(written[2], TIDY_COLUMNS, tidy)
-    _write_csv(written[3], STEP_COLUMNS, steps)
-    if importlib.util.find_spec("pyarrow") is not None:
-        for name, columns, rows in (("tidy", TIDY_COLUMNS, tidy), ("steps", STEP_COLUMNS, steps)):
-            _write_parquet(directory / f"{name}.parquet", columns, rows)
-            written.append(directory / f"{name}.parquet")
+    _write_steps(written[3], directory / "steps.parquet" if parquet else None, step_rows(result))
+    if parquet:
+        _write_parquet(directory / "tidy.parquet", TIDY_COLUMNS, tidy)
+        written += [directory / "tidy.parquet", directory / "steps.parquet"]
     return written

@@ -40,6 +40,16 @@ class KaplanMeierPoint(BaseModel):
     band: Interval  # pointwise band of S(step)
 
 
+class ReachingCurve(BaseModel):
+    """1 − S by step: the share of episodes that reached the milestone, with its band — what `--plot` and the viewer
+    draw, a step function starting at (0, 0)."""
+
+    steps: list[float]  # 0, then each step at which an episode reached it or ended
+    reached: list[float]
+    low: list[float]  # 1 − the band's upper S
+    high: list[float]  # 1 − the band's lower S
+
+
 class KaplanMeier(BaseModel):
     n: int
     reached: int
@@ -51,6 +61,14 @@ class KaplanMeier(BaseModel):
     reached_by_cap_band: Interval
     method: str = KM_METHOD
     median_method: str = MEDIAN_METHOD
+
+    def reaching(self) -> ReachingCurve:
+        return ReachingCurve(
+            steps=[0.0, *(point.step for point in self.points)],
+            reached=[0.0, *(1 - point.not_reached for point in self.points)],
+            low=[0.0, *(1 - point.band.high for point in self.points)],
+            high=[0.0, *(1 - point.band.low for point in self.points)],
+        )
 
     def median_text(self) -> str:
         if self.median is None:
