@@ -117,16 +117,18 @@ def cached_analysis(
     episode: int | None = None,
     experiments: list[str] | None = None,
     show_all: bool = False,
-    compute: Callable[..., Analysis] = analyse,
+    compute: Callable[..., Analysis] | None = None,
 ) -> Analysis:
     """`analyse`'s result for these arguments: read back when its key's cache file is valid, else computed (by
-    `compute`) and cached. Errors (an unknown arm, an ambiguous experiment) are never cached: they are raised."""
+    `compute`, `analyse` by default) and cached. Errors (an unknown arm, an ambiguous experiment) are never cached."""
     key = analysis_key(items, env, baseline=baseline, episode=episode, experiments=experiments, show_all=show_all)
     directory = cache_dir(env)
     path = directory / f"{key}{CACHE_SUFFIX}"
     found = _read(path)
     if found is not None:
         return found
-    result = compute(items, env, baseline=baseline, episode=episode, experiments=experiments, show_all=show_all)
+    result = (compute or analyse)(
+        items, env, baseline=baseline, episode=episode, experiments=experiments, show_all=show_all
+    )
     _write(directory, path, result)
     return result
