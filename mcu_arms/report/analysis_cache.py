@@ -1,7 +1,7 @@
 """The Analysis, cached per set of episodes: `view`'s index requests and `report --html` read it back instead of
 recomputing it while nothing it depends on has changed.
 
-The key hashes everything `analyse` reads: the question (items, baseline, --run, --experiment, --all), the analysis
+The key hashes everything `analyse` reads: the question (the items and every option: baseline, --run, ...), the analysis
 code (its schema version and the bytes of report/analysis.py, stats.py and methods/), every arm and campaign file in
 arms/ and each one named, and per arm every episode dir with its report's bytes. A report that changes, appears or
 goes gives another key. The cache is a file per key in output/.analysis-cache/ (a dot-name: never taken for an arm),
@@ -12,9 +12,11 @@ recomputed, so an unreadable or invalid one is ignored and rebuilt, and the olde
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -46,18 +48,10 @@ def _file_bytes(path: Path) -> bytes:
         return f"\0unreadable {error.errno}".encode()
 
 
-def analysis_key(
-    items: list[str],
-    env: Environment,
-    *,
-    baseline: str | None,
-    episode: int | None,
-    experiments: list[str] | None,
-    show_all: bool,
-) -> str:
+def analysis_key(items: list[str], env: Environment, options: dict[str, Any]) -> str:
     """The hash of the question, the analysis code and every file the analysis of these episodes reads."""
     digest = hashlib.sha256(_code_digest().encode())
-    digest.update(repr((items, baseline, episode, sorted(experiments or []), show_all)).encode())
+    digest.update(json.dumps([items, options], sort_keys=True, default=str).encode())
     sources = sorted(env.arms_dir.glob("*.toml")) if env.arms_dir.is_dir() else []
     targets = resolve_targets(items, env)
     sources += [target.source for target in targets if target.source is not None]
@@ -110,25 +104,16 @@ def _prune(directory: Path) -> None:
 
 
 def cached_analysis(
-    items: list[str],
-    env: Environment,
-    *,
-    baseline: str | None = None,
-    episode: int | None = None,
-    experiments: list[str] | None = None,
-    show_all: bool = False,
-    compute: Callable[..., Analysis] | None = None,
+    items: list[str], env: Environment, *, compute: Callable[..., Analysis] | None = None, **options: Any
 ) -> Analysis:
-    """`analyse`'s result for these arguments: read back when its key's cache file is valid, else computed (by
-    `compute`, `analyse` by default) and cached. Errors (an unknown arm, an ambiguous experiment) are never cached."""
-    key = analysis_key(items, env, baseline=baseline, episode=episode, experiments=experiments, show_all=show_all)
+    """`analyse(items, env, **options)`: read back when its key's cache file is valid, else computed (by `compute`,
+    `analyse` by default) and cached. Errors (an unknown arm, an ambiguous experiment) are never cached."""
+    key = analysis_key(items, env, options)
     directory = cache_dir(env)
     path = directory / f"{key}{CACHE_SUFFIX}"
     found = _read(path)
     if found is not None:
         return found
-    result = (compute or analyse)(
-        items, env, baseline=baseline, episode=episode, experiments=experiments, show_all=show_all
-    )
+    result = (compute or analyse)(items, env, **options)
     _write(directory, path, result)
     return result
