@@ -47,7 +47,6 @@ STEP_COLUMNS = (
     "energy",
     "milestones",
 )
-VITALS = ("health", "food", "drink", "energy")
 STEP_CHUNK = 4096  # step rows held at once while exporting
 
 
@@ -92,26 +91,36 @@ def tidy_rows(result: Analysis) -> list[dict[str, Any]]:
     return rows
 
 
-def step_rows(result: Analysis) -> Iterator[dict[str, Any]]:
+def step_values(result: Analysis) -> Iterator[tuple[Any, ...]]:
+    """One tuple per step of every episode used, its values in STEP_COLUMNS order (what the step table writes)."""
     for arm in result.arms:
         for run_dir, episode, seed in _run_dirs(arm):
             for path in sorted(run_dir.green.glob(f"*/{STEPS_FILE}")):
+                task = path.parent.name
                 for _, _, record in JsonlScan(path, StepExport):
-                    row: dict[str, Any] = {
-                        "arm": arm.arm,
-                        "episode": episode,
-                        "seed": seed,
-                        "task": path.parent.name,
-                        "step": record.step,
-                        "t": record.t,
-                        "noop_cause": record.noop_cause,
-                        "agent_ms": record.agent_ms,
-                        "sim_ms": record.sim_ms,
-                        "reward": record.reward,
-                        "milestones": ",".join(str(event.get("identity")) for event in record.events),
-                    }
-                    row |= {vital: record.info.get(vital) for vital in VITALS}
-                    yield row
+                    info, events = record.info, record.events
+                    yield (
+                        arm.arm,
+                        episode,
+                        seed,
+                        task,
+                        record.step,
+                        record.t,
+                        record.noop_cause,
+                        record.agent_ms,
+                        record.sim_ms,
+                        record.reward,
+                        info.get("health"),
+                        info.get("food"),
+                        info.get("drink"),
+                        info.get("energy"),
+                        ",".join([str(event.get("identity")) for event in events]) if events else "",
+                    )
+
+
+def step_rows(result: Analysis) -> Iterator[dict[str, Any]]:
+    for values in step_values(result):
+        yield dict(zip(STEP_COLUMNS, values, strict=True))
 
 
 def _write_csv(path: Path, columns: tuple[str, ...], rows: Any) -> None:
@@ -121,21 +130,17 @@ def _write_csv(path: Path, columns: tuple[str, ...], rows: Any) -> None:
         writer.writerows(rows)
 
 
-def _arrow_table(columns: tuple[str, ...], rows: list[dict[str, Any]], schema: Any = None) -> Any:
-    import pyarrow as pa
-
-    return pa.table({column: [row.get(column) for row in rows] for column in columns}, schema=schema)
-
-
 def _write_parquet(path: Path, columns: tuple[str, ...], rows: list[dict[str, Any]]) -> None:
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
+    table = pa.table({column: [row.get(column) for row in rows] for column in columns})
     with path.open("xb") as handle:
-        pq.write_table(_arrow_table(columns, rows), handle)
+        pq.write_table(table, handle)
 
 
-def _chunks(rows: Iterator[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
-    chunk: list[dict[str, Any]] = []
+def _chunks(rows: Iterator[tuple[Any, ...]]) -> Iterator[list[tuple[Any, ...]]]:
+    chunk: list[tuple[Any, ...]] = []
     for row in rows:
         chunk.append(row)
         if len(chunk) == STEP_CHUNK:
@@ -145,12 +150,19 @@ def _chunks(rows: Iterator[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
         yield chunk
 
 
-def _write_steps(csv_path: Path, parquet_path: Path | None, rows: Iterator[dict[str, Any]]) -> None:
+def _step_table(chunk: list[tuple[Any, ...]], schema: Any = None) -> Any:
+    import pyarrow as pa
+
+    columns = list(zip(*chunk, strict=True)) if chunk else [() for _ in STEP_COLUMNS]
+    return pa.table({name: list(column) for name, column in zip(STEP_COLUMNS, columns, strict=True)}, schema=schema)
+
+
+def _write_steps(csv_path: Path, parquet_path: Path | None, rows: Iterator[tuple[Any, ...]]) -> None:
     """One pass over the step logs into the CSV and, when given, the Parquet file: a chunk of rows at a time. The
-    Parquet schema is fixed by the first chunk; a later chunk's column that was empty until then is cast to it."""
+    Parquet schema is fixed by the first chunk; a column still empty there is a string column."""
     with csv_path.open("x", encoding="utf-8", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=STEP_COLUMNS, lineterminator="\n")
-        writer.writeheader()
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(STEP_COLUMNS)
         if parquet_path is None:
             for chunk in _chunks(rows):
                 writer.writerows(chunk)
@@ -164,14 +176,14 @@ def _write_steps(csv_path: Path, parquet_path: Path | None, rows: Iterator[dict[
                 for chunk in _chunks(rows):
                     writer.writerows(chunk)
                     if parquet is None:
-                        table = _arrow_table(STEP_COLUMNS, chunk)
+                        fields = _step_table(chunk).schema
                         schema = pa.schema(
-                            [f.with_type(pa.string()) if pa.types.is_null(f.type) else f for f in table.schema]
+                            [f.with_type(pa.string()) if pa.types.is_null(f.type) else f for f in fields]
                         )
                         parquet = pq.ParquetWriter(binary, schema)
-                    parquet.write_table(_arrow_table(STEP_COLUMNS, chunk, parquet.schema))
+                    parquet.write_table(_step_table(chunk, parquet.schema))
                 if parquet is None:
-                    pq.write_table(_arrow_table(STEP_COLUMNS, []), binary)
+                    pq.write_table(_step_table([]), binary)
             finally:
                 if parquet is not None:
                     parquet.close()
@@ -197,7 +209,7 @@ def write_export(result: Analysis, directory: Path) -> list[Path]:
         handle.write(result.model_dump_json(indent=2))
     _write_csv(written[1], CSV_COLUMNS, [dict(zip(CSV_COLUMNS, row, strict=True)) for row in tidy_numbers(result)])
     _write_csv(written[2], TIDY_COLUMNS, tidy)
-    _write_steps(written[3], directory / "steps.parquet" if parquet else None, step_rows(result))
+    _write_steps(written[3], directory / "steps.parquet" if parquet else None, step_values(result))
     if parquet:
         _write_parquet(directory / "tidy.parquet", TIDY_COLUMNS, tidy)
         written += [directory / "tidy.parquet", directory / "steps.parquet"]

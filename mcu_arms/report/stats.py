@@ -14,6 +14,7 @@ Resampling is vectorised with numpy, imported inside the functions: `compare` is
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import random
@@ -112,7 +113,7 @@ def quantile(values: Sequence[float], fraction: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
-def _percentile_interval(samples: Sequence[float]) -> Interval:
+def _percentile_interval(samples: Sequence[float] | np.ndarray) -> Interval:
     """The central CONFIDENCE share of `samples` (a list, or numpy's array of resampled statistics)."""
     import numpy as np
 
@@ -126,19 +127,32 @@ def bootstrap(values: Sequence[float], statistic: Callable[[Sequence[float]], fl
     if len(values) < 2:
         return None
     if statistic is mean:
-        return _percentile_interval(_resampled_means(values))
+        return _percentile_interval(resampled_means(values))
     rng = random.Random(RESAMPLE_SEED)
     samples = [statistic(rng.choices(values, k=len(values))) for _ in range(RESAMPLES)]
     return _percentile_interval(samples)
 
 
-def _resampled_means(values: Sequence[float], seed: int = RESAMPLE_SEED) -> np.ndarray:
-    """The means of RESAMPLES resamples (with replacement) of `values`, from a generator seeded with `seed`."""
+@functools.lru_cache(maxsize=4)
+def resample_counts(n: int, seed: int = RESAMPLE_SEED, resamples: int = RESAMPLES) -> np.ndarray:
+    """How often each of n values is drawn in each of `resamples` resamples with replacement, from a generator seeded
+    with `seed` (a resamples x n matrix, read-only). The same for every metric of n episodes: drawn once, then each
+    metric's resampled means are one matrix product."""
+    import numpy as np
+
+    drawn = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
+    rows = (np.arange(resamples) * n)[:, None]
+    counts = np.bincount((drawn + rows).ravel(), minlength=resamples * n).reshape(resamples, n).astype(float)
+    counts.flags.writeable = False
+    return counts
+
+
+def resampled_means(values: Sequence[float], seed: int = RESAMPLE_SEED, resamples: int = RESAMPLES) -> np.ndarray:
+    """The means of `resamples` resamples (with replacement) of `values`, from a generator seeded with `seed`."""
     import numpy as np
 
     data = np.asarray(values, dtype=float)
-    rng = np.random.default_rng(seed)
-    return data[rng.integers(0, len(data), size=(RESAMPLES, len(data)))].mean(axis=1)
+    return resample_counts(len(data), seed, resamples) @ data / len(data)
 
 
 def summarise(values: Sequence[float]) -> Summary:
@@ -192,7 +206,7 @@ def difference_interval(a: Sequence[float], b: Sequence[float]) -> Interval | No
     """Bootstrap interval of mean(a) − mean(b), each arm resampled on its own."""
     if len(a) < 2 or len(b) < 2:
         return None
-    means_a, means_b = _resampled_means(a), _resampled_means(b, RESAMPLE_SEED + 1)
+    means_a, means_b = resampled_means(a), resampled_means(b, RESAMPLE_SEED + 1)
     return _percentile_interval(means_a - means_b)
 
 
