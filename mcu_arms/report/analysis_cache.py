@@ -7,6 +7,7 @@ arms/ and each one named, and per arm every episode dir with its report's bytes.
 goes gives another key. The cache is a file per key in output/.analysis-cache/ (a dot-name: never taken for an arm),
 written to a temporary file and renamed into place: a reader sees a whole file or none. It holds only what can be
 recomputed, so an unreadable or invalid one is ignored and rebuilt, and the oldest beyond CACHE_KEEP are removed.
+A process that read or wrote a cache file keeps its Analysis while the file is unchanged (the views never modify it).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from mcu_arms.report.analysis import ANALYSIS_SCHEMA_VERSION, Analysis, analyse,
 CACHE_DIR_NAME = ".analysis-cache"
 CACHE_KEEP = 32  # cached analyses kept per output dir; the least recently written go first
 CACHE_SUFFIX = ".analysis.json"
+MEMORY_KEEP = 4  # analyses also kept in this process's memory, by cache file
+_MEMORY: dict[Path, tuple[tuple[int, int, int], Analysis]] = {}
 _CODE = Path(__file__).resolve().parent
 _CODE_FILES = ("analysis.py", "stats.py", "methods")
 
@@ -69,13 +72,36 @@ def cache_dir(env: Environment) -> Path:
     return env.output_dir / CACHE_DIR_NAME
 
 
-def _read(path: Path) -> Analysis | None:
-    if path.is_symlink() or not path.is_file():
-        return None
+def _signature(path: Path) -> tuple[int, int, int] | None:
     try:
-        return Analysis.model_validate_json(path.read_bytes())
+        stat = path.lstat()
+    except OSError:
+        return None
+    return (stat.st_ino, stat.st_size, stat.st_mtime_ns) if path.is_file() and not path.is_symlink() else None
+
+
+def _read(path: Path) -> Analysis | None:
+    """The cached Analysis at `path`: from this process's memory while the file is the one it was read from or
+    written as (a long-running `view` then pays only for the key), else parsed and validated."""
+    signature = _signature(path)
+    if signature is None:
+        return None
+    remembered = _MEMORY.get(path)
+    if remembered is not None and remembered[0] == signature:
+        return remembered[1]
+    try:
+        found = Analysis.model_validate_json(path.read_bytes())
     except (OSError, ValidationError, ValueError):
         return None  # corrupt, truncated or of another schema: recomputed and rewritten
+    _remember(path, signature, found)
+    return found
+
+
+def _remember(path: Path, signature: tuple[int, int, int], result: Analysis) -> None:
+    _MEMORY.pop(path, None)
+    _MEMORY[path] = (signature, result)
+    while len(_MEMORY) > MEMORY_KEEP:
+        _MEMORY.pop(next(iter(_MEMORY)))
 
 
 def _write(directory: Path, path: Path, result: Analysis) -> None:
@@ -91,6 +117,9 @@ def _write(directory: Path, path: Path, result: Analysis) -> None:
     except OSError:
         temporary.unlink(missing_ok=True)
         return
+    signature = _signature(path)
+    if signature is not None:
+        _remember(path, signature, result)
     _prune(directory)
 
 
