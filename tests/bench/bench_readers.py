@@ -39,6 +39,7 @@ STATISTICS_TARGET_S = 0.050
 INDEX_TARGET_S = 0.050
 EXPORT_TARGET_RATIO = 1.5
 ARMS = ["base_arm", "variant_arm"]
+PEAK_EPISODES = 4
 
 
 def timed(function: Callable[[], object], repeats: int) -> float:
@@ -123,30 +124,42 @@ def export_figures(root: Path, episodes: int, steps: int, repeats: int) -> None:
     write_campaign(root, episodes // 2, 20)
     env, _, _ = make_environment(root, {})
     result = analyse(ARMS, env)
+    logs = write_step_logs(root, steps)
+    write_export(result, root / "export-warm")  # pyarrow's import (once per process) is not the export's
+    bare = timed(partial(bare_parse, logs), repeats)
+    exported = timed(partial(export_once, result, root, iter(range(repeats))), repeats)
+    rows = sum(1 for _ in (root / "export-0" / "steps.csv").open()) - 1
+    print(f"export, {episodes} episodes x {steps} steps ({rows} step rows)")
+    print(f"  bare parse (json.loads a line):   {bare:7.2f} s")
+    print(
+        f"  compare --export:                 {exported:7.2f} s  ({exported / bare:.2f}x the bare parse; "
+        f"target {EXPORT_TARGET_RATIO}x)"
+    )
+
+
+def peak_figures(root: Path, episodes: int, steps: int) -> None:
+    """Peak traced memory of the export at STEPS and 4 x STEPS steps per episode (tracemalloc slows it several times,
+    hence fewer episodes: a chunk bounds the memory whatever the episodes and the steps)."""
+    from mcu_arms.report.analysis import analyse
+    from mcu_arms.report.export import write_export
+
+    root.mkdir()
+    write_campaign(root, episodes // 2, 20)
+    env, _, _ = make_environment(root, {})
+    result = analyse(ARMS, env)
     peaks = []
     for count in (steps, 4 * steps):
-        logs = write_step_logs(root, count)
-        if count == steps:
-            write_export(result, root / "export-warm")  # pyarrow's import (once per process) is not the export's
-            bare = timed(partial(bare_parse, logs), repeats)
-            exported = timed(partial(export_once, result, root, iter(range(repeats))), repeats)
-            rows = sum(1 for _ in (root / "export-0" / "steps.csv").open()) - 1
-            print(f"export, {episodes} episodes x {steps} steps ({rows} step rows)")
-            print(f"  bare parse (json.loads a line):   {bare:7.2f} s")
-            print(
-                f"  compare --export:                 {exported:7.2f} s  ({exported / bare:.2f}x the bare parse; "
-                f"target {EXPORT_TARGET_RATIO}x)"
-            )
-        for written in root.glob("export-*"):
-            shutil.rmtree(written)
+        write_step_logs(root, count)
+        write_export(result, root / "export-warm")  # imports and first-call caches are not the export's memory
+        shutil.rmtree(root / "export-warm")
         tracemalloc.start()
         write_export(result, root / "export-peak")
         peaks.append(tracemalloc.get_traced_memory()[1])
         tracemalloc.stop()
         shutil.rmtree(root / "export-peak")
     print(
-        f"  peak traced memory: {peaks[0] / 2**20:.1f} MiB at {steps} steps/episode, {peaks[1] / 2**20:.1f} MiB at "
-        f"{4 * steps} ({peaks[1] / peaks[0]:.2f}x for 4x the steps)"
+        f"  peak traced memory ({episodes} episodes): {peaks[0] / 2**20:.1f} MiB at {steps} steps/episode, "
+        f"{peaks[1] / 2**20:.1f} MiB at {4 * steps} ({peaks[1] / peaks[0]:.2f}x for 4x the steps)"
     )
 
 
@@ -163,6 +176,8 @@ def main() -> None:
     if not options.no_export:
         with tempfile.TemporaryDirectory() as directory:
             export_figures(Path(directory) / "export", options.episodes, options.steps, max(1, options.repeats // 2))
+        with tempfile.TemporaryDirectory() as directory:
+            peak_figures(Path(directory) / "peak", PEAK_EPISODES, options.steps)
 
 
 if __name__ == "__main__":
