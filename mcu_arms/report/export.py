@@ -50,6 +50,17 @@ STEP_COLUMNS = (
 STEP_CHUNK = 4096  # step rows held at once while exporting
 
 
+class StepVitals(BaseModel):
+    """The vitals of a step's `info` (the rest of it, the inventory and the position, is skipped while parsing)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    health: Any = None
+    food: Any = None
+    drink: Any = None
+    energy: Any = None
+
+
 class StepExport(BaseModel):
     """The part of a contracts/steps.py StepRecord the step table shows; parsing skips the rest (the reply, the
     action). Same names and meaning as StepRecord's."""
@@ -63,7 +74,7 @@ class StepExport(BaseModel):
     sim_ms: float
     reward: float = 0.0
     events: list[dict[str, Any]] = Field(default_factory=list)
-    info: dict[str, Any] = Field(default_factory=dict)
+    info: StepVitals = Field(default_factory=StepVitals)
 
 
 def _run_dirs(arm: ArmAnalysis) -> Iterator[tuple[RunDir, int, int]]:
@@ -110,10 +121,10 @@ def step_values(result: Analysis) -> Iterator[tuple[Any, ...]]:
                         record.agent_ms,
                         record.sim_ms,
                         record.reward,
-                        info.get("health"),
-                        info.get("food"),
-                        info.get("drink"),
-                        info.get("energy"),
+                        info.health,
+                        info.food,
+                        info.drink,
+                        info.energy,
                         ",".join([str(event.get("identity")) for event in events]) if events else "",
                     )
 
