@@ -136,7 +136,7 @@ def plot_format(path: Path) -> PlotFormat:
         raise UserError(
             f"cannot draw a .{suffix or '(no suffix)'} file", path=path, key="--plot", allowed=", ".join(FORMATS)
         )
-    return suffix  # type: ignore[return-value]
+    return suffix
 
 
 def save_plot(result: Analysis, path: Path, *, log_x: bool = False) -> PlotData:
