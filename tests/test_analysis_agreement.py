@@ -168,9 +168,9 @@ def test_the_fixture_is_analysed_as_designed(analysis: Analysis) -> None:
     assert {(e.episode, e.reason) for e in random_.excluded} == {(1, "other campaign"), (3, "interrupted")}
     assert len(scripted.experiment.candidates) == 2 and scripted.experiment.candidates[1].differs == ["steps"]
     assert "differs from the other arms only in agent" in scripted.experiment.why
-    assert random_.milestones[f"{TASK}/place_table"].text() == "1/4 @ 380", (
-        "the interrupted episode's 300 is not in k/n"
-    )
+    assert random_.milestones[f"{TASK}/place_table"].text() == "1/4", "the interrupted episode's 300 is not in k/n"
+    reaching = [p.step for p in random_.time_to_milestone[f"{TASK}/place_table"].points if p.reached]
+    assert reaching == [380], "nor in its Kaplan–Meier curve"
     assert analysis.exit_code == 0 and analysis.verdict.text == "comparable: differs only in agent"
     assert analysis.arms[1].milestones[f"{TASK}/place_table"].reached == 1
     place_table = next(row for row in analysis.milestones if row.identity == "place_table")
@@ -265,7 +265,36 @@ def test_the_export_and_the_notebook_tables_agree(project: Path, analysis: Analy
     frame = numbers(["campaigns/agents.toml"], project=project)
     _check_numbers([{key: str(value) for key, value in row.items()} for row in frame.to_dict("records")], analysis)
     plotted = plot_data(analysis)
-    assert [series.replicates for series in plotted.series] == [arm.n for arm in analysis.arms]
+    assert [arm.replicates for arm in plotted.arms] == [arm.n for arm in analysis.arms]
+
+
+def test_the_plot_draws_the_analysis_kaplan_meier_curves_and_bands(analysis: Analysis) -> None:
+    """`compare --plot`: per milestone, each arm's Kaplan–Meier curve of reaching it and its band in the line's
+    colour, read back from the matplotlib figure — the very numbers of the Analysis, nothing recomputed."""
+    from matplotlib.colors import to_rgba
+
+    from mcu_arms.report.plot import build_figure, plot_data
+
+    data = plot_data(analysis)
+    figure = build_figure(data)
+    keys = [f"{row.task}/{row.identity}" for row in analysis.milestones]
+    assert [f"{panel.task}/{panel.identity}" for panel in data.milestones] == keys
+    checked = 0
+    for axes, panel in zip(figure.axes, data.milestones, strict=False):  # spare grid cells last
+        lines, bands = axes.get_lines(), axes.collections
+        assert len(lines) == len(panel.curves) == len(analysis.arms)
+        for line, band, arm in zip(lines, bands, analysis.arms, strict=True):
+            survival = arm.time_to_milestone[f"{panel.task}/{panel.identity}"]
+            assert list(line.get_xdata()) == [0, *(point.step for point in survival.points)]
+            assert list(line.get_ydata()) == pytest.approx([0, *(1 - p.not_reached for p in survival.points)])
+            assert line.get_drawstyle() == "steps-post"
+            edges = band.get_paths()[0].vertices[:, 1]
+            assert min(edges) == pytest.approx(0) and max(edges) == pytest.approx(
+                max(1 - p.band.low for p in survival.points)
+            )
+            assert to_rgba(band.get_facecolor()[0])[:3] == to_rgba(line.get_color())[:3], "band in the line's colour"
+            checked += 1
+    assert checked == len(keys) * len(analysis.arms)
 
 
 @pytest.mark.slow

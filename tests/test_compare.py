@@ -322,7 +322,7 @@ def test_arm_that_never_ran_or_is_still_running(pair: Path) -> None:
     from mcu_arms.report.plot import plot_data
 
     data = plot_data(result)
-    assert [s.arm for s in data.series] == ["scripted_arm"] and data.not_plotted == ["fresh", "live"]
+    assert [a.arm for a in data.arms] == ["scripted_arm"] and data.not_plotted == ["fresh", "live"]
     assert "no finished episode: fresh, live" in data.title
 
 
@@ -397,32 +397,43 @@ def test_markdown_has_every_table(pair: Path) -> None:
     assert "## Settings" in outcome.out and "## Results" in outcome.out
 
 
-def test_plot_is_a_png_with_one_line_per_arm(pair: Path) -> None:
+def test_plot_is_a_png_with_one_kaplan_meier_panel_per_milestone(pair: Path) -> None:
     from matplotlib import image
 
     from mcu_arms.report.plot import build_figure, plot_data
 
     result = compare(pair, "scripted_arm", "random_arm")
     data = plot_data(result)
-    assert [s.arm for s in data.series] == ["scripted_arm", "random_arm"]
-    assert data.series[0].steps == [0, 12, 40, 90, 400] and data.series[0].median == [0, 1, 2, 3, 3]
-    assert [s.label for s in data.series] == ["scripted_arm (baseline)", "random_arm: agent=random"], (
+    assert [a.arm for a in data.arms] == ["scripted_arm", "random_arm"]
+    assert [a.label for a in data.arms] == ["scripted_arm (baseline)", "random_arm: agent=random"], (
         "labelled by what differs"
     )
     assert "mine_diamond_from_scratch" in data.title and EMBEDDED_LABEL in data.title
+    wood = next(panel for panel in data.milestones if panel.identity == "collect_wood")
+    scripted, random_ = wood.curves  # one episode each: a step from 0 to 1 where it was reached
+    assert (scripted.curve.steps, scripted.curve.reached) == ([0, 12], [0, 1]) and scripted.median == 12
+    assert (random_.curve.steps, random_.curve.reached) == ([0, 150], [0, 1])
+    table = next(panel for panel in data.milestones if panel.identity == "place_table")
+    assert table.curves[1].curve.reached == [0, 0] and table.curves[1].median is None, "not reached: censored"
+    diamond = next(panel for panel in data.milestones if panel.identity == "collect_diamond")
+    assert [c.arm for c in diamond.curves] == ["scripted_arm"], "unavailable to random_arm: no curve"
     figure = build_figure(data)
-    assert len(figure.axes[0].get_lines()) == 2
-    assert [line.get_label() for line in figure.axes[0].get_lines()] == [
+    panel_axes = [axes for axes in figure.axes if axes.get_lines()]
+    assert [axes.get_title() for axes in panel_axes] == [panel.identity for panel in data.milestones]
+    assert list(panel_axes[0].get_lines()[0].get_xdata()) == data.milestones[0].curves[0].curve.steps
+    assert [t.get_text() for t in figure.legends[0].get_texts()] == [
         "scripted_arm (baseline) (n=1)",
         "random_arm: agent=random (n=1)",
     ]
+    assert "median of" not in " ".join(t.get_text() for t in figure.texts + [figure._suptitle])
 
     target = pair / "plots" / "cmp.png"
     outcome = invoke(pair, {}, "compare", "scripted_arm", "random_arm", "--plot", "plots/cmp.png", "--json")
     assert outcome.exit_code == 0
     Analysis.model_validate_json(outcome.out)  # the plot note stays off stdout
     assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert image.imread(target).shape[:2] == (550, 900)
+    width, height = figure.get_size_inches() * figure.dpi
+    assert image.imread(target).shape[:2] == (round(height), round(width))
 
 
 def test_user_errors_name_what_is_allowed(pair: Path) -> None:
@@ -486,7 +497,7 @@ def test_real_embedded_runs_scripted_ahead_of_random(tmp_path: Path) -> None:
 
     from mcu_arms.report.plot import build_figure, plot_data
 
-    assert len(build_figure(plot_data(result)).axes[0].get_lines()) == 2
+    assert len(build_figure(plot_data(result)).axes[0].get_lines()) == 2, "both arms' curves of the first milestone"
 
 
 def test_a_policy_model_with_its_endpoint_and_revision_is_one_change(tmp_path: Path) -> None:

@@ -340,6 +340,15 @@ def test_the_analysis_stands_below_every_view_and_the_views_compute_no_statistic
     assert statistics == []
 
 
+def test_the_analysis_cache_stores_the_analysis_and_computes_nothing() -> None:
+    """report/analysis_cache.py sits between the analysis and the views: it calls `analyse` or reads back what it
+    returned, imports no statistic and no view; the views that build a Site go through it."""
+    assert "mcu_arms.report.analysis_cache" in GRAPH
+    assert _violations("mcu_arms.report.analysis_cache", VIEWS) == []
+    assert _violations("mcu_arms.report.analysis_cache", ("mcu_arms.report.methods", "mcu_arms.report.stats")) == []
+    assert "mcu_arms.report.analysis_cache.cached_analysis" in GRAPH["mcu_arms.view.site"]
+
+
 def test_the_cap_on_answers_stands_on_the_contracts_only() -> None:
     """http_cap is shared by the green, the client and the planned agent: it reads nothing above the contracts."""
     assert "mcu_arms.http_cap" in GRAPH

@@ -73,9 +73,9 @@ def test_quantiles_interpolate_like_numpy() -> None:
     assert quantile([1, 2, 3, 4], 0.25) == 1.75 and quantile([1, 2, 3, 4], 0.5) == 2.5 and quantile([7], 0.9) == 7
 
 
-def test_milestones_reached_k_of_n_with_median_and_spread() -> None:
+def test_milestones_reached_k_of_n_and_no_median_of_those_that_reached_it() -> None:
     stats = milestone_stats("t", "collect_wood", [12, None, 30, 18])
-    assert (stats.reached, stats.n, stats.median_step) == (3, 4, 18)
-    assert stats.iqr.low == 15 and stats.iqr.high == 24
-    assert stats.text() == "3/4 @ 18 [15, 24]"
+    assert (stats.reached, stats.n, stats.step) == (3, 4, None), "steps over episodes: the Kaplan–Meier curve's"
+    assert stats.text() == "3/4"
+    assert milestone_stats("t", "collect_wood", [12]).text() == "1/1 @ 12"
     assert milestone_stats("t", "diamond", [None, None]).text() == "0/2"

@@ -240,4 +240,6 @@ def _write_plot(result: Analysis, path: Path, env: Environment, *, log_x: bool) 
         data = save_plot(result, path, log_x=log_x)
     except OSError as error:
         raise UserError(f"cannot write the plot: {error.strerror or error}", path=path, key="--plot") from None
-    env.err_console.print(f"plot: {path} ({len(data.series)} arm(s))", highlight=False)
+    env.err_console.print(
+        f"plot: {path} ({len(data.arms)} arm(s), {len(data.milestones)} milestone(s))", highlight=False
+    )

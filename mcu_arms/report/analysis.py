@@ -54,6 +54,7 @@ from mcu_arms.report.methods.survival import (
     kaplan_meier,
     logrank,
 )
+from mcu_arms.report.methods.survival import ReachingCurve as ReachingCurve  # re-exported: views draw it
 from mcu_arms.report.stats import (
     ALPHA,
     Interval,
@@ -64,7 +65,8 @@ from mcu_arms.report.stats import (
 )
 from mcu_arms.report.stats import METHOD as STATS_METHOD
 
-ANALYSIS_SCHEMA_VERSION = 2  # 1 was the comparison before experiments were explicit
+ANALYSIS_SCHEMA_VERSION = 3  # 2 had a milestone's median step over the episodes that reached it; 1 was the
+# comparison before experiments were explicit
 # Where a setting only says where things run, or which replicate ran: shown with --all, never a difference.
 NOISE_SETTINGS: frozenset[str] = REPLICATE_AND_PLACEMENT_KEYS
 EXIT_COMPARABLE = 0
@@ -195,14 +197,13 @@ PURPLE_COUNTERS: set[str] = {
 
 
 class ReachedCurve(BaseModel):
-    """Milestones reached by each step, over the episodes used: the median with the interquartile range (what
-    `--plot` and the viewer draw), and where each milestone landed for at least half of them."""
+    """Milestones reached by each step, over the episodes used: the median with the interquartile range (the viewer's
+    overview chart). Steps to one milestone are the arm's Kaplan–Meier curve (`ArmAnalysis.survival`)."""
 
     steps: list[int]  # 0, each step a milestone landed on in any episode, the last step run
     median: list[float]
     low: list[float]  # the 25th percentile
     high: list[float]  # the 75th percentile
-    landed: list[tuple[int, str]]  # (median step, milestone) of those reached by at least half the episodes
 
 
 class ArmAnalysis(BaseModel):
@@ -238,6 +239,20 @@ class ArmAnalysis(BaseModel):
     @property
     def seeds(self) -> list[int]:
         return [ref.seed for ref in self.used]
+
+    def survival(self, key: str) -> KaplanMeier | None:
+        """Steps to milestone `key` ("task/identity") as time to an event: the arm's Kaplan–Meier curve, also for a
+        single episode (a step from 0 to 1 where it was reached, no band); None when unavailable or nothing ran."""
+        if key in self.time_to_milestone:
+            return self.time_to_milestone[key]
+        stats = self.milestones.get(key)
+        if stats is None or not stats.available or not self.per_episode:
+            return None
+        return kaplan_meier(
+            episodes(
+                [each.steps.get(key) for each in self.per_episode], [each.steps_run or 0 for each in self.per_episode]
+            )
+        )
 
 
 class DifferenceResult(BaseModel):
@@ -736,25 +751,19 @@ def _milestones(reports: list[RunReport]) -> tuple[dict[str, MilestoneStats], li
     return stats, per_episode
 
 
-def reached_curve(per_episode: list[EpisodeMilestones], milestones: dict[str, MilestoneStats]) -> ReachedCurve:
+def reached_curve(per_episode: list[EpisodeMilestones]) -> ReachedCurve:
     """Per step where any episode reached a milestone: how many each episode had reached by then, summarised by the
     median and quartiles (numpy's linear interpolation, as report/stats.py's quantile)."""
-    import bisect
-
     import numpy as np
 
-    reached = [sorted(step for step in each.steps.values() if step is not None) for each in per_episode]
-    landed_steps = sorted({step for steps in reached for step in steps})
+    reached = [np.sort([step for step in each.steps.values() if step is not None]) for each in per_episode]
+    landed_steps = np.unique(np.concatenate([*reached, np.zeros(0)])).astype(int).tolist()
     last = max([each.steps_run or 0 for each in per_episode] + landed_steps + [0])
     grid = [0, *landed_steps] + ([last] if last > (landed_steps[-1] if landed_steps else 0) else [])
-    counts = np.array([[bisect.bisect_right(steps, x) for x in grid] for steps in reached], dtype=float)
+    points = np.asarray(grid, dtype=float)
+    counts = np.array([np.searchsorted(steps, points, side="right") for steps in reached], dtype=float)
     low, median, high = np.quantile(counts, [0.25, 0.5, 0.75], axis=0).tolist()
-    landed = [
-        (round(stats.median_step), key.split("/", 1)[1])
-        for key, stats in milestones.items()
-        if stats.median_step is not None and stats.reached * 2 >= stats.n
-    ]
-    return ReachedCurve(steps=grid, median=median, low=low, high=high, landed=sorted(landed))
+    return ReachedCurve(steps=grid, median=median, low=low, high=high)
 
 
 def _infrastructure_share(reports: list[RunReport]) -> float | None:
@@ -841,7 +850,7 @@ def _arm_analysis(
     values = [_metric_values(r) for r in used]
     metrics = {name: summarise([v[name] for v in values if v[name] is not None]) for name in METRICS}
     milestones, per_episode = _milestones(used)
-    curve = reached_curve(per_episode, milestones) if used else None
+    curve = reached_curve(per_episode) if used else None
     time_to_milestone = {
         key: kaplan_meier(
             episodes([each.steps.get(key) for each in per_episode], [each.steps_run or 0 for each in per_episode])
@@ -986,9 +995,9 @@ def _milestone_cell(stats: MilestoneStats, survival: KaplanMeier | None) -> Mile
         step = round(survival.median) if survival.median is not None else None
         state: CellState = "reached" if stats.reached else "not reached"
         return MilestoneCell(state=state, step=step, stats=stats, time_to_event=survival)
-    if stats.median_step is None:
+    if stats.step is None:
         return MilestoneCell(state="not reached", stats=stats)
-    return MilestoneCell(state="reached", step=round(stats.median_step), stats=stats)
+    return MilestoneCell(state="reached", step=round(stats.step), stats=stats)
 
 
 def _design_text(line: DifferenceResult) -> str:

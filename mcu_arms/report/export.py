@@ -11,7 +11,8 @@
 
 The episodes are the ones the analysis used: per arm, its finished replicates of one experiment (interrupted and
 failed episodes never). Nothing here computes a statistic. The rows are built here without pandas;
-`mcu_arms.results` hands them to notebooks as DataFrames.
+`mcu_arms.results` hands them to notebooks as DataFrames. The step table is streamed: its rows go to the CSV (and
+the Parquet file, a row group per chunk) STEP_CHUNK at a time, so memory is bounded by a chunk, not by the steps.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from mcu_arms.contracts.steps import STEPS_FILE, JsonlScan, StepRecord
+from pydantic import BaseModel, ConfigDict, Field
+
+from mcu_arms.contracts.steps import STEPS_FILE, JsonlScan
 from mcu_arms.layout import RunDir, episode_name
 from mcu_arms.report.analysis import Analysis, ArmAnalysis
 from mcu_arms.report.compare import CSV_COLUMNS, tidy_numbers
@@ -44,7 +47,34 @@ STEP_COLUMNS = (
     "energy",
     "milestones",
 )
-VITALS = ("health", "food", "drink", "energy")
+STEP_CHUNK = 4096  # step rows held at once while exporting
+
+
+class StepVitals(BaseModel):
+    """The vitals of a step's `info` (the rest of it, the inventory and the position, is skipped while parsing)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    health: Any = None
+    food: Any = None
+    drink: Any = None
+    energy: Any = None
+
+
+class StepExport(BaseModel):
+    """The part of a contracts/steps.py StepRecord the step table shows; parsing skips the rest (the reply, the
+    action). Same names and meaning as StepRecord's."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    step: int
+    t: float
+    noop_cause: str | None = None
+    agent_ms: float
+    sim_ms: float
+    reward: float = 0.0
+    events: list[dict[str, Any]] = Field(default_factory=list)
+    info: StepVitals = Field(default_factory=StepVitals)
 
 
 def _run_dirs(arm: ArmAnalysis) -> Iterator[tuple[RunDir, int, int]]:
@@ -72,26 +102,36 @@ def tidy_rows(result: Analysis) -> list[dict[str, Any]]:
     return rows
 
 
-def step_rows(result: Analysis) -> Iterator[dict[str, Any]]:
+def step_values(result: Analysis) -> Iterator[tuple[Any, ...]]:
+    """One tuple per step of every episode used, its values in STEP_COLUMNS order (what the step table writes)."""
     for arm in result.arms:
         for run_dir, episode, seed in _run_dirs(arm):
             for path in sorted(run_dir.green.glob(f"*/{STEPS_FILE}")):
-                for _, _, record in JsonlScan(path, StepRecord):
-                    row: dict[str, Any] = {
-                        "arm": arm.arm,
-                        "episode": episode,
-                        "seed": seed,
-                        "task": path.parent.name,
-                        "step": record.step,
-                        "t": record.t,
-                        "noop_cause": record.noop_cause,
-                        "agent_ms": record.agent_ms,
-                        "sim_ms": record.sim_ms,
-                        "reward": record.reward,
-                        "milestones": ",".join(str(event.get("identity")) for event in record.events),
-                    }
-                    row |= {vital: record.info.get(vital) for vital in VITALS}
-                    yield row
+                task = path.parent.name
+                for _, _, record in JsonlScan(path, StepExport):
+                    info, events = record.info, record.events
+                    yield (
+                        arm.arm,
+                        episode,
+                        seed,
+                        task,
+                        record.step,
+                        record.t,
+                        record.noop_cause,
+                        record.agent_ms,
+                        record.sim_ms,
+                        record.reward,
+                        info.health,
+                        info.food,
+                        info.drink,
+                        info.energy,
+                        ",".join([str(event.get("identity")) for event in events]) if events else "",
+                    )
+
+
+def step_rows(result: Analysis) -> Iterator[dict[str, Any]]:
+    for values in step_values(result):
+        yield dict(zip(STEP_COLUMNS, values, strict=True))
 
 
 def _write_csv(path: Path, columns: tuple[str, ...], rows: Any) -> None:
@@ -110,6 +150,56 @@ def _write_parquet(path: Path, columns: tuple[str, ...], rows: list[dict[str, An
         pq.write_table(table, handle)
 
 
+def _chunks(rows: Iterator[tuple[Any, ...]]) -> Iterator[list[tuple[Any, ...]]]:
+    chunk: list[tuple[Any, ...]] = []
+    for row in rows:
+        chunk.append(row)
+        if len(chunk) == STEP_CHUNK:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _step_table(chunk: list[tuple[Any, ...]], schema: Any = None) -> Any:
+    import pyarrow as pa
+
+    columns = list(zip(*chunk, strict=True)) if chunk else [() for _ in STEP_COLUMNS]
+    return pa.table({name: list(column) for name, column in zip(STEP_COLUMNS, columns, strict=True)}, schema=schema)
+
+
+def _write_steps(csv_path: Path, parquet_path: Path | None, rows: Iterator[tuple[Any, ...]]) -> None:
+    """One pass over the step logs into the CSV and, when given, the Parquet file: a chunk of rows at a time. The
+    Parquet schema is fixed by the first chunk; a column still empty there is a string column."""
+    with csv_path.open("x", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(STEP_COLUMNS)
+        if parquet_path is None:
+            for chunk in _chunks(rows):
+                writer.writerows(chunk)
+            return
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        parquet: Any = None
+        with parquet_path.open("xb") as binary:
+            try:
+                for chunk in _chunks(rows):
+                    writer.writerows(chunk)
+                    if parquet is None:
+                        fields = _step_table(chunk).schema
+                        schema = pa.schema(
+                            [f.with_type(pa.string()) if pa.types.is_null(f.type) else f for f in fields]
+                        )
+                        parquet = pq.ParquetWriter(binary, schema)
+                    parquet.write_table(_step_table(chunk, parquet.schema))
+                if parquet is None:
+                    pq.write_table(_step_table([]), binary)
+            finally:
+                if parquet is not None:
+                    parquet.close()
+
+
 EXPORT_FILES = ("analysis.json", "numbers.csv", "tidy.csv", "steps.csv", "tidy.parquet", "steps.parquet")
 
 
@@ -123,15 +213,15 @@ def write_export(result: Analysis, directory: Path) -> list[Path]:
     import importlib.util
 
     directory.mkdir(parents=True, exist_ok=True)
-    tidy, steps = tidy_rows(result), list(step_rows(result))
+    parquet = importlib.util.find_spec("pyarrow") is not None
+    tidy = tidy_rows(result)
     written = [directory / name for name in EXPORT_FILES[:4]]
     with written[0].open("x", encoding="utf-8") as handle:
         handle.write(result.model_dump_json(indent=2))
-    _write_csv(written[1], CSV_COLUMNS, [dict(zip(CSV_COLUMNS, row)) for row in tidy_numbers(result)])
+    _write_csv(written[1], CSV_COLUMNS, [dict(zip(CSV_COLUMNS, row, strict=True)) for row in tidy_numbers(result)])
     _write_csv(written[2], TIDY_COLUMNS, tidy)
-    _write_csv(written[3], STEP_COLUMNS, steps)
-    if importlib.util.find_spec("pyarrow") is not None:
-        for name, columns, rows in (("tidy", TIDY_COLUMNS, tidy), ("steps", STEP_COLUMNS, steps)):
-            _write_parquet(directory / f"{name}.parquet", columns, rows)
-            written.append(directory / f"{name}.parquet")
+    _write_steps(written[3], directory / "steps.parquet" if parquet else None, step_values(result))
+    if parquet:
+        _write_parquet(directory / "tidy.parquet", TIDY_COLUMNS, tidy)
+        written += [directory / "tidy.parquet", directory / "steps.parquet"]
     return written

@@ -1,44 +1,57 @@
-"""`compare --plot FILE`: milestones reached against step, one line per arm — the median over its replicates with
-the interquartile range as a band, the analysis's ReachedCurve — in the format the file's suffix names (png, pdf, svg).
+"""`compare --plot FILE`: per milestone, each arm's Kaplan–Meier curve of reaching it (steps on x, the probability of
+having reached it on y) with its confidence band in the line's colour — the Analysis's `ArmAnalysis.survival`, an
+episode that did not reach it censored at the steps it ran — in the format the file's suffix names (png, pdf, svg).
 
-The series come from the Analysis without matplotlib (tests read them); matplotlib is imported only to draw, with Agg. Each
-line is labelled by what differs from the baseline (`agent=random`), not by the arm's name, and the title keeps the
-simulator label: a figure pasted into a paper still says what ran where.
+The curves come from the Analysis without matplotlib (tests read them); matplotlib is imported only to draw, with Agg.
+Each line is labelled by what differs from the baseline (`agent=random`), not by the arm's name, and the title keeps
+the simulator label: a figure pasted into a paper still says what ran where.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
 from mcu_arms.contracts.settings import differing_settings, flat_settings
-from mcu_arms.report.analysis import Analysis, ArmAnalysis, simulator_label
+from mcu_arms.report.analysis import Analysis, ArmAnalysis, ReachingCurve, simulator_label
 
 PlotFormat = Literal["png", "pdf", "svg"]
 FORMATS: tuple[PlotFormat, ...] = ("png", "pdf", "svg")
+PANEL_COLUMNS = 4  # milestones side by side, then another row
+PANEL_SIZE = (3.6, 2.8)  # inches per milestone
+LABEL_SETTINGS = 3  # a legend names at most this many differing settings, then counts the rest
 
 
-class PlotSeries(BaseModel):
+class PlotArm(BaseModel):
     arm: str
     label: str  # the settings that differ from the baseline, e.g. "agent=random"
-    steps: list[int]  # x: 0, each step a milestone landed on in any replicate, the last step run
-    median: list[float]  # y: milestones reached by that step, the median over replicates
-    low: list[float]  # the 25th percentile
-    high: list[float]  # the 75th percentile
     replicates: int
-    landed: list[tuple[int, str]]  # (median step, milestone) where a milestone was reached by half the replicates
+
+
+class PlotCurve(BaseModel):
+    """One arm's curve for one milestone: x steps, y the probability of having reached it, and its band."""
+
+    arm: str
+    n: int
+    median: float | None  # the Kaplan–Meier median steps to it; None: not reached
+    curve: ReachingCurve
+
+
+class MilestonePanel(BaseModel):
+    task: str
+    identity: str
+    curves: list[PlotCurve]  # one per plotted arm that has the milestone available, in arm order
 
 
 class PlotData(BaseModel):
     title: str
-    series: list[PlotSeries]
+    arms: list[PlotArm]  # plotted: at least one finished episode
+    milestones: list[MilestonePanel]
     not_plotted: list[str]  # arms with no finished episode
     log_x: bool = False
-
-
-LABEL_SETTINGS = 3  # a legend names at most this many differing settings, then counts the rest
 
 
 def _label(arm: ArmAnalysis, baseline: ArmAnalysis) -> str:
@@ -51,74 +64,67 @@ def _label(arm: ArmAnalysis, baseline: ArmAnalysis) -> str:
     return f"{arm.arm}: {shown}{more}" if shown else arm.arm
 
 
-def _series(arm: ArmAnalysis, baseline: ArmAnalysis) -> PlotSeries | None:
-    curve = arm.curve
-    if curve is None:
-        return None  # interrupted and failed episodes are never drawn
-    return PlotSeries(
-        arm=arm.arm,
-        label=_label(arm, baseline),
-        steps=curve.steps,
-        median=curve.median,
-        low=curve.low,
-        high=curve.high,
-        replicates=arm.n,
-        landed=curve.landed,
-    )
-
-
 def plot_data(result: Analysis, *, log_x: bool = False) -> PlotData:
     baseline = next(arm for arm in result.arms if arm.arm == result.baseline)
-    series: list[PlotSeries] = []
-    not_plotted: list[str] = []
-    for arm in result.arms:
-        drawn = _series(arm, baseline)
-        if drawn is None:
-            not_plotted.append(arm.arm)
-        else:
-            series.append(drawn)
+    drawn = [arm for arm in result.arms if arm.used]  # interrupted and failed episodes are never drawn
+    not_plotted = [arm.arm for arm in result.arms if not arm.used]
+    panels: list[MilestonePanel] = []
+    for row in result.milestones:
+        curves = []
+        for arm in drawn:
+            survival = arm.survival(f"{row.task}/{row.identity}")
+            if survival is not None:
+                curves.append(PlotCurve(arm=arm.arm, n=survival.n, median=survival.median, curve=survival.reaching()))
+        if curves:
+            panels.append(MilestonePanel(task=row.task, identity=row.identity, curves=curves))
     tasks = list(dict.fromkeys(arm.settings.task for arm in result.arms))
     labels = list(dict.fromkeys(simulator_label(arm) for arm in result.arms))
-    counts = ", ".join(f"{s.arm} n={s.replicates}" for s in series)
+    counts = ", ".join(f"{arm.arm} n={arm.n}" for arm in drawn)
     title = f"{', '.join(tasks)} ({counts})\n{' vs '.join(labels)}"
     if not_plotted:
         title += f"\n(no finished episode: {', '.join(not_plotted)})"
-    return PlotData(title=title, series=series, not_plotted=not_plotted, log_x=log_x)
+    arms = [PlotArm(arm=arm.arm, label=_label(arm, baseline), replicates=arm.n) for arm in drawn]
+    return PlotData(title=title, arms=arms, milestones=panels, not_plotted=not_plotted, log_x=log_x)
 
 
 def build_figure(data: PlotData) -> Any:
-    """A matplotlib Figure (Agg canvas): per series a median step line, its IQR band, and the milestones named."""
+    """A matplotlib Figure (Agg canvas): one panel per milestone, per arm a Kaplan–Meier step line and, in the same
+    colour, its band. Line i of every panel is arm i (`data.arms`), so one legend serves them all."""
     from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
 
-    figure = Figure(figsize=(9, 5.5), dpi=100)
-    axes = figure.add_subplot()
-    for series in data.series:
-        (line,) = axes.plot(
-            series.steps, series.median, drawstyle="steps-post", label=f"{series.label} (n={series.replicates})"
-        )
-        if series.replicates > 1:
-            axes.fill_between(series.steps, series.low, series.high, step="post", alpha=0.2, color=line.get_color())
-        for step, name in series.landed:
-            reached = max((m for x, m in zip(series.steps, series.median) if x <= step), default=0)
-            axes.annotate(
-                name,
-                (max(step, 1) if data.log_x else step, reached),
-                fontsize=7,
-                rotation=30,
-                color=line.get_color(),
-                xytext=(2, 3),
-                textcoords="offset points",
-            )
-    if data.log_x:
-        axes.set_xscale("symlog", linthresh=1)
-    axes.set_xlabel("step" + (" (log)" if data.log_x else ""))
-    axes.set_ylabel("milestones reached (median, IQR band)")
-    axes.set_title(data.title, fontsize=10)
-    axes.yaxis.get_major_locator().set_params(integer=True)
-    axes.grid(True, alpha=0.3)
-    if data.series:
-        axes.legend(loc="upper left", fontsize=8)
-    figure.tight_layout()
+    panels = max(len(data.milestones), 1)
+    columns = min(PANEL_COLUMNS, panels)
+    rows = math.ceil(panels / columns)
+    figure = Figure(figsize=(PANEL_SIZE[0] * columns, PANEL_SIZE[1] * rows + 1.2), dpi=100)
+    grid = figure.subplots(rows, columns, squeeze=False)
+    colours = {arm.arm: f"C{index}" for index, arm in enumerate(data.arms)}
+    labels = {arm.arm: f"{arm.label} (n={arm.replicates})" for arm in data.arms}
+    for axes, panel in zip(grid.flat, data.milestones, strict=False):  # the grid may have spare cells
+        for drawn in panel.curves:
+            curve, colour = drawn.curve, colours[drawn.arm]
+            axes.plot(curve.steps, curve.reached, drawstyle="steps-post", color=colour, label=labels[drawn.arm])
+            if drawn.n > 1:
+                axes.fill_between(curve.steps, curve.low, curve.high, step="post", alpha=0.2, color=colour)
+        if data.log_x:
+            axes.set_xscale("symlog", linthresh=1)
+        axes.set_title(panel.identity, fontsize=9)
+        axes.set_ylim(0, 1.02)
+        axes.grid(True, alpha=0.3)
+        axes.tick_params(labelsize=7)
+    for axes in grid.flat[len(data.milestones) :]:
+        axes.set_axis_off()
+    for axes in grid[:, 0]:
+        axes.set_ylabel("P(reached)", fontsize=8)
+    for axes in grid[-1, :]:
+        axes.set_xlabel("step" + (" (log)" if data.log_x else ""), fontsize=8)
+    figure.suptitle(
+        f"{data.title}\nKaplan–Meier: probability of having reached each milestone by step (95% band)", fontsize=9
+    )
+    if data.arms and data.milestones:
+        handles = [Line2D([], [], color=colours[arm.arm], label=labels[arm.arm]) for arm in data.arms]
+        figure.legend(handles=handles, loc="lower center", ncols=min(len(handles), 3), fontsize=8)
+    figure.tight_layout(rect=(0, 0.08, 1, 1))
     return figure
 
 
@@ -130,7 +136,7 @@ def plot_format(path: Path) -> PlotFormat:
         raise UserError(
             f"cannot draw a .{suffix or '(no suffix)'} file", path=path, key="--plot", allowed=", ".join(FORMATS)
         )
-    return suffix  # type: ignore[return-value]
+    return suffix
 
 
 def save_plot(result: Analysis, path: Path, *, log_x: bool = False) -> PlotData:

@@ -7,24 +7,30 @@ Methods, stated wherever a number is shown:
 - "distinguishable from seed noise" when the test's p < 0.05 and the interval excludes 0;
 - otherwise, how many seeds per arm would resolve a difference of this size (a two-sample normal approximation at
   80 % power, never fewer than the 4 per arm an exact test needs to reach p < 0.05);
-- milestones: reached k/n, and the median step of the episodes that reached it with its interquartile range.
+- milestones: reached k/n (steps to one are a time to an event: report/methods/survival.py).
 Resampling draws from a generator seeded with a fixed number, so the same data always gives the same intervals.
-Pure Python, but for the resampling of means (numpy, imported inside the function): `compare` is a light command.
+Resampling is vectorised with numpy, imported inside the functions: `compare` is a light command.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import random
 import statistics
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    import numpy as np
 
 RESAMPLES = 10_000
 EXACT_SPLITS_MAX = 20_000
 RANDOM_SPLITS = 20_000
+SPLIT_CHUNK = 2_000  # random splits drawn at once
 RESAMPLE_SEED = 20_261_201
 CONFIDENCE = 0.95
 ALPHA = 0.05
@@ -67,18 +73,15 @@ class MilestoneStats(BaseModel):
     identity: str
     reached: int
     n: int
-    median_step: float | None
-    iqr: Interval | None  # quartiles of the steps of the episodes that reached it
+    step: int | None  # one episode: the step it was reached at; several: None (the arm's Kaplan–Meier curve says
+    # when: a summary of the episodes that reached it alone would favour an arm that rarely does)
     available: bool = True
 
     def text(self) -> str:
         if not self.available:
             return "n/a"
         head = f"{self.reached}/{self.n}"
-        if self.median_step is None:
-            return head
-        spread = f" {self.iqr.text(0)}" if self.iqr is not None and self.reached > 1 else ""
-        return f"{head} @ {self.median_step:g}{spread}"
+        return head if self.step is None else f"{head} @ {self.step}"
 
 
 class Difference(BaseModel):
@@ -110,9 +113,13 @@ def quantile(values: Sequence[float], fraction: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
-def _percentile_interval(samples: list[float]) -> Interval:
+def _percentile_interval(samples: Sequence[float] | np.ndarray) -> Interval:
+    """The central CONFIDENCE share of `samples` (a list, or numpy's array of resampled statistics)."""
+    import numpy as np
+
     tail = (1 - CONFIDENCE) / 2
-    return Interval(low=quantile(samples, tail), high=quantile(samples, 1 - tail))
+    low, high = np.quantile(np.asarray(samples, dtype=float), [tail, 1 - tail]).tolist()
+    return Interval(low=low, high=high)
 
 
 def bootstrap(values: Sequence[float], statistic: Callable[[Sequence[float]], float] = mean) -> Interval | None:
@@ -120,19 +127,32 @@ def bootstrap(values: Sequence[float], statistic: Callable[[Sequence[float]], fl
     if len(values) < 2:
         return None
     if statistic is mean:
-        return _percentile_interval(_resampled_means(values))
+        return _percentile_interval(resampled_means(values))
     rng = random.Random(RESAMPLE_SEED)
     samples = [statistic(rng.choices(values, k=len(values))) for _ in range(RESAMPLES)]
     return _percentile_interval(samples)
 
 
-def _resampled_means(values: Sequence[float], seed: int = RESAMPLE_SEED) -> list[float]:
-    """The means of RESAMPLES resamples (with replacement) of `values`, from a generator seeded with `seed`."""
+@functools.lru_cache(maxsize=4)
+def resample_counts(n: int, seed: int = RESAMPLE_SEED, resamples: int = RESAMPLES) -> np.ndarray:
+    """How often each of n values is drawn in each of `resamples` resamples with replacement, from a generator seeded
+    with `seed` (a resamples x n matrix, read-only). The same for every metric of n episodes: drawn once, then each
+    metric's resampled means are one matrix product."""
+    import numpy as np
+
+    drawn = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
+    rows = (np.arange(resamples) * n)[:, None]
+    counts = np.bincount((drawn + rows).ravel(), minlength=resamples * n).reshape(resamples, n).astype(float)
+    counts.flags.writeable = False
+    return counts
+
+
+def resampled_means(values: Sequence[float], seed: int = RESAMPLE_SEED, resamples: int = RESAMPLES) -> np.ndarray:
+    """The means of `resamples` resamples (with replacement) of `values`, from a generator seeded with `seed`."""
     import numpy as np
 
     data = np.asarray(values, dtype=float)
-    rng = np.random.default_rng(seed)
-    return data[rng.integers(0, len(data), size=(RESAMPLES, len(data)))].mean(axis=1).tolist()
+    return resample_counts(len(data), seed, resamples) @ data / len(data)
 
 
 def summarise(values: Sequence[float]) -> Summary:
@@ -162,17 +182,32 @@ def permutation_p(a: Sequence[float], b: Sequence[float]) -> float:
     if math.comb(len(pooled), size_a) <= EXACT_SPLITS_MAX:
         splits = list(itertools.combinations(pooled, size_a))
         return sum(extreme(split) for split in splits) / len(splits)
-    rng = random.Random(RESAMPLE_SEED)
-    hits = sum(extreme(rng.sample(pooled, size_a)) for _ in range(RANDOM_SPLITS))
-    return (hits + 1) / (RANDOM_SPLITS + 1)
+    return (_random_split_hits(pooled, size_a, observed - tolerance) + 1) / (RANDOM_SPLITS + 1)
+
+
+def _random_split_hits(pooled: Sequence[float], size_a: int, threshold: float) -> int:
+    """Of RANDOM_SPLITS seeded random splits (numpy, in chunks of SPLIT_CHUNK rows: memory bounded by a chunk), how
+    many give a difference of means at least `threshold` from 0."""
+    import numpy as np
+
+    values = np.asarray(pooled, dtype=float)
+    total, size_b = values.sum(), len(values) - size_a
+    rng = np.random.default_rng(RESAMPLE_SEED)
+    hits = 0
+    for start in range(0, RANDOM_SPLITS, SPLIT_CHUNK):
+        rows = min(SPLIT_CHUNK, RANDOM_SPLITS - start)
+        order = rng.random((rows, len(values))).argsort(axis=1)[:, :size_a]
+        sums_a = values[order].sum(axis=1)
+        hits += int(np.count_nonzero(np.abs(sums_a / size_a - (total - sums_a) / size_b) >= threshold))
+    return hits
 
 
 def difference_interval(a: Sequence[float], b: Sequence[float]) -> Interval | None:
     """Bootstrap interval of mean(a) − mean(b), each arm resampled on its own."""
     if len(a) < 2 or len(b) < 2:
         return None
-    means_a, means_b = _resampled_means(a), _resampled_means(b, RESAMPLE_SEED + 1)
-    return _percentile_interval([x - y for x, y in zip(means_a, means_b)])
+    means_a, means_b = resampled_means(a), resampled_means(b, RESAMPLE_SEED + 1)
+    return _percentile_interval(means_a - means_b)
 
 
 def seeds_needed(a: Sequence[float], b: Sequence[float]) -> int | None:
@@ -246,15 +281,13 @@ def compare_means(metric: str, a: Sequence[float], b: Sequence[float], *, name_a
 
 
 def milestone_stats(task: str, identity: str, steps: Sequence[int | None], *, available: bool = True) -> MilestoneStats:
-    """Reached k/n and the median step (with its quartiles) over the episodes that reached it."""
+    """Reached k/n; with one episode, the step it was reached at."""
     reached = [step for step in steps if step is not None]
-    iqr = Interval(low=quantile(reached, 0.25), high=quantile(reached, 0.75)) if reached else None
     return MilestoneStats(
         task=task,
         identity=identity,
         reached=len(reached),
         n=len(steps),
-        median_step=statistics.median(reached) if reached else None,
-        iqr=iqr,
+        step=reached[0] if len(steps) == 1 and reached else None,
         available=available,
     )

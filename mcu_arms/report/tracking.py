@@ -32,7 +32,8 @@ from mcu_arms.environment import Environment
 from mcu_arms.layout import RunDir, episode_name
 from mcu_arms.report.analysis import Analysis
 from mcu_arms.report.compare import to_markdown
-from mcu_arms.report.plot import PlotData, PlotSeries, build_figure, plot_data
+from mcu_arms.report.methods.survival import episodes, kaplan_meier
+from mcu_arms.report.plot import MilestonePanel, PlotArm, PlotCurve, PlotData, build_figure, plot_data
 
 TrackerName = Literal["mlflow", "wandb"]
 TRACKERS: tuple[TrackerName, ...] = ("mlflow", "wandb")
@@ -248,24 +249,19 @@ def _bounded(lines: list[str]) -> str:
 
 
 def episode_plot(report: RunReport) -> PlotData:
-    """This episode's milestones reached against step, drawn as `compare --plot` draws an arm."""
-    landed = sorted((m.step, m.identity) for m in report.milestones if m.available and m.step is not None)
-    end = max([report.steps_run or 0, *(step for step, _ in landed)])
-    steps = sorted({0, *(step for step, _ in landed), end})
-    counts = [float(sum(1 for step, _ in landed if step <= x)) for x in steps]
+    """This episode's milestones, drawn as `compare --plot` draws an arm of one episode: per milestone a step from 0 to
+    1 where it was reached (censored at the steps run when not)."""
+    panels = []
+    for milestone in report.milestones:
+        if not milestone.available:
+            continue
+        survival = kaplan_meier(episodes([milestone.step], [report.steps_run or 0]))
+        curve = PlotCurve(arm=report.arm, n=1, median=survival.median, curve=survival.reaching())
+        panels.append(MilestonePanel(task=milestone.task, identity=milestone.identity, curves=[curve]))
     label = report.simulator_label or report.settings.simulator
-    series = PlotSeries(
-        arm=report.arm,
-        label=report.arm,
-        steps=steps,
-        median=counts,
-        low=counts,
-        high=counts,
-        replicates=1,
-        landed=landed,
-    )
     title = f"{report.arm} seed {report.settings.seed}, {episode_name(report.episode)}: {report.settings.task}\n{label}"
-    return PlotData(title=title, series=[series], not_plotted=[])
+    arm = PlotArm(arm=report.arm, label=report.arm, replicates=1)
+    return PlotData(title=title, arms=[arm], milestones=panels, not_plotted=[])
 
 
 def episode_run(run_dir: RunDir, report: RunReport, parent_id: str) -> TrackedRun:

@@ -38,7 +38,8 @@ from mcu_arms.contracts.run_report import RunReport, read_report
 from mcu_arms.contracts.steps import FRAME_NAME, StepProgress, frame_name
 from mcu_arms.environment import Environment
 from mcu_arms.layout import RunDir, episode_name, frames_dir, known_arms, logged_tasks, steps_log
-from mcu_arms.report.analysis import Analysis, analyse
+from mcu_arms.report.analysis import Analysis
+from mcu_arms.report.analysis_cache import cached_analysis
 from mcu_arms.report.plot import plot_data
 from mcu_arms.view.episode import (
     BACKGROUND_INDEX_BYTES,
@@ -185,7 +186,7 @@ class Site:
         episode: int | None = None,
         experiments: list[str] | None = None,
     ) -> Site:
-        comparison = analyse(items, env, baseline=baseline, episode=episode, experiments=experiments)
+        comparison = cached_analysis(items, env, baseline=baseline, episode=episode, experiments=experiments)
         sources: dict[str, EpisodeSource] = {}
         for source in episode_sources(comparison):
             base = _slug(f"{source.arm}-{source.run_dir.number:03d}-{source.task}")
@@ -299,31 +300,22 @@ class Site:
 
 
 def comparison_data(result: Analysis) -> dict[str, object]:
-    """The comparison's charts: milestones reached against step, one line per arm (report/plot.py's series); and per
-    milestone each arm's Kaplan–Meier curve of reaching it (1 − S) with its band, as the analysis computed them."""
+    """The comparison's charts: milestones reached against step, one line per arm (the analysis's ReachedCurve); and
+    per milestone each arm's Kaplan–Meier curve of reaching it with its band (report/plot.py's panels)."""
     plot = plot_data(result)
-    survival: dict[str, list[dict[str, object]]] = {}
-    for row in result.milestones:
-        curves = [
-            {
-                "arm": arm.arm,
-                "n": cell.time_to_event.n,
-                "median": cell.time_to_event.median,
-                "steps": [0.0, *(point.step for point in cell.time_to_event.points)],
-                "reached": [0.0, *(1 - point.not_reached for point in cell.time_to_event.points)],
-                "low": [0.0, *(1 - point.band.high for point in cell.time_to_event.points)],
-                "high": [0.0, *(1 - point.band.low for point in cell.time_to_event.points)],
-            }
-            for arm, cell in zip(result.arms, row.cells)
-            if cell.time_to_event is not None
+    curves = {arm.arm: arm.curve for arm in result.arms}
+    series = [{**arm.model_dump(), **curve.model_dump()} for arm in plot.arms if (curve := curves[arm.arm]) is not None]
+    survival = {
+        f"{panel.task}/{panel.identity}": [
+            {"arm": c.arm, "n": c.n, "median": c.median, **c.curve.model_dump()} for c in panel.curves if c.n > 1
         ]
-        if curves:
-            survival[f"{row.task}/{row.identity}"] = curves
+        for panel in plot.milestones
+    }
     return {
         "title": plot.title,
-        "series": [s.model_dump() for s in plot.series],
+        "series": series,
         "not_plotted": plot.not_plotted,
-        "survival": survival,
+        "survival": {key: drawn for key, drawn in survival.items() if drawn},
     }
 
 

@@ -17,7 +17,16 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from mcu_arms.report.stats import ALPHA, CONFIDENCE, RESAMPLE_SEED, RESAMPLES, Z_ALPHA, Z_POWER, Interval
+from mcu_arms.report.stats import (
+    ALPHA,
+    CONFIDENCE,
+    RESAMPLE_SEED,
+    RESAMPLES,
+    Z_ALPHA,
+    Z_POWER,
+    Interval,
+    resampled_means,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -148,9 +157,7 @@ def paired_bootstrap_interval(
         return None
     import numpy as np
 
-    values = np.asarray(differences, dtype=float)
-    rng = np.random.default_rng(seed)
-    means = values[rng.integers(0, len(values), size=(resamples, len(values)))].mean(axis=1)
+    means = resampled_means(differences, seed, resamples)
     tail = (1 - CONFIDENCE) / 2
     low, high = np.quantile(means, [tail, 1 - tail])
     return Interval(low=float(low), high=float(high))

@@ -40,6 +40,16 @@ class KaplanMeierPoint(BaseModel):
     band: Interval  # pointwise band of S(step)
 
 
+class ReachingCurve(BaseModel):
+    """1 − S by step: the share of episodes that reached the milestone, with its band — what `--plot` and the viewer
+    draw, a step function starting at (0, 0)."""
+
+    steps: list[float]  # 0, then each step at which an episode reached it or ended
+    reached: list[float]
+    low: list[float]  # 1 − the band's upper S
+    high: list[float]  # 1 − the band's lower S
+
+
 class KaplanMeier(BaseModel):
     n: int
     reached: int
@@ -51,6 +61,14 @@ class KaplanMeier(BaseModel):
     reached_by_cap_band: Interval
     method: str = KM_METHOD
     median_method: str = MEDIAN_METHOD
+
+    def reaching(self) -> ReachingCurve:
+        return ReachingCurve(
+            steps=[0.0, *(point.step for point in self.points)],
+            reached=[0.0, *(1 - point.not_reached for point in self.points)],
+            low=[0.0, *(1 - point.band.high for point in self.points)],
+            high=[0.0, *(1 - point.band.low for point in self.points)],
+        )
 
     def median_text(self) -> str:
         if self.median is None:
@@ -88,10 +106,10 @@ def _grouped(data: Sequence[TimeToEvent]) -> list[tuple[float, int, int]]:
 def _band(survival: float, greenwood: float, z: float) -> Interval:
     """Greenwood on the log(−log S) scale; degenerate where S is 0 or 1."""
     if survival <= 0.0 or survival >= 1.0 or math.isinf(greenwood):
-        return Interval.model_construct(low=survival, high=survival)
+        return Interval(low=survival, high=survival)
     log_s = math.log(survival)
     spread = z * math.sqrt(greenwood) / log_s  # negative: log S < 0
-    return Interval.model_construct(
+    return Interval(
         low=math.exp(-math.exp(math.log(-log_s) - spread)), high=math.exp(-math.exp(math.log(-log_s) + spread))
     )
 
@@ -112,9 +130,9 @@ def kaplan_meier(data: Sequence[TimeToEvent]) -> KaplanMeier:
         if reached:
             survival *= 1 - reached / at_risk
             greenwood += reached / (at_risk * (at_risk - reached)) if at_risk > reached else math.inf
-        # built without validation: thousands per compare, every value computed here
+        # validated: pydantic-core's __init__ is faster than the pure-Python model_construct (thousands per compare)
         points.append(
-            KaplanMeierPoint.model_construct(
+            KaplanMeierPoint(
                 step=step,
                 at_risk=at_risk,
                 reached=reached,
