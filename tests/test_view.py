@@ -429,3 +429,34 @@ def test_the_comparison_page_leaves_out_counter_rows_no_arm_s_agent_reports(tmp_
     random_only = build(tmp_path, "rnd").get("index.html").data.decode()
     assert 'data-row="failed turns"' not in random_only and "does not report it" not in random_only
     assert ">n/a<" not in random_only.split('id="episode-facts"', 1)[1]
+
+
+@pytest.mark.slow
+def test_a_real_running_episode_is_followed_until_it_finishes(tmp_path: Path) -> None:
+    """A random arm on the embedded simulator, run in a subprocess: while it runs, its page is the running one and
+    reloads; once its report is final, neither page reloads."""
+    from run_helpers import Started, running_with_steps, wait_for
+    from run_helpers import write_arm as write_run_arm
+
+    project, state = tmp_path / "project", tmp_path / "state"
+    write_run_arm(project, "live", agent="random", steps=300)
+    run = Started(project, state, "run", "--arm", "live")
+    try:
+        wait_for(lambda: running_with_steps(project, "live"), "the run to log steps", timeout=300)
+        env, _, _ = make_environment(project, {})
+        site = Site.build(["live"], env, live=True)
+        key = f"live-001-{TASK}"
+        assert list(site.sources) == [key]
+        index = site.get("index.html").data.decode()
+        assert "running now" in index and 'http-equiv="refresh"' in index
+        assert re.search(rf"episode 1 running: {TASK}, step \d+ of 300", index), index
+        page = site.get(f"episodes/{key}/index.html").data.decode()
+        assert 'id="running"' in page and 'http-equiv="refresh"' in page
+        assert run.wait(timeout=900) == 0, run.output
+        page = site.get(f"episodes/{key}/index.html").data.decode()  # the same page, asked again once it ended
+        assert 'http-equiv="refresh"' not in page and 'id="running"' not in page
+        assert site.episode(key).view.steps == 300
+        index = Site.build(["live"], env, live=True).get("index.html").data.decode()
+        assert 'http-equiv="refresh"' not in index and "running now" not in index
+    finally:
+        run.kill_if_running()
