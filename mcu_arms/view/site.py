@@ -157,26 +157,21 @@ def _last_step(green_dir: Path) -> tuple[str | None, int | None]:
 
 
 def running_episodes(result: Analysis) -> dict[str, RunningEpisode]:
-    """Per arm whose latest episode is still open (its report says started), that episode with its progress."""
+    """Per arm whose latest episode is still running (its report says started; not one filtered out by --tag or
+    run for another campaign), that episode with its progress."""
     running: dict[str, RunningEpisode] = {}
     for arm in result.arms:
         if arm.latest is None:
             continue
-        newest_used = max((ref.episode for ref in arm.used), default=0)
-        open_episodes = [e for e in arm.excluded if e.status in OPEN_STATUSES and e.episode > newest_used]
-        if not open_episodes or max(e.episode for e in open_episodes) != _newest_episode(arm.arm, result):
+        newest = max([ref.episode for ref in arm.used] + [each.episode for each in arm.excluded], default=0)
+        started = [e.episode for e in arm.excluded if e.status == "started" and e.reason == "unfinished"]
+        if newest not in started:
             continue
-        number = max(e.episode for e in open_episodes)
-        run_dir = RunDir(Path(arm.latest.episode_dir).parent / episode_name(number))
+        run_dir = RunDir(Path(arm.latest.episode_dir).parent / episode_name(newest))
         task, step = _last_step(run_dir.green)
         steps = read_report(run_dir.report).settings.steps
-        running[arm.arm] = RunningEpisode(arm=arm.arm, episode=number, max_steps=steps, task=task, step=step)
+        running[arm.arm] = RunningEpisode(arm=arm.arm, episode=newest, max_steps=steps, task=task, step=step)
     return running
-
-
-def _newest_episode(name: str, result: Analysis) -> int:
-    arm = result.arm(name)
-    return max([ref.episode for ref in arm.used] + [e.episode for e in arm.excluded], default=0)
 
 
 def episode_sources(result: Analysis, running: dict[str, RunningEpisode]) -> list[EpisodeSource]:
