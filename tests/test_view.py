@@ -415,6 +415,11 @@ def test_view_tag_filters_through_the_analysis_and_shows_tags_notes_and_what_was
     unfiltered = Site.build(["cx"], env).get("index.html").data.decode()
     assert "cx episode 2 (seed 0): purpose=ablation; why not" in unfiltered
 
+    bundle = invoke(tmp_path, {}, "report", "cx", "--html", "out", "--tag", "purpose=smoke")
+    assert bundle.exit_code == 0, bundle.out + bundle.err
+    assert "only episodes run with tags purpose=smoke" in (tmp_path / "out" / "index.html").read_text()
+    assert [path.name for path in (tmp_path / "out" / "episodes").iterdir()] == [f"cx-001-{TASK}"]
+
     outcome = invoke(tmp_path, {}, "view", "cx", "--tag", "purpose")
     assert outcome.exit_code == 2 and "'purpose' is not a tag" in outcome.err and "Traceback" not in outcome.err
 
