@@ -72,6 +72,14 @@ def test_tags_and_note_reach_the_report_and_status_but_not_the_fingerprint(tmp_p
     table = run_cli(tmp_path, state, "status")
     assert "purpose=ablation who=ana; first try of the noop baseline" in table.stdout
 
+    compared = run_cli(tmp_path, state, "compare", "a", "--tag", "who=ana", "--tag", "purpose=ablation", "--json")
+    assert compared.returncode == 0, compared.stdout + compared.stderr
+    (used,) = json.loads(compared.stdout)["arms"][0]["used"]
+    assert used["tags"] == {"purpose": "ablation", "who": "ana"} and used["note"] == "first try of the noop baseline"
+    other = run_cli(tmp_path, state, "compare", "a", "--tag", "purpose=smoke")
+    assert other.returncode == 1, "no episode with that tag: no result"
+    assert "a episode 1 (seed 0, finished): other tags: run with tags purpose=ablation who=ana" in other.stdout
+
 
 def test_plan_and_doctor_say_which_model_endpoints_do_not_answer(tmp_path: Path) -> None:
     """A planned arm's planner and policy are asked before anything starts: any HTTP answer (a 404 too) is a server

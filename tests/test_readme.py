@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 from cli_support import summary_rows
+from run_helpers import wait_for
 
 REPO = Path(__file__).resolve().parents[1]
 BASH_BLOCK = re.compile(r"^```bash\n(.*?)^```", re.MULTILINE | re.DOTALL)
@@ -285,6 +286,76 @@ def check_to_wandb(line: str, clone: Path, env: dict[str, str]) -> None:
     assert len(list((clone / "wandb").glob("offline-run-*"))) == runs
 
 
+def _summary_ends(out: str, arms: int) -> int:
+    """The line the one-line-per-arm summary table closes on; it must come first: its title, its top border, its
+    header, the rule under it, a line per arm, its bottom border."""
+    lines = out.splitlines()
+    closes = next(index for index, line in enumerate(lines) if line.startswith("└"))
+    assert closes == 4 + arms, "\n".join(lines[: closes + 1])
+    return closes
+
+
+def check_summary_first_and_a_never_run_arm(clone: Path, env: dict[str, str]) -> None:
+    """Not README lines, checked where the README leaves the user (demo finished, demo_random never run), reusing
+    that state: `plan --dry-run` and `run --dry-run` open with one line per arm (will, why) before anything else, and
+    `compare` with an arm that never ran is no success (exit 1)."""
+    arms = sorted(path.stem for path in (clone / "arms").glob("*.toml"))
+    plan = shell("mcu-arms plan --dry-run", clone, env, timeout=300)
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    _summary_ends(plan.stdout, len(arms))
+    planned = summary_rows(plan.stdout)
+    assert sorted(planned) == arms and planned["demo"][0] == planned["demo_random"][0] == "ready", planned
+    dry = shell("mcu-arms run --arm demo --arm demo_random --dry-run", clone, env, timeout=300)
+    assert dry.returncode == 0, dry.stdout + dry.stderr
+    _summary_ends(dry.stdout, 2)
+    will = summary_rows(dry.stdout)
+    assert will["demo"][0] == "skip" and will["demo_random"][0] == "run", will
+    never = shell("mcu-arms compare demo demo_random", clone, env, timeout=300)
+    assert never.returncode == 1, never.stdout + never.stderr
+    assert "NO RESULT for demo_random" in never.stdout
+
+
+def check_a_user_stop_is_success(clone: Path, env: dict[str, str]) -> None:
+    """Not a README line: a run whose only arm a user stops with `mcu-arms stop` ended as asked: exit 0, saying who
+    stopped it (a long run of demo_random on a seed of its own, started last so that no check above sees it)."""
+    before = {path.name for path in (clone / "output" / "demo_random").glob("episode_*")}
+    run = subprocess.Popen(
+        ["bash", "-c", "exec mcu-arms run --arm demo_random --seeds 99 --steps 100000"],
+        cwd=clone,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+
+        def started() -> bool:
+            new = sorted({path.name for path in (clone / "output" / "demo_random").glob("episode_*")} - before)
+            return bool(new) and _running(clone, new[-1])
+
+        wait_for(started, "the stopped-by-the-user run to log steps", timeout=300, interval=0.5)
+        stopped = shell("mcu-arms stop --arm demo_random", clone, env, timeout=120)
+        assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+        output, _ = run.communicate(timeout=120)
+        assert run.returncode == 0, output
+        assert "demo_random stopped as asked, by mcu-arms stop (pid" in output, output
+    finally:
+        if run.poll() is None:
+            run.kill()  # our own child, by its pid
+            run.wait(timeout=30)
+
+
+def _running(clone: Path, episode: str) -> bool:
+    """Whether that episode's report says started, with its client up and a step logged."""
+    green = clone / "output" / "demo_random" / episode / "green"
+    try:
+        data = json.loads((clone / "output" / "demo_random" / episode / "result.json").read_text())
+    except (OSError, ValueError):
+        return False
+    logged = any(path.stat().st_size for path in green.glob("*/steps.jsonl")) if green.is_dir() else False
+    return data["status"] == "started" and "client" in data["processes"] and logged
+
+
 EXAMPLES: dict[str, Example] = {
     "mcu-arms run --arm demo --arm demo_random": check_two_arms,
     "mcu-arms compare arms/demo*.toml --plot demo.png": check_compare,
@@ -333,5 +404,7 @@ def test_a_fresh_clone_does_what_the_readme_says_from_the_top(tmp_path: Path) ->
     unknown = [line for line in examples if line not in EXAMPLES]
     assert not unknown, f"README examples this test does not know (say here what the README says they do): {unknown}"
     assert examples == list(EXAMPLES), "the README's examples changed order"
+    check_summary_first_and_a_never_run_arm(clone, on_path)
     for line in examples:
         EXAMPLES[line](line, clone, on_path)
+    check_a_user_stop_is_success(clone, on_path)

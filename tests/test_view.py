@@ -18,8 +18,9 @@ from cli_support import invoke, make_environment
 from view_episodes import TASK, step_records, turn_records, write_episode
 
 from mcu_arms.contracts.agent_report import agent_messages, turn_at_step
+from mcu_arms.contracts.run_report import RunReport, read_report
 from mcu_arms.contracts.steps import frame_step
-from mcu_arms.layout import frame_file, steps_log
+from mcu_arms.layout import RunDir, frame_file, steps_log
 from mcu_arms.view import downsample, extra
 from mcu_arms.view.server import SiteHolder, open_server, view_token
 from mcu_arms.view.site import Site, write_bundle
@@ -412,3 +413,126 @@ def test_a_bundle_that_cannot_be_written_is_a_clear_error(tmp_path: Path) -> Non
     (tmp_path / "a-file").write_text("not a directory")
     outcome = invoke(tmp_path, {}, "report", "cx", "--html", "a-file/bundle")
     assert outcome.exit_code == 2 and "cannot write the bundle" in outcome.err and "a-file" in outcome.err
+
+
+# --- a running episode, tags, rows that apply ----------------------------------------------------------------------
+
+
+RUNNING_KEY = f"cx-002-{TASK}"
+
+
+def start_running(project: Path, arm: str, episode: int, *, steps: int, done: int) -> tuple[RunDir, RunReport]:
+    """Episode `episode` of `arm` as it is while it runs: its report says started, its step log has `done` steps."""
+    run_dir = write_episode(project, arm, steps=steps, episode=episode)
+    finished = read_report(run_dir.report)
+    log = steps_log(run_dir.green, TASK)
+    log.write_text("".join(log.read_text().splitlines(keepends=True)[:done]))
+    run_dir.evaluation.unlink()
+    run_dir.write_report(finished.model_copy(update={"status": "started", "finished_at": None, "wall_s": None}))
+    return run_dir, finished
+
+
+def test_a_running_episode_is_shown_first_marked_with_its_step_and_reloaded_until_it_ends(tmp_path: Path) -> None:
+    write_episode(tmp_path, "cx", steps=20)
+    run_dir, finished = start_running(tmp_path, "cx", 2, steps=20, done=12)
+    env, _, _ = make_environment(tmp_path, {})
+    site = Site.build(["cx"], env, live=True)
+    assert list(site.sources)[0] == RUNNING_KEY, "the running episode's page comes first"
+    index = site.get("index.html").data.decode()
+    assert '<meta http-equiv="refresh" content="5">' in index
+    assert f"episode 2 running: {TASK}, step 12 of 20" in index
+    assert f"2: {TASK} (running)" in index and f"1: {TASK}</a>" in index
+    page = site.get(f"episodes/{RUNNING_KEY}/index.html").data.decode()
+    assert 'id="running"' in page and 'http-equiv="refresh"' in page
+    assert site.episode(RUNNING_KEY).view.steps == 12
+    finished_page = site.get(f"episodes/cx-001-{TASK}/index.html").data.decode()
+    assert 'http-equiv="refresh"' not in finished_page and 'id="running"' not in finished_page
+
+    holder = SiteHolder(lambda: Site.build(["cx"], env, live=True))
+    server = open_server(holder, "127.0.0.1", 0, None)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/"
+        status, _, body = get(url)
+        assert status == 200 and b'http-equiv="refresh"' in body and b"episode 2 running" in body
+        snapshot = Site.build(["cx"], env)  # `report --html`: a bundle never reloads itself
+        assert 'http-equiv="refresh"' not in snapshot.get("index.html").data.decode()
+
+        run_dir.write_report(finished)  # the episode ends: its final report
+        log = steps_log(run_dir.green, TASK)
+        log.write_text("".join(record.model_dump_json() + "\n" for record in step_records(20)))
+        status, _, body = get(url + f"episodes/{RUNNING_KEY}/index.html")  # the page open in the browser reloads
+        assert status == 200 and b'http-equiv="refresh"' not in body and b'id="running"' not in body
+        assert b"finished" in body
+        status, _, body = get(url)
+        assert b'http-equiv="refresh"' not in body and b"running now" not in body
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_view_tag_filters_through_the_analysis_and_shows_tags_notes_and_what_was_left_out(tmp_path: Path) -> None:
+    first = write_episode(tmp_path, "cx", steps=20)
+    second = write_episode(tmp_path, "cx", steps=20, episode=2)
+    for run_dir, tags, note in ((first, {"purpose": "smoke"}, None), (second, {"purpose": "ablation"}, "why not")):
+        run_dir.write_report(read_report(run_dir.report).model_copy(update={"tags": tags, "note": note}))
+    env, _, _ = make_environment(tmp_path, {})
+    site = Site.build(["cx"], env, tags={"purpose": "smoke"})
+    assert list(site.sources) == [f"cx-001-{TASK}"]
+    index = site.get("index.html").data.decode()
+    assert "only episodes run with tags purpose=smoke" in index
+    assert "cx episode 1 (seed 0): purpose=smoke" in index
+    assert "cx episode 2 (seed 0, finished): other tags: run with tags purpose=ablation" in index
+    unfiltered = Site.build(["cx"], env).get("index.html").data.decode()
+    assert "cx episode 2 (seed 0): purpose=ablation; why not" in unfiltered
+
+    bundle = invoke(tmp_path, {}, "report", "cx", "--html", "out", "--tag", "purpose=smoke")
+    assert bundle.exit_code == 0, bundle.out + bundle.err
+    assert "only episodes run with tags purpose=smoke" in (tmp_path / "out" / "index.html").read_text()
+    assert [path.name for path in (tmp_path / "out" / "episodes").iterdir()] == [f"cx-001-{TASK}"]
+
+    outcome = invoke(tmp_path, {}, "view", "cx", "--tag", "purpose")
+    assert outcome.exit_code == 2 and "'purpose' is not a tag" in outcome.err and "Traceback" not in outcome.err
+
+
+def test_the_comparison_page_leaves_out_counter_rows_no_arm_s_agent_reports(tmp_path: Path) -> None:
+    write_episode(tmp_path, "cx", steps=20)
+    write_episode(tmp_path, "rnd", steps=20, agent="random", frames=False)
+    page = build(tmp_path, "cx", "rnd").get("index.html").data.decode()
+    assert 'data-row="decisions"' not in page and 'data-row="planner ms (median)"' not in page
+    assert re.search(r'data-row="compaction limit"><th>compaction limit</th><td>\d+</td><td>·</td>', page)
+    assert "· this arm&#39;s agent does not report it" in page
+    random_only = build(tmp_path, "rnd").get("index.html").data.decode()
+    assert 'data-row="failed turns"' not in random_only and "does not report it" not in random_only
+    assert ">n/a<" not in random_only.split('id="episode-facts"', 1)[1]
+
+
+@pytest.mark.slow
+def test_a_real_running_episode_is_followed_until_it_finishes(tmp_path: Path) -> None:
+    """A random arm on the embedded simulator, run in a subprocess: while it runs, its page is the running one and
+    reloads; once its report is final, neither page reloads."""
+    from run_helpers import Started, running_with_steps, wait_for
+    from run_helpers import write_arm as write_run_arm
+
+    project, state = tmp_path / "project", tmp_path / "state"
+    write_run_arm(project, "live", agent="random", steps=300)
+    run = Started(project, state, "run", "--arm", "live")
+    try:
+        wait_for(lambda: running_with_steps(project, "live"), "the run to log steps", timeout=300)
+        env, _, _ = make_environment(project, {})
+        site = Site.build(["live"], env, live=True)
+        key = f"live-001-{TASK}"
+        assert list(site.sources) == [key]
+        index = site.get("index.html").data.decode()
+        assert "running now" in index and 'http-equiv="refresh"' in index
+        assert re.search(rf"episode 1 running: {TASK}, step \d+ of 300", index), index
+        page = site.get(f"episodes/{key}/index.html").data.decode()
+        assert 'id="running"' in page and 'http-equiv="refresh"' in page
+        assert run.wait(timeout=900) == 0, run.output
+        page = site.get(f"episodes/{key}/index.html").data.decode()  # the same page, asked again once it ended
+        assert 'http-equiv="refresh"' not in page and 'id="running"' not in page
+        assert site.episode(key).view.steps == 300
+        index = Site.build(["live"], env, live=True).get("index.html").data.decode()
+        assert 'http-equiv="refresh"' not in index and "running now" not in index
+    finally:
+        run.kill_if_running()

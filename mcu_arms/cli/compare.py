@@ -10,14 +10,18 @@ from rich.markup import escape
 from rich.table import Table
 
 from mcu_arms.cli.common import environment, print_json, ran_arm_names, reports_user_errors
-from mcu_arms.cli.options import ExperimentOption
+from mcu_arms.cli.options import ExperimentOption, TagFilterOption
+from mcu_arms.contracts.annotations import parse_tags
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.text import MAX_MESSAGE_CHARS, shown_text
 from mcu_arms.environment import Environment
 from mcu_arms.report.analysis import Analysis, analyse
 from mcu_arms.report.compare import (
+    annotation_lines,
+    episode_legend,
     episode_rows,
     excluded_lines,
+    filter_text,
     milestone_text,
     result_rows,
     setting_text,
@@ -38,7 +42,8 @@ An arm's runs are grouped into experiments (one fingerprint each). Per arm, comp
 matches the other arms except in what is under test, and of it the latest finished episode per seed; when that \
 experiment is not unique it refuses (exit 2) and lists the candidates: choose with --experiment PREFIX \
 (repeatable) or --run N. Interrupted, failed and unfinished episodes, other experiments and superseded episodes \
-are listed with their reason and enter no statistic.
+are listed with their reason and enter no statistic. --tag KEY=VALUE (repeatable) keeps only the episodes run with \
+every tag given (`run --tag`); the others are listed as excluded, "other tags", with theirs.
 
 Settings come from the run's report (the values in force), else from the arm file; only those that differ are \
 shown unless --all. Milestone deltas are steps against the baseline arm (the first unless --baseline): \
@@ -78,6 +83,8 @@ def render(result: Analysis, env: Environment) -> None:
     console = env.console
     good = result.verdict.comparable and result.verdict.trustworthy and not result.verdict.missing
     console.print(f"[{'green' if good else 'bold red'}]{escape(result.verdict.text)}[/]", highlight=False)
+    if (tagged := filter_text(result)) is not None:
+        console.print(f"[bold]{escape(tagged)}[/]", highlight=False, soft_wrap=True)
     for flag in result.flags:
         who = f" {escape(flag.arm)}:" if flag.arm else ""
         console.print(f"[bold yellow]! {flag.kind}[/]{who} {escape(flag.message)}", highlight=False, soft_wrap=True)
@@ -118,11 +125,19 @@ def render(result: Analysis, env: Environment) -> None:
             matrix.add_row(row.identity if one_task else f"{row.task}/{row.identity}", *cells)
         console.print(matrix)
 
+    annotations = annotation_lines(result)
+    if annotations:
+        console.print("[bold]tags and notes of the episodes used[/]", highlight=False)
+    for annotation in annotations:
+        console.print(f"  {escape(shown_text(annotation, MAX_MESSAGE_CHARS))}", highlight=False, soft_wrap=True)
     excluded = excluded_lines(result)
     console.print(f"[bold]excluded episodes[/] ({len(excluded) or 'none'})", highlight=False)
     for line in excluded:
         console.print(f"  {escape(shown_text(line, MAX_MESSAGE_CHARS))}", highlight=False, soft_wrap=True)
-    _table(result, "one episode per arm: the latest used (counters, not statistics)", episode_rows(result), env)
+    counters = episode_rows(result)
+    _table(result, "one episode per arm: the latest used (counters, not statistics)", counters, env)
+    if (legend := episode_legend(counters)) is not None:
+        console.print(f"[dim]{escape(legend)}[/]", highlight=False)
 
     for arm in result.arms:
         facts = arm.latest
@@ -149,6 +164,7 @@ def register(app: typer.Typer) -> None:
         show_all: bool = typer.Option(False, "--all", help="Show every setting, not only those that differ."),
         run: int | None = typer.Option(None, "--run", help="Compare episode N of each arm."),
         experiment: ExperimentOption = None,
+        tag: TagFilterOption = None,
         json_output: bool = typer.Option(False, "--json", help="Print the analysis as JSON."),
         csv_output: bool = typer.Option(False, "--csv", help="Print tidy numbers: arm, metric, statistic, value."),
         markdown_output: bool = typer.Option(False, "--markdown", help="Print markdown tables."),
@@ -173,7 +189,15 @@ def register(app: typer.Typer) -> None:
             export = export if export.is_absolute() else env.cwd / export
             _refuse_earlier_export(export)
         tracker = _parsed_destination(to) if to is not None else None
-        result = analyse(arms or [], env, baseline=baseline, episode=run, experiments=experiment, show_all=show_all)
+        result = analyse(
+            arms or [],
+            env,
+            baseline=baseline,
+            episode=run,
+            experiments=experiment,
+            show_all=show_all,
+            tags=parse_tags(tag or []),
+        )
         if plot is not None:
             _write_plot(result, plot if plot.is_absolute() else env.cwd / plot, env, log_x=log_x)
         if export is not None:

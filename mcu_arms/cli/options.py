@@ -171,6 +171,12 @@ ExperimentOption = Annotated[
         "--experiment", help="Use the experiment whose fingerprint starts with PREFIX. Repeatable (one per arm)."
     ),
 ]
-BaselineOption = Annotated[
-    str | None, typer.Option("--baseline", help="Arm the deltas are against (default: first).")
+BaselineOption = Annotated[str | None, typer.Option("--baseline", help="Arm the deltas are against (default: first).")]
+TagFilterOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--tag",
+        help="Only episodes run with this tag (`run --tag KEY=VALUE`); the others are listed as excluded. Repeatable: "
+        "all must match.",
+    ),
 ]

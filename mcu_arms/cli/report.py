@@ -8,7 +8,8 @@ from typing import Annotated
 import typer
 
 from mcu_arms.cli.common import environment, print_json, reports_user_errors
-from mcu_arms.cli.options import ArmsArgument, BaselineOption, ExperimentOption, RunOption
+from mcu_arms.cli.options import ArmsArgument, BaselineOption, ExperimentOption, RunOption, TagFilterOption
+from mcu_arms.contracts.annotations import parse_tags
 
 HELP = """\
 Write the results browser's pages into DIR as a static bundle.
@@ -16,7 +17,8 @@ Write the results browser's pages into DIR as a static bundle.
 The pages are those `mcu-arms view` serves (the comparison of ARMS and an episode page per task of each arm's run, \
 frames included) into DIR as plain files with relative links only: open DIR/index.html from disk, zip it, mail \
 it or put it on any web server. Nothing in it is fetched from the network. DIR must be new or empty: a bundle \
-never overwrites. ARMS are chosen as `compare` chooses them (default: every arm that has run). Needs the optional \
+never overwrites. ARMS are chosen as `compare` chooses them (default: every arm that has run; --tag KEY=VALUE \
+as for `compare`). Needs the optional \
 extra 'view' (jinja2, plotly).
 """
 
@@ -31,15 +33,19 @@ def register(app: typer.Typer) -> None:
         baseline: BaselineOption = None,
         run: RunOption = None,
         experiment: ExperimentOption = None,
+        tag: TagFilterOption = None,
         json_output: Annotated[bool, typer.Option("--json", help="Print what was written as JSON.")] = False,
     ) -> None:
         env = environment(ctx)
+        tags = parse_tags(tag or [])
         from mcu_arms.view.extra import require_view_extra
 
         require_view_extra()
         from mcu_arms.view.site import Site, chosen_arms, write_bundle
 
-        site = Site.build(chosen_arms(arms or [], env), env, baseline=baseline, episode=run, experiments=experiment)
+        site = Site.build(
+            chosen_arms(arms or [], env), env, baseline=baseline, episode=run, experiments=experiment, tags=tags
+        )
         summary = write_bundle(site, html if html.is_absolute() else env.cwd / html)
         if json_output:
             print_json(env, summary)

@@ -8,16 +8,19 @@ from typing import Annotated
 import typer
 
 from mcu_arms.cli.common import environment, reports_user_errors
-from mcu_arms.cli.options import ArmsArgument, BaselineOption, ExperimentOption, RunOption
+from mcu_arms.cli.options import ArmsArgument, BaselineOption, ExperimentOption, RunOption, TagFilterOption
+from mcu_arms.contracts.annotations import parse_tags
 
 HELP = """\
 Browse results: the comparison of ARMS (settings that differ, the verdict, results, milestones) and, per task of \
 each arm's run, an episode page with per-step timelines, the frame player, the step's reply and the agent's turn \
 at that step.
 
-ARMS are chosen as `compare` chooses them (default: every arm that has run). The server listens on 127.0.0.1 on a \
-free port (--port to choose one; a busy port is an error) and prints its URL; it reads the output files as they \
-grow, so a running arm can be watched. --host serves on another interface, and then every request needs the \
+ARMS are chosen as `compare` chooses them (default: every arm that has run; --tag KEY=VALUE, repeatable, keeps the \
+episodes run with those tags). The server listens on 127.0.0.1 on a free port (--port to choose one; a busy port \
+is an error) and prints its URL; it reads the output files as they grow, so a running arm can be watched: an arm \
+whose latest episode runs shows it first, marked running with its step, and its pages reload every few seconds \
+until it ends. --host serves on another interface, and then every request needs the \
 token in $MCU_ARMS_VIEW_TOKEN (open the URL with ?token=...). `mcu-arms report --html DIR` writes the same pages \
 as files. Needs the optional extra 'view' (jinja2, plotly).
 """
@@ -40,6 +43,7 @@ def register(app: typer.Typer) -> None:
         baseline: BaselineOption = None,
         run: RunOption = None,
         experiment: ExperimentOption = None,
+        tag: TagFilterOption = None,
         port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port to listen on (0: a free one).")] = 0,
         host: Annotated[
             str,
@@ -53,9 +57,12 @@ def register(app: typer.Typer) -> None:
         from mcu_arms.view.server import TOKEN_ENV, SiteHolder, open_server, url_of, view_token
         from mcu_arms.view.site import Site, chosen_arms
 
+        tags = parse_tags(tag or [])
         token = view_token(host, env.env)
         items = chosen_arms(arms or [], env)
-        holder = SiteHolder(lambda: Site.build(items, env, baseline=baseline, episode=run, experiments=experiment))
+        holder = SiteHolder(
+            lambda: Site.build(items, env, baseline=baseline, episode=run, experiments=experiment, tags=tags, live=True)
+        )
         site = holder.current(rebuild=True)  # a bad arm name fails here, before anything listens
         server = open_server(holder, host, port, token)
         url = url_of(server, host)

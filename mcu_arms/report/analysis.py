@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field
 from mcu_arms.arms.campaign import is_campaign, load_campaign
 from mcu_arms.arms.plan import apply_overrides, resolve_settings
 from mcu_arms.arms.spec import ARM_NAME_PATTERN, ArmSpec, load_arm
+from mcu_arms.contracts.annotations import matches_tags
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.run_report import RunReport
 from mcu_arms.contracts.settings import (
@@ -77,7 +78,9 @@ FINGERPRINT_SHOWN = 12  # characters of a fingerprint shown where a prefix is en
 
 ArmStatus = Literal["finished", "failed", "interrupted", "queued", "started", "no run"]
 CellState = Literal["reached", "not reached", "unavailable", "no run", "none finished", "not in run"]
-ExclusionReason = Literal["interrupted", "failed", "unfinished", "other experiment", "superseded", "other campaign"]
+ExclusionReason = Literal[
+    "interrupted", "failed", "unfinished", "other experiment", "superseded", "other campaign", "other tags"
+]
 MetricName = Literal["score", "sim_score", "steps_run", "wall_s", "steps_per_minute", "noops", "infrastructure_noops"]
 METRICS: tuple[MetricName, ...] = (
     "score",
@@ -107,6 +110,8 @@ class EpisodeRef(BaseModel):
     started_at: str
     attempt: int = 1
     campaign: str | None = None
+    tags: dict[str, str] = Field(default_factory=dict)  # `run --tag`: why it was run
+    note: str | None = None  # `run --note`
 
 
 class ExcludedEpisode(EpisodeRef):
@@ -329,6 +334,7 @@ class Analysis(BaseModel):
     schema_version: int = ANALYSIS_SCHEMA_VERSION
     baseline: str
     campaign: str | None = None
+    tags: dict[str, str] = Field(default_factory=dict)  # `--tag`: only episodes run with every one of these
     show_all: bool
     arms: list[ArmAnalysis]
     settings: list[SettingRow]
@@ -488,6 +494,8 @@ def _ref(report: RunReport) -> dict[str, Any]:
         "started_at": report.started_at,
         "attempt": report.attempt,
         "campaign": report.campaign.name if report.campaign else None,
+        "tags": dict(report.tags),
+        "note": report.note,
     }
 
 
@@ -504,6 +512,7 @@ class _ArmRuns(BaseModel):
     target: ArmTarget
     runs: dict[int, tuple[Path, RunReport]]  # of its campaign only, when compared as a campaign's arm
     other_campaign: list[RunReport]
+    other_tags: list[RunReport]  # of its campaign, but without every tag asked for (`--tag`)
     file_settings: Settings | None  # what the arm file says today (None: no arm file)
     experiments: dict[str, list[RunReport]]  # fingerprint -> its runs, oldest first; newest experiment first
 
@@ -527,10 +536,12 @@ class _ArmRuns(BaseModel):
         )
 
 
-def _arm_runs(target: ArmTarget, episode: int | None, flags: list[Flag]) -> _ArmRuns:
+def _arm_runs(target: ArmTarget, episode: int | None, flags: list[Flag], tags: dict[str, str]) -> _ArmRuns:
     every = _readable_runs(target, episode, flags)
-    runs = {n: pair for n, pair in every.items() if target.campaign is None or _of_campaign(pair[1], target.campaign)}
-    other = [report for n, (_, report) in every.items() if n not in runs]
+    ours = {n: pair for n, pair in every.items() if target.campaign is None or _of_campaign(pair[1], target.campaign)}
+    other = [report for n, (_, report) in every.items() if n not in ours]
+    runs = {n: pair for n, pair in ours.items() if matches_tags(pair[1].tags, tags)}
+    other_tags = [report for n, (_, report) in ours.items() if n not in runs]
     experiments: dict[str, list[RunReport]] = {}
     for number in sorted(runs, reverse=True):
         experiments.setdefault(runs[number][1].fingerprint, []).insert(0, runs[number][1])
@@ -538,7 +549,12 @@ def _arm_runs(target: ArmTarget, episode: int | None, flags: list[Flag]) -> _Arm
     from_file = _settings_from_file(target, {})[0] if target.source is not None or target.spec is not None else None
     file_settings = from_file.redacted() if from_file is not None else None
     return _ArmRuns(
-        target=target, runs=runs, other_campaign=other, file_settings=file_settings, experiments=experiments
+        target=target,
+        runs=runs,
+        other_campaign=other,
+        other_tags=other_tags,
+        file_settings=file_settings,
+        experiments=experiments,
     )
 
 
@@ -593,7 +609,8 @@ def choose_experiments(arms: list[_ArmRuns], prefixes: list[str]) -> dict[str, t
                 (picked[0], f"chosen by --experiment {short(picked[0])}") if picked else (None, "no finished episode")
             )
         elif not candidates:
-            chosen[each.target.name] = (None, "no finished episode" if each.runs else "never ran")
+            never = "no episode with the tags asked for" if each.other_tags else "never ran"
+            chosen[each.target.name] = (None, "no finished episode" if each.runs else never)
         elif len(candidates) == 1:
             reason = (
                 "its only experiment" if len(each.experiments) == 1 else "its only experiment with a finished episode"
@@ -688,7 +705,17 @@ def _used_and_excluded(
                 **_ref(report), reason="other campaign", detail=f"ran for {where}, not {each.target.campaign}"
             )
         )
+    for report in each.other_tags:
+        excluded.append(ExcludedEpisode(**_ref(report), reason="other tags", detail=_tags_detail(report.tags)))
     return [used[seed] for seed in sorted(used)], sorted(excluded, key=lambda e: e.episode)
+
+
+def tags_text(tags: dict[str, str]) -> str:
+    return " ".join(f"{key}={value}" for key, value in sorted(tags.items()))
+
+
+def _tags_detail(tags: dict[str, str]) -> str:
+    return f"run with tags {tags_text(tags)}" if tags else "run without tags"
 
 
 def _metric_values(report: RunReport) -> dict[str, float | None]:
@@ -790,16 +817,18 @@ def _arm_analysis(
             allowed=", ".join(str(n) for n in each.runs) or "none: this arm has not run",
         )
     if not each.runs:
-        if target.source is None and target.spec is None:
+        has_file = target.source is not None or target.spec is not None
+        tagged = None if has_file or not each.other_tags else each.other_tags[-1]  # its settings stand in for a file
+        if not has_file and tagged is None:
             raise UserError(f"arm '{target.name}' has neither an arm file nor a run", path=target.output_dir)
-        settings, limit = _settings_from_file(target, {})
-        flags.append(Flag(kind="no_run", arm=target.name, message=f"no run in {target.output_dir}"))
+        settings, limit = (tagged.settings, tagged.compaction_limit) if tagged else _settings_from_file(target, {})
+        flags.append(Flag(kind="no_run", arm=target.name, message=_no_run_text(target, each.other_tags)))
         never_ran = ArmAnalysis(
             arm=target.name,
             source=source,
             campaign=target.campaign,
             status="no run",
-            settings_from="arm file",
+            settings_from="report" if tagged else "arm file",
             settings=settings.redacted(),
             fingerprint=fingerprint(settings),
             experiment=experiment,
@@ -884,6 +913,12 @@ def _arm_analysis(
         compaction_limit=limit,
         latest=_facts(path, report),
     ), report
+
+
+def _no_run_text(target: ArmTarget, other_tags: list[RunReport]) -> str:
+    if other_tags:
+        return f"no run in {target.output_dir} with the tags asked for ({len(other_tags)} with other tags)"
+    return f"no run in {target.output_dir}"
 
 
 # --- across arms -----------------------------------------------------------------------------------------------
@@ -1199,9 +1234,11 @@ def analyse(
     episode: int | None = None,
     experiments: list[str] | None = None,
     show_all: bool = False,
+    tags: dict[str, str] | None = None,
 ) -> Analysis:
     """Analyse arms (files, names, output dirs, or a campaign file: its episodes only). The baseline defaults to the
-    first arm; `episode` (--run N) and `experiments` (--experiment PREFIX) choose what the automatic choice cannot."""
+    first arm; `episode` (--run N) and `experiments` (--experiment PREFIX) choose what the automatic choice cannot;
+    `tags` (--tag KEY=VALUE) keeps the episodes run with every one of them, the others excluded as "other tags"."""
     if episode is not None and episode < 1:
         raise UserError(f"{episode} is not an episode number", key="--run", allowed="an integer >= 1")
     if episode is not None and experiments:
@@ -1214,7 +1251,8 @@ def analyse(
             f"'{baseline_name}' is not one of the arms compared", key="--baseline", allowed=", ".join(names)
         )
     flags: list[Flag] = []
-    runs = [_arm_runs(target, episode, flags) for target in targets]
+    wanted = dict(tags or {})
+    runs = [_arm_runs(target, episode, flags, wanted) for target in targets]
     if episode is not None:
         choices = {
             each.target.name: (each.runs[episode][1].fingerprint, f"--run {episode}")
@@ -1234,6 +1272,7 @@ def analyse(
     return Analysis(
         baseline=baseline_name,
         campaign=campaigns.pop() if len(campaigns) == 1 else None,
+        tags=wanted,
         show_all=show_all,
         arms=arms,
         settings=_setting_rows_of([arm.settings for arm in arms], show_all),

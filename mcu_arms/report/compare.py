@@ -21,14 +21,17 @@ from mcu_arms.report.analysis import (
     SettingRow,
     short,
     simulator_label,
+    tags_text,
 )
 from mcu_arms.report.stats import Summary
 
-# Which agent kinds report each purple counter; for the others it is "n/a", so that a blank never reads as zero.
+# Which agent kinds report each purple counter (and have a compaction limit). A row is shown only when one of the
+# arms compared has such an agent; the cells of the other arms say NOT_ITS_AGENT, never a blank that reads as zero.
 REPORTED_BY: dict[str, frozenset[str]] = {
     "failed_turns": CODEX_AGENTS | PLANNED_AGENTS,
     "compactions": CODEX_AGENTS,
     "overflow_resets": CODEX_AGENTS,
+    "compaction_limit": CODEX_AGENTS,
     **{
         key: PLANNED_AGENTS
         for key in (
@@ -43,6 +46,8 @@ REPORTED_BY: dict[str, frozenset[str]] = {
 }
 NOT_REACHED = "—"
 UNAVAILABLE = "n/a"
+NOT_ITS_AGENT = "·"
+NOT_ITS_AGENT_LEGEND = f"{NOT_ITS_AGENT} this arm's agent does not report it"
 CELL_WORDS = {
     "not reached": NOT_REACHED,
     "unavailable": UNAVAILABLE,
@@ -81,12 +86,12 @@ def _counts(counts: dict[str, int]) -> str:
 
 
 def _purple_counter(arm: ArmAnalysis, key: str) -> str:
-    """A purple's own counter; "n/a" for agents of a kind that never reports it, so a blank never reads as zero."""
+    """A purple's own counter; NOT_ITS_AGENT for agents of a kind that never reports it."""
     facts = arm.latest
     if facts is None:
         return ""
     if arm.settings.agent not in REPORTED_BY[key]:
-        return UNAVAILABLE
+        return NOT_ITS_AGENT
     if not facts.purple_report:
         return "no purple report"
     value = getattr(facts, key)
@@ -155,13 +160,18 @@ def _no_effect(fallbacks: dict[str, int], wanted: bool) -> dict[str, int]:
 
 
 def episode_rows(result: Analysis) -> list[tuple[str, list[str]]]:
-    """What belongs to one episode (the latest used, else the latest run), one row per counter."""
+    """What belongs to one episode (the latest used, else the latest run), one row per counter; a purple counter's
+    row only when an arm's agent reports it."""
     arms = result.arms
 
     def facts(get: Any) -> list[str]:
         return [get(arm) if arm.latest is not None else "" for arm in arms]
 
-    return [
+    def applies(label: str) -> bool:
+        key = AGENT_ROWS.get(label)
+        return key is None or any(arm.settings.agent in REPORTED_BY[key] for arm in arms)
+
+    rows: list[tuple[str, list[str]]] = [
         ("episode", facts(lambda arm: f"{arm.latest.episode} ({arm.latest.status})")),
         ("noops by cause", facts(lambda arm: _counts(arm.latest.noops))),
         ("infrastructure", [_share(arm) for arm in arms]),
@@ -178,8 +188,32 @@ def episode_rows(result: Analysis) -> list[tuple[str, list[str]]]:
         ("reflex interrupts", [_purple_counter(arm, "reflex_interrupts") for arm in arms]),
         ("planner ms (median)", [_purple_counter(arm, "median_planner_ms") for arm in arms]),
         ("decision ms (median)", [_purple_counter(arm, "median_decision_ms") for arm in arms]),
-        ("compaction limit", [str(arm.compaction_limit) for arm in arms]),
+        ("compaction limit", [_compaction_limit(arm) for arm in arms]),
     ]
+    return [(label, cells) for label, cells in rows if applies(label)]
+
+
+AGENT_ROWS = {  # episode_rows' label -> the counter whose agents it applies to
+    "failed turns": "failed_turns",
+    "compactions": "compactions",
+    "overflow resets": "overflow_resets",
+    "decisions": "decisions",
+    "invalid outputs": "invalid_outputs",
+    "stale re-plans": "stale_replans",
+    "reflex interrupts": "reflex_interrupts",
+    "planner ms (median)": "median_planner_ms",
+    "decision ms (median)": "median_decision_ms",
+    "compaction limit": "compaction_limit",
+}
+
+
+def _compaction_limit(arm: ArmAnalysis) -> str:
+    return str(arm.compaction_limit) if arm.settings.agent in REPORTED_BY["compaction_limit"] else NOT_ITS_AGENT
+
+
+def episode_legend(rows: list[tuple[str, list[str]]]) -> str | None:
+    """What NOT_ITS_AGENT means, when a row shows it."""
+    return NOT_ITS_AGENT_LEGEND if any(NOT_ITS_AGENT in cells for _, cells in rows) else None
 
 
 def cell_text(cell: MilestoneCell) -> str:
@@ -225,6 +259,22 @@ def excluded_lines(result: Analysis) -> list[str]:
         for arm in result.arms
         for each in arm.excluded
     ]
+
+
+def filter_text(result: Analysis) -> str | None:
+    """The `--tag` filter in force, in words (None: none)."""
+    return f"only episodes run with tags {tags_text(result.tags)}" if result.tags else None
+
+
+def annotation_lines(result: Analysis) -> list[str]:
+    """The tags and note of each episode used (`run --tag`, `--note`): why it was run. Empty when none has any."""
+    lines = []
+    for arm in result.arms:
+        for ref in arm.used:
+            if ref.tags or ref.note:
+                said = "; ".join(part for part in (tags_text(ref.tags), ref.note) if part)
+                lines.append(f"{arm.arm} episode {ref.episode} (seed {ref.seed}): {said}")
+    return lines
 
 
 def tidy_numbers(result: Analysis) -> list[tuple[str, str, str, float]]:
@@ -325,6 +375,8 @@ def to_markdown(result: Analysis) -> str:
     names = result.arm_names()
     header = ["", *(f"{name} (baseline)" if name == result.baseline else name for name in names)]
     lines = [f"**{result.verdict.text}**", ""]
+    if result.tags:
+        lines += [f"_{filter_text(result)}_", ""]
     for flag in result.flags:
         lines.append(f"- **{flag.kind}**{f' ({flag.arm})' if flag.arm else ''}: {flag.message}")
     if result.flags:
@@ -350,11 +402,17 @@ def to_markdown(result: Analysis) -> str:
         ]
         lines += _md_table(header, rows)
         lines.append("")
+    annotations = annotation_lines(result)
+    if annotations:
+        lines += ["## Tags and notes of the episodes used", "", *(f"- {line}" for line in annotations), ""]
     excluded = excluded_lines(result)
     lines += ["## Excluded episodes", ""] + ([f"- {line}" for line in excluded] or ["- none"]) + [""]
     lines += ["## One episode per arm (not a statistic)", ""]
-    lines += _md_table(header, [[key, *cells] for key, cells in episode_rows(result)])
+    facts = episode_rows(result)
+    lines += _md_table(header, [[key, *cells] for key, cells in facts])
     lines.append("")
+    if (legend := episode_legend(facts)) is not None:
+        lines += [f"_{legend}_", ""]
     for arm in result.arms:
         if arm.status != "finished" and arm.latest is not None:
             lines.append(f"- {arm.arm} {arm.status}: {arm.latest.failure_reason or 'no failure recorded'}")

@@ -14,9 +14,12 @@ from typing import Any
 from mcu_arms import __version__
 from mcu_arms.report.analysis import Analysis, simulator_label
 from mcu_arms.report.compare import (
+    annotation_lines,
+    episode_legend,
     episode_rows,
     excluded_lines,
     experiment_text,
+    filter_text,
     milestone_text,
     result_rows,
     setting_text,
@@ -41,6 +44,7 @@ class EpisodeLink:
     episode: int
     task: str
     href: str  # relative to the site's root
+    running: bool = False
 
 
 @functools.cache
@@ -56,20 +60,30 @@ def _templates() -> Any:
     )
 
 
-def _common(generated_at: datetime, root: str) -> dict[str, Any]:
+def _common(generated_at: datetime, root: str, refresh_s: int | None) -> dict[str, Any]:
     return {
         "root": root,
+        "refresh_s": refresh_s,
         "csp": CONTENT_SECURITY_POLICY,
         "version": __version__,
         "generated_at": generated_at.strftime("%Y-%m-%d %H:%M:%S %Z"),
     }
 
 
-def render_comparison(result: Analysis, episode_links: list[EpisodeLink], generated_at: datetime) -> str:
+def render_comparison(
+    result: Analysis,
+    episode_links: list[EpisodeLink],
+    generated_at: datetime,
+    *,
+    running: dict[str, str] | None = None,
+    refresh_s: int | None = None,
+) -> str:
+    """`running`: per arm whose latest episode runs, its progress in words; `refresh_s`: reload while it runs."""
     names = result.arm_names()
     links: dict[str, list[EpisodeLink]] = {name: [] for name in names}
     for link in episode_links:
         links[link.arm].append(link)
+    facts = episode_rows(result)
     milestones = [
         (row, [milestone_text(cell, name == result.baseline) for cell, name in zip(row.cells, names)])
         for row in result.milestones
@@ -78,12 +92,16 @@ def render_comparison(result: Analysis, episode_links: list[EpisodeLink], genera
         _templates()
         .get_template("comparison.html.j2")
         .render(
-            **_common(generated_at, ""),
+            **_common(generated_at, "", refresh_s),
             result=result,
+            running=running or {},
+            annotations=annotation_lines(result),
+            filter_text=filter_text(result),
             names=names,
             links=links,
             results=result_rows(result),
-            episode_facts=episode_rows(result),
+            episode_facts=facts,
+            episode_legend=episode_legend(facts),
             excluded=excluded_lines(result),
             experiments={arm.arm: experiment_text(arm) for arm in result.arms},
             simulators={arm.arm: simulator_label(arm) for arm in result.arms},
@@ -94,9 +112,9 @@ def render_comparison(result: Analysis, episode_links: list[EpisodeLink], genera
     )
 
 
-def render_episode(view: EpisodeView, generated_at: datetime) -> str:
+def render_episode(view: EpisodeView, generated_at: datetime, *, refresh_s: int | None = None) -> str:
     return (
         _templates()
         .get_template("episode.html.j2")
-        .render(**_common(generated_at, "../../"), view=view, latency_buckets=LATENCY_BUCKETS)
+        .render(**_common(generated_at, "../../", refresh_s), view=view, latency_buckets=LATENCY_BUCKETS)
     )

@@ -35,6 +35,7 @@ from mcu_arms.contracts.catalog import CODEX_AGENTS
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.evaluation import TaskMetrics, read_evaluation
 from mcu_arms.contracts.run_report import RunReport, read_report
+from mcu_arms.contracts.states import OPEN_STATUSES
 from mcu_arms.contracts.steps import FRAME_NAME, StepProgress, frame_name
 from mcu_arms.environment import Environment
 from mcu_arms.layout import RunDir, episode_name, frames_dir, known_arms, logged_tasks, steps_log
@@ -61,6 +62,8 @@ EPISODES = "episodes"
 INDEX = "index.html"
 COMPARISON_DATA = "comparison-data.js"
 TURN_FRAME_NAME = re.compile(r"^step_(\d+)\.png$")
+REFRESH_S = 5  # while an episode runs, the served pages that show it reload this often
+LAST_STEP_BYTES = 65_536  # of a step log's end read for a running episode's progress (a step's line is smaller)
 MEDIA_TYPES = {
     ".html": "text/html; charset=utf-8",
     ".js": "text/javascript; charset=utf-8",
@@ -123,15 +126,68 @@ def chosen_arms(items: list[str], env: Environment) -> list[str]:
     return found
 
 
-def episode_sources(result: Analysis) -> list[EpisodeSource]:
+@dataclass(frozen=True)
+class RunningEpisode:
+    """An arm's latest episode while it runs (newer than every episode used): shown first, marked, refreshed."""
+
+    arm: str
+    episode: int
+    max_steps: int
+    task: str | None  # None: no step logged yet
+    step: int | None  # steps done in that task
+
+    def progress(self) -> str:
+        if self.task is None or self.step is None:
+            return f"episode {self.episode} running: starting"
+        return f"episode {self.episode} running: {self.task}, step {self.step} of {self.max_steps}"
+
+
+def _last_step(green_dir: Path) -> tuple[str | None, int | None]:
+    """(task, steps done) from the end of the newest step log: a running episode's progress without reading it all."""
+    logs = [steps_log(green_dir, task) for task in logged_tasks(green_dir)]
+    if not logs:
+        return None, None
+    newest = max(logs, key=lambda path: path.stat().st_mtime_ns)
+    with newest.open("rb") as handle:
+        handle.seek(max(0, newest.stat().st_size - LAST_STEP_BYTES))
+        lines = handle.read().splitlines()
+    for line in reversed(lines):
+        try:
+            return newest.parent.name, StepProgress.model_validate_json(line).step + 1
+        except ValueError:
+            continue  # the line being written, or the first one cut by the seek
+    return newest.parent.name, None
+
+
+def running_episodes(result: Analysis) -> dict[str, RunningEpisode]:
+    """Per arm whose latest episode is still running (its report says started; not one filtered out by --tag or
+    run for another campaign), that episode with its progress."""
+    running: dict[str, RunningEpisode] = {}
+    for arm in result.arms:
+        if arm.latest is None:
+            continue
+        newest = max([ref.episode for ref in arm.used] + [each.episode for each in arm.excluded], default=0)
+        started = [e.episode for e in arm.excluded if e.status == "started" and e.reason == "unfinished"]
+        if newest not in started:
+            continue
+        run_dir = RunDir(Path(arm.latest.episode_dir).parent / episode_name(newest))
+        task, step = _last_step(run_dir.green)
+        steps = read_report(run_dir.report).settings.steps
+        running[arm.arm] = RunningEpisode(arm=arm.arm, episode=newest, max_steps=steps, task=task, step=step)
+    return running
+
+
+def episode_sources(result: Analysis, running: dict[str, RunningEpisode]) -> list[EpisodeSource]:
     """Every task of every episode the analysis used (an arm with none: its latest run, to read why), with what its
-    reports say about it."""
+    reports say about it; an arm's running episode first."""
     sources: list[EpisodeSource] = []
     for arm in result.arms:
         if arm.latest is None:
             continue
         arm_dir = Path(arm.latest.episode_dir).parent
         episodes = [ref.episode for ref in arm.used] or [arm.latest.episode]
+        if arm.arm in running:
+            episodes = [running[arm.arm].episode, *(n for n in episodes if n != running[arm.arm].episode)]
         for number in episodes:
             sources += _episode_sources(arm.arm, arm.source, RunDir(arm_dir / episode_name(number)))
     return sources
@@ -174,7 +230,9 @@ class Site:
     # How a large step log opened for the first time is indexed while its first page is shown (EpisodeLoad).
     background: Callable[[Callable[[], None]], None] = in_a_thread
     background_from_bytes: int = BACKGROUND_INDEX_BYTES
-    _episodes: dict[str, tuple[tuple[int, int], EpisodeLoad]] = field(default_factory=dict)
+    running: dict[str, RunningEpisode] = field(default_factory=dict)  # by arm
+    live: bool = False  # served: pages that show a running episode reload until it ends (a bundle is a snapshot)
+    _episodes: dict[str, tuple[tuple[int, int, int], EpisodeLoad]] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -185,40 +243,64 @@ class Site:
         baseline: str | None = None,
         episode: int | None = None,
         experiments: list[str] | None = None,
+        tags: dict[str, str] | None = None,
+        live: bool = False,
     ) -> Site:
-        comparison = cached_analysis(items, env, baseline=baseline, episode=episode, experiments=experiments)
+        comparison = cached_analysis(items, env, baseline=baseline, episode=episode, experiments=experiments, tags=tags)
+        running = running_episodes(comparison)
         sources: dict[str, EpisodeSource] = {}
-        for source in episode_sources(comparison):
+        for source in episode_sources(comparison, running):
             base = _slug(f"{source.arm}-{source.run_dir.number:03d}-{source.task}")
             key, n = base, 1
             while key in sources:
                 n += 1
                 key = f"{base}-{n}"
             sources[key] = source
-        return cls(comparison=comparison, sources=sources, generated_at=env.clock())
+        return cls(comparison=comparison, sources=sources, generated_at=env.clock(), running=running, live=live)
 
     def links(self) -> list[EpisodeLink]:
         return [
-            EpisodeLink(id=key, arm=s.arm, episode=s.run_dir.number, task=s.task, href=f"{EPISODES}/{key}/{INDEX}")
+            EpisodeLink(
+                id=key,
+                arm=s.arm,
+                episode=s.run_dir.number,
+                task=s.task,
+                href=f"{EPISODES}/{key}/{INDEX}",
+                running=s.report.status in OPEN_STATUSES,
+            )
             for key, s in self.sources.items()
         ]
+
+    def refresh_s(self, running: bool) -> int | None:
+        """How often a page reloads: only served, and only while what it shows runs."""
+        return REFRESH_S if self.live and running else None
 
     def episode(self, key: str) -> EpisodeData:
         """The episode as far as it has been read (its first page of steps while a large log is first indexed)."""
         return self.load(key).current()
 
     def load(self, key: str) -> EpisodeLoad:
-        """The episode read from disk, again whenever its step log has grown (a run being watched live), unless a
-        read of it is still under way (one pass over a log at a time)."""
-        source = self.sources[key]
+        """The episode read from disk, again whenever its step log has grown or its report was rewritten (a run being
+        watched live: it ends with its final report), unless a read of it is still under way (one pass over a log at
+        a time)."""
+        source = self._current_source(key)
         log = steps_log(source.green_dir, source.task).stat()
-        version = (log.st_size, log.st_mtime_ns)
+        version = (log.st_size, log.st_mtime_ns, source.run_dir.report.stat().st_mtime_ns)
         cached = self._episodes.get(key)
         if cached is None or (cached[0] != version and cached[1].done):
             previous = cached[1].read if cached is not None else None
             cached = (version, EpisodeLoad(source, self.background, self.background_from_bytes, previous))
             self._episodes[key] = cached
         return cached[1]
+
+    def _current_source(self, key: str) -> EpisodeSource:
+        """A running episode's source read again once its report has changed (finished: status, evaluation)."""
+        source = self.sources[key]
+        if source.report.status not in OPEN_STATUSES or source.report == read_report(source.run_dir.report):
+            return source
+        again = _episode_sources(source.arm, source.arm_file, source.run_dir)
+        self.sources[key] = next((each for each in again if each.task == source.task), source)
+        return self.sources[key]
 
     # --- the files -------------------------------------------------------------------------------------------
 
@@ -249,7 +331,13 @@ class Site:
         if media_type is None:
             return None
         if parts == [INDEX]:
-            page = render_comparison(self.comparison, self.links(), self.generated_at)
+            page = render_comparison(
+                self.comparison,
+                self.links(),
+                self.generated_at,
+                running={arm: each.progress() for arm, each in self.running.items()},
+                refresh_s=self.refresh_s(bool(self.running)),
+            )
             return Content(media_type, page.encode())
         if parts == [COMPARISON_DATA]:
             return Content(media_type, script("MCU_COMPARISON", comparison_data(self.comparison)))
@@ -276,7 +364,8 @@ class Site:
         load = self.load(key)
         data = load.current()
         if rest == [INDEX]:
-            return Content(media_type, render_episode(data.view, self.generated_at).encode())
+            refresh_s = self.refresh_s(data.view.status in OPEN_STATUSES)
+            return Content(media_type, render_episode(data.view, self.generated_at, refresh_s=refresh_s).encode())
         if rest == ["data.js"]:
             return Content(media_type, script("MCU_EPISODE", data.view.model_dump(mode="json")))
         if rest == ["agent-files.js"]:
