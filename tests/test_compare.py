@@ -629,7 +629,7 @@ def test_compare_tag_keeps_episodes_with_every_tag_and_lists_the_others_with_the
         (2, {"purpose": "ablation", "who": "ana"}, "wood first")
     ]
     assert {(e.episode, e.reason) for e in scripted.excluded} == {(1, "other tags"), (3, "other tags")}
-    assert scripted.milestones["mine_diamond_from_scratch/collect_wood"].median_step == 10
+    assert scripted.milestones["mine_diamond_from_scratch/collect_wood"].step == 10
 
     both = compare(tagged, "scripted_arm", "random_arm", tags={"purpose": "ablation", "who": "ana"})
     assert [ref.episode for ref in both.arm("scripted_arm").used] == [2], "every tag given must match"
