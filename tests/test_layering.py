@@ -307,7 +307,12 @@ def test_the_acceptance_checklist_uses_the_backends_and_nothing_that_plans_or_su
         == []
     )
     users = {module for module, targets in GRAPH.items() if any(_under(t, "mcu_arms.acceptance") for t in targets)}
-    assert {module for module in users if not _under(module, "mcu_arms.acceptance")} == {"mcu_arms.cli.acceptance"}
+    assert {module for module in users if not _under(module, "mcu_arms.acceptance")} == set()
+    # only its CLI command reaches it, through the descriptor of the simulator whose checklist it is
+    from mcu_arms.contracts.simulators import simulators
+
+    assert {d.acceptance for d in simulators().values() if d.acceptance} == {"mcu_arms.acceptance.minestudio"}
+    assert "acceptance" in (PACKAGE / "cli" / "acceptance.py").read_text(encoding="utf-8")
     code = f"import sys, mcu_arms.cli.acceptance\nprint(sorted(m for m in {HEAVY!r} if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.strip() == "[]"
@@ -344,3 +349,39 @@ def test_the_cap_on_answers_stands_on_the_contracts_only() -> None:
     """http_cap is shared by the green, the client and the planned agent: it reads nothing above the contracts."""
     assert "mcu_arms.http_cap" in GRAPH
     assert [target for target in GRAPH["mcu_arms.http_cap"] if not _under(target, "mcu_arms.contracts")] == []
+
+
+def _simulator_literals(path: Path, names: frozenset[str]) -> list[str]:
+    """Every string literal (f-string parts included) in `path` that names a simulator: the whole string, or the
+    name quoted inside it (e.g. 'needs simulator = "embedded"')."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value
+            named = [name for name in names if text == name or f'"{name}"' in text or f"'{name}'" in text]
+            found += [f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: {name}" for name in named]
+    return found
+
+
+def _own_package(path: Path, names: frozenset[str]) -> bool:
+    """The contracts (the descriptors, and the vocabularies they use) and a simulator's own modules: a folder or a
+    module named after it (green/sims/mineflayer/, green/sims/embedded.py, acceptance/minestudio.py)."""
+    relative = path.relative_to(PACKAGE)
+    return relative.parts[0] == "contracts" or bool({*relative.parts[:-1], path.stem} & names)
+
+
+def test_no_package_file_outside_a_simulators_own_names_it() -> None:
+    """Planning, doctor, tasks, the scheduler, reports and the viewer ask a simulator's descriptor
+    (contracts/simulators.py); none compares or spells a simulator's name, so a new simulator touches none of them."""
+    from mcu_arms.contracts.simulators import BUILT_IN
+
+    names = frozenset(d.name for d in BUILT_IN)
+    literals = [
+        literal
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if not _own_package(path, names)
+        for literal in _simulator_literals(path, names)
+    ]
+    assert literals == []
+    # the count would see them: the descriptors themselves spell every name
+    assert len(_simulator_literals(PACKAGE / "contracts" / "simulators.py", names)) >= len(names)

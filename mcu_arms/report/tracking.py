@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field
 from mcu_arms.arms.campaign import is_campaign, load_campaign
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.run_report import RunReport, read_report
+from mcu_arms.contracts.simulators import label_of
 from mcu_arms.contracts.states import INFRASTRUCTURE_CAUSES
 from mcu_arms.contracts.text import shown_text
 from mcu_arms.environment import Environment
@@ -253,7 +254,7 @@ def episode_plot(report: RunReport) -> PlotData:
     end = max([report.steps_run or 0, *(step for step, _ in landed)])
     steps = sorted({0, *(step for step, _ in landed), end})
     counts = [float(sum(1 for step, _ in landed if step <= x)) for x in steps]
-    label = report.simulator_label or report.settings.simulator
+    label = report.simulator_label or label_of(report.settings.simulator)
     series = PlotSeries(
         arm=report.arm,
         label=report.arm,
@@ -274,7 +275,7 @@ def episode_run(run_dir: RunDir, report: RunReport, parent_id: str) -> TrackedRu
         "episode": str(report.episode),
         "seed": str(report.settings.seed),
         "fingerprint": report.fingerprint,
-        "simulator": report.simulator_label or report.settings.simulator,
+        "simulator": report.simulator_label or label_of(report.settings.simulator),
         "status": report.status,
         "source": report.source,
         "mcu_arms_version": report.provenance.mcu_arms_version,

@@ -8,11 +8,16 @@ analogue are reported as unavailable by identity. Crafter is imported only when 
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from collections import Counter
+from collections.abc import Mapping
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel
+
+from mcu_arms.contracts.preflight import HostCheck
 from mcu_arms.contracts.support import ACHIEVEMENT_COUNTERS, TaskSupport, task_support
 from mcu_arms.green.sims.base import SimStep, Simulator
 from mcu_arms.green.sims.crafter_actions import AGENT_INSTRUCTIONS, ActionAdapter
@@ -71,6 +76,17 @@ def item_aliases() -> dict[str, str]:
 
 def crafter_version() -> str:
     return metadata.version("crafter")
+
+
+def preflight(env: Mapping[str, str], arms: Mapping[str, BaseModel | None]) -> list[tuple[HostCheck, list[str]]]:
+    """Crafter must be importable here (checked without importing it)."""
+    found = importlib.util.find_spec("crafter") is not None
+    check = HostCheck(
+        name="crafter (embedded simulator)",
+        status="ok" if found else "fail",
+        detail="importable" if found else "pip install crafter==1.8.3",
+    )
+    return [(check, list(arms))]
 
 
 class EmbeddedSimulator(Simulator):

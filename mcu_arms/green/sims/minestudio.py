@@ -39,6 +39,8 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar
 
+from pydantic import BaseModel
+
 from mcu_arms.contracts.catalog import DEFAULT_ACTION_MODE, DEFAULT_RESET_MODE, ActionMode, ResetMode
 from mcu_arms.contracts.evaluation import SimulatorRestart
 from mcu_arms.contracts.preflight import HostCheck, failures
@@ -50,6 +52,7 @@ from mcu_arms.isolation.host import network_filesystem_reason, unwritable_reason
 from mcu_arms.procs import log_line
 
 if TYPE_CHECKING:
+    from mcu_arms.contracts.simulators import BackendRequest
     from mcu_arms.contracts.tasks import TaskSpec
     from mcu_arms.contracts.wire import EnvAction
 
@@ -303,6 +306,11 @@ def host_checks(env: Mapping[str, str], *, partitions: Iterable[Any] | None = No
     ]
 
 
+def preflight(env: Mapping[str, str], arms: Mapping[str, BaseModel | None]) -> list[tuple[HostCheck, list[str]]]:
+    """One row per thing this backend's own preflight checks (the same checks a run makes), for every arm."""
+    return [(check, list(arms)) for check in host_checks(env)]
+
+
 def minestudio_preflight(env: Mapping[str, str], *, partitions: Iterable[Any] | None = None) -> list[str]:
     """What stops MineStudio from running on this host, each with how to fix it; empty when it can run."""
     return failures(host_checks(env, partitions=partitions))
@@ -441,6 +449,14 @@ class MineStudioSimulator(Simulator):
         self._hard_reset_needed = False  # the engine ended the episode: a fast reset cannot continue it
         self._broken: str | None = None
         self._lock = threading.Lock()
+
+    @classmethod
+    def open(cls, request: BackendRequest) -> MineStudioSimulator:
+        return cls(
+            obs_size=request.obs_size,
+            reset_mode=request.reset_mode or DEFAULT_RESET_MODE,  # type: ignore[arg-type] # the descriptor checked it
+            action_mode=request.action_mode or DEFAULT_ACTION_MODE,  # type: ignore[arg-type]
+        )
 
     def version(self) -> str:
         from importlib.metadata import PackageNotFoundError, version
