@@ -2,7 +2,7 @@
 (in this process) or the `mcu_arms.simulators` entry point (tests/toysim/mcu_toysim-0.1.dist-info, found on
 PYTHONPATH by every process a run starts), it is listed by `tasks`, checked by `doctor`, planned, run end to end by
 real green, purple and client processes, compared (paired by seed, as its descriptor allows) and shown in the
-viewer's index."""
+viewer's index. A toy agent beside it registers through `mcu_arms.agents` and plays it."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from run_helpers import cli_env, report
 from mcu_arms.arms.spec import parse_arm
 from mcu_arms.contracts import simulators as registry
 from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.settings import PurpleOptions
 from mcu_arms.report.methods.design import pairing
 
 TOYSIM = Path(__file__).resolve().parent / "toysim"
@@ -90,6 +91,25 @@ def test_a_simulator_registered_through_the_api_is_validated_planned_and_paired(
     assert pairing(TOY, None, [0, 1], TOY, None, [1, 0]).design == "paired", "its world is a function of the seed"
 
 
+def test_an_agent_kind_registered_through_its_entry_point_is_accepted_and_loaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(TOYSIM))
+    from mcu_arms.contracts.agents import agent_kinds
+    from mcu_arms.purple.registry import policy_factory
+
+    assert agent_kinds()[-1] == "toy_attacker"
+    policy = policy_factory("toy_attacker")(PurpleOptions())
+    assert type(policy).__name__ == "AttackingPolicy"
+    with pytest.raises(UserError, match="did you mean 'toy_attacker'"):
+        policy_factory("toy_atacker")
+    with pytest.raises(UserError) as typo:
+        parse_arm(TOY_ARM.format(agent="toy_atacker", simulator="embedded"), tmp_path / "agent.toml")
+    assert "agent.toml:1: key 'agent': 'toy_atacker' is not allowed (did you mean 'toy_attacker'?)" in (
+        typo.value.render()
+    )
+
+
 def test_an_unregistered_simulator_is_refused_with_the_registered_ones(tmp_path: Path) -> None:
     project, state = tmp_path / "project", tmp_path / "state"
     _write_arm(project, "toy", "random")
@@ -102,7 +122,7 @@ def test_an_unregistered_simulator_is_refused_with_the_registered_ones(tmp_path:
 @pytest.mark.slow
 def test_an_arm_on_an_entry_point_simulator_runs_end_to_end_and_shows_everywhere(tmp_path: Path) -> None:
     project, state = tmp_path / "project", tmp_path / "state"
-    _write_arm(project, "toy_random", "random")
+    _write_arm(project, "toy_attacker", "toy_attacker")
     _write_arm(project, "toy_noop", "noop")
     env = _toy_env(state)
 
@@ -116,16 +136,16 @@ def test_an_arm_on_an_entry_point_simulator_runs_end_to_end_and_shows_everywhere
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr
     checks = {check["name"]: check for check in json.loads(doctor.stdout)["checks"]}
     assert checks["toyworld engine"]["status"] == "ok"
-    assert sorted(checks["toyworld engine"]["needed_by"]) == ["toy_noop", "toy_random"]
+    assert sorted(checks["toyworld engine"]["needed_by"]) == ["toy_attacker", "toy_noop"]
     assert "2 toyworld at ~0.125 GB" in checks["memory"]["detail"]
 
-    plan = _cli(project, env, "plan", "--dry-run", "--json", "--arm", "toy_random")
+    plan = _cli(project, env, "plan", "--dry-run", "--json", "--arm", "toy_attacker")
     assert plan.returncode == 0, plan.stdout + plan.stderr
     assert {p["settings"]["simulator"] for p in json.loads(plan.stdout)["plans"]} == {TOY}
 
-    run = _cli(project, env, "run", "--arm", "toy_random", "--arm", "toy_noop")
+    run = _cli(project, env, "run", "--arm", "toy_attacker", "--arm", "toy_noop")
     assert run.returncode == 0, run.stdout + run.stderr
-    for arm in ("toy_random", "toy_noop"):
+    for arm in ("toy_attacker", "toy_noop"):
         for episode in (1, 2):
             data = report(project, arm, episode)
             assert data is not None and data["status"] == "finished" and data["steps_run"] == 20, data
@@ -133,8 +153,10 @@ def test_an_arm_on_an_entry_point_simulator_runs_end_to_end_and_shows_everywhere
             assert set(data["processes"]) == {"mcu-arms", "green", "purple", "client"}
             assert all(data["processes"][role]["pid"] for role in ("green", "purple", "client"))
     assert report(project, "toy_noop", 1)["score"] == 0
+    attacked = report(project, "toy_attacker", 1)
+    assert attacked["score"] == attacked["max_score"] > 0, "the registered agent played: it attacks every step"
 
-    compare = _cli(project, env, "compare", "toy_random", "toy_noop", "--json")
+    compare = _cli(project, env, "compare", "toy_attacker", "toy_noop", "--json")
     assert compare.returncode == 0, compare.stderr
     analysis = json.loads(compare.stdout)
     assert '"design": "paired"' in compare.stdout, "same seeds on a simulator whose world is the seed's"

@@ -17,9 +17,9 @@ from pydantic import (
 )
 
 from mcu_arms.contracts.addresses import is_loopback, parse_host
+from mcu_arms.contracts.agents import agent_kinds
 from mcu_arms.contracts.catalog import (
     ACTION_MODES,
-    AGENT_KINDS,
     CATEGORIES,
     DEFAULT_SIMULATOR,
     FRAME_READING_AGENTS,
@@ -232,7 +232,7 @@ class ArmSpec(_Strict):
 
     name: str = Field(pattern=ARM_NAME_PATTERN)
     description: str = ""
-    agent: Literal[AGENT_KINDS]  # type: ignore[valid-type]
+    agent: str  # a built-in agent kind (catalog.AGENT_KINDS) or a registered one (contracts/agents.py)
     task: Literal[CATEGORIES]  # type: ignore[valid-type]
     tasks: list[str] | None = None
     simulator: str = DEFAULT_SIMULATOR  # a registered simulator (contracts/simulators.py)
@@ -265,6 +265,14 @@ class ArmSpec(_Strict):
     planner: PlannerSpec | None = None
     policy: PolicySpec | None = None
     mineflayer: MineflayerServer | None = None  # the mineflayer simulator's table: the server it plays on
+
+    @field_validator("agent")
+    @classmethod
+    def _known_agent(cls, value: str) -> str:
+        kinds = agent_kinds()
+        if value not in kinds:
+            raise ValueError(f"{value!r} is not allowed{did_you_mean(value, kinds)}")
+        return value
 
     @field_validator("simulator")
     @classmethod
@@ -476,7 +484,6 @@ class ArmSpec(_Strict):
 # What each field accepts, for error messages.
 ALLOWED: dict[str, str] = {
     "name": "letters, digits, '_' and '-', 1 to 64 characters",
-    "agent": ", ".join(AGENT_KINDS),
     "task": ", ".join(CATEGORIES),
     "tasks": "a list of task names in the category (`mcu-arms tasks CATEGORY` lists them)",
     "seed": f"an integer from 0 to 2^63 - 1 ({SEED_LIMIT - 1})",
@@ -548,6 +555,8 @@ def allowed_for(key: str) -> str | None:
     """What a key accepts; an [env] entry ("env.NAME") accepts what [env] does; a simulator, a registered one."""
     if key == "simulator":
         return ", ".join(simulator_names())
+    if key == "agent":
+        return ", ".join(agent_kinds())
     table, _, name = key.partition(".")
     owner = next((d for d in simulators().values() if d.table == table and d.table_model is not None), None)
     if owner is not None and owner.table_model is not None:

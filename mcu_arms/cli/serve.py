@@ -15,8 +15,9 @@ from pydantic import ValidationError
 
 from mcu_arms.cli.common import App, reports_user_errors
 from mcu_arms.contracts.access import SERVE_TOKEN_ENV
+from mcu_arms.contracts.agents import check_agent_kind
 from mcu_arms.contracts.catalog import AGENT_KINDS
-from mcu_arms.contracts.errors import UserError, did_you_mean, user_error
+from mcu_arms.contracts.errors import user_error
 from mcu_arms.contracts.planned import (
     DEFAULT_PLANNER_TIMEOUT_S,
     DEFAULT_POLICY_BACKEND,
@@ -67,7 +68,9 @@ def serve_green(
 @reports_user_errors
 def serve_purple(
     ctx: typer.Context,
-    agent: Annotated[str, typer.Option("--agent", help=f"Agent kind: {', '.join(AGENT_KINDS)}.")],
+    agent: Annotated[
+        str, typer.Option("--agent", help=f"Agent kind: {', '.join(AGENT_KINDS)}, or one registered (mcu_arms.agents).")
+    ],
     host: HostOption = "127.0.0.1",
     port: PortOption = 9019,
     card_url: CardUrlOption = None,
@@ -130,9 +133,7 @@ def serve_purple(
             help="Planned agent: the planner's OpenAI-compatible /v1 URL (one with a credential: in the variable).",
         ),
     ] = None,
-    planner_model: Annotated[
-        str | None, typer.Option("--planner-model", help="Planned agent: planner model.")
-    ] = None,
+    planner_model: Annotated[str | None, typer.Option("--planner-model", help="Planned agent: planner model.")] = None,
     planner_revision: Annotated[
         str | None, typer.Option("--planner-revision", help="Planned agent: planner model revision, as recorded.")
     ] = None,
@@ -221,12 +222,7 @@ def serve_purple(
         options = PurpleOptions(**{name: value for name, value in given.items() if value is not None})
     except ValidationError as error:
         raise user_error(error, key_of=flag_for) from None
-    if agent not in AGENT_KINDS:
-        raise UserError(
-            f"unknown agent kind '{agent}'{did_you_mean(agent, AGENT_KINDS)}",
-            key="--agent",
-            allowed=", ".join(AGENT_KINDS),
-        )
+    check_agent_kind(agent, key="--agent")
 
     from mcu_arms.purple.server import serve_purple as run_purple_server
 

@@ -39,7 +39,6 @@ from mcu_arms.contracts.support import (
 from mcu_arms.contracts.tasks import TaskSpec
 
 SIMULATOR_ENTRY_POINTS = "mcu_arms.simulators"
-AGENT_ENTRY_POINTS = "mcu_arms.agents"
 
 GB = 1024**3
 
