@@ -49,7 +49,7 @@ from mcu_arms.contracts.settings import (
     flag_for,
     purple_options,
 )
-from mcu_arms.contracts.simulators import simulator_descriptor
+from mcu_arms.contracts.simulators import runnable_tasks, simulator_descriptor
 from mcu_arms.contracts.slurm import (
     DEFAULT_STOP_MARGIN_S,
     SLURM_TICK_S,
@@ -60,7 +60,6 @@ from mcu_arms.contracts.slurm import (
     parse_sbatch_line,
     parse_slurm_time,
 )
-from mcu_arms.contracts.support import runnable_tasks
 from mcu_arms.contracts.tasks import TaskSpec, select_tasks
 from mcu_arms.environment import Environment
 from mcu_arms.isolation.codex_home import default_auth, default_root, plan_codex_home, temporary_dir_reason

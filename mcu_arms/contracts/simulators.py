@@ -249,6 +249,17 @@ def simulator_for_agent(agent: str) -> SimulatorDescriptor | None:
     return next((d for d in simulators().values() if agent in d.native_agents), None)
 
 
+def task_support(simulator: str, task: TaskSpec) -> TaskSupport:
+    """Whether `simulator` (a registered one) can run and score `task`, and which of its entries it cannot observe."""
+    return simulator_descriptor(simulator).supports(task)
+
+
+def runnable_tasks(simulator: str, tasks: list[TaskSpec]) -> tuple[list[TaskSpec], dict[str, TaskSupport]]:
+    """The tasks `simulator` can run, and every task's support (for the warnings and the skipped list)."""
+    support = {task.name: task_support(simulator, task) for task in tasks}
+    return [task for task in tasks if support[task.name].runnable], support
+
+
 def import_backend(descriptor: SimulatorDescriptor):  # noqa: ANN201 - a green/sims Simulator subclass
     """The backend class, imported now: only the green calls this, when an episode runs."""
     return _import(descriptor.backend, f"simulator '{descriptor.name}' backend")

@@ -101,13 +101,6 @@ def embedded_category_reason(category: str) -> str | None:
     return None
 
 
-def category_reason(simulator: str, category: str) -> str | None:
-    """Why a whole category cannot run on `simulator` (a registered one), or None when some of its tasks can."""
-    from mcu_arms.contracts.simulators import simulator_descriptor
-
-    return simulator_descriptor(simulator).category_reason(category)
-
-
 def has_embedded_analogue(entry: RewardEntry) -> bool:
     return any((entry.event, obj) in OBSERVABLE_ON_EMBEDDED for obj in entry.objects)
 
@@ -210,17 +203,3 @@ def embedded_support(task: TaskSpec) -> TaskSupport:
             reasons=reasons,
         )
     return TaskSupport(runnable=True, unavailable=unavailable, reasons=reasons)
-
-
-def task_support(simulator: str, task: TaskSpec) -> TaskSupport:
-    """Whether `simulator` (a registered one) can run and score `task`, and which of its entries it cannot
-    observe: its descriptor says."""
-    from mcu_arms.contracts.simulators import simulator_descriptor
-
-    return simulator_descriptor(simulator).supports(task)
-
-
-def runnable_tasks(simulator: str, tasks: list[TaskSpec]) -> tuple[list[TaskSpec], dict[str, TaskSupport]]:
-    """The tasks `simulator` can run, and every task's support (for the warnings and the skipped list)."""
-    support = {task.name: task_support(simulator, task) for task in tasks}
-    return [task for task in tasks if support[task.name].runnable], support

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from mcu_arms.contracts.simulators import simulator_names
-from mcu_arms.contracts.support import task_support
+from mcu_arms.contracts.simulators import simulator_names, task_support
 from mcu_arms.contracts.tasks import TaskSpec
 
 SCORING_LABELS = {"reward": "reward_cfg", "milestones": "milestones", "video": "video only"}

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from mcu_arms.contracts.preflight import HostCheck
-from mcu_arms.contracts.support import ACHIEVEMENT_COUNTERS, TaskSupport, task_support
+from mcu_arms.contracts.support import ACHIEVEMENT_COUNTERS, TaskSupport, embedded_support
 from mcu_arms.green.sims.base import SimStep, Simulator
 from mcu_arms.green.sims.crafter_actions import AGENT_INSTRUCTIONS, ActionAdapter
 
@@ -114,7 +114,7 @@ class EmbeddedSimulator(Simulator):
         return f"embedded (Crafter {self.version()}): a Crafter analogue of MCU, not MCU scores"
 
     def supports(self, task: TaskSpec) -> TaskSupport:
-        return task_support(self.name, task)
+        return embedded_support(task)
 
     def reset_mode(self) -> ResetMode:
         return "hard"  # every reset builds a new Crafter world from the seed

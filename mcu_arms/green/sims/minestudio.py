@@ -44,7 +44,7 @@ from pydantic import BaseModel
 from mcu_arms.contracts.catalog import DEFAULT_ACTION_MODE, DEFAULT_RESET_MODE, ActionMode, ResetMode
 from mcu_arms.contracts.evaluation import SimulatorRestart
 from mcu_arms.contracts.preflight import HostCheck, failures
-from mcu_arms.contracts.support import MINESTUDIO_COUNTED_EVENTS, TaskSupport, task_support
+from mcu_arms.contracts.support import MINESTUDIO_COUNTED_EVENTS, TaskSupport, minestudio_support
 from mcu_arms.contracts.timestamps import iso_seconds
 from mcu_arms.contracts.wire import BUTTON_KEYS, CAMERA_KEY
 from mcu_arms.green.sims.base import Recording, SimStep, Simulator, SimulatorUnavailable
@@ -478,7 +478,7 @@ class MineStudioSimulator(Simulator):
         return self._action_mode
 
     def supports(self, task: TaskSpec) -> TaskSupport:
-        return task_support(self.name, task)
+        return minestudio_support(task)
 
     def reset_mode(self) -> ResetMode:
         return self._reset_mode

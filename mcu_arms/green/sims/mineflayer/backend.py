@@ -36,7 +36,7 @@ from mcu_arms.contracts.mineflayer import (
 )
 from mcu_arms.contracts.preflight import HostCheck, failures
 from mcu_arms.contracts.skills import SKILL_KINDS, GameEvent, SkillOutcome, SkillRequest
-from mcu_arms.contracts.support import TaskSupport, task_support
+from mcu_arms.contracts.support import TaskSupport, mineflayer_support
 from mcu_arms.contracts.timestamps import iso_seconds
 from mcu_arms.green.sims.base import SimStep, Simulator, SimulatorUnavailable
 from mcu_arms.green.sims.mineflayer.ping import ServerStatus, server_status
@@ -186,7 +186,7 @@ class MineflayerSimulator(Simulator):
         )
 
     def supports(self, task: TaskSpec) -> TaskSupport:
-        return task_support(self.name, task)
+        return mineflayer_support(task)
 
     def reset_mode(self) -> str:
         return RESET_MODE
