@@ -67,15 +67,8 @@ from mcu_arms.layout import RunDir, state_dir
 from mcu_arms.private_record import episode_record, forget_submission
 from mcu_arms.supervise.jobs import finalised
 from mcu_arms.supervise.live import PlainView
-from mcu_arms.supervise.runner import (
-    DEFAULT_READY_TIMEOUT_S,
-    EXIT_FAILED,
-    EXIT_INTERRUPTED,
-    EXIT_OK,
-    ArmRunner,
-    RunOptions,
-    supervisor_record,
-)
+from mcu_arms.supervise.outcomes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
+from mcu_arms.supervise.runner import DEFAULT_READY_TIMEOUT_S, ArmRunner, RunOptions, supervisor_record
 
 # Slurm tells every process of the job to stop; the children go on their own, so the runner waits only briefly
 # before it kills what is left (KillWait, often 30 s, bounds the whole stop) — but longer than a server takes to
