@@ -46,7 +46,8 @@ DEFAULT_OBSERVE: ObserveMode = "frame"  # what upstream's green sends: the frame
 # How a plan step obtains its item (the plan contract's `method`).
 PlanMethod = Literal["collect", "craft", "smelt", "place"]
 PLAN_METHODS: tuple[PlanMethod, ...] = get_args(PlanMethod)
-# The high-level actions a simulator can carry out for an agent (its executor expands each into per-step actions).
+# The high-level actions a simulator can carry out for an agent (the planned agent's action runner expands each
+# into per-step actions).
 Skill = Literal[
     "collect",
     "craft",
