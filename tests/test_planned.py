@@ -367,7 +367,8 @@ def test_a_creeper_is_fled_beyond_its_blast_never_fought_and_gear_and_food_are_o
     import random
 
     from mcu_arms.contracts.game_state import Entity, Offset, Position
-    from mcu_arms.purple.planned.action_runner import BLAST_RADIUS, ActionRunner
+    from mcu_arms.purple.planned.action_runner import ActionRunner
+    from mcu_arms.purple.planned.running import BLAST_RADIUS
     from mcu_arms.purple.planned.skills import request_for
 
     action_runner = ActionRunner(state.capabilities, random.Random(0))

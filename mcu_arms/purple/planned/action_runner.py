@@ -18,7 +18,7 @@ from mcu_arms.contracts.game_state import Capabilities, Direction, GameState, Re
 from mcu_arms.contracts.planned import PlanStep
 from mcu_arms.contracts.skills import SkillOutcome
 from mcu_arms.contracts.trajectory import ActionStatus, CandidateAction
-from mcu_arms.purple.planned.running import Outcome, RunningAction, held_items
+from mcu_arms.purple.planned.running import BLAST_RADIUS, EXPLODING, Outcome, RunningAction, held_items, slot_for
 
 MOVES: dict[Direction, str] = {"north": "move_up", "south": "move_down", "east": "move_right", "west": "move_left"}
 STEPS: dict[Direction, tuple[int, int]] = {"north": (0, -1), "south": (0, 1), "east": (1, 0), "west": (-1, 0)}
@@ -28,8 +28,6 @@ THREAT_RADIUS = 4  # a hostile creature this close (steps) is a threat
 ARROW_RADIUS = 2
 # Creatures that explode: never fought in melee, kept beyond their blast (a Minecraft creeper's explosion hurts out to
 # about 6 blocks; its fuse starts within 3).
-EXPLODING = frozenset({"creeper"})
-BLAST_RADIUS = 7
 HOME_REACHED = 1  # steps from home that count as home
 DRINK_BELOW, FOOD_BELOW, ENERGY_BELOW = 0.4, 0.4, 0.25  # of the vital's maximum: look after it now
 FOOD_HUNT_BELOW = 0.25  # below this, go looking for food even when none is in view
@@ -58,15 +56,6 @@ def _facing(state: GameState) -> tuple[int, int]:
 
 
 # Where an item is worn (Mineflayer's equip destinations, the state's equipment keys): put on when held, not worn.
-WORN_SUFFIXES = {"_helmet": "head", "_chestplate": "torso", "_leggings": "legs", "_boots": "feet"}
-
-
-def slot_for(item: str) -> str:
-    if item == "shield":
-        return "off-hand"
-    return next((slot for suffix, slot in WORN_SUFFIXES.items() if item.endswith(suffix)), "hand")
-
-
 def threat_radius(kind: str) -> int:
     """How near (steps) a hostile of this kind is a threat: an exploding one from beyond its blast."""
     if kind in PROJECTILES:

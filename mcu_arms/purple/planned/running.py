@@ -11,6 +11,19 @@ from mcu_arms.contracts.game_state import GameState, Recipe
 from mcu_arms.contracts.skills import SkillOutcome, SkillRequest
 from mcu_arms.contracts.trajectory import ActionStatus, CandidateAction
 
+# Shared by the keymap actions (action_runner.py) and the skill actions (skills.py): creatures that explode, how far
+# their blast reaches (steps), and the equipment slot an item goes to.
+EXPLODING = frozenset({"creeper"})
+BLAST_RADIUS = 7
+WORN_SUFFIXES = {"_helmet": "head", "_chestplate": "torso", "_leggings": "legs", "_boots": "feet"}
+
+
+def slot_for(item: str) -> str:
+    if item == "shield":
+        return "off-hand"
+    return next((slot for suffix, slot in WORN_SUFFIXES.items() if item.endswith(suffix)), "hand")
+
+
 BUDGET_STEPS = {"collect": 80, "craft": 3, "place": 12, "go_to": 30, "fight": 30, "sleep": 250, "eat": 60, "drink": 60}
 DEFAULT_BUDGET_STEPS = 40
 

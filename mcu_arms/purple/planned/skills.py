@@ -15,8 +15,7 @@ import math
 from mcu_arms.contracts.game_state import GameState
 from mcu_arms.contracts.skills import SkillOutcome, SkillRequest
 from mcu_arms.contracts.trajectory import ActionStatus
-from mcu_arms.purple.planned.action_runner import BLAST_RADIUS, EXPLODING, slot_for
-from mcu_arms.purple.planned.running import Outcome, RunningAction
+from mcu_arms.purple.planned.running import BLAST_RADIUS, EXPLODING, Outcome, RunningAction, slot_for
 
 EXPLORE_BLOCKS = 16  # how far one exploring walk heads off
 REACHED_BLOCKS = 3  # a go_to ended this near its target has reached it
