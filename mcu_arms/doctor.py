@@ -17,6 +17,7 @@ import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import psutil
 from pydantic import BaseModel
@@ -275,7 +276,7 @@ def simulator_checks(specs: list[ArmSpec], env: Mapping[str, str]) -> list[Check
     ]
 
 
-def _table_field(simulator: str, table: BaseModel | None) -> dict[str, BaseModel]:
+def _table_field(simulator: str, table: BaseModel | None) -> dict[str, Any]:
     """The ArmSpec field a simulator's table travels in (none for a simulator without one)."""
     name = simulator_descriptor(simulator).table
     return {name: table} if name is not None and table is not None else {}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -151,15 +152,15 @@ def resolve_settings(spec: ArmSpec, warnings: list[str]) -> tuple[Settings, Comp
         model_spec = getattr(spec, table)
         if model_spec is not None:
             as_written |= {f"{table}_{key}": value for key, value in model_spec.model_dump().items()}
-    resolved = {"steps": steps, "compact_limit": compaction.limit}
+    resolved: dict[str, Any] = {"steps": steps, "compact_limit": compaction.limit}
     descriptor = spec.simulator_descriptor
     if descriptor.reset_modes:
         resolved["reset_mode"] = descriptor.resolved_reset(spec.reset_mode)
     if descriptor.action_modes:
         resolved["action_mode"] = descriptor.resolved_action_mode(spec.action_mode)
     if descriptor.table is not None and descriptor.table_model is not None:
-        table = spec.simulator_table() or descriptor.table_model()
-        resolved |= {f"{descriptor.table}_{key}": value for key, value in table.model_dump().items()}
+        chosen = spec.simulator_table() or descriptor.table_model()
+        resolved |= {f"{descriptor.table}_{key}": value for key, value in chosen.model_dump().items()}
     settings = Settings.model_validate({**as_written, **resolved})
     return settings, compaction
 
@@ -401,9 +402,9 @@ def scenario_toml(plan: ArmPlan) -> str:
         config["reset_mode"] = settings.reset_mode
     if settings.action_mode:
         config["action_mode"] = settings.action_mode
-    table = simulator_table(settings)
-    if table is not None:
-        config[simulator_descriptor(settings.simulator).table] = table.model_dump()
+    table, name = simulator_table(settings), simulator_descriptor(settings.simulator).table
+    if table is not None and name is not None:
+        config[name] = table.model_dump()
     document["config"] = config
     return tomlkit.dumps(document)
 
