@@ -97,21 +97,8 @@ def make_simulator(
     128x128 Crafter frames, which the frame encoder resizes).
     """
     descriptor = simulator_descriptor(name)
-    if reset_mode is not None and reset_mode not in descriptor.reset_modes:
-        takers = [d.name for d in simulators().values() if reset_mode in d.reset_modes]
-        raise UserError(
-            f"reset_mode '{reset_mode}' is for {' and '.join(takers) or 'no simulator'}: the {name} simulator "
-            "starts each task its own way",
-            key="reset_mode",
-            allowed=", ".join(descriptor.reset_modes) or None,
-        )
-    if action_mode is not None and action_mode not in descriptor.action_modes:
-        takers = [d.name for d in simulators().values() if action_mode in d.action_modes]
-        raise UserError(
-            f"action_mode '{action_mode}' is for {' and '.join(takers) or 'no simulator'}: the {name} simulator "
-            "takes env actions as they are",
-            key="action_mode",
-        )
+    _refuse_a_mode_it_lacks(name, "reset_mode", reset_mode, "starts each task its own way")
+    _refuse_a_mode_it_lacks(name, "action_mode", action_mode, "takes env actions as they are")
     if table is not None and descriptor.table_model is not None and not isinstance(table, descriptor.table_model):
         try:
             table = descriptor.table_model.model_validate(table.model_dump())
@@ -125,6 +112,19 @@ def make_simulator(
     )
     backend: type[Simulator] = import_backend(descriptor)
     return backend.open(request)
+
+
+def _refuse_a_mode_it_lacks(name: str, key: str, mode: str | None, instead: str) -> None:
+    """A reset or action mode (`key`) the simulator's descriptor does not list is an error naming those that take it."""
+    taken: tuple[str, ...] = getattr(simulator_descriptor(name), f"{key}s")  # its reset_modes or action_modes
+    if mode is None or mode in taken:
+        return
+    takers = [d.name for d in simulators().values() if mode in getattr(d, f"{key}s")]
+    raise UserError(
+        f"{key} '{mode}' is for {' and '.join(takers) or 'no simulator'}: the {name} simulator {instead}",
+        key=key,
+        allowed=", ".join(taken) or None,
+    )
 
 
 @dataclass(frozen=True)
