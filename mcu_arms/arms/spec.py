@@ -415,7 +415,12 @@ class ArmSpec(_Strict):
     def _consistent_server(self) -> None:
         """A simulator that serves no frames cannot feed a frame-reading agent, a frame in the observation or a video
         to grade."""
-        if self.simulator_descriptor.serves_frames():
+        descriptor = self.simulator_descriptor
+        if self.video_eval and "video" not in descriptor.serves:
+            raise SettingConflict(
+                "video_eval", f"video evaluation grades frames, and the {self.simulator} simulator serves none"
+            )
+        if descriptor.serves_frames():
             return
         if self.agent in FRAME_READING_AGENTS:
             framed = _quoted([d.name for d in simulators().values() if d.serves_frames()])
@@ -427,10 +432,6 @@ class ArmSpec(_Strict):
         if wants_frame(self.observe):
             raise SettingConflict(
                 "observe", f'the {self.simulator} simulator serves no frames: it needs observe = "state"'
-            )
-        if self.video_eval:
-            raise SettingConflict(
-                "video_eval", f"video evaluation grades frames, and the {self.simulator} simulator serves none"
             )
 
     def _consistent_observation(self) -> None:

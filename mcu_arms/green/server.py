@@ -206,8 +206,9 @@ class GreenExecutor(AgentExecutor):
                 f"observe '{config.observe}' needs structured state, which the {config.simulator} simulator cannot "
                 f"provide (it serves frames only; state comes from: {', '.join(sorted(state_from))})"
             )
-        if not descriptor.serves_frames() and (wants_frame(config.observe) or config.video_eval):
-            wanted = f"observe '{config.observe}'" if wants_frame(config.observe) else "video_eval"
+        frameless = not descriptor.serves_frames() and wants_frame(config.observe)
+        if frameless or (config.video_eval and "video" not in descriptor.serves):
+            wanted = f"observe '{config.observe}'" if frameless else "video_eval"
             raise RequestRejected(
                 f"{wanted} needs frames, and the {config.simulator} simulator serves none: use observe 'state'"
             )
