@@ -385,3 +385,40 @@ def test_no_package_file_outside_a_simulators_own_names_it() -> None:
     assert literals == []
     # the count would see them: the descriptors themselves spell every name
     assert len(_simulator_literals(PACKAGE / "contracts" / "simulators.py", names)) >= len(names)
+
+
+def test_only_the_green_and_a_simulators_checklist_import_a_simulator_backend() -> None:
+    """Everyone else asks the descriptor (contracts/simulators.py); the backend is imported when an episode runs."""
+    importers = {
+        module
+        for module, targets in GRAPH.items()
+        if any(_under(target, "mcu_arms.green.sims") for target in targets) and not _under(module, "mcu_arms.green")
+    }
+    assert importers <= {"mcu_arms.acceptance.minestudio"}
+
+
+def test_each_built_in_descriptor_names_a_backend_and_preflight_that_exist() -> None:
+    """The descriptors name their backend, preflight and checklist by import path (imported only when needed): each
+    path is a module of the package that defines the name, checked without importing it."""
+    from mcu_arms.contracts.simulators import BUILT_IN
+
+    for descriptor in BUILT_IN:
+        paths = [descriptor.backend, descriptor.preflight, f"{descriptor.acceptance}:run_acceptance"]
+        for path in (p for p in paths if p and not p.startswith("None")):
+            module, _, name = path.partition(":")
+            source = PACKAGE.parent / (module.replace(".", "/") + ".py")
+            assert source.is_file(), path
+            defined = {
+                node.name
+                for node in ast.parse(source.read_text(encoding="utf-8")).body
+                if isinstance(node, ast.FunctionDef | ast.ClassDef)
+            }
+            assert name in defined, path
+
+
+def test_the_outcome_models_stand_below_the_runner() -> None:
+    """supervise/outcomes.py (what `run` says of an episode) reads contracts and the layout only; the runner, the
+    executors, the Slurm watcher and `run-episode` read it."""
+    allowed = ("mcu_arms.contracts", "mcu_arms.layout")
+    assert [t for t in GRAPH["mcu_arms.supervise.outcomes"] if not any(_under(t, a) for a in allowed)] == []
+    assert "mcu_arms.supervise.outcomes" in GRAPH["mcu_arms.supervise.runner"]
