@@ -3,20 +3,19 @@
 `plan` and `run` make the same checks for the arms they are given (`preflight`) and refuse an arm whose check
 fails, before anything starts: a codex arm without codex would otherwise run to a clean-looking 0.
 
-The MineStudio, mineflayer and STEVE-1 rows are the backends' own preflights (`host_checks`, `runtime_checks` and
-`server_check`, `requirement_checks`), one row per thing checked: what doctor passes is what a run accepts.
+Each simulator's rows are its backend's own preflight, which its descriptor names (contracts/simulators.py), and
+STEVE-1's are its `requirement_checks`, one row per thing checked: what doctor passes is what a run accepts.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib.util
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +29,9 @@ from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.preflight import CheckStatus, HostCheck
 from mcu_arms.contracts.redaction import scrub
 from mcu_arms.contracts.settings import ArmPlan, PurpleOptions
+from mcu_arms.contracts.simulators import GB, simulator_descriptor
 from mcu_arms.isolation.codex_home import default_auth, default_root, temporary_dir_reason
-from mcu_arms.isolation.host import GB, MINESTUDIO_INSTANCE_BYTES, network_filesystem_reason, shared_filesystem
-
-EMBEDDED_ARM_BYTES = GB // 2
+from mcu_arms.isolation.host import network_filesystem_reason, shared_filesystem
 
 Status = CheckStatus
 
@@ -63,32 +61,6 @@ def _run_version(argv: list[str]) -> str | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     return (done.stdout + done.stderr).strip()
-
-
-def minestudio_checks(
-    env: Mapping[str, str], names: list[str], *, partitions: Iterable[Any] | None = None
-) -> list[Check]:
-    """One row per thing the MineStudio backend's own preflight checks (the same checks a run makes), in the
-    environment the green agent inherits."""
-    from mcu_arms.green.sims.minestudio import host_checks
-
-    return [Check.of(check, names) for check in host_checks(env, partitions=partitions)]
-
-
-def mineflayer_checks(env: Mapping[str, str], specs: list[ArmSpec]) -> list[Check]:
-    """The sidecar's runtime (node, the npm libraries: what is there, what the first run installs), and per server
-    named, whether it answers and runs the version the arms name: the backend's own checks, as a run makes them."""
-    from mcu_arms.contracts.mineflayer import MineflayerServer
-    from mcu_arms.green.sims.mineflayer.backend import server_check
-    from mcu_arms.green.sims.mineflayer.runtime import runtime_checks
-
-    rows = [Check.of(check, [spec.name for spec in specs]) for check in runtime_checks(env)]
-    servers: dict[tuple[str, int, str], tuple[MineflayerServer, list[str]]] = {}
-    for spec in specs:
-        server = spec.mineflayer or MineflayerServer()
-        servers.setdefault((server.host, server.port, server.version), (server, []))[1].append(spec.name)
-    rows += [Check.of(server_check(server), names) for server, names in servers.values()]
-    return rows
 
 
 def steve1_checks(env: Mapping[str, str], specs: list[ArmSpec]) -> list[Check]:
@@ -250,15 +222,21 @@ def cuda_check(env: Mapping[str, str], specs: list[ArmSpec]) -> Check:
 
 
 def memory_check(specs: list[ArmSpec]) -> Check:
-    minecraft = [s for s in specs if s.simulator == "minestudio"]
-    needed = MINESTUDIO_INSTANCE_BYTES * len(minecraft) + EMBEDDED_ARM_BYTES * (len(specs) - len(minecraft))
+    """Each arm's episode wants what its simulator's descriptor says one costs."""
+    needed = sum(spec.simulator_descriptor.cost.memory_bytes for spec in specs)
+    per_simulator: dict[str, int] = {}
+    for spec in specs:
+        per_simulator[spec.simulator] = per_simulator.get(spec.simulator, 0) + 1
+    shown = ", ".join(
+        f"{count} {name} at ~{simulator_descriptor(name).cost.memory_bytes / GB:g} GB"
+        for name, count in per_simulator.items()
+    )
     available = psutil.virtual_memory().available
     status: Status = "ok" if available >= needed else "warn"
     return Check(
         name="memory",
         status=status,
-        detail=f"{available / GB:.1f} GB available; {len(specs)} arm(s) want about {needed / GB:.1f} GB "
-        f"({len(minecraft)} Minecraft instance(s) at ~{MINESTUDIO_INSTANCE_BYTES // GB} GB)",
+        detail=f"{available / GB:.1f} GB available; {len(specs)} arm(s) want about {needed / GB:.1f} GB ({shown})",
         needed_by=[s.name for s in specs],
     )
 
@@ -285,25 +263,27 @@ def containment_check(specs: list[ArmSpec]) -> Check:
     return Check(name="process containment", status="warn", detail=detail, needed_by=names)
 
 
+def simulator_checks(specs: list[ArmSpec], env: Mapping[str, str]) -> list[Check]:
+    """Each simulator's own preflight (its descriptor names it: the same checks a run makes), in the environment the
+    green agent inherits, one row per thing checked, with the arms that need it."""
+    by_simulator: dict[str, dict[str, BaseModel | None]] = {}
+    for spec in specs:
+        by_simulator.setdefault(spec.simulator, {})[spec.name] = spec.simulator_table()
+    return [
+        Check.of(check, names)
+        for name, arms in by_simulator.items()
+        for check, names in simulator_descriptor(name).run_preflight(env, arms)
+    ]
+
+
+def _table_field(simulator: str, table: BaseModel | None) -> dict[str, Any]:
+    """The ArmSpec field a simulator's table travels in (none for a simulator without one)."""
+    name = simulator_descriptor(simulator).table
+    return {name: table} if name is not None and table is not None else {}
+
+
 def run_doctor(specs: list[ArmSpec], env: Mapping[str, str]) -> DoctorReport:
-    checks: list[Check] = []
-    minestudio_arms = [s.name for s in specs if s.simulator == "minestudio"]
-    if minestudio_arms:
-        checks += minestudio_checks(env, minestudio_arms)
-    embedded_arms = [s.name for s in specs if s.simulator == "embedded"]
-    if embedded_arms:
-        found = importlib.util.find_spec("crafter") is not None
-        checks.append(
-            Check(
-                name="crafter (embedded simulator)",
-                status="ok" if found else "fail",
-                detail="importable" if found else "pip install crafter==1.8.3",
-                needed_by=embedded_arms,
-            )
-        )
-    mineflayer_specs = [s for s in specs if s.simulator == "mineflayer"]
-    if mineflayer_specs:
-        checks += mineflayer_checks(env, mineflayer_specs)
+    checks = simulator_checks(specs, env)
     codex_specs = [s for s in specs if s.agent in CODEX_AGENTS]
     if codex_specs:
         checks += codex_checks(env, codex_specs)
@@ -436,7 +416,7 @@ def plan_preflight(plan: ArmPlan, env: Mapping[str, str]) -> list[str]:
     codex = CodexSpec.model_construct(
         root=str(Path(plan.codex_home).parent) if plan.codex_home else None, auth=plan.codex_auth
     )
-    from mcu_arms.arms.plan import mineflayer_server
+    from mcu_arms.arms.plan import simulator_table
 
     spec = ArmSpec.model_construct(
         name=plan.arm,
@@ -445,7 +425,7 @@ def plan_preflight(plan: ArmPlan, env: Mapping[str, str]) -> list[str]:
         cuda_device=settings.cuda_device,
         env=settings.env,
         codex=codex,
-        mineflayer=mineflayer_server(settings),
+        **_table_field(settings.simulator, simulator_table(settings)),
     )
     return preflight([spec], env)[plan.arm]
 

@@ -34,7 +34,7 @@ from mcu_arms.report.methods.sequential import (
     sequential_compare,
 )
 from mcu_arms.report.stats import ALPHA
-from mcu_arms.supervise.runner import RunOutcome
+from mcu_arms.supervise.outcomes import RunOutcome
 
 StopReason = Literal["resolved", "max_seeds", "interrupted", "no_pairs"]
 

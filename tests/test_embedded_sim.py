@@ -12,7 +12,7 @@ import pytest
 
 from mcu_arms.contracts.catalog import CATEGORIES
 from mcu_arms.contracts.crafter_keymap import CRAFT_RECIPES, MOVE_KEYS, PLACE_ACTIONS, PLACE_SELECTION, env_action_for
-from mcu_arms.contracts.support import task_support
+from mcu_arms.contracts.simulators import task_support
 from mcu_arms.contracts.tasks import RewardEntry, TaskSpec
 from mcu_arms.contracts.wire import BUTTON_KEYS, noop_action
 from mcu_arms.green.sims.crafter_actions import ActionAdapter

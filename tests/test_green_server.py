@@ -534,7 +534,7 @@ def test_a_refused_init_is_recorded_loudly_and_the_episode_still_runs(green: str
         (
             {"task_category": "crafting", "reset_mode": "seeded_fast"},
             None,
-            "reset_mode 'seeded_fast' is for minestudio: the embedded simulator builds a new world",
+            "reset_mode 'seeded_fast' is for minestudio: the embedded simulator starts each task its own way",
         ),
         ({"task_category": "crafting", "reset_mode": "fast"}, None, "config.reset_mode: Input should be 'hard' or"),
         ({"task_category": "crafting"}, {"judge": "http://127.0.0.1:1"}, "must name the role 'agent'"),

@@ -307,7 +307,12 @@ def test_the_acceptance_checklist_uses_the_backends_and_nothing_that_plans_or_su
         == []
     )
     users = {module for module, targets in GRAPH.items() if any(_under(t, "mcu_arms.acceptance") for t in targets)}
-    assert {module for module in users if not _under(module, "mcu_arms.acceptance")} == {"mcu_arms.cli.acceptance"}
+    assert {module for module in users if not _under(module, "mcu_arms.acceptance")} == set()
+    # only its CLI command reaches it, through the descriptor of the simulator whose checklist it is
+    from mcu_arms.contracts.simulators import simulators
+
+    assert {d.acceptance for d in simulators().values() if d.acceptance} == {"mcu_arms.acceptance.minestudio"}
+    assert "acceptance" in (PACKAGE / "cli" / "acceptance.py").read_text(encoding="utf-8")
     code = f"import sys, mcu_arms.cli.acceptance\nprint(sorted(m for m in {HEAVY!r} if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.strip() == "[]"
@@ -353,3 +358,76 @@ def test_the_cap_on_answers_stands_on_the_contracts_only() -> None:
     """http_cap is shared by the green, the client and the planned agent: it reads nothing above the contracts."""
     assert "mcu_arms.http_cap" in GRAPH
     assert [target for target in GRAPH["mcu_arms.http_cap"] if not _under(target, "mcu_arms.contracts")] == []
+
+
+def _simulator_literals(path: Path, names: frozenset[str]) -> list[str]:
+    """Every string literal (f-string parts included) in `path` that names a simulator: the whole string, or the
+    name quoted inside it (e.g. 'needs simulator = "embedded"')."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value
+            named = [name for name in names if text == name or f'"{name}"' in text or f"'{name}'" in text]
+            found += [f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: {name}" for name in named]
+    return found
+
+
+def _own_package(path: Path, names: frozenset[str]) -> bool:
+    """The contracts (the descriptors, and the vocabularies they use) and a simulator's own modules: a folder or a
+    module named after it (green/sims/mineflayer/, green/sims/embedded.py, acceptance/minestudio.py)."""
+    relative = path.relative_to(PACKAGE)
+    return relative.parts[0] == "contracts" or bool({*relative.parts[:-1], path.stem} & names)
+
+
+def test_no_package_file_outside_a_simulators_own_names_it() -> None:
+    """Planning, doctor, tasks, the scheduler, reports and the viewer ask a simulator's descriptor
+    (contracts/simulators.py); none compares or spells a simulator's name, so a new simulator touches none of them."""
+    from mcu_arms.contracts.simulators import BUILT_IN
+
+    names = frozenset(d.name for d in BUILT_IN)
+    literals = [
+        literal
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if not _own_package(path, names)
+        for literal in _simulator_literals(path, names)
+    ]
+    assert literals == []
+    # the count would see them: the descriptors themselves spell every name
+    assert len(_simulator_literals(PACKAGE / "contracts" / "simulators.py", names)) >= len(names)
+
+
+def test_only_the_green_and_a_simulators_checklist_import_a_simulator_backend() -> None:
+    """Everyone else asks the descriptor (contracts/simulators.py); the backend is imported when an episode runs."""
+    importers = {
+        module
+        for module, targets in GRAPH.items()
+        if any(_under(target, "mcu_arms.green.sims") for target in targets) and not _under(module, "mcu_arms.green")
+    }
+    assert importers <= {"mcu_arms.acceptance.minestudio"}
+
+
+def test_each_built_in_descriptor_names_a_backend_and_preflight_that_exist() -> None:
+    """The descriptors name their backend, preflight and checklist by import path (imported only when needed): each
+    path is a module of the package that defines the name, checked without importing it."""
+    from mcu_arms.contracts.simulators import BUILT_IN
+
+    for descriptor in BUILT_IN:
+        paths = [descriptor.backend, descriptor.preflight, f"{descriptor.acceptance}:run_acceptance"]
+        for path in (p for p in paths if p and not p.startswith("None")):
+            module, _, name = path.partition(":")
+            source = PACKAGE.parent / (module.replace(".", "/") + ".py")
+            assert source.is_file(), path
+            defined = {
+                node.name
+                for node in ast.parse(source.read_text(encoding="utf-8")).body
+                if isinstance(node, ast.FunctionDef | ast.ClassDef)
+            }
+            assert name in defined, path
+
+
+def test_the_outcome_models_stand_below_the_runner() -> None:
+    """supervise/outcomes.py (what `run` says of an episode) reads contracts and the layout only; the runner, the
+    executors, the Slurm watcher and `run-episode` read it."""
+    allowed = ("mcu_arms.contracts", "mcu_arms.layout")
+    assert [t for t in GRAPH["mcu_arms.supervise.outcomes"] if not any(_under(t, a) for a in allowed)] == []
+    assert "mcu_arms.supervise.outcomes" in GRAPH["mcu_arms.supervise.runner"]

@@ -215,41 +215,44 @@ def test_daylight_follows_minecrafts_sky() -> None:
     assert daylight(0) > 0.5 > daylight(13500) > daylight(18000)
 
 
-def test_the_planned_agents_executor_sends_one_skill_per_action_and_judges_it_by_the_state() -> None:
+def test_the_planned_agents_action_runner_sends_one_skill_per_action_and_judges_it_by_the_state() -> None:
     import random
 
     from mcu_arms.contracts.planned import PlanStep
     from mcu_arms.contracts.skills import SkillOutcome, SkillRequest
-    from mcu_arms.purple.planned.executor import Executor
+    from mcu_arms.purple.planned.action_runner import ActionRunner
     from mcu_arms.purple.planned.running import Outcome
 
     capabilities = capabilities_from(CAPABILITIES)
-    executor = Executor(capabilities, random.Random(0))
+    action_runner = ActionRunner(capabilities, random.Random(0))
     calm = game_state({**OBSERVED, "entities": []}, capabilities)
-    offered = executor.for_step(PlanStep(method="collect", item="oak_log", count=5), calm)
+    offered = action_runner.for_step(PlanStep(method="collect", item="oak_log", count=5), calm)
     assert [c.id for c in offered] == ["collect_oak_log", "explore_oak_log"]
-    collect = executor.start(offered[0], calm, 0)
+    collect = action_runner.start(offered[0], calm, 0)
     request = collect.next(calm)
     assert isinstance(request, SkillRequest) and request.kind == "collect"
     assert request.args == {"block": "oak_log", "count": 3}, "what is still missing of the step's count"
-    executor.last_skill = SkillOutcome(kind="collect", status="success", duration_ms=900.0)
+    action_runner.last_skill = SkillOutcome(kind="collect", status="success", duration_ms=900.0)
     claimed = collect.next(calm)
     assert isinstance(claimed, Outcome) and claimed.status == "failed", "the skill said success; nothing was gained"
     assert "the simulator said success" in claimed.detail
     richer = calm.model_copy(update={"inventory": {"oak_log": 3}})
-    gained = executor.start(offered[0], calm, 1)
+    gained = action_runner.start(offered[0], calm, 1)
     gained.next(calm)
     assert gained.next(richer).status == "succeeded"
 
-    planks = executor.start(
-        executor.for_step(PlanStep(method="craft", item="oak_planks", count=4), richer)[0], richer, 2
+    planks = action_runner.start(
+        action_runner.for_step(PlanStep(method="craft", item="oak_planks", count=4), richer)[0], richer, 2
     )
     assert planks.next(richer).kind == "craft" and planks.interrupt(richer).status == "action_needs_replan"
     hungry = game_state({**OBSERVED, "entities": [], "food": 5, "inventory": {"apple": 2}}, capabilities)
-    assert [c.id for c in executor.survival(hungry)] == ["eat_apple"]
+    assert [c.id for c in action_runner.survival(hungry)] == ["eat_apple"]
     threatened = game_state(OBSERVED, capabilities)
-    assert executor.threatened(threatened) and [c.skill for c in executor.threat(threatened)][:2] == ["fight", "flee"]
-    assert executor.start(executor.threat(threatened)[0], threatened, 3).next(threatened).kind == "attack"
+    assert action_runner.threatened(threatened) and [c.skill for c in action_runner.threat(threatened)][:2] == [
+        "fight",
+        "flee",
+    ]
+    assert action_runner.start(action_runner.threat(threatened)[0], threatened, 3).next(threatened).kind == "attack"
 
 
 def test_the_episode_page_shows_the_skill_a_step_carried_out() -> None:

@@ -428,8 +428,8 @@ def test_the_green_asks_minestudio_to_render_the_observation_size(monkeypatch: p
     from mcu_arms.green.task_run import make_simulator
 
     built: dict[str, Any] = {}
-    monkeypatch.setattr(backend, "MineStudioSimulator", lambda **kwargs: built.update(kwargs) or "minestudio")
-    assert make_simulator("minestudio", obs_size=(640, 360)) == "minestudio"
+    monkeypatch.setattr(backend.MineStudioSimulator, "__init__", lambda self, **kwargs: built.update(kwargs))
+    assert isinstance(make_simulator("minestudio", obs_size=(640, 360)), backend.MineStudioSimulator)
     assert built == {"obs_size": (640, 360), "reset_mode": "hard", "action_mode": "agent"}
     make_simulator("minestudio", reset_mode="seeded_fast", action_mode="env")
     assert built["reset_mode"] == "seeded_fast" and built["action_mode"] == "env"

@@ -35,7 +35,7 @@ def test_a_crash_mid_task_is_recovered_and_every_dead_entry_is_named(
         name: str,
         obs_size: tuple[int, int],
         reset_mode: str | None,
-        mineflayer: object = None,
+        table: object = None,
         action_mode: str | None = None,
     ) -> MineStudioSimulator:
         built.append(
@@ -129,7 +129,7 @@ def test_video_grades_the_render_recorded_per_task_and_actions_go_through_agent_
         name: str,
         obs_size: tuple[int, int],
         reset_mode: str | None,
-        mineflayer: object = None,
+        table: object = None,
         action_mode: str | None = None,
     ) -> MineStudioSimulator:
         return MineStudioSimulator(

@@ -12,7 +12,7 @@ from cli_support import invoke
 from mcu_arms.arms.plan import scenario_toml
 from mcu_arms.client.scenario import load_scenario
 from mcu_arms.contracts.settings import ArmPlan
-from mcu_arms.contracts.support import task_support
+from mcu_arms.contracts.simulators import task_support
 from mcu_arms.contracts.tasks import all_tasks
 
 MINESTUDIO_ARM = """\

@@ -21,7 +21,7 @@ from test_compare import write_arm, write_run
 from mcu_arms.cli.run import _render_outcome
 from mcu_arms.contracts.run_report import Failure
 from mcu_arms.environment import Environment, console_for
-from mcu_arms.supervise.runner import ArmOutcome, RunOutcome
+from mcu_arms.supervise.outcomes import ArmOutcome, RunOutcome
 
 CUT = "…"
 SKIP_REASON = (

@@ -345,16 +345,18 @@ def test_an_interrupted_action_with_side_effects_needs_a_replan_and_success_is_t
     import random
 
     from mcu_arms.contracts.trajectory import CandidateAction
-    from mcu_arms.purple.planned.executor import Executor
+    from mcu_arms.purple.planned.action_runner import ActionRunner
 
-    executor = Executor(state.capabilities, random.Random(0))
+    action_runner = ActionRunner(state.capabilities, random.Random(0))
     rich = state.model_copy(update={"inventory": {"wood": 3}})
-    place = executor.start(CandidateAction(id="place_table", skill="place", target="table", description="d"), rich, 0)
+    place = action_runner.start(
+        CandidateAction(id="place_table", skill="place", target="table", description="d"), rich, 0
+    )
     assert isinstance(place.next(rich), str)  # it acted: its effect may or may not have happened
     assert place.interrupt(rich).status == "action_needs_replan"
     claimed = place.next(rich)  # "placed", says its own step; the state shows no wood spent and no table
     assert claimed.status == "failed" and claimed.inventory_delta == {}
-    walk = executor.start(CandidateAction(id="explore", skill="explore", description="d"), state, 0)
+    walk = action_runner.start(CandidateAction(id="explore", skill="explore", description="d"), state, 0)
     assert isinstance(walk.next(state), str)
     assert walk.interrupt(state).status == "interrupted", "a resumable action is offered again, not replayed"
 
@@ -365,27 +367,28 @@ def test_a_creeper_is_fled_beyond_its_blast_never_fought_and_gear_and_food_are_o
     import random
 
     from mcu_arms.contracts.game_state import Entity, Offset, Position
-    from mcu_arms.purple.planned.executor import BLAST_RADIUS, Executor
+    from mcu_arms.purple.planned.action_runner import ActionRunner
+    from mcu_arms.purple.planned.running import BLAST_RADIUS
     from mcu_arms.purple.planned.skills import request_for
 
-    executor = Executor(state.capabilities, random.Random(0))
+    action_runner = ActionRunner(state.capabilities, random.Random(0))
     creeper = Entity(kind="creeper", offset=Offset(east=0, south=5), distance=5, hostile=True)
     zombie = Entity(kind="zombie", offset=Offset(east=3, south=0), distance=3, hostile=True)
     near = state.model_copy(update={"entities": [zombie, creeper], "home": Offset(east=-6, south=2)})
-    assert executor.threatened(near.model_copy(update={"entities": [creeper]})), "5 steps away: inside its blast"
-    offered = [c.id for c in executor.threat(near)]
+    assert action_runner.threatened(near.model_copy(update={"entities": [creeper]})), "5 steps away: inside its blast"
+    offered = [c.id for c in action_runner.threat(near)]
     assert offered[:2] == ["flee", "go_home"] and "fight_creeper" not in offered and "fight_zombie" in offered
     by_the_creeper = near.model_copy(update={"home": Offset(east=1, south=4)})  # home inside the creeper's blast
-    assert [c.id for c in executor.threat(by_the_creeper)][:1] == ["flee"]
-    assert "go_home" not in [c.id for c in executor.threat(by_the_creeper)], "home beside a creeper is no refuge"
+    assert [c.id for c in action_runner.threat(by_the_creeper)][:1] == ["flee"]
+    assert "go_home" not in [c.id for c in action_runner.threat(by_the_creeper)], "home beside a creeper is no refuge"
     far = creeper.model_copy(update={"offset": Offset(east=0, south=BLAST_RADIUS + 1), "distance": BLAST_RADIUS + 1})
-    assert not executor.threatened(near.model_copy(update={"entities": [far]}))
-    flee = next(c for c in executor.threat(near) if c.id == "flee")
+    assert not action_runner.threatened(near.model_copy(update={"entities": [far]}))
+    flee = next(c for c in action_runner.threat(near) if c.id == "flee")
     minecraft = near.model_copy(update={"position": Position(x=0.0, y=64.0, z=0.0)})
-    request, _ = request_for(executor, flee, minecraft)
+    request, _ = request_for(action_runner, flee, minecraft)
     assert request.kind == "retreat" and request.args["from"] == "creeper" and request.args["distance"] > BLAST_RADIUS
-    home = next(c for c in executor.threat(near) if c.id == "go_home")
-    request, _ = request_for(executor, home, minecraft)
+    home = next(c for c in action_runner.threat(near) if c.id == "go_home")
+    request, _ = request_for(action_runner, home, minecraft)
     assert (request.kind, request.args["x"], request.args["z"]) == ("go_to", -6.0, 2.0)
     hungry = state.model_copy(
         update={
@@ -393,11 +396,13 @@ def test_a_creeper_is_fled_beyond_its_blast_never_fought_and_gear_and_food_are_o
             "entities": [Entity(kind="cow", offset=Offset(east=2, south=0), distance=2, hostile=False)],
         }
     )
-    assert [c.id for c in executor.survival(hungry)] == ["eat_cow"], "the food stock: topped up while a cow is near"
+    assert [c.id for c in action_runner.survival(hungry)] == ["eat_cow"], (
+        "the food stock: topped up while a cow is near"
+    )
     armed = state.model_copy(update={"inventory": {"shield": 1, "iron_helmet": 1}, "equipment": {"hand": "stick"}})
-    assert [c.id for c in executor.survival(armed)] == ["equip_iron_helmet", "equip_shield"]
+    assert [c.id for c in action_runner.survival(armed)] == ["equip_iron_helmet", "equip_shield"]
     worn = armed.model_copy(update={"equipment": {"off-hand": "shield", "head": "iron_helmet"}})
-    assert executor.survival(worn) == []
+    assert action_runner.survival(worn) == []
 
 
 def test_the_reflex_takes_the_player_home_on_the_embedded_simulator(tmp_path: Path) -> None:

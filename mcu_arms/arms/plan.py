@@ -9,8 +9,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from mcu_arms.arms.spec import (
     AUTO_PORT,
@@ -25,14 +26,11 @@ from mcu_arms.arms.spec import (
 from mcu_arms.contracts.addresses import http_url, is_loopback
 from mcu_arms.contracts.catalog import (
     CODEX_AGENTS,
-    DEFAULT_ACTION_MODE,
-    DEFAULT_RESET_MODE,
     FRAME_READING_AGENTS,
     capped_steps,
 )
 from mcu_arms.contracts.errors import UserError, toml_line, user_error
 from mcu_arms.contracts.limits import MAX_EPISODES_PER_RUN
-from mcu_arms.contracts.mineflayer import MineflayerServer
 from mcu_arms.contracts.rubric import AUTO_EVAL_ENV
 from mcu_arms.contracts.settings import (
     CODEX_COMPACT_PERCENT,
@@ -52,6 +50,7 @@ from mcu_arms.contracts.settings import (
     flag_for,
     purple_options,
 )
+from mcu_arms.contracts.simulators import runnable_tasks, simulator_descriptor
 from mcu_arms.contracts.slurm import (
     DEFAULT_STOP_MARGIN_S,
     SLURM_TICK_S,
@@ -62,7 +61,6 @@ from mcu_arms.contracts.slurm import (
     parse_sbatch_line,
     parse_slurm_time,
 )
-from mcu_arms.contracts.support import runnable_tasks
 from mcu_arms.contracts.tasks import TaskSpec, select_tasks
 from mcu_arms.environment import Environment
 from mcu_arms.isolation.codex_home import default_auth, default_root, plan_codex_home, temporary_dir_reason
@@ -154,13 +152,15 @@ def resolve_settings(spec: ArmSpec, warnings: list[str]) -> tuple[Settings, Comp
         model_spec = getattr(spec, table)
         if model_spec is not None:
             as_written |= {f"{table}_{key}": value for key, value in model_spec.model_dump().items()}
-    resolved = {"steps": steps, "compact_limit": compaction.limit}
-    if spec.simulator == "minestudio":
-        resolved["reset_mode"] = spec.reset_mode or DEFAULT_RESET_MODE
-        resolved["action_mode"] = spec.action_mode or DEFAULT_ACTION_MODE
-    if spec.simulator == "mineflayer":
-        server = spec.mineflayer or MineflayerServer()
-        resolved |= {f"mineflayer_{key}": value for key, value in server.model_dump().items()}
+    resolved: dict[str, Any] = {"steps": steps, "compact_limit": compaction.limit}
+    descriptor = spec.simulator_descriptor
+    if descriptor.reset_modes:
+        resolved["reset_mode"] = descriptor.resolved_reset(spec.reset_mode)
+    if descriptor.action_modes:
+        resolved["action_mode"] = descriptor.resolved_action_mode(spec.action_mode)
+    if descriptor.table is not None and descriptor.table_model is not None:
+        chosen = spec.simulator_table() or descriptor.table_model()
+        resolved |= {f"{descriptor.table}_{key}": value for key, value in chosen.model_dump().items()}
     settings = Settings.model_validate({**as_written, **resolved})
     return settings, compaction
 
@@ -228,12 +228,13 @@ def _green_rubric_env(settings: Settings, environment: Mapping[str, str], warnin
     return {AUTO_EVAL_ENV: ""}
 
 
-def mineflayer_server(settings: Settings) -> MineflayerServer | None:
-    """The Minecraft server a mineflayer arm's settings name (None for the other simulators)."""
-    if settings.simulator != "mineflayer":
+def simulator_table(settings: Settings) -> BaseModel | None:
+    """The simulator table an arm's settings hold (flattened as TABLE_KEY), None for a simulator without one."""
+    descriptor = simulator_descriptor(settings.simulator)
+    if descriptor.table is None or descriptor.table_model is None:
         return None
-    fields = {key: getattr(settings, f"mineflayer_{key}") for key in MineflayerServer.model_fields}
-    return MineflayerServer(**{key: value for key, value in fields.items() if value is not None})
+    fields = {key: getattr(settings, f"{descriptor.table}_{key}", None) for key in descriptor.table_model.model_fields}
+    return descriptor.table_model(**{key: value for key, value in fields.items() if value is not None})
 
 
 def _with_value(argv: list[str], flag: str, value: str) -> list[str]:
@@ -401,9 +402,9 @@ def scenario_toml(plan: ArmPlan) -> str:
         config["reset_mode"] = settings.reset_mode
     if settings.action_mode:
         config["action_mode"] = settings.action_mode
-    server = mineflayer_server(settings)
-    if server is not None:
-        config["mineflayer"] = server.model_dump()
+    table, name = simulator_table(settings), simulator_descriptor(settings.simulator).table
+    if table is not None and name is not None:
+        config[name] = table.model_dump()
     document["config"] = config
     return tomlkit.dumps(document)
 

@@ -17,20 +17,20 @@ from pydantic import (
 )
 
 from mcu_arms.contracts.addresses import is_loopback, parse_host
+from mcu_arms.contracts.agents import agent_kinds
 from mcu_arms.contracts.catalog import (
     ACTION_MODES,
-    AGENT_KINDS,
     CATEGORIES,
+    DEFAULT_SIMULATOR,
     FRAME_READING_AGENTS,
-    FRAMELESS_SIMULATORS,
+    ONE_SIMULATOR_AGENTS,
     RESET_MODES,
-    SIMULATORS,
     STATE_AGENTS,
     ActionMode,
     ResetMode,
 )
 from mcu_arms.contracts.errors import Problem, UserError, did_you_mean, parse_toml, user_error
-from mcu_arms.contracts.game_state import DEFAULT_OBSERVE, OBSERVE_MODES, STATE_SIMULATORS, wants_frame, wants_state
+from mcu_arms.contracts.game_state import DEFAULT_OBSERVE, OBSERVE_MODES, wants_frame, wants_state
 from mcu_arms.contracts.limits import (
     MAX_ENV_ENTRY_BYTES,
     MAX_ENV_KEYS,
@@ -50,6 +50,13 @@ from mcu_arms.contracts.planned import (
 )
 from mcu_arms.contracts.rubric import auto_eval_problem
 from mcu_arms.contracts.settings import DEFAULT_CONTEXT_WINDOW, ENV_NAME_PATTERN, Thresholds
+from mcu_arms.contracts.simulators import (
+    SimulatorDescriptor,
+    simulator_descriptor,
+    simulator_for_agent,
+    simulator_names,
+    simulators,
+)
 from mcu_arms.contracts.slurm import (
     MIN_STOP_MARGIN_S,
     SLURM_CONSTRAINT_PATTERN,
@@ -59,7 +66,6 @@ from mcu_arms.contracts.slurm import (
     parse_sbatch_line,
     parse_slurm_time,
 )
-from mcu_arms.contracts.support import category_reason
 from mcu_arms.contracts.wire import (
     DEFAULT_OBS_ENCODING,
     DEFAULT_OBS_SIZE,
@@ -226,10 +232,10 @@ class ArmSpec(_Strict):
 
     name: str = Field(pattern=ARM_NAME_PATTERN)
     description: str = ""
-    agent: Literal[AGENT_KINDS]  # type: ignore[valid-type]
+    agent: str  # a built-in agent kind (catalog.AGENT_KINDS) or a registered one (contracts/agents.py)
     task: Literal[CATEGORIES]  # type: ignore[valid-type]
     tasks: list[str] | None = None
-    simulator: Literal[SIMULATORS] = "minestudio"  # type: ignore[valid-type]
+    simulator: str = DEFAULT_SIMULATOR  # a registered simulator (contracts/simulators.py)
     seed: int = Field(default=0, ge=0, lt=SEED_LIMIT)
     # replicates: one episode per seed
     seeds: list[int] | None = Field(default=None, min_length=1, max_length=MAX_SEEDS_PER_ARM)
@@ -258,7 +264,31 @@ class ArmSpec(_Strict):
     observe: Literal[OBSERVE_MODES] = DEFAULT_OBSERVE  # type: ignore[valid-type]
     planner: PlannerSpec | None = None
     policy: PolicySpec | None = None
-    mineflayer: MineflayerServer | None = None  # simulator = "mineflayer": the server it plays on
+    mineflayer: MineflayerServer | None = None  # the mineflayer simulator's table: the server it plays on
+
+    @field_validator("agent")
+    @classmethod
+    def _known_agent(cls, value: str) -> str:
+        kinds = agent_kinds()
+        if value not in kinds:
+            raise ValueError(f"{value!r} is not allowed{did_you_mean(value, kinds)}")
+        return value
+
+    @field_validator("simulator")
+    @classmethod
+    def _registered_simulator(cls, value: str) -> str:
+        if value not in simulator_names():
+            raise ValueError(f"unknown simulator {value!r}{did_you_mean(value, simulator_names())}")
+        return value
+
+    @property
+    def simulator_descriptor(self) -> SimulatorDescriptor:
+        return simulator_descriptor(self.simulator)
+
+    def simulator_table(self) -> BaseModel | None:
+        """The arm's table for its simulator ([mineflayer] for the mineflayer one), None when it has none."""
+        table = self.simulator_descriptor.table
+        return getattr(self, table, None) if table in ArmSpec.model_fields else None
 
     @field_validator("obs_size")
     @classmethod
@@ -335,28 +365,13 @@ class ArmSpec(_Strict):
             raise SettingConflict("cuda_device", 'cuda_device is only for agent = "steve1"')
         if self.steve1_condition is not None and self.agent != "steve1":
             raise SettingConflict("steve1_condition", 'steve1_condition is only for agent = "steve1"')
-        if self.reset_mode is not None and self.simulator != "minestudio":
-            raise SettingConflict(
-                "reset_mode",
-                'reset_mode is only for simulator = "minestudio" (the embedded one builds a new world '
-                "from the seed for every task)",
-            )
-        if self.action_mode is not None and self.simulator != "minestudio":
-            raise SettingConflict(
-                "action_mode",
-                'action_mode is only for simulator = "minestudio" (the other simulators take env actions as they are)',
-            )
-        if self.agent == "scripted" and self.simulator != "embedded":
-            raise SettingConflict("simulator", 'agent "scripted" plays Crafter frames: it needs simulator = "embedded"')
-        if self.agent == "steve1" and self.simulator != "minestudio":
-            raise SettingConflict(
-                "simulator", 'agent "steve1" is a Minecraft policy: it needs simulator = "minestudio"'
-            )
+        self._consistent_simulator_choices()
         self._consistent_server()
         self._consistent_observation()
-        reason = category_reason(self.simulator, self.task)
+        reason = self.simulator_descriptor.category_reason(self.task)
         if reason is not None:
-            raise SettingConflict("task", f'task {reason}: it needs simulator = "minestudio"')
+            runs_it = _quoted([d.name for d in simulators().values() if d.category_reason(self.task) is None])
+            raise SettingConflict("task", f"task {reason}: it needs simulator = {runs_it}")
         if self.compact_limit is not None:
             if self.compact and self.compact_limit >= self.context_window:
                 raise SettingConflict(
@@ -372,35 +387,61 @@ class ArmSpec(_Strict):
                 )
         return self
 
+    def _consistent_simulator_choices(self) -> None:
+        """A reset mode, an action mode or a simulator table is only for a simulator that takes it, and an agent that
+        plays one simulator only runs there: each descriptor says."""
+        descriptor = self.simulator_descriptor
+        if self.reset_mode is not None and self.reset_mode not in descriptor.reset_modes:
+            takers = _quoted([d.name for d in simulators().values() if d.reset_modes])
+            raise SettingConflict(
+                "reset_mode",
+                f"reset_mode is only for simulator = {takers} (the {self.simulator} one starts each task its own way)",
+            )
+        if self.action_mode is not None and self.action_mode not in descriptor.action_modes:
+            takers = _quoted([d.name for d in simulators().values() if d.action_modes])
+            raise SettingConflict(
+                "action_mode",
+                f"action_mode is only for simulator = {takers} (the other simulators take env actions as they are)",
+            )
+        for other in simulators().values():
+            table = other.table
+            if table in ArmSpec.model_fields and getattr(self, table) is not None and other is not descriptor:
+                raise SettingConflict(table, f'[{table}] is only for simulator = "{other.name}"')
+        native = simulator_for_agent(self.agent)
+        if native is not None and native is not descriptor:
+            why = ONE_SIMULATOR_AGENTS.get(self.agent, f"plays the {native.name} simulator only")
+            raise SettingConflict("simulator", f'agent "{self.agent}" {why}: it needs simulator = "{native.name}"')
+
     def _consistent_server(self) -> None:
-        """A Minecraft server is named for the mineflayer simulator only, and that one serves no frames: a
-        frame-reading agent, a frame in the observation or a video to grade cannot be had from it."""
-        if self.mineflayer is not None and self.simulator != "mineflayer":
-            raise SettingConflict("mineflayer", '[mineflayer] is only for simulator = "mineflayer"')
-        if self.simulator not in FRAMELESS_SIMULATORS:
+        """A simulator that serves no frames cannot feed a frame-reading agent, a frame in the observation or a video
+        to grade."""
+        descriptor = self.simulator_descriptor
+        if self.video_eval and "video" not in descriptor.serves:
+            raise SettingConflict(
+                "video_eval", f"video evaluation grades frames, and the {self.simulator} simulator serves none"
+            )
+        if descriptor.serves_frames():
             return
         if self.agent in FRAME_READING_AGENTS:
+            framed = _quoted([d.name for d in simulators().values() if d.serves_frames()])
             raise SettingConflict(
                 "simulator",
                 f'agent "{self.agent}" reads frames, and the {self.simulator} simulator serves none '
-                '(structured state only): pair it with simulator = "embedded" or "minestudio"',
+                f"(structured state only): pair it with simulator = {framed}",
             )
         if wants_frame(self.observe):
             raise SettingConflict(
                 "observe", f'the {self.simulator} simulator serves no frames: it needs observe = "state"'
             )
-        if self.video_eval:
-            raise SettingConflict(
-                "video_eval", f"video evaluation grades frames, and the {self.simulator} simulator serves none"
-            )
 
     def _consistent_observation(self) -> None:
         """What the agent reads must be what the arm observes, and the simulator must be able to provide it."""
-        if wants_state(self.observe) and self.simulator not in STATE_SIMULATORS:
+        if wants_state(self.observe) and not self.simulator_descriptor.serves_state():
+            state_from = sorted(d.name for d in simulators().values() if d.serves_state())
             raise SettingConflict(
                 "observe",
                 f'observe = "{self.observe}" needs structured state, which only the '
-                f"{' and '.join(sorted(STATE_SIMULATORS))} simulators provide (the {self.simulator} one serves frames)",
+                f"{' and '.join(state_from)} simulators provide (the {self.simulator} one serves frames)",
             )
         if self.agent == "steve1" and self.obs_encoding == "jpeg_bgr":
             raise SettingConflict(
@@ -444,9 +485,7 @@ class ArmSpec(_Strict):
 # What each field accepts, for error messages.
 ALLOWED: dict[str, str] = {
     "name": "letters, digits, '_' and '-', 1 to 64 characters",
-    "agent": ", ".join(AGENT_KINDS),
     "task": ", ".join(CATEGORIES),
-    "simulator": ", ".join(SIMULATORS),
     "tasks": "a list of task names in the category (`mcu-arms tasks CATEGORY` lists them)",
     "seed": f"an integer from 0 to 2^63 - 1 ({SEED_LIMIT - 1})",
     "seeds": f"a list of at most {MAX_SEEDS_PER_ARM} distinct integers from 0 to 2^63 - 1, one episode each, "
@@ -461,8 +500,8 @@ ALLOWED: dict[str, str] = {
     "env": f"at most {MAX_ENV_KEYS} NAME = \"value\" pairs; names of letters, digits and '_', not starting with a "
     f"digit; string values; each name and value at most {MAX_ENV_ENTRY_BYTES} bytes",
     "cuda_device": 'a CUDA device index or UUID as a string, for agent = "steve1" only',
-    "reset_mode": f'{", ".join(RESET_MODES)}; for simulator = "minestudio" only',
-    "action_mode": f'{", ".join(ACTION_MODES)}; for simulator = "minestudio" only',
+    "reset_mode": f"{', '.join(RESET_MODES)}; for the simulators that take one (their descriptor says)",
+    "action_mode": f"{', '.join(ACTION_MODES)}; for the simulators that take one (their descriptor says)",
     "steve1_condition": 'a non-empty text STEVE-1 is conditioned on for every task, for agent = "steve1" only',
     "ports.green": 'a port 1024-65535 or "auto"',
     "ports.purple": 'a port 1024-65535 or "auto"',
@@ -495,13 +534,6 @@ ALLOWED: dict[str, str] = {
     "policy.env_key": "the NAME of the environment variable holding the policy's API key, not the key",
     "policy.timeout": "seconds > 0, below step_timeout",
     "policy.thinking": 'true or false, backend = "chat" only: as planner.thinking',
-    "mineflayer": 'a table (host, port, version, username, chat), for simulator = "mineflayer" only',
-    "mineflayer.chat": "true or false (default): post the planned agent's decisions in the game's chat, tagged by "
-    "source",
-    "mineflayer.host": "the Minecraft server's address (default 127.0.0.1)",
-    "mineflayer.port": "the server's port, 1-65535 (default 25565)",
-    "mineflayer.version": 'the Java Edition version it runs, e.g. "1.21.1" (doctor checks it answers so)',
-    "mineflayer.username": "the bot's name, 3-16 letters, digits or '_' (op it on the server for the tasks' commands)",
     "slurm.partition": "a partition name (sbatch --partition)",
     "slurm.account": "an account name (sbatch --account)",
     "slurm.time": TIME_ALLOWED,
@@ -521,8 +553,23 @@ ALLOWED: dict[str, str] = {
 
 
 def allowed_for(key: str) -> str | None:
-    """What a key accepts; an [env] entry ("env.NAME") accepts what [env] does."""
-    return ALLOWED.get(key) or ALLOWED.get(key.split(".", 1)[0])
+    """What a key accepts; an [env] entry ("env.NAME") accepts what [env] does; a simulator, a registered one."""
+    if key == "simulator":
+        return ", ".join(simulator_names())
+    if key == "agent":
+        return ", ".join(agent_kinds())
+    table, _, name = key.partition(".")
+    owner = next((d for d in simulators().values() if d.table == table and d.table_model is not None), None)
+    if owner is not None and owner.table_model is not None:
+        fields = owner.table_model.model_fields
+        if not name:
+            return f'a table ({", ".join(fields)}), for simulator = "{owner.name}" only'
+        return fields[name].description if name in fields else None
+    return ALLOWED.get(key) or ALLOWED.get(table)
+
+
+def _quoted(names: list[str]) -> str:
+    return " or ".join(f'"{name}"' for name in names)
 
 
 def describe_error(error: dict[str, Any]) -> Problem:

@@ -1,16 +1,19 @@
-"""`mcu-arms acceptance minestudio`: the first-run checklist of a MineStudio host, with a report of what it proved."""
+"""`mcu-arms acceptance SIMULATOR`: the first-run checklist of a simulator's host (its descriptor names the module:
+MineStudio has one), with a report of what it proved."""
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import sys
 from pathlib import Path
-from typing import Literal
 
 import typer
 from rich.markup import escape
 
 from mcu_arms.cli.common import environment, print_json, reports_user_errors
+from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.simulators import simulator_descriptor, simulators
 
 STYLE = {"passed": "green", "stand-in": "cyan", "skipped": "yellow", "failed": "bold red"}
 
@@ -20,7 +23,9 @@ def register(app: typer.Typer) -> None:
     @reports_user_errors
     def acceptance(
         ctx: typer.Context,
-        simulator: Literal["minestudio"] = typer.Argument(..., help="The simulator whose host is checked."),
+        simulator: str = typer.Argument(
+            ..., help="The simulator whose host is checked (one whose descriptor names an acceptance checklist)."
+        ),
         out: Path = typer.Option(
             None, "--out", help="Where the run's folder (report.json, report.txt, recording/) goes [output/acceptance]."
         ),
@@ -32,13 +37,18 @@ def register(app: typer.Typer) -> None:
         with nothing left running; a seeded_fast landing; STEVE-1 offline with same-seed actions; a video graded at
         MCU's 640x360. Each check passed, failed or skipped with its evidence; on the test stand-in the engine
         checks say "stand-in". Exit 1 if a check failed."""
-        from mcu_arms.acceptance.minestudio import new_run_dir, run_acceptance, write_report
-
+        descriptor = simulator_descriptor(simulator, key="SIMULATOR")
+        if descriptor.acceptance is None:
+            having = [d.name for d in simulators().values() if d.acceptance is not None]
+            raise UserError(
+                f"the {simulator} simulator has no acceptance checklist", key="SIMULATOR", allowed=", ".join(having)
+            )
+        checklist = importlib.import_module(descriptor.acceptance)
         env = environment(ctx)
-        run_dir = new_run_dir(out or env.output_dir / "acceptance")
+        run_dir = checklist.new_run_dir(out or env.output_dir / "acceptance")
         with contextlib.redirect_stdout(sys.stderr):  # MineStudio prints every callback at each reset
-            report = run_acceptance(env.env, run_dir)
-        json_path, text_path = write_report(report, run_dir)
+            report = checklist.run_acceptance(env.env, run_dir)
+        json_path, text_path = checklist.write_report(report, run_dir)
         if json_output:
             print_json(env, report)
         else:

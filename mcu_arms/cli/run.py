@@ -35,7 +35,7 @@ from mcu_arms.report.methods.sequential import (
 
 if TYPE_CHECKING:
     from mcu_arms.contracts.settings import ArmPlan
-    from mcu_arms.supervise.runner import ArmOutcome, RunOutcome
+    from mcu_arms.supervise.outcomes import ArmOutcome, RunOutcome
 
 RUN_HELP = """Run arms: plan them, start each arm's green and purple agents, wait until both are ready, run the evaluation client, and write output/ARM/episode_NNN/result.json (linked as logs/ARM_result.json).
 

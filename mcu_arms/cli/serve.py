@@ -7,24 +7,21 @@ its environment); one started by hand has none and is open, on loopback only unl
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 import typer
 from pydantic import ValidationError
+from pydantic.fields import FieldInfo
 
 from mcu_arms.cli.common import App, reports_user_errors
 from mcu_arms.contracts.access import SERVE_TOKEN_ENV
+from mcu_arms.contracts.agents import check_agent_kind
 from mcu_arms.contracts.catalog import AGENT_KINDS
-from mcu_arms.contracts.errors import UserError, did_you_mean, user_error
-from mcu_arms.contracts.planned import (
-    DEFAULT_PLANNER_TIMEOUT_S,
-    DEFAULT_POLICY_BACKEND,
-    DEFAULT_POLICY_TIMEOUT_S,
-    POLICY_BACKENDS,
-)
+from mcu_arms.contracts.errors import user_error
 from mcu_arms.contracts.settings import OPTIONS_FROM_ENVIRONMENT, PurpleOptions, flag_for
-from mcu_arms.contracts.wire import DEFAULT_STEP_TIMEOUT_S
 
 serve_app = App(help="Run an A2A server (green evaluator or purple agent) in the foreground.", no_args_is_help=True)
 
@@ -63,170 +60,58 @@ def serve_green(
     serve(host, port, card_url, output_root=output_root, expose=expose)
 
 
+def _cli_type(annotation: Any) -> type:
+    """The type a `serve purple` flag parses: the field's own, a Literal as text (PurpleOptions checks it), and a
+    bool as the text true|false (a value, not an on/off flag, as the command lines `plan` writes give it)."""
+    kinds = [kind for kind in get_args(annotation) or (annotation,) if kind is not type(None)]
+    kind = kinds[0]
+    return str if kind is bool or get_origin(kind) is Literal else kind
+
+
+def _purple_option(field: str, info: FieldInfo) -> inspect.Parameter:
+    """A `serve purple` flag from a PurpleOptions field: its name, type and help are the field's (one declaration)."""
+    kind = _cli_type(info.annotation)
+    option = typer.Option(
+        flag_for(field),
+        help=info.description,
+        envvar=OPTIONS_FROM_ENVIRONMENT.get(field),
+        metavar="true|false" if _cli_type(info.annotation) is str and bool in get_args(info.annotation) else None,
+    )
+    return inspect.Parameter(
+        field, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[kind | None, option]
+    )
+
+
+def _with_purple_options(command: Callable[..., None]) -> Callable[..., None]:
+    """`command`'s own parameters, then one flag per PurpleOptions field (gathered into its **options)."""
+    own = [p for p in inspect.signature(command, eval_str=True).parameters.values() if p.kind is not p.VAR_KEYWORD]
+    generated = [_purple_option(field, info) for field, info in PurpleOptions.model_fields.items()]
+    signature = inspect.Signature([*own, *generated])
+    command.__signature__ = signature  # type: ignore[attr-defined] # typer reads the parameters from it
+    command.__annotations__ = {p.name: p.annotation for p in signature.parameters.values()}
+    return command
+
+
 @serve_app.command("purple")
 @reports_user_errors
+@_with_purple_options
 def serve_purple(
     ctx: typer.Context,
-    agent: Annotated[str, typer.Option("--agent", help=f"Agent kind: {', '.join(AGENT_KINDS)}.")],
+    agent: Annotated[
+        str, typer.Option("--agent", help=f"Agent kind: {', '.join(AGENT_KINDS)}, or one registered (mcu_arms.agents).")
+    ],
     host: HostOption = "127.0.0.1",
     port: PortOption = 9019,
     card_url: CardUrlOption = None,
     expose: ExposeOption = False,
-    seed: Annotated[int | None, typer.Option("--seed", help="Seed for the policy's own randomness [0].")] = None,
-    output_dir: Annotated[
-        Path | None, typer.Option("--output-dir", help="Where the policy writes its reports.")
-    ] = None,
-    step_timeout: Annotated[
-        float | None,
-        typer.Option("--step-timeout", help=f"Seconds the green waits for each action [{DEFAULT_STEP_TIMEOUT_S:g}]."),
-    ] = None,
-    session_turns: Annotated[
-        int | None, typer.Option("--session-turns", help="Codex agents: turns per session before a new one.")
-    ] = None,
-    compact_limit: Annotated[
-        int | None, typer.Option("--compact-limit", help="Codex agents: auto-compaction token limit.")
-    ] = None,
-    context_window: Annotated[
-        int | None,
-        typer.Option(
-            "--context-window",
-            help="Codex agents: the model's context window in tokens; a limit below it "
-            "compacts, one above it never does.",
-        ),
-    ] = None,
-    model: Annotated[str | None, typer.Option("--model", help="Codex agents: model name.")] = None,
-    provider_base_url: Annotated[
-        str | None,
-        typer.Option(
-            "--provider-base-url",
-            envvar=OPTIONS_FROM_ENVIRONMENT["provider_base_url"],
-            help="Codex agents: model provider base URL (a URL that carries a credential belongs in the variable, "
-            "not on a command line every local user can read).",
-        ),
-    ] = None,
-    provider_wire_api: Annotated[
-        str | None, typer.Option("--provider-wire-api", help="Codex agents: provider wire API (e.g. responses).")
-    ] = None,
-    provider_env_key: Annotated[
-        str | None,
-        typer.Option(
-            "--provider-env-key",
-            help="Codex agents: name of the environment variable holding the provider's API key (the key itself is "
-            "never passed on a command line).",
-        ),
-    ] = None,
-    cuda_device: Annotated[
-        str | None, typer.Option("--cuda-device", help="STEVE-1: CUDA device index to run on.")
-    ] = None,
-    steve1_condition: Annotated[
-        str | None,
-        typer.Option("--steve1-condition", help="STEVE-1: the text it is conditioned on [each task's own text]."),
-    ] = None,
-    planner_base_url: Annotated[
-        str | None,
-        typer.Option(
-            "--planner-base-url",
-            envvar=OPTIONS_FROM_ENVIRONMENT["planner_base_url"],
-            help="Planned agent: the planner's OpenAI-compatible /v1 URL (one with a credential: in the variable).",
-        ),
-    ] = None,
-    planner_model: Annotated[
-        str | None, typer.Option("--planner-model", help="Planned agent: planner model.")
-    ] = None,
-    planner_revision: Annotated[
-        str | None, typer.Option("--planner-revision", help="Planned agent: planner model revision, as recorded.")
-    ] = None,
-    planner_env_key: Annotated[
-        str | None,
-        typer.Option("--planner-env-key", help="Planned agent: name of the variable holding the planner's API key."),
-    ] = None,
-    planner_timeout: Annotated[
-        float | None,
-        typer.Option(
-            "--planner-timeout", help=f"Planned agent: seconds per planner call [{DEFAULT_PLANNER_TIMEOUT_S:g}]."
-        ),
-    ] = None,
-    planner_thinking: Annotated[
-        str | None,
-        typer.Option(
-            "--planner-thinking",
-            metavar="true|false",
-            help="Planned agent: chat_template_kwargs.enable_thinking in every planner request (unset: not sent).",
-        ),
-    ] = None,
-    policy_backend: Annotated[
-        str | None,
-        typer.Option(
-            "--policy-backend", help=f"Planned agent: {', '.join(POLICY_BACKENDS)} [{DEFAULT_POLICY_BACKEND}]."
-        ),
-    ] = None,
-    policy_base_url: Annotated[
-        str | None,
-        typer.Option(
-            "--policy-base-url",
-            envvar=OPTIONS_FROM_ENVIRONMENT["policy_base_url"],
-            help="Planned agent: the decision service root or chat /v1 URL (one with a credential: in the variable).",
-        ),
-    ] = None,
-    policy_model: Annotated[str | None, typer.Option("--policy-model", help="Planned agent: policy model.")] = None,
-    policy_revision: Annotated[
-        str | None, typer.Option("--policy-revision", help="Planned agent: the policy revision (checked by Kev).")
-    ] = None,
-    policy_env_key: Annotated[
-        str | None,
-        typer.Option("--policy-env-key", help="Planned agent: name of the variable holding the policy's API key."),
-    ] = None,
-    policy_timeout: Annotated[
-        float | None,
-        typer.Option("--policy-timeout", help=f"Planned agent: seconds per decision [{DEFAULT_POLICY_TIMEOUT_S:g}]."),
-    ] = None,
-    policy_thinking: Annotated[
-        str | None,
-        typer.Option(
-            "--policy-thinking",
-            metavar="true|false",
-            help="Planned agent, chat policy: as --planner-thinking, in every decision request.",
-        ),
-    ] = None,
+    **given: Any,
 ) -> None:
     """Serve a purple agent: answers the green's init with an ack and each observation with an action."""
-    given = {
-        "seed": seed,
-        "output_dir": output_dir,
-        "step_timeout": step_timeout,
-        "session_turns": session_turns,
-        "compact_limit": compact_limit,
-        "context_window": context_window,
-        "model": model,
-        "provider_base_url": provider_base_url,
-        "provider_wire_api": provider_wire_api,
-        "provider_env_key": provider_env_key,
-        "cuda_device": cuda_device,
-        "steve1_condition": steve1_condition,
-        "planner_base_url": planner_base_url,
-        "planner_model": planner_model,
-        "planner_revision": planner_revision,
-        "planner_env_key": planner_env_key,
-        "planner_timeout": planner_timeout,
-        "planner_thinking": planner_thinking,
-        "policy_backend": policy_backend,
-        "policy_base_url": policy_base_url,
-        "policy_model": policy_model,
-        "policy_revision": policy_revision,
-        "policy_env_key": policy_env_key,
-        "policy_timeout": policy_timeout,
-        "policy_thinking": policy_thinking,
-    }
     try:  # options not given take PurpleOptions' own defaults
         options = PurpleOptions(**{name: value for name, value in given.items() if value is not None})
     except ValidationError as error:
         raise user_error(error, key_of=flag_for) from None
-    if agent not in AGENT_KINDS:
-        raise UserError(
-            f"unknown agent kind '{agent}'{did_you_mean(agent, AGENT_KINDS)}",
-            key="--agent",
-            allowed=", ".join(AGENT_KINDS),
-        )
+    check_agent_kind(agent, key="--agent")
 
     from mcu_arms.purple.server import serve_purple as run_purple_server
 

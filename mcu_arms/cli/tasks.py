@@ -8,8 +8,7 @@ import typer
 from rich.table import Table
 
 from mcu_arms.cli.common import environment, print_json, reports_user_errors
-from mcu_arms.contracts import catalog
-from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.simulators import simulator_descriptor, simulator_names
 from mcu_arms.contracts.tasks import all_tasks, load_category, tasks_root
 from mcu_arms.report.tasks import task_rows
 
@@ -28,21 +27,20 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """List MCU tasks with their scoring kind and the simulators that run them."""
         env = environment(ctx)
-        if simulator is not None and simulator not in catalog.SIMULATORS:
-            raise UserError(
-                f"unknown simulator '{simulator}'", key="--simulator", allowed=", ".join(catalog.SIMULATORS)
-            )
+        if simulator is not None:
+            simulator_descriptor(simulator, key="--simulator")
+        registered = simulator_names()
         root = tasks_root(env=env.env)
         if category is None:
             tasks = [task for group in all_tasks(root).values() for task in group]
         else:
             tasks = load_category(category, root)
-        rows = task_rows(tasks, (simulator,) if simulator else catalog.SIMULATORS)
+        rows = task_rows(tasks, (simulator,) if simulator else None)
         if as_json:
             print_json(env, rows)
             return
         table = Table(title=f"MCU tasks ({len(rows)})")
-        for column in ("category", "task", "scoring", *catalog.SIMULATORS):
+        for column in ("category", "task", "scoring", *registered):
             table.add_column(column, no_wrap=True)
         table.add_column("notes", overflow="fold")
         for row in rows:
@@ -50,7 +48,7 @@ def register(app: typer.Typer) -> None:
                 row.category,
                 row.task,
                 f"{row.scoring} ({row.entries})" if row.entries else row.scoring,
-                *("yes" if row.runs_on[simulator] else "no" for simulator in catalog.SIMULATORS),
+                *("yes" if row.runs_on[simulator] else "no" for simulator in registered),
                 "; ".join(f"{sim}: {note}" for sim, note in row.notes.items()),
             )
         env.console.print(table)

@@ -1,5 +1,5 @@
-"""The fixed vocabularies every layer agrees on: categories, agent kinds, simulators, reset modes, and MCU's step
-budget."""
+"""The fixed vocabularies every layer agrees on: categories, agent kinds, reset modes, and MCU's step budget (the
+simulators are described in contracts/simulators.py)."""
 
 from __future__ import annotations
 
@@ -32,10 +32,10 @@ FRAME_READING_AGENTS: frozenset[str] = frozenset({"worldmodel", "prolong", "stev
 STATE_AGENTS: frozenset[str] = frozenset({"planned"})
 # Agents driven by a planner and a policy model (their reports count decisions, invalid outputs, model latencies).
 PLANNED_AGENTS: frozenset[str] = frozenset({"planned"})
+# Why an agent plays one simulator only (which one: that simulator's descriptor names it among its native agents).
+ONE_SIMULATOR_AGENTS: dict[str, str] = {"scripted": "plays Crafter frames", "steve1": "is a Minecraft policy"}
 
-SIMULATORS: tuple[str, ...] = ("minestudio", "embedded", "mineflayer")
-# The simulators that serve no frames (a frame-reading agent cannot run on them).
-FRAMELESS_SIMULATORS: frozenset[str] = frozenset({"mineflayer"})
+DEFAULT_SIMULATOR = "minestudio"  # an arm file's, and an evaluation request's, when it names none
 
 # How the MineStudio backend starts each task, both a function of (seed, task) only:
 # "hard": a new world from the seed for every task (exactly where a fresh seeded run of that task starts);

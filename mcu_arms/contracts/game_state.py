@@ -42,13 +42,12 @@ GAME_STATE_SCHEMA_VERSION = 1
 ObserveMode = Literal["frame", "state", "frame+state"]
 OBSERVE_MODES: tuple[ObserveMode, ...] = get_args(ObserveMode)
 DEFAULT_OBSERVE: ObserveMode = "frame"  # what upstream's green sends: the frame alone
-# The simulators that can fill a GameState (the others serve frames only).
-STATE_SIMULATORS: frozenset[str] = frozenset({"embedded", "mineflayer"})
 
 # How a plan step obtains its item (the plan contract's `method`).
 PlanMethod = Literal["collect", "craft", "smelt", "place"]
 PLAN_METHODS: tuple[PlanMethod, ...] = get_args(PlanMethod)
-# The high-level actions a simulator can carry out for an agent (its executor expands each into per-step actions).
+# The high-level actions a simulator can carry out for an agent (the planned agent's action runner expands each
+# into per-step actions).
 Skill = Literal[
     "collect",
     "craft",

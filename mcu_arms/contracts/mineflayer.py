@@ -151,11 +151,25 @@ class MineflayerServer(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    host: str = DEFAULT_HOST
-    port: int = Field(default=DEFAULT_PORT, ge=1, le=65535)
-    version: str = Field(default=DEFAULT_VERSION, pattern=r"^\d+\.\d+(\.\d+)?$")
-    username: str = Field(default=DEFAULT_USERNAME, pattern=r"^[A-Za-z0-9_]{3,16}$")
-    chat: bool = False  # post the agent's tagged decisions (ActionPayload.say) in the game's chat, to watch a run
+    host: str = Field(default=DEFAULT_HOST, description=f"the Minecraft server's address (default {DEFAULT_HOST})")
+    port: int = Field(
+        default=DEFAULT_PORT, ge=1, le=65535, description=f"the server's port, 1-65535 (default {DEFAULT_PORT})"
+    )
+    version: str = Field(
+        default=DEFAULT_VERSION,
+        pattern=r"^\d+\.\d+(\.\d+)?$",
+        description='the Java Edition version it runs, e.g. "1.21.1" (doctor checks it answers so)',
+    )
+    username: str = Field(
+        default=DEFAULT_USERNAME,
+        pattern=r"^[A-Za-z0-9_]{3,16}$",
+        description="the bot's name, 3-16 letters, digits or '_' (op it on the server for the tasks' commands)",
+    )
+    # post the agent's tagged decisions (ActionPayload.say) in the game's chat, to watch a run
+    chat: bool = Field(
+        default=False,
+        description="true or false (default): post the planned agent's decisions in the game's chat, tagged by source",
+    )
 
     @property
     def address(self) -> str:

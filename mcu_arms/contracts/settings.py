@@ -20,7 +20,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from mcu_arms.contracts.addresses import http_url, is_loopback
 from mcu_arms.contracts.catalog import ActionMode, ResetMode
 from mcu_arms.contracts.game_state import DEFAULT_OBSERVE, ObserveMode
-from mcu_arms.contracts.planned import PolicyBackend
+from mcu_arms.contracts.planned import (
+    DEFAULT_PLANNER_TIMEOUT_S,
+    DEFAULT_POLICY_BACKEND,
+    DEFAULT_POLICY_TIMEOUT_S,
+    POLICY_BACKENDS,
+    PolicyBackend,
+)
 from mcu_arms.contracts.redaction import redact_env, scrub
 from mcu_arms.contracts.rubric import rubric_of
 from mcu_arms.contracts.sequential import SequentialLook
@@ -288,31 +294,85 @@ class PurpleOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    seed: int = 0
-    output_dir: Path | None = None
-    step_timeout: float = Field(default=DEFAULT_STEP_TIMEOUT_S, gt=0)
-    session_turns: int | None = Field(default=None, gt=0)
-    compact_limit: int | None = Field(default=None, gt=0)
-    context_window: int = Field(default=DEFAULT_CONTEXT_WINDOW, gt=0)
-    model: str | None = None
-    provider_base_url: str | None = None
-    provider_wire_api: str | None = None
-    provider_env_key: str | None = Field(default=None, pattern=ENV_NAME_PATTERN)  # a name, never the key
-    cuda_device: str | None = None
-    steve1_condition: str | None = Field(default=None, min_length=1)  # None: STEVE-1 is conditioned on the task text
-    planner_base_url: str | None = None
-    planner_model: str | None = None
-    planner_revision: str | None = None
-    planner_env_key: str | None = Field(default=None, pattern=ENV_NAME_PATTERN)
-    planner_timeout: float | None = Field(default=None, gt=0)
-    planner_thinking: bool | None = None
-    policy_backend: PolicyBackend | None = None
-    policy_base_url: str | None = None
-    policy_model: str | None = None
-    policy_revision: str | None = None
-    policy_env_key: str | None = Field(default=None, pattern=ENV_NAME_PATTERN)
-    policy_timeout: float | None = Field(default=None, gt=0)
-    policy_thinking: bool | None = None
+    # Each field is a `serve purple` flag (flag_for), its description the flag's help (cli/serve.py builds them).
+    seed: int = Field(default=0, description="Seed for the policy's own randomness [0].")
+    output_dir: Path | None = Field(default=None, description="Where the policy writes its reports.")
+    step_timeout: float = Field(
+        default=DEFAULT_STEP_TIMEOUT_S,
+        gt=0,
+        description=f"Seconds the green waits for each action [{DEFAULT_STEP_TIMEOUT_S:g}].",
+    )
+    session_turns: int | None = Field(
+        default=None, gt=0, description="Codex agents: turns per session before a new one."
+    )
+    compact_limit: int | None = Field(default=None, gt=0, description="Codex agents: auto-compaction token limit.")
+    context_window: int = Field(
+        default=DEFAULT_CONTEXT_WINDOW,
+        gt=0,
+        description="Codex agents: the model's context window in tokens; a limit below it compacts, one above it "
+        "never does.",
+    )
+    model: str | None = Field(default=None, description="Codex agents: model name.")
+    provider_base_url: str | None = Field(
+        default=None,
+        description="Codex agents: model provider base URL (a URL that carries a credential belongs in the variable, "
+        "not on a command line every local user can read).",
+    )
+    provider_wire_api: str | None = Field(default=None, description="Codex agents: provider wire API (e.g. responses).")
+    provider_env_key: str | None = Field(  # a name, never the key
+        default=None,
+        pattern=ENV_NAME_PATTERN,
+        description="Codex agents: name of the environment variable holding the provider's API key (the key itself "
+        "is never passed on a command line).",
+    )
+    cuda_device: str | None = Field(default=None, description="STEVE-1: CUDA device index to run on.")
+    steve1_condition: str | None = Field(  # None: STEVE-1 is conditioned on the task text
+        default=None, min_length=1, description="STEVE-1: the text it is conditioned on [each task's own text]."
+    )
+    planner_base_url: str | None = Field(
+        default=None,
+        description="Planned agent: the planner's OpenAI-compatible /v1 URL (one with a credential: in the variable).",
+    )
+    planner_model: str | None = Field(default=None, description="Planned agent: planner model.")
+    planner_revision: str | None = Field(
+        default=None, description="Planned agent: planner model revision, as recorded."
+    )
+    planner_env_key: str | None = Field(
+        default=None,
+        pattern=ENV_NAME_PATTERN,
+        description="Planned agent: name of the variable holding the planner's API key.",
+    )
+    planner_timeout: float | None = Field(
+        default=None,
+        gt=0,
+        description=f"Planned agent: seconds per planner call [{DEFAULT_PLANNER_TIMEOUT_S:g}].",
+    )
+    planner_thinking: bool | None = Field(
+        default=None,
+        description="Planned agent: chat_template_kwargs.enable_thinking in every planner request (unset: not sent).",
+    )
+    policy_backend: PolicyBackend | None = Field(
+        default=None, description=f"Planned agent: {', '.join(POLICY_BACKENDS)} [{DEFAULT_POLICY_BACKEND}]."
+    )
+    policy_base_url: str | None = Field(
+        default=None,
+        description="Planned agent: the decision service root or chat /v1 URL (one with a credential: in the variable).",
+    )
+    policy_model: str | None = Field(default=None, description="Planned agent: policy model.")
+    policy_revision: str | None = Field(
+        default=None, description="Planned agent: the policy revision (checked by Kev)."
+    )
+    policy_env_key: str | None = Field(
+        default=None,
+        pattern=ENV_NAME_PATTERN,
+        description="Planned agent: name of the variable holding the policy's API key.",
+    )
+    policy_timeout: float | None = Field(
+        default=None, gt=0, description=f"Planned agent: seconds per decision [{DEFAULT_POLICY_TIMEOUT_S:g}]."
+    )
+    policy_thinking: bool | None = Field(
+        default=None, description="Planned agent, chat policy: as --planner-thinking, in every decision request."
+    )
 
     def argv(self) -> list[str]:
         """The `serve purple` flags that give a purple exactly these options (unset ones are left to the default);

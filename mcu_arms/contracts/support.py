@@ -92,9 +92,9 @@ class TaskSupport:
         return [f"{', '.join(identities)} {reason}".rstrip() for reason, identities in grouped.items()]
 
 
-def category_reason(simulator: str, category: str) -> str | None:
-    """Why a whole category cannot run on `simulator`, or None when some of its tasks can."""
-    if simulator == "embedded" and category not in EMBEDDED_CATEGORIES:
+def embedded_category_reason(category: str) -> str | None:
+    """Why a whole category cannot run on the embedded simulator, or None when some of its tasks can."""
+    if category not in EMBEDDED_CATEGORIES:
         return (
             f"category '{category}' has no Crafter analogue (embedded runs: {', '.join(sorted(EMBEDDED_CATEGORIES))})"
         )
@@ -164,7 +164,7 @@ def mineflayer_object_reason(event: str, obj: str) -> str | None:
     return None
 
 
-def _mineflayer_support(task: TaskSpec) -> TaskSupport:
+def mineflayer_support(task: TaskSpec) -> TaskSupport:
     """A task nothing of which can be counted cannot run: its score would come from video evaluation, and this
     backend serves no frames."""
     support = _judged_by_object(task, mineflayer_object_reason, lambda entry, dead: "")
@@ -182,13 +182,13 @@ def _mineflayer_support(task: TaskSpec) -> TaskSupport:
     return support
 
 
-def task_support(simulator: str, task: TaskSpec) -> TaskSupport:
-    """Whether `simulator` can run and score `task`, and which of its entries it cannot observe."""
-    if simulator == "minestudio":
-        return _judged_by_object(task, minestudio_object_reason, _minestudio_suffix)
-    if simulator == "mineflayer":
-        return _mineflayer_support(task)
-    reason = category_reason(simulator, task.category)
+def minestudio_support(task: TaskSpec) -> TaskSupport:
+    return _judged_by_object(task, minestudio_object_reason, _minestudio_suffix)
+
+
+def embedded_support(task: TaskSpec) -> TaskSupport:
+    """Crafter runs four categories; an entry none of whose counters an achievement produces can never pay."""
+    reason = embedded_category_reason(task.category)
     if reason is not None:
         return TaskSupport(runnable=False, reason=f"needs minestudio: {reason}")
     entries = (*task.reward_cfg, *task.milestones)
@@ -203,9 +203,3 @@ def task_support(simulator: str, task: TaskSpec) -> TaskSupport:
             reasons=reasons,
         )
     return TaskSupport(runnable=True, unavailable=unavailable, reasons=reasons)
-
-
-def runnable_tasks(simulator: str, tasks: list[TaskSpec]) -> tuple[list[TaskSpec], dict[str, TaskSupport]]:
-    """The tasks `simulator` can run, and every task's support (for the warnings and the skipped list)."""
-    support = {task.name: task_support(simulator, task) for task in tasks}
-    return [task for task in tasks if support[task.name].runnable], support

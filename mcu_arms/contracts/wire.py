@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mcu_arms.contracts.catalog import ActionMode, ResetMode
+from mcu_arms.contracts.catalog import DEFAULT_SIMULATOR, ActionMode, ResetMode
 from mcu_arms.contracts.game_state import DEFAULT_OBSERVE, GameState, ObserveMode
 from mcu_arms.contracts.limits import MAX_STEP_TIMEOUT_S, MAX_STEPS, MIN_STEP_TIMEOUT_S, SEED_LIMIT
 from mcu_arms.contracts.mineflayer import MineflayerServer
@@ -154,6 +154,12 @@ class ActionPayload(_Payload):
     )
 
 
+class _Table(BaseModel):
+    """A simulator table as the request carries it, before its descriptor's model validates it."""
+
+    model_config = ConfigDict(extra="allow")
+
+
 class EvalConfig(BaseModel):
     """The `config` block of an evaluation request (AgentBeats EvalRequest).
 
@@ -168,7 +174,7 @@ class EvalConfig(BaseModel):
     max_steps: int | None = Field(default=None, gt=0, le=MAX_STEPS)
     step_timeout: float = Field(default=DEFAULT_STEP_TIMEOUT_S, ge=MIN_STEP_TIMEOUT_S, le=MAX_STEP_TIMEOUT_S)
     seed: int = Field(default=0, ge=0, lt=SEED_LIMIT)
-    simulator: Literal["minestudio", "embedded", "mineflayer"] = "minestudio"
+    simulator: str = DEFAULT_SIMULATOR  # a registered simulator (contracts/simulators.py); the green checks it
     mineflayer: MineflayerServer | None = None  # the server a mineflayer evaluation plays on; None: the defaults
     video_eval: bool = False
     video_model: str = Field(default=DEFAULT_VIDEO_MODEL, min_length=1)
@@ -183,6 +189,16 @@ class EvalConfig(BaseModel):
     auto_eval_dir: str | None = None  # a checkout of MCU's auto_eval folder on the green's host: MCU's video rubric
     reset_mode: ResetMode | None = None  # how MineStudio starts each task; None: DEFAULT_RESET_MODE (catalog)
     action_mode: ActionMode | None = None  # how MineStudio applies actions; None: DEFAULT_ACTION_MODE (catalog)
+
+    def simulator_table(self, table: str | None) -> BaseModel | None:
+        """The simulator's own table of this config (a field here, or a key another simulator's descriptor names);
+        the green validates it with that descriptor's table model."""
+        if table is None:
+            return None
+        value = getattr(self, table, None) if table in EvalConfig.model_fields else (self.model_extra or {}).get(table)
+        if value is None or isinstance(value, BaseModel):
+            return value
+        return _Table.model_validate(value)
 
     def ignored_keys(self) -> list[str]:
         """The keys this green does not know, in order."""

@@ -41,7 +41,7 @@ from mcu_arms.a2a_transport import (
     take_tokens,
 )
 from mcu_arms.atomic import AlreadyExists, make_dirs_nofollow, write_json_exclusive
-from mcu_arms.contracts.catalog import CATEGORIES, FRAMELESS_SIMULATORS, capped_steps
+from mcu_arms.contracts.catalog import CATEGORIES, capped_steps
 from mcu_arms.contracts.errors import UserError, validation_summary
 from mcu_arms.contracts.evaluation import CategoryResult, EvaluationResult, SimulatorInfo, SkippedTask, summary_text
 from mcu_arms.contracts.events import (
@@ -54,8 +54,9 @@ from mcu_arms.contracts.events import (
     TaskSkipped,
     TaskStarted,
 )
-from mcu_arms.contracts.game_state import STATE_SIMULATORS, wants_frame, wants_state
+from mcu_arms.contracts.game_state import wants_frame, wants_state
 from mcu_arms.contracts.rubric import AUTO_EVAL_ENV, auto_eval_problem, chosen_auto_eval_dir, rubric_of
+from mcu_arms.contracts.simulators import simulator_descriptor, simulator_names, simulators
 from mcu_arms.contracts.steps import STEPS_FILE
 from mcu_arms.contracts.tasks import TaskSpec, select_tasks
 from mcu_arms.contracts.timestamps import file_stamp, iso_seconds
@@ -195,13 +196,19 @@ class GreenExecutor(AgentExecutor):
             raise RequestRejected(f"participants must name the role '{AGENT_ROLE}' (got: {roles})")
         if config.task_category not in CATEGORIES:
             raise RequestRejected(f"unknown task_category '{config.task_category}' (valid: {', '.join(CATEGORIES)})")
-        if wants_state(config.observe) and config.simulator not in STATE_SIMULATORS:
+        try:
+            descriptor = simulator_descriptor(config.simulator, key="config.simulator")
+        except UserError as error:
+            raise RequestRejected(error.render()) from None
+        if wants_state(config.observe) and not descriptor.serves_state():
+            state_from = [d.name for d in simulators().values() if d.serves_state()]
             raise RequestRejected(
                 f"observe '{config.observe}' needs structured state, which the {config.simulator} simulator cannot "
-                f"provide (it serves frames only; state comes from: {', '.join(sorted(STATE_SIMULATORS))})"
+                f"provide (it serves frames only; state comes from: {', '.join(sorted(state_from))})"
             )
-        if config.simulator in FRAMELESS_SIMULATORS and (wants_frame(config.observe) or config.video_eval):
-            wanted = f"observe '{config.observe}'" if wants_frame(config.observe) else "video_eval"
+        frameless = not descriptor.serves_frames() and wants_frame(config.observe)
+        if frameless or (config.video_eval and "video" not in descriptor.serves):
+            wanted = f"observe '{config.observe}'" if frameless else "video_eval"
             raise RequestRejected(
                 f"{wanted} needs frames, and the {config.simulator} simulator serves none: use observe 'state'"
             )
@@ -223,7 +230,7 @@ class GreenExecutor(AgentExecutor):
                     config.simulator,
                     obs_size=config.obs_size,
                     reset_mode=config.reset_mode,
-                    mineflayer=config.mineflayer,
+                    table=config.simulator_table(descriptor.table),
                     action_mode=config.action_mode,
                 ),
             )
@@ -413,12 +420,13 @@ def _text(updater: TaskUpdater, text: str) -> Message:
 
 
 def build_green_card(url: str, *, secured: bool = False):  # noqa: ANN201 - an a2a AgentCard
+    simulator_choices = "|".join(f'"{name}"' for name in simulator_names())
     return build_card(
         name="mcu-arms green evaluator",
         description=(
             "Runs MCU Minecraft tasks against a purple A2A agent and scores them. Send an EvalRequest as JSON text: "
             '{"participants": {"agent": URL}, "config": {"task_category": ..., '
-            '"simulator": "embedded"|"minestudio"|"mineflayer"}}.'
+            f'"simulator": {simulator_choices}}}}}.'
         ),
         url=url,
         skills=[

@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ValidationError
 
-from mcu_arms.contracts.catalog import DEFAULT_ACTION_MODE, DEFAULT_RESET_MODE, SIMULATORS, ActionMode, ResetMode
 from mcu_arms.contracts.errors import UserError, validation_summary
 from mcu_arms.contracts.evaluation import (
     CappedCounter,
@@ -39,7 +38,7 @@ from mcu_arms.contracts.evaluation import (
 )
 from mcu_arms.contracts.events import GreenEvent, InitFailed, MilestoneReached, TaskProgress
 from mcu_arms.contracts.game_state import DEFAULT_OBSERVE, GameState, ObserveMode, wants_frame, wants_state
-from mcu_arms.contracts.mineflayer import MineflayerServer
+from mcu_arms.contracts.simulators import BackendRequest, import_backend, simulator_descriptor, simulators
 from mcu_arms.contracts.skills import GameEvent, SkillOutcome
 from mcu_arms.contracts.states import INFRASTRUCTURE_CAUSES
 from mcu_arms.contracts.steps import StepRecord, truncate_received
@@ -87,50 +86,45 @@ and the simulator's capability list); "obs" is empty when the arm observes the s
 def make_simulator(
     name: str,
     obs_size: tuple[int, int] = DEFAULT_OBS_SIZE,
-    reset_mode: ResetMode | None = None,
-    mineflayer: MineflayerServer | None = None,
-    action_mode: ActionMode | None = None,
+    reset_mode: str | None = None,
+    table: BaseModel | None = None,
+    action_mode: str | None = None,
 ) -> Simulator:
-    """The named simulator backend, imported only now (MineStudio is an optional, heavy extra).
+    """The named simulator's backend, imported only now (a backend may need a heavy, optional extra).
 
-    MineStudio renders the observation at `obs_size` itself (as upstream's green asks it to); the embedded backend
-    draws 128x128 Crafter frames, which the frame encoder resizes; the mineflayer one plays on the server named.
+    Its descriptor says which reset and action modes it takes and what its table holds; the backend builds itself
+    from those choices (MineStudio renders at `obs_size`, as upstream's green asks it to; the embedded backend draws
+    128x128 Crafter frames, which the frame encoder resizes).
     """
-    if action_mode is not None and name != "minestudio":
-        raise UserError(
-            f"action_mode '{action_mode}' is for minestudio: the {name} simulator takes env actions as they are",
-            key="action_mode",
-        )
-    if name == "embedded":
-        from mcu_arms.green.sims.embedded import EmbeddedSimulator
+    descriptor = simulator_descriptor(name)
+    _refuse_a_mode_it_lacks(name, "reset_mode", reset_mode, "starts each task its own way")
+    _refuse_a_mode_it_lacks(name, "action_mode", action_mode, "takes env actions as they are")
+    if table is not None and descriptor.table_model is not None and not isinstance(table, descriptor.table_model):
+        try:
+            table = descriptor.table_model.model_validate(table.model_dump())
+        except ValidationError as error:
+            raise UserError(f"[{descriptor.table}]: {validation_summary(error)}", key=descriptor.table) from None
+    request = BackendRequest(
+        obs_size=obs_size,
+        reset_mode=descriptor.resolved_reset(reset_mode),
+        action_mode=descriptor.resolved_action_mode(action_mode),
+        table=table if descriptor.table_model is not None else None,
+    )
+    backend: type[Simulator] = import_backend(descriptor)
+    return backend.open(request)
 
-        if reset_mode not in (None, "hard"):
-            raise UserError(
-                f"reset_mode '{reset_mode}' is for minestudio: the embedded simulator builds a new world from the seed "
-                "for every task",
-                key="reset_mode",
-                allowed="hard",
-            )
-        return EmbeddedSimulator()
-    if name == "minestudio":
-        from mcu_arms.green.sims.minestudio import MineStudioSimulator
 
-        return MineStudioSimulator(
-            obs_size=obs_size,
-            reset_mode=reset_mode or DEFAULT_RESET_MODE,
-            action_mode=action_mode or DEFAULT_ACTION_MODE,
-        )
-    if name == "mineflayer":
-        from mcu_arms.green.sims.mineflayer.backend import MineflayerSimulator
-
-        if reset_mode is not None:
-            raise UserError(
-                f"reset_mode '{reset_mode}' is for minestudio: the mineflayer simulator plays the server's "
-                "world as it is",
-                key="reset_mode",
-            )
-        return MineflayerSimulator(mineflayer)
-    raise UserError(f"unknown simulator '{name}'", key="simulator", allowed=", ".join(SIMULATORS))
+def _refuse_a_mode_it_lacks(name: str, key: str, mode: str | None, instead: str) -> None:
+    """A reset or action mode (`key`) the simulator's descriptor does not list is an error naming those that take it."""
+    taken: tuple[str, ...] = getattr(simulator_descriptor(name), f"{key}s")  # its reset_modes or action_modes
+    if mode is None or mode in taken:
+        return
+    takers = [d.name for d in simulators().values() if mode in getattr(d, f"{key}s")]
+    raise UserError(
+        f"{key} '{mode}' is for {' and '.join(takers) or 'no simulator'}: the {name} simulator {instead}",
+        key=key,
+        allowed=", ".join(taken) or None,
+    )
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,8 @@ from typing import Any
 
 import psutil
 
-GB = 1024**3
-MINESTUDIO_INSTANCE_BYTES = 4 * GB  # the JVM and the simulator process of one MineStudio episode
-MINESTUDIO_COMFORTABLE = 3  # concurrent MineStudio episodes per host under Xvfb + llvmpipe (the seed's measure)
+from mcu_arms.contracts.simulators import simulator_descriptor
+
 NETWORK_FILESYSTEMS = ("nfs", "nfs4", "cifs", "smb", "smb3", "smbfs", "afs", "ceph", "glusterfs", "lustre", "9p")
 # Filesystems a cluster's nodes mount from one place, so that a path means the same files on each.
 SHARED_FILESYSTEMS = NETWORK_FILESYSTEMS + ("gpfs", "beegfs", "wekafs", "pvfs2", "orangefs", "panfs", "virtiofs")
@@ -49,13 +48,16 @@ def shared_filesystem(path: Path, partitions: Iterable[Any] | None = None) -> tu
 
 
 def host_parallelism(plans: Iterable[Any]) -> int:
-    """How many of these episodes this host can run at once: one per core, and for MineStudio episodes also a few GB
-    of memory each and at most three (Xvfb + llvmpipe render on the CPU)."""
-    cores = os.cpu_count() or 1
-    if not any(plan.settings.simulator == "minestudio" for plan in plans):
+    """How many of these episodes this host can run at once, by what their simulators' descriptors say one costs:
+    its cores, and where a simulator caps how many share a host (MineStudio: Xvfb + llvmpipe render on the CPU),
+    that cap and the memory of the costliest one for each."""
+    costs = [simulator_descriptor(plan.settings.simulator).cost for plan in plans]
+    cores = (os.cpu_count() or 1) // max((cost.cores for cost in costs), default=1)
+    capped = [cost for cost in costs if cost.most_per_host is not None]
+    if not capped:
         return max(1, cores)
-    memory = psutil.virtual_memory().available // MINESTUDIO_INSTANCE_BYTES
-    return max(1, min(cores, memory, MINESTUDIO_COMFORTABLE))
+    memory = psutil.virtual_memory().available // max(cost.memory_bytes for cost in capped)
+    return max(1, min(cores, memory, *(cost.most_per_host or cores for cost in capped)))
 
 
 def unwritable_reason(path: Path) -> str | None:

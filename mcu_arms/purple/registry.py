@@ -1,4 +1,5 @@
-"""Which Policy class serves which agent kind, imported only when that kind is asked for.
+"""Which Policy class serves which agent kind, imported only when that kind is asked for: the built-in kinds here,
+the others through the entry point group `mcu_arms.agents` (contracts/agents.py).
 
 Light to import: the CLI validates a kind without loading any agent's dependencies.
 """
@@ -9,8 +10,9 @@ import importlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from mcu_arms.contracts.agents import agent_entry_point, check_agent_kind
 from mcu_arms.contracts.catalog import AGENT_KINDS
-from mcu_arms.contracts.errors import UserError, did_you_mean
+from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.settings import PurpleOptions
 
 if TYPE_CHECKING:
@@ -49,14 +51,28 @@ def _import_agent_module(kind: str):  # noqa: ANN202 - a module object
         raise UserError(f"agent kind '{kind}' cannot start: {detail}", key="--agent") from None
 
 
+def _registered_factory(kind: str) -> PolicyFactory:
+    """The factory another distribution registers for `kind` (entry point group mcu_arms.agents), loaded now."""
+    point = agent_entry_point(kind)
+    if point is None:
+        check_agent_kind(kind, key="--agent")
+        raise UserError(f"agent kind '{kind}' is not registered", key="--agent")
+    try:
+        factory = point.load()
+    except Exception as error:  # noqa: BLE001 - a third party's import error, named to the user
+        raise UserError(
+            f"agent kind '{kind}' cannot start: its entry point {point.value!r} cannot be loaded: {error}",
+            key="--agent",
+        ) from None
+    if not callable(factory):
+        raise UserError(f"agent kind '{kind}': its entry point {point.value!r} is not a factory", key="--agent")
+    return factory
+
+
 def policy_factory(kind: str) -> PolicyFactory:
     """Resolve a kind to a constructor, importing its module now so that a missing piece fails at server start."""
     if kind not in AGENT_KINDS:
-        raise UserError(
-            f"unknown agent kind '{kind}'{did_you_mean(kind, AGENT_KINDS)}",
-            key="--agent",
-            allowed=", ".join(AGENT_KINDS),
-        )
+        return _registered_factory(kind)
     module = _import_agent_module(kind)
     if kind == "noop":
         return lambda options: module.NoopPolicy()

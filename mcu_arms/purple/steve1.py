@@ -43,6 +43,7 @@ from pydantic import BaseModel, Field
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.preflight import HostCheck
 from mcu_arms.contracts.settings import PurpleOptions
+from mcu_arms.contracts.simulators import MINESTUDIO
 from mcu_arms.contracts.wire import AckPayload, ActionPayload, InitPayload, ObservationPayload
 from mcu_arms.procs import log_line
 from mcu_arms.purple.base import Policy
@@ -52,7 +53,8 @@ TOKENIZER_REPO = "openai/clip-vit-base-patch16"  # MineCLIP's text tokenizer (mi
 WEIGHTS_ENV = "MCU_STEVE1_WEIGHTS"
 COND_SCALE = 4.0  # classifier-free guidance scale STEVE-1 is usually run with
 FRAME_SIZE = (128, 128)
-REQUIRED_MODULES = ("minestudio", "torch")
+# STEVE-1 runs on MineStudio's own stack (its policy and its MineCLIP), with torch
+REQUIRED_MODULES = (*MINESTUDIO.python_modules, "torch")
 NVIDIA_DEVICE_FILES = ("/dev/nvidiactl", "/proc/driver/nvidia/version")
 COMMIT_HASH = re.compile(r"[0-9a-f]{40}")
 # Deterministic cuBLAS needs this before CUDA initialises (torch.use_deterministic_algorithms).

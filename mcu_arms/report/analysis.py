@@ -38,6 +38,7 @@ from mcu_arms.contracts.settings import (
     flat_settings,
     setting_follows,
 )
+from mcu_arms.contracts.simulators import label_of
 from mcu_arms.contracts.states import INFRASTRUCTURE_CAUSES, RunStatus
 from mcu_arms.environment import Environment
 from mcu_arms.layout import EPISODE_PATTERN, arm_runs
@@ -1223,7 +1224,7 @@ def _cross_arm_flags(arms: list[ArmAnalysis], flags: list[Flag]) -> None:
 
 
 def simulator_label(arm: ArmAnalysis) -> str:
-    return (arm.latest.simulator_label if arm.latest else None) or arm.settings.simulator
+    return (arm.latest.simulator_label if arm.latest else None) or label_of(arm.settings.simulator)
 
 
 def analyse(

@@ -1,12 +1,11 @@
 """The MCU task catalogue as a table: each task's scoring kind and, per simulator, whether it runs and what it
-cannot observe there (from contracts/support.py, the one place that decides)."""
+cannot observe there (each registered simulator's descriptor decides)."""
 
 from __future__ import annotations
 
 from pydantic import BaseModel
 
-from mcu_arms.contracts.catalog import SIMULATORS
-from mcu_arms.contracts.support import task_support
+from mcu_arms.contracts.simulators import simulator_names, task_support
 from mcu_arms.contracts.tasks import TaskSpec
 
 SCORING_LABELS = {"reward": "reward_cfg", "milestones": "milestones", "video": "video only"}
@@ -22,16 +21,19 @@ class TaskRow(BaseModel):
     notes: dict[str, str] = {}  # per simulator: why not, or which entries (or objects) can never pay there, and why
 
 
-def task_rows(tasks: list[TaskSpec], simulators: tuple[str, ...] = SIMULATORS) -> list[TaskRow]:
+def task_rows(tasks: list[TaskSpec], simulators: tuple[str, ...] | None = None) -> list[TaskRow]:
+    """One row per task: whether each registered simulator runs it, with the notes of `simulators` (None: all)."""
+    registered = simulator_names()
+    noted = registered if simulators is None else simulators
     rows = []
     for task in tasks:
         runs_on: dict[str, bool] = {}
         notes: dict[str, str] = {}
-        for simulator in SIMULATORS:
+        for simulator in registered:
             support = task_support(simulator, task)
             runs_on[simulator] = support.runnable
             note = support.reason if not support.runnable else "; ".join([*support.unavailable_text(), *support.notes])
-            if note and simulator in simulators:
+            if note and simulator in noted:
                 notes[simulator] = note
         rows.append(
             TaskRow(

@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field
 from mcu_arms.arms.campaign import is_campaign, load_campaign
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.run_report import RunReport, read_report
+from mcu_arms.contracts.simulators import label_of
 from mcu_arms.contracts.states import INFRASTRUCTURE_CAUSES
 from mcu_arms.contracts.text import shown_text
 from mcu_arms.environment import Environment
@@ -258,7 +259,7 @@ def episode_plot(report: RunReport) -> PlotData:
         survival = kaplan_meier(episodes([milestone.step], [report.steps_run or 0]))
         curve = PlotCurve(arm=report.arm, n=1, median=survival.median, curve=survival.reaching())
         panels.append(MilestonePanel(task=milestone.task, identity=milestone.identity, curves=[curve]))
-    label = report.simulator_label or report.settings.simulator
+    label = report.simulator_label or label_of(report.settings.simulator)
     title = f"{report.arm} seed {report.settings.seed}, {episode_name(report.episode)}: {report.settings.task}\n{label}"
     arm = PlotArm(arm=report.arm, label=report.arm, replicates=1)
     return PlotData(title=title, arms=[arm], milestones=panels, not_plotted=[])
@@ -270,7 +271,7 @@ def episode_run(run_dir: RunDir, report: RunReport, parent_id: str) -> TrackedRu
         "episode": str(report.episode),
         "seed": str(report.settings.seed),
         "fingerprint": report.fingerprint,
-        "simulator": report.simulator_label or report.settings.simulator,
+        "simulator": report.simulator_label or label_of(report.settings.simulator),
         "status": report.status,
         "source": report.source,
         "mcu_arms_version": report.provenance.mcu_arms_version,

@@ -47,6 +47,7 @@ from mcu_arms.cluster.slurm import job_accounting, job_detail, this_host, time_l
 from mcu_arms.contracts.errors import UserError, user_error
 from mcu_arms.contracts.run_report import Failure, RunReport, read_report
 from mcu_arms.contracts.settings import ArmPlan, command_lines
+from mcu_arms.contracts.simulators import simulator_descriptor
 from mcu_arms.contracts.slurm import (
     ACCOUNTING_UNAVAILABLE,
     EPISODE_SECRETS_ENV,
@@ -66,15 +67,8 @@ from mcu_arms.layout import RunDir, state_dir
 from mcu_arms.private_record import episode_record, forget_submission
 from mcu_arms.supervise.jobs import finalised
 from mcu_arms.supervise.live import PlainView
-from mcu_arms.supervise.runner import (
-    DEFAULT_READY_TIMEOUT_S,
-    EXIT_FAILED,
-    EXIT_INTERRUPTED,
-    EXIT_OK,
-    ArmRunner,
-    RunOptions,
-    supervisor_record,
-)
+from mcu_arms.supervise.outcomes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
+from mcu_arms.supervise.runner import DEFAULT_READY_TIMEOUT_S, ArmRunner, RunOptions, supervisor_record
 
 # Slurm tells every process of the job to stop; the children go on their own, so the runner waits only briefly
 # before it kills what is left (KillWait, often 30 s, bounds the whole stop) — but longer than a server takes to
@@ -503,7 +497,7 @@ def _run_here(
     with ExitStack() as held:
         sockets = held.enter_context(claimed_listeners(plan.host, wanted, env.env))
         plan = on_ports(plan, {role: (sock.getsockname()[1], sock.fileno()) for role, sock in sockets.items()})
-        if plan.settings.simulator == "minestudio":
+        if simulator_descriptor(plan.settings.simulator).cost.private_display:
             display = held.enter_context(private_display(env.env, state_dir(env.env) / DISPLAYS_DIR))
             plan = _green_with(plan, display)
         home = build_home_for(plan, env)

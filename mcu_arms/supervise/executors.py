@@ -21,8 +21,9 @@ from mcu_arms.environment import Environment
 from mcu_arms.layout import campaign_runs_dir, episode_name
 from mcu_arms.private_record import recorded_episodes, started_processes
 from mcu_arms.procs import live_processes
+from mcu_arms.supervise.outcomes import ArmOutcome, RunOutcome
 from mcu_arms.supervise.reruns import rerun_decision
-from mcu_arms.supervise.runner import ArmOutcome, RunOptions, RunOutcome, supervise_here
+from mcu_arms.supervise.runner import RunOptions, supervise_here
 
 
 def run_arms(

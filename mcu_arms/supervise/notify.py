@@ -11,7 +11,7 @@ import json
 import subprocess
 
 from mcu_arms.environment import Environment
-from mcu_arms.supervise.runner import EXIT_FAILED, EXIT_OK, RunOutcome
+from mcu_arms.supervise.outcomes import EXIT_FAILED, EXIT_OK, RunOutcome
 
 NOTIFY_TIMEOUT_S = 60.0
 

@@ -16,11 +16,11 @@ from pathlib import Path
 
 from mcu_arms import __version__
 from mcu_arms.contracts.run_report import Provenance
+from mcu_arms.contracts.simulators import simulators
 
-KEY_PACKAGES = (
+# the packages every result depends on; each simulator's own (its descriptor's python_modules) come with them
+CORE_PACKAGES = (
     "a2a-sdk",
-    "crafter",
-    "minestudio",
     "numpy",
     "openai",
     "pydantic",
@@ -31,6 +31,12 @@ KEY_PACKAGES = (
     "rich",
 )
 GIT_TIMEOUT_S = 10
+
+
+def key_packages() -> list[str]:
+    """The core packages and every registered simulator's, each once."""
+    simulator_packages = [name for descriptor in simulators().values() for name in descriptor.python_modules]
+    return sorted(set(CORE_PACKAGES) | set(simulator_packages))
 
 
 def package_version(name: str) -> str | None:
@@ -60,7 +66,7 @@ def collect_provenance(cwd: Path) -> Provenance:
         git_sha=sha.strip() if sha else None,
         git_dirty=bool(dirty.strip()) if dirty is not None else None,
         python=sys.version.split()[0],
-        packages={name: package_version(name) for name in KEY_PACKAGES},
+        packages={name: package_version(name) for name in key_packages()},
         host=socket.gethostname(),
         platform=platform.platform(),
     )

@@ -60,7 +60,6 @@ from mcu_arms.contracts.timestamps import iso_seconds, log_stamp
 from mcu_arms.environment import Environment
 from mcu_arms.layout import (
     SPACE_RESERVE_BYTES,
-    STOP_COMMAND,
     RunDir,
     lost_reports_dir,
     repoint_links,
@@ -71,6 +70,7 @@ from mcu_arms.procs import DEFAULT_STOP_GRACE_S, PRIVATE_UMASK, AdoptedOrphans, 
 from mcu_arms.supervise.alerts import AlertMonitor
 from mcu_arms.supervise.evidence import ChildWatch, culprit
 from mcu_arms.supervise.live import REFRESH_PER_SECOND, View, make_view
+from mcu_arms.supervise.outcomes import ArmOutcome, outcome_of, retryable
 from mcu_arms.supervise.progress import ArmProgress, StepsTail
 from mcu_arms.supervise.provenance import collect_provenance
 from mcu_arms.supervise.readiness import card_answers, listener_owner
@@ -79,9 +79,6 @@ POLL_S = 0.5
 READY_POLL_S = 0.2
 ADOPTED_POLL_S = 5.0
 DEFAULT_READY_TIMEOUT_S = 120.0
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_INTERRUPTED = 130
 
 
 class RunOptions(BaseModel):
@@ -92,57 +89,6 @@ class RunOptions(BaseModel):
     rerun: bool = False
     stop_grace_s: float = DEFAULT_STOP_GRACE_S
     progress_interval_s: float = 30.0
-
-
-class ArmOutcome(BaseModel):
-    arm: str
-    seed: int | None = None
-    episode: int | None = None
-    attempt: int = 1
-    retried: bool = False  # a later attempt of this episode was run: this outcome does not decide the exit code
-    status: ArmOutcomeStatus
-    message: str = ""
-    episode_dir: str | None = None
-    report_path: str | None = None
-    failure: Failure | None = None
-    score: float | None = None
-    max_score: float | None = None
-    steps_run: int | None = None
-    milestones_reached: int | None = None
-    milestones_total: int | None = None
-    milestones_reachable: int | None = None  # on this simulator: what a perfect run reaches
-    infrastructure: dict[str, int] = {}
-    simulator_label: str | None = None
-    alerts: list[str] = []
-    agent_reasons: dict[str, int] = {}  # why the agent's turns failed, in its own words (its report's top reasons)
-    stopped_on_request: bool = False  # interrupted because a user asked (`mcu-arms stop`): it ended as asked
-
-
-class RunOutcome(BaseModel):
-    arms: list[ArmOutcome]
-    interrupted_by: str | None = None
-
-    @property
-    def exit_code(self) -> int:
-        """0 when every arm ended as asked: finished, or stopped by a user's `mcu-arms stop` (even the last one, whose
-        stop ends the run itself); else 1 when an arm failed (arms --fail-fast then stopped count as that failure);
-        else 130: the run was interrupted (Ctrl-C, a signal) before its arms ended. An attempt that was retried does
-        not count: its retry does."""
-        counted = [arm for arm in self.arms if not arm.retried]
-        if any(arm.status == "failed" for arm in counted):
-            return EXIT_FAILED
-        unasked = [arm for arm in counted if arm.status == "interrupted" and not arm.stopped_on_request]
-        if unasked or (self.interrupted_by and not any(arm.stopped_on_request for arm in counted)):
-            return EXIT_INTERRUPTED
-        return EXIT_OK
-
-    def stopped_by_users(self) -> list[tuple[str, str]]:
-        """(arm, who) for each arm a user stopped: what `run` says beside its exit code 0."""
-        return [
-            (arm.arm, arm.failure.stopped_by or STOP_COMMAND)
-            for arm in self.arms
-            if arm.stopped_on_request and arm.failure is not None
-        ]
 
 
 class _Stopped(Exception):
@@ -723,32 +669,6 @@ class ArmRunner:
         )
 
 
-def outcome_of(report: RunReport, *, episode_dir: str, report_path: str | None, attempt: int) -> ArmOutcome:
-    """What `run` says of an episode, from its final report (written here, or on a Slurm node)."""
-    reached, total, reachable = report.milestone_counts()
-    return ArmOutcome(
-        arm=report.arm,
-        seed=report.settings.seed,
-        episode=report.episode,
-        attempt=attempt,
-        status=report.status,  # type: ignore[arg-type]
-        episode_dir=episode_dir,
-        report_path=report_path,
-        failure=report.failure,
-        score=report.score,
-        max_score=report.max_score,
-        steps_run=report.steps_run,
-        milestones_reached=reached,
-        milestones_total=total or None,
-        milestones_reachable=reachable if total else None,
-        infrastructure=dict(report.infrastructure),
-        simulator_label=report.simulator_label,
-        alerts=list(report.alerts),
-        agent_reasons=dict(report.agent.top_failure_reasons) if report.agent else {},
-        stopped_on_request=report.status == "interrupted" and RunDir(Path(episode_dir)).stopped_by_user(),
-    )
-
-
 def _kind_of(role: ProcessRole) -> FailureKind:
     """A process that dies or never gets ready: the agent under test when it is the purple, else infrastructure."""
     return "agent" if role == "purple" else "infrastructure"
@@ -756,12 +676,6 @@ def _kind_of(role: ProcessRole) -> FailureKind:
 
 def _ports_of(plan: ArmPlan) -> set[tuple[str, int]]:
     return {(plan.host, plan.green_port), (plan.host, plan.purple_port)}
-
-
-def retryable(outcome: ArmOutcome) -> bool:
-    """Only an episode that failed for infrastructure reasons is run again; one that failed because of the agent
-    under test, or was stopped, is kept as it is."""
-    return outcome.status == "failed" and outcome.failure is not None and outcome.failure.kind == "infrastructure"
 
 
 def supervise_here(

@@ -70,8 +70,9 @@ from mcu_arms.layout import RunDir, episode_name, slurm_jobs_dir
 from mcu_arms.private_record import episode_key, forget_submission, record_submitted
 from mcu_arms.supervise.jobs import cancel_episode, finalised, report_of_ended_job
 from mcu_arms.supervise.live import REFRESH_PER_SECOND, make_view
+from mcu_arms.supervise.outcomes import ArmOutcome, outcome_of, retryable
 from mcu_arms.supervise.progress import ArmProgress, StepsTail
-from mcu_arms.supervise.runner import ArmOutcome, RunOptions, new_report, outcome_of, retryable
+from mcu_arms.supervise.runner import RunOptions, new_report
 
 JOB_NAME_PREFIX = "mcu-arms:"
 JOB_NAME_MAX = 64

@@ -36,6 +36,7 @@ from mcu_arms.contracts.catalog import CODEX_AGENTS
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.evaluation import TaskMetrics
 from mcu_arms.contracts.run_report import RunReport, task_trouble
+from mcu_arms.contracts.simulators import label_of
 from mcu_arms.contracts.states import INFRASTRUCTURE_CAUSES, OPEN_STATUSES
 from mcu_arms.contracts.steps import (
     DEATHS_KEY,
@@ -655,7 +656,7 @@ def _episode_view(
         episode=source.run_dir.number,
         task=source.task,
         agent=agent,
-        simulator=report.simulator_label or report.settings.simulator,
+        simulator=report.simulator_label or label_of(report.settings.simulator),
         status=report.status,
         steps=summary.steps,
         first_step=summary.first_step,

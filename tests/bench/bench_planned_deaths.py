@@ -5,7 +5,7 @@ The planned agent plays mine_diamond_from_scratch in-process against the real Em
 decision service are the loopback stand-ins of tests/planned_stubs.py (a fixed good plan; the decision service picks
 the executor's first candidate), so what is measured is the executor and its safety layer (vitals, threats, home,
 food stock), not a model. Prints deaths and milestones per seed and the deaths per 3000 steps on average. Not a gate:
-compare the number before and after a change to the executor (README: the planned agent).
+compare the number before and after a change to the action runner (README: the planned agent).
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from mcu_arms.contracts.catalog import ActionMode, ResetMode
     from mcu_arms.contracts.evaluation import SimulatorRestart
     from mcu_arms.contracts.game_state import GameState
+    from mcu_arms.contracts.simulators import BackendRequest
     from mcu_arms.contracts.skills import GameEvent, SkillOutcome, SkillRequest
     from mcu_arms.contracts.tasks import TaskSpec
     from mcu_arms.contracts.wire import EnvAction
@@ -63,8 +64,13 @@ class StateUnavailable(Exception):
 
 
 class Simulator(ABC):
-    name: str  # one of catalog.SIMULATORS
+    name: str  # its descriptor's name (contracts/simulators.py)
     accepts_skills = False  # takes skill requests (contracts/skills.py) beside env actions
+
+    @classmethod
+    def open(cls, request: BackendRequest) -> Simulator:
+        """The backend for one evaluation, from the arm's choices its descriptor allowed (none by default)."""
+        return cls()
 
     @abstractmethod
     def version(self) -> str: ...
@@ -101,7 +107,7 @@ class Simulator(ABC):
         """Inputs that had no effect or were approximated (e.g. {"camera": 812, "jump": 3}), deaths, etc."""
 
     def state(self) -> GameState:
-        """What the player could know now, as structured state (only backends in STATE_SIMULATORS provide it)."""
+        """What the player could know now, as structured state (only backends whose descriptor serves "state")."""
         raise StateUnavailable(f"the {self.name} simulator serves frames only")
 
     def set_frames(self, enabled: bool) -> None:

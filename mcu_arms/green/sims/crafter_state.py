@@ -27,6 +27,7 @@ from mcu_arms.contracts.game_state import (
     View,
     Vitals,
 )
+from mcu_arms.contracts.simulators import EMBEDDED
 
 VITALS = ("health", "food", "drink", "energy")
 OUTSIDE_WORLD = "void"  # the frame leaves it grey
@@ -66,7 +67,7 @@ def crafter_capabilities(aliases: dict[str, str]) -> Capabilities:
         for name, info in constants.place.items()
     ]
     return Capabilities(
-        simulator="embedded",
+        simulator=EMBEDDED.name,
         keymap="crafter",
         items=items,
         inventory_cap=max(info["max"] for info in constants.items.values()),
@@ -106,7 +107,7 @@ class CrafterStateReader:
         held = {name: int(count) for name, count in inventory.items() if name not in VITALS and count > 0}
         facing = (int(player.facing[0]), int(player.facing[1]))
         common = dict(
-            simulator="embedded",
+            simulator=EMBEDDED.name,
             vitals=vitals,
             inventory=held,
             facing=Offset(east=facing[0], south=facing[1]),

@@ -8,12 +8,17 @@ analogue are reported as unavailable by identity. Crafter is imported only when 
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from collections import Counter
+from collections.abc import Mapping
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
-from mcu_arms.contracts.support import ACHIEVEMENT_COUNTERS, TaskSupport, task_support
+from pydantic import BaseModel
+
+from mcu_arms.contracts.preflight import HostCheck
+from mcu_arms.contracts.support import ACHIEVEMENT_COUNTERS, TaskSupport, embedded_support
 from mcu_arms.green.sims.base import SimStep, Simulator
 from mcu_arms.green.sims.crafter_actions import AGENT_INSTRUCTIONS, ActionAdapter
 
@@ -73,6 +78,17 @@ def crafter_version() -> str:
     return metadata.version("crafter")
 
 
+def preflight(env: Mapping[str, str], arms: Mapping[str, BaseModel | None]) -> list[tuple[HostCheck, list[str]]]:
+    """Crafter must be importable here (checked without importing it)."""
+    found = importlib.util.find_spec("crafter") is not None
+    check = HostCheck(
+        name="crafter (embedded simulator)",
+        status="ok" if found else "fail",
+        detail="importable" if found else "pip install crafter==1.8.3",
+    )
+    return [(check, list(arms))]
+
+
 class EmbeddedSimulator(Simulator):
     """MCU tasks on a reproducible Crafter world: 128x128 frames, MineStudio-style counters, endless episodes."""
 
@@ -98,7 +114,7 @@ class EmbeddedSimulator(Simulator):
         return f"embedded (Crafter {self.version()}): a Crafter analogue of MCU, not MCU scores"
 
     def supports(self, task: TaskSpec) -> TaskSupport:
-        return task_support(self.name, task)
+        return embedded_support(task)
 
     def reset_mode(self) -> ResetMode:
         return "hard"  # every reset builds a new Crafter world from the seed

@@ -39,10 +39,12 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar
 
+from pydantic import BaseModel
+
 from mcu_arms.contracts.catalog import DEFAULT_ACTION_MODE, DEFAULT_RESET_MODE, ActionMode, ResetMode
 from mcu_arms.contracts.evaluation import SimulatorRestart
 from mcu_arms.contracts.preflight import HostCheck, failures
-from mcu_arms.contracts.support import MINESTUDIO_COUNTED_EVENTS, TaskSupport, task_support
+from mcu_arms.contracts.support import MINESTUDIO_COUNTED_EVENTS, TaskSupport, minestudio_support
 from mcu_arms.contracts.timestamps import iso_seconds
 from mcu_arms.contracts.wire import BUTTON_KEYS, CAMERA_KEY
 from mcu_arms.green.sims.base import Recording, SimStep, Simulator, SimulatorUnavailable
@@ -50,6 +52,7 @@ from mcu_arms.isolation.host import network_filesystem_reason, unwritable_reason
 from mcu_arms.procs import log_line
 
 if TYPE_CHECKING:
+    from mcu_arms.contracts.simulators import BackendRequest
     from mcu_arms.contracts.tasks import TaskSpec
     from mcu_arms.contracts.wire import EnvAction
 
@@ -303,6 +306,11 @@ def host_checks(env: Mapping[str, str], *, partitions: Iterable[Any] | None = No
     ]
 
 
+def preflight(env: Mapping[str, str], arms: Mapping[str, BaseModel | None]) -> list[tuple[HostCheck, list[str]]]:
+    """One row per thing this backend's own preflight checks (the same checks a run makes), for every arm."""
+    return [(check, list(arms)) for check in host_checks(env)]
+
+
 def minestudio_preflight(env: Mapping[str, str], *, partitions: Iterable[Any] | None = None) -> list[str]:
     """What stops MineStudio from running on this host, each with how to fix it; empty when it can run."""
     return failures(host_checks(env, partitions=partitions))
@@ -442,6 +450,14 @@ class MineStudioSimulator(Simulator):
         self._broken: str | None = None
         self._lock = threading.Lock()
 
+    @classmethod
+    def open(cls, request: BackendRequest) -> MineStudioSimulator:
+        return cls(
+            obs_size=request.obs_size,
+            reset_mode=request.reset_mode or DEFAULT_RESET_MODE,  # type: ignore[arg-type] # the descriptor checked it
+            action_mode=request.action_mode or DEFAULT_ACTION_MODE,  # type: ignore[arg-type]
+        )
+
     def version(self) -> str:
         from importlib.metadata import PackageNotFoundError, version
 
@@ -462,7 +478,7 @@ class MineStudioSimulator(Simulator):
         return self._action_mode
 
     def supports(self, task: TaskSpec) -> TaskSupport:
-        return task_support(self.name, task)
+        return minestudio_support(task)
 
     def reset_mode(self) -> ResetMode:
         return self._reset_mode

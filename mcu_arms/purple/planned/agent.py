@@ -1,12 +1,12 @@
-"""The `planned` purple agent: seed 002's planner, policy, executor and damage reflex on structured state.
+"""The `planned` purple agent: seed 002's planner, policy, action runner and damage reflex on structured state.
 
 Each step's observation carries a GameState (the arm observes `state`). In order, every step:
 1. a background planner answer that has arrived is applied (or discarded as stale);
 2. the reflex: a health drop interrupts the running action at once, locally, before any model is asked, and the
    agent enters its threat loop; the interruption and its latency are logged;
 3. the running high-level action gives this step's simulator action, unless it is done;
-4. at a decision point the executor offers candidates (threat: fight / flee / go home; recovery; vitals; the plan
-   step), the policy chooses one, the choice is validated (else the executor's own first choice, counted), and the
+4. at a decision point the action runner offers candidates (threat: fight / flee / go home; recovery; vitals; the plan
+   step), the policy chooses one, the choice is validated (else the action runner's own first choice, counted), and the
    chosen action starts.
 Models are asked only at decision points and for plans, never every step. Every action ends as one trajectory line
 (contracts/trajectory.py); the counters go to `planned_report.json` (contracts/agent_report.py).
@@ -51,7 +51,7 @@ from mcu_arms.contracts.wire import MAX_SAY_LINES, AckPayload, ActionPayload, In
 from mcu_arms.layout import claim_task_dir
 from mcu_arms.procs import log_line
 from mcu_arms.purple.base import Policy, failure_noop
-from mcu_arms.purple.planned.executor import Executor
+from mcu_arms.purple.planned.action_runner import ActionRunner
 from mcu_arms.purple.planned.models import ChatModel, DecisionService, ModelCallFailed
 from mcu_arms.purple.planned.planner import PlanTracker
 from mcu_arms.purple.planned.policy import ChatPolicy, DecisionServicePolicy, InvalidDecision, validate_decision
@@ -129,7 +129,7 @@ class PlannedPolicy(Policy):
         self._planner: ChatModel | None = None
         self._policy: DecisionServicePolicy | ChatPolicy | None = None
         self.tracker: PlanTracker | None = None
-        self.executor: Executor | None = None
+        self.action_runner: ActionRunner | None = None
         self.running: _Running | None = None
         self.last_health: float | None = None
         self.threat_mode = False
@@ -216,11 +216,11 @@ class PlannedPolicy(Policy):
             return failure_noop(
                 "bad_observation", 'the planned agent reads structured state: the arm needs observe = "state"'
             )
-        if self.executor is None:
+        if self.action_runner is None:
             if state.capabilities is None:
                 return failure_noop("bad_observation", "the state carries no capability list")
             try:
-                self.executor = Executor(state.capabilities, self.rng)
+                self.action_runner = ActionRunner(state.capabilities, self.rng)
             except ValueError as error:
                 self._refuse(str(error))
                 return failure_noop("agent_unavailable", self.refused)
@@ -229,7 +229,7 @@ class PlannedPolicy(Policy):
             await self.tracker.first(state)
         self.tracker.poll()
         self._say_plan()
-        self.executor.last_skill = payload.last_skill
+        self.action_runner.last_skill = payload.last_skill
         self._reflex(state, step, received, payload.last_skill)
         for _ in range(DECISIONS_PER_STEP):
             if self.running is not None:
@@ -310,17 +310,17 @@ class PlannedPolicy(Policy):
 
     # --- deciding ------------------------------------------------------------------------------------------------
     def _candidates(self, state: GameState, step: int) -> tuple[list[CandidateAction], Phase, PlanStep | None]:
-        executor, tracker = self.executor, self.tracker
-        if self.threat_mode or executor.threatened(state):
-            if executor.threatened(state):
+        action_runner, tracker = self.action_runner, self.tracker
+        if self.threat_mode or action_runner.threatened(state):
+            if action_runner.threatened(state):
                 self.threat_mode = True
-                return executor.threat(state), "threat", None
-            if not executor.healthy(state):
-                return executor.recovery(state), "recovery", None
+                return action_runner.threat(state), "threat", None
+            if not action_runner.healthy(state):
+                return action_runner.recovery(state), "recovery", None
             self.threat_mode = False  # the threat is gone and health allows: back to work, candidates re-checked
-        survival = executor.survival(state)
+        survival = action_runner.survival(state)
         subgoal = tracker.current(state, step)
-        work = executor.for_step(subgoal, state) if subgoal is not None else executor.explore()
+        work = action_runner.for_step(subgoal, state) if subgoal is not None else action_runner.explore()
         offered = survival + [c for c in work if c.id not in {s.id for s in survival}]
         phase: Phase = "survival" if survival else ("plan" if subgoal is not None else "no_plan")
         return offered[:MAX_CANDIDATES], phase, subgoal
@@ -336,16 +336,16 @@ class PlannedPolicy(Policy):
             self.episode.decision_latency_ms.append(latency)
         chosen = candidates[ids.index(decision.choice)]
         chance = decision.probabilities.get(decision.choice)
-        by = "policy" if decision.source == "policy" else f"executor ({decision.source})"
+        by = "policy" if decision.source == "policy" else f"action runner ({decision.source})"
         self.said.append(f"[policy] {phase}: {chosen.id}" + (f" p={chance:.2f}" if by == "policy" else f" by the {by}"))
         reflex, self.pending_reflex = self.pending_reflex, None
         decided = _Decided(state, candidates, decision, latency, invalid, phase, subgoal, reflex)
-        self.running = _Running(self.executor.start(chosen, state, step), decided)
+        self.running = _Running(self.action_runner.start(chosen, state, step), decided)
 
     async def _choose(
         self, state: GameState, candidates: list[CandidateAction], phase: Phase, subgoal: PlanStep | None
     ) -> tuple[Decision, float | None, str | None]:
-        """The policy's validated choice, or the executor's first candidate (a single candidate needs no model)."""
+        """The policy's validated choice, or the action runner's first candidate (a single candidate needs no model)."""
         ids = [candidate.id for candidate in candidates]
         fallback = Decision(choice=ids[0], probabilities={i: float(i == ids[0]) for i in ids}, source="fallback")
         if len(ids) == 1:
@@ -361,7 +361,7 @@ class PlannedPolicy(Policy):
             answer, latency = await self._policy.ask(context, candidates)
         except ModelCallFailed as failure:
             self.episode.model_failures[failure.cause] += 1
-            self._warn(f"{failure.cause}: {failure}; decisions fall back to the executor's first choice")
+            self._warn(f"{failure.cause}: {failure}; decisions fall back to the action runner's first choice")
             return fallback, None, None
         try:
             return validate_decision(answer, ids), latency, None

@@ -1,8 +1,8 @@
-"""The policy: one choice among the executor's candidates, with a probability for each, validated every time.
+"""The policy: one choice among the action runner's candidates, with a probability for each, validated every time.
 
 Two backends ask the same question: the decision service (its native choice question), or a chat model told to
 answer `{"choice": ID, "probabilities": {ID: p, ...}}`. Either answer passes `validate_decision` or it is
-`invalid_policy_output`, and the caller falls back to the executor's own first choice.
+`invalid_policy_output`, and the caller falls back to the action runner's own first choice.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""One high-level action in progress and how it ended, shared by the keymap actions (executor.py) and the skill
+"""One high-level action in progress and how it ended, shared by the keymap actions (action_runner.py) and the skill
 actions (skills.py): success is the inventory delta between the state it started from and the state it ended on."""
 
 from __future__ import annotations
@@ -10,6 +10,19 @@ from typing import Any, Protocol
 from mcu_arms.contracts.game_state import GameState, Recipe
 from mcu_arms.contracts.skills import SkillOutcome, SkillRequest
 from mcu_arms.contracts.trajectory import ActionStatus, CandidateAction
+
+# Shared by the keymap actions (action_runner.py) and the skill actions (skills.py): creatures that explode, how far
+# their blast reaches (steps), and the equipment slot an item goes to.
+EXPLODING = frozenset({"creeper"})
+BLAST_RADIUS = 7
+WORN_SUFFIXES = {"_helmet": "head", "_chestplate": "torso", "_leggings": "legs", "_boots": "feet"}
+
+
+def slot_for(item: str) -> str:
+    if item == "shield":
+        return "off-hand"
+    return next((slot for suffix, slot in WORN_SUFFIXES.items() if item.endswith(suffix)), "hand")
+
 
 BUDGET_STEPS = {"collect": 80, "craft": 3, "place": 12, "go_to": 30, "fight": 30, "sleep": 250, "eat": 60, "drink": 60}
 DEFAULT_BUDGET_STEPS = 40
@@ -43,9 +56,9 @@ def inventory_delta(before: GameState, after: GameState) -> dict[str, int]:
 
 
 class ActionHost(Protocol):
-    """What an action asks of the executor that runs it."""
+    """What an action asks of the action runner that runs it."""
 
-    navigator: Any  # executor.Navigator: walking on Crafter's keymap
+    navigator: Any  # action_runner.Navigator: walking on Crafter's keymap
     last_skill: SkillOutcome | None
 
     def recipe(self, method: str, item: str) -> Recipe: ...
@@ -60,10 +73,10 @@ class RunningAction:
 
     side_effects = False
 
-    def __init__(self, candidate: CandidateAction, executor: ActionHost, state: GameState, step: int) -> None:
+    def __init__(self, candidate: CandidateAction, action_runner: ActionHost, state: GameState, step: int) -> None:
         self.candidate = candidate
-        self.executor = executor
-        self.navigator = executor.navigator
+        self.action_runner = action_runner
+        self.navigator = action_runner.navigator
         self.before = state
         self.started_step = step
         self.started_at = time.perf_counter()

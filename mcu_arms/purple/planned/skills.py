@@ -15,8 +15,7 @@ import math
 from mcu_arms.contracts.game_state import GameState
 from mcu_arms.contracts.skills import SkillOutcome, SkillRequest
 from mcu_arms.contracts.trajectory import ActionStatus
-from mcu_arms.purple.planned.executor import BLAST_RADIUS, EXPLODING, slot_for
-from mcu_arms.purple.planned.running import Outcome, RunningAction
+from mcu_arms.purple.planned.running import BLAST_RADIUS, EXPLODING, Outcome, RunningAction, slot_for
 
 EXPLORE_BLOCKS = 16  # how far one exploring walk heads off
 REACHED_BLOCKS = 3  # a go_to ended this near its target has reached it
@@ -35,7 +34,7 @@ class SkillAction(RunningAction):
     def __init__(self, *args) -> None:
         super().__init__(*args)
         self.side_effects = self.candidate.skill in SIDE_EFFECTS
-        self.request, self.refusal = request_for(self.executor, self.candidate, self.before)
+        self.request, self.refusal = request_for(self.action_runner, self.candidate, self.before)
         self.sent = False
 
     def act(self, state: GameState) -> SkillRequest | Outcome:
@@ -45,7 +44,7 @@ class SkillAction(RunningAction):
             self.sent = True
             return self.request
         status, detail = judge(self, state)
-        said = simulator_said(self.executor.last_skill)
+        said = simulator_said(self.action_runner.last_skill)
         return self.finish(state, status, f"{detail}; {said}" if said else detail)
 
 
@@ -56,19 +55,19 @@ def simulator_said(outcome: SkillOutcome | None) -> str:
     return f"the simulator said {outcome.status}{reason} after {outcome.duration_ms / 1000:.1f} s"
 
 
-def request_for(executor, candidate, state: GameState) -> tuple[SkillRequest | None, str]:
+def request_for(action_runner, candidate, state: GameState) -> tuple[SkillRequest | None, str]:
     """The skill request that carries out `candidate` now, or None and why it cannot."""
     skill, target = candidate.skill, candidate.target
     if skill == "collect":
-        recipe = executor.recipe("collect", target or "")
+        recipe = action_runner.recipe("collect", target or "")
         wanted = max(1, (candidate.count or 1) - state.count(recipe.item))
         limit = min(MAX_SKILL_MS, COLLECT_START_MS + MS_PER_BLOCK_COLLECTED * wanted)
         return SkillRequest(kind="collect", args={"block": recipe.source, "count": wanted}, timeout_ms=limit), ""
     if skill == "craft":
-        recipe = executor.recipe("craft", target or "")
+        recipe = action_runner.recipe("craft", target or "")
         return SkillRequest(kind="craft", args={"item": recipe.item, "count": recipe.yields}), ""
     if skill == "smelt":
-        recipe = executor.recipe("smelt", target or "")
+        recipe = action_runner.recipe("smelt", target or "")
         return SkillRequest(kind="smelt", args={"item": next(iter(recipe.consumes)), "count": 1}), ""
     if skill in ("place", "eat"):
         return SkillRequest(kind=skill, args={"item": target}), ""
@@ -97,21 +96,21 @@ def request_for(executor, candidate, state: GameState) -> tuple[SkillRequest | N
     if skill == "explore":
         if state.position is None:
             return SkillRequest(kind="move", args={"direction": "forward", "duration_ms": 2000}), ""
-        heading = executor.rng.uniform(0, 2 * math.pi)
+        heading = action_runner.rng.uniform(0, 2 * math.pi)
         x = state.position.x + EXPLORE_BLOCKS * math.cos(heading)
         z = state.position.z + EXPLORE_BLOCKS * math.sin(heading)
         return SkillRequest(kind="go_to", args={"x": round(x, 1), "z": round(z, 1), "range": 2}), ""
     if skill == "wait":
         return SkillRequest(kind="wait", args={"duration_ms": WAIT_MS}), ""
-    return None, f"the {executor.capabilities.simulator} simulator has no skill for {skill}"
+    return None, f"the {action_runner.capabilities.simulator} simulator has no skill for {skill}"
 
 
 def judge(action, state: GameState) -> tuple[ActionStatus, str]:
     """Succeeded or failed, from what the state shows after the skill (never from what the skill said)."""
-    executor, candidate = action.executor, action.candidate
+    action_runner, candidate = action.action_runner, action.candidate
     skill, target = candidate.skill, candidate.target or ""
     if skill in ("collect", "craft", "smelt"):
-        item = executor.recipe(skill, target).item
+        item = action_runner.recipe(skill, target).item
         gained = action.gained(state, item)
         return ("succeeded" if gained > 0 else "failed"), f"{item} {gained:+d}, {state.count(item)} held"
     if skill == "place":
@@ -134,18 +133,18 @@ def judge(action, state: GameState) -> tuple[ActionStatus, str]:
         gained = action.gained(state, "food")
         return ("succeeded" if gained > 0 else "failed"), f"food {gained:+d}"
     if skill == "go_to":
-        near = executor.nearest(state, target)
+        near = action_runner.nearest(state, target)
         reached = near is not None and abs(near[0]) + abs(near[1]) <= REACHED_BLOCKS
         return ("succeeded" if reached else "failed"), f"{'next to' if reached else 'not at'} the {target}"
     if skill == "fight":
         left = [e for e in state.entities or [] if e.kind == target and e.distance <= 6]
         return ("succeeded" if not left else "failed"), f"{len(left)} {target} near"
     if skill == "flee":
-        threatened = executor.threatened(state)
+        threatened = action_runner.threatened(state)
         return ("failed" if threatened else "succeeded"), "still in reach" if threatened else "out of reach"
     if skill == "explore":
         if candidate.target:
-            found = executor.nearest(state, target) is not None
+            found = action_runner.nearest(state, target) is not None
             return ("succeeded" if found else "failed"), f"{target} {'in view' if found else 'not in view'}"
         moved = _moved(action.before, state)
         return ("succeeded" if moved >= REACHED_BLOCKS else "failed"), f"moved {moved:.0f} blocks"

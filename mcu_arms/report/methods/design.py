@@ -1,9 +1,8 @@
 """Which design a comparison of two arms can use: paired by seed, or two independent samples.
 
-Pairing removes the world's difficulty from the noise, but only where a seed *is* a world: the embedded simulator
-(Crafter's world generation is a function of the seed) and MineStudio with a seeded hard reset before each task. A
-Mineflayer world is the server's, whatever the arm's seed, and MineStudio's `seeded_fast` reset carries the last
-task's world over; there the arms are independent samples.
+Pairing removes the world's difficulty from the noise, but only where a seed *is* a world: each simulator's
+descriptor says whether (and for which reset mode) its world is a function of the seed (contracts/simulators.py).
+Elsewhere the arms are independent samples.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from mcu_arms.contracts.catalog import DEFAULT_RESET_MODE
+from mcu_arms.contracts.simulators import find_simulator
 
 Design = Literal["paired", "unpaired"]
 
@@ -27,19 +26,11 @@ class Pairing(BaseModel):
 
 
 def seeded_world(simulator: str, reset_mode: str | None) -> str | None:
-    """None when the simulator's world is a function of the seed, else why not."""
-    if simulator == "embedded":
-        return None
-    if simulator == "minestudio":
-        mode = reset_mode or DEFAULT_RESET_MODE
-        return (
-            None
-            if mode == "hard"
-            else f'MineStudio with reset_mode = "{mode}" does not rebuild the world from the seed'
-        )
-    if simulator == "mineflayer":
-        return "a Mineflayer world is the server's, whatever the seed"
-    return f"simulator '{simulator}' is not known to make its world from the seed"
+    """None when the simulator's world is a function of the seed (its descriptor says), else why not."""
+    descriptor = find_simulator(simulator)
+    if descriptor is None:
+        return f"simulator '{simulator}' is not registered here, so not known to make its world from the seed"
+    return descriptor.world_from_seed(reset_mode)
 
 
 def pairing(
@@ -75,8 +66,9 @@ def pairing(
 
 
 def _reset(simulator: str, reset_mode: str | None) -> str | None:
-    """How MineStudio starts each task (unset: its default); other simulators have no reset mode."""
-    return (reset_mode or DEFAULT_RESET_MODE) if simulator == "minestudio" else None
+    """How the simulator starts each task (unset: its default); None for one with no reset modes."""
+    descriptor = find_simulator(simulator)
+    return descriptor.resolved_reset(reset_mode) if descriptor is not None else reset_mode
 
 
 def _listed(seeds: list[int], shown: int = 6) -> str:

@@ -19,6 +19,8 @@ from collections.abc import Callable, Mapping
 from itertools import groupby
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel
+
 from mcu_arms.contracts.evaluation import SimulatorRestart
 from mcu_arms.contracts.mineflayer import (
     FUELS,
@@ -34,7 +36,7 @@ from mcu_arms.contracts.mineflayer import (
 )
 from mcu_arms.contracts.preflight import HostCheck, failures
 from mcu_arms.contracts.skills import SKILL_KINDS, GameEvent, SkillOutcome, SkillRequest
-from mcu_arms.contracts.support import TaskSupport, task_support
+from mcu_arms.contracts.support import TaskSupport, mineflayer_support
 from mcu_arms.contracts.timestamps import iso_seconds
 from mcu_arms.green.sims.base import SimStep, Simulator, SimulatorUnavailable
 from mcu_arms.green.sims.mineflayer.ping import ServerStatus, server_status
@@ -45,6 +47,7 @@ from mcu_arms.procs import log_line
 
 if TYPE_CHECKING:
     from mcu_arms.contracts.game_state import Capabilities, GameState
+    from mcu_arms.contracts.simulators import BackendRequest
     from mcu_arms.contracts.tasks import TaskSpec
     from mcu_arms.contracts.wire import EnvAction
 
@@ -101,6 +104,18 @@ def host_checks(env: Mapping[str, str], server: MineflayerServer) -> list[HostCh
     return [*runtime_checks(env), server_check(server)]
 
 
+def preflight(env: Mapping[str, str], arms: Mapping[str, BaseModel | None]) -> list[tuple[HostCheck, list[str]]]:
+    """The sidecar's runtime (node, the npm libraries: what is there, what the first run installs) for every arm,
+    and per server named, whether it answers and runs the version the arms name."""
+    rows: list[tuple[HostCheck, list[str]]] = [(check, list(arms)) for check in runtime_checks(env)]
+    servers: dict[tuple[str, int, str], tuple[MineflayerServer, list[str]]] = {}
+    for arm, table in arms.items():
+        server = table if isinstance(table, MineflayerServer) else MineflayerServer()
+        servers.setdefault((server.host, server.port, server.version), (server, []))[1].append(arm)
+    rows += [(server_check(server), names) for server, names in servers.values()]
+    return rows
+
+
 def counter_ticks(
     before: dict[str, dict[str, int]], counted: list[dict[str, Any]], after: dict[str, dict[str, int]]
 ) -> list[dict[str, dict[str, int]]]:
@@ -125,6 +140,10 @@ def _refused(replies: list[str]) -> bool:
 class MineflayerSimulator(Simulator):
     name = "mineflayer"
     accepts_skills = True
+
+    @classmethod
+    def open(cls, request: BackendRequest) -> MineflayerSimulator:
+        return cls(request.table if isinstance(request.table, MineflayerServer) else None)
 
     def __init__(
         self,
@@ -167,7 +186,7 @@ class MineflayerSimulator(Simulator):
         )
 
     def supports(self, task: TaskSpec) -> TaskSupport:
-        return task_support(self.name, task)
+        return mineflayer_support(task)
 
     def reset_mode(self) -> str:
         return RESET_MODE

@@ -1,4 +1,4 @@
-"""The executor: which high-level actions fit the moment, and how each becomes simulator actions.
+"""The action runner: which high-level actions fit the moment, and how each becomes simulator actions.
 
 It reads the structured state only (contracts/game_state.py), never the frame. It offers candidates at decision
 points, the one it would pick itself first (the safe fallback when the policy's answer is unusable), and runs the
@@ -18,7 +18,7 @@ from mcu_arms.contracts.game_state import Capabilities, Direction, GameState, Re
 from mcu_arms.contracts.planned import PlanStep
 from mcu_arms.contracts.skills import SkillOutcome
 from mcu_arms.contracts.trajectory import ActionStatus, CandidateAction
-from mcu_arms.purple.planned.running import Outcome, RunningAction, held_items
+from mcu_arms.purple.planned.running import BLAST_RADIUS, EXPLODING, Outcome, RunningAction, held_items, slot_for
 
 MOVES: dict[Direction, str] = {"north": "move_up", "south": "move_down", "east": "move_right", "west": "move_left"}
 STEPS: dict[Direction, tuple[int, int]] = {"north": (0, -1), "south": (0, 1), "east": (1, 0), "west": (-1, 0)}
@@ -28,8 +28,6 @@ THREAT_RADIUS = 4  # a hostile creature this close (steps) is a threat
 ARROW_RADIUS = 2
 # Creatures that explode: never fought in melee, kept beyond their blast (a Minecraft creeper's explosion hurts out to
 # about 6 blocks; its fuse starts within 3).
-EXPLODING = frozenset({"creeper"})
-BLAST_RADIUS = 7
 HOME_REACHED = 1  # steps from home that count as home
 DRINK_BELOW, FOOD_BELOW, ENERGY_BELOW = 0.4, 0.4, 0.25  # of the vital's maximum: look after it now
 FOOD_HUNT_BELOW = 0.25  # below this, go looking for food even when none is in view
@@ -58,15 +56,6 @@ def _facing(state: GameState) -> tuple[int, int]:
 
 
 # Where an item is worn (Mineflayer's equip destinations, the state's equipment keys): put on when held, not worn.
-WORN_SUFFIXES = {"_helmet": "head", "_chestplate": "torso", "_leggings": "legs", "_boots": "feet"}
-
-
-def slot_for(item: str) -> str:
-    if item == "shield":
-        return "off-hand"
-    return next((slot for suffix, slot in WORN_SUFFIXES.items() if item.endswith(suffix)), "hand")
-
-
 def threat_radius(kind: str) -> int:
     """How near (steps) a hostile of this kind is a threat: an exploding one from beyond its blast."""
     if kind in PROJECTILES:
@@ -132,7 +121,7 @@ class Collect(RunningAction):
 
     def __init__(self, *args) -> None:
         super().__init__(*args)
-        self.recipe = self.executor.recipe("collect", self.candidate.target or "")
+        self.recipe = self.action_runner.recipe("collect", self.candidate.target or "")
         self.idle = 0
         self.last_held = held_items(self.before).get(self.recipe.item, 0)
 
@@ -146,7 +135,7 @@ class Collect(RunningAction):
         wanted = vital[1] if vital is not None else (self.candidate.count or 1)
         if held >= wanted:
             return self.finish(state, "succeeded", f"{item} {held} held")
-        missing = self.executor.missing(self.recipe.requires, state)
+        missing = self.action_runner.missing(self.recipe.requires, state)
         if missing:
             return self.finish(state, "failed", f"needs {missing}")
         if self.idle >= IDLE_INTERACTIONS:
@@ -156,7 +145,7 @@ class Collect(RunningAction):
         if faced is not None and source in (faced.entity, faced.tile if faced.entity is None else None):
             self.idle += 1
             return INTERACT
-        target = self.executor.nearest(state, source)
+        target = self.action_runner.nearest(state, source)
         if target is None:
             return self.settle(state, f"no {source} in view")
         if target == (0, 0):  # standing on it (grass): step off, facing more of it
@@ -180,7 +169,7 @@ class Craft(RunningAction):
 
     def __init__(self, *args) -> None:
         super().__init__(*args)
-        self.recipe = self.executor.recipe("craft", self.candidate.target or "")
+        self.recipe = self.action_runner.recipe("craft", self.candidate.target or "")
 
     def act(self, state: GameState) -> str | Outcome:
         item = self.recipe.item
@@ -191,7 +180,7 @@ class Craft(RunningAction):
         absent = [s for s in self.recipe.stations if s not in (state.stations_in_reach or [])]
         if absent:
             return self.finish(state, "failed", f"no {', '.join(absent)} within reach")
-        missing = self.executor.missing(self.recipe.consumes, state)
+        missing = self.action_runner.missing(self.recipe.consumes, state)
         if missing:
             return self.finish(state, "failed", f"needs {missing}")
         return f"make_{item}"
@@ -202,7 +191,7 @@ class Place(RunningAction):
 
     def __init__(self, *args) -> None:
         super().__init__(*args)
-        self.recipe = self.executor.recipe("place", self.candidate.target or "")
+        self.recipe = self.action_runner.recipe("place", self.candidate.target or "")
         self.placed = False
 
     def act(self, state: GameState) -> str | Outcome:
@@ -213,7 +202,7 @@ class Place(RunningAction):
             if spent and (faced == item or item in (state.stations_in_reach or [])):
                 return self.finish(state, "succeeded", f"{item} placed")
             return self.finish(state, "failed", f"no {item} came of it")
-        missing = self.executor.missing(self.recipe.consumes, state)
+        missing = self.action_runner.missing(self.recipe.consumes, state)
         if missing:
             return self.finish(state, "failed", f"needs {missing}")
         faced = state.faced
@@ -229,7 +218,7 @@ class Place(RunningAction):
 class GoTo(RunningAction):
     def act(self, state: GameState) -> str | Outcome:
         kind = self.candidate.target or ""
-        target = self.executor.nearest(state, kind)
+        target = self.action_runner.nearest(state, kind)
         if target is None:
             return self.finish(state, "failed", f"no {kind} in view")
         move = self.navigator.toward(state, target)
@@ -246,7 +235,7 @@ class Explore(RunningAction):
 
     def act(self, state: GameState) -> str | Outcome:
         kind = self.candidate.target
-        if kind and self.steps and self.executor.nearest(state, kind) is not None:
+        if kind and self.steps and self.action_runner.nearest(state, kind) is not None:
             return self.finish(state, "succeeded", f"{kind} in view")
         if not self.navigator.free(state, self.heading):
             options = [d for d in STEPS if self.navigator.free(state, d)]
@@ -293,7 +282,7 @@ class GoHome(RunningAction):
 class Fight(RunningAction):
     def act(self, state: GameState) -> str | Outcome:
         kind = self.candidate.target or ""
-        target = self.executor.nearest(state, kind)
+        target = self.action_runner.nearest(state, kind)
         if target is None or abs(target[0]) + abs(target[1]) > THREAT_RADIUS + 2:
             return self.finish(state, "succeeded", f"no {kind} near any more")
         move = self.navigator.toward(state, target)
@@ -306,13 +295,13 @@ class Flee(RunningAction):
         self.budget = FLEE_STEPS
 
     def act(self, state: GameState) -> str | Outcome:
-        threats = self.executor.threats(state)
+        threats = self.action_runner.threats(state)
         if self.steps and not threats:
             return self.finish(state, "succeeded", "out of reach")
         return self.navigator.away_from(state, threats)
 
     def timed_out_status(self, state: GameState) -> ActionStatus:
-        return "failed" if self.executor.threats(state) else "succeeded"
+        return "failed" if self.action_runner.threats(state) else "succeeded"
 
 
 class Wait(RunningAction):
@@ -343,7 +332,7 @@ ACTIONS: dict[str, type[RunningAction]] = {
 
 
 @dataclass
-class Executor:
+class ActionRunner:
     """Offers candidates for the moment and starts the chosen one; knows the simulator only by its capabilities."""
 
     capabilities: Capabilities
@@ -355,7 +344,7 @@ class Executor:
         self.skills = self.capabilities.actions == "skills"
         if self.capabilities.keymap != "crafter" and not self.skills:
             raise ValueError(
-                f"the {self.capabilities.simulator} simulator has no keymap this executor speaks "
+                f"the {self.capabilities.simulator} simulator has no keymap this action runner speaks "
                 f"({self.capabilities.keymap!r}; it speaks 'crafter') and takes no skills"
             )
         self.navigator = Navigator(self.capabilities, self.rng)

@@ -1,0 +1,167 @@
+"""A fourth simulator that no package file names: defined under tests/toysim/, registered through the registry API
+(in this process) or the `mcu_arms.simulators` entry point (tests/toysim/mcu_toysim-0.1.dist-info, found on
+PYTHONPATH by every process a run starts), it is listed by `tasks`, checked by `doctor`, planned, run end to end by
+real green, purple and client processes, compared (paired by seed, as its descriptor allows) and shown in the
+viewer's index. A toy agent beside it registers through `mcu_arms.agents` and plays it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from run_helpers import cli_env, report
+
+from mcu_arms.arms.spec import parse_arm
+from mcu_arms.contracts import simulators as registry
+from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.settings import PurpleOptions
+from mcu_arms.report.methods.design import pairing
+
+TOYSIM = Path(__file__).resolve().parent / "toysim"
+PACKAGE = Path(__file__).resolve().parents[1] / "mcu_arms"
+TOY = "toyworld"
+
+TOY_ARM = """agent = "{agent}"
+task = "mining_and_collecting"
+tasks = ["collect_dirt"]
+simulator = "{simulator}"
+seeds = [0, 1]
+steps = 20
+step_timeout = 10
+save_frames = false
+"""
+
+
+def _toy_env(state: Path, *, registered: bool = True) -> dict[str, str]:
+    env = cli_env(state)
+    if registered:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TOYSIM), env.get("PYTHONPATH")]))
+    return env
+
+
+def _cli(project: Path, env: dict[str, str], *args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mcu_arms", *args],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def _write_arm(project: Path, name: str, agent: str, simulator: str = TOY) -> Path:
+    (project / "arms").mkdir(parents=True, exist_ok=True)
+    path = project / "arms" / f"{name}.toml"
+    path.write_text(TOY_ARM.format(agent=agent, simulator=simulator))
+    return path
+
+
+@pytest.fixture
+def toy_registered(monkeypatch: pytest.MonkeyPatch) -> registry.SimulatorDescriptor:
+    """The toy simulator registered through the registry API, for this test only."""
+    monkeypatch.syspath_prepend(str(TOYSIM))
+    from mcu_toysim import TOYWORLD
+
+    monkeypatch.setitem(registry._registered, TOY, TOYWORLD)
+    return TOYWORLD
+
+
+def test_no_package_file_names_the_toy_simulator() -> None:
+    assert [path for path in PACKAGE.rglob("*") if path.is_file() and TOY.encode() in path.read_bytes()] == []
+
+
+def test_a_simulator_registered_through_the_api_is_validated_planned_and_paired(
+    tmp_path: Path, toy_registered: registry.SimulatorDescriptor
+) -> None:
+    assert registry.simulator_names()[-1] == TOY and registry.simulator_descriptor(TOY) is toy_registered
+    spec = parse_arm(TOY_ARM.format(agent="random", simulator=TOY), tmp_path / "toy.toml")
+    assert spec.simulator_descriptor is toy_registered and spec.simulator_table() is None
+    with pytest.raises(UserError) as typo:
+        parse_arm(TOY_ARM.format(agent="random", simulator="toywrld"), tmp_path / "typo.toml")
+    message = typo.value.render()
+    assert "typo.toml:4: key 'simulator'" in message and "did you mean 'toyworld'?" in message
+    assert "allowed: minestudio, embedded, mineflayer, toyworld" in message
+    with pytest.raises(UserError, match='it needs simulator = "embedded"'):
+        parse_arm(TOY_ARM.format(agent="scripted", simulator=TOY), tmp_path / "scripted.toml")
+    assert pairing(TOY, None, [0, 1], TOY, None, [1, 0]).design == "paired", "its world is a function of the seed"
+
+
+def test_an_agent_kind_registered_through_its_entry_point_is_accepted_and_loaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(TOYSIM))
+    from mcu_arms.contracts.agents import agent_kinds
+    from mcu_arms.purple.registry import policy_factory
+
+    assert agent_kinds()[-1] == "toy_attacker"
+    policy = policy_factory("toy_attacker")(PurpleOptions())
+    assert type(policy).__name__ == "AttackingPolicy"
+    with pytest.raises(UserError, match="did you mean 'toy_attacker'"):
+        policy_factory("toy_atacker")
+    with pytest.raises(UserError) as typo:
+        parse_arm(TOY_ARM.format(agent="toy_atacker", simulator="embedded"), tmp_path / "agent.toml")
+    assert "agent.toml:1: key 'agent': 'toy_atacker' is not allowed (did you mean 'toy_attacker'?)" in (
+        typo.value.render()
+    )
+
+
+def test_an_unregistered_simulator_is_refused_with_the_registered_ones(tmp_path: Path) -> None:
+    project, state = tmp_path / "project", tmp_path / "state"
+    _write_arm(project, "toy", "random")
+    done = _cli(project, _toy_env(state, registered=False), "plan", "--dry-run", "--arm", "toy")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "arms/toy.toml:4: key 'simulator': unknown simulator 'toyworld'" in done.stderr
+    assert "allowed: minestudio, embedded, mineflayer" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.slow
+def test_an_arm_on_an_entry_point_simulator_runs_end_to_end_and_shows_everywhere(tmp_path: Path) -> None:
+    project, state = tmp_path / "project", tmp_path / "state"
+    _write_arm(project, "toy_attacker", "toy_attacker")
+    _write_arm(project, "toy_noop", "noop")
+    env = _toy_env(state)
+
+    tasks = _cli(project, env, "tasks", "mining_and_collecting", "--simulator", TOY, "--json")
+    assert tasks.returncode == 0, tasks.stderr
+    rows = {row["task"]: row for row in json.loads(tasks.stdout)}
+    assert rows["collect_dirt"]["runs_on"][TOY] is True and rows["cut_stone"]["runs_on"][TOY] is False
+    assert "counts 'pickup' events only" in rows["cut_stone"]["notes"][TOY]
+
+    doctor = _cli(project, env, "doctor", "--json")
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+    checks = {check["name"]: check for check in json.loads(doctor.stdout)["checks"]}
+    assert checks["toyworld engine"]["status"] == "ok"
+    assert sorted(checks["toyworld engine"]["needed_by"]) == ["toy_attacker", "toy_noop"]
+    assert "2 toyworld at ~0.125 GB" in checks["memory"]["detail"]
+
+    plan = _cli(project, env, "plan", "--dry-run", "--json", "--arm", "toy_attacker")
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    assert {p["settings"]["simulator"] for p in json.loads(plan.stdout)["plans"]} == {TOY}
+
+    run = _cli(project, env, "run", "--arm", "toy_attacker", "--arm", "toy_noop")
+    assert run.returncode == 0, run.stdout + run.stderr
+    for arm in ("toy_attacker", "toy_noop"):
+        for episode in (1, 2):
+            data = report(project, arm, episode)
+            assert data is not None and data["status"] == "finished" and data["steps_run"] == 20, data
+            assert data["simulator_label"].startswith("toyworld (a toy world defined under tests/)")
+            assert set(data["processes"]) == {"mcu-arms", "green", "purple", "client"}
+            assert all(data["processes"][role]["pid"] for role in ("green", "purple", "client"))
+    assert report(project, "toy_noop", 1)["score"] == 0
+    attacked = report(project, "toy_attacker", 1)
+    assert attacked["score"] == attacked["max_score"] > 0, "the registered agent played: it attacks every step"
+
+    compare = _cli(project, env, "compare", "toy_attacker", "toy_noop", "--json")
+    assert compare.returncode == 0, compare.stderr
+    analysis = json.loads(compare.stdout)
+    assert '"design": "paired"' in compare.stdout, "same seeds on a simulator whose world is the seed's"
+    assert TOY in json.dumps(analysis["arms"])
+
+    html = _cli(project, env, "report", "--html", "site")
+    assert html.returncode == 0, html.stdout + html.stderr
+    assert "toyworld (a toy world defined under tests/)" in (project / "site" / "index.html").read_text()

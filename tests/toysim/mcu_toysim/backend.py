@@ -1,0 +1,61 @@
+"""The toy simulator's backend: the green imports it only when an episode on it runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from mcu_arms.contracts.support import TaskSupport
+from mcu_arms.contracts.tasks import TaskSpec
+from mcu_arms.green.sims.base import SimStep, Simulator
+from mcu_toysim import COUNTED_EVENT, NAME, TOYWORLD
+
+FRAME_SIDE = 64
+
+
+class ToySimulator(Simulator):
+    name = NAME
+
+    def __init__(self) -> None:
+        self._counters: dict[str, dict[str, int]] = {}
+        self._objects: list[str] = []
+        self._colour = np.zeros(3, dtype=np.uint8)
+
+    def version(self) -> str:
+        return "0.1"
+
+    def label(self) -> str:
+        return f"{TOYWORLD.label} {self.version()}"
+
+    def supports(self, task: TaskSpec) -> TaskSupport:
+        return TOYWORLD.supports(task)
+
+    def reset_mode(self) -> str:
+        return "hard"
+
+    def reset(self, task: TaskSpec, seed: int) -> SimStep:
+        entries = (*task.reward_cfg, *task.milestones)
+        self._objects = [entry.objects[0] for entry in entries if entry.event == COUNTED_EVENT]
+        self._counters = {}
+        self._colour = np.random.default_rng(seed).integers(0, 256, size=3, dtype=np.uint8)
+        return SimStep(frame=self._frame(), counters={})
+
+    def step(self, action: Any) -> SimStep:
+        if action.get("attack"):
+            picked = self._counters.setdefault(COUNTED_EVENT, {})
+            for obj in self._objects:
+                picked[obj] = picked.get(obj, 0) + 1
+        return SimStep(frame=self._frame(), counters={event: dict(o) for event, o in self._counters.items()})
+
+    def world_seed(self, seed: int) -> tuple[int | None, str]:
+        return seed, ""
+
+    def fallback_counts(self) -> dict[str, int]:
+        return {}
+
+    def close(self) -> None:
+        self._objects = []
+
+    def _frame(self) -> np.ndarray:
+        return np.broadcast_to(self._colour, (FRAME_SIDE, FRAME_SIDE, 3)).copy()
