@@ -69,7 +69,8 @@ def _track(
     items: list[str], project: str | Path, tracker: TrackerName, where: str | None, baseline: str | None
 ) -> ExportOutcome:
     from mcu_arms.environment import Environment
-    from mcu_arms.report.tracking import compared, experiment_name, export_to, parse_destination
+    from mcu_arms.report.trackers import export_to
+    from mcu_arms.report.tracking import compared, experiment_name, parse_destination
 
     parse_destination(tracker)
     env = Environment(cwd=Path(project).expanduser().resolve())

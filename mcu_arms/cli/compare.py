@@ -249,7 +249,8 @@ def _write_tracking(
     result: Analysis, destination: tuple[TrackerName, str | None], items: list[str], env: Environment
 ) -> None:
     """Through report/tracking.py, which reads the comparison with one adapter (`compared`)."""
-    from mcu_arms.report.tracking import compared, experiment_name, export_to
+    from mcu_arms.report.trackers import export_to
+    from mcu_arms.report.tracking import compared, experiment_name
 
     tracker, where = destination
     outcome = export_to(tracker, where, compared(result), experiment_name(items, env, result.arm_names()), env)

@@ -418,17 +418,3 @@ def missing_extra(tracker: TrackerName) -> UserError:
         key="--to",
         allowed=f"pip install 'mcu-arms[{tracker}]'",
     )
-
-
-def export_to(
-    tracker: TrackerName, where: str | None, comparison: Compared, experiment: str, env: Environment
-) -> ExportOutcome:
-    """Write the export to `tracker`; its library is imported by its writer only, here and now."""
-    export = tracking_export(comparison, experiment)
-    if tracker == "mlflow":
-        from mcu_arms.report.to_mlflow import write_mlflow
-
-        return write_mlflow(export, where, env)
-    from mcu_arms.report.to_wandb import write_wandb
-
-    return write_wandb(export, where, env)
