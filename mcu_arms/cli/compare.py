@@ -114,7 +114,7 @@ def render(result: Analysis, env: Environment) -> None:
         matrix = _header(result)
         names = result.arm_names()
         for row in result.milestones:
-            cells = [milestone_text(cell, name == result.baseline) for cell, name in zip(row.cells, names)]
+            cells = [milestone_text(cell, name == result.baseline) for cell, name in zip(row.cells, names, strict=True)]
             matrix.add_row(row.identity if one_task else f"{row.task}/{row.identity}", *cells)
         console.print(matrix)
 

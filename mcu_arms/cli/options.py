@@ -171,6 +171,4 @@ ExperimentOption = Annotated[
         "--experiment", help="Use the experiment whose fingerprint starts with PREFIX. Repeatable (one per arm)."
     ),
 ]
-BaselineOption = Annotated[
-    str | None, typer.Option("--baseline", help="Arm the deltas are against (default: first).")
-]
+BaselineOption = Annotated[str | None, typer.Option("--baseline", help="Arm the deltas are against (default: first).")]

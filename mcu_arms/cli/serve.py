@@ -130,9 +130,7 @@ def serve_purple(
             help="Planned agent: the planner's OpenAI-compatible /v1 URL (one with a credential: in the variable).",
         ),
     ] = None,
-    planner_model: Annotated[
-        str | None, typer.Option("--planner-model", help="Planned agent: planner model.")
-    ] = None,
+    planner_model: Annotated[str | None, typer.Option("--planner-model", help="Planned agent: planner model.")] = None,
     planner_revision: Annotated[
         str | None, typer.Option("--planner-revision", help="Planned agent: planner model revision, as recorded.")
     ] = None,
