@@ -80,7 +80,8 @@ class Campaign(BaseModel):
 
 
 def is_campaign(path: Path) -> bool:
-    """A campaign file: a TOML file with a [baseline] table (campaigns/ is where they live, but that is not required)."""
+    """A campaign file: a TOML file with a [baseline] table (campaigns/ is where they live, but that is not
+    required)."""
     if path.suffix != ".toml" or not path.is_file():
         return False
     try:

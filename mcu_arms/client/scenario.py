@@ -77,7 +77,7 @@ def _check_endpoint(value: Any, *, path: Path, line: int | None, key: str) -> st
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UserError(f"not an http(s) URL: {value!r}", path=path, line=line, key=key, allowed="http://HOST:PORT")
     try:
-        parts.port
+        _ = parts.port  # urlsplit checks the port only when it is read
     except ValueError:
         raise UserError(f"bad port in {value!r}", path=path, line=line, key=key, allowed="1-65535") from None
     return value

@@ -11,6 +11,7 @@ import re
 import tomllib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -127,7 +128,7 @@ def user_error(
     format; `key_of` renames a key for the user, e.g. a field to its `--flag`, or `max_steps` to `config.max_steps`.
     """
     if line_of is None and text is not None:
-        line_of = lambda key: toml_line(text, key)  # noqa: E731
+        line_of = partial(toml_line, text)
     found = problems(error, describe) if every else problems(error, describe)[:1]
     rendered = [_as_user_error(problem, path, line_of, key_of) for problem in found]
     if len(rendered) == 1:

@@ -473,7 +473,7 @@ class ArmPlan(BaseModel):
     def public(self) -> dict[str, Any]:
         """The plan as shown and saved: secrets in settings, environments and command lines masked."""
         data = self.model_copy(update={"settings": self.settings.redacted()}).model_dump(mode="json")
-        for process, shown in zip(self.processes, data["processes"]):
+        for process, shown in zip(self.processes, data["processes"], strict=True):
             shown["env"] = process.redacted_env()
             shown["argv"] = [scrub(part) for part in process.argv]
         return data

@@ -391,7 +391,7 @@ class TaskRun:
             return None, noop_result("transport_error", str(error))
         except (asyncio.CancelledError, KeyboardInterrupt):
             raise
-        except BaseException as error:  # noqa: BLE001 - a reply that crashes a parser must not end the task unscored
+        except BaseException as error:  # a reply that crashes a parser must not end the task unscored
             return None, noop_result("transport_error", f"the reply could not be read: {type(error).__name__}")
         parsed = parse_reply(received)
         if parsed.skill is not None and not self.sim.accepts_skills:
@@ -505,7 +505,7 @@ class TaskRun:
         (recording_problem), and video evaluation then grades the observation frames."""
         try:
             return self.sim.finish_recording()
-        except Exception as error:  # noqa: BLE001 - the episode's result stands without its video
+        except Exception as error:  # the episode's result stands without its video
             self.recording_problem = f"the recording could not be written ({type(error).__name__}: {error})"
             return None
 

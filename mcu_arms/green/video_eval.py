@@ -115,7 +115,7 @@ def evaluate_video(
             request, api_key=api_key, base_url=env.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL, model=model
         )
         scores = parse_mcu_scores(answer) if auto_eval_dir is not None else parse_scores(answer)
-    except Exception as error:  # noqa: BLE001 — the contract is a status, never an exception
+    except Exception as error:  # the contract is a status, never an exception
         return outcome("failed", f"{type(error).__name__}: {error}"[:MAX_REASON_CHARS])
     return VideoEvaluation(
         status="ok",

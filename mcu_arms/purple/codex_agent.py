@@ -102,7 +102,7 @@ def _camera(value: Any, where: str) -> list[float]:
     if not isinstance(value, list) or len(value) != 2:
         raise ActionsFileError(f"{where} must be [pitch, yaw] in degrees, got {json.dumps(value)}")
     degrees = []
-    for axis, number in zip(("pitch", "yaw"), value):
+    for axis, number in zip(("pitch", "yaw"), value, strict=True):
         if isinstance(number, bool) or not isinstance(number, (int, float)) or not math.isfinite(number):
             raise ActionsFileError(f"{where} {axis} must be a finite number, got {json.dumps(number)}")
         if abs(number) > CAMERA_LIMIT_DEGREES:
@@ -213,7 +213,8 @@ class CodexPolicy(Policy):
             raise UserError("a provider wire API or key variable needs a provider base URL", key="--provider-base-url")
         if self.options.provider_wire_api not in (None, "responses"):
             raise UserError(
-                f"codex no longer speaks wire API '{self.options.provider_wire_api}' (it exits before sending anything)",
+                f"codex no longer speaks wire API '{self.options.provider_wire_api}' "
+                "(it exits before sending anything)",
                 key="--provider-wire-api",
                 allowed="responses",
             )
@@ -666,7 +667,8 @@ class CodexPolicy(Policy):
         if record.payload_bytes > PAYLOAD_WALL_BYTES and self._payload_warned_session != record.session:
             self._payload_warned_session = record.session
             self._warn(
-                f"turn {record.turn}: session payload {record.payload_bytes / 1e6:.2f} MB is past ~{PAYLOAD_WALL_BYTES / 1e6:g} MB; "
+                f"turn {record.turn}: session payload {record.payload_bytes / 1e6:.2f} MB "
+                f"is past ~{PAYLOAD_WALL_BYTES / 1e6:g} MB; "
                 "turns beyond it have taken a flat ~600 s (lower session_turns)"
             )
         earlier = [previous.latency_s for previous in self.episode.turn_records]

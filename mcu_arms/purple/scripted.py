@@ -115,7 +115,7 @@ class WorldMemory:
         block[reading.reliable] = reading.materials[reading.reliable]
         column, row = PLAYER_CELL
         self.objects = {}
-        for view_row, view_column in zip(*np.nonzero(reading.objects * reading.reliable)):
+        for view_row, view_column in zip(*np.nonzero(reading.objects * reading.reliable), strict=True):
             kind = _kind(reading.objects[view_row, view_column])
             if kind != "player":
                 cell = (self.position[0] + int(view_column) - column, self.position[1] + int(view_row) - row)

@@ -133,7 +133,8 @@ def resolve_weights(environ: Mapping[str, str]) -> Path:
 
 
 def resolve_tokenizer(environ: Mapping[str, str]) -> Path:
-    """The cached MineCLIP tokenizer; without it prepare_condition would fetch it from the hub after the model loaded."""
+    """The cached MineCLIP tokenizer; without it prepare_condition would fetch it from the hub after the model
+    loaded."""
     snapshot = cached_snapshot(environ, TOKENIZER_REPO, _has_tokenizer)
     if snapshot is None:
         raise UserError(

@@ -595,7 +595,7 @@ def choose_experiments(arms: list[_ArmRuns], prefixes: list[str]) -> dict[str, t
     )
     matches = []
     for combination in combinations[:MAX_COMBINATIONS]:
-        settings = fixed + [each.experiments[fp][-1].settings for each, fp in zip(open_arms, combination)]
+        settings = fixed + [each.experiments[fp][-1].settings for each, fp in zip(open_arms, combination, strict=True)]
         differing = _counted_differences(settings)
         if (sorted(differing) == sorted(under_test)) if under_test is not None else len(differing) <= 1:
             matches.append(combination)
@@ -610,7 +610,7 @@ def choose_experiments(arms: list[_ArmRuns], prefixes: list[str]) -> dict[str, t
             allowed=how,
         )
     tested = ", ".join(under_test) if under_test else "what is under test"
-    for each, fp in zip(open_arms, matches[0]):
+    for each, fp in zip(open_arms, matches[0], strict=True):
         chosen[each.target.name] = (
             fp,
             f"the one of its {len(each.candidates())} experiments that differs from the other arms only in {tested}",
@@ -1043,8 +1043,8 @@ def _worded(line: DifferenceResult) -> str:
 
 def _score_difference(arm: ArmAnalysis, base: ArmAnalysis, design: Pairing) -> DifferenceResult:
     """The score, paired by seed when the design allows (else two independent samples, saying why)."""
-    mine = {ref.seed: value for ref, value in zip(arm.used, arm.metrics["score"].values)}
-    theirs = {ref.seed: value for ref, value in zip(base.used, base.metrics["score"].values)}
+    mine = {ref.seed: value for ref, value in zip(arm.used, arm.metrics["score"].values, strict=True)}
+    theirs = {ref.seed: value for ref, value in zip(base.used, base.metrics["score"].values, strict=True)}
     found: MetricComparison = compare_metric("score", mine, theirs, design, name_a=arm.arm, name_b=base.arm)
     return DifferenceResult(
         metric="score",

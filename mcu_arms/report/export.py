@@ -60,7 +60,7 @@ def tidy_rows(result: Analysis) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for arm in result.arms:
         values = {name: summary.values for name, summary in arm.metrics.items() if summary.n == arm.n}
-        for index, (ref, milestones) in enumerate(zip(arm.used, arm.per_episode)):
+        for index, (ref, milestones) in enumerate(zip(arm.used, arm.per_episode, strict=True)):
             metrics: dict[str, Any] = {name: column[index] for name, column in values.items()}
             metrics |= {
                 f"milestone:{key}": step for key, step in milestones.steps.items() if arm.milestones[key].available
@@ -127,7 +127,7 @@ def write_export(result: Analysis, directory: Path) -> list[Path]:
     written = [directory / name for name in EXPORT_FILES[:4]]
     with written[0].open("x", encoding="utf-8") as handle:
         handle.write(result.model_dump_json(indent=2))
-    _write_csv(written[1], CSV_COLUMNS, [dict(zip(CSV_COLUMNS, row)) for row in tidy_numbers(result)])
+    _write_csv(written[1], CSV_COLUMNS, [dict(zip(CSV_COLUMNS, row, strict=True)) for row in tidy_numbers(result)])
     _write_csv(written[2], TIDY_COLUMNS, tidy)
     _write_csv(written[3], STEP_COLUMNS, steps)
     if importlib.util.find_spec("pyarrow") is not None:

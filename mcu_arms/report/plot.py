@@ -1,7 +1,8 @@
 """`compare --plot FILE`: milestones reached against step, one line per arm — the median over its replicates with
 the interquartile range as a band, the analysis's ReachedCurve — in the format the file's suffix names (png, pdf, svg).
 
-The series come from the Analysis without matplotlib (tests read them); matplotlib is imported only to draw, with Agg. Each
+The series come from the Analysis without matplotlib (tests read them); matplotlib is imported only to draw, with Agg.
+Each
 line is labelled by what differs from the baseline (`agent=random`), not by the arm's name, and the title keeps the
 simulator label: a figure pasted into a paper still says what ran where.
 """
@@ -99,7 +100,7 @@ def build_figure(data: PlotData) -> Any:
         if series.replicates > 1:
             axes.fill_between(series.steps, series.low, series.high, step="post", alpha=0.2, color=line.get_color())
         for step, name in series.landed:
-            reached = max((m for x, m in zip(series.steps, series.median) if x <= step), default=0)
+            reached = max((m for x, m in zip(series.steps, series.median, strict=True) if x <= step), default=0)
             axes.annotate(
                 name,
                 (max(step, 1) if data.log_x else step, reached),

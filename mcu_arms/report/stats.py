@@ -172,7 +172,7 @@ def difference_interval(a: Sequence[float], b: Sequence[float]) -> Interval | No
     if len(a) < 2 or len(b) < 2:
         return None
     means_a, means_b = _resampled_means(a), _resampled_means(b, RESAMPLE_SEED + 1)
-    return _percentile_interval([x - y for x, y in zip(means_a, means_b)])
+    return _percentile_interval([x - y for x, y in zip(means_a, means_b, strict=True)])
 
 
 def seeds_needed(a: Sequence[float], b: Sequence[float]) -> int | None:

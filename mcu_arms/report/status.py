@@ -3,7 +3,8 @@ and every live process of the arm, whichever episode started it.
 
 Reading only: nothing here signals anything. Which processes are alive comes from the private record of what we
 started (private_record.py), never from the report: a report naming a live process we did not start shows it gone.
-A `started` report whose supervising `mcu-arms run` is gone is shown as stale. An episode run as a Slurm job is read from its files first; Slurm (squeue, then sacct) is asked only
+A `started` report whose supervising `mcu-arms run` is gone is shown as stale. An episode run as a Slurm job is read
+from its files first; Slurm (squeue, then sacct) is asked only
 whether the job of an open report still runs, and what it ended as when it ended without a final report.
 """
 

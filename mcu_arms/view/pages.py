@@ -71,7 +71,7 @@ def render_comparison(result: Analysis, episode_links: list[EpisodeLink], genera
     for link in episode_links:
         links[link.arm].append(link)
     milestones = [
-        (row, [milestone_text(cell, name == result.baseline) for cell, name in zip(row.cells, names)])
+        (row, [milestone_text(cell, name == result.baseline) for cell, name in zip(row.cells, names, strict=True)])
         for row in result.milestones
     ]
     return (

@@ -300,7 +300,7 @@ def comparison_data(result: Analysis) -> dict[str, object]:
                 "low": [0.0, *(1 - point.band.high for point in cell.time_to_event.points)],
                 "high": [0.0, *(1 - point.band.low for point in cell.time_to_event.points)],
             }
-            for arm, cell in zip(result.arms, row.cells)
+            for arm, cell in zip(result.arms, row.cells, strict=True)
             if cell.time_to_event is not None
         ]
         if curves:

@@ -417,7 +417,8 @@ class PlannedPolicy(Policy):
             self._write_report()
 
     def _warn(self, message: str) -> None:
-        """Each kind of trouble once per episode in the report (the supervisor raises it as an alert), all in the log."""
+        """Each kind of trouble once per episode in the report (the supervisor raises it as an alert), all in the
+        log."""
         log_line(f"planned: {message}")
         kind = message.split(":", 1)[0]
         if self.episode is not None and kind not in self._warned:

@@ -162,7 +162,7 @@ def pairing_effect(a: Sequence[float], b: Sequence[float]) -> PairingEffect:
         return PairingEffect(correlation=None, variance_paired=None, variance_unpaired=None)
     var_a, var_b = statistics.variance(a), statistics.variance(b)
     correlation = statistics.correlation(a, b) if var_a > 0 and var_b > 0 else None
-    paired = statistics.variance([x - y for x, y in zip(a, b)])
+    paired = statistics.variance([x - y for x, y in zip(a, b, strict=True)])
     return PairingEffect(correlation=correlation, variance_paired=paired, variance_unpaired=var_a + var_b)
 
 
