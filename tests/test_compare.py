@@ -383,7 +383,7 @@ def test_csv_is_tidy_numbers(pair: Path) -> None:
     assert value[("scripted_arm", "score", "episode:1")] == 3, "a one-episode value is labelled with its episode"
     result = compare(pair, "scripted_arm", "random_arm")
     for milestone in result.milestones:
-        for arm, cell in zip(result.arm_names(), milestone.cells):
+        for arm, cell in zip(result.arm_names(), milestone.cells, strict=True):
             assert value.get((arm, f"milestone:{milestone.task}/{milestone.identity}", "delta")) == cell.delta
     assert value[("", "verdict", "comparable")] == 1 and value[("", "verdict", "exit_code")] == 0
 

@@ -15,12 +15,12 @@ import pytest
 
 pytest.importorskip("crafter")
 
-from mcu_arms.contracts.crafter_keymap import env_action_for  # noqa: E402
-from mcu_arms.contracts.crafter_view import PLAYER_CELL, VIEW_COLUMNS, VIEW_ROWS, visible_tiles  # noqa: E402
-from mcu_arms.contracts.game_state import GameState  # noqa: E402
-from mcu_arms.contracts.tasks import TaskSpec  # noqa: E402
-from mcu_arms.green.sims.embedded import EmbeddedSimulator  # noqa: E402
-from mcu_arms.purple.crafter_vision import MATERIALS, OBJECTS, FrameReader  # noqa: E402
+from mcu_arms.contracts.crafter_keymap import env_action_for
+from mcu_arms.contracts.crafter_view import PLAYER_CELL, VIEW_COLUMNS, VIEW_ROWS, visible_tiles
+from mcu_arms.contracts.game_state import GameState
+from mcu_arms.contracts.tasks import TaskSpec
+from mcu_arms.green.sims.embedded import EmbeddedSimulator
+from mcu_arms.purple.crafter_vision import MATERIALS, OBJECTS, FrameReader
 
 TASK = TaskSpec(name="state", category="crafting", text="state")
 # The keys a GameState may hold, at any depth: a new key must be added here on purpose, after asking whether the

@@ -252,7 +252,9 @@ def test_light_commands_load_no_heavy_stack(command: str) -> None:
     cores = {
         "plan": "mcu_arms.arms.plan, mcu_arms.arms.prepare",
         "status": "mcu_arms.report.status",
-        "compare": "mcu_arms.report.compare, mcu_arms.report.tracking, mcu_arms.report.to_mlflow, mcu_arms.report.to_wandb",
+        "compare": (
+            "mcu_arms.report.compare, mcu_arms.report.tracking, mcu_arms.report.to_mlflow, mcu_arms.report.to_wandb"
+        ),
         "tasks": "mcu_arms.report.tasks",
         "new": "mcu_arms.arms.template",
         "doctor": "mcu_arms.doctor",

@@ -218,7 +218,10 @@ def recording_app(journal: list[str]):
         return RecordingPolicy(journal, f"p{next(created)}")
 
     executor = PurpleExecutor("scripted", PurpleOptions(), factory)
-    card = lambda url: build_card("rec", "records", url, [Skill("s", "S", "d")], streaming=False)  # noqa: E731
+
+    def card(url: str):  # an a2a AgentCard
+        return build_card("rec", "records", url, [Skill("s", "S", "d")], streaming=False)
+
     return executor, (lambda url: build_app(card(url), executor))
 
 

@@ -15,7 +15,10 @@ import pytest
 from run_helpers import Started, alive, cli_env, report, run_cli, running_with_steps, wait_for, write_arm
 
 HOST = "127.0.0.1"
-LISTENER = "import socket,sys; s=socket.socket(); s.bind(('127.0.0.1',0)); s.listen(); print(s.getsockname()[1], flush=True); sys.stdin.read()"
+LISTENER = (
+    "import socket,sys; s=socket.socket(); s.bind(('127.0.0.1',0)); s.listen(); "
+    "print(s.getsockname()[1], flush=True); sys.stdin.read()"
+)
 
 
 def test_a_busy_port_aborts_the_run_naming_who_holds_it_and_the_holders_live_on(tmp_path: Path) -> None:

@@ -15,17 +15,17 @@ from PIL import Image
 
 crafter = pytest.importorskip("crafter")
 
-from mcu_arms.contracts.tasks import TASKS_ROOT, load_task  # noqa: E402
-from mcu_arms.contracts.wire import BUTTON_KEYS, InitPayload, ObservationPayload  # noqa: E402
-from mcu_arms.green.sims.embedded import EmbeddedSimulator  # noqa: E402
-from mcu_arms.purple.crafter_vision import (  # noqa: E402
+from mcu_arms.contracts.tasks import TASKS_ROOT, load_task  # noqa: E402 - after the importorskip above
+from mcu_arms.contracts.wire import BUTTON_KEYS, InitPayload, ObservationPayload  # noqa: E402 - after the importorskip above
+from mcu_arms.green.sims.embedded import EmbeddedSimulator  # noqa: E402 - after the importorskip above
+from mcu_arms.purple.crafter_vision import (  # noqa: E402 - after the importorskip above
     INVENTORY_ITEMS,
     MATERIALS,
     OBJECTS,
     FrameReader,
     decode_observation,
 )
-from mcu_arms.purple.scripted import REPORT_NAME, ScriptedPolicy, ScriptedReport  # noqa: E402
+from mcu_arms.purple.scripted import REPORT_NAME, ScriptedPolicy, ScriptedReport  # noqa: E402 - after the importorskip above
 
 SEMANTIC_OBJECTS = {13: "player", 14: "cow", 15: "zombie", 16: "skeleton", 17: "arrow", 18: "plant"}
 WALKABLE = ("grass", "sand", "path")
