@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import re
 import tomllib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -94,13 +94,13 @@ def key_parts(dotted_key: str) -> tuple[str | int, ...]:
     return tuple(int(part) if part.isdigit() else part for part in re.findall(r"[^.\[\]]+", dotted_key))
 
 
-def plain_problem(error: dict[str, Any]) -> Problem:
+def plain_problem(error: Mapping[str, Any]) -> Problem:
     """A pydantic error as a Problem: its location as a dotted key and its message without pydantic's prefix."""
     message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
     return Problem(key=dotted(tuple(error.get("loc", ()))), message=message, kind=str(error.get("type", "")))
 
 
-Describe = Callable[[dict[str, Any]], Problem]
+Describe = Callable[[Mapping[str, Any]], Problem]
 
 
 def problems(error: ValidationError, describe: Describe = plain_problem) -> list[Problem]:

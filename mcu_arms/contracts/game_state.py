@@ -116,7 +116,7 @@ class TileSummary(_State):
 class View(_State):
     width: int
     height: int
-    hidden: int = Field(0, description="tiles of the window too dark to make out (the corners on a dark night)")
+    hidden: int = Field(default=0, description="tiles of the window too dark to make out (the corners on a dark night)")
     tiles: dict[str, TileSummary] = Field(description="per tile kind (grass, tree, water, table, void...)")
 
 
