@@ -36,6 +36,7 @@ from mcu_arms.contracts.agent_report import (
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.resources import TEMPLATES_DIR
 from mcu_arms.contracts.settings import PAYLOAD_WALL_BYTES, PurpleOptions, compacts
+from mcu_arms.contracts.states import TurnOutcome
 from mcu_arms.contracts.timestamps import iso_seconds
 from mcu_arms.contracts.wire import (
     BUTTON_KEYS,
@@ -570,7 +571,7 @@ class CodexPolicy(Policy):
 
     def _judge(
         self, run: TurnRun, actions_path: Path, stderr_path: Path
-    ) -> tuple[str, str, str | None, list[EnvAction]]:
+    ) -> tuple[TurnOutcome, str, str | None, list[EnvAction]]:
         """(outcome, failure category, reason, actions) for a finished turn."""
         if run.timed_out:
             stopped = "; ".join(run.stopped) or "it had exited"

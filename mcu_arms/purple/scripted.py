@@ -615,6 +615,7 @@ class ScriptedPolicy(Policy):
 
     def _append_to_report(self, episode: ScriptedEpisode) -> None:
         """Episodes of one purple process close one at a time on its event loop, so read-append-write is safe."""
+        assert self.output_dir is not None  # the caller appends only when there is an output dir
         path = self.output_dir / REPORT_NAME
         episodes = []
         if path.exists():

@@ -86,9 +86,9 @@ class PurpleExecutor(AgentExecutor):
     async def _answer(self, context: RequestContext, context_id: str) -> BaseModel:
         payload = message_payload(context.message) if context.message is not None else None
         kind = payload.get("type") if payload else None
-        if kind == "init":
+        if payload is not None and kind == "init":
             return await self._init(payload, context_id)
-        if kind == "obs":
+        if payload is not None and kind == "obs":
             return await self._act(payload, context_id)
         self.counts["bad_payload"] += 1
         got = f"type {kind!r}" if payload is not None else "no JSON object"
