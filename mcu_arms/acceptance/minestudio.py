@@ -396,6 +396,7 @@ def check_seeded_fast(run: _Run, evidence: list[str]) -> None:
             step = simulator.step(noop_action())
             heights.append(round(float(simulator._sim.info["player_pos"]["y"]), 2))
             healths.append(float(step.info.get("health", float("nan"))))
+            assert step.frame is not None  # MineStudio renders every step
             frames.add(step.frame.tobytes())
     finally:
         simulator.close()

@@ -19,7 +19,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +41,7 @@ from mcu_arms.contracts.events import GreenEvent, InitFailed, MilestoneReached, 
 from mcu_arms.contracts.game_state import DEFAULT_OBSERVE, GameState, ObserveMode, wants_frame, wants_state
 from mcu_arms.contracts.mineflayer import MineflayerServer
 from mcu_arms.contracts.skills import GameEvent, SkillOutcome
-from mcu_arms.contracts.states import INFRASTRUCTURE_CAUSES
+from mcu_arms.contracts.states import INFRASTRUCTURE_CAUSES, EndedBy
 from mcu_arms.contracts.steps import StepRecord, truncate_received
 from mcu_arms.contracts.timestamps import iso_seconds
 from mcu_arms.contracts.wire import (
@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     from mcu_arms.green.scoring import MilestoneEvent, RewardTracker, TaskScore, VideoEvaluation
     from mcu_arms.green.sims.base import Recording, SimStep, Simulator
 
-EventSink = Callable[[GreenEvent], Awaitable[None]]
+EventSink = Callable[[GreenEvent], Coroutine[Any, Any, None]]
 
 RECORDING_DIR = "recording"  # in the task's folder: the simulator's video of the task (MineStudio: episode_1.mp4)
 
@@ -256,7 +256,7 @@ class TaskRun:
         self.agent_ms: list[float] = []
         self.sim_ms: list[float] = []
         self.steps_run = 0
-        self.ended_by = "max_steps"
+        self.ended_by: EndedBy = "max_steps"
         self.error: str | None = None
         self.init: InitOutcome | None = None
         self.support = simulator.supports(task)
