@@ -133,7 +133,7 @@ def _failed_turns(arm: ArmAnalysis) -> str:
 def result_rows(result: Analysis) -> list[tuple[str, list[str]]]:
     """The statistics over each arm's episodes used, one row per metric, one cell per arm."""
     arms = result.arms
-    rows = [
+    rows: list[tuple[str, list[str]]] = [
         ("status", [arm.status for arm in arms]),
         ("experiment", [experiment_text(arm) for arm in arms]),
         ("replicates", [replicates_text(arm) for arm in arms]),

@@ -115,7 +115,8 @@ def build_figure(data: PlotData) -> Any:
     axes.set_xlabel("step" + (" (log)" if data.log_x else ""))
     axes.set_ylabel("milestones reached (median, IQR band)")
     axes.set_title(data.title, fontsize=10)
-    axes.yaxis.get_major_locator().set_params(integer=True)
+    # the y axis's locator is a MaxNLocator, which takes `integer`; the stubs type it as the base Locator
+    axes.yaxis.get_major_locator().set_params(integer=True)  # type: ignore[call-arg]
     axes.grid(True, alpha=0.3)
     if data.series:
         axes.legend(loc="upper left", fontsize=8)
@@ -131,7 +132,7 @@ def plot_format(path: Path) -> PlotFormat:
         raise UserError(
             f"cannot draw a .{suffix or '(no suffix)'} file", path=path, key="--plot", allowed=", ".join(FORMATS)
         )
-    return suffix  # type: ignore[return-value]
+    return suffix
 
 
 def save_plot(result: Analysis, path: Path, *, log_x: bool = False) -> PlotData:

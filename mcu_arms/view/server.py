@@ -14,7 +14,7 @@ import os
 import shutil
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.cookies import SimpleCookie
@@ -42,7 +42,7 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def view_token(host: str, env: dict[str, str]) -> str | None:
+def view_token(host: str, env: Mapping[str, str]) -> str | None:
     """The token a server on `host` requires: None on loopback; on any other interface one the user set."""
     if is_loopback(host):
         return None

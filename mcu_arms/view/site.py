@@ -290,7 +290,7 @@ def comparison_data(result: Analysis) -> dict[str, object]:
     plot = plot_data(result)
     survival: dict[str, list[dict[str, object]]] = {}
     for row in result.milestones:
-        curves = [
+        curves: list[dict[str, object]] = [
             {
                 "arm": arm.arm,
                 "n": cell.time_to_event.n,
