@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -154,7 +155,7 @@ def resolve_settings(spec: ArmSpec, warnings: list[str]) -> tuple[Settings, Comp
         model_spec = getattr(spec, table)
         if model_spec is not None:
             as_written |= {f"{table}_{key}": value for key, value in model_spec.model_dump().items()}
-    resolved = {"steps": steps, "compact_limit": compaction.limit}
+    resolved: dict[str, Any] = {"steps": steps, "compact_limit": compaction.limit}
     if spec.simulator == "minestudio":
         resolved["reset_mode"] = spec.reset_mode or DEFAULT_RESET_MODE
         resolved["action_mode"] = spec.action_mode or DEFAULT_ACTION_MODE
@@ -475,7 +476,7 @@ def resolve_slurm(spec: ArmSpec, given: SlurmOverrides, source: Path) -> SlurmOp
             key="slurm.stop_margin",
             allowed=f"a margin below the time limit minus {SLURM_TICK_S} s, or a longer time",
         )
-    chosen = {
+    chosen: dict[str, Any] = {
         key: flags.get(key, getattr(written, key))
         for key in (
             "partition",

@@ -113,15 +113,17 @@ def render(result: Analysis, env: Environment) -> None:
         console.print(f"[bold]{title}[/]", highlight=False)
         matrix = _header(result)
         names = result.arm_names()
-        for row in result.milestones:
-            cells = [milestone_text(cell, name == result.baseline) for cell, name in zip(row.cells, names, strict=True)]
-            matrix.add_row(row.identity if one_task else f"{row.task}/{row.identity}", *cells)
+        for milestone in result.milestones:
+            cells = [
+                milestone_text(cell, name == result.baseline) for cell, name in zip(milestone.cells, names, strict=True)
+            ]
+            matrix.add_row(milestone.identity if one_task else f"{milestone.task}/{milestone.identity}", *cells)
         console.print(matrix)
 
     excluded = excluded_lines(result)
     console.print(f"[bold]excluded episodes[/] ({len(excluded) or 'none'})", highlight=False)
-    for line in excluded:
-        console.print(f"  {escape(shown_text(line, MAX_MESSAGE_CHARS))}", highlight=False, soft_wrap=True)
+    for reason in excluded:
+        console.print(f"  {escape(shown_text(reason, MAX_MESSAGE_CHARS))}", highlight=False, soft_wrap=True)
     _table(result, "one episode per arm: the latest used (counters, not statistics)", episode_rows(result), env)
 
     for arm in result.arms:

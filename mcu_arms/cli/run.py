@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import typer
 from rich.console import Group, RenderableType
@@ -162,8 +162,8 @@ def register(app: typer.Typer) -> None:
                 retries,
                 max_seeds or DEFAULT_MAX_SEEDS,
                 batch or DEFAULT_BATCH,
-                primary or DEFAULT_PRIMARY,
-            )  # type: ignore[arg-type]
+                cast(PrimaryMetric, primary or DEFAULT_PRIMARY),  # checked against PRIMARY_METRICS above
+            )
         plans, selection = planned(files or [], arm, overrides, env, placement)
         plans = [plan.model_copy(update=annotations) for plan in plans]
         if dry_run:

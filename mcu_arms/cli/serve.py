@@ -8,7 +8,7 @@ its environment); one started by hand has none and is open, on loopback only unl
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from pydantic import ValidationError
@@ -188,7 +188,7 @@ def serve_purple(
     ] = None,
 ) -> None:
     """Serve a purple agent: answers the green's init with an ack and each observation with an action."""
-    given = {
+    given: dict[str, Any] = {
         "seed": seed,
         "output_dir": output_dir,
         "step_timeout": step_timeout,

@@ -18,6 +18,7 @@ use them; ours names them as ignored), and the client warns about each, since a 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -189,7 +190,7 @@ def _load_participants(raw: Any, *, path: Path, text: str) -> list[Participant]:
     return participants
 
 
-def _describe_config_error(error: dict[str, Any]) -> Problem:
+def _describe_config_error(error: Mapping[str, Any]) -> Problem:
     problem = plain_problem(error)
     if problem.kind == "missing":
         return Problem(problem.key, "missing", kind=problem.kind)
