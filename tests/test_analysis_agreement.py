@@ -183,6 +183,7 @@ def test_the_fixture_is_analysed_as_designed(analysis: Analysis) -> None:
     assert score.verdict == "not distinguishable" and "about 6 paired seeds would resolve" in score.text
 
 
+@pytest.mark.slow
 def test_text_json_csv_and_markdown_agree(project: Path, analysis: Analysis) -> None:
     shown = invoke(project, {}, "compare", "campaigns/agents.toml", "--json")
     assert shown.exit_code == 0 and Analysis.model_validate_json(shown.out) == analysis, "--json is the object itself"

@@ -397,6 +397,7 @@ def test_markdown_has_every_table(pair: Path) -> None:
     assert "## Settings" in outcome.out and "## Results" in outcome.out
 
 
+@pytest.mark.slow
 def test_plot_is_a_png_with_one_line_per_arm(pair: Path) -> None:
     from matplotlib import image
 
@@ -441,6 +442,7 @@ def test_user_errors_name_what_is_allowed(pair: Path) -> None:
     assert corrupt.exit_code == 2 and str(report) in corrupt.err and "Traceback" not in corrupt.err
 
 
+@pytest.mark.slow
 def test_light_import() -> None:
     import subprocess
 

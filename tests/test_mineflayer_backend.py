@@ -27,6 +27,9 @@ from mcu_arms.green.scoring import RewardTracker
 from mcu_arms.green.sims.base import SimStep, SimulatorUnavailable
 from mcu_arms.green.sims.mineflayer.backend import MineflayerSimulator, server_check
 
+# a flying-squid server and node installed with npm, then a real bot per test: the slow tier
+pytestmark = pytest.mark.slow
+
 BOT = "green_bot"
 COLLECT_WOOD = select_tasks("mining_and_collecting", ["collect_wood"])[0]
 VANILLA_ENV = "MCU_ARMS_VANILLA_SERVER"

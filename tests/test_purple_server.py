@@ -85,6 +85,7 @@ def test_noop_server_acks_and_presses_nothing(tmp_path: Path):
     assert "init context=episode-1 agent=noop" in server.log()
 
 
+@pytest.mark.slow
 def test_random_is_deterministic_per_seed_and_per_episode(tmp_path: Path):
     ports = [free_port() for _ in range(2)]
     first = ServerProcess(purple_args("random", ports[0], "--seed", "7"), tmp_path / "a.log", ports[0])

@@ -30,6 +30,9 @@ from mcu_arms.contracts.settings import PurpleOptions
 from mcu_arms.contracts.wire import InitPayload, ObservationPayload
 from mcu_arms.purple.codex_agent import CodexPolicy
 
+# the real codex CLI, installed with npm (424 MB), driven turn by turn: the slow tier
+pytestmark = pytest.mark.slow
+
 KEY_VARIABLE = "MOCK_CODEX_KEY"
 KEY_VALUE = "sk-mock-not-a-real-key"
 SECRET = "s3cret-in-the-url"
@@ -305,7 +308,6 @@ provider_env_key = "{key}"
 """
 
 
-@pytest.mark.slow
 def test_worldmodel_and_prolong_arms_run_end_to_end_through_the_real_cli(codex_bin, checkout, mock):
     """`mcu-arms run` with real green, purple and client processes; each purple drives the real codex."""
     steps, per_turn = 6, 3
