@@ -73,7 +73,7 @@ def make_dirs_nofollow(root: Path, parts: Sequence[str], mode: int = 0o777) -> P
     return path
 
 
-def open_log(path: Path, mode: int = SHARED_MODE):  # noqa: ANN201 - a text file object
+def open_log(path: Path, mode: int = SHARED_MODE):  # a text file object
     """Open a log for appending, never through a link; a new one gets `mode` (PRIVATE_FILE_MODE for the log of a
     process that holds a conversation)."""
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, mode)

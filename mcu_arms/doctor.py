@@ -215,7 +215,8 @@ def cuda_check(env: Mapping[str, str], specs: list[ArmSpec]) -> Check:
         return Check(
             name="CUDA",
             status="warn",
-            detail=f"{listing.splitlines()[0]}; arms share device(s) {sorted(shared)}: give concurrent neural arms different devices",
+            detail=f"{listing.splitlines()[0]}; arms share device(s) {sorted(shared)}: "
+            "give concurrent neural arms different devices",
             needed_by=names,
         )
     return Check(name="CUDA", status="ok", detail=listing.splitlines()[0], needed_by=names)

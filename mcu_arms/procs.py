@@ -142,7 +142,7 @@ def stop_process_group(
 
 
 def _stop_group(
-    leader: psutil.Process, create_time: float, grace_s: float, popen: subprocess.Popen | None
+    leader: psutil.Process, create_time: float | None, grace_s: float, popen: subprocess.Popen | None
 ) -> StopOutcome:
     members = [leader, *descendants(leader)]
     _signal_all(leader, members, signal.SIGTERM)

@@ -12,7 +12,7 @@ class FakeModelService(BaseHTTPRequestHandler):
     requests: list[dict] = []
     answer: str = ""
 
-    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+    def do_POST(self) -> None:  # http.server's naming
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         type(self).requests.append(body)
         payload = {

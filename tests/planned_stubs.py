@@ -49,10 +49,10 @@ def reworded(plan: dict[str, Any], contract: list[dict[str, Any]], *, change_cou
 class _Handler(BaseHTTPRequestHandler):
     service: StubService
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+    def do_GET(self) -> None:  # http.server's naming
         self._reply(*self.service.get(self.path))
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])) or b"{}")
         self._reply(*self.service.post(self.path, body))
 

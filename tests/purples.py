@@ -99,7 +99,7 @@ class ScriptedPurple(AgentExecutor):
         """Nothing long-running to cancel."""
 
 
-def build_test_purple(executor: ScriptedPurple, url: str):  # noqa: ANN201 - a Starlette app
+def build_test_purple(executor: ScriptedPurple, url: str):  # a Starlette app
     card = build_card(
         name="test purple",
         description="Scripted answers for the green agent's tests.",

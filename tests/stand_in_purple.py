@@ -16,9 +16,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from purples import NOOP, ScriptedPurple, build_test_purple  # noqa: E402
+from purples import NOOP, ScriptedPurple, build_test_purple
 
-from mcu_arms.a2a_transport import serve_app  # noqa: E402
+from mcu_arms.a2a_transport import serve_app
 
 NESTING = 200_000
 

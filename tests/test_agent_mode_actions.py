@@ -48,6 +48,7 @@ def test_what_agent_mode_applies_and_the_adjustments_it_names(sent, expected, ad
     assert named == adjustments
 
 
+@pytest.mark.slow
 def test_every_compact_action_is_a_fixed_point() -> None:
     """Decoding a compact action and sending it through agent mode again changes nothing (the camera meta action
     off with a moving camera index decodes to no turn, which encodes back to the same button index)."""
@@ -57,6 +58,7 @@ def test_every_compact_action_is_a_fixed_point() -> None:
             assert through_agent_mode(decoded) == (decoded, []), (button, camera)
 
 
+@pytest.mark.slow
 def test_the_stand_ins_from_factored_agrees_on_random_actions(fake_minestudio: Any) -> None:
     from minestudio.simulator.entry import MinecraftSim
 

@@ -183,6 +183,7 @@ def test_the_fixture_is_analysed_as_designed(analysis: Analysis) -> None:
     assert score.verdict == "not distinguishable" and "about 6 paired seeds would resolve" in score.text
 
 
+@pytest.mark.slow
 def test_text_json_csv_and_markdown_agree(project: Path, analysis: Analysis) -> None:
     shown = invoke(project, {}, "compare", "campaigns/agents.toml", "--json")
     assert shown.exit_code == 0 and Analysis.model_validate_json(shown.out) == analysis, "--json is the object itself"
@@ -330,7 +331,7 @@ def test_the_html_pages_in_chromium_agree(project: Path, analysis: Analysis, tmp
     assert "one episode per arm (n = 1)" not in page["text"]
     lines = [line for difference in analysis.differences for line in difference.lines()]
     assert len(page["differences"]) == len(lines)
-    for row, line in zip(page["differences"], lines):
+    for row, line in zip(page["differences"], lines, strict=True):
         assert (row["arm"], row["metric"], row["verdict"]) == (line.arm, line.metric, line.verdict)
         assert row["n"] == f"{line.n_a} + {line.n_b}"
         assert row["estimate"] == "" if line.estimate is None else _close(row["estimate"], line.estimate)
@@ -344,19 +345,22 @@ def test_the_html_pages_in_chromium_agree(project: Path, analysis: Analysis, tmp
     ]
     assert len(page["excluded"]) == sum(len(arm.excluded) for arm in analysis.arms)
     assert all(
-        short(arm.experiment.fingerprint or "") in shown for arm, shown in zip(analysis.arms, page["experiments"])
+        short(arm.experiment.fingerprint or "") in shown
+        for arm, shown in zip(analysis.arms, page["experiments"], strict=True)
     )
     assert page["chart"] == [arm.n for arm in analysis.arms]
     bands = [fill for _, fill in page["colours"] if fill]  # each arm's band in its own line's colour, translucent
     lines_drawn = [colour for colour, fill in page["colours"] if fill is None][1::2]  # upper edge, median: the median
     assert len(bands) == len(lines_drawn) == 2 and len(set(lines_drawn)) == 2
-    for band, line in zip(bands, lines_drawn):
+    for band, line in zip(bands, lines_drawn, strict=True):
         assert band.startswith("rgba(") and band.split("(")[1].split(",")[:3] == [
             str(int(line[i : i + 2], 16)) if i == 1 else f" {int(line[i : i + 2], 16)}" for i in (1, 3, 5)
         ], (band, line)
     row = next(row for row in analysis.milestones if f"{row.task}/{row.identity}" == page["kmKey"])
-    curves = [(arm, cell.time_to_event) for arm, cell in zip(analysis.arms, row.cells) if cell.time_to_event]
+    curves = [
+        (arm, cell.time_to_event) for arm, cell in zip(analysis.arms, row.cells, strict=True) if cell.time_to_event
+    ]
     assert [trace["name"].split(" ")[0] for trace in page["km"]] == [arm.arm for arm, _ in curves]
-    for trace, (_, survival) in zip(page["km"], curves):
+    for trace, (_, survival) in zip(page["km"], curves, strict=True):
         assert trace["x"] == [0, *(point.step for point in survival.points)]
         assert trace["y"] == pytest.approx([0, *(1 - point.not_reached for point in survival.points)])

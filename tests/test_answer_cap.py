@@ -20,7 +20,7 @@ class Streamed(httpx.AsyncByteStream):
         self.chunks = chunks
         self.sent = 0
 
-    async def __aiter__(self):  # noqa: ANN204
+    async def __aiter__(self):
         for chunk in self.chunks:
             self.sent += len(chunk)
             yield chunk

@@ -169,7 +169,7 @@ def test_two_simultaneous_starts_of_one_codex_arm_give_one_run_and_one_purple_pe
                 os.killpg(process.pid, signal.SIGKILL)
     codes = sorted(process.returncode for process in (first, second))
     assert codes == [0, 2], outs
-    refusal = next(err for (_, err), process in zip(outs, (first, second)) if process.returncode == 2)
+    refusal = next(err for (_, err), process in zip(outs, (first, second), strict=True) if process.returncode == 2)
     assert "is being prepared or run by another mcu-arms" in refusal or "has live processes" in refusal
     assert "Traceback" not in refusal
     assert intruder.returncode == 2 and "in use by another purple" in intruder.stderr, intruder.stderr

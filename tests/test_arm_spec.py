@@ -237,8 +237,8 @@ def test_the_planned_arm_reads_its_two_models():
         (
             VALID.replace('simulator = "embedded"', 'simulator = "minestudio"\nobserve = "state"'),
             "arms/arm.toml:4",
-            "key 'observe': observe = \"state\" needs structured state, which only the embedded and mineflayer simulators "
-            "provide",
+            "key 'observe': observe = \"state\" needs structured state, "
+            "which only the embedded and mineflayer simulators provide",
         ),
         (
             VALID.replace('agent = "noop"', 'agent = "scripted"\nobserve = "state"'),

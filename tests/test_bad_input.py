@@ -43,6 +43,7 @@ def refused(project: Path, state: Path, *args: str) -> str:
     return done.stderr
 
 
+@pytest.mark.slow
 def test_toml_nested_a_hundred_thousand_deep(tmp_path: Path):
     path = arm_file(tmp_path, extra="deep = " + "[" * 100_000 + "]" * 100_000)
     error = refused(tmp_path, tmp_path / "state", "plan", "--dry-run", "--arm", "a")
@@ -54,6 +55,7 @@ def test_toml_nested_a_hundred_thousand_deep(tmp_path: Path):
 
 
 @pytest.mark.parametrize("value", ["inf", "-inf", "nan"])
+@pytest.mark.slow
 def test_an_infinite_or_nan_step_timeout_is_refused_in_the_file_and_on_the_command_line(tmp_path: Path, value: str):
     arm_file(tmp_path, extra=f"step_timeout = {value}")
     error = refused(tmp_path, tmp_path / "state", "plan", "--dry-run", "--arm", "a")
@@ -69,6 +71,7 @@ def test_a_nul_byte_in_an_env_value_is_refused_at_plan_without_showing_the_value
     assert "key 'env.DB_PASS'" in error and "NUL byte" in error and "hunter2" not in error
 
 
+@pytest.mark.slow
 def test_an_output_that_is_a_file_is_a_clear_error(tmp_path: Path):
     arm_file(tmp_path)
     (tmp_path / "output").write_text("not a directory")
@@ -77,6 +80,7 @@ def test_an_output_that_is_a_file_is_a_clear_error(tmp_path: Path):
 
 
 @pytest.mark.parametrize("where", ["logs", "output/a"])
+@pytest.mark.slow
 def test_a_file_where_a_directory_must_be_is_one_line_before_anything_starts(tmp_path: Path, where: str):
     arm_file(tmp_path)
     (tmp_path / where).parent.mkdir(parents=True, exist_ok=True)
@@ -87,6 +91,7 @@ def test_a_file_where_a_directory_must_be_is_one_line_before_anything_starts(tmp
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a read-only tmpfs needs root (permissions do not bind root)")
+@pytest.mark.slow
 def test_a_read_only_output_is_a_clear_error(tmp_path: Path):
     arm_file(tmp_path)
     output = tmp_path / "output"
@@ -221,6 +226,7 @@ ENV_PAST_THE_LIMIT = "[env]\n" + "\n".join(f'V{index} = "x"' for index in range(
         "env-value",
     ],
 )
+@pytest.mark.slow
 def test_each_limit_is_refused_at_its_line_naming_the_limit(
     tmp_path: Path, extra: str, tables: str, key: str, line: int, said: str
 ):

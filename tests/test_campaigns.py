@@ -148,7 +148,8 @@ def test_a_campaign_runs_two_at_a_time_retries_an_infrastructure_failure_and_rer
         process.send_signal(signal.SIGKILL)  # an infrastructure failure: the evaluator dies mid-episode
 
         def campaign_with_a_pace() -> dict | None:
-            """status --campaign while the campaign runs: once an episode has ended, the ones still queued and an ETA."""
+            """status --campaign while the campaign runs: once an episode has ended, the ones still queued and an
+            ETA."""
             shown = invoke(
                 project, {"MCU_ARMS_STATE_DIR": str(state)}, "status", "--campaign", "campaigns/agents.toml", "--json"
             )

@@ -393,7 +393,7 @@ def test_csv_is_tidy_numbers(pair: Path) -> None:
     assert value[("scripted_arm", "score", "episode:1")] == 3, "a one-episode value is labelled with its episode"
     result = compare(pair, "scripted_arm", "random_arm")
     for milestone in result.milestones:
-        for arm, cell in zip(result.arm_names(), milestone.cells):
+        for arm, cell in zip(result.arm_names(), milestone.cells, strict=True):
             assert value.get((arm, f"milestone:{milestone.task}/{milestone.identity}", "delta")) == cell.delta
     assert value[("", "verdict", "comparable")] == 1 and value[("", "verdict", "exit_code")] == 0
 
@@ -407,6 +407,7 @@ def test_markdown_has_every_table(pair: Path) -> None:
     assert "## Settings" in outcome.out and "## Results" in outcome.out
 
 
+@pytest.mark.slow
 def test_plot_is_a_png_with_one_kaplan_meier_panel_per_milestone(pair: Path) -> None:
     from matplotlib import image
 
@@ -462,6 +463,7 @@ def test_user_errors_name_what_is_allowed(pair: Path) -> None:
     assert corrupt.exit_code == 2 and str(report) in corrupt.err and "Traceback" not in corrupt.err
 
 
+@pytest.mark.slow
 def test_light_import() -> None:
     import subprocess
 

@@ -96,7 +96,7 @@ def test_purple_options_cross_to_the_command_line_and_back() -> None:
     )
     argv = options.argv()
     assert argv[argv.index("--step-timeout") + 1] == "42.5" and "--cuda-device" not in argv
-    parsed = dict(zip(argv[::2], argv[1::2]))
+    parsed = dict(zip(argv[::2], argv[1::2], strict=True))
     rebuilt = PurpleOptions(**{flag[2:].replace("-", "_"): value for flag, value in parsed.items()})
     assert rebuilt == options
 

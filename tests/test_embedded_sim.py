@@ -133,6 +133,7 @@ def test_env_action_for_round_trips_every_crafter_action(sim):
 # --- frames, counters, respawn ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_reset_frame_and_labels(sim):
     first = sim.reset(WOOD_TASK, seed=3)
     assert first.frame.shape == (128, 128, 3) and first.frame.dtype == np.uint8
@@ -318,6 +319,7 @@ print(json.dumps({"digest": digest.hexdigest(), "fallbacks": sim.fallback_counts
 """
 
 
+@pytest.mark.slow
 def test_same_seed_same_trajectory_across_processes_and_hash_seeds():
     steps = "800"  # with Crafter's own (address-ordered) balancing, these two runs diverge well before 800 steps
     runs = [
@@ -335,6 +337,7 @@ def test_same_seed_same_trajectory_across_processes_and_hash_seeds():
     assert outputs[0]["creatures"] > 3  # creatures were around to exercise the spawn/despawn order
 
 
+@pytest.mark.slow
 def test_extra_renders_do_not_change_the_trajectory(sim):
     """A frame is a pure function of the state, night included (steps 147-273 of each 300 are dark)."""
     trajectories = []
@@ -360,6 +363,7 @@ print(digest.hexdigest())
 """
 
 
+@pytest.mark.slow
 def test_numba_world_generation_matches_pure_python():
     worlds = [
         subprocess.run(

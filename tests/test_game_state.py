@@ -15,12 +15,12 @@ import pytest
 
 pytest.importorskip("crafter")
 
-from mcu_arms.contracts.crafter_keymap import env_action_for  # noqa: E402
-from mcu_arms.contracts.crafter_view import PLAYER_CELL, VIEW_COLUMNS, VIEW_ROWS, visible_tiles  # noqa: E402
-from mcu_arms.contracts.game_state import GameState  # noqa: E402
-from mcu_arms.contracts.tasks import TaskSpec  # noqa: E402
-from mcu_arms.green.sims.embedded import EmbeddedSimulator  # noqa: E402
-from mcu_arms.purple.crafter_vision import MATERIALS, OBJECTS, FrameReader  # noqa: E402
+from mcu_arms.contracts.crafter_keymap import env_action_for
+from mcu_arms.contracts.crafter_view import PLAYER_CELL, VIEW_COLUMNS, VIEW_ROWS, visible_tiles
+from mcu_arms.contracts.game_state import GameState
+from mcu_arms.contracts.tasks import TaskSpec
+from mcu_arms.green.sims.embedded import EmbeddedSimulator
+from mcu_arms.purple.crafter_vision import MATERIALS, OBJECTS, FrameReader
 
 TASK = TaskSpec(name="state", category="crafting", text="state")
 # The keys a GameState may hold, at any depth: a new key must be added here on purpose, after asking whether the
@@ -189,6 +189,7 @@ def _compare(state: GameState, frame: np.ndarray, reader: FrameReader) -> list[s
 
 
 @pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.slow
 def test_the_state_by_day_is_exactly_what_the_frame_shows(reader: FrameReader, seed: int) -> None:
     compared = 0
     for state, frame in _states_and_frames(seed, steps=150, every=3):  # day: the first night falls near step 180
@@ -198,6 +199,7 @@ def test_the_state_by_day_is_exactly_what_the_frame_shows(reader: FrameReader, s
     assert compared == 50
 
 
+@pytest.mark.slow
 def test_the_state_at_night_hides_the_tiles_the_frame_drowns(reader: FrameReader) -> None:
     """At night the reader estimates the daylight from the frame (a little low, so it gives up a few more tiles):
     the state must hide about as many tiles as that brightness drowns, and agree with every tile the reader is sure
@@ -222,6 +224,7 @@ def test_the_state_at_night_hides_the_tiles_the_frame_drowns(reader: FrameReader
     assert compared >= 10, "the run must cross a dark night"
 
 
+@pytest.mark.slow
 def test_no_state_ever_holds_a_privileged_field() -> None:
     keys: set[str] = set()
     for state, _ in _states_and_frames(3, steps=240, every=2):
@@ -256,6 +259,7 @@ def test_a_creature_outside_the_window_is_not_in_the_state() -> None:
     assert state.view.width * state.view.height == sum(t.count for t in state.view.tiles.values()) + state.view.hidden
 
 
+@pytest.mark.slow
 def test_turning_frames_off_changes_no_state() -> None:
     framed, bare = EmbeddedSimulator(), EmbeddedSimulator()
     bare.set_frames(False)

@@ -591,7 +591,8 @@ def test_the_evaluate_cli_saves_the_green_result(green: str, tmp_path: Path):
     with running_app(lambda url: build_test_purple(purple, url)) as purple_url:
         scenario.write_text(
             f'[green_agent]\nendpoint = "{green}"\n\n[[participants]]\nrole = "agent"\nagentbeats_id = "purple-1"\n'
-            f'endpoint = "{purple_url}"\n\n[config]\ntask_category = "crafting"\ntasks = ["craft_the_crafting_table"]\nsimulator = "embedded"\n'
+            f'endpoint = "{purple_url}"\n\n[config]\ntask_category = "crafting"\n'
+            'tasks = ["craft_the_crafting_table"]\nsimulator = "embedded"\n'
             f'max_steps = 3\nstep_timeout = 5.0\noutput_dir = "{output_dir}"\nsave_frames = false\n'
             'difficulty = "hard"\n'
         )

@@ -153,11 +153,11 @@ class Inflating:
     """ASGI middleware in front of a real test purple: init is passed through (acked); each observation is answered
     with a huge body instead, one per step in turn."""
 
-    def __init__(self, app) -> None:  # noqa: ANN001 - an ASGI app
+    def __init__(self, app) -> None:  # an ASGI app
         self.app = app
         self.answered = 0
 
-    async def __call__(self, scope, receive, send) -> None:  # noqa: ANN001
+    async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http" or scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
@@ -195,7 +195,7 @@ def _is_init(body: bytes) -> bool:
     return json.loads(text).get("type") == "init"
 
 
-async def _next(replayed: list, receive):  # noqa: ANN001, ANN202
+async def _next(replayed: list, receive):
     return replayed.pop(0) if replayed else await receive()
 
 

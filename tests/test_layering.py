@@ -143,6 +143,7 @@ def _imported_at_module_level(module: str, library: str) -> bool:
     return False
 
 
+@pytest.mark.slow
 def test_jobs_are_submitted_with_the_sites_own_sbatch() -> None:
     """No Python submission library: the job script is the project's own (supervise/slurm.py), handed to sbatch."""
     assert _importers("submitit") == set()
@@ -266,6 +267,7 @@ def test_light_commands_load_no_heavy_stack(command: str) -> None:
     assert done.stdout.strip() == "[]"
 
 
+@pytest.mark.slow
 def test_the_planned_agent_reads_state_never_frames() -> None:
     """It must not reach for the frame reader (nor the frame-reading player), and so loads no image stack at all."""
     assert _violations("mcu_arms.purple.planned", ("mcu_arms.purple.crafter_vision", "mcu_arms.purple.scripted")) == []

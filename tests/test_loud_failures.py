@@ -47,6 +47,7 @@ def codex_root():
     shutil.rmtree(root, ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_a_codex_arm_without_codex_is_refused_before_anything_starts(tmp_path: Path, codex_root: Path) -> None:
     project, state = tmp_path / "project", tmp_path / "state"
     auth = tmp_path / "auth.json"

@@ -22,8 +22,8 @@ from mcu_arms.report.methods.survival import TimeToEvent, episodes, kaplan_meier
 np = pytest.importorskip("numpy")
 stats = pytest.importorskip("scipy.stats", reason="scipy is in the test extra")
 lifelines = pytest.importorskip("lifelines", reason="lifelines is in the test extra")
-from lifelines.statistics import logrank_test  # noqa: E402
-from lifelines.utils import median_survival_times  # noqa: E402
+from lifelines.statistics import logrank_test  # noqa: E402 - after the importorskip above
+from lifelines.utils import median_survival_times  # noqa: E402 - after the importorskip above
 
 A = [12.0, 30.0, 7.5, 44.0, 18.0, 25.0, 9.0, 31.0]
 B = [10.0, 21.0, 9.0, 30.0, 11.0, 27.0, 2.0, 20.0]
@@ -45,7 +45,7 @@ def _paired_reference(a, b, n_resamples):
 @pytest.mark.parametrize("shift", [0.0, 3.0, -6.0])
 def test_the_exact_sign_flip_p_is_scipys_paired_permutation_test(shift: float) -> None:
     a = [x + shift for x in A]
-    ours = sign_flip_test([x - y for x, y in zip(a, B)])
+    ours = sign_flip_test([x - y for x, y in zip(a, B, strict=True)])
     reference = _paired_reference(np.array(a), np.array(B), np.inf)
     assert ours.exact and ours.resamples == 2 ** len(A)
     assert ours.p_value == pytest.approx(reference.pvalue, abs=1e-9)
@@ -53,7 +53,7 @@ def test_the_exact_sign_flip_p_is_scipys_paired_permutation_test(shift: float) -
 
 def test_zero_differences_and_ties_in_the_sign_flip_test() -> None:
     a, b = [3.0, 3.0, 5.0, 1.0, 4.0], [3.0, 1.0, 3.0, 3.0, 2.0]  # one zero, equal magnitudes of both signs
-    ours = sign_flip_test([x - y for x, y in zip(a, b)])
+    ours = sign_flip_test([x - y for x, y in zip(a, b, strict=True)])
     assert ours.p_value == pytest.approx(_paired_reference(np.array(a), np.array(b), np.inf).pvalue, abs=1e-9)
     assert sign_flip_test([0.0, 0.0, 0.0]).p_value == 1.0
 
@@ -70,7 +70,7 @@ def test_the_monte_carlo_sign_flip_p_is_within_its_error_of_the_exact_one() -> N
 
 
 def test_the_paired_bootstrap_interval_matches_scipys_within_monte_carlo_error() -> None:
-    differences = [x - y for x, y in zip(A, B)]
+    differences = [x - y for x, y in zip(A, B, strict=True)]
     ours = paired_bootstrap_interval(differences)
     reference = stats.bootstrap(
         (np.array(A), np.array(B)),

@@ -3,7 +3,8 @@ connect, observe, move, dig and pick up, place, eat, a damage event and the shie
 chat lines, scoring per tick whatever the skills, env keys, a lost sidecar, doctor's server check.
 Success is judged by the inventory delta the state shows, never by what the skill says of itself.
 
-What flying-squid 1.12.0 lacks (crafting windows, furnaces, chests, mob AI, respawn on 1.21.1) is tested against a vanilla
+What flying-squid 1.12.0 lacks (crafting windows, furnaces, chests, mob AI, respawn on 1.21.1) is tested against a
+vanilla
 server when MCU_ARMS_VANILLA_SERVER=host:port names one (offline mode, the bot op'd), and skipped with that reason
 otherwise. Everything is skipped, saying why, when npm cannot install the server or the sidecar here.
 """
@@ -25,6 +26,9 @@ from mcu_arms.contracts.tasks import select_tasks
 from mcu_arms.green.scoring import RewardTracker
 from mcu_arms.green.sims.base import SimStep, SimulatorUnavailable
 from mcu_arms.green.sims.mineflayer.backend import MineflayerSimulator, server_check
+
+# a flying-squid server and node installed with npm, then a real bot per test: the slow tier
+pytestmark = pytest.mark.slow
 
 BOT = "green_bot"
 COLLECT_WOOD = select_tasks("mining_and_collecting", ["collect_wood"])[0]
@@ -131,7 +135,10 @@ def test_the_world_seed_is_the_one_the_server_says(sim: MineflayerSimulator, ser
 
 def test_tagged_chat_lines_reach_the_server(sim: MineflayerSimulator, server: MinecraftServer) -> None:
     sim.say(["[policy] plan: collect_oak_log p=0.80", "[reflex] health 20 -> 17"])
-    said = lambda: [r["message"] for r in server.reports if r.get("event") == "chat" and r.get("username") == BOT]
+
+    def said() -> list[str]:
+        return [r["message"] for r in server.reports if r.get("event") == "chat" and r.get("username") == BOT]
+
     wait_for(lambda: len(said()) >= 2, "both lines on the server", timeout=10)
     assert said()[-2:] == ["[policy] plan: collect_oak_log p=0.80", "[reflex] health 20 -> 17"]
 
@@ -146,7 +153,10 @@ def test_a_shield_in_the_off_hand_is_raised_on_damage_and_lowered_after(
     server.command(f"later 500 damage {BOT} 2")
     step = sim.act(SkillRequest(kind="wait", args={"duration_ms": 8000}))
     assert step.skill.status == "interrupted" and "shield_raised" in [event.kind for event in step.events]
-    seen = lambda kind: [r for r in server.reports if r.get("event") == kind and r.get("username") == BOT]
+
+    def seen(kind: str) -> list[dict]:
+        return [r for r in server.reports if r.get("event") == kind and r.get("username") == BOT]
+
     wait_for(lambda: seen("release_use_item"), "the shield lowered, as the server saw it", timeout=10)
     assert [r["hand"] for r in seen("use_item")][-1] == "off", "raised with the off-hand"
     assert seen("release_use_item")[-1]["wall_ms"] > seen("use_item")[-1]["wall_ms"]

@@ -246,6 +246,7 @@ def test_drop_is_counted_as_an_input_with_no_effect_and_not_advertised(minestudi
 
 
 @pytest.mark.parametrize("reset_mode", ["hard", "seeded_fast"])
+@pytest.mark.slow
 def test_every_task_starts_where_a_fresh_seeded_run_of_it_starts(
     minestudio_host: dict[str, Any], reset_mode: str
 ) -> None:
@@ -266,6 +267,7 @@ def test_every_task_starts_where_a_fresh_seeded_run_of_it_starts(
         assert sum(command.startswith("/teleportbiome") for command in fake.commands) == 3
 
 
+@pytest.mark.slow
 def test_seeded_fast_starts_depend_on_the_seed_and_hard_ones_are_the_seeds_world(
     minestudio_host: dict[str, Any],
 ) -> None:
@@ -454,6 +456,7 @@ def test_seeded_fast_lands_before_the_settling_frames_on_hard_and_fast_resets(mi
         simulator.close()
 
 
+@pytest.mark.slow
 def test_only_one_minestudio_simulator_per_process(minestudio_host: dict[str, Any]) -> None:
     first = _simulator(minestudio_host)
     with pytest.raises(SimulatorUnavailable, match="already runs a MineStudio evaluation"):

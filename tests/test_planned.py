@@ -25,17 +25,17 @@ from planned_stubs import (
 
 pytest.importorskip("crafter")
 
-from mcu_arms.contracts.agent_report import PlannedEpisode  # noqa: E402
-from mcu_arms.contracts.errors import UserError  # noqa: E402
-from mcu_arms.contracts.settings import PurpleOptions  # noqa: E402
-from mcu_arms.contracts.tasks import TASKS_ROOT, TaskSpec, load_task  # noqa: E402
-from mcu_arms.contracts.trajectory import TRAJECTORY_FILE, TrajectoryRecord, read_trajectory  # noqa: E402
-from mcu_arms.contracts.wire import InitPayload, ObservationPayload  # noqa: E402
-from mcu_arms.green.sims.embedded import EmbeddedSimulator  # noqa: E402
-from mcu_arms.purple.planned.agent import PlannedPolicy  # noqa: E402
-from mcu_arms.purple.planned.models import ChatModel  # noqa: E402
-from mcu_arms.purple.planned.planner import PlanRejected, PlanTracker, parse_plan  # noqa: E402
-from mcu_arms.purple.planned.policy import ChatPolicy, InvalidDecision, validate_decision  # noqa: E402
+from mcu_arms.contracts.agent_report import PlannedEpisode
+from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.settings import PurpleOptions
+from mcu_arms.contracts.tasks import TASKS_ROOT, TaskSpec, load_task
+from mcu_arms.contracts.trajectory import TRAJECTORY_FILE, TrajectoryRecord, read_trajectory
+from mcu_arms.contracts.wire import InitPayload, ObservationPayload
+from mcu_arms.green.sims.embedded import EmbeddedSimulator
+from mcu_arms.purple.planned.agent import PlannedPolicy
+from mcu_arms.purple.planned.models import ChatModel
+from mcu_arms.purple.planned.planner import PlanRejected, PlanTracker, parse_plan
+from mcu_arms.purple.planned.policy import ChatPolicy, InvalidDecision, validate_decision
 
 CANDIDATES = ["collect_wood", "explore_tree", "drink_water"]
 

@@ -28,7 +28,7 @@ from run_helpers import report, run_cli
 
 pytest.importorskip("crafter")
 
-from mcu_arms.contracts.trajectory import TRAJECTORY_FILE, TrajectoryRecord, read_trajectory  # noqa: E402
+from mcu_arms.contracts.trajectory import TRAJECTORY_FILE, TrajectoryRecord, read_trajectory
 
 STEPS = 300
 POLICY_TIMEOUT_S = 3.0  # generous on a loaded host: only the scripted late answer may miss it

@@ -99,7 +99,8 @@ def test_a_reserved_port_is_refused_to_another_process(local_dir):
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     code = (
-        "import sys\nfrom mcu_arms.isolation.ports import PortRegistry\nfrom mcu_arms.contracts.errors import UserError\n"
+        "import sys\nfrom mcu_arms.isolation.ports import PortRegistry\n"
+        "from mcu_arms.contracts.errors import UserError\n"
         f"try:\n  PortRegistry({env!r}).reserve('127.0.0.1', {{{port}: 'green'}}, 'other').__enter__()\n"
         "except UserError as e:\n  print(e); sys.exit(3)\n"
     )
@@ -210,7 +211,7 @@ def test_codex_home_exports_evaluated_in_a_shell_give_the_purple_its_run_environ
         timeout=60,
     )
     assert shell.returncode == 0, shell.stderr
-    evaluated = dict(zip(names, shell.stdout.splitlines()))
+    evaluated = dict(zip(names, shell.stdout.splitlines(), strict=True))
 
     planned = invoke(tmp_path, env, "plan", "--dry-run", "--json", "--arm", "arm1")
     assert planned.exit_code == 0, planned.err

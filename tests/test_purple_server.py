@@ -85,6 +85,7 @@ def test_noop_server_acks_and_presses_nothing(tmp_path: Path):
     assert "init context=episode-1 agent=noop" in server.log()
 
 
+@pytest.mark.slow
 def test_random_is_deterministic_per_seed_and_per_episode(tmp_path: Path):
     ports = [free_port() for _ in range(2)]
     first = ServerProcess(purple_args("random", ports[0], "--seed", "7"), tmp_path / "a.log", ports[0])
@@ -218,7 +219,10 @@ def recording_app(journal: list[str]):
         return RecordingPolicy(journal, f"p{next(created)}")
 
     executor = PurpleExecutor("scripted", PurpleOptions(), factory)
-    card = lambda url: build_card("rec", "records", url, [Skill("s", "S", "d")], streaming=False)  # noqa: E731
+
+    def card(url: str):  # an a2a AgentCard
+        return build_card("rec", "records", url, [Skill("s", "S", "d")], streaming=False)
+
     return executor, (lambda url: build_app(card(url), executor))
 
 

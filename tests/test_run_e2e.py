@@ -13,6 +13,7 @@ from run_helpers import report, run_cli, write_arm
 TIMESTAMPED = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z ")
 
 
+@pytest.mark.slow
 def test_one_arm_end_to_end_then_rerun_skips_and_a_changed_fingerprint_is_announced(tmp_path: Path) -> None:
     project, state = tmp_path / "project", tmp_path / "state"
     write_arm(project, "solo", agent="random", steps=30)

@@ -16,7 +16,10 @@ import pytest
 from run_helpers import Started, alive, cli_env, report, run_cli, running_with_steps, wait_for, write_arm
 
 HOST = "127.0.0.1"
-LISTENER = "import socket,sys; s=socket.socket(); s.bind(('127.0.0.1',0)); s.listen(); print(s.getsockname()[1], flush=True); sys.stdin.read()"
+LISTENER = (
+    "import socket,sys; s=socket.socket(); s.bind(('127.0.0.1',0)); s.listen(); "
+    "print(s.getsockname()[1], flush=True); sys.stdin.read()"
+)
 
 
 def test_a_busy_port_aborts_the_run_naming_who_holds_it_and_the_holders_live_on(tmp_path: Path) -> None:
@@ -159,6 +162,7 @@ def _interpreter_startup_s() -> float:
     return slowest
 
 
+@pytest.mark.slow
 def test_sigint_at_any_moment_of_the_first_second_ends_without_a_traceback(tmp_path: Path) -> None:
     """The entry point's own handler is the first thing it installs: Ctrl-C while the CLI is still importing, while
     it plans, or as it exits, is one line and exit 130 (or the command's own end), never a traceback. The moments
@@ -193,6 +197,7 @@ def test_sigint_at_any_moment_of_the_first_second_ends_without_a_traceback(tmp_p
     assert any(code == 130 for _, code in outcomes), f"no moment fell while the command ran: {outcomes}"
 
 
+@pytest.mark.slow
 def test_a_stopped_green_is_named_as_such_not_the_client_that_gave_up(tmp_path: Path) -> None:
     """SIGSTOP to the arm's own green (its pid from the report, checked by create_time): the arm fails within the
     supervisor's limit, blaming the green and how it stopped, not the client."""
@@ -220,6 +225,7 @@ def test_a_stopped_green_is_named_as_such_not_the_client_that_gave_up(tmp_path: 
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
+@pytest.mark.slow
 def test_a_full_disk_is_named_as_such_in_the_report(tmp_path: Path) -> None:
     project, state = tmp_path / "project", tmp_path / "state"
     path = write_arm(project, "full", agent="random", steps=100_000, step_timeout=5)

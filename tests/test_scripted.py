@@ -15,17 +15,17 @@ from PIL import Image
 
 crafter = pytest.importorskip("crafter")
 
-from mcu_arms.contracts.tasks import TASKS_ROOT, load_task  # noqa: E402
-from mcu_arms.contracts.wire import BUTTON_KEYS, InitPayload, ObservationPayload  # noqa: E402
-from mcu_arms.green.sims.embedded import EmbeddedSimulator  # noqa: E402
-from mcu_arms.purple.crafter_vision import (  # noqa: E402
+from mcu_arms.contracts.tasks import TASKS_ROOT, load_task  # noqa: E402 - after the importorskip above
+from mcu_arms.contracts.wire import BUTTON_KEYS, InitPayload, ObservationPayload  # noqa: E402 - after the importorskip above
+from mcu_arms.green.sims.embedded import EmbeddedSimulator  # noqa: E402 - after the importorskip above
+from mcu_arms.purple.crafter_vision import (  # noqa: E402 - after the importorskip above
     INVENTORY_ITEMS,
     MATERIALS,
     OBJECTS,
     FrameReader,
     decode_observation,
 )
-from mcu_arms.purple.scripted import REPORT_NAME, ScriptedPolicy, ScriptedReport  # noqa: E402
+from mcu_arms.purple.scripted import REPORT_NAME, ScriptedPolicy, ScriptedReport  # noqa: E402 - after the importorskip above
 
 SEMANTIC_OBJECTS = {13: "player", 14: "cow", 15: "zombie", 16: "skeleton", 17: "arrow", 18: "plant"}
 WALKABLE = ("grass", "sand", "path")
@@ -89,6 +89,7 @@ def _accuracy(reader: FrameReader, seed: int, daylights: tuple[float, ...]) -> t
 
 
 @pytest.mark.parametrize("seed", [0, 3])
+@pytest.mark.slow
 def test_tiles_by_day_match_the_semantic_map_exactly(reader: FrameReader, seed: int) -> None:
     accuracy, coverage, _ = _accuracy(reader, seed, (1.0, 0.8, 0.6))
     assert coverage == 1.0
@@ -96,6 +97,7 @@ def test_tiles_by_day_match_the_semantic_map_exactly(reader: FrameReader, seed: 
 
 
 @pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.slow
 def test_tiles_at_night_are_read_or_flagged_unreliable(reader: FrameReader, seed: int) -> None:
     accuracy, coverage, _ = _accuracy(reader, seed, (0.0, 0.1, 0.25, 0.4))
     assert accuracy >= 0.995
@@ -199,6 +201,7 @@ def test_self_observations_of_every_episode_are_reported_and_summed(tmp_path) ->
     assert report.stats == {"respawns_detected": 3}
 
 
+@pytest.mark.slow
 def test_same_seed_gives_identical_actions_and_rewards() -> None:
     first_actions, first_counters = _play(seed=1, steps=150)
     second_actions, second_counters = _play(seed=1, steps=150)

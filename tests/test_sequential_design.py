@@ -55,6 +55,7 @@ def _run_until_resolved(rng: random.Random, variants: int, max_seeds: int, batch
 
 
 @pytest.mark.parametrize(("variants", "max_seeds", "batch", "peeking_inflates"), [(1, 16, 2, True), (2, 12, 4, False)])
+@pytest.mark.slow
 def test_no_true_difference_rejects_at_most_alpha_however_often_it_is_looked_at(
     variants: int, max_seeds: int, batch: int, peeking_inflates: bool
 ) -> None:

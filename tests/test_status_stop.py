@@ -90,6 +90,7 @@ def test_a_run_whose_supervisor_died_shows_stale_and_stop_ends_its_orphans(tmp_p
         run.kill_if_running()
 
 
+@pytest.mark.slow
 def test_status_and_stop_refuse_an_unknown_arm_listing_the_known_ones(tmp_path: Path) -> None:
     project, state = tmp_path / "project", tmp_path / "state"
     (project / "output" / "known" / "episode_001").mkdir(parents=True)

@@ -290,7 +290,9 @@ def test_steve1_goes_offline_once_checked_and_names_what_breaks_same_seed_determ
 
     class Warns(NumpySteve):
         def get_action(self, inputs, state, input_shape):
-            warnings.warn("scatter_add_cuda_kernel does not have a deterministic implementation", UserWarning)
+            warnings.warn(
+                "scatter_add_cuda_kernel does not have a deterministic implementation", UserWarning, stacklevel=2
+            )
             return super().get_action(inputs, state, input_shape)
 
     episode = Steve1Episode(Warns(), 3, lambda frame: frame)

@@ -476,7 +476,7 @@ def resolve_slurm(spec: ArmSpec, given: SlurmOverrides, source: Path) -> SlurmOp
             key="slurm.stop_margin",
             allowed=f"a margin below the time limit minus {SLURM_TICK_S} s, or a longer time",
         )
-    chosen = {
+    chosen: dict[str, Any] = {
         key: flags.get(key, getattr(written, key))
         for key in (
             "partition",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -464,7 +465,7 @@ class ArmSpec(_Strict):
             )
         for table, spec in (("planner", self.planner), ("policy", self.policy)):
             missing = [key for key in ("base_url", "model") if spec is None or getattr(spec, key) is None]
-            if missing:
+            if spec is None or missing:
                 raise SettingConflict(table, f'agent "planned" needs [{table}] {" and ".join(missing)}')
             if spec.timeout >= self.step_timeout:
                 raise SettingConflict(
@@ -472,6 +473,7 @@ class ArmSpec(_Strict):
                     f"{table}.timeout {spec.timeout:g} s must be below step_timeout {self.step_timeout:g} s, or a slow "
                     "answer turns the step into a noop",
                 )
+        assert self.policy is not None  # the loop above refused an arm without [policy]
         if self.policy.backend == "decision_service" and self.policy.thinking is not None:
             raise SettingConflict(
                 "policy.thinking", 'a decision service applies no chat template: thinking is for backend = "chat"'
@@ -572,7 +574,7 @@ def _quoted(names: list[str]) -> str:
     return " or ".join(f'"{name}"' for name in names)
 
 
-def describe_error(error: dict[str, Any]) -> Problem:
+def describe_error(error: Mapping[str, Any]) -> Problem:
     """An arm file's validation error: its dotted key, the message, and what the key allows."""
     loc = [str(part) for part in error["loc"] if not isinstance(part, int)]
     key = ".".join(loc)

@@ -82,7 +82,7 @@ def arm_text(values: Values, *, only_given: bool = False) -> str:
         else:
             if table not in document:
                 document[table] = tomlkit.table()
-            document[table][key] = value  # type: ignore[index]
+            document[table][key] = value
     return tomlkit.dumps(document)
 
 

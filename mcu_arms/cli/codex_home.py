@@ -21,11 +21,14 @@ from mcu_arms.isolation.codex_home import build_codex_home, default_auth, defaul
 SEED_NAMES = {"CODEX_HOME": "CODEX_RUNTIME_HOME", "CODEX_SQLITE_HOME": "CODEX_SQLITE_DIR"}
 PINNED_HOME_NOTE = "pinned, as `run` gives the purple (eval in a subshell to keep yours)"
 
-HELP = """Build (or repair) one arm's CODEX_HOME and print the exports `run` gives its purple: eval "$(mcu-arms codex-home NAME)".
+HELP = """Build (or repair) one arm's CODEX_HOME and print the exports `run` gives its purple: eval "$(mcu-arms \
+codex-home NAME)".
 
-The exports are CODEX_HOME (the seed's CODEX_RUNTIME_HOME), CODEX_SQLITE_HOME (the seed's CODEX_SQLITE_DIR) and a pinned HOME, so eval them in a subshell to keep your own HOME: ( eval "$(mcu-arms codex-home NAME)"; codex ... ).
+The exports are CODEX_HOME (the seed's CODEX_RUNTIME_HOME), CODEX_SQLITE_HOME (the seed's CODEX_SQLITE_DIR) and a \
+pinned HOME, so eval them in a subshell to keep your own HOME: ( eval "$(mcu-arms codex-home NAME)"; codex ... ).
 
-The home gets a private session store, auth.json as a symlink to the shared credential (never a copy), empty personal-instruction files, mode 0700, and is refused under /tmp. Messages go to stderr.
+The home gets a private session store, auth.json as a symlink to the shared credential (never a copy), empty \
+personal-instruction files, mode 0700, and is refused under /tmp. Messages go to stderr.
 """
 
 

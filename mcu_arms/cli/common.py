@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import typer
@@ -89,12 +89,12 @@ def reports_user_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def print_json(env: Environment, payload: BaseModel | list[BaseModel] | dict[str, Any]) -> None:
+def print_json(env: Environment, payload: BaseModel | Sequence[BaseModel] | dict[str, Any]) -> None:
     """Print machine-readable output, unstyled and unwrapped."""
     if isinstance(payload, BaseModel):
         data: Any = payload.model_dump(mode="json")
-    elif isinstance(payload, list):
-        data = [item.model_dump(mode="json") for item in payload]
-    else:
+    elif isinstance(payload, dict):
         data = payload
+    else:
+        data = [item.model_dump(mode="json") for item in payload]
     env.console.out(json.dumps(data, indent=2), highlight=False)

@@ -120,9 +120,11 @@ def render(result: Analysis, env: Environment) -> None:
         console.print(f"[bold]{title}[/]", highlight=False)
         matrix = _header(result)
         names = result.arm_names()
-        for row in result.milestones:
-            cells = [milestone_text(cell, name == result.baseline) for cell, name in zip(row.cells, names)]
-            matrix.add_row(row.identity if one_task else f"{row.task}/{row.identity}", *cells)
+        for milestone in result.milestones:
+            cells = [
+                milestone_text(cell, name == result.baseline) for cell, name in zip(milestone.cells, names, strict=True)
+            ]
+            matrix.add_row(milestone.identity if one_task else f"{milestone.task}/{milestone.identity}", *cells)
         console.print(matrix)
 
     annotations = annotation_lines(result)
@@ -132,8 +134,8 @@ def render(result: Analysis, env: Environment) -> None:
         console.print(f"  {escape(shown_text(annotation, MAX_MESSAGE_CHARS))}", highlight=False, soft_wrap=True)
     excluded = excluded_lines(result)
     console.print(f"[bold]excluded episodes[/] ({len(excluded) or 'none'})", highlight=False)
-    for line in excluded:
-        console.print(f"  {escape(shown_text(line, MAX_MESSAGE_CHARS))}", highlight=False, soft_wrap=True)
+    for reason in excluded:
+        console.print(f"  {escape(shown_text(reason, MAX_MESSAGE_CHARS))}", highlight=False, soft_wrap=True)
     counters = episode_rows(result)
     _table(result, "one episode per arm: the latest used (counters, not statistics)", counters, env)
     if (legend := episode_legend(counters)) is not None:

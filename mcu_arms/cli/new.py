@@ -26,7 +26,7 @@ def register(app: typer.Typer) -> None:
         """Write arms/NAME.toml from templates/arm.toml, comments kept. Never overwrites an existing arm.
 
         Each setting is written where the template explains it. Ports are "auto" (free ones are picked at plan time), in a copy made with --from too, so that the copy runs beside its source; --green-port and --purple-port fix them.
-        """
+        """  # noqa: E501 - typer keeps a help paragraph's line breaks, so each paragraph is one line
         env = environment(ctx)
         path = new_arm_file(
             env,

@@ -132,7 +132,7 @@ def placement_from(executor: str, slurm: dict[str, Any]) -> Placement:
     if executor == "local" and overrides.given():
         flags = ", ".join(f"--slurm-{key.replace('_', '-')}" for key in overrides.given())
         raise UserError(f"{flags} apply to Slurm runs only", key="--executor", allowed="slurm, with --slurm-* flags")
-    return Placement(executor=executor, slurm=overrides)  # type: ignore[arg-type]
+    return Placement(executor=executor, slurm=overrides)
 
 
 def with_placement(command: F) -> F:

@@ -231,7 +231,7 @@ def register(app: typer.Typer) -> None:
         """Resolve arms into plans: commands, environment, ports, paths, fingerprint and warnings.
 
         With no arm named, every arm in arms/. Without --dry-run it also checks that the ports are free now and builds each codex agent's CODEX_HOME (on Slurm both happen on the node, when each episode starts); only `run` creates episode dirs.
-        """
+        """  # noqa: E501 - typer keeps a help paragraph's line breaks, so each paragraph is one line
         env = environment(ctx)
         plans, _ = planned(files or [], arm, overrides, env, placement, every_arm_when_none=True)
         on_nodes = placement.executor == "slurm"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import typer
 from rich.console import Group, RenderableType
@@ -37,13 +37,28 @@ if TYPE_CHECKING:
     from mcu_arms.contracts.settings import ArmPlan
     from mcu_arms.supervise.outcomes import ArmOutcome, RunOutcome
 
-RUN_HELP = """Run arms: plan them, start each arm's green and purple agents, wait until both are ready, run the evaluation client, and write output/ARM/episode_NNN/result.json (linked as logs/ARM_result.json).
+RUN_HELP = """Run arms: plan them, start each arm's green and purple agents, wait until both are ready, run the \
+evaluation client, and write output/ARM/episode_NNN/result.json (linked as logs/ARM_result.json).
 
-FILES are arm files or campaign files (campaigns/NAME.toml: a baseline, its variants and their seeds). Each seed of an arm is one episode. Episodes run side by side, at most --max-parallel at a time (default: the campaign's max_parallel, else what this host can take); one failing does not stop the others unless --fail-fast. With --executor slurm each episode is a Slurm job (options from the files' [slurm] tables and the --slurm-* flags; --max-parallel throttles each job array); the run watches them to the end, or returns once they are submitted with --detach. An episode that failed for infrastructure reasons is run again up to --retries times (default: the campaign's retries, else 0), each attempt recorded. An episode whose latest run of the same seed finished with the same fingerprint is skipped (--rerun runs it anyway); a failed one is retried. --notify CMD runs CMD when the run ends, with MCU_ARMS_RUN_STATUS and MCU_ARMS_RUN_SUMMARY (JSON) in its environment. Ctrl-C or SIGTERM stops this run's own processes only and marks the reports interrupted.
+FILES are arm files or campaign files (campaigns/NAME.toml: a baseline, its variants and their seeds). Each seed of \
+an arm is one episode. Episodes run side by side, at most --max-parallel at a time (default: the campaign's \
+max_parallel, else what this host can take); one failing does not stop the others unless --fail-fast. With --executor \
+slurm each episode is a Slurm job (options from the files' [slurm] tables and the --slurm-* flags; --max-parallel \
+throttles each job array); the run watches them to the end, or returns once they are submitted with --detach. An \
+episode that failed for infrastructure reasons is run again up to --retries times (default: the campaign's retries, \
+else 0), each attempt recorded. An episode whose latest run of the same seed finished with the same fingerprint is \
+skipped (--rerun runs it anyway); a failed one is retried. --notify CMD runs CMD when the run ends, with \
+MCU_ARMS_RUN_STATUS and MCU_ARMS_RUN_SUMMARY (JSON) in its environment. Ctrl-C or SIGTERM stops this run's own \
+processes only and marks the reports interrupted.
 
-With --until-resolved a campaign runs its seeds a --batch at a time (looks) and stops when every variant's difference from the baseline on --primary is resolved by a group-sequential exact sign-flip test (valid however many looks; Lan–DeMets O'Brien–Fleming alpha spending up to --max-seeds), or at --max-seeds; each episode records its look. It needs a paired design (the embedded simulator, or MineStudio with reset_mode = "hard") and runs every episode fresh.
+With --until-resolved a campaign runs its seeds a --batch at a time (looks) and stops when every variant's difference \
+from the baseline on --primary is resolved by a group-sequential exact sign-flip test (valid however many looks; \
+Lan–DeMets O'Brien–Fleming alpha spending up to --max-seeds), or at --max-seeds; each episode records its look. It \
+needs a paired design (the embedded simulator, or MineStudio with reset_mode = "hard") and runs every episode fresh.
 
-Exit codes: 0 every arm ended as asked (finished, skipped, or stopped by `mcu-arms stop`, which the output names), 1 an arm failed, 130 the run itself was interrupted (Ctrl-C, a signal), 2 a user error (bad arm file, busy port, arm already running).
+Exit codes: 0 every arm ended as asked (finished, skipped, or stopped by `mcu-arms stop`, which the output names), 1 \
+an arm failed, 130 the run itself was interrupted (Ctrl-C, a signal), 2 a user error (bad arm file, busy port, arm \
+already running).
 """
 
 
@@ -80,9 +95,7 @@ def register(app: typer.Typer) -> None:
         tag: list[str] = typer.Option(
             [], "--tag", help="KEY=VALUE kept in every episode's report, shown and filtered by (repeatable)."
         ),
-        note: str | None = typer.Option(
-            None, "--note", help="Why this run was made: kept in every episode's report."
-        ),
+        note: str | None = typer.Option(None, "--note", help="Why this run was made: kept in every episode's report."),
         json_output: bool = typer.Option(False, "--json", help="Print the outcome as JSON (progress on stderr)."),
         until_resolved: bool = typer.Option(
             False,
@@ -149,8 +162,8 @@ def register(app: typer.Typer) -> None:
                 retries,
                 max_seeds or DEFAULT_MAX_SEEDS,
                 batch or DEFAULT_BATCH,
-                primary or DEFAULT_PRIMARY,
-            )  # type: ignore[arg-type]
+                cast(PrimaryMetric, primary or DEFAULT_PRIMARY),  # checked against PRIMARY_METRICS above
+            )
         plans, selection = planned(files or [], arm, overrides, env, placement)
         plans = [plan.model_copy(update=annotations) for plan in plans]
         if dry_run:
@@ -323,7 +336,7 @@ def _stacked_outcome(outcome: RunOutcome, env: Environment) -> Group:
         lines.add_column(style="dim", no_wrap=True)
         lines.add_column(overflow="fold")
         labels = (*OUTCOME_COLUMNS[:-1], _where(arm, env)[0])
-        for label, value in zip(labels, _outcome_values(arm, env)):
+        for label, value in zip(labels, _outcome_values(arm, env), strict=True):
             lines.add_row(label, escape(value))
         seed = f" seed {_seed_text(arm)}" if _replicated(outcome) else ""
         blocks += [f"[bold]{escape(arm.arm)}[/]{seed} {_status(arm)}", Padding(lines, (0, 0, 0, 2))]

@@ -10,7 +10,11 @@ from mcu_arms.cli.common import environment, reports_user_errors
 
 RUN_EPISODE_HELP = """Run one queued episode here: what each job of `run --executor slurm` runs on its node.
 
-RUN_DIR is an episode directory whose report is `queued` (output/ARM/episode_NNN). The episode is checked against this host (JDK 8, Xvfb, codex, CUDA, local disks), its servers get free ports here on loopback, its CODEX_HOME is built on this host's disk, and the same supervisor as `run` runs it, writing result.json in RUN_DIR. A queued episode submitted as a Slurm job runs only in that job; one that is not queued is refused (an episode runs once). SIGTERM stops it: `failed (time limit)` when it comes within the job's stop margin of its time limit, else `interrupted`.
+RUN_DIR is an episode directory whose report is `queued` (output/ARM/episode_NNN). The episode is checked against \
+this host (JDK 8, Xvfb, codex, CUDA, local disks), its servers get free ports here on loopback, its CODEX_HOME is \
+built on this host's disk, and the same supervisor as `run` runs it, writing result.json in RUN_DIR. A queued episode \
+submitted as a Slurm job runs only in that job; one that is not queued is refused (an episode runs once). SIGTERM \
+stops it: `failed (time limit)` when it comes within the job's stop margin of its time limit, else `interrupted`.
 
 Exit codes: 0 finished, 1 failed, 130 interrupted, 2 a user error (not a queued episode, or not this job's).
 """

@@ -27,7 +27,13 @@ STATE_STYLES = {
     "interrupted (cancelled)": "magenta",
 }
 
-STOP_HELP = """Stop a running arm, whichever of its episodes started its processes: only processes the private record of what mcu-arms started names and that still carry its evidence (recorded pids with their create_time re-checked and their owner token, holders of a recorded owner token, members of a recorded cgroup that still carries its marker), never anything a report in output/ names, nor anything found by name; never pid 1, stop itself or its ancestors. The supervising `mcu-arms run` is asked first (SIGTERM, or a stop request when it also runs other arms) so that it finalises the report as interrupted; when it is gone, the arm's process groups are stopped here (TERM, wait, KILL) and the report is marked interrupted.
+STOP_HELP = """Stop a running arm, whichever of its episodes started its processes: only processes the private record \
+of what mcu-arms started names and that still carry its evidence (recorded pids with their create_time re-checked and \
+their owner token, holders of a recorded owner token, members of a recorded cgroup that still carries its marker), \
+never anything a report in output/ names, nor anything found by name; never pid 1, stop itself or its ancestors. The \
+supervising `mcu-arms run` is asked first (SIGTERM, or a stop request when it also runs other arms) so that it \
+finalises the report as interrupted; when it is gone, the arm's process groups are stopped here (TERM, wait, KILL) \
+and the report is marked interrupted.
 
 Exit codes: 0 done (stopped, or nothing was running), 1 a process survived SIGKILL, 2 a user error (unknown arm).
 """

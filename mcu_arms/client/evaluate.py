@@ -14,7 +14,7 @@ import json
 import uuid
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel
 
@@ -268,8 +268,17 @@ async def evaluate_async(
         except AlreadyExists:
             raise UserError("exists already; refusing to overwrite a result", path=out_path) from None
         saved = out_path
+    # the branches above leave `state` one of EvaluationState (the stream's own names are checked there)
     return _outcome(
-        scenario, collected, started, env, state=state, reason=reason, result=result, summary=summary, saved=saved
+        scenario,
+        collected,
+        started,
+        env,
+        state=cast(EvaluationState, state),
+        reason=reason,
+        result=result,
+        summary=summary,
+        saved=saved,
     )
 
 

@@ -18,6 +18,7 @@ use them; ours names them as ignored), and the client warns about each, since a 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -77,7 +78,7 @@ def _check_endpoint(value: Any, *, path: Path, line: int | None, key: str) -> st
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UserError(f"not an http(s) URL: {value!r}", path=path, line=line, key=key, allowed="http://HOST:PORT")
     try:
-        parts.port
+        _ = parts.port  # urlsplit checks the port only when it is read
     except ValueError:
         raise UserError(f"bad port in {value!r}", path=path, line=line, key=key, allowed="1-65535") from None
     return value
@@ -189,7 +190,7 @@ def _load_participants(raw: Any, *, path: Path, text: str) -> list[Participant]:
     return participants
 
 
-def _describe_config_error(error: dict[str, Any]) -> Problem:
+def _describe_config_error(error: Mapping[str, Any]) -> Problem:
     problem = plain_problem(error)
     if problem.kind == "missing":
         return Problem(problem.key, "missing", kind=problem.kind)

@@ -83,7 +83,7 @@ class CompactionInForce(BaseModel):
     def of(cls, limit: int, context_window: int, codex_window: int | None) -> CompactionInForce:
         compact = compacts(limit, context_window)
         if compact:
-            at = codex_compacts_at(limit, codex_window or context_window)
+            at: int | None = codex_compacts_at(limit, codex_window or context_window)
             return cls(
                 compact=True,
                 limit=limit,
@@ -574,7 +574,10 @@ def summary_of_planned(report: PlannedReport, report_file: str) -> AgentSummary:
     )
 
 
-REPORT_MODELS: dict[str, type[BaseModel]] = {"scripted": ScriptedReport, "planned": PlannedReport}
+REPORT_MODELS: dict[str | None, type[ScriptedReport] | type[PlannedReport]] = {
+    "scripted": ScriptedReport,
+    "planned": PlannedReport,
+}
 
 
 def read_agent_report(path: Path) -> AgentReport | ScriptedReport | PlannedReport:

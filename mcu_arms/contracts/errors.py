@@ -9,8 +9,9 @@ from __future__ import annotations
 import difflib
 import re
 import tomllib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -93,13 +94,13 @@ def key_parts(dotted_key: str) -> tuple[str | int, ...]:
     return tuple(int(part) if part.isdigit() else part for part in re.findall(r"[^.\[\]]+", dotted_key))
 
 
-def plain_problem(error: dict[str, Any]) -> Problem:
+def plain_problem(error: Mapping[str, Any]) -> Problem:
     """A pydantic error as a Problem: its location as a dotted key and its message without pydantic's prefix."""
     message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
     return Problem(key=dotted(tuple(error.get("loc", ()))), message=message, kind=str(error.get("type", "")))
 
 
-Describe = Callable[[dict[str, Any]], Problem]
+Describe = Callable[[Mapping[str, Any]], Problem]
 
 
 def problems(error: ValidationError, describe: Describe = plain_problem) -> list[Problem]:
@@ -127,7 +128,7 @@ def user_error(
     format; `key_of` renames a key for the user, e.g. a field to its `--flag`, or `max_steps` to `config.max_steps`.
     """
     if line_of is None and text is not None:
-        line_of = lambda key: toml_line(text, key)  # noqa: E731
+        line_of = partial(toml_line, text)
     found = problems(error, describe) if every else problems(error, describe)[:1]
     rendered = [_as_user_error(problem, path, line_of, key_of) for problem in found]
     if len(rendered) == 1:

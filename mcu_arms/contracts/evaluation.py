@@ -220,7 +220,7 @@ class TaskMetrics(BaseModel):
     agent_failures: dict[str, int] = Field(default_factory=dict)  # the agent's own failure causes (AgentFailure)
     no_effect_steps: int = 0  # steps where an input had no effect on this simulator (behaviour)
 
-    @computed_field
+    @computed_field  # type: ignore[prop-decorator]  # pydantic's documented form; mypy has no rule for it
     @property
     def upstream_score(self) -> float:
         """The score as MCU-AgentBeats counts it: an unscored task (video-only without video, an episode error) is 0."""
@@ -258,13 +258,13 @@ class CategoryResult(BaseModel):
     note: str = ""
     task_metrics: dict[str, TaskMetrics]
 
-    @computed_field
+    @computed_field  # type: ignore[prop-decorator]  # pydantic's documented form; mypy has no rule for it
     @property
     def upstream_total_score(self) -> float:
         """The total as MCU-AgentBeats computes it: every task counted, unscored ones as 0."""
         return round(sum(m.upstream_score for m in self.task_metrics.values()), 3)
 
-    @computed_field
+    @computed_field  # type: ignore[prop-decorator]  # pydantic's documented form; mypy has no rule for it
     @property
     def upstream_total_max_score(self) -> float:
         return round(sum(m.max_score for m in self.task_metrics.values()), 3)

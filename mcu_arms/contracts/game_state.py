@@ -29,7 +29,7 @@ Which simulator provides what (the `Field` descriptions below say it field by fi
 On Minecraft, offsets are in blocks: `east` = +x, `south` = +z, `up` = +y.
 
 So MineStudio arms observe frames only; an arm asking MineStudio for a state is refused at plan time.
-"""
+"""  # noqa: E501 - a markdown table's rows cannot be wrapped
 
 from __future__ import annotations
 
@@ -115,7 +115,7 @@ class TileSummary(_State):
 class View(_State):
     width: int
     height: int
-    hidden: int = Field(0, description="tiles of the window too dark to make out (the corners on a dark night)")
+    hidden: int = Field(default=0, description="tiles of the window too dark to make out (the corners on a dark night)")
     tiles: dict[str, TileSummary] = Field(description="per tile kind (grass, tree, water, table, void...)")
 
 

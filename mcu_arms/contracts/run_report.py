@@ -174,7 +174,8 @@ def _summary_from_schema_1(purple: dict[str, Any]) -> dict[str, Any]:
         value = purple.get(key)
         return value if isinstance(value, int) and not isinstance(value, bool) else None
 
-    counters = purple.get("stats") if isinstance(purple.get("stats"), dict) else {}
+    stats = purple.get("stats")
+    counters = stats if isinstance(stats, dict) else {}
     return {
         "kind": str(purple.get("kind", "unknown")),
         "report_file": f"{purple.get('kind', 'agent')}_report.json",

@@ -356,7 +356,8 @@ class PurpleOptions(BaseModel):
     )
     policy_base_url: str | None = Field(
         default=None,
-        description="Planned agent: the decision service root or chat /v1 URL (one with a credential: in the variable).",
+        description="Planned agent: the decision service root or chat /v1 URL "
+        "(one with a credential: in the variable).",
     )
     policy_model: str | None = Field(default=None, description="Planned agent: policy model.")
     policy_revision: str | None = Field(
@@ -533,7 +534,7 @@ class ArmPlan(BaseModel):
     def public(self) -> dict[str, Any]:
         """The plan as shown and saved: secrets in settings, environments and command lines masked."""
         data = self.model_copy(update={"settings": self.settings.redacted()}).model_dump(mode="json")
-        for process, shown in zip(self.processes, data["processes"]):
+        for process, shown in zip(self.processes, data["processes"], strict=True):
             shown["env"] = process.redacted_env()
             shown["argv"] = [scrub(part) for part in process.argv]
         return data

@@ -300,7 +300,11 @@ def masked_values(full: Any, public: Any, path: tuple[str | int, ...] = ()) -> l
             found += masked_values(value, public[key], (*path, key)) if key in public else [([*path, key], value)]
         return found
     if isinstance(full, list) and isinstance(public, list) and len(full) == len(public):
-        return [entry for index, pair in enumerate(zip(full, public)) for entry in masked_values(*pair, (*path, index))]
+        return [
+            entry
+            for index, pair in enumerate(zip(full, public, strict=True))
+            for entry in masked_values(*pair, (*path, index))
+        ]
     return [] if full == public else [(list(path), full)]
 
 

@@ -109,7 +109,8 @@ def minestudio_object_reason(event: str, obj: str) -> str | None:
     """Why MineStudio 1.1.6 can never count `obj` under `event`, or None when it can."""
     if event not in MINESTUDIO_COUNTED_EVENTS:
         if event in MINESTUDIO_UNCOUNTED_EVENT_STATISTIC:
-            return f"MineStudio counts no '{event}' events (the statistic is {MINESTUDIO_UNCOUNTED_EVENT_STATISTIC[event]})"
+            statistic = MINESTUDIO_UNCOUNTED_EVENT_STATISTIC[event]
+            return f"MineStudio counts no '{event}' events (the statistic is {statistic})"
         return f"MineStudio counts no '{event}' events" + (
             f" ({MINESTUDIO_NO_STATISTIC[event]})" if event in MINESTUDIO_NO_STATISTIC else ""
         )

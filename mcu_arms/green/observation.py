@@ -50,7 +50,7 @@ class FrameEncoder:
         *,
         keep_frames: bool = True,
     ) -> None:
-        self.size = tuple(size)
+        self.size: tuple[int, int] = (size[0], size[1])
         self.encoding = encoding
         self.keep_frames = keep_frames
 

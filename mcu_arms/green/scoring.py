@@ -155,6 +155,7 @@ def score_task(task: TaskSpec, tracker: RewardTracker, video: VideoEvaluation) -
         )
         for entry in tracker.entries
     ]
+    source: ScoreSource
     kind = task.scoring_kind
     sim_score: float | None  # normalised: the simulator's share of max_score
     score: float | None

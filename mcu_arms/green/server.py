@@ -419,7 +419,7 @@ def _text(updater: TaskUpdater, text: str) -> Message:
     return updater.new_agent_message(parts=[Part(text=text)])
 
 
-def build_green_card(url: str, *, secured: bool = False):  # noqa: ANN201 - an a2a AgentCard
+def build_green_card(url: str, *, secured: bool = False):  # an a2a AgentCard
     simulator_choices = "|".join(f'"{name}"' for name in simulator_names())
     return build_card(
         name="mcu-arms green evaluator",
@@ -450,7 +450,7 @@ def default_output_root() -> Path:
     return Path.cwd() / "output"
 
 
-def build_green_app(url: str, *, output_root: Path | None = None, token: str | None = None):  # noqa: ANN201
+def build_green_app(url: str, *, output_root: Path | None = None, token: str | None = None):
     """The green's Starlette app; with a `token`, it answers only callers that present it."""
     executor = GreenExecutor(output_root or default_output_root(), secured=token is not None)
     return build_app(build_green_card(url, secured=token is not None), executor, token=token)

@@ -19,7 +19,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +40,7 @@ from mcu_arms.contracts.events import GreenEvent, InitFailed, MilestoneReached, 
 from mcu_arms.contracts.game_state import DEFAULT_OBSERVE, GameState, ObserveMode, wants_frame, wants_state
 from mcu_arms.contracts.simulators import BackendRequest, import_backend, simulator_descriptor, simulators
 from mcu_arms.contracts.skills import GameEvent, SkillOutcome
-from mcu_arms.contracts.states import INFRASTRUCTURE_CAUSES
+from mcu_arms.contracts.states import INFRASTRUCTURE_CAUSES, EndedBy
 from mcu_arms.contracts.steps import StepRecord, truncate_received
 from mcu_arms.contracts.timestamps import iso_seconds
 from mcu_arms.contracts.wire import (
@@ -61,7 +61,7 @@ if TYPE_CHECKING:
     from mcu_arms.green.scoring import MilestoneEvent, RewardTracker, TaskScore, VideoEvaluation
     from mcu_arms.green.sims.base import Recording, SimStep, Simulator
 
-EventSink = Callable[[GreenEvent], Awaitable[None]]
+EventSink = Callable[[GreenEvent], Coroutine[Any, Any, None]]
 
 RECORDING_DIR = "recording"  # in the task's folder: the simulator's video of the task (MineStudio: episode_1.mp4)
 
@@ -250,7 +250,7 @@ class TaskRun:
         self.agent_ms: list[float] = []
         self.sim_ms: list[float] = []
         self.steps_run = 0
-        self.ended_by = "max_steps"
+        self.ended_by: EndedBy = "max_steps"
         self.error: str | None = None
         self.init: InitOutcome | None = None
         self.support = simulator.supports(task)
@@ -385,7 +385,7 @@ class TaskRun:
             return None, noop_result("transport_error", str(error))
         except (asyncio.CancelledError, KeyboardInterrupt):
             raise
-        except BaseException as error:  # noqa: BLE001 - a reply that crashes a parser must not end the task unscored
+        except BaseException as error:  # a reply that crashes a parser must not end the task unscored
             return None, noop_result("transport_error", f"the reply could not be read: {type(error).__name__}")
         parsed = parse_reply(received)
         if parsed.skill is not None and not self.sim.accepts_skills:
@@ -499,7 +499,7 @@ class TaskRun:
         (recording_problem), and video evaluation then grades the observation frames."""
         try:
             return self.sim.finish_recording()
-        except Exception as error:  # noqa: BLE001 - the episode's result stands without its video
+        except Exception as error:  # the episode's result stands without its video
             self.recording_problem = f"the recording could not be written ({type(error).__name__}: {error})"
             return None
 

@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
@@ -115,7 +115,7 @@ def evaluate_video(
             request, api_key=api_key, base_url=env.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL, model=model
         )
         scores = parse_mcu_scores(answer) if auto_eval_dir is not None else parse_scores(answer)
-    except Exception as error:  # noqa: BLE001 — the contract is a status, never an exception
+    except Exception as error:  # the contract is a status, never an exception
         return outcome("failed", f"{type(error).__name__}: {error}"[:MAX_REASON_CHARS])
     return VideoEvaluation(
         status="ok",
@@ -178,7 +178,7 @@ def _mcu_request(
 class _FrameSource:
     """The episode's frames to grade: the recording of the render if there is one, else the observation PNGs."""
 
-    graded_source: str
+    graded_source: Literal["render_recording", "observation_frames"]
     path: Path
     count: int
     width: int
@@ -219,7 +219,7 @@ class _FrameSource:
             source=self.graded_source,
             path=str(self.path),
             width=self.width,
-            height=self.height,  # type: ignore[arg-type]
+            height=self.height,
             frames_in_episode=self.count,
             frames_sent=sent,
         )
@@ -338,7 +338,8 @@ def _ask_model(request: _Request, *, api_key: str, base_url: str, model: str) ->
 
     client = OpenAI(api_key=api_key, base_url=base_url, timeout=REQUEST_TIMEOUT_S, max_retries=2)
     try:
-        response = client.chat.completions.create(model=model, messages=request.messages, **request.options)
+        # plain role/content dicts, which openai's TypedDict unions do not accept as typed
+        response = client.chat.completions.create(model=model, messages=request.messages, **request.options)  # type: ignore[arg-type]
     finally:
         client.close()
     answer = response.choices[0].message.content

@@ -363,7 +363,7 @@ def _refuse_a_home_in_use(home: Path) -> None:
         )
 
 
-def hold_codex_home(home: Path):  # noqa: ANN201 - a context manager
+def hold_codex_home(home: Path):  # a context manager
     """Hold `home` for one purple for as long as the block runs; a second purple in the same home is refused."""
     return held_exclusively(
         home / PURPLE_LOCK,

@@ -26,7 +26,7 @@ class Policy(ABC):
     @abstractmethod
     async def act(self, payload: ObservationPayload) -> ActionPayload: ...
 
-    async def close(self) -> None:
+    async def close(self) -> None:  # noqa: B027 - an optional hook, a no-op unless a policy overrides it
         """Called when the episode's context is dropped; write reports here."""
 
 

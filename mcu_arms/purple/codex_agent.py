@@ -36,6 +36,7 @@ from mcu_arms.contracts.agent_report import (
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.resources import TEMPLATES_DIR
 from mcu_arms.contracts.settings import PAYLOAD_WALL_BYTES, PurpleOptions, compacts
+from mcu_arms.contracts.states import TurnOutcome
 from mcu_arms.contracts.timestamps import iso_seconds
 from mcu_arms.contracts.wire import (
     BUTTON_KEYS,
@@ -102,7 +103,7 @@ def _camera(value: Any, where: str) -> list[float]:
     if not isinstance(value, list) or len(value) != 2:
         raise ActionsFileError(f"{where} must be [pitch, yaw] in degrees, got {json.dumps(value)}")
     degrees = []
-    for axis, number in zip(("pitch", "yaw"), value):
+    for axis, number in zip(("pitch", "yaw"), value, strict=True):
         if isinstance(number, bool) or not isinstance(number, (int, float)) or not math.isfinite(number):
             raise ActionsFileError(f"{where} {axis} must be a finite number, got {json.dumps(number)}")
         if abs(number) > CAMERA_LIMIT_DEGREES:
@@ -213,7 +214,8 @@ class CodexPolicy(Policy):
             raise UserError("a provider wire API or key variable needs a provider base URL", key="--provider-base-url")
         if self.options.provider_wire_api not in (None, "responses"):
             raise UserError(
-                f"codex no longer speaks wire API '{self.options.provider_wire_api}' (it exits before sending anything)",
+                f"codex no longer speaks wire API '{self.options.provider_wire_api}' "
+                "(it exits before sending anything)",
                 key="--provider-wire-api",
                 allowed="responses",
             )
@@ -569,7 +571,7 @@ class CodexPolicy(Policy):
 
     def _judge(
         self, run: TurnRun, actions_path: Path, stderr_path: Path
-    ) -> tuple[str, str, str | None, list[EnvAction]]:
+    ) -> tuple[TurnOutcome, str, str | None, list[EnvAction]]:
         """(outcome, failure category, reason, actions) for a finished turn."""
         if run.timed_out:
             stopped = "; ".join(run.stopped) or "it had exited"
@@ -666,7 +668,8 @@ class CodexPolicy(Policy):
         if record.payload_bytes > PAYLOAD_WALL_BYTES and self._payload_warned_session != record.session:
             self._payload_warned_session = record.session
             self._warn(
-                f"turn {record.turn}: session payload {record.payload_bytes / 1e6:.2f} MB is past ~{PAYLOAD_WALL_BYTES / 1e6:g} MB; "
+                f"turn {record.turn}: session payload {record.payload_bytes / 1e6:.2f} MB "
+                f"is past ~{PAYLOAD_WALL_BYTES / 1e6:g} MB; "
                 "turns beyond it have taken a flat ~600 s (lower session_turns)"
             )
         earlier = [previous.latency_s for previous in self.episode.turn_records]

@@ -139,7 +139,7 @@ def _assets_dir() -> Path:
 
 def _texture(name: str, size: int) -> np.ndarray:
     with Image.open(_assets_dir() / f"{name}.png") as image:
-        return np.asarray(image.convert("RGBA").resize((size, size), resample=Image.NEAREST))
+        return np.asarray(image.convert("RGBA").resize((size, size), resample=Image.Resampling.NEAREST))
 
 
 def _blend(canvas: np.ndarray, rgba: np.ndarray) -> np.ndarray:

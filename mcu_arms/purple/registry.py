@@ -42,7 +42,7 @@ _MODULES: dict[str, tuple[str, str]] = {
 }
 
 
-def _import_agent_module(kind: str):  # noqa: ANN202 - a module object
+def _import_agent_module(kind: str):  # a module object
     module_name, missing = _MODULES[kind]
     try:
         return importlib.import_module(module_name)

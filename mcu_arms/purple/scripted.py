@@ -115,7 +115,7 @@ class WorldMemory:
         block[reading.reliable] = reading.materials[reading.reliable]
         column, row = PLAYER_CELL
         self.objects = {}
-        for view_row, view_column in zip(*np.nonzero(reading.objects * reading.reliable)):
+        for view_row, view_column in zip(*np.nonzero(reading.objects * reading.reliable), strict=True):
             kind = _kind(reading.objects[view_row, view_column])
             if kind != "player":
                 cell = (self.position[0] + int(view_column) - column, self.position[1] + int(view_row) - row)
@@ -615,6 +615,7 @@ class ScriptedPolicy(Policy):
 
     def _append_to_report(self, episode: ScriptedEpisode) -> None:
         """Episodes of one purple process close one at a time on its event loop, so read-append-write is safe."""
+        assert self.output_dir is not None  # the caller appends only when there is an output dir
         path = self.output_dir / REPORT_NAME
         episodes = []
         if path.exists():

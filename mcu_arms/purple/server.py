@@ -86,9 +86,9 @@ class PurpleExecutor(AgentExecutor):
     async def _answer(self, context: RequestContext, context_id: str) -> BaseModel:
         payload = message_payload(context.message) if context.message is not None else None
         kind = payload.get("type") if payload else None
-        if kind == "init":
+        if payload is not None and kind == "init":
             return await self._init(payload, context_id)
-        if kind == "obs":
+        if payload is not None and kind == "obs":
             return await self._act(payload, context_id)
         self.counts["bad_payload"] += 1
         got = f"type {kind!r}" if payload is not None else "no JSON object"
@@ -191,7 +191,10 @@ class PurpleExecutor(AgentExecutor):
         answered = self.counts["obs"] + self.counts["act_failed"]
         mean_ms = 1000.0 * self._act_seconds / answered if answered else 0.0
         counts = " ".join(f"{key}={value}" for key, value in sorted(self.counts.items())) or "no requests"
-        return f"summary ({label}) agent={self.kind} live_contexts={len(self._episodes)} {counts} act_mean_ms={mean_ms:.1f}"
+        return (
+            f"summary ({label}) agent={self.kind} live_contexts={len(self._episodes)} {counts} "
+            f"act_mean_ms={mean_ms:.1f}"
+        )
 
     def _maybe_summarise(self) -> None:
         now = time.monotonic()
@@ -200,7 +203,7 @@ class PurpleExecutor(AgentExecutor):
             log_line(self.summary("periodic"))
 
 
-def build_purple_app(kind: str, options: PurpleOptions, url: str, *, token: str | None = None):  # noqa: ANN201
+def build_purple_app(kind: str, options: PurpleOptions, url: str, *, token: str | None = None):
     """The app and its executor (the caller closes the executor's policies at shutdown); with a `token`, it answers
     only callers that present it (its arm's green).
 

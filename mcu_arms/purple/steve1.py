@@ -36,7 +36,7 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel, Field
 
@@ -135,7 +135,8 @@ def resolve_weights(environ: Mapping[str, str]) -> Path:
 
 
 def resolve_tokenizer(environ: Mapping[str, str]) -> Path:
-    """The cached MineCLIP tokenizer; without it prepare_condition would fetch it from the hub after the model loaded."""
+    """The cached MineCLIP tokenizer; without it prepare_condition would fetch it from the hub after the model
+    loaded."""
     snapshot = cached_snapshot(environ, TOKENIZER_REPO, _has_tokenizer)
     if snapshot is None:
         raise UserError(
@@ -190,7 +191,7 @@ def check_requirements(
     """Extra, weights, tokenizer, CUDA: in that order, without importing anything heavy. Returns the weights
     directory; the first missing piece is a UserError."""
     found = {name: check() for name, check in _requirements(options, environ, module_available, driver_present)}
-    return found["STEVE-1 weights"]
+    return cast(Path, found["STEVE-1 weights"])  # the weights check answers the weights directory
 
 
 def requirement_checks(
@@ -284,7 +285,7 @@ def go_offline(environ: Any = os.environ) -> None:
     environ.update(OFFLINE_ENV)
     constants = sys.modules.get("huggingface_hub.constants")
     if constants is not None:
-        constants.HF_HUB_OFFLINE = True
+        constants.HF_HUB_OFFLINE = True  # type: ignore[attr-defined]  # the module is only a ModuleType here
 
 
 class Steve1Episode:

@@ -467,7 +467,7 @@ def _readable_runs(target: ArmTarget, episode: int | None, flags: list[Flag]) ->
             runs[run.number] = (run.run_dir.report, run.report)
     runs = dict(sorted(runs.items()))
     if episode in unreadable or (unreadable and not runs):
-        raise UserError(unreadable.get(episode) or next(iter(unreadable.values())))
+        raise UserError((unreadable.get(episode) if episode is not None else None) or next(iter(unreadable.values())))
     for number, error in unreadable.items():
         flags.append(Flag(kind="unreadable_run", arm=target.name, message=f"episode {number} skipped: {error}"))
     return runs
@@ -475,7 +475,8 @@ def _readable_runs(target: ArmTarget, episode: int | None, flags: list[Flag]) ->
 
 def _settings_from_file(target: ArmTarget, overrides: dict[str, Any]) -> tuple[Settings, int]:
     """The settings the arm resolves to today (its file, or its campaign's inline keys), with the run's overrides."""
-    spec: ArmSpec = target.spec or load_arm(target.source)
+    # a target without a spec of its own has an arm file (only an arm written inline in a campaign has none)
+    spec: ArmSpec = target.spec or load_arm(target.source)  # type: ignore[arg-type]
     source = target.source or target.output_dir
     if overrides:
         spec = apply_overrides(spec, Overrides.model_validate(overrides), source)
@@ -628,7 +629,7 @@ def choose_experiments(arms: list[_ArmRuns], prefixes: list[str]) -> dict[str, t
     )
     matches = []
     for combination in combinations[:MAX_COMBINATIONS]:
-        settings = fixed + [each.experiments[fp][-1].settings for each, fp in zip(open_arms, combination)]
+        settings = fixed + [each.experiments[fp][-1].settings for each, fp in zip(open_arms, combination, strict=True)]
         differing = _counted_differences(settings)
         if (sorted(differing) == sorted(under_test)) if under_test is not None else len(differing) <= 1:
             matches.append(combination)
@@ -643,7 +644,7 @@ def choose_experiments(arms: list[_ArmRuns], prefixes: list[str]) -> dict[str, t
             allowed=how,
         )
     tested = ", ".join(under_test) if under_test else "what is under test"
-    for each, fp in zip(open_arms, matches[0]):
+    for each, fp in zip(open_arms, matches[0], strict=True):
         chosen[each.target.name] = (
             fp,
             f"the one of its {len(each.candidates())} experiments that differs from the other arms only in {tested}",
@@ -698,6 +699,7 @@ def _used_and_excluded(
         elif why is None:
             later = used[report.settings.seed].episode
             why = ("superseded", f"seed {report.settings.seed} finished again in episode {later}")
+        assert why is not None  # each branch above gives a reason
         excluded.append(ExcludedEpisode(**_ref(report), reason=why[0], detail=why[1]))
     for report in each.other_campaign:
         where = f"campaign {report.campaign.name}" if report.campaign else "no campaign"
@@ -757,6 +759,12 @@ def _facts(path: Path, report: RunReport) -> EpisodeFacts:
     )
 
 
+def _task_and_identity(key: str) -> tuple[str, str]:
+    """A milestone's key, `task/identity`, split in two."""
+    task, identity = key.split("/", 1)
+    return task, identity
+
+
 def _milestones(reports: list[RunReport]) -> tuple[dict[str, MilestoneStats], list[EpisodeMilestones]]:
     keys = list(dict.fromkeys(f"{m.task}/{m.identity}" for report in reports for m in report.milestones))
     available = {f"{m.task}/{m.identity}": m.available for report in reports for m in report.milestones}
@@ -772,7 +780,7 @@ def _milestones(reports: list[RunReport]) -> tuple[dict[str, MilestoneStats], li
     ]
     stats = {
         key: milestone_stats(
-            *key.split("/", 1), [each.steps.get(key) for each in per_episode], available=available[key]
+            *_task_and_identity(key), [each.steps.get(key) for each in per_episode], available=available[key]
         )
         for key in keys
     }
@@ -878,7 +886,9 @@ def _arm_analysis(
     for alert in dict.fromkeys(alert for r in used for alert in r.alerts):
         flags.append(Flag(kind="alert", arm=target.name, message=alert))
     values = [_metric_values(r) for r in used]
-    metrics = {name: summarise([v[name] for v in values if v[name] is not None]) for name in METRICS}
+    metrics: dict[str, Summary] = {
+        name: summarise([value for v in values if (value := v[name]) is not None]) for name in METRICS
+    }
     milestones, per_episode = _milestones(used)
     curve = reached_curve(per_episode) if used else None
     time_to_milestone = {
@@ -1088,8 +1098,8 @@ def _worded(line: DifferenceResult) -> str:
 
 def _score_difference(arm: ArmAnalysis, base: ArmAnalysis, design: Pairing) -> DifferenceResult:
     """The score, paired by seed when the design allows (else two independent samples, saying why)."""
-    mine = {ref.seed: value for ref, value in zip(arm.used, arm.metrics["score"].values)}
-    theirs = {ref.seed: value for ref, value in zip(base.used, base.metrics["score"].values)}
+    mine = {ref.seed: value for ref, value in zip(arm.used, arm.metrics["score"].values, strict=True)}
+    theirs = {ref.seed: value for ref, value in zip(base.used, base.metrics["score"].values, strict=True)}
     found: MetricComparison = compare_metric("score", mine, theirs, design, name_a=arm.arm, name_b=base.arm)
     return DifferenceResult(
         metric="score",
@@ -1126,7 +1136,8 @@ def _milestone_difference(key: str, arm: ArmAnalysis, base: ArmAnalysis) -> Diff
     medians = [
         (of.time_to_milestone.get(key) or kaplan_meier(data)).median for of, data in ((arm, mine), (base, theirs))
     ]
-    estimate = medians[0] - medians[1] if None not in medians else None
+    first, second = medians
+    estimate = first - second if first is not None and second is not None else None
     return DifferenceResult(
         metric=f"{key.split('/', 1)[1]} steps",
         arm=arm.arm,
@@ -1255,7 +1266,7 @@ def analyse(
     wanted = dict(tags or {})
     runs = [_arm_runs(target, episode, flags, wanted) for target in targets]
     if episode is not None:
-        choices = {
+        choices: dict[str, tuple[str | None, str]] = {
             each.target.name: (each.runs[episode][1].fingerprint, f"--run {episode}")
             if episode in each.runs
             else (None, f"no episode {episode}")

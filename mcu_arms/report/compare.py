@@ -138,7 +138,7 @@ def _failed_turns(arm: ArmAnalysis) -> str:
 def result_rows(result: Analysis) -> list[tuple[str, list[str]]]:
     """The statistics over each arm's episodes used, one row per metric, one cell per arm."""
     arms = result.arms
-    rows = [
+    rows: list[tuple[str, list[str]]] = [
         ("status", [arm.status for arm in arms]),
         ("experiment", [experiment_text(arm) for arm in arms]),
         ("replicates", [replicates_text(arm) for arm in arms]),
@@ -284,7 +284,8 @@ def tidy_numbers(result: Analysis) -> list[tuple[str, str, str, float]]:
     (`milestone:task/identity`): reached, n, and over several episodes km_median, km_median_low, km_median_high,
     reached_by_cap (Kaplan–Meier), over one its step; delta. Per difference (`difference:<metric>`, under the arm,
     against the baseline): estimate, ci_low, ci_high, p, p_adjusted, n_a, n_b, seeds_needed, `design:<paired or
-    unpaired>` = 1, `verdict:<word>` = 1, and when paired pairing_correlation, variance_paired, variance_unpaired. Per arm: `episodes` used/excluded:<reason>, `experiment:<fingerprint>` = n. Across arms
+    unpaired>` = 1, `verdict:<word>` = 1, and when paired pairing_correlation, variance_paired, variance_unpaired. Per
+    arm: `episodes` used/excluded:<reason>, `experiment:<fingerprint>` = n. Across arms
     (arm empty): `verdict` comparable, trustworthy, exit_code.
     """
     rows: list[tuple[str, str, str, float]] = []
@@ -305,10 +306,10 @@ def tidy_numbers(result: Analysis) -> list[tuple[str, str, str, float]]:
             add(arm.arm, name, "std", summary.std)
             add(arm.arm, name, "ci_low", summary.ci.low if summary.ci else None)
             add(arm.arm, name, "ci_high", summary.ci.high if summary.ci else None)
-            for ref, value in zip(arm.used, _episode_values(arm, name)):
+            for ref, value in zip(arm.used, _episode_values(arm, name), strict=True):
                 add(arm.arm, name, f"episode:{ref.episode}", value)
     for row in result.milestones:
-        for arm, cell in zip(result.arms, row.cells):
+        for arm, cell in zip(result.arms, row.cells, strict=True):
             metric = f"milestone:{row.task}/{row.identity}"
             stats = cell.stats
             if stats is not None and stats.available:
@@ -397,7 +398,10 @@ def to_markdown(result: Analysis) -> str:
     if result.milestones:
         lines += ["## Milestones (step reached; delta vs baseline)", ""]
         rows = [
-            [f"{m.task}/{m.identity}", *(milestone_text(c, n == result.baseline) for c, n in zip(m.cells, names))]
+            [
+                f"{m.task}/{m.identity}",
+                *(milestone_text(c, n == result.baseline) for c, n in zip(m.cells, names, strict=True)),
+            ]
             for m in result.milestones
         ]
         lines += _md_table(header, rows)

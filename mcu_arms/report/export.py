@@ -90,7 +90,7 @@ def tidy_rows(result: Analysis) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for arm in result.arms:
         values = {name: summary.values for name, summary in arm.metrics.items() if summary.n == arm.n}
-        for index, (ref, milestones) in enumerate(zip(arm.used, arm.per_episode)):
+        for index, (ref, milestones) in enumerate(zip(arm.used, arm.per_episode, strict=True)):
             metrics: dict[str, Any] = {name: column[index] for name, column in values.items()}
             metrics |= {
                 f"milestone:{key}": step for key, step in milestones.steps.items() if arm.milestones[key].available

@@ -3,7 +3,8 @@ and every live process of the arm, whichever episode started it.
 
 Reading only: nothing here signals anything. Which processes are alive comes from the private record of what we
 started (private_record.py), never from the report: a report naming a live process we did not start shows it gone.
-A `started` report whose supervising `mcu-arms run` is gone is shown as stale. An episode run as a Slurm job is read from its files first; Slurm (squeue, then sacct) is asked only
+A `started` report whose supervising `mcu-arms run` is gone is shown as stale. An episode run as a Slurm job is read
+from its files first; Slurm (squeue, then sacct) is asked only
 whether the job of an open report still runs, and what it ended as when it ended without a final report.
 """
 
@@ -206,7 +207,11 @@ def _state_of(
             state = TIME_LIMIT if failure.kind == "time_limit" else CANCELLED if ended == "interrupted" else JOB_ENDED
     record = episode_record(env.env, run_dir.path)
     supervisor = report.processes.get(SUPERVISOR_ROLE)
-    if job is None and state == "started" and not _alive(record, SUPERVISOR_ROLE, supervisor and supervisor.pid):
+    if (
+        job is None
+        and state == "started"
+        and not _alive(record, SUPERVISOR_ROLE, supervisor.pid if supervisor else None)
+    ):
         state = STALE
     if state == "failed" and failure is not None and failure.kind == "time_limit":
         state = TIME_LIMIT
@@ -370,23 +375,31 @@ def _latest_record(env: Environment, campaign: str) -> CampaignRun | None:
     return None
 
 
+def _campaign_run(run: RunOnDisk) -> str | None:
+    """The campaign run an episode was run by, when its report is read and tagged with a campaign."""
+    return run.report.campaign.run if run.report is not None and run.report.campaign is not None else None
+
+
 def _cell(
     env: Environment, arm: str, seed: int, runs: list[RunOnDisk], record: CampaignRun | None, alive: bool, skipped: bool
 ) -> CampaignCellState:
     """The cell's state from its episodes run for the campaign (newest first): the latest of the campaign's latest
     run; an earlier run's when this one skipped the cell (or there is no record); else queued while the run lives."""
-    this_run = [run for run in runs if record is not None and run.report.campaign.run == record.run]
+    this_run = [run for run in runs if record is not None and _campaign_run(run) == record.run]
     earlier = runs if record is None or skipped else []
     if not (this_run or earlier):
         return CampaignCellState(arm=arm, seed=seed, state="queued" if alive else "not started")
     run = (this_run or earlier)[0]
     report = run.report
+    assert report is not None  # runs holds the episodes with a readable report only
     state = CELL_STATE[report.status]
     supervisor = report.processes.get(SUPERVISOR_ROLE)
     if (
         state == "running"
         and episode_job(run.run_dir, report) is None
-        and not _alive(episode_record(env.env, run.run_dir.path), SUPERVISOR_ROLE, supervisor and supervisor.pid)
+        and not _alive(
+            episode_record(env.env, run.run_dir.path), SUPERVISOR_ROLE, supervisor.pid if supervisor else None
+        )
     ):
         state = "stale"
     step = steps_progress(run.run_dir.green)[1] if state == "running" else report.steps_run
@@ -426,15 +439,21 @@ def campaign_state(env: Environment, campaign: Campaign) -> CampaignState:
         for name in dict.fromkeys(arm for arm, _, _ in cells)
     }
     states = [
-        _cell(env, arm, seed, [run for run in runs[arm] if run.report.settings.seed == seed], record, alive, skipped)
+        _cell(
+            env,
+            arm,
+            seed,
+            [run for run in runs[arm] if run.report is not None and run.report.settings.seed == seed],
+            record,
+            alive,
+            skipped,
+        )
         for arm, seed, skipped in cells
     ]
     elapsed = 0.0
     if record is not None:
         elapsed = max((env.clock() - datetime.fromisoformat(record.started_at)).total_seconds(), 0.0)
-    this_run = [
-        run for arm in runs.values() for run in arm if record is not None and run.report.campaign.run == record.run
-    ]
+    this_run = [run for arm in runs.values() for run in arm if record is not None and _campaign_run(run) == record.run]
     tally = CampaignTally(
         total=len(states),
         done=sum(state.state == "done" for state in states),
@@ -442,7 +461,7 @@ def campaign_state(env: Environment, campaign: Campaign) -> CampaignState:
         queued=sum(state.state == "queued" for state in states),
         failed=sum(state.state in ("failed", "interrupted", "stale") for state in states),
         retried=sum(max(state.attempts - 1, 0) for state in states),
-        ended=sum(run.report.status in FINAL_STATUSES for run in this_run),
+        ended=sum(run.report is not None and run.report.status in FINAL_STATUSES for run in this_run),
         in_progress=sum(
             min(state.step / state.max_steps, 1.0)
             for state in states

@@ -408,8 +408,8 @@ def parse_destination(value: str) -> tuple[TrackerName, str | None]:
             allowed=f"{name} (its default) or {name}={destination}",
         )
     if importlib.util.find_spec(name) is None:
-        raise missing_extra(name)  # type: ignore[arg-type]
-    return name, where or None  # type: ignore[return-value]
+        raise missing_extra(name)
+    return name, where or None
 
 
 def missing_extra(tracker: TrackerName) -> UserError:

@@ -9,6 +9,7 @@ Every check reads typed records (the progress, the purple's own report), never a
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import pairwise
 from pathlib import Path
 
 from mcu_arms.contracts.agent_report import AGENT_REPORT_SUFFIX, AgentReport, read_agent_report
@@ -99,7 +100,7 @@ class AlertMonitor:
         for episode in report.episodes:
             sizes = [record.payload_bytes for record in episode.turn_records]
             recent = sizes[-(PAYLOAD_GROWTH_TURNS + 1) :]
-            if len(recent) > PAYLOAD_GROWTH_TURNS and all(b > a for a, b in zip(recent, recent[1:])):
+            if len(recent) > PAYLOAD_GROWTH_TURNS and all(b > a for a, b in pairwise(recent)):
                 trail = " -> ".join(f"{size / MB:.2f}" for size in recent)
                 self._raise("payload:growing", f"purple session payload keeps growing: {trail} MB")
             if sizes and max(sizes) >= PAYLOAD_WALL_BYTES:

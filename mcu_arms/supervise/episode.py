@@ -58,7 +58,7 @@ from mcu_arms.contracts.slurm import (
     unmasked,
 )
 from mcu_arms.contracts.started import EPISODE_TOKENS_ENV, episode_token_hash
-from mcu_arms.contracts.states import OPEN_STATUSES, PROCESS_ROLES, SERVER_ROLES, FailureKind
+from mcu_arms.contracts.states import OPEN_STATUSES, PROCESS_ROLES, SERVER_ROLES, FailureKind, ProcessRole
 from mcu_arms.doctor import plan_preflight
 from mcu_arms.environment import Environment
 from mcu_arms.isolation.display import private_display
@@ -214,7 +214,7 @@ def _rebuilt(plan: ArmPlan, run_dir: RunDir) -> ArmPlan:
         )
     planned = RunDir(Path(plan.episode_dir))
 
-    def lines(where: RunDir) -> dict[str, list[str]]:
+    def lines(where: RunDir) -> dict[ProcessRole, list[str]]:
         return command_lines(
             plan.settings,
             host=plan.host,
@@ -493,7 +493,9 @@ def _run_here(
     signals: _Stops,
     options: RunOptions,
 ) -> int:
-    wanted = {role: (None if role in plan.ports_auto else plan.process(role).port) for role in SERVER_ROLES}
+    wanted: dict[str, int | None] = {
+        role: (None if role in plan.ports_auto else plan.process(role).port) for role in SERVER_ROLES
+    }
     with ExitStack() as held:
         sockets = held.enter_context(claimed_listeners(plan.host, wanted, env.env))
         plan = on_ports(plan, {role: (sock.getsockname()[1], sock.fileno()) for role, sock in sockets.items()})

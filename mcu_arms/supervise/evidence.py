@@ -47,7 +47,7 @@ class ChildWatch:
     stopped_since: dict[str, float] = field(default_factory=dict)
     last_status: dict[str, str] = field(default_factory=dict)
 
-    def observe(self, children: Mapping[str, Child]) -> None:
+    def observe(self, children: Mapping[ProcessRole, Child]) -> None:
         now = time.monotonic()
         for role, child in children.items():
             status = _status(child)
@@ -66,7 +66,7 @@ class ChildWatch:
         since = self.stopped_since.get(role)
         return None if since is None else time.monotonic() - since
 
-    def frozen_server(self, children: Mapping[str, Child]) -> tuple[ProcessRole, str] | None:
+    def frozen_server(self, children: Mapping[ProcessRole, Child]) -> tuple[ProcessRole, str] | None:
         """A server stopped past STOPPED_LIMIT_S, and what to say of it."""
         for role in SERVER_ROLES:
             stopped = self.stopped_for(role)
@@ -123,7 +123,7 @@ def disk_full(run_path: Path, log_tails: Sequence[str], shown: Path) -> str | No
 
 
 def culprit(
-    children: Mapping[str, Child], watch: ChildWatch, run_path: Path, shown: Path
+    children: Mapping[ProcessRole, Child], watch: ChildWatch, run_path: Path, shown: Path
 ) -> tuple[ProcessRole | None, str] | None:
     """Who or what the evidence blames, in the order a cause precedes its symptoms: a full disk, then a stopped
     server, then a server ended by a signal; None when there is no such evidence."""

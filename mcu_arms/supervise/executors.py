@@ -77,7 +77,9 @@ def run_arms(
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    order = {(plan.arm, plan.settings.seed): index for index, plan in enumerate(plans)}
+    order: dict[tuple[str, int | None], int] = {
+        (plan.arm, plan.settings.seed): index for index, plan in enumerate(plans)
+    }
     outcomes.sort(key=lambda outcome: (order.get((outcome.arm, outcome.seed), 0), outcome.attempt))
     return RunOutcome(arms=outcomes, interrupted_by=signalled[0] if signalled else None)
 

@@ -8,6 +8,7 @@ import statistics
 import time
 from collections import Counter, deque
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 
 from mcu_arms.contracts.events import EvaluationStarted, EventRecord, InitFailed, TaskStarted
@@ -150,7 +151,7 @@ class ArmProgress:
         if len(self._times) < RATE_WINDOW_STEPS + 1:
             return None
         times = list(self._times)
-        median = statistics.median(b - a for a, b in zip(times, times[1:]))
+        median = statistics.median(b - a for a, b in pairwise(times))
         return 60.0 / median if median > 0 else None
 
     def done_share(self) -> float:

@@ -73,7 +73,8 @@ def rerun_decision(plan: ArmPlan, arm_dir: Path, *, rerun: bool) -> RerunDecisio
             )
         return RerunDecision(
             "skip",
-            f"{plan.label}: skipped, {where} already finished with fingerprint {plan.fingerprint} (--rerun to run again)",
+            f"{plan.label}: skipped, {where} already finished with fingerprint {plan.fingerprint} "
+            "(--rerun to run again)",
         )
     if latest is not None and latest.status in ("failed", "interrupted") and latest.fingerprint == plan.fingerprint:
         if latest.failure is not None and latest.failure.kind == "time_limit":

@@ -577,7 +577,7 @@ class ArmRunner:
             self._keep_progress(report)
         report.agent = self._agent_summary()
         self.progress.finished = time.monotonic()
-        self.progress.state = status
+        self.progress.state = status  # type: ignore[assignment]  # never skipped or queued here: see run()
         self._save_final()
         if failure is not None:
             self._event(f"{status}: {failure.reason}", alert=status == "failed")

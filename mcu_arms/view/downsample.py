@@ -47,7 +47,7 @@ class Events(BaseModel):
 def change_points(steps: Sequence[int], values: Sequence[float]) -> Series:
     xs: list[int] = []
     ys: list[float] = []
-    for index, (step, value) in enumerate(zip(steps, values)):
+    for index, (step, value) in enumerate(zip(steps, values, strict=True)):
         if index == 0 or value != ys[-1]:
             xs.append(step)
             ys.append(value)

@@ -719,7 +719,7 @@ def purple_episodes(run_dir: RunDir, tasks: list[str], category: str | None) -> 
         except ValueError:
             continue
     if len(found) == len(tasks):
-        return dict(zip(tasks, found))
+        return dict(zip(tasks, found, strict=True))
     if not found or category is None:
         return {}
     try:

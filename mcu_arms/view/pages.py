@@ -85,7 +85,7 @@ def render_comparison(
         links[link.arm].append(link)
     facts = episode_rows(result)
     milestones = [
-        (row, [milestone_text(cell, name == result.baseline) for cell, name in zip(row.cells, names)])
+        (row, [milestone_text(cell, name == result.baseline) for cell, name in zip(row.cells, names, strict=True)])
         for row in result.milestones
     ]
     return (

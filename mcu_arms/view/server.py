@@ -14,7 +14,7 @@ import os
 import shutil
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.cookies import SimpleCookie
@@ -42,7 +42,7 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def view_token(host: str, env: dict[str, str]) -> str | None:
+def view_token(host: str, env: Mapping[str, str]) -> str | None:
     """The token a server on `host` requires: None on loopback; on any other interface one the user set."""
     if is_loopback(host):
         return None
@@ -78,7 +78,7 @@ def _handler(holder: SiteHolder, token: str | None, port_of: Callable[[], int]) 
         server_version = "mcu-arms-view"
         sys_version = ""
 
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class's name
+        def log_message(self, format: str, *args: object) -> None:  # the base class's name
             """Requests are not logged: the terminal shows the URL, and a log would hold the token's query."""
 
         def _refuse(self, status: HTTPStatus, text: str) -> None:
@@ -107,10 +107,10 @@ def _handler(holder: SiteHolder, token: str | None, port_of: Callable[[], int]) 
             held = cookie[TOKEN_COOKIE].value if TOKEN_COOKIE in cookie else ""
             return bool(held) and hmac.compare_digest(held.encode(), token.encode()), False
 
-        def do_HEAD(self) -> None:  # noqa: N802 - http.server's naming
+        def do_HEAD(self) -> None:  # http.server's naming
             self.do_GET()
 
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             if not self._host_ok():
                 return self._refuse(
                     HTTPStatus.MISDIRECTED_REQUEST, "this viewer answers to 127.0.0.1 and localhost only"

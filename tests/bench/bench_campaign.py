@@ -21,7 +21,7 @@ from pathlib import Path
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from run_helpers import write_arm  # noqa: E402  (the tests' helpers, as the other benches use them)
+from run_helpers import write_arm  # the tests' helpers, as the other benches use them
 
 PACKING_TARGET = 1.15
 CPU_TARGET_PERCENT = 2.0

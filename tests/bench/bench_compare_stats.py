@@ -24,18 +24,18 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
 
-from cli_support import make_environment  # noqa: E402
-from test_compare import write_arm  # noqa: E402
+from cli_support import make_environment  # noqa: E402 - after the sys.path line that finds the tests' helpers
+from test_compare import write_arm  # noqa: E402 - after the sys.path line that finds the tests' helpers
 
-from mcu_arms.arms.plan import resolve_settings  # noqa: E402
-from mcu_arms.arms.spec import load_arm  # noqa: E402
-from mcu_arms.contracts.run_report import MilestoneRecord, Provenance, RunReport, read_report  # noqa: E402
-from mcu_arms.contracts.settings import fingerprint  # noqa: E402
-from mcu_arms.layout import RunDir  # noqa: E402
-from mcu_arms.report.methods.comparison import compare_metric, compare_milestone  # noqa: E402
-from mcu_arms.report.methods.design import pairing  # noqa: E402
-from mcu_arms.report.methods.multiplicity import holm  # noqa: E402
-from mcu_arms.report.methods.sequential import sequential_experiment  # noqa: E402
+from mcu_arms.arms.plan import resolve_settings  # noqa: E402 - after the sys.path line that finds the tests' helpers
+from mcu_arms.arms.spec import load_arm  # noqa: E402 - after the sys.path line that finds the tests' helpers
+from mcu_arms.contracts.run_report import MilestoneRecord, Provenance, RunReport, read_report  # noqa: E402 - after the sys.path line that finds the tests' helpers
+from mcu_arms.contracts.settings import fingerprint  # noqa: E402 - after the sys.path line that finds the tests' helpers
+from mcu_arms.layout import RunDir  # noqa: E402 - after the sys.path line that finds the tests' helpers
+from mcu_arms.report.methods.comparison import compare_metric, compare_milestone  # noqa: E402 - after the sys.path line that finds the tests' helpers
+from mcu_arms.report.methods.design import pairing  # noqa: E402 - after the sys.path line that finds the tests' helpers
+from mcu_arms.report.methods.multiplicity import holm  # noqa: E402 - after the sys.path line that finds the tests' helpers
+from mcu_arms.report.methods.sequential import sequential_experiment  # noqa: E402 - after the sys.path line that finds the tests' helpers
 
 TARGET_S = 2.0
 STEPS = 3000

@@ -25,14 +25,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from server_procs import HOST, ServerProcess, free_port  # noqa: E402
+from server_procs import HOST, ServerProcess, free_port
 
-from mcu_arms.contracts.steps import StepRecord  # noqa: E402
-from mcu_arms.contracts.tasks import select_tasks  # noqa: E402
-from mcu_arms.contracts.wire import InitPayload, ObservationPayload, noop_action  # noqa: E402
-from mcu_arms.green.actions import parse_reply  # noqa: E402
-from mcu_arms.green.observation import encode_png  # noqa: E402
-from mcu_arms.green.task_run import RunSettings, TaskRun, make_simulator, run_off_loop  # noqa: E402
+from mcu_arms.contracts.steps import StepRecord
+from mcu_arms.contracts.tasks import select_tasks
+from mcu_arms.contracts.wire import InitPayload, ObservationPayload, noop_action
+from mcu_arms.green.actions import parse_reply
+from mcu_arms.green.observation import encode_png
+from mcu_arms.green.task_run import RunSettings, TaskRun, make_simulator, run_off_loop
 
 TASK = ("crafting", "craft_furnace")
 

@@ -26,8 +26,8 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
 
-from browser import chromium_missing, start_browser  # noqa: E402
-from view_episodes import write_episode  # noqa: E402
+from browser import chromium_missing, start_browser  # noqa: E402 - after the sys.path line that finds the tests' helpers
+from view_episodes import write_episode  # noqa: E402 - after the sys.path line that finds the tests' helpers
 
 FIRST_PAINT_TARGET_MS = 2000.0
 PAGE = "episodes/big-001-mine_diamond_from_scratch/"

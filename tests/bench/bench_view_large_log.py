@@ -26,12 +26,12 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
 
-from bench_view import _url_of  # noqa: E402
-from browser import Browser, CDPError, chromium_missing, start_browser  # noqa: E402
-from view_episodes import TASK, write_episode  # noqa: E402
+from bench_view import _url_of  # noqa: E402 - after the sys.path line that finds the tests' helpers
+from browser import Browser, CDPError, chromium_missing, start_browser  # noqa: E402 - after the sys.path line that finds the tests' helpers
+from view_episodes import TASK, write_episode  # noqa: E402 - after the sys.path line that finds the tests' helpers
 
-from mcu_arms.contracts.steps import MAX_RECEIVED_CHARS  # noqa: E402
-from mcu_arms.layout import steps_log  # noqa: E402
+from mcu_arms.contracts.steps import MAX_RECEIVED_CHARS  # noqa: E402 - after the sys.path line that finds the tests' helpers
+from mcu_arms.layout import steps_log  # noqa: E402 - after the sys.path line that finds the tests' helpers
 
 FIRST_PAINT_TARGET_MS = 2000.0
 RSS_TARGET_MB = 300.0

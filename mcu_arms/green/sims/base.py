@@ -110,11 +110,11 @@ class Simulator(ABC):
         """What the player could know now, as structured state (only backends whose descriptor serves "state")."""
         raise StateUnavailable(f"the {self.name} simulator serves frames only")
 
-    def set_frames(self, enabled: bool) -> None:
+    def set_frames(self, enabled: bool) -> None:  # noqa: B027 - an optional hook, a no-op unless a backend overrides it
         """Whether steps render a frame: an arm that observes the state alone and saves none needs none. A backend
         that always renders (MineStudio) keeps rendering."""
 
-    def say(self, lines: list[str]) -> None:
+    def say(self, lines: list[str]) -> None:  # noqa: B027 - an optional hook, a no-op unless a backend overrides it
         """Post the agent's tagged chat lines in the game, where the simulator has a chat and the arm asks for it."""
 
     def world_seed(self, seed: int) -> tuple[int | None, str]:

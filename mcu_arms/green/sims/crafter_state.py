@@ -11,12 +11,15 @@ Imports crafter and numpy: only the embedded backend imports this module.
 
 from __future__ import annotations
 
+from typing import Any
+
 from crafter import constants, objects
 
 from mcu_arms.contracts.crafter_view import PLAYER_CELL, VIEW_COLUMNS, VIEW_ROWS, visible_tiles
 from mcu_arms.contracts.game_state import (
     SKILLS,
     Capabilities,
+    Direction,
     Entity,
     Faced,
     GameState,
@@ -34,7 +37,7 @@ OUTSIDE_WORLD = "void"  # the frame leaves it grey
 HOSTILE_KINDS = ("zombie", "skeleton", "arrow")
 STATIONS = frozenset({"table", "furnace"})
 REACH = (-1, 0, 1)  # crafting looks at the 3x3 tiles around the player (objects.Player._make)
-NEIGHBOURS = {"north": (0, -1), "south": (0, 1), "east": (1, 0), "west": (-1, 0)}
+NEIGHBOURS: dict[Direction, tuple[int, int]] = {"north": (0, -1), "south": (0, 1), "east": (1, 0), "west": (-1, 0)}
 HOME_STATIONS = frozenset({"table"})  # placing one makes it home (Crafter has no bed)
 NO_SUCH_SKILLS = frozenset({"deposit", "withdraw"})  # Crafter has no chests
 # Attacking a cow until it dies feeds the player (objects.Player._do_object); data.yaml has no entry for it.
@@ -106,7 +109,7 @@ class CrafterStateReader:
         vitals = Vitals(**{name: Gauge(value=inventory[name], max=self._maxima[name]) for name in VITALS})
         held = {name: int(count) for name, count in inventory.items() if name not in VITALS and count > 0}
         facing = (int(player.facing[0]), int(player.facing[1]))
-        common = dict(
+        common: dict[str, Any] = dict(
             simulator=EMBEDDED.name,
             vitals=vitals,
             inventory=held,
@@ -135,7 +138,7 @@ class CrafterStateReader:
             ],
             faced=Faced(tile=kinds[facing], entity=entities.get(facing)) if facing in kinds else None,
             daylight=round(daylight, 3),
-            stations_in_reach=sorted({kinds.get((east, south)) for east in REACH for south in REACH} & STATIONS),
+            stations_in_reach=sorted(STATIONS & {kinds.get((east, south)) for east in REACH for south in REACH}),
         )
 
     def _home_offset(self, player) -> Offset | None:

@@ -40,7 +40,9 @@ class ReproducibleCrafterEnv(crafter.Env):
 
     def __init__(self, size: int = 128, area: tuple[int, int] = (64, 64)) -> None:
         super().__init__(area=area, size=(size, size), length=None, seed=0)
-        self._local_view = _PrivateNoiseView(self._world, self._textures, list(self._local_view._grid))
+        self._local_view: _PrivateNoiseView = _PrivateNoiseView(
+            self._world, self._textures, list(self._local_view._grid)
+        )
         self._local_view.noise_random = np.random.RandomState(0)
         # The privileged whole-world map is never computed, so it cannot leak.
         self._sem_view = lambda: None

@@ -23,6 +23,8 @@ from mcu_arms.green.sims.base import SimStep, Simulator
 from mcu_arms.green.sims.crafter_actions import AGENT_INSTRUCTIONS, ActionAdapter
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from mcu_arms.contracts.catalog import ResetMode
     from mcu_arms.contracts.game_state import GameState
     from mcu_arms.contracts.tasks import TaskSpec
@@ -132,7 +134,7 @@ class EmbeddedSimulator(Simulator):
         self._fallbacks.clear()
         self._counters = {}
         self._deaths = 0
-        frame = self._env.reset_world(seed)
+        frame: np.ndarray | None = self._env.reset_world(seed)
         self._state_reader.remember_spawn()
         applied, unsupported = self._apply_init_commands(task.init_commands)
         if applied:

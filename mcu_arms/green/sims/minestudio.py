@@ -225,7 +225,8 @@ def _java_check(search_path: str) -> HostCheck:
 
 def _display_checks(env: Mapping[str, str], search_path: str) -> list[HostCheck]:
     """1.1.6's launchClient.sh runs `xvfb-run -a java ...` whenever its GPU probe answers "cpu", and that probe
-    always does (gpu_utils.py uses `cuda` without importing it), so Xvfb is needed whatever MINESTUDIO_GPU_RENDER says."""
+    always does (gpu_utils.py uses `cuda` without importing it), so Xvfb is needed whatever MINESTUDIO_GPU_RENDER
+    says."""
     checks = []
     missing = [tool for tool in ("xvfb-run", "Xvfb") if shutil.which(tool, path=search_path) is None]
     checks.append(
@@ -519,7 +520,8 @@ class MineStudioSimulator(Simulator):
             self._remember_engines()
             raise SimulatorCrashed(
                 self._broken
-                or f"the Minecraft engine failed during {what} ({detail}); the instance is replaced before the next task"
+                or f"the Minecraft engine failed during {what} ({detail}); "
+                "the instance is replaced before the next task"
             ) from error
 
     def _mark_dead(self, cause: Literal["crash", "timeout"], detail: str, what: Literal["reset", "step"]) -> None:
@@ -591,7 +593,7 @@ class MineStudioSimulator(Simulator):
     def _make_sim(self, seed: int) -> Any:
         try:
             from minestudio.simulator import MinecraftSim
-            from minestudio.simulator.callbacks import CommandsCallback, RecordCallback  # noqa: F401 - fail here
+            from minestudio.simulator.callbacks import CommandsCallback, RecordCallback  # noqa: F401 - imported to fail here, in the try
         except Exception as error:  # preflight imported it in a child: this process differs (sys.path, a later pip)
             self._broken = f"MineStudio cannot be imported in the green: {type(error).__name__}: {error}"
             raise SimulatorUnavailable(self._broken) from error

@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from mcu_arms.contracts.game_state import Capabilities, Direction, GameState, Recipe
+from mcu_arms.contracts.game_state import Capabilities, Direction, GameState, Recipe, Skill
 from mcu_arms.contracts.planned import PlanStep
 from mcu_arms.contracts.skills import SkillOutcome
 from mcu_arms.contracts.trajectory import ActionStatus, CandidateAction
@@ -198,8 +198,8 @@ class Place(RunningAction):
         item = self.recipe.item
         if self.placed:
             spent = all(self.gained(state, c) <= -n for c, n in self.recipe.consumes.items())
-            faced = state.faced.tile if state.faced is not None else None
-            if spent and (faced == item or item in (state.stations_in_reach or [])):
+            faced_tile = state.faced.tile if state.faced is not None else None
+            if spent and (faced_tile == item or item in (state.stations_in_reach or [])):
                 return self.finish(state, "succeeded", f"{item} placed")
             return self.finish(state, "failed", f"no {item} came of it")
         missing = self.action_runner.missing(self.recipe.consumes, state)
@@ -348,7 +348,9 @@ class ActionRunner:
                 f"({self.capabilities.keymap!r}; it speaks 'crafter') and takes no skills"
             )
         self.navigator = Navigator(self.capabilities, self.rng)
-        self._recipes = {(recipe.method, recipe.item): recipe for recipe in self.capabilities.recipes}
+        self._recipes: dict[tuple[str, str], Recipe] = {
+            (recipe.method, recipe.item): recipe for recipe in self.capabilities.recipes
+        }
 
     # --- what the state shows ------------------------------------------------------------------------------------
     def recipe(self, method: str, item: str) -> Recipe:
@@ -439,7 +441,8 @@ class ActionRunner:
     def survival(self, state: GameState) -> list[CandidateAction]:
         """Vitals that need looking after now, the most pressing first."""
         offered: list[tuple[float, CandidateAction]] = []
-        for vital, below, skill in (("drink", DRINK_BELOW, "drink"), ("food", FOOD_BELOW, "eat")):
+        vitals: tuple[tuple[str, float, Skill], ...] = (("drink", DRINK_BELOW, "drink"), ("food", FOOD_BELOW, "eat"))
+        for vital, below, skill in vitals:
             level = _vital(state, vital)
             recipe = self._recipes.get(("collect", vital))
             if level is None or recipe is None or level[0] > below * level[1]:
@@ -525,7 +528,7 @@ class ActionRunner:
 
     def _candidate(
         self,
-        skill: str,
+        skill: Skill,
         target: str | None,
         count: int | None = None,
         *,
@@ -554,7 +557,7 @@ class ActionRunner:
         identifier = skill if target is None else f"{skill}_{named}"
         return CandidateAction(
             id=identifier, skill=skill, target=target, count=count, description=description or words[skill]
-        )  # type: ignore[arg-type]
+        )
 
     def start(self, candidate: CandidateAction, state: GameState, step: int) -> RunningAction:
         if self.skills:

@@ -222,11 +222,12 @@ class PlannedPolicy(Policy):
             try:
                 self.action_runner = ActionRunner(state.capabilities, self.rng)
             except ValueError as error:
-                self._refuse(str(error))
-                return failure_noop("agent_unavailable", self.refused)
+                return failure_noop("agent_unavailable", self._refuse(str(error)).message)
             self.episode.capabilities = state.capabilities
+            assert self._planner is not None  # init made it before acknowledging
             self.tracker = PlanTracker(self._planner, self.goal, state.capabilities, self.episode, self._warn)
             await self.tracker.first(state)
+        assert self.tracker is not None  # made with the executor, on the first observation
         self.tracker.poll()
         self._say_plan()
         self.action_runner.last_skill = payload.last_skill
@@ -282,6 +283,7 @@ class PlannedPolicy(Policy):
     def _reflex(self, state: GameState, step: int, received: float, skill: SkillOutcome | None) -> None:
         """A health drop stops the running action now, before anything waits on a model. On a simulator that takes
         skills, its own reflex stopped the skill at the damage already: how long that took is kept beside."""
+        assert self.episode is not None  # act returns before a reflex when init never came
         health, before = state.vitals.health.value, self.last_health
         self.last_health = health
         if before is None or health >= before:
@@ -311,6 +313,7 @@ class PlannedPolicy(Policy):
     # --- deciding ------------------------------------------------------------------------------------------------
     def _candidates(self, state: GameState, step: int) -> tuple[list[CandidateAction], Phase, PlanStep | None]:
         action_runner, tracker = self.action_runner, self.tracker
+        assert action_runner is not None and tracker is not None  # act made both before the first decision
         if self.threat_mode or action_runner.threatened(state):
             if action_runner.threatened(state):
                 self.threat_mode = True
@@ -328,6 +331,7 @@ class PlannedPolicy(Policy):
     async def _decide(self, state: GameState, step: int) -> None:
         candidates, phase, subgoal = self._candidates(state, step)
         ids = [candidate.id for candidate in candidates]
+        assert self.episode is not None and self.action_runner is not None  # act checked both before deciding
         self.episode.decisions += 1
         decision, latency, invalid = await self._choose(state, candidates, phase, subgoal)
         if decision.source == "fallback":
@@ -356,6 +360,7 @@ class PlannedPolicy(Policy):
             "phase": phase,
             "state": state.model_dump(mode="json", exclude={"capabilities"}, exclude_none=True),
         }
+        assert self.episode is not None and self._policy is not None  # init made both before acknowledging
         self.episode.policy_calls += 1
         try:
             answer, latency = await self._policy.ask(context, candidates)
@@ -379,6 +384,7 @@ class PlannedPolicy(Policy):
         if running is None:
             return
         action, decided = running.action, running.decided
+        assert self.episode is not None and self._trajectory is not None  # init opened both
         self.episode.actions += 1
         self.episode.action_statuses[outcome.status] += 1
         if outcome.status == "action_needs_replan" and self.tracker is not None:
@@ -417,7 +423,8 @@ class PlannedPolicy(Policy):
             self._write_report()
 
     def _warn(self, message: str) -> None:
-        """Each kind of trouble once per episode in the report (the supervisor raises it as an alert), all in the log."""
+        """Each kind of trouble once per episode in the report (the supervisor raises it as an alert), all in the
+        log."""
         log_line(f"planned: {message}")
         kind = message.split(":", 1)[0]
         if self.episode is not None and kind not in self._warned:

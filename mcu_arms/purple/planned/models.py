@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Literal
+from typing import Any, Literal, cast
 from urllib.parse import urlsplit
 
 import httpx
@@ -74,40 +74,44 @@ class ChatModel:
             api_key=api_key or KEY_PLACEHOLDER,
             timeout=timeout,
             max_retries=0,  # a failed call is counted, not hidden behind retries
-            http_client=_http_client(base_url, timeout),
+            # openai 3 takes an httpx client too (is_legacy_httpx_async_client); its annotation names httpx2's only
+            http_client=_http_client(base_url, timeout),  # type: ignore[arg-type]
         )
+
+    def _failed(self, what: Literal["timeout", "error"], detail: str) -> ModelCallFailed:
+        """A failed call, counted under this model's role (planner_timeout, policy_error, ...)."""
+        return ModelCallFailed(cast(ModelFailure, f"{self.role}_{what}"), detail)
 
     async def check_served(self) -> None:
         """The endpoint answers and, when it lists its models, serves this one (vLLM: --served-model-name)."""
         try:
             listing = await self._client.models.list()
         except APITimeoutError:
-            raise ModelCallFailed(
-                f"{self.role}_timeout", f"{self.base_url} did not answer in {self.timeout:g} s"
-            ) from None
+            raise self._failed("timeout", f"{self.base_url} did not answer in {self.timeout:g} s") from None
         except APIConnectionError as error:
-            raise ModelCallFailed(f"{self.role}_error", f"{self.base_url} is unreachable: {error}") from None
+            raise self._failed("error", f"{self.base_url} is unreachable: {error}") from None
         except APIStatusError:
             return  # it does not list its models; the first call will tell
         served = [entry.id for entry in listing.data]
         if self.model not in served:
-            raise ModelCallFailed(f"{self.role}_error", f"{self.base_url} serves {served}, not {self.model!r}")
+            raise self._failed("error", f"{self.base_url} serves {served}, not {self.model!r}")
 
     async def complete(self, messages: list[dict[str, str]]) -> tuple[str, float]:
         """The answer's text and the round trip in ms."""
         started = time.perf_counter()
         try:
-            response = await self._client.chat.completions.create(
+            # the messages are plain role/content dicts, which openai's TypedDict unions do not accept as typed
+            response = await self._client.chat.completions.create(  # type: ignore[call-overload]
                 model=self.model,
-                messages=messages,  # type: ignore[arg-type]
+                messages=messages,
                 temperature=0,
                 response_format={"type": "json_object"},
                 extra_body=self.extra_body or None,
             )
         except APITimeoutError:
-            raise ModelCallFailed(f"{self.role}_timeout", f"no answer within {self.timeout:g} s") from None
+            raise self._failed("timeout", f"no answer within {self.timeout:g} s") from None
         except (APIConnectionError, APIError) as error:
-            raise ModelCallFailed(f"{self.role}_error", _failure(error)) from None
+            raise self._failed("error", _failure(error)) from None
         content = response.choices[0].message.content if response.choices else None
         return content or "", _elapsed_ms(started)
 

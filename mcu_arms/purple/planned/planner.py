@@ -200,7 +200,7 @@ class PlanTracker:
         if task.cancelled() or task.result().plan is None:
             return
         answer = task.result()
-        if answer.kind == "replan" and self.plan is not None:
+        if answer.kind == "replan" and self.plan is not None and answer.plan is not None:
             self.plan = self.plan.model_copy(update={"steps": answer.plan.steps})  # same contract, new wording
             self.episode.replans_accepted += 1
             self.latency_ms = answer.latency_ms

@@ -67,6 +67,10 @@ class ActionHost(Protocol):
 
     def threatened(self, state: GameState) -> bool: ...
 
+    def missing(self, needed: dict[str, int], state: GameState) -> str: ...
+
+    def threats(self, state: GameState) -> list[tuple[int, int]]: ...
+
 
 class RunningAction:
     """One high-level action in progress. `next(state)` is called once per step with the latest state."""

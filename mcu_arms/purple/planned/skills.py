@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 from mcu_arms.contracts.game_state import GameState
-from mcu_arms.contracts.skills import SkillOutcome, SkillRequest
+from mcu_arms.contracts.skills import ArgValue, SkillOutcome, SkillRequest
 from mcu_arms.contracts.trajectory import ActionStatus
 from mcu_arms.purple.planned.running import BLAST_RADIUS, EXPLODING, Outcome, RunningAction, slot_for
 
@@ -91,7 +91,7 @@ def request_for(action_runner, candidate, state: GameState) -> tuple[SkillReques
         exploding = next((kind for kind in hostiles if kind in EXPLODING), None)
         threat = exploding or next(iter(hostiles), None)
         distance = float(CLEAR_OF_BLAST if exploding else FLEE_BLOCKS)
-        args = {"distance": distance} | ({"from": threat} if threat else {})
+        args: dict[str, ArgValue] = {"distance": distance} | ({"from": threat} if threat else {})
         return SkillRequest(kind="retreat", args=args), ""
     if skill == "explore":
         if state.position is None:

@@ -41,7 +41,8 @@ def compare_metric(
     """Paired by seed when `pairing` says so, else today's two-sample test (report/stats.py), saying why."""
     if pairing.design == "paired":
         result = compare_paired(metric, a, b, name_a=name_a, name_b=name_b)
-        method = f"{BOOTSTRAP_METHOD}; {result.test.method if result.test else 'no test below 2 pairs'}; {PAIRED_VERDICT_RULE}"
+        test_method = result.test.method if result.test else "no test below 2 pairs"
+        method = f"{BOOTSTRAP_METHOD}; {test_method}; {PAIRED_VERDICT_RULE}"
         return MetricComparison(
             metric=metric,
             design="paired",
@@ -82,10 +83,12 @@ def adjust_family(
     still exclude 0). The names in the Holm result are the comparisons' positions joined with their metric."""
     names = [f"{index}:{comparison.metric}" for index, comparison in enumerate(comparisons)]
     result = holm(
-        [(name, comparison.p_value) for name, comparison in zip(names, comparisons)], family=family, alpha=alpha
+        [(name, comparison.p_value) for name, comparison in zip(names, comparisons, strict=True)],
+        family=family,
+        alpha=alpha,
     )
     adjusted = []
-    for name, comparison in zip(names, comparisons):
+    for name, comparison in zip(names, comparisons, strict=True):
         test = result.adjusted(name)
         if test is None:
             adjusted.append(comparison)

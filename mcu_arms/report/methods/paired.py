@@ -97,7 +97,7 @@ def _tolerance(observed: float) -> float:
     return 1e-9 * max(1.0, abs(observed))
 
 
-def sign_flip_sums(differences: Sequence[float]) -> np.ndarray:
+def sign_flip_sums(differences: Sequence[float] | np.ndarray) -> np.ndarray:
     """Σ s_i·d_i for every sign vector s (index bit i set: s_i = −1), built by doubling: 2^n values."""
     import numpy as np
 
@@ -124,7 +124,7 @@ def random_sign_sums(values: np.ndarray, seed: int, resamples: int = SIGN_FLIP_R
         yield 2 * table[np.arange(groups), drawn].sum(axis=1) - values.sum()
 
 
-def sign_flip_test(differences: Sequence[float], *, seed: int = RESAMPLE_SEED) -> SignFlipTest:
+def sign_flip_test(differences: Sequence[float] | np.ndarray, *, seed: int = RESAMPLE_SEED) -> SignFlipTest:
     """Two-sided: the share of sign vectors whose |Σ s·d| is at least the observed |Σ d| (Σ or mean: the same test)."""
     import numpy as np
 
@@ -169,7 +169,7 @@ def pairing_effect(a: Sequence[float], b: Sequence[float]) -> PairingEffect:
         return PairingEffect(correlation=None, variance_paired=None, variance_unpaired=None)
     var_a, var_b = statistics.variance(a), statistics.variance(b)
     correlation = statistics.correlation(a, b) if var_a > 0 and var_b > 0 else None
-    paired = statistics.variance([x - y for x, y in zip(a, b)])
+    paired = statistics.variance([x - y for x, y in zip(a, b, strict=True)])
     return PairingEffect(correlation=correlation, variance_paired=paired, variance_unpaired=var_a + var_b)
 
 

@@ -114,7 +114,7 @@ def sequential_sign_flip(
             sums = _sampled_prefix_sums(absolute, sizes, seed + index)
         total = len(sums[-1])
         alive = np.ones(total, dtype=bool)
-        for earlier, boundary in zip(sums[:-1], boundaries):
+        for earlier, boundary in zip(sums[:-1], boundaries, strict=True):
             if math.isfinite(boundary):
                 alive &= earlier < boundary - 1e-9 * max(1.0, boundary)
         spent_before = 1 - np.count_nonzero(alive) / total

@@ -363,6 +363,7 @@ class MineflayerSimulator(Simulator):
 
     def state(self) -> GameState:
         answer = self._request("observe", REQUEST_TIMEOUT_S)
+        assert self._capabilities is not None  # read when the bot joined, before any state is asked for
         return game_state(answer["state"], self._capabilities, self._fallbacks)
 
     def _absorb(self, answer: dict[str, Any]) -> None:

@@ -4,7 +4,8 @@ Node comes from PATH when it is new enough, else from npm's `node-<os>-<arch>` p
 under `<cache>/node/<version>/`. The libraries are installed with `npm ci` from the lockfile that ships beside
 sidecar.mjs into `<cache>/mineflayer-sidecar/<digest of the lockfile>/` (~565 MB, most of it minecraft-data), so a
 changed lockfile never mixes with an older install. Installs run once, under a file lock, and each is announced with
-its exact command before it runs; the folders below the cache root are made without following a link. Nothing here is imported by light commands except through `runtime_checks`,
+its exact command before it runs; the folders below the cache root are made without following a link. Nothing here is
+imported by light commands except through `runtime_checks`,
 which only looks.
 """
 

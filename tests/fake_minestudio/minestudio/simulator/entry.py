@@ -114,7 +114,7 @@ class MinecraftSim:
         cameras = np.asarray(action["camera"]).reshape(-1)
         env_buttons = np.zeros((len(buttons), len(BUTTON_ORDER)), dtype=int)
         env_camera = np.zeros((len(buttons), 2))
-        for row, (button, camera) in enumerate(zip(buttons, cameras)):
+        for row, (button, camera) in enumerate(zip(buttons, cameras, strict=True)):
             combination = COMBINATIONS[int(button)]
             camera_on = combination == "inventory" or combination[-1] == "camera"
             pressed = ("inventory",) if combination == "inventory" else combination[:-1]

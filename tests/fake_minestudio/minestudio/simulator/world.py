@@ -257,7 +257,10 @@ class World:
         elif name == "summon" and args:
             self.entities.append({"type": args[0].removeprefix("minecraft:"), "pos": (player.x, player.y, player.z)})
         elif name == "setblock" and len(args) >= 4:
-            pos = tuple(int(np.floor(self._coordinate(a, c))) for a, c in zip(args[:3], (player.x, player.y, player.z)))
+            pos = tuple(
+                int(np.floor(self._coordinate(a, c)))
+                for a, c in zip(args[:3], (player.x, player.y, player.z), strict=True)
+            )
             self.changed_blocks[pos] = args[3].removeprefix("minecraft:")
         elif name == "clear":
             player.clear_inventory()

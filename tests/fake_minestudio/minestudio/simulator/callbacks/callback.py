@@ -9,7 +9,7 @@ import yaml
 
 
 class MinecraftCallback:
-    def load_data_from_conf(source: Any) -> dict:  # noqa: N805 - called on the class, as in 1.1.6
+    def load_data_from_conf(source: Any) -> dict:  # called on the class, as in 1.1.6
         """A dict as it is, or the YAML file it names."""
         if isinstance(source, dict):
             return source
@@ -17,7 +17,7 @@ class MinecraftCallback:
         with open(source, encoding="utf-8") as handle:
             return yaml.safe_load(handle)
 
-    def create_from_conf(yaml_file: Any) -> Any:  # noqa: N805 - overridden by subclasses, as in 1.1.6
+    def create_from_conf(yaml_file: Any) -> Any:  # overridden by subclasses, as in 1.1.6
         return None
 
     def before_step(self, sim, action):
