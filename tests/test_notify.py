@@ -10,7 +10,7 @@ from pathlib import Path
 from cli_support import make_environment
 
 from mcu_arms.supervise.notify import run_notify, run_status
-from mcu_arms.supervise.runner import RunOutcome
+from mcu_arms.supervise.outcomes import RunOutcome
 
 
 def test_the_command_gets_the_status_and_summary_in_its_environment(tmp_path: Path) -> None:
