@@ -1,37 +1,65 @@
-"""The `mcu-arms` command line: this module only registers commands; each lives in its own module."""
+"""The `mcu-arms` command line: this module only names the commands; each lives in its own module, imported only when
+that command runs (or when `--help` or shell completion lists them all), so that starting one command — the three
+processes of every episode among them — never pays for importing every other."""
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
-from typing import Optional
 
+import click
 import typer
 
 from mcu_arms import __version__
-from mcu_arms.cli import (
-    acceptance,
-    codex_home,
-    compare,
-    doctor,
-    evaluate,
-    new,
-    plan,
-    report,
-    run,
-    run_episode,
-    serve,
-    status,
-    tasks,
-    view,
-)
-from mcu_arms.cli.common import App, environment
+from mcu_arms.cli.common import App, Group, environment
 from mcu_arms.environment import ARMS_DIR_ENV, OUTPUT_DIR_ENV
+
+# Each command by name, in the order `--help` lists them, with the module (mcu_arms.cli.MODULE) whose `register`
+# defines it.
+COMMAND_MODULES: dict[str, str] = {
+    "plan": "plan",
+    "run": "run",
+    "run-episode": "run_episode",
+    "compare": "compare",
+    "view": "view",
+    "report": "report",
+    "status": "status",
+    "stop": "status",
+    "new": "new",
+    "codex-home": "codex_home",
+    "doctor": "doctor",
+    "acceptance": "acceptance",
+    "tasks": "tasks",
+    "serve": "serve",
+    "evaluate": "evaluate",
+}
+
+
+def command_module(name: str) -> str:
+    return f"mcu_arms.cli.{COMMAND_MODULES[name]}"
+
+
+class LazyGroup(Group):
+    """The root group: a command's module is imported the first time that command is looked up."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [*COMMAND_MODULES, *(name for name in super().list_commands(ctx) if name not in COMMAND_MODULES)]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMAND_MODULES:
+            module = importlib.import_module(command_module(cmd_name))
+            defined = App()
+            module.register(defined)
+            self.commands.update(typer.main.get_group(defined).commands)
+        return self.commands.get(cmd_name)
+
 
 app = App(
     name="mcu-arms",
     help="Run comparison arms of Minecraft agents on the MCU benchmark.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    cls=LazyGroup,
 )
 
 
@@ -60,22 +88,3 @@ def _root(
     env = environment(ctx)
     env.output_root = output_dir or env.output_root
     env.arms_root = arms_dir or env.arms_root
-
-
-for command_module in (
-    plan,
-    run,
-    run_episode,
-    compare,
-    view,
-    report,
-    status,
-    new,
-    codex_home,
-    doctor,
-    acceptance,
-    tasks,
-    serve,
-    evaluate,
-):
-    command_module.register(app)
