@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
+from typing import Any
 
-import click
 import typer
 
 from mcu_arms import __version__
@@ -42,10 +42,10 @@ def command_module(name: str) -> str:
 class LazyGroup(Group):
     """The root group: a command's module is imported the first time that command is looked up."""
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
+    def list_commands(self, ctx: Any) -> list[str]:  # typer's own click: duck-typed
         return [*COMMAND_MODULES, *(name for name in super().list_commands(ctx) if name not in COMMAND_MODULES)]
 
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
         if cmd_name not in self.commands and cmd_name in COMMAND_MODULES:
             module = importlib.import_module(command_module(cmd_name))
             defined = App()
