@@ -25,6 +25,7 @@ from mcu_arms.contracts.text import MAX_MESSAGE_CHARS, shown_text
 from mcu_arms.doctor import refuse_blocked
 from mcu_arms.environment import Environment, fits
 from mcu_arms.isolation.host import host_parallelism
+from mcu_arms.process_exit import skip_teardown
 from mcu_arms.report.methods.sequential import (
     DEFAULT_BATCH,
     DEFAULT_MAX_SEEDS,
@@ -80,9 +81,7 @@ def register(app: typer.Typer) -> None:
         tag: list[str] = typer.Option(
             [], "--tag", help="KEY=VALUE kept in every episode's report, shown and filtered by (repeatable)."
         ),
-        note: str | None = typer.Option(
-            None, "--note", help="Why this run was made: kept in every episode's report."
-        ),
+        note: str | None = typer.Option(None, "--note", help="Why this run was made: kept in every episode's report."),
         json_output: bool = typer.Option(False, "--json", help="Print the outcome as JSON (progress on stderr)."),
         until_resolved: bool = typer.Option(
             False,
@@ -103,6 +102,7 @@ def register(app: typer.Typer) -> None:
             f"{', '.join(PRIMARY_METRICS)} [{DEFAULT_PRIMARY}].",
         ),
     ) -> None:
+        skip_teardown()
         env = environment(ctx)
         annotations = {"tags": parse_tags(tag), "note": checked_note(note)}
         on_slurm = placement.executor == "slurm"

@@ -25,6 +25,7 @@ from mcu_arms.contracts.planned import (
 )
 from mcu_arms.contracts.settings import OPTIONS_FROM_ENVIRONMENT, PurpleOptions, flag_for
 from mcu_arms.contracts.wire import DEFAULT_STEP_TIMEOUT_S
+from mcu_arms.process_exit import skip_teardown
 
 serve_app = App(help="Run an A2A server (green evaluator or purple agent) in the foreground.", no_args_is_help=True)
 
@@ -60,6 +61,7 @@ def serve_green(
     """Serve the green agent: runs MCU tasks in a simulator against a purple agent and scores them."""
     from mcu_arms.green.server import serve
 
+    skip_teardown()
     serve(host, port, card_url, output_root=output_root, expose=expose)
 
 
@@ -130,9 +132,7 @@ def serve_purple(
             help="Planned agent: the planner's OpenAI-compatible /v1 URL (one with a credential: in the variable).",
         ),
     ] = None,
-    planner_model: Annotated[
-        str | None, typer.Option("--planner-model", help="Planned agent: planner model.")
-    ] = None,
+    planner_model: Annotated[str | None, typer.Option("--planner-model", help="Planned agent: planner model.")] = None,
     planner_revision: Annotated[
         str | None, typer.Option("--planner-revision", help="Planned agent: planner model revision, as recorded.")
     ] = None,
@@ -230,6 +230,7 @@ def serve_purple(
 
     from mcu_arms.purple.server import serve_purple as run_purple_server
 
+    skip_teardown()
     run_purple_server(agent, options, host, port, card_url, expose=expose)
 
 

@@ -67,7 +67,7 @@ from mcu_arms.layout import (
     supervisor_log,
 )
 from mcu_arms.private_record import forget_started, record_started
-from mcu_arms.procs import DEFAULT_STOP_GRACE_S, PRIVATE_UMASK, AdoptedOrphans, Child
+from mcu_arms.procs import DEFAULT_STOP_GRACE_S, PRIVATE_UMASK, AdoptedOrphans, Child, StopOutcome
 from mcu_arms.supervise.alerts import AlertMonitor
 from mcu_arms.supervise.evidence import ChildWatch, culprit
 from mcu_arms.supervise.live import REFRESH_PER_SECOND, View, make_view
@@ -242,6 +242,7 @@ class ArmRunner:
         self.evaluation: EvaluationResult | None = None
         self._alerts_saved = 0  # alerts already in result.json
         self._stop = threading.Event()
+        self._wake = threading.Event()  # set on a stop request and when the client exits: the arm's thread looks
         self._stop_reason = ""
         self._stop_kind: FailureKind = "stopped"
         self._stopped_by: str | None = None
@@ -306,6 +307,7 @@ class ArmRunner:
             self._stop_kind = kind
             self._stopped_by = stopped_by
             self._stop.set()
+            self._wake.set()
 
     def _check_stop(self) -> None:
         who = None if self._stop.is_set() else self.run_dir.stop_requested_by()
@@ -500,6 +502,7 @@ class ArmRunner:
         self._check_stop()
         client = self._start("client")
         self._state("running")
+        threading.Thread(target=self._wake_on_exit, args=(client,), name=f"exit-{self.label}", daemon=True).start()
         while True:
             self._check_stop()
             for role in SERVER_ROLES:
@@ -524,12 +527,20 @@ class ArmRunner:
             self._check_thresholds()
             code = client.poll()
             if code is not None:
+                self._event(f"client {describe_exit(code)}")
                 self._read_progress()
                 if code != 0:
                     raise self._died(client, "before the evaluation completed")
                 self.evaluation = self._read_evaluation(client)
                 return
-            self._stop.wait(POLL_S)
+            self._wake.wait(POLL_S)
+            self._wake.clear()
+
+    def _wake_on_exit(self, client: Child) -> None:
+        """The arm's thread reads the client's exit as it happens, not on its next poll."""
+        if client.popen is not None:
+            client.popen.wait()
+        self._wake.set()
 
     def _check_thresholds(self) -> None:
         """Fail the arm as soon as its infrastructure trouble passes a threshold, not 200 hours later."""
@@ -575,17 +586,27 @@ class ArmRunner:
 
     # the end ----------------------------------------------------------------------------------------------
     def _stop_children(self) -> set[str]:
-        """Stop every child; returns the roles that left a survivor."""
+        """Stop every child; returns the roles that left a survivor. While the evaluation may still be stepping they
+        are stopped one after the other in STOP_ORDER; once it is complete nothing steps any more, and they are
+        stopped at once (each still TERM -> wait -> KILL by its own pid, token and cgroup)."""
+        roles = [role for role in STOP_ORDER if role in self.children]
+        if not roles:
+            return set()
+        began = time.monotonic()
+        at_once = self.evaluation is not None
+        self._event(f"stopping {', '.join(roles)} {'at once' if at_once else 'in turn'}")
+        grace = self.options.stop_grace_s
+        if at_once:
+            outcomes = stopped_at_once({role: self.children[role] for role in roles}, grace)
+        else:
+            outcomes = {role: self.children[role].stop(grace) for role in roles}
+        self._event(f"children stopped in {time.monotonic() - began:.2f} s")
         survivors: set[str] = set()
-        for role in STOP_ORDER:
-            child = self.children.get(role)
-            if child is None:
-                continue
-            outcome = child.stop(self.options.stop_grace_s)
+        for role in roles:
+            child, outcome = self.children[role], outcomes[role]
             record = self.report.processes[role]
             record.exit_code = child.exit_code
             if outcome.killed:
-                grace = self.options.stop_grace_s
                 self._record_alert(
                     f"{role}: {outcome.killed} process(es) still running {grace:g} s after SIGTERM were killed"
                 )
@@ -745,6 +766,27 @@ def outcome_of(report: RunReport, *, episode_dir: str, report_path: str | None, 
         agent_reasons=dict(report.agent.top_failure_reasons) if report.agent else {},
         stopped_on_request=report.status == "interrupted" and RunDir(Path(episode_dir)).stopped_by_user(),
     )
+
+
+def stopped_at_once(children: dict[ProcessRole, Child], grace_s: float) -> dict[ProcessRole, StopOutcome]:
+    """Each child stopped on a thread of its own, all at the same time; a stop that raised is raised here."""
+    outcomes: dict[ProcessRole, StopOutcome] = {}
+    errors: list[BaseException] = []
+
+    def stop(role: ProcessRole) -> None:
+        try:
+            outcomes[role] = children[role].stop(grace_s)
+        except BaseException as error:  # re-raised on the arm's thread, which reports it
+            errors.append(error)
+
+    threads = [threading.Thread(target=stop, args=(role,), name=f"stop-{role}") for role in children]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+    return outcomes
 
 
 def _kind_of(role: ProcessRole) -> FailureKind:
