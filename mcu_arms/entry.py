@@ -53,6 +53,9 @@ def main() -> None:
     except SystemExit as done:
         process_exit.record_exit(done.code)
         raise
+    except BaseException:
+        process_exit.record_exit(1)  # the interpreter's own status once it has printed the traceback
+        raise
     process_exit.record_exit(0)
 
 

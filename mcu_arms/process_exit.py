@@ -13,9 +13,9 @@ import atexit
 import os
 import sys
 
-# The status the process ends with: the interpreter's own for an exception that escaped `main` (1), until `main`
-# says otherwise.
-exit_status = 1
+# The status the entry point's `main` ended with; None while it has not (then nothing here acts: a command run
+# in-process, by a test, never ends its host process).
+exit_status: int | None = None
 _armed = False
 
 
@@ -31,13 +31,13 @@ def skip_teardown() -> None:
 
 
 def record_exit(status: int | str | None) -> None:
-    """The status `main` ends with (a SystemExit's code: None is 0, a message is 1)."""
+    """The status `main` ends with (a SystemExit's code: None is 0, a message is 1; an exception that escaped: 1)."""
     global exit_status
     exit_status = status if isinstance(status, int) else (0 if status is None else 1)
 
 
 def _end_now() -> None:
-    if not _armed:
+    if not _armed or exit_status is None:
         return
     for stream in (sys.stdout, sys.stderr):
         try:

@@ -53,3 +53,17 @@ def test_the_episodes_processes_skip_the_teardown_and_the_module_stands_alone() 
     imported = [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names]
     imported += [node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
     assert not [name for name in imported if name.startswith("mcu_arms")]
+
+
+def test_a_command_run_in_process_never_ends_its_host_process() -> None:
+    """Armed by a command a test invokes in-process (CliRunner), with the entry point's `main` never run: the host
+    process (pytest) ends as it would have, with its own status."""
+    code = (
+        "import atexit, sys\n"
+        "from mcu_arms import entry, process_exit\n"
+        "process_exit.skip_teardown()\n"
+        "atexit.register(lambda: print('atexit ran'))\n"
+        "sys.exit(5)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 5 and "atexit ran" in done.stdout
