@@ -242,7 +242,7 @@ class ArmRunner:
         self.evaluation: EvaluationResult | None = None
         self._alerts_saved = 0  # alerts already in result.json
         self._stop = threading.Event()
-        self._wake = threading.Event()  # set on a stop request and when the client exits: the arm's thread looks
+        self._wake = threading.Event()  # a stop request or the client's exit: the arm's thread looks at once
         self._stop_reason = ""
         self._stop_kind: FailureKind = "stopped"
         self._stopped_by: str | None = None
