@@ -890,8 +890,9 @@ def supervise_here(
                 for plan, attempt in pending
             ]
             view.refresh(progresses + queued, summary=_tally(len(plans), outcomes, running, pending, began).text())
-            wake.wait(1.0 / REFRESH_PER_SECOND)
-            wake.clear()
+            if pending or running:  # the last episode's end is not followed by a refresh period's wait
+                wake.wait(1.0 / REFRESH_PER_SECOND)
+                wake.clear()
     except BaseException as error:  # a failing view must not leave the arms running unwatched while we wait on them
         for runner in running.values():
             runner.request_stop(f"mcu-arms: the supervising loop failed: {type(error).__name__}: {error}")
