@@ -189,7 +189,7 @@ def main() -> None:
         print(f"\nfit: wall = {fixed:.2f} s + {1000 * per_step:.2f} ms x steps  (fixed target <= {FIXED_TARGET_S} s)")
         print("fixed cost by phase (mean over runs):")
         for name in PHASES:
-            known = [part[name] for part in phases if part[name] is not None]
+            known = [value for part in phases if (value := part[name]) is not None]
             if name != "steps":
                 print(f"  {name:9s} {_seconds(sum(known) / len(known) if known else None)} s")
         if not args.no_campaign:
