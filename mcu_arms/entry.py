@@ -39,11 +39,27 @@ def _end_interrupted() -> None:
 
 signal.signal(signal.SIGINT, _interrupt)
 
+from mcu_arms import process_exit  # noqa: E402  (after the handler: nothing may come before it)
+
+process_exit.install()
+
 
 VERSION_FLAGS = (["--version"], ["-V"])
 
 
 def main() -> None:
+    try:
+        _main()
+    except SystemExit as done:
+        process_exit.record_exit(done.code)
+        raise
+    except BaseException:
+        process_exit.record_exit(1)  # the interpreter's own status once it has printed the traceback
+        raise
+    process_exit.record_exit(0)
+
+
+def _main() -> None:
     global _inside_main
     if sys.argv[1:] in VERSION_FLAGS:  # answered before the CLI (typer, rich, every command) is imported
         from mcu_arms import __version__
@@ -53,9 +69,9 @@ def main() -> None:
     signal.signal(signal.SIGINT, _interrupt)
     _inside_main = True
     try:
-        from mcu_arms.cli import app_for
+        from mcu_arms.cli import app
 
-        app_for(sys.argv[1:])()
+        app()
     except Interrupted:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         sys.stderr.write(INTERRUPTED_LINE.decode())

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 import typer
 from typer.testing import CliRunner
@@ -17,9 +18,11 @@ from mcu_arms.cli import app
 
 
 def all_commands(group, prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], object]]:
-    """Every command under `group`, sub-commands included (typer ships its own click, so duck-typed)."""
+    """Every command under `group`, sub-commands included, as click lists them (the root imports each on lookup)."""
     found = []
-    for name, command in group.commands.items():
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
         found.append(((*prefix, name), command))
         if hasattr(command, "commands"):
             found += all_commands(command, (*prefix, name))

@@ -1,5 +1,6 @@
-"""`mcu-arms CMD` imports CMD's module alone, and an arm or campaign file is parsed once: a plan of 100,000 seeds is
-refused at once (bench_plan_limits.py times it), before tomllib reads the list."""
+"""`mcu-arms CMD` imports CMD's module alone (tests/test_layering.py checks the table), and an arm or campaign file
+is parsed once: a plan of 100,000 seeds is refused at once (bench_plan_limits.py times it), before tomllib reads the
+list."""
 
 from __future__ import annotations
 
@@ -8,11 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-import typer
 
 from mcu_arms.arms import campaign
 from mcu_arms.arms.campaign import select_arms
-from mcu_arms.cli import COMMAND_MODULES, EVERY_MODULE, app, build_app, named_command
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.settings import Overrides
 
@@ -25,27 +24,6 @@ steps = 5
 green = "auto"
 purple = "auto"
 """
-
-
-def test_each_command_is_registered_by_the_module_the_table_names():
-    for module in EVERY_MODULE:
-        registered = set(typer.main.get_command(build_app([module])).commands)
-        assert registered == {name for name, owner in COMMAND_MODULES.items() if owner == module}
-    assert set(typer.main.get_command(app).commands) == set(COMMAND_MODULES)
-
-
-@pytest.mark.parametrize(
-    ("args", "command"),
-    [
-        (["plan", "--dry-run"], "plan"),
-        (["--output-dir", "plan", "run", "--arm", "a"], "run"),
-        (["--arms-dir=x", "stop", "a"], "stop"),
-        (["--help"], None),
-        (["plna"], None),
-    ],
-)
-def test_the_command_named_is_found_past_the_root_options(args: list[str], command: str | None):
-    assert named_command(args) == command
 
 
 def test_plan_imports_no_other_command(tmp_path: Path):

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from mcu_arms.cli import COMMAND_MODULES, command_module
+
 PACKAGE = Path(__file__).resolve().parents[1] / "mcu_arms"
 
 
@@ -262,9 +264,43 @@ def test_light_commands_load_no_heavy_stack(command: str) -> None:
         "doctor": "mcu_arms.doctor",
         "stop": "mcu_arms.supervise.stop",
     }
-    code = f"import sys, mcu_arms.cli, {cores[command]}\nprint(sorted(m for m in {HEAVY!r} if m in sys.modules))"
+    imported = f"mcu_arms.cli, {command_module(command)}, {cores[command]}"
+    code = f"import sys, {imported}\nprint(sorted(m for m in {HEAVY!r} if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    "argv", [["plan", "--help"], ["serve", "green", "--help"], ["evaluate", "--help"], ["stop", "--help"]]
+)
+def test_a_command_imports_no_other_commands_module(argv: list[str]) -> None:
+    """`mcu-arms X` imports X's module and none of the other commands' (each episode starts three such processes)."""
+    commands = sorted({f"mcu_arms.cli.{module}" for module in COMMAND_MODULES.values()})
+    code = (
+        "import atexit, sys\n"
+        f"atexit.register(lambda: print(sorted(m for m in {commands!r} if m in sys.modules)))\n"
+        f"sys.argv = ['mcu-arms', *{argv!r}]\n"
+        "from mcu_arms.entry import main\n"
+        "main()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == repr([command_module(argv[0])])
+
+
+def test_each_command_is_defined_by_the_module_the_cli_names_for_it() -> None:
+    """The CLI imports a command's module only when the command is looked up: the table must name the right one."""
+    import importlib
+
+    import typer
+
+    from mcu_arms.cli.common import App
+
+    for module in set(COMMAND_MODULES.values()):
+        defined = App()
+        importlib.import_module(f"mcu_arms.cli.{module}").register(defined)
+        names = set(typer.main.get_group(defined).commands)
+        assert names == {name for name, owner in COMMAND_MODULES.items() if owner == module}, module
 
 
 @pytest.mark.slow

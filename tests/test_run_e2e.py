@@ -115,3 +115,34 @@ def test_three_arms_run_side_by_side(tmp_path: Path) -> None:
     assert max(r["ready_at"] for r in reports) <= min(r["finished_at"] for r in reports)
     assert reports[0]["settings"]["agent"] == "noop" and reports[1]["settings"]["seed"] == 1
     assert not os.path.exists(project / "output" / "a_noop" / "episode_002")
+
+
+def test_an_episode_starts_both_servers_before_either_is_ready_and_stops_them_at_once_once_evaluated(
+    tmp_path: Path,
+) -> None:
+    """The order the supervisor's own log records: green and purple both started before the first is ready; the
+    client's exit read as it happens, then the three stopped at once; each exited 0 on its SIGTERM (a server ends
+    without the interpreter's teardown, with its status and its last lines kept)."""
+    project, state = tmp_path / "project", tmp_path / "state"
+    write_arm(project, "brisk", agent="random", steps=5)
+    done = run_cli(project, state, "run", "--arm", "brisk")
+    assert done.returncode == 0, done.stdout + done.stderr
+    episode = project / "output" / "brisk" / "episode_001"
+    events = [line.split(" ", 1)[1] for line in (episode / "logs" / "mcu-arms.log").read_text().splitlines()]
+
+    def first(prefix: str) -> int:
+        return next(index for index, text in enumerate(events) if text.startswith(prefix))
+
+    first_ready = min(first("green ready"), first("purple ready"))
+    assert first("green started") < first_ready and first("purple started") < first_ready, events
+    assert first("client exited with code 0") < first("stopping green, purple, client at once"), events
+    assert first("stopping green, purple, client at once") < first("children stopped in") < first("state finished")
+    data = report(project, "brisk")
+    assert data is not None and data["status"] == "finished"
+    assert {role: data["processes"][role]["exit_code"] for role in ("green", "purple", "client")} == {
+        "green": 0,
+        "purple": 0,
+        "client": 0,
+    }
+    assert "summary (final)" in (episode / "logs" / "purple.log").read_text()
+    assert "Total Score" in (episode / "logs" / "client.log").read_text()

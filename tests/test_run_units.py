@@ -479,3 +479,48 @@ def test_a_purple_that_dies_leaving_a_process_in_its_own_session_gets_that_proce
     if left:
         orphan.kill()
     assert left == [], "the process the purple left behind lives on"
+
+
+SHUTS_DOWN_SLOWLY = """
+import os, signal, sys, threading
+journal = sys.argv[1]
+def note(text):
+    with open(journal, "a") as handle:
+        handle.write(f"{os.environ['ROLE']} {text}\\n")
+def on_term(signum, frame):
+    note("term")
+    threading.Event().wait(0.3)  # a server's own shutdown work
+    note("exit")
+    os._exit(0)
+signal.signal(signal.SIGTERM, on_term)
+note("ready")
+threading.Event().wait(60)
+"""
+
+
+def test_children_stopped_at_once_each_get_their_sigterm_before_any_has_finished_its_shutdown(tmp_path: Path) -> None:
+    from run_helpers import wait_for
+
+    from mcu_arms.contracts.settings import ProcessPlan
+    from mcu_arms.procs import Child
+    from mcu_arms.supervise.runner import stopped_at_once
+
+    journal = tmp_path / "journal"
+    children = {}
+    for role in ("green", "purple"):
+        plan = ProcessPlan(
+            role=role,
+            argv=[sys.executable, "-c", SHUTS_DOWN_SLOWLY, str(journal)],
+            env={"ROLE": role},
+            cwd=str(tmp_path),
+            log=str(tmp_path / f"{role}.log"),
+        )
+        children[role] = Child(plan, os.environ)
+        children[role].start()
+    wait_for(lambda: journal.is_file() and journal.read_text().count("ready") == 2, "both children ready", 30)
+    outcomes = stopped_at_once(children, grace_s=10)
+    assert all(outcome.was_running and outcome.terminated == 1 and not outcome.killed for outcome in outcomes.values())
+    lines = [line for line in journal.read_text().splitlines() if not line.endswith("ready")]
+    assert sorted(lines[:2]) == ["green term", "purple term"], lines
+    assert sorted(lines[2:]) == ["green exit", "purple exit"], lines
+    assert {children[role].exit_code for role in children} == {0}

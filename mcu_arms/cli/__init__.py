@@ -1,23 +1,21 @@
-"""The `mcu-arms` command line: this module only registers commands; each lives in its own module.
-
-`mcu-arms CMD ...` imports CMD's module alone (`app_for`): importing every command's core costs about a second, more
-than a refused plan's whole work. `app` (every command) is built when first asked for: help, tests, completion.
-"""
+"""The `mcu-arms` command line: this module only names the commands; each lives in its own module, imported only when
+that command runs (or when `--help` or shell completion lists them all), so that starting one command — the three
+processes of every episode among them — never pays for importing every other."""
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from mcu_arms import __version__
-from mcu_arms.cli.common import App, environment
+from mcu_arms.cli.common import App, Group, environment
 from mcu_arms.environment import ARMS_DIR_ENV, OUTPUT_DIR_ENV
 
-# Each command's name, and the module of mcu_arms.cli that registers it (in the order help lists them).
+# Each command by name, in the order `--help` lists them, with the module (mcu_arms.cli.MODULE) whose `register`
+# defines it.
 COMMAND_MODULES: dict[str, str] = {
     "plan": "plan",
     "run": "run",
@@ -35,9 +33,34 @@ COMMAND_MODULES: dict[str, str] = {
     "serve": "serve",
     "evaluate": "evaluate",
 }
-EVERY_MODULE = list(dict.fromkeys(COMMAND_MODULES.values()))
-# The root's options that take a value: the command named is the first argument that is neither one nor a value.
-ROOT_VALUE_OPTIONS = ("--output-dir", "--arms-dir")
+
+
+def command_module(name: str) -> str:
+    return f"mcu_arms.cli.{COMMAND_MODULES[name]}"
+
+
+class LazyGroup(Group):
+    """The root group: a command's module is imported the first time that command is looked up."""
+
+    def list_commands(self, ctx: Any) -> list[str]:  # typer's own click: duck-typed
+        return [*COMMAND_MODULES, *(name for name in super().list_commands(ctx) if name not in COMMAND_MODULES)]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name not in self.commands and cmd_name in COMMAND_MODULES:
+            module = importlib.import_module(command_module(cmd_name))
+            defined = App()
+            module.register(defined)
+            self.commands.update(typer.main.get_group(defined).commands)
+        return self.commands.get(cmd_name)
+
+
+app = App(
+    name="mcu-arms",
+    help="Run comparison arms of Minecraft agents on the MCU benchmark.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    cls=LazyGroup,
+)
 
 
 def _print_version(value: bool) -> None:
@@ -46,6 +69,7 @@ def _print_version(value: bool) -> None:
         raise typer.Exit()
 
 
+@app.callback()
 def _root(
     ctx: typer.Context,
     version: bool = typer.Option(
@@ -64,49 +88,3 @@ def _root(
     env = environment(ctx)
     env.output_root = output_dir or env.output_root
     env.arms_root = arms_dir or env.arms_root
-
-
-def build_app(modules: Sequence[str]) -> App:
-    """The CLI with the commands of `modules` registered."""
-    built = App(
-        name="mcu-arms",
-        help="Run comparison arms of Minecraft agents on the MCU benchmark.",
-        no_args_is_help=True,
-        pretty_exceptions_enable=False,
-    )
-    built.callback()(_root)
-    for module in modules:
-        importlib.import_module(f"mcu_arms.cli.{module}").register(built)
-    return built
-
-
-def named_command(args: Sequence[str]) -> str | None:
-    """The command `args` name (after the root's options), or None when they name none we know."""
-    skip_value = False
-    for arg in args:
-        if skip_value:
-            skip_value = False
-        elif arg in ROOT_VALUE_OPTIONS:
-            skip_value = True
-        elif not arg.startswith("-"):
-            return arg if arg in COMMAND_MODULES else None
-    return None
-
-
-def app_for(args: Sequence[str]) -> App:
-    """The CLI that runs `args`: the named command's module alone, or every command (help, a mistyped name)."""
-    command = named_command(args)
-    return build_app([COMMAND_MODULES[command]] if command else EVERY_MODULE)
-
-
-_full_app: App | None = None
-
-
-def __getattr__(name: str) -> Any:
-    """`app`, every command registered, built on first use."""
-    global _full_app
-    if name != "app":
-        raise AttributeError(name)
-    if _full_app is None:
-        _full_app = build_app(EVERY_MODULE)
-    return _full_app

@@ -43,7 +43,8 @@ class App(typer.Typer):
     """A Typer whose group and commands show flags without a type."""
 
     def __init__(self, **options: Any) -> None:
-        super().__init__(cls=Group, **options)
+        options.setdefault("cls", Group)
+        super().__init__(**options)
 
     def command(self, *args: Any, **options: Any) -> Any:
         options.setdefault("cls", Command)

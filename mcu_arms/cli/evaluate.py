@@ -14,6 +14,7 @@ import typer
 from mcu_arms.cli.common import environment, reports_user_errors
 from mcu_arms.client.evaluate import DEFAULT_CARD_DEADLINE_S, evaluate
 from mcu_arms.contracts.text import MAX_LOG_LINE_CHARS, shown_text
+from mcu_arms.process_exit import skip_teardown
 
 EXIT_EVALUATION_FAILED = 1
 
@@ -39,6 +40,7 @@ def evaluate_command(
     ] = None,
 ) -> None:
     """Run one evaluation on a green agent, streaming its status lines, and save its JSON result."""
+    skip_teardown()
     env = environment(ctx)
     outcome = evaluate(scenario, out, env, card_deadline_s=card_timeout, overall_timeout_s=timeout, events_path=events)
     if outcome.summary:

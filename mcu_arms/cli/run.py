@@ -25,6 +25,7 @@ from mcu_arms.contracts.text import MAX_MESSAGE_CHARS, shown_text
 from mcu_arms.doctor import refuse_blocked
 from mcu_arms.environment import Environment, fits
 from mcu_arms.isolation.host import host_parallelism
+from mcu_arms.process_exit import skip_teardown
 from mcu_arms.report.methods.sequential import (
     DEFAULT_BATCH,
     DEFAULT_MAX_SEEDS,
@@ -116,6 +117,7 @@ def register(app: typer.Typer) -> None:
             f"{', '.join(PRIMARY_METRICS)} [{DEFAULT_PRIMARY}].",
         ),
     ) -> None:
+        skip_teardown()
         env = environment(ctx)
         annotations = {"tags": parse_tags(tag), "note": checked_note(note)}
         on_slurm = placement.executor == "slurm"

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from mcu_arms.cli.common import environment, reports_user_errors
+from mcu_arms.process_exit import skip_teardown
 
 RUN_EPISODE_HELP = """Run one queued episode here: what each job of `run --executor slurm` runs on its node.
 
@@ -32,5 +33,6 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         from mcu_arms.supervise.episode import run_episode as run_here
 
+        skip_teardown()
         timeout = {} if ready_timeout is None else {"ready_timeout_s": ready_timeout}
         raise typer.Exit(run_here(run_dir, environment(ctx), **timeout))

@@ -22,6 +22,7 @@ from mcu_arms.contracts.agents import check_agent_kind
 from mcu_arms.contracts.catalog import AGENT_KINDS
 from mcu_arms.contracts.errors import user_error
 from mcu_arms.contracts.settings import OPTIONS_FROM_ENVIRONMENT, PurpleOptions, flag_for
+from mcu_arms.process_exit import skip_teardown
 
 serve_app = App(help="Run an A2A server (green evaluator or purple agent) in the foreground.", no_args_is_help=True)
 
@@ -57,6 +58,7 @@ def serve_green(
     """Serve the green agent: runs MCU tasks in a simulator against a purple agent and scores them."""
     from mcu_arms.green.server import serve
 
+    skip_teardown()
     serve(host, port, card_url, output_root=output_root, expose=expose)
 
 
@@ -115,6 +117,7 @@ def serve_purple(
 
     from mcu_arms.purple.server import serve_purple as run_purple_server
 
+    skip_teardown()
     run_purple_server(agent, options, host, port, card_url, expose=expose)
 
 

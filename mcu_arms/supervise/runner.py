@@ -66,7 +66,7 @@ from mcu_arms.layout import (
     supervisor_log,
 )
 from mcu_arms.private_record import forget_started, record_started
-from mcu_arms.procs import DEFAULT_STOP_GRACE_S, PRIVATE_UMASK, AdoptedOrphans, Child
+from mcu_arms.procs import DEFAULT_STOP_GRACE_S, PRIVATE_UMASK, AdoptedOrphans, Child, StopOutcome
 from mcu_arms.supervise.alerts import AlertMonitor
 from mcu_arms.supervise.evidence import ChildWatch, culprit
 from mcu_arms.supervise.live import REFRESH_PER_SECOND, View, make_view
@@ -188,6 +188,7 @@ class ArmRunner:
         self.evaluation: EvaluationResult | None = None
         self._alerts_saved = 0  # alerts already in result.json
         self._stop = threading.Event()
+        self._wake = threading.Event()  # a stop request or the client's exit: the arm's thread looks at once
         self._stop_reason = ""
         self._stop_kind: FailureKind = "stopped"
         self._stopped_by: str | None = None
@@ -252,6 +253,7 @@ class ArmRunner:
             self._stop_kind = kind
             self._stopped_by = stopped_by
             self._stop.set()
+            self._wake.set()
 
     def _check_stop(self) -> None:
         who = None if self._stop.is_set() else self.run_dir.stop_requested_by()
@@ -446,6 +448,7 @@ class ArmRunner:
         self._check_stop()
         client = self._start("client")
         self._state("running")
+        threading.Thread(target=self._wake_on_exit, args=(client,), name=f"exit-{self.label}", daemon=True).start()
         while True:
             self._check_stop()
             for role in SERVER_ROLES:
@@ -470,12 +473,20 @@ class ArmRunner:
             self._check_thresholds()
             code = client.poll()
             if code is not None:
+                self._event(f"client {describe_exit(code)}")
                 self._read_progress()
                 if code != 0:
                     raise self._died(client, "before the evaluation completed")
                 self.evaluation = self._read_evaluation(client)
                 return
-            self._stop.wait(POLL_S)
+            self._wake.wait(POLL_S)
+            self._wake.clear()
+
+    def _wake_on_exit(self, client: Child) -> None:
+        """The arm's thread reads the client's exit as it happens, not on its next poll."""
+        if client.popen is not None:
+            client.popen.wait()
+        self._wake.set()
 
     def _check_thresholds(self) -> None:
         """Fail the arm as soon as its infrastructure trouble passes a threshold, not 200 hours later."""
@@ -521,19 +532,29 @@ class ArmRunner:
 
     # the end ----------------------------------------------------------------------------------------------
     def _stop_children(self) -> set[str]:
-        """Stop every child; returns the roles that left a survivor."""
-        survivors: set[str] = set()
+        """Stop every child; returns the roles that left a survivor. While the evaluation may still be stepping they
+        are stopped one after the other in STOP_ORDER; once it is complete nothing steps any more, and they are
+        stopped at once (each still TERM -> wait -> KILL by its own pid, token and cgroup)."""
+        roles = [role for role in STOP_ORDER if role in self.children]
+        if not roles:
+            return set()
         self.watch.observe(self.children)  # each child's status as last seen, before the stop changes it
-        for role in STOP_ORDER:
-            child = self.children.get(role)
-            if child is None:
-                continue
-            outcome = child.stop(self.options.stop_grace_s)
+        began = time.monotonic()
+        at_once = self.evaluation is not None
+        self._event(f"stopping {', '.join(roles)} {'at once' if at_once else 'in turn'}")
+        grace = self.options.stop_grace_s
+        if at_once:
+            outcomes = stopped_at_once({role: self.children[role] for role in roles}, grace)
+        else:
+            outcomes = {role: self.children[role].stop(grace) for role in roles}
+        self._event(f"children stopped in {time.monotonic() - began:.2f} s")
+        survivors: set[str] = set()
+        for role in roles:
+            child, outcome = self.children[role], outcomes[role]
             record = self.report.processes[role]
             state = self.watch.state_of(role, child)
             record.exit_code, record.last_status, record.signal = state.exit_code, state.last_status, state.signal
             if outcome.killed:
-                grace = self.options.stop_grace_s
                 self._record_alert(
                     f"{role}: {outcome.killed} process(es) still running {grace:g} s after SIGTERM were killed"
                 )
@@ -669,6 +690,27 @@ class ArmRunner:
         )
 
 
+def stopped_at_once(children: dict[ProcessRole, Child], grace_s: float) -> dict[ProcessRole, StopOutcome]:
+    """Each child stopped on a thread of its own, all at the same time; a stop that raised is raised here."""
+    outcomes: dict[ProcessRole, StopOutcome] = {}
+    errors: list[BaseException] = []
+
+    def stop(role: ProcessRole) -> None:
+        try:
+            outcomes[role] = children[role].stop(grace_s)
+        except BaseException as error:  # re-raised on the arm's thread, which reports it
+            errors.append(error)
+
+    threads = [threading.Thread(target=stop, args=(role,), name=f"stop-{role}") for role in children]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+    return outcomes
+
+
 def _kind_of(role: ProcessRole) -> FailureKind:
     """A process that dies or never gets ready: the agent under test when it is the purple, else infrastructure."""
     return "agent" if role == "purple" else "infrastructure"
@@ -764,8 +806,9 @@ def supervise_here(
                 for plan, attempt in pending
             ]
             view.refresh(progresses + queued, summary=_tally(len(plans), outcomes, running, pending, began).text())
-            wake.wait(1.0 / REFRESH_PER_SECOND)
-            wake.clear()
+            if pending or running:  # the last episode's end is not followed by a refresh period's wait
+                wake.wait(1.0 / REFRESH_PER_SECOND)
+                wake.clear()
     except BaseException as error:  # a failing view must not leave the arms running unwatched while we wait on them
         for runner in running.values():
             runner.request_stop(f"mcu-arms: the supervising loop failed: {type(error).__name__}: {error}")
