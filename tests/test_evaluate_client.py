@@ -238,7 +238,7 @@ def test_scenario_errors_name_file_line_and_key(tmp_path: Path):
     assert (error.line, error.key) == (10, "config.max_steps") and "greater than 0" in error.message
 
     error = scenario_error(tmp_path, GOOD + 'simulator = "minecraft"\n')
-    assert error.key == "config.simulator" and "embedded" in error.message
+    assert (error.line, error.key) == (10, "config.simulator") and "embedded" in error.render()
 
     error = scenario_error(tmp_path, GOOD + '[[participants]]\nrole = "agent"\nendpoint = "http://127.0.0.1:9020"\n')
     assert (error.line, error.key) == (11, "participants[1].role") and "twice" in error.message
