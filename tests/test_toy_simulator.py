@@ -247,6 +247,8 @@ def test_an_arm_on_an_entry_point_simulator_runs_end_to_end_and_shows_everywhere
     slow = report(project, "toy_slow", 1)
     assert slow["score"] == 20 // 4, "the backend got the arm's [toyworld]: one pickup every 4 attacks"
     assert slow["simulator_label"].endswith("4 attacks a pickup")
+    evaluation = json.loads((project / "output" / "toy_slow" / "episode_001" / "green" / "evaluation.json").read_text())
+    assert evaluation["config"][TOY] == {"attacks_per_pickup": 4} and evaluation["ignored_config_keys"] == []
 
     compare = _cli(project, env, "compare", "toy_attacker", "toy_noop", "--json")
     assert compare.returncode == 0, compare.stderr
