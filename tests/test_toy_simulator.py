@@ -144,6 +144,28 @@ def test_a_simulators_options_reach_the_settings_the_request_and_the_fingerprint
     assert simulator_table(slower) == toy_registered.table_model(attacks_per_pickup=4)
 
 
+def test_a_campaign_variant_that_changes_a_simulator_option_differs_in_it_alone(tmp_path: Path) -> None:
+    project, state = tmp_path / "project", tmp_path / "state"
+    _write_arm(project, "toy_slow", "random", table="\n[toyworld]\nattacks_per_pickup = 4\n")
+    (project / "campaigns").mkdir()
+    campaign = '[baseline]\narm = "toy_slow"\n\n[[variants]]\nname = "toy_fast"\ndiffers_in = ["{key}"]\n'
+    variant = "[variants.toyworld]\n{line}\n"
+    (project / "campaigns" / "fast.toml").write_text(
+        campaign.format(key="simulator_options.attacks_per_pickup") + variant.format(line="attacks_per_pickup = 1")
+    )
+    plan = _cli(project, _toy_env(state), "plan", "--dry-run", "--json", "campaigns/fast.toml")
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    options = {p["arm"]: p["settings"]["simulator_options"] for p in json.loads(plan.stdout)["plans"]}
+    assert options == {"toy_slow": {"attacks_per_pickup": 4}, "toy_fast": {"attacks_per_pickup": 1}}
+    (project / "campaigns" / "typo.toml").write_text(
+        campaign.format(key="simulator_options.attacks_per_pickup") + variant.format(line="attacks_per_pikup = 1")
+    )
+    typo = _cli(project, _toy_env(state), "plan", "--dry-run", "campaigns/typo.toml")
+    assert typo.returncode == 2 and "campaigns/typo.toml:8: key 'variants[0].toyworld.attacks_per_pikup'" in (
+        typo.stderr
+    ), typo.stderr
+
+
 # Fingerprints of existing arms (a built-in simulator each, one with its own [mineflayer] table) as they were before
 # simulators could carry options of their own: an added setting must leave every one unchanged.
 PINNED_ARMS: dict[str, tuple[str, str]] = {
