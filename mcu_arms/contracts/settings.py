@@ -212,10 +212,11 @@ class Settings(BaseModel):
         seed (the replicate axis: runs of one arm with different seeds are replicates of one experiment).
 
         Unset (None) settings are left out (empty simulator options too), and so are the observation settings at
-        their defaults, so a setting added later does not change existing fingerprints. The auto_eval checkout counts as the rubric it selects,
-        not as a path. A MineStudio arm's action_mode is left out when it is "env", the mode every MineStudio result
-        before the setting ran in: such a result keeps its fingerprint and matches an arm that asks for env mode,
-        while an arm at the new default ("agent") gets a new fingerprint, because it plays a different game.
+        their defaults, so a setting added later does not change existing fingerprints. The auto_eval checkout counts
+        as the rubric it selects, not as a path. A MineStudio arm's action_mode is left out when it is "env", the
+        mode every MineStudio result before the setting ran in: such a result keeps its fingerprint and matches an arm
+        that asks for env mode, while an arm at the new default ("agent") gets a new fingerprint, because it plays a
+        different game.
         """
         data = {key: value for key, value in self.model_dump().items() if value is not None}
         if not data.get("simulator_options"):
