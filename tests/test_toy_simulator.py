@@ -125,6 +125,19 @@ def test_a_simulators_own_table_is_validated_at_its_file_line_and_key(
         parse_arm(arm + '\n[mineflayer]\nhost = "127.0.0.1"\n', tmp_path / "mf.toml")
 
 
+def test_a_simulator_whose_table_is_one_of_the_arms_own_is_refused(
+    tmp_path: Path, toy_registered: registry.SimulatorDescriptor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataclasses import replace
+
+    monkeypatch.setitem(registry._registered, TOY, replace(toy_registered, table="ports"))
+    with pytest.raises(UserError) as refused:
+        parse_arm(TOY_ARM.format(agent="random", simulator=TOY), tmp_path / "ports.toml")
+    assert "ports.toml:4: key 'simulator': the toyworld simulator's descriptor names the table [ports]" in (
+        refused.value.render()
+    )
+
+
 def test_a_simulators_options_reach_the_settings_the_request_and_the_fingerprint(
     tmp_path: Path, toy_registered: registry.SimulatorDescriptor
 ) -> None:

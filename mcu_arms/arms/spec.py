@@ -407,6 +407,13 @@ class ArmSpec(_Strict):
         """A reset mode, an action mode or a simulator table is only for a simulator that takes it, and an agent that
         plays one simulator only runs there: each descriptor says."""
         descriptor = self.simulator_descriptor
+        own = type(self).model_fields.get(descriptor.table or "")
+        if own is not None and descriptor.table_model is not None and own.annotation != descriptor.table_model | None:
+            raise SettingConflict(
+                "simulator",
+                f"the {self.simulator} simulator's descriptor names the table [{descriptor.table}], which is one of "
+                "mcu-arms' own arm-file tables: its descriptor must name another",
+            )
         if self.reset_mode is not None and self.reset_mode not in descriptor.reset_modes:
             takers = _quoted([d.name for d in simulators().values() if d.reset_modes])
             raise SettingConflict(
