@@ -160,7 +160,10 @@ def resolve_settings(spec: ArmSpec, warnings: list[str]) -> tuple[Settings, Comp
         resolved["action_mode"] = descriptor.resolved_action_mode(spec.action_mode)
     if descriptor.table is not None and descriptor.table_model is not None:
         chosen = spec.simulator_table() or descriptor.table_model()
-        resolved |= {f"{descriptor.table}_{key}": value for key, value in chosen.model_dump().items()}
+        if descriptor.table in ArmSpec.model_fields:  # a built-in table, flattened as TABLE_KEY
+            resolved |= {f"{descriptor.table}_{key}": value for key, value in chosen.model_dump().items()}
+        else:
+            resolved["simulator_options"] = chosen.model_dump(mode="json")
     settings = Settings.model_validate({**as_written, **resolved})
     return settings, compaction
 
@@ -229,10 +232,13 @@ def _green_rubric_env(settings: Settings, environment: Mapping[str, str], warnin
 
 
 def simulator_table(settings: Settings) -> BaseModel | None:
-    """The simulator table an arm's settings hold (flattened as TABLE_KEY), None for a simulator without one."""
+    """The simulator table an arm's settings hold (flattened as TABLE_KEY, or a third party's as its simulator
+    options), None for a simulator without one."""
     descriptor = simulator_descriptor(settings.simulator)
     if descriptor.table is None or descriptor.table_model is None:
         return None
+    if settings.simulator_options is not None:
+        return descriptor.table_model.model_validate(settings.simulator_options)
     fields = {key: getattr(settings, f"{descriptor.table}_{key}", None) for key in descriptor.table_model.model_fields}
     return descriptor.table_model(**{key: value for key, value in fields.items() if value is not None})
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -13,6 +14,8 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidatorFunctionWrapHandler,
+    create_model,
     field_validator,
     model_validator,
 )
@@ -282,6 +285,19 @@ class ArmSpec(_Strict):
             raise ValueError(f"unknown simulator {value!r}{did_you_mean(value, simulator_names())}")
         return value
 
+    @model_validator(mode="wrap")
+    @classmethod
+    def _tables_of_other_simulators(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> ArmSpec:
+        """An arm file may hold the table a registered simulator's descriptor names ([toy] for a simulator "toy");
+        it is validated as a field of its own, by the descriptor's table model, so its errors name its keys."""
+        if cls is ArmSpec and isinstance(data, dict):
+            tables = tuple((t, model) for t, model in simulator_tables_outside_the_spec().items() if t in data)
+            if tables:
+                spec: ArmSpec = _spec_with_tables(tables).model_validate(data)
+                return spec
+        result: ArmSpec = handler(data)
+        return result
+
     @property
     def simulator_descriptor(self) -> SimulatorDescriptor:
         return simulator_descriptor(self.simulator)
@@ -289,7 +305,7 @@ class ArmSpec(_Strict):
     def simulator_table(self) -> BaseModel | None:
         """The arm's table for its simulator ([mineflayer] for the mineflayer one), None when it has none."""
         table = self.simulator_descriptor.table
-        return getattr(self, table, None) if table in ArmSpec.model_fields else None
+        return getattr(self, table, None) if table in type(self).model_fields else None
 
     @field_validator("obs_size")
     @classmethod
@@ -392,6 +408,13 @@ class ArmSpec(_Strict):
         """A reset mode, an action mode or a simulator table is only for a simulator that takes it, and an agent that
         plays one simulator only runs there: each descriptor says."""
         descriptor = self.simulator_descriptor
+        own = type(self).model_fields.get(descriptor.table or "")
+        if own is not None and descriptor.table_model is not None and own.annotation != descriptor.table_model | None:
+            raise SettingConflict(
+                "simulator",
+                f"the {self.simulator} simulator's descriptor names the table [{descriptor.table}], which is one of "
+                "mcu-arms' own arm-file tables: its descriptor must name another",
+            )
         if self.reset_mode is not None and self.reset_mode not in descriptor.reset_modes:
             takers = _quoted([d.name for d in simulators().values() if d.reset_modes])
             raise SettingConflict(
@@ -406,7 +429,7 @@ class ArmSpec(_Strict):
             )
         for other in simulators().values():
             table = other.table
-            if table in ArmSpec.model_fields and getattr(self, table) is not None and other is not descriptor:
+            if table in type(self).model_fields and getattr(self, table) is not None and other is not descriptor:
                 raise SettingConflict(table, f'[{table}] is only for simulator = "{other.name}"')
         native = simulator_for_agent(self.agent)
         if native is not None and native is not descriptor:
@@ -482,6 +505,24 @@ class ArmSpec(_Strict):
             raise SettingConflict(
                 "policy.revision", "a decision service's model revision is checked at start: set [policy] revision"
             )
+
+
+def simulator_tables_outside_the_spec() -> dict[str, type[BaseModel]]:
+    """The arm-file tables registered simulators name that are no field of ArmSpec (a third party's), with their
+    models: the built-in ones ([mineflayer]) are fields, flattened into Settings."""
+    return {
+        d.table: d.table_model
+        for d in simulators().values()
+        if d.table is not None and d.table_model is not None and d.table not in ArmSpec.model_fields
+    }
+
+
+@cache
+def _spec_with_tables(tables: tuple[tuple[str, type[BaseModel]], ...]) -> type[ArmSpec]:
+    """ArmSpec with these simulator tables as optional fields, each validated by its descriptor's model."""
+    fields: dict[str, Any] = {table: (model | None, None) for table, model in tables}
+    extended: type[ArmSpec] = create_model("ArmSpec", __base__=ArmSpec, **fields)
+    return extended
 
 
 # What each field accepts, for error messages.
@@ -599,7 +640,9 @@ def describe_error(error: Mapping[str, Any]) -> Problem:
 
 
 def _table_keys(table: str) -> list[str]:
-    model: Any = ArmSpec
+    model: Any = simulator_tables_outside_the_spec().get(table) or ArmSpec
+    if model is not ArmSpec:
+        return list(model.model_fields)
     for part in table.split("."):
         field = model.model_fields.get(part)
         if field is None:

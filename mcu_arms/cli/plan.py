@@ -50,6 +50,8 @@ def render_plan(plan: ArmPlan, env: Environment) -> None:
         if key == "video_model" and not plan.settings.video_eval:
             continue
         shown = ", ".join(f"{k}=***" for k in value) if key == "env" else value
+        if key == "simulator_options":  # the simulator's own table, as its arm file writes it
+            shown = escape(f"[{plan.settings.simulator}] " + ", ".join(f"{k} = {v!r}" for k, v in value.items()))
         mark = " [yellow](override)[/]" if key in plan.overrides else ""
         settings.add_row(key, f"{shown}{mark}")
     if codex:

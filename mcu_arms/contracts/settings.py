@@ -143,6 +143,10 @@ REPLICATE_AND_PLACEMENT_KEYS: frozenset[str] = frozenset(
 )
 
 
+# What a simulator option may be: a JSON scalar, as TOML and the evaluation request carry it.
+SimulatorOption = str | int | float | bool | None
+
+
 class Settings(BaseModel):
     """The values in force for one arm; everything that can change a result is here."""
 
@@ -193,6 +197,9 @@ class Settings(BaseModel):
     mineflayer_version: str | None = None
     mineflayer_username: str | None = None
     mineflayer_chat: bool | None = None  # for watching a run: placement, never a difference
+    # A registered simulator's own table (its descriptor's `table`, validated by its `table_model`) when that table is
+    # no arm-file field of ours: a third party's simulator options; None for the built-in simulators.
+    simulator_options: dict[str, SimulatorOption] | None = None
 
     def redacted(self) -> Settings:
         """These settings as saved and shown: secrets in environment values and the endpoint URLs masked."""
@@ -204,13 +211,16 @@ class Settings(BaseModel):
         """What the fingerprint covers: every setting except where things run (cuda_device picks a device) and the
         seed (the replicate axis: runs of one arm with different seeds are replicates of one experiment).
 
-        Unset (None) settings are left out, and so are the observation settings at their defaults, so a setting
-        added later does not change existing fingerprints. The auto_eval checkout counts as the rubric it selects,
-        not as a path. A MineStudio arm's action_mode is left out when it is "env", the mode every MineStudio result
-        before the setting ran in: such a result keeps its fingerprint and matches an arm that asks for env mode,
-        while an arm at the new default ("agent") gets a new fingerprint, because it plays a different game.
+        Unset (None) settings are left out (empty simulator options too), and so are the observation settings at
+        their defaults, so a setting added later does not change existing fingerprints. The auto_eval checkout counts
+        as the rubric it selects, not as a path. A MineStudio arm's action_mode is left out when it is "env", the
+        mode every MineStudio result before the setting ran in: such a result keeps its fingerprint and matches an arm
+        that asks for env mode, while an arm at the new default ("agent") gets a new fingerprint, because it plays a
+        different game.
         """
         data = {key: value for key, value in self.model_dump().items() if value is not None}
+        if not data.get("simulator_options"):
+            data.pop("simulator_options", None)
         for key in REPLICATE_AND_PLACEMENT_KEYS:
             data.pop(key, None)
         if data.pop("auto_eval_dir", None) is not None:
@@ -233,6 +243,8 @@ def flat_settings(settings: Settings) -> dict[str, Any]:
     environment = data.pop("env")
     for name, value in sorted(environment.items()):
         data[f"env.{name}"] = value
+    for name, value in sorted((data.pop("simulator_options") or {}).items()):
+        data[f"simulator_options.{name}"] = value
     return data
 
 

@@ -14,6 +14,7 @@ from mcu_arms.contracts.catalog import DEFAULT_SIMULATOR, ActionMode, ResetMode
 from mcu_arms.contracts.game_state import DEFAULT_OBSERVE, GameState, ObserveMode
 from mcu_arms.contracts.limits import MAX_STEP_TIMEOUT_S, MAX_STEPS, MIN_STEP_TIMEOUT_S, SEED_LIMIT
 from mcu_arms.contracts.mineflayer import MineflayerServer
+from mcu_arms.contracts.simulators import find_simulator
 from mcu_arms.contracts.skills import GameEvent, SkillOutcome, SkillRequest
 
 # MineStudio / VPT button order: the 20-element "expanded agent" button array uses exactly this order.
@@ -201,12 +202,14 @@ class EvalConfig(BaseModel):
         return _Table.model_validate(value)
 
     def ignored_keys(self) -> list[str]:
-        """The keys this green does not know, in order."""
-        return sorted(self.model_extra or {})
+        """The keys this green does not know, in order: the table the simulator's descriptor names is known."""
+        descriptor = find_simulator(self.simulator)
+        own_table = descriptor.table if descriptor is not None else None
+        return sorted(key for key in self.model_extra or {} if key != own_table)
 
     def known(self) -> EvalConfig:
         """This config without the keys it does not know (their values are never stored: they may be secrets)."""
-        return EvalConfig.model_validate(self.model_dump(exclude=set(self.model_extra or {})))
+        return EvalConfig.model_validate(self.model_dump(exclude=set(self.ignored_keys())))
 
 
 class EvalRequest(BaseModel):

@@ -1,14 +1,15 @@
 """A toy fourth simulator, defined only under tests/: its descriptor, registered by the entry point beside it.
 
-Its world is a seeded colour; an `attack` picks up one of each object the task's `pickup` entries name, and nothing
-else is ever counted (the other entries are unavailable, by identity, with the reason).
+Its world is a seeded colour; every `attacks_per_pickup`-th `attack` (its arm-file table [toyworld]) picks up one of
+each object the task's `pickup` entries name, and nothing else is ever counted (the other entries are unavailable, by
+identity, with the reason).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
 from mcu_arms.contracts.preflight import HostCheck
 from mcu_arms.contracts.simulators import GB, SimulatorCost, SimulatorDescriptor
@@ -17,6 +18,16 @@ from mcu_arms.contracts.tasks import TaskSpec
 
 NAME = "toyworld"
 COUNTED_EVENT = "pickup"
+
+
+class ToyWorldTable(BaseModel):
+    """[toyworld] in an arm file: how the toy world plays."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    attacks_per_pickup: int = Field(
+        default=1, ge=1, le=100, description="an integer from 1 to 100: the attacks that pick up one of each object"
+    )
 
 
 def toy_support(task: TaskSpec) -> TaskSupport:
@@ -44,6 +55,8 @@ TOYWORLD = SimulatorDescriptor(
     serves=frozenset({"frames"}),
     backend="mcu_toysim.backend:ToySimulator",
     supports=toy_support,
+    table=NAME,
+    table_model=ToyWorldTable,
     preflight="mcu_toysim:preflight",
     cost=SimulatorCost(cores=1, memory_bytes=GB // 8),
 )

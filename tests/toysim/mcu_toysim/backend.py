@@ -6,10 +6,11 @@ from typing import Any
 
 import numpy as np
 
+from mcu_arms.contracts.simulators import BackendRequest
 from mcu_arms.contracts.support import TaskSupport
 from mcu_arms.contracts.tasks import TaskSpec
 from mcu_arms.green.sims.base import SimStep, Simulator
-from mcu_toysim import COUNTED_EVENT, NAME, TOYWORLD
+from mcu_toysim import COUNTED_EVENT, NAME, TOYWORLD, ToyWorldTable
 
 FRAME_SIDE = 64
 
@@ -17,16 +18,22 @@ FRAME_SIDE = 64
 class ToySimulator(Simulator):
     name = NAME
 
-    def __init__(self) -> None:
+    @classmethod
+    def open(cls, request: BackendRequest) -> ToySimulator:
+        return cls(request.table if isinstance(request.table, ToyWorldTable) else ToyWorldTable())
+
+    def __init__(self, table: ToyWorldTable) -> None:
+        self._table = table
         self._counters: dict[str, dict[str, int]] = {}
         self._objects: list[str] = []
+        self._attacks = 0
         self._colour = np.zeros(3, dtype=np.uint8)
 
     def version(self) -> str:
         return "0.1"
 
     def label(self) -> str:
-        return f"{TOYWORLD.label} {self.version()}"
+        return f"{TOYWORLD.label} {self.version()}, {self._table.attacks_per_pickup} attacks a pickup"
 
     def supports(self, task: TaskSpec) -> TaskSupport:
         return TOYWORLD.supports(task)
@@ -38,11 +45,14 @@ class ToySimulator(Simulator):
         entries = (*task.reward_cfg, *task.milestones)
         self._objects = [entry.objects[0] for entry in entries if entry.event == COUNTED_EVENT]
         self._counters = {}
+        self._attacks = 0
         self._colour = np.random.default_rng(seed).integers(0, 256, size=3, dtype=np.uint8)
         return SimStep(frame=self._frame(), counters={})
 
     def step(self, action: Any) -> SimStep:
         if action.get("attack"):
+            self._attacks += 1
+        if action.get("attack") and self._attacks % self._table.attacks_per_pickup == 0:
             picked = self._counters.setdefault(COUNTED_EVENT, {})
             for obj in self._objects:
                 picked[obj] = picked.get(obj, 0) + 1
