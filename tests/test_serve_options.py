@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 from cli_support import invoke
 from typer.main import get_command
@@ -16,7 +17,8 @@ from mcu_arms.contracts.settings import OPTIONS_FROM_ENVIRONMENT, PurpleOptions,
 
 
 def _purple_command_options() -> dict[str, Any]:
-    serve = get_command(app).commands["serve"]  # type: ignore[attr-defined]
+    root = get_command(app)
+    serve = root.get_command(click.Context(root), "serve")  # type: ignore[attr-defined] - the root is a group
     command = serve.commands["purple"]
     return {param.opts[0]: param for param in command.params if param.opts}
 
