@@ -53,6 +53,7 @@ from mcu_arms.contracts.settings import (
 from mcu_arms.contracts.simulators import runnable_tasks, simulator_descriptor
 from mcu_arms.contracts.slurm import (
     DEFAULT_STOP_MARGIN_S,
+    SINGLE_OPTIONS,
     SLURM_TICK_S,
     TIME_ALLOWED,
     Placement,
@@ -482,21 +483,7 @@ def resolve_slurm(spec: ArmSpec, given: SlurmOverrides, source: Path) -> SlurmOp
             key="slurm.stop_margin",
             allowed=f"a margin below the time limit minus {SLURM_TICK_S} s, or a longer time",
         )
-    chosen: dict[str, Any] = {
-        key: flags.get(key, getattr(written, key))
-        for key in (
-            "partition",
-            "account",
-            "qos",
-            "constraint",
-            "exclude",
-            "mem",
-            "gres",
-            "cpus",
-            "array_throttle",
-            "log_dir",
-        )
-    }
+    chosen: dict[str, Any] = {key: flags.get(key, getattr(written, key)) for key in SINGLE_OPTIONS}
     return SlurmOptions(
         time_s=time_s, sbatch=[*written.sbatch, *given.sbatch], setup=written.setup, stop_margin_s=margin, **chosen
     )

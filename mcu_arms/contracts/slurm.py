@@ -134,6 +134,21 @@ def parse_sbatch_line(line: str) -> tuple[str, str | bool]:
     return name, value if value is not None else True
 
 
+# The options set one value each, by the arm file or the command line (which wins), in the order a plan shows them.
+SINGLE_OPTIONS: tuple[str, ...] = (
+    "partition",
+    "account",
+    "qos",
+    "constraint",
+    "exclude",
+    "mem",
+    "gres",
+    "cpus",
+    "array_throttle",
+    "log_dir",
+)
+
+
 class SlurmOptions(BaseModel):
     """Where and how an arm's episodes run on Slurm, as resolved from the campaign, the arm file and the command
     line. Placement only: none of it is in the fingerprint."""
@@ -167,18 +182,7 @@ class SlurmOptions(BaseModel):
     def shown(self) -> str:
         """One line for the plan: every option that is set."""
         parts = [f"time {slurm_time(self.time_minutes * 60)}"]
-        for name in (
-            "partition",
-            "account",
-            "qos",
-            "constraint",
-            "exclude",
-            "mem",
-            "gres",
-            "cpus",
-            "array_throttle",
-            "log_dir",
-        ):
+        for name in SINGLE_OPTIONS:
             value = getattr(self, name)
             if value is not None:
                 parts.append(f"{name.replace('_', ' ')} {value}")
