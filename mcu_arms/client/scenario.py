@@ -35,7 +35,7 @@ from mcu_arms.contracts.errors import (
     toml_line,
     user_error,
 )
-from mcu_arms.contracts.simulators import find_simulator, simulator_names
+from mcu_arms.contracts.simulators import simulator_descriptor
 from mcu_arms.contracts.wire import EvalConfig, EvalRequest
 
 TOP_LEVEL_TABLES = ("green_agent", "participants", "config")
@@ -213,13 +213,8 @@ def _load_config(table: dict[str, Any], *, path: Path, text: str) -> EvalConfig:
             key="config.task_category",
             allowed=", ".join(CATEGORIES),
         )
-    if find_simulator(config.simulator) is None:
-        names = simulator_names()
-        raise UserError(
-            f"unknown simulator {config.simulator!r}{did_you_mean(config.simulator, names)}",
-            path=path,
-            line=toml_line(text, "config.simulator"),
-            key="config.simulator",
-            allowed=", ".join(names),
-        )
+    try:
+        simulator_descriptor(config.simulator, key="config.simulator")
+    except UserError as error:
+        raise error.at(path=path, line=toml_line(text, "config.simulator")) from None
     return config
