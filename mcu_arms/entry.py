@@ -6,8 +6,13 @@ its `try` there is nothing to clean up, so a SIGINT then ends the process at onc
 which is not a KeyboardInterrupt: click would turn that into "Aborted!" and exit 1. Once the command is over (or being
 reported as interrupted), a further SIGINT is ignored: the process is already on its way out.
 Commands that handle signals themselves (`run`, the servers) install their own handlers and restore this one.
+
+Code that cannot pass an exception on (a finaliser, a C extension calling back into Python) writes it off as
+"Exception ignored" and carries on: the interruption would be lost and a traceback printed. `_swallowed` catches that
+case and delivers the signal again from another thread, so that it lands once that code has returned.
 """
 
+import _thread
 import signal
 import sys
 
@@ -18,14 +23,39 @@ INTERRUPTED_LINE = b"\nmcu-arms: interrupted\n"
 class Interrupted(BaseException):
     """Ctrl-C outside a command's own signal handling."""
 
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
 
 _inside_main = False
+_in_swallowed_hook = False
 
 
 def _interrupt(signum: int, _frame: object) -> None:
-    if _inside_main:
-        raise Interrupted(signal.Signals(signum).name)
-    _end_interrupted()
+    if not _inside_main:
+        _end_interrupted()
+    if _in_swallowed_hook:  # raising here would be written off too
+        _deliver_again(signum)
+        return
+    raise Interrupted(signum)
+
+
+def _deliver_again(signum: int) -> None:
+    """From another thread, so that the signal lands in the main thread once the current code has returned."""
+    _thread.start_new_thread(_thread.interrupt_main, (signal.Signals(signum),))
+
+
+def _swallowed(unraisable: "sys.UnraisableHookArgs") -> None:
+    global _in_swallowed_hook
+    if not isinstance(unraisable.exc_value, Interrupted):
+        _previous_unraisable_hook(unraisable)
+        return
+    _in_swallowed_hook = True
+    try:
+        _deliver_again(unraisable.exc_value.signum)
+    finally:
+        _in_swallowed_hook = False
 
 
 def _end_interrupted() -> None:
@@ -38,6 +68,8 @@ def _end_interrupted() -> None:
 
 
 signal.signal(signal.SIGINT, _interrupt)
+_previous_unraisable_hook = sys.unraisablehook
+sys.unraisablehook = _swallowed
 
 from mcu_arms import process_exit  # noqa: E402  (after the handler: nothing may come before it)
 
