@@ -304,6 +304,8 @@ from mcu_arms.contracts.crafter_keymap import env_action_for
 from mcu_arms.green.sims.embedded import EmbeddedSimulator
 from mcu_arms.contracts.tasks import TaskSpec
 steps, layout_noise = int(sys.argv[1]), int(sys.argv[2])
+if sys.argv[3:] == ["warm"]:
+    EmbeddedSimulator.warm_up()
 memory_layout_shift = [object() for _ in range(layout_noise)]  # moves object addresses, hence set order
 sim = EmbeddedSimulator()
 task = TaskSpec(name="t", category="combat", text="t", init_commands=("/summon minecraft:zombie ~2 ~ ~",))
@@ -335,6 +337,22 @@ def test_same_seed_same_trajectory_across_processes_and_hash_seeds():
     assert all(run.returncode == 0 for run in runs)
     assert outputs[0] == outputs[1]
     assert outputs[0]["creatures"] > 3  # creatures were around to exercise the spawn/despawn order
+
+
+def test_the_green_s_warm_up_changes_nothing_an_episode_plays():
+    """`serve green --warm-up embedded` builds a throwaway world before the first request: the episode after it is
+    the one a cold green plays, frame for frame."""
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", TRAJECTORY_SCRIPT, "150", "0", *warm],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        for warm in ([], ["warm"])
+    ]
+    assert all(run.returncode == 0 for run in runs), [run.stderr for run in runs]
+    assert json.loads(runs[0].stdout) == json.loads(runs[1].stdout)
 
 
 @pytest.mark.slow

@@ -18,7 +18,7 @@ import httpx
 import pytest
 from model_service import FakeModelService
 from purples import SCRIPT, TABLE_SCRIPT, ScriptedPurple, build_test_purple
-from server_procs import HOST, ServerProcess, free_port, running_app
+from server_procs import HOST, ServerProcess, free_port, running_app, wait_until
 
 from mcu_arms.contracts.wire import BUTTON_KEYS
 from mcu_arms.green.scoring import CRITERIA
@@ -611,3 +611,39 @@ def test_the_evaluate_cli_saves_the_green_result(green: str, tmp_path: Path):
     assert saved["results"][0]["task_metrics"]["craft_the_crafting_table"]["score"] == 10.0
     assert isinstance(saved["results"][0]["num_tasks"], int)  # the DataPart's floats read back as the model's ints
     assert saved["ignored_config_keys"] == ["difficulty"]
+
+
+def test_a_green_told_its_simulator_warms_it_up_before_the_first_request(tmp_path: Path):
+    """`run` starts its green with `--warm-up SIMULATOR`: the backend's imports and first calls are paid while it
+    waits, and the log says how long they took; an unknown name is refused before anything listens."""
+    port = free_port()
+    server = ServerProcess(
+        [
+            "serve",
+            "green",
+            "--host",
+            HOST,
+            "--port",
+            str(port),
+            "--output-root",
+            str(tmp_path),
+            "--warm-up",
+            "embedded",
+        ],
+        tmp_path / "green.log",
+        port,
+    )
+    try:
+        server.wait_ready()
+        wait_until(lambda: "simulator 'embedded' warmed up in" in server.log(), 60, "the warm-up's log line")
+    finally:
+        server.stop()
+    refused = subprocess.run(
+        [sys.executable, "-m", "mcu_arms", "serve", "green", "--port", str(free_port()), "--warm-up", "nosuch"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode == 2, refused.stderr
+    assert "--warm-up" in refused.stderr and "unknown simulator 'nosuch'" in refused.stderr
+    assert "embedded" in refused.stderr and "Traceback" not in refused.stderr

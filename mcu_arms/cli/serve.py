@@ -54,12 +54,21 @@ def serve_green(
         Path | None,
         typer.Option("--output-root", help="Every request's output_dir must lie under this directory [./output]."),
     ] = None,
+    warm_up: Annotated[
+        str | None,
+        typer.Option(
+            "--warm-up",
+            metavar="SIMULATOR",
+            help="Warm this simulator's backend up (imports, first calls) while waiting for the first request; a "
+            "request for another simulator is served as ever.",
+        ),
+    ] = None,
 ) -> None:
     """Serve the green agent: runs MCU tasks in a simulator against a purple agent and scores them."""
     from mcu_arms.green.server import serve
 
     skip_teardown()
-    serve(host, port, card_url, output_root=output_root, expose=expose)
+    serve(host, port, card_url, output_root=output_root, expose=expose, warm_up=warm_up)
 
 
 def _cli_type(annotation: Any) -> type:

@@ -443,6 +443,8 @@ def command_lines(
             *expose,
             "--output-root",
             str(episode_dir),
+            "--warm-up",
+            settings.simulator,
         ],
         "purple": [
             *serve,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import threading
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
@@ -56,7 +57,13 @@ from mcu_arms.contracts.events import (
 )
 from mcu_arms.contracts.game_state import wants_frame, wants_state
 from mcu_arms.contracts.rubric import AUTO_EVAL_ENV, auto_eval_problem, chosen_auto_eval_dir, rubric_of
-from mcu_arms.contracts.simulators import simulator_descriptor, simulator_names, simulators
+from mcu_arms.contracts.simulators import (
+    SimulatorDescriptor,
+    import_backend,
+    simulator_descriptor,
+    simulator_names,
+    simulators,
+)
 from mcu_arms.contracts.steps import STEPS_FILE
 from mcu_arms.contracts.tasks import TaskSpec, select_tasks
 from mcu_arms.contracts.timestamps import file_stamp, iso_seconds
@@ -456,11 +463,22 @@ def build_green_app(url: str, *, output_root: Path | None = None, token: str | N
     return build_app(build_green_card(url, secured=token is not None), executor, token=token)
 
 
-def serve(host: str, port: int, card_url: str | None, *, output_root: Path | None = None, expose: bool = False) -> None:
+def serve(
+    host: str,
+    port: int,
+    card_url: str | None,
+    *,
+    output_root: Path | None = None,
+    expose: bool = False,
+    warm_up: str | None = None,
+) -> None:
     """Serve the green agent until SIGINT/SIGTERM (blocking). A busy port aborts with a UserError.
 
     The token it requires and the one it presents to its participants come from its environment (contracts/access).
+    `warm_up` names the simulator the first request is expected to ask for: its backend warms up while the green
+    waits (a request for any other simulator is served as ever).
     """
+    descriptor = None if warm_up is None else simulator_descriptor(warm_up, key="--warm-up")
     token = take_tokens()
     access = check_listen_address(host, token=token, expose=expose)
     root = output_root or default_output_root()
@@ -478,4 +496,18 @@ def serve(host: str, port: int, card_url: str | None, *, output_root: Path | Non
         f"green agent listening on {host}:{port} card_url={url} output_root={root} python={sys.version.split()[0]}"
     )
     log_line(access)
+    if descriptor is not None:
+        threading.Thread(target=_warm_up, args=(descriptor,), name="warm-up", daemon=True).start()
     serve_app(app, host, port)
+
+
+def _warm_up(descriptor: SimulatorDescriptor) -> None:
+    """A failure here is only logged: the request that needs the backend meets the same error and reports it."""
+    began = time.monotonic()
+    try:
+        backend: type[Simulator] = import_backend(descriptor)
+        backend.warm_up()
+    except Exception as error:
+        log_line(f"warm-up of simulator '{descriptor.name}' failed ({type(error).__name__}: {error})")
+        return
+    log_line(f"simulator '{descriptor.name}' warmed up in {time.monotonic() - began:.2f} s")
