@@ -8,19 +8,27 @@ import json
 import os
 import re
 import socket
+import subprocess
+import sys
 import threading
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 from cli_support import invoke, make_environment
 from view_episodes import TASK, step_records, turn_records, write_episode
 
 from mcu_arms.contracts.agent_report import agent_messages, turn_at_step
-from mcu_arms.contracts.run_report import RunReport, read_report
+from mcu_arms.contracts.run_report import ProcessRecord, RunReport, read_report
+from mcu_arms.contracts.started import StartedProcess
+from mcu_arms.contracts.states import SUPERVISOR_ROLE
 from mcu_arms.contracts.steps import frame_step
+from mcu_arms.environment import Environment
 from mcu_arms.layout import RunDir, frame_file, steps_log
+from mcu_arms.private_record import record_started
 from mcu_arms.view import downsample, extra
 from mcu_arms.view.server import SiteHolder, open_server, view_token
 from mcu_arms.view.site import Site, write_bundle
@@ -432,10 +440,34 @@ def start_running(project: Path, arm: str, episode: int, *, steps: int, done: in
     return run_dir, finished
 
 
-def test_a_running_episode_is_shown_first_marked_with_its_step_and_reloaded_until_it_ends(tmp_path: Path) -> None:
+@pytest.fixture
+def supervisor() -> Iterator[psutil.Process]:
+    """A live process of the test's own, standing for a run's supervisor; it ends when its stdin closes."""
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    try:
+        yield psutil.Process(child.pid)
+    finally:
+        assert child.stdin is not None
+        child.stdin.close()
+        child.wait(timeout=30)
+
+
+def supervised_by(supervisor: psutil.Process, env: Environment, run_dir: RunDir) -> None:
+    """The started report names `supervisor` as its supervisor, and so does the private record: a run going on."""
+    report = read_report(run_dir.report)
+    record = ProcessRecord(role=SUPERVISOR_ROLE, pid=supervisor.pid, create_time=supervisor.create_time(), log="")
+    run_dir.write_report(report.model_copy(update={"processes": {**report.processes, SUPERVISOR_ROLE: record}}))
+    started = StartedProcess(role=SUPERVISOR_ROLE, pid=supervisor.pid, create_time=supervisor.create_time())
+    record_started(env.env, run_dir.path, report.arm, report.episode, started)
+
+
+def test_a_running_episode_is_shown_first_marked_with_its_step_and_reloaded_until_it_ends(
+    tmp_path: Path, supervisor: psutil.Process
+) -> None:
     write_episode(tmp_path, "cx", steps=20)
     run_dir, finished = start_running(tmp_path, "cx", 2, steps=20, done=12)
     env, _, _ = make_environment(tmp_path, {})
+    supervised_by(supervisor, env, run_dir)
     site = Site.build(["cx"], env, live=True)
     assert list(site.sources)[0] == RUNNING_KEY, "the running episode's page comes first"
     index = site.get("index.html").data.decode()
@@ -469,6 +501,28 @@ def test_a_running_episode_is_shown_first_marked_with_its_step_and_reloaded_unti
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_started_episode_whose_supervisor_is_gone_is_shown_stale_and_never_reloads(
+    tmp_path: Path, supervisor: psutil.Process
+) -> None:
+    """As `status` says it: a report left `started` by a supervisor that died is not a run going on. Asked at each
+    page: the same site shows it running once a live supervisor is on record."""
+    write_episode(tmp_path, "cx", steps=20)
+    run_dir, _ = start_running(tmp_path, "cx", 2, steps=20, done=12)
+    env, _, _ = make_environment(tmp_path, {})
+    site = Site.build(["cx"], env, live=True)
+    index = site.get("index.html").data.decode()
+    assert f"episode 2 stale (supervisor gone): its report was never finished; it stopped at {TASK}, step 12" in index
+    assert 'http-equiv="refresh"' not in index and f"2: {TASK} (running)" not in index
+    assert "left unfinished" in index and "running now" not in index
+    page = site.get(f"episodes/{RUNNING_KEY}/index.html").data.decode()
+    assert "stale (supervisor gone)" in page and 'id="running"' not in page and 'http-equiv="refresh"' not in page
+
+    supervised_by(supervisor, env, run_dir)
+    index = site.get("index.html").data.decode()
+    assert f"episode 2 running: {TASK}, step 12 of 20" in index and 'http-equiv="refresh"' in index
+    assert "left unfinished" not in index
 
 
 def test_view_tag_filters_through_the_analysis_and_shows_tags_notes_and_what_was_left_out(tmp_path: Path) -> None:
@@ -519,7 +573,7 @@ def test_a_real_running_episode_is_followed_until_it_finishes(tmp_path: Path) ->
     run = Started(project, state, "run", "--arm", "live")
     try:
         wait_for(lambda: running_with_steps(project, "live"), "the run to log steps", timeout=300)
-        env, _, _ = make_environment(project, {})
+        env, _, _ = make_environment(project, {"MCU_ARMS_STATE_DIR": str(state)})  # where the run keeps its record
         site = Site.build(["live"], env, live=True)
         key = f"live-001-{TASK}"
         assert list(site.sources) == [key]

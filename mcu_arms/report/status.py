@@ -10,6 +10,7 @@ whether the job of an open report still runs, and what it ended as when it ended
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Literal
@@ -33,7 +34,7 @@ from mcu_arms.contracts.started import EpisodeRecord
 from mcu_arms.contracts.states import FINAL_STATUSES, OPEN_STATUSES, SUPERVISOR_ROLE, ArmStatusText
 from mcu_arms.contracts.steps import STEPS_FILE, JsonlScan, StepProgress
 from mcu_arms.environment import Environment
-from mcu_arms.layout import RunOnDisk, arm_runs, campaign_runs_dir, selected_arms
+from mcu_arms.layout import RunDir, RunOnDisk, arm_runs, campaign_runs_dir, selected_arms
 from mcu_arms.private_record import episode_record, recorded_episodes, started_processes
 from mcu_arms.procs import FoundBy, live_processes, recorded_alive, verified_process
 
@@ -141,6 +142,15 @@ def _alive(record: EpisodeRecord | None, role: str, pid: int | None) -> bool:
     return started is not None and started.pid == pid and recorded_alive(started)
 
 
+def supervisor_gone(env: Mapping[str, str], run_dir: RunDir, report: RunReport) -> bool:
+    """A report that says started, of an episode run here (a Slurm job's state is Slurm's to tell), whose supervisor
+    is not the live process the private record names: nothing will ever finish that report."""
+    if report.status != "started" or episode_job(run_dir, report) is not None:
+        return False
+    supervisor = report.processes.get(SUPERVISOR_ROLE)
+    return not _alive(episode_record(env, run_dir.path), SUPERVISOR_ROLE, supervisor.pid if supervisor else None)
+
+
 def _agent_words(report: RunReport) -> str:
     return in_its_words(report.agent.top_failure_reasons) if report.agent else ""
 
@@ -205,14 +215,9 @@ def _state_of(
         if status is None or not is_active(status.state):  # ended without its final report
             ended, failure = ended_without_report(job, status, run_dir.stop_requested_by())
             state = TIME_LIMIT if failure.kind == "time_limit" else CANCELLED if ended == "interrupted" else JOB_ENDED
-    record = episode_record(env.env, run_dir.path)
-    supervisor = report.processes.get(SUPERVISOR_ROLE)
-    if (
-        job is None
-        and state == "started"
-        and not _alive(record, SUPERVISOR_ROLE, supervisor.pid if supervisor else None)
-    ):
+    if state == "started" and supervisor_gone(env.env, run_dir, report):
         state = STALE
+    record = episode_record(env.env, run_dir.path)
     if state == "failed" and failure is not None and failure.kind == "time_limit":
         state = TIME_LIMIT
     if state == "interrupted" and job is not None:  # on Slurm, what was stopped is a cancelled job
@@ -393,14 +398,7 @@ def _cell(
     report = run.report
     assert report is not None  # runs holds the episodes with a readable report only
     state = CELL_STATE[report.status]
-    supervisor = report.processes.get(SUPERVISOR_ROLE)
-    if (
-        state == "running"
-        and episode_job(run.run_dir, report) is None
-        and not _alive(
-            episode_record(env.env, run.run_dir.path), SUPERVISOR_ROLE, supervisor.pid if supervisor else None
-        )
-    ):
+    if supervisor_gone(env.env, run.run_dir, report):
         state = "stale"
     step = steps_progress(run.run_dir.green)[1] if state == "running" else report.steps_run
     note = f"{report.failure.process or 'mcu-arms'}: {report.failure.reason}" if report.failure else None

@@ -76,9 +76,11 @@ def render_comparison(
     generated_at: datetime,
     *,
     running: dict[str, str] | None = None,
+    unfinished: dict[str, str] | None = None,
     refresh_s: int | None = None,
 ) -> str:
-    """`running`: per arm whose latest episode runs, its progress in words; `refresh_s`: reload while it runs."""
+    """`running`: per arm whose latest episode runs, its progress in words; `unfinished`: per arm whose latest
+    episode's report says started though its supervisor is gone, the same; `refresh_s`: reload while one runs."""
     names = result.arm_names()
     links: dict[str, list[EpisodeLink]] = {name: [] for name in names}
     for link in episode_links:
@@ -95,6 +97,7 @@ def render_comparison(
             **_common(generated_at, "", refresh_s),
             result=result,
             running=running or {},
+            unfinished=unfinished or {},
             annotations=annotation_lines(result),
             filter_text=filter_text(result),
             names=names,

@@ -23,7 +23,7 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -42,6 +42,7 @@ from mcu_arms.layout import RunDir, episode_name, frames_dir, known_arms, logged
 from mcu_arms.report.analysis import Analysis
 from mcu_arms.report.analysis_cache import cached_analysis
 from mcu_arms.report.plot import plot_data
+from mcu_arms.report.status import STALE, supervisor_gone
 from mcu_arms.view.episode import (
     BACKGROUND_INDEX_BYTES,
     EpisodeData,
@@ -132,14 +133,19 @@ class RunningEpisode:
 
     arm: str
     episode: int
+    run_dir: RunDir
     max_steps: int
     task: str | None  # None: no step logged yet
     step: int | None  # steps done in that task
 
-    def progress(self) -> str:
+    def progress(self, *, stale: bool = False) -> str:
+        """Stale: its report says started, but its supervisor is gone (report/status.supervisor_gone)."""
+        where = "starting" if self.task is None or self.step is None else f"{self.task}, step {self.step}"
+        if stale:
+            return f"episode {self.episode} {STALE}: its report was never finished; it stopped at {where}"
         if self.task is None or self.step is None:
             return f"episode {self.episode} running: starting"
-        return f"episode {self.episode} running: {self.task}, step {self.step} of {self.max_steps}"
+        return f"episode {self.episode} running: {where} of {self.max_steps}"
 
 
 def _last_step(green_dir: Path) -> tuple[str | None, int | None]:
@@ -173,7 +179,9 @@ def running_episodes(result: Analysis) -> dict[str, RunningEpisode]:
         run_dir = RunDir(Path(arm.latest.episode_dir).parent / episode_name(newest))
         task, step = _last_step(run_dir.green)
         steps = read_report(run_dir.report).settings.steps
-        running[arm.arm] = RunningEpisode(arm=arm.arm, episode=newest, max_steps=steps, task=task, step=step)
+        running[arm.arm] = RunningEpisode(
+            arm=arm.arm, episode=newest, run_dir=run_dir, max_steps=steps, task=task, step=step
+        )
     return running
 
 
@@ -232,6 +240,9 @@ class Site:
     background_from_bytes: int = BACKGROUND_INDEX_BYTES
     running: dict[str, RunningEpisode] = field(default_factory=dict)  # by arm
     live: bool = False  # served: pages that show a running episode reload until it ends (a bundle is a snapshot)
+    # Where the private records are (the environment): a started report whose supervisor is gone is shown stale, not
+    # running. None: not asked (every started report is shown running).
+    records_env: Mapping[str, str] | None = None
     _episodes: dict[str, tuple[tuple[int, int, int], EpisodeLoad]] = field(default_factory=dict)
 
     @classmethod
@@ -256,7 +267,14 @@ class Site:
                 n += 1
                 key = f"{base}-{n}"
             sources[key] = source
-        return cls(comparison=comparison, sources=sources, generated_at=env.clock(), running=running, live=live)
+        return cls(
+            comparison=comparison,
+            sources=sources,
+            generated_at=env.clock(),
+            running=running,
+            live=live,
+            records_env=env.env,
+        )
 
     def links(self) -> list[EpisodeLink]:
         return [
@@ -266,10 +284,25 @@ class Site:
                 episode=s.run_dir.number,
                 task=s.task,
                 href=f"{EPISODES}/{key}/{INDEX}",
-                running=s.report.status in OPEN_STATUSES,
+                running=s.report.status in OPEN_STATUSES and not self.gone(s.run_dir, s.report),
             )
             for key, s in self.sources.items()
         ]
+
+    def gone(self, run_dir: RunDir, report: RunReport) -> bool:
+        """Its report says started, but its supervisor is gone: nothing will finish it (asked at each page, so that a
+        supervisor that dies while the viewer is open is seen)."""
+        return self.records_env is not None and supervisor_gone(self.records_env, run_dir, report)
+
+    def _running_now(self) -> tuple[dict[str, str], dict[str, str]]:
+        """In words, per arm: the episodes that run, and those whose supervisor is gone."""
+        running, unfinished = {}, {}
+        for arm, each in self.running.items():
+            if self.gone(each.run_dir, read_report(each.run_dir.report)):
+                unfinished[arm] = each.progress(stale=True)
+            else:
+                running[arm] = each.progress()
+        return running, unfinished
 
     def refresh_s(self, running: bool) -> int | None:
         """How often a page reloads: only served, and only while what it shows runs."""
@@ -331,12 +364,14 @@ class Site:
         if media_type is None:
             return None
         if parts == [INDEX]:
+            running, unfinished = self._running_now()
             page = render_comparison(
                 self.comparison,
                 self.links(),
                 self.generated_at,
-                running={arm: each.progress() for arm, each in self.running.items()},
-                refresh_s=self.refresh_s(bool(self.running)),
+                running=running,
+                unfinished=unfinished,
+                refresh_s=self.refresh_s(bool(running)),
             )
             return Content(media_type, page.encode())
         if parts == [COMPARISON_DATA]:
@@ -364,8 +399,11 @@ class Site:
         load = self.load(key)
         data = load.current()
         if rest == [INDEX]:
-            refresh_s = self.refresh_s(data.view.status in OPEN_STATUSES)
-            return Content(media_type, render_episode(data.view, self.generated_at, refresh_s=refresh_s).encode())
+            view = data.view
+            if view.status in OPEN_STATUSES and self.gone(source.run_dir, read_report(source.run_dir.report)):
+                view = view.model_copy(update={"status": STALE})
+            refresh_s = self.refresh_s(view.status in OPEN_STATUSES)
+            return Content(media_type, render_episode(view, self.generated_at, refresh_s=refresh_s).encode())
         if rest == ["data.js"]:
             return Content(media_type, script("MCU_EPISODE", data.view.model_dump(mode="json")))
         if rest == ["agent-files.js"]:
