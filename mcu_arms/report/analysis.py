@@ -373,8 +373,8 @@ class Analysis(BaseModel):
 
 
 class ArmTarget(BaseModel):
-    """An arm named on the command line, resolved to its arm file (if any) and its output dir. An arm written inline
-    in a campaign file carries its spec instead of a file of its own; a campaign's arms carry its name."""
+    """An arm named on the command line, resolved to its arm file (if any) and its output dir, with its spec as read
+    once (an arm written inline in a campaign file has no file of its own); a campaign's arms carry its name."""
 
     model_config = {"arbitrary_types_allowed": True}
 
@@ -430,7 +430,7 @@ def _resolve_target(item: str, env: Environment) -> ArmTarget:
     candidate = path if path.is_absolute() else env.cwd / path
     if item.endswith(".toml") or candidate.is_file():
         spec = load_arm(candidate)
-        return ArmTarget(name=spec.name, source=candidate, output_dir=env.output_dir / spec.name)
+        return ArmTarget(name=spec.name, spec=spec, source=candidate, output_dir=env.output_dir / spec.name)
     if candidate.is_dir() and any(EPISODE_PATTERN.match(p.name) for p in candidate.iterdir()):
         source = env.arms_dir / f"{candidate.name}.toml"
         return ArmTarget(name=candidate.name, source=source if source.is_file() else None, output_dir=candidate)
@@ -438,7 +438,8 @@ def _resolve_target(item: str, env: Environment) -> ArmTarget:
         source = env.arms_dir / f"{item}.toml"
         output = env.output_dir / item
         if source.is_file():
-            return ArmTarget(name=load_arm(source).name, source=source, output_dir=output)
+            spec = load_arm(source)  # kept: the settings it resolves to are compared with each run's
+            return ArmTarget(name=spec.name, spec=spec, source=source, output_dir=output)
         if output.is_dir():
             return ArmTarget(name=item, source=None, output_dir=output)
     raise UserError(
