@@ -24,7 +24,7 @@ from mcu_arms.arms.plan import plan_arms
 from mcu_arms.arms.prepare import prepare_episode
 from mcu_arms.contracts.run_report import ProcessRecord, read_report
 from mcu_arms.contracts.settings import Overrides
-from mcu_arms.contracts.started import EPISODE_TOKENS_ENV, StartedProcess, token_hash
+from mcu_arms.contracts.started import EPISODE_PLANS_ENV, EPISODE_TOKENS_ENV, StartedProcess, token_hash
 from mcu_arms.environment import Environment
 from mcu_arms.layout import RunDir
 from mcu_arms.private_record import episode_record, forget_started, record_started, recorded_episodes
@@ -348,6 +348,18 @@ def test_run_episode_refuses_a_copy_a_link_a_forged_command_and_another_episodes
     second.plan.write_text(json.dumps(plan))
     refused = _run_episode(project, env, second_tokens, second.path)
     assert refused.exit_code == 2 and "settings.steps" in refused.err, refused.err
+
+    plan = json.loads(good_plan)  # what no other check reads: the purple's environment and working directory
+    purple = next(process for process in plan["processes"] if process["role"] == "purple")
+    purple["env"]["LD_PRELOAD"] = str(marker)
+    purple["cwd"] = str(tmp_path)
+    second.plan.write_text(json.dumps(plan))
+    refused = _run_episode(project, env, second_tokens, second.path)
+    assert refused.exit_code == 2 and "plan.json is not the plan `mcu-arms run` submitted" in refused.err, refused.err
+    second.plan.write_text(good_plan)
+    no_digest = {key: value for key, value in second_tokens.items() if key != EPISODE_PLANS_ENV}
+    refused = _run_episode(project, env, no_digest, second.path)
+    assert refused.exit_code == 2 and "no plan digest for this episode" in refused.err, refused.err
 
     shutil.copy(original.plan, second.plan)  # the plan of another episode
     refused = _run_episode(project, env, second_tokens, second.path)

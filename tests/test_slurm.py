@@ -331,8 +331,8 @@ def test_a_masked_value_reaches_the_job_in_its_environment_and_in_no_file(tmp_pa
     assert secret not in run_dir.plan.read_text() and "PROVIDER_API_KEY" in run_dir.plan.read_text()
     carried = episode_secrets([plan])
     assert set(carried) == {EPISODE_SECRETS_ENV} and secret in carried[EPISODE_SECRETS_ENV]
-    assert _private_plan(run_dir, _environment(project, tmp_path, **carried)) == plan
-    assert _private_plan(run_dir, env).settings.env["PROVIDER_API_KEY"] != secret, "without it, still masked"
+    assert _private_plan(run_dir, _environment(project, tmp_path, **carried))[0] == plan
+    assert _private_plan(run_dir, env)[0].settings.env["PROVIDER_API_KEY"] != secret, "without it, still masked"
     _arm(project, "plain", "\n[slurm]\ntime = 60\n")
     assert episode_secrets(_plans(project, env, "arms/plain.toml")) == {}, "nothing masked, nothing carried"
 

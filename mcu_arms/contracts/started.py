@@ -14,6 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 # The environment variable that carries an episode's job token into its Slurm job (JSON: episode dir -> token).
 EPISODE_TOKENS_ENV = "MCU_ARMS_EPISODE_TOKENS"
+# Beside it, the digest of the plan.json the submitting run wrote (JSON: episode dir -> plan_digest): what the job
+# runs is that plan, not one written into the episode since.
+EPISODE_PLANS_ENV = "MCU_ARMS_EPISODE_PLANS"
 
 
 def token_hash(token: str) -> str:
@@ -25,6 +28,10 @@ def episode_token_hash(token: str, episode_dir: str) -> str:
     """A job token bound to the one episode directory it was issued for: the same token presented for a copy of the
     episode elsewhere does not match."""
     return hashlib.sha256(f"{episode_dir}\0{token}".encode()).hexdigest()
+
+
+def plan_digest(content: bytes) -> str:
+    return hashlib.sha256(content).hexdigest()
 
 
 class StartedProcess(BaseModel):

@@ -9,7 +9,9 @@ environment, never in a file), scenario.toml, a `queued` report and slurm.json (
   (EPISODE_TOKENS_ENV) against the hash the submitter left in the episode and, on the submitting host, in its
   private record — so a copy, a requeued or a duplicate job never runs it, nor anything it was not given;
 - the three command lines are written again from the plan's validated settings (contracts/settings.command_lines)
-  and what plan.json says they are must agree: nothing a file holds is executed as stored;
+  and what plan.json says they are must agree: nothing a file holds is executed as stored; and plan.json must be
+  the one the submitter wrote (its digest comes in the job's environment, EPISODE_PLANS_ENV, beside the token), so
+  nothing written into the episode since (an environment, a working directory, a link) is followed;
 - the host checks `run` makes locally (JDK 8, Xvfb, codex, CUDA, local disks) are made on this host;
 - the servers get ports picked on this host, on loopback, each bound here and handed to its server
   (isolation/listeners.py), and the CODEX_HOME is built on this host's own disk;
@@ -57,7 +59,7 @@ from mcu_arms.contracts.slurm import (
     slurm_time,
     unmasked,
 )
-from mcu_arms.contracts.started import EPISODE_TOKENS_ENV, episode_token_hash
+from mcu_arms.contracts.started import EPISODE_PLANS_ENV, EPISODE_TOKENS_ENV, episode_token_hash, plan_digest
 from mcu_arms.contracts.states import OPEN_STATUSES, PROCESS_ROLES, SERVER_ROLES, FailureKind, ProcessRole
 from mcu_arms.doctor import plan_preflight
 from mcu_arms.environment import Environment
@@ -84,6 +86,8 @@ PROGRESS_LINE_S = 300.0
 # Under this host's state dir: each MineStudio episode's private display (its xvfb-run and Xvfb's log).
 DISPLAYS_DIR = "displays"
 EXIT_CODES = {"finished": EXIT_OK, "failed": EXIT_FAILED, "interrupted": EXIT_INTERRUPTED}
+# What the job's environment carries for run-episode alone: taken out before anything is started.
+JOB_CREDENTIALS = frozenset({EPISODE_SECRETS_ENV, EPISODE_TOKENS_ENV, EPISODE_PLANS_ENV})
 
 
 @dataclass(frozen=True)
@@ -179,11 +183,12 @@ def _json_map(env: Mapping[str, str], variable: str) -> dict[str, Any]:
     return found
 
 
-def _private_plan(run_dir: RunDir, env: Environment) -> ArmPlan:
+def _private_plan(run_dir: RunDir, env: Environment) -> tuple[ArmPlan, str]:
     """plan.json with the values it masks put back from the job's environment (EPISODE_SECRETS_ENV), validated; it
-    must be this episode's plan."""
+    must be this episode's plan. With the digest of the bytes read (checked once the job's token is)."""
     try:
-        public = json.loads(run_dir.plan.read_text(encoding="utf-8"))
+        content = run_dir.plan.read_bytes()
+        public = json.loads(content.decode("utf-8"))
     except (OSError, ValueError) as error:
         raise UserError(f"cannot read the episode's plan: {error}", path=run_dir.plan) from None
     patch = _json_map(env.env, EPISODE_SECRETS_ENV).get(str(run_dir.path), [])
@@ -201,7 +206,24 @@ def _private_plan(run_dir: RunDir, env: Environment) -> ArmPlan:
             path=run_dir.plan,
             key="episode_dir",
         )
-    return _rebuilt(plan, run_dir)
+    return _rebuilt(plan, run_dir), plan_digest(content)
+
+
+def _check_plan(run_dir: RunDir, digest: str, env: Environment) -> None:
+    """The plan read must be the one the submitter wrote: anything written into the episode since is refused."""
+    submitted = _json_map(env.env, EPISODE_PLANS_ENV).get(str(run_dir.path))
+    if not isinstance(submitted, str) or not submitted:
+        raise UserError(
+            f"no plan digest for this episode ({EPISODE_PLANS_ENV}): run-episode runs only the plan `mcu-arms run` "
+            "submitted, in the job it submitted it as",
+            path=run_dir.plan,
+        )
+    if digest != submitted:
+        raise UserError(
+            "plan.json is not the plan `mcu-arms run` submitted (it was written since): nothing in it is followed, "
+            "and the episode is left queued",
+            path=run_dir.plan,
+        )
 
 
 def _rebuilt(plan: ArmPlan, run_dir: RunDir) -> ArmPlan:
@@ -421,11 +443,12 @@ def run_episode(path: Path, env: Environment, *, ready_timeout_s: float = DEFAUL
     signals = _Stops(run_dir, env.env)
     signals.install()  # before anything slow: a cancel at once still ends in a final report
     try:
-        plan = _private_plan(run_dir, env)
+        plan, digest = _private_plan(run_dir, env)
         job = _this_job(run_dir, queued, plan, here)
         _check_token(run_dir, queued, here, env)
+        _check_plan(run_dir, digest, env)
         signals.job = job
-        env.env = {key: value for key, value in env.env.items() if key not in (EPISODE_SECRETS_ENV, EPISODE_TOKENS_ENV)}
+        env.env = {key: value for key, value in env.env.items() if key not in JOB_CREDENTIALS}
         env.output_root = run_dir.path.parent.parent
         blocked = plan_preflight(plan, env.env)
         if blocked:

@@ -61,7 +61,13 @@ from mcu_arms.contracts.slurm import (
     masked_values,
     parse_sbatch_line,
 )
-from mcu_arms.contracts.started import EPISODE_TOKENS_ENV, SubmittedJob, episode_token_hash
+from mcu_arms.contracts.started import (
+    EPISODE_PLANS_ENV,
+    EPISODE_TOKENS_ENV,
+    SubmittedJob,
+    episode_token_hash,
+    plan_digest,
+)
 from mcu_arms.contracts.states import FINAL_STATUSES, ArmPhase
 from mcu_arms.contracts.steps import JsonlTail
 from mcu_arms.contracts.timestamps import iso_seconds
@@ -183,16 +189,18 @@ def episode_secrets(plans: list[ArmPlan]) -> dict[str, str]:
 def episode_tokens(plans: list[ArmPlan], env: Environment) -> dict[str, str]:
     """A fresh token per episode, for its job's environment: its hash, bound to the episode's directory, goes into
     the episode (for a node) and into this host's private record; `run-episode` runs an episode only for the job
-    that holds its token."""
-    tokens = {}
+    that holds its token, and only the plan.json it was submitted with (its digest, beside the token)."""
+    tokens, digests = {}, {}
     for plan in plans:
         key = episode_key(plan.episode_dir)
         token = uuid.uuid4().hex
         hashed = episode_token_hash(token, key)
-        write_text_atomic(RunDir(Path(key)).job_token, hashed + "\n")
+        run_dir = RunDir(Path(key))
+        write_text_atomic(run_dir.job_token, hashed + "\n")
         record_submitted(env.env, key, plan.arm, plan.episode, SubmittedJob(token_hash=hashed))
         tokens[key] = token
-    return {EPISODE_TOKENS_ENV: json.dumps(tokens)}
+        digests[key] = plan_digest(run_dir.plan.read_bytes())
+    return {EPISODE_TOKENS_ENV: json.dumps(tokens), EPISODE_PLANS_ENV: json.dumps(digests)}
 
 
 def sbatch(script: Path, env: dict[str, str], cwd: Path) -> str:
