@@ -101,7 +101,10 @@ def _main() -> None:
     signal.signal(signal.SIGINT, _interrupt)
     _inside_main = True
     try:
-        from mcu_arms.cli import app
+        from mcu_arms.startup import imports_without_gc
+
+        with imports_without_gc():
+            from mcu_arms.cli import app
 
         app()
     except Interrupted:

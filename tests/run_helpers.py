@@ -119,7 +119,9 @@ class Started:
         """Test cleanup: kill what this test started, if a failed assertion left it running. Each descendant goes
         through its own psutil handle, which refuses a pid that now belongs to someone else."""
         if self.popen.poll() is None:
-            os.killpg(self.popen.pid, 9)
+            known = {process.pid for process in self.family}
+            self.family += [process for process in descendants(self.popen.pid) if process.pid not in known]
+            os.killpg(self.popen.pid, 9)  # its servers are in sessions of their own: reached through the family
             self.popen.wait(timeout=10)
         for process in self.family:
             try:

@@ -13,6 +13,7 @@ import typer
 from mcu_arms import __version__
 from mcu_arms.cli.common import App, Group, environment
 from mcu_arms.environment import ARMS_DIR_ENV, OUTPUT_DIR_ENV
+from mcu_arms.startup import imports_without_gc
 
 # Each command by name, in the order `--help` lists them, with the module (mcu_arms.cli.MODULE) whose `register`
 # defines it.
@@ -47,7 +48,8 @@ class LazyGroup(Group):
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         if cmd_name not in self.commands and cmd_name in COMMAND_MODULES:
-            module = importlib.import_module(command_module(cmd_name))
+            with imports_without_gc():
+                module = importlib.import_module(command_module(cmd_name))
             defined = App()
             module.register(defined)
             self.commands.update(typer.main.get_group(defined).commands)

@@ -23,6 +23,7 @@ from mcu_arms.contracts.catalog import AGENT_KINDS
 from mcu_arms.contracts.errors import user_error
 from mcu_arms.contracts.settings import OPTIONS_FROM_ENVIRONMENT, PurpleOptions, flag_for
 from mcu_arms.process_exit import skip_teardown
+from mcu_arms.startup import imports_without_gc
 
 serve_app = App(help="Run an A2A server (green evaluator or purple agent) in the foreground.", no_args_is_help=True)
 
@@ -65,7 +66,8 @@ def serve_green(
     ] = None,
 ) -> None:
     """Serve the green agent: runs MCU tasks in a simulator against a purple agent and scores them."""
-    from mcu_arms.green.server import serve
+    with imports_without_gc():
+        from mcu_arms.green.server import serve
 
     skip_teardown()
     serve(host, port, card_url, output_root=output_root, expose=expose, warm_up=warm_up)
@@ -124,7 +126,8 @@ def serve_purple(
         raise user_error(error, key_of=flag_for) from None
     check_agent_kind(agent, key="--agent")
 
-    from mcu_arms.purple.server import serve_purple as run_purple_server
+    with imports_without_gc():
+        from mcu_arms.purple.server import serve_purple as run_purple_server
 
     skip_teardown()
     run_purple_server(agent, options, host, port, card_url, expose=expose)

@@ -28,6 +28,7 @@ from mcu_arms.contracts.text import MAX_LOG_LINE_CHARS, shown_text
 from mcu_arms.contracts.timestamps import iso_seconds
 from mcu_arms.contracts.wire import AGENT_CARD_PATH
 from mcu_arms.environment import Environment
+from mcu_arms.startup import imports_without_gc
 
 DEFAULT_CARD_DEADLINE_S = 60.0
 CARD_POLL_INTERVAL_S = 0.25
@@ -229,10 +230,12 @@ async def evaluate_async(
     events_path: Path | None = None,
 ) -> EvaluationOutcome:
     """Run one evaluation. A UserError for bad input; every other problem is an outcome with a reason."""
-    import httpx
-    from a2a.utils.errors import A2AError
+    with imports_without_gc():  # the A2A client stack, and what its first message needs
+        import httpx
+        from a2a.client import ClientCallContext  # noqa: F401
+        from a2a.utils.errors import A2AError
 
-    from mcu_arms.a2a_transport import AgentError
+        from mcu_arms.a2a_transport import AgentError
 
     scenario = load_scenario(scenario_path)
     _refuse_existing(out_path)
