@@ -17,6 +17,7 @@ from mcu_arms.startup import imports_without_gc
 def collector_on():
     assert gc.isenabled()
     yield
+    gc.unfreeze()  # the test process's objects back where they were
     gc.enable()
 
 
@@ -27,6 +28,7 @@ def test_the_collector_is_paused_inside_and_back_after_nested_windows_and_errors
             assert not gc.isenabled()
         assert not gc.isenabled(), "an inner window does not end the outer one"
     assert gc.isenabled()
+    assert gc.get_freeze_count() > 0, "what the imports made is out of the collector's sight"
     with pytest.raises(ImportError), imports_without_gc():
         import mcu_arms_no_such_module  # noqa: F401
     assert gc.isenabled(), "a failed import gives the collector back too"
