@@ -209,16 +209,22 @@ def _private_plan(run_dir: RunDir, env: Environment) -> tuple[ArmPlan, str]:
     return _rebuilt(plan, run_dir), plan_digest(content)
 
 
+def _given_to_the_job(env: Environment, variable: str, what: str, run_dir: RunDir) -> str:
+    """This episode's entry in one of the job's JSON maps (its token, its plan's digest), or a refusal: run-episode
+    runs only what `mcu-arms run` submitted, in the job it submitted it as."""
+    value = _json_map(env.env, variable).get(str(run_dir.path))
+    if not isinstance(value, str) or not value:
+        raise UserError(
+            f"no {what} for this episode ({variable}): run-episode runs only an episode `mcu-arms run` submitted, in "
+            "the job it submitted it as",
+            path=run_dir.path,
+        )
+    return value
+
+
 def _check_plan(run_dir: RunDir, digest: str, env: Environment) -> None:
     """The plan read must be the one the submitter wrote: anything written into the episode since is refused."""
-    submitted = _json_map(env.env, EPISODE_PLANS_ENV).get(str(run_dir.path))
-    if not isinstance(submitted, str) or not submitted:
-        raise UserError(
-            f"no plan digest for this episode ({EPISODE_PLANS_ENV}): run-episode runs only the plan `mcu-arms run` "
-            "submitted, in the job it submitted it as",
-            path=run_dir.plan,
-        )
-    if digest != submitted:
+    if digest != _given_to_the_job(env, EPISODE_PLANS_ENV, "plan digest", run_dir):
         raise UserError(
             "plan.json is not the plan `mcu-arms run` submitted (it was written since): nothing in it is followed, "
             "and the episode is left queued",
@@ -265,13 +271,7 @@ def _rebuilt(plan: ArmPlan, run_dir: RunDir) -> ArmPlan:
 def _check_token(run_dir: RunDir, queued: RunReport, here: JobHere | None, env: Environment) -> None:
     """The caller must hold the token the episode was submitted with (bound to this directory), and on the host that
     submitted it, the private record must name this episode and this job."""
-    token = _json_map(env.env, EPISODE_TOKENS_ENV).get(str(run_dir.path))
-    if not isinstance(token, str) or not token:
-        raise UserError(
-            f"no job token for this episode ({EPISODE_TOKENS_ENV}): run-episode runs only an episode "
-            "`mcu-arms run` submitted, in the job it submitted it as",
-            path=run_dir.path,
-        )
+    token = _given_to_the_job(env, EPISODE_TOKENS_ENV, "job token", run_dir)
     presented = episode_token_hash(token, str(run_dir.path))
     try:
         expected = run_dir.job_token.read_text(encoding="ascii").strip()
