@@ -1,14 +1,14 @@
-"""The A2A plumbing every server and client in the project shares (a2a-sdk 1.x).
+"""The A2A plumbing every server in the project shares (a2a-sdk 1.x): cards, the guarded app, listening sockets.
 
-Only servers and clients import this module, so it may import a2a, httpx and uvicorn at the top; light commands
-(plan, tasks, compare) never reach it. Payloads travel as JSON text in one text part: a2a-sdk 1.x data parts pass
-through `google.protobuf.Value`, which turns integers into floats, and existing MCU purple agents send text too.
+Only servers import this module, so it may import a2a, httpx and uvicorn at the top; light commands (plan, tasks,
+compare) never reach it, and the evaluation client needs only the client side (a2a_client). Payloads travel as JSON
+text in one text part: a2a-sdk 1.x data parts pass through `google.protobuf.Value`, which turns integers into floats,
+and existing MCU purple agents send text too.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import hmac
 import json
@@ -16,15 +16,11 @@ import os
 import signal
 import socket
 import threading
-import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-import httpx
 import uvicorn
-from a2a.client import A2AClientTimeoutError, Client, ClientCallContext, ClientConfig, create_client
-from a2a.helpers import get_data_parts, get_text_parts
 from a2a.server.agent_execution import AgentExecutor
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.request_handlers.response_helpers import agent_card_to_dict
@@ -36,18 +32,11 @@ from a2a.types import (
     AgentInterface,
     AgentSkill,
     HTTPAuthSecurityScheme,
-    Message,
-    Part,
-    Role,
     SecurityRequirement,
     SecurityScheme,
-    SendMessageRequest,
     StringList,
-    Task,
 )
-from a2a.utils.errors import A2AError
 from google.protobuf import json_format
-from pydantic import BaseModel
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -56,19 +45,16 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from mcu_arms import __version__
+from mcu_arms.a2a_client import present_token
 from mcu_arms.contracts.access import BEARER_SCHEME, CALL_TOKEN_ENV, SERVE_TOKEN_ENV
 from mcu_arms.contracts.addresses import bind_address, http_url, is_loopback, parse_host, socket_family
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.limits import MAX_MESSAGE_BYTES
 from mcu_arms.contracts.wire import AGENT_CARD_PATH
-from mcu_arms.http_cap import ResponseTooLarge, answer_cap
 from mcu_arms.procs import LISTEN_FD_ENV, log_line
 
 PROTOCOL_VERSION = "1.0"
 LEGACY_PROTOCOL_VERSION = "0.3"
-# Added to a caller's step timeout so that the transport never gives up before the agent's own deadline does.
-TRANSPORT_MARGIN_S = 10.0
-CONNECT_TIMEOUT_S = 10.0
 # How long uvicorn lets open connections (a streaming evaluation) finish after SIGTERM before cancelling them.
 GRACEFUL_SHUTDOWN_S = 5.0
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -78,22 +64,6 @@ REFUSALS_LOGGED = 10
 REFUSAL_LOG_EVERY = 100
 # A port serves another arm's card after this server stops: callers keep the card but revalidate it (a 304 by ETag).
 CARD_CACHE_CONTROL = "no-cache"
-
-
-class AgentError(Exception):
-    """Sending to an agent failed; subclasses name the cause so that callers can count causes separately."""
-
-
-class AgentTimeout(AgentError):
-    """The agent did not answer within the timeout."""
-
-
-class AgentTransportError(AgentError):
-    """The request did not complete: connection refused or reset, HTTP or JSON-RPC error, malformed response."""
-
-
-class AgentAnswerTooLarge(AgentTransportError):
-    """The answer passed the cap on answers (http_cap): it was abandoned unread and its connection closed."""
 
 
 class PortBusy(UserError):
@@ -283,14 +253,10 @@ def build_app(
     return Starlette(routes=routes, middleware=[guard])
 
 
-_call_token: str | None = None
-
-
 def take_tokens() -> str | None:
     """Take this process's tokens out of its environment (so nothing it starts inherits them): the token it presents
     to the servers it calls is kept for `open_client`; the one its own server requires is returned."""
-    global _call_token
-    _call_token = os.environ.pop(CALL_TOKEN_ENV, None) or None
+    present_token(os.environ.pop(CALL_TOKEN_ENV, None) or None)
     return os.environ.pop(SERVE_TOKEN_ENV, None) or None
 
 
@@ -400,124 +366,3 @@ def serve_app(
         sock.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-
-
-def payload_to_message(
-    payload: BaseModel | dict[str, Any],
-    *,
-    context_id: str | None = None,
-    role: Literal["user", "agent"] = "user",
-) -> Message:
-    """A message holding one text part: the payload as JSON text, unset (None) fields left out as upstream sends."""
-    text = payload.model_dump_json(exclude_none=True) if isinstance(payload, BaseModel) else json.dumps(payload)
-    return Message(
-        role=Role.ROLE_USER if role == "user" else Role.ROLE_AGENT,
-        parts=[Part(text=text)],
-        message_id=uuid.uuid4().hex,
-        context_id=context_id or "",
-    )
-
-
-def message_payload(message: Message) -> dict[str, Any] | None:
-    """The JSON object a message carries: its text parts parsed as JSON, else its first object data part.
-
-    None when there is no JSON object in it; the caller decides how to count that.
-    """
-    text = "".join(get_text_parts(message.parts)).strip()
-    if text:
-        try:
-            decoded = json.loads(text)
-        except (json.JSONDecodeError, RecursionError):
-            decoded = None
-        if isinstance(decoded, dict):
-            return decoded
-    for data in get_data_parts(message.parts):
-        if isinstance(data, dict):
-            return data
-    return None
-
-
-def client_timeout_for_step(step_timeout: float) -> float:
-    """The transport timeout for one step: the agent's own budget plus a margin, never the SDK's 5 s default."""
-    return step_timeout + TRANSPORT_MARGIN_S
-
-
-@contextlib.asynccontextmanager
-async def open_client(
-    url: str, timeout_s: float | None, *, streaming: bool = False, token: str | None = None
-) -> AsyncIterator[Client]:
-    """A client on ONE httpx.AsyncClient, reused for every request of an episode or evaluation.
-
-    `timeout_s` bounds each read (None: no read timeout, for a stream kept alive by SSE pings). Resolving the card
-    fails with AgentTransportError (or AgentTimeout) naming the URL. Proxy variables from the environment are
-    ignored: agents sit on loopback or a private network, and a proxy in between would change what is measured.
-    Every request carries `token` (by default the one this process was given to call with, see `take_tokens`).
-    Every answer is read against the cap on answers (http_cap); one past it raises AgentAnswerTooLarge.
-    """
-    connect_timeout = CONNECT_TIMEOUT_S if timeout_s is None else min(CONNECT_TIMEOUT_S, timeout_s)
-    timeout = httpx.Timeout(timeout_s, connect=connect_timeout)
-    presented = token or _call_token
-    headers = {"Authorization": f"Bearer {presented}"} if presented else {}
-    hooks = {"response": [answer_cap()]}
-    async with httpx.AsyncClient(timeout=timeout, trust_env=False, headers=headers, event_hooks=hooks) as http:
-        try:
-            client = await create_client(url, client_config=ClientConfig(streaming=streaming, httpx_client=http))
-        except A2AClientTimeoutError as error:
-            raise AgentTimeout(f"agent card at {url} did not arrive in time: {error}") from error
-        except ResponseTooLarge as error:
-            raise AgentAnswerTooLarge(f"the agent card at {url}: {error}") from error
-        except (A2AError, httpx.HTTPError, ValueError) as error:
-            raise AgentTransportError(f"cannot reach the agent card at {url}: {error}") from error
-        try:
-            yield client
-        finally:
-            await client.close()
-
-
-def reply_text(message: Message) -> str:
-    return "".join(get_text_parts(message.parts))
-
-
-def task_reply_text(task: Task) -> str:
-    """The answer held by a task, for agents that reply with a task: last artifact, else status, else history."""
-    for artifact in reversed(task.artifacts):
-        text = "".join(get_text_parts(artifact.parts))
-        if text:
-            return text
-    if task.status.HasField("message"):
-        text = reply_text(task.status.message)
-        if text:
-            return text
-    for message in reversed(task.history):
-        if message.role == Role.ROLE_AGENT:
-            return reply_text(message)
-    return ""
-
-
-async def send_and_collect(client: Client, message: Message, timeout: float) -> str:
-    """Send one message and return the text of the agent's answer (a message, or a task's final answer).
-
-    Raises AgentTimeout or AgentTransportError; never the SDK's own exceptions, so that callers count causes.
-    """
-    reply = ""
-    try:
-        async with asyncio.timeout(timeout + TRANSPORT_MARGIN_S):
-            async for event in client.send_message(
-                SendMessageRequest(message=message), context=ClientCallContext(timeout=timeout)
-            ):
-                kind = event.WhichOneof("payload")
-                if kind == "message":
-                    reply = reply_text(event.message)
-                elif kind == "task":
-                    reply = task_reply_text(event.task) or reply
-                elif kind == "status_update" and event.status_update.status.HasField("message"):
-                    reply = reply_text(event.status_update.status.message) or reply
-                elif kind == "artifact_update":
-                    reply = "".join(get_text_parts(event.artifact_update.artifact.parts)) or reply
-    except (A2AClientTimeoutError, TimeoutError) as error:
-        raise AgentTimeout(f"no answer within {timeout:g} s") from error
-    except ResponseTooLarge as error:
-        raise AgentAnswerTooLarge(str(error)) from error
-    except (A2AError, httpx.HTTPError, ValueError, json_format.ParseError) as error:
-        raise AgentTransportError(f"{type(error).__name__}: {error}") from error
-    return reply

@@ -14,7 +14,8 @@ from a2a.helpers import new_text_message
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 
-from mcu_arms.a2a_transport import Skill, build_app, build_card, message_payload
+from mcu_arms.a2a_client import message_payload
+from mcu_arms.a2a_transport import Skill, build_app, build_card
 from mcu_arms.contracts.wire import BUTTON_KEYS
 
 # Compact (VPT joint) button index with forward + attack pressed and the camera meta action off.

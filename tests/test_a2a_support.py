@@ -15,21 +15,16 @@ from a2a.types import Message, Part, Role
 from google.protobuf import struct_pb2
 from server_procs import HOST, free_port, running_app
 
-from mcu_arms.a2a_transport import (
+from mcu_arms.a2a_client import (
     AgentTimeout,
     AgentTransportError,
-    PortBusy,
-    Skill,
-    bind_socket,
-    build_app,
-    build_card,
-    card_url_for,
     client_timeout_for_step,
     message_payload,
     open_client,
     payload_to_message,
     send_and_collect,
 )
+from mcu_arms.a2a_transport import PortBusy, Skill, bind_socket, build_app, build_card, card_url_for
 from mcu_arms.contracts.wire import ActionPayload, InitPayload, ObservationPayload
 
 

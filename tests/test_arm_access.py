@@ -95,7 +95,7 @@ def request_for(purple_url: str, output_dir: str | Path, **config: Any) -> dict[
 async def _stream(green_url: str, request: dict[str, Any], token: str | None, on_status=None) -> tuple[str, list[str]]:
     from a2a.types import Message, Part, Role, SendMessageRequest, TaskState
 
-    from mcu_arms.a2a_transport import open_client
+    from mcu_arms.a2a_client import open_client
 
     message = Message(role=Role.ROLE_USER, parts=[Part(text=json.dumps(request))], message_id=uuid.uuid4().hex)
     texts: list[str] = []

@@ -20,7 +20,7 @@ import pytest
 from filelock import FileLock
 from server_procs import HOST, ServerProcess, free_port, running_cli_server
 
-from mcu_arms.a2a_transport import open_client, payload_to_message, send_and_collect
+from mcu_arms.a2a_client import open_client, payload_to_message, send_and_collect
 
 LEGACY_VERSION = "0.3.26"
 LEGACY_VENV = Path(tempfile.gettempdir()) / f"mcu-arms-a2a-sdk-{LEGACY_VERSION}"

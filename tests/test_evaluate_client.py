@@ -15,7 +15,8 @@ from a2a.types import Part, TaskState
 from cli_support import invoke, make_environment
 from server_procs import HOST, free_port, running_app
 
-from mcu_arms.a2a_transport import Skill, build_app, build_card, message_payload
+from mcu_arms.a2a_client import message_payload
+from mcu_arms.a2a_transport import Skill, build_app, build_card
 from mcu_arms.client.evaluate import evaluate
 from mcu_arms.client.scenario import load_scenario
 from mcu_arms.contracts.catalog import CATEGORIES

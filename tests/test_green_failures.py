@@ -95,7 +95,7 @@ def test_a_simulator_crash_leaves_the_task_unscored_and_the_evaluation_completes
 def test_the_server_answers_during_an_episode_and_cancel_ends_it(tmp_path: Path):
     from a2a.types import CancelTaskRequest, Message, Part, Role, SendMessageRequest, TaskState
 
-    from mcu_arms.a2a_transport import open_client
+    from mcu_arms.a2a_client import open_client
 
     purple = ScriptedPurple(["sleep"] * 1000, sleep_s=0.05)
 

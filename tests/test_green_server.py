@@ -67,7 +67,7 @@ async def _evaluate(green_url: str, request: dict[str, Any] | str) -> Evaluation
     from a2a.helpers import get_data_parts
     from a2a.types import Message, Part, Role, SendMessageRequest, TaskState
 
-    from mcu_arms.a2a_transport import open_client
+    from mcu_arms.a2a_client import open_client
 
     text = request if isinstance(request, str) else json.dumps(request)
     message = Message(role=Role.ROLE_USER, parts=[Part(text=text)], message_id="m1")

@@ -17,7 +17,7 @@ from a2a.server.events import EventQueue
 from purples import NOOP, ScriptedPurple, build_test_purple
 from server_procs import HOST, ServerProcess, free_port, running_app
 
-from mcu_arms.a2a_transport import message_payload
+from mcu_arms.a2a_client import message_payload
 from mcu_arms.contracts.evaluation import COUNTS_KEPT, OTHER_CAUSES, TaskMetrics
 
 pytestmark = pytest.mark.slow

@@ -111,6 +111,7 @@ def test_the_slurm_queries_stand_on_the_contracts_and_the_layout_only() -> None:
         "mcu_arms.client",
         "mcu_arms.isolation",
         "mcu_arms.a2a_transport",
+        "mcu_arms.a2a_client",
         "mcu_arms.doctor",
     )
     assert "mcu_arms.cluster.slurm" in GRAPH
@@ -173,6 +174,21 @@ def test_green_purple_and_client_are_siblings(part: str, siblings: tuple[str, ..
     assert _violations(part, siblings) == []
 
 
+def test_the_evaluation_client_loads_no_server_stack() -> None:
+    """The client process of every episode imports the A2A client side only (a2a_client), never the servers' (about
+    0.2 s of a2a's server stack, uvicorn): checked on the graph and in a fresh interpreter."""
+    assert _violations("mcu_arms.client", ("mcu_arms.a2a_transport",)) == []
+    assert _violations("mcu_arms.a2a_client", ("mcu_arms.a2a_transport",)) == []
+    probe = (
+        "import sys\n"
+        "import mcu_arms.cli.evaluate, mcu_arms.a2a_client\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('uvicorn', 'a2a.server', 'mcu_arms.a2a_transport'))))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
 def test_isolation_imports_nothing_from_the_arm_planner() -> None:
     assert _violations("mcu_arms.isolation", ("mcu_arms.arms", "mcu_arms.supervise", "mcu_arms.report")) == []
 
@@ -222,6 +238,7 @@ def test_the_results_browser_reads_results_and_runs_nothing() -> None:
         "mcu_arms.purple",
         "mcu_arms.client",
         "mcu_arms.a2a_transport",
+        "mcu_arms.a2a_client",
         "mcu_arms.procs",
     )
     assert _violations("mcu_arms.view", runners) == []

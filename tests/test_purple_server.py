@@ -16,16 +16,8 @@ from cli_support import invoke
 from PIL import Image
 from server_procs import HOST, ServerProcess, free_port, running_app, running_cli_server
 
-from mcu_arms.a2a_transport import (
-    AgentTimeout,
-    Skill,
-    build_app,
-    build_card,
-    client_timeout_for_step,
-    open_client,
-    payload_to_message,
-    send_and_collect,
-)
+from mcu_arms.a2a_client import AgentTimeout, client_timeout_for_step, open_client, payload_to_message, send_and_collect
+from mcu_arms.a2a_transport import Skill, build_app, build_card
 from mcu_arms.contracts.catalog import AGENT_KINDS
 from mcu_arms.contracts.settings import PurpleOptions
 from mcu_arms.contracts.wire import BUTTON_KEYS, AckPayload, ActionPayload, InitPayload, ObservationPayload

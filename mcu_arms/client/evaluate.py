@@ -205,7 +205,7 @@ async def _stream_evaluation(scenario: Scenario, env: Environment, collected: _C
     from a2a.client import ClientCallContext
     from a2a.types import SendMessageRequest
 
-    from mcu_arms.a2a_transport import open_client, payload_to_message
+    from mcu_arms.a2a_client import open_client, payload_to_message
 
     message = payload_to_message(scenario.eval_request(), context_id=uuid.uuid4().hex)
     token = env.env.get(CALL_TOKEN_ENV) or None  # a green started by `mcu-arms run` answers only to its arm's client
@@ -235,7 +235,7 @@ async def evaluate_async(
         from a2a.client import ClientCallContext  # noqa: F401
         from a2a.utils.errors import A2AError
 
-        from mcu_arms.a2a_transport import AgentError
+        from mcu_arms.a2a_client import AgentError
 
     scenario = load_scenario(scenario_path)
     _refuse_existing(out_path)

@@ -30,14 +30,13 @@ from a2a.server.tasks import TaskUpdater
 from a2a.types import Message, Part, Task, TaskState, TaskStatus
 from pydantic import BaseModel, ValidationError
 
+from mcu_arms.a2a_client import AgentError, open_client
 from mcu_arms.a2a_transport import (
-    AgentError,
     Skill,
     build_app,
     build_card,
     card_url_for,
     check_listen_address,
-    open_client,
     serve_app,
     take_tokens,
 )

@@ -182,7 +182,7 @@ class AgentChannel:
         self._opened: Any = None
 
     async def __aenter__(self) -> AgentChannel:
-        from mcu_arms.a2a_transport import client_timeout_for_step, open_client
+        from mcu_arms.a2a_client import client_timeout_for_step, open_client
 
         self._opened = open_client(self.url, client_timeout_for_step(self.step_timeout), streaming=False)
         self._client = await self._opened.__aenter__()
@@ -194,7 +194,7 @@ class AgentChannel:
             self._opened = None
 
     async def exchange(self, payload: BaseModel) -> str:
-        from mcu_arms.a2a_transport import AgentTimeout, payload_to_message, send_and_collect
+        from mcu_arms.a2a_client import AgentTimeout, payload_to_message, send_and_collect
 
         message = payload_to_message(payload, context_id=self.context_id)
         try:
@@ -258,7 +258,7 @@ class TaskRun:
         self.recording_problem: str | None = None
 
     async def run(self) -> TaskMetrics:
-        from mcu_arms.a2a_transport import AgentError
+        from mcu_arms.a2a_client import AgentError
         from mcu_arms.green.scoring import RewardTracker
 
         started_at, started = iso_seconds(), time.monotonic()
@@ -287,7 +287,7 @@ class TaskRun:
         return self._metrics(tracker, video, log, started_at, time.monotonic() - started)
 
     async def _send_init(self, channel: AgentChannel) -> InitOutcome:
-        from mcu_arms.a2a_transport import AgentAnswerTooLarge, AgentTimeout, AgentTransportError
+        from mcu_arms.a2a_client import AgentAnswerTooLarge, AgentTimeout, AgentTransportError
 
         prompt = BASE_PROMPT
         for extra in (self.sim.agent_instructions(), STATE_PROMPT if wants_state(self.settings.observe) else ""):
@@ -364,7 +364,7 @@ class TaskRun:
             log.save_frame(self.steps_run, seen.frame.png)  # the view after the last action, for video evaluation
 
     async def _ask(self, channel: AgentChannel, step: int, seen: Seen) -> tuple[str | None, ParsedAction]:
-        from mcu_arms.a2a_transport import AgentAnswerTooLarge, AgentTimeout, AgentTransportError
+        from mcu_arms.a2a_client import AgentAnswerTooLarge, AgentTimeout, AgentTransportError
 
         shown = wants_frame(self.settings.observe)
         observation = ObservationPayload(

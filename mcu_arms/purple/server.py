@@ -21,13 +21,13 @@ from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from pydantic import BaseModel, ValidationError
 
+from mcu_arms.a2a_client import message_payload
 from mcu_arms.a2a_transport import (
     Skill,
     build_app,
     build_card,
     card_url_for,
     check_listen_address,
-    message_payload,
     serve_app,
     take_tokens,
 )

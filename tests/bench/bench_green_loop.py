@@ -49,7 +49,7 @@ def bare_sim_ms(steps: int) -> float:
 
 
 async def bare_round_trip_ms(purple_url: str, steps: int, png: bytes) -> float:
-    from mcu_arms.a2a_transport import client_timeout_for_step, open_client, payload_to_message, send_and_collect
+    from mcu_arms.a2a_client import client_timeout_for_step, open_client, payload_to_message, send_and_collect
 
     observation = ObservationPayload(step=0, obs=base64.b64encode(png).decode("ascii"))
     async with open_client(purple_url, client_timeout_for_step(30.0), streaming=False) as client:
