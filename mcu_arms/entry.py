@@ -101,7 +101,7 @@ def _main() -> None:
     signal.signal(signal.SIGINT, _interrupt)
     _inside_main = True
     try:
-        from mcu_arms.startup import imports_without_gc
+        from mcu_arms.collector import imports_without_gc
 
         with imports_without_gc():
             from mcu_arms.cli import app

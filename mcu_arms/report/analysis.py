@@ -14,11 +14,8 @@ Light to import: pydantic and the arm/report models only.
 
 from __future__ import annotations
 
-import gc
 import itertools
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,6 +24,7 @@ from pydantic import BaseModel, Field
 from mcu_arms.arms.campaign import is_campaign, load_campaign
 from mcu_arms.arms.plan import apply_overrides, resolve_settings
 from mcu_arms.arms.spec import ARM_NAME_PATTERN, ArmSpec, load_arm
+from mcu_arms.collector import without_cyclic_gc
 from mcu_arms.contracts.annotations import matches_tags
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.run_report import RunReport
@@ -1242,20 +1240,6 @@ def simulator_label(arm: ArmAnalysis) -> str:
     return (arm.latest.simulator_label if arm.latest else None) or label_of(arm.settings.simulator)
 
 
-@contextmanager
-def _without_cyclic_gc() -> Iterator[None]:
-    """An analysis makes tens of thousands of short-lived objects with no cycles (models, curves, floats): the cyclic
-    collector's passes meanwhile find nothing and rescan everything imported (a tenth of the analysis at 2 x 40
-    seeds). Reference counting still frees them; the collector runs again after."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def analyse(
     items: list[str],
     env: Environment,
@@ -1269,7 +1253,7 @@ def analyse(
     """Analyse arms (files, names, output dirs, or a campaign file: its episodes only). The baseline defaults to the
     first arm; `episode` (--run N) and `experiments` (--experiment PREFIX) choose what the automatic choice cannot;
     `tags` (--tag KEY=VALUE) keeps the episodes run with every one of them, the others excluded as "other tags"."""
-    with _without_cyclic_gc():
+    with without_cyclic_gc():  # its objects hold no cycles: a tenth of its time was the collector's passes
         return _analyse(items, env, baseline, episode, experiments, show_all, tags)
 
 

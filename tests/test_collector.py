@@ -1,4 +1,4 @@
-"""Start-up imports run with the cyclic garbage collector paused, and no process does its work without it."""
+"""Start-up imports and analyses run with the cyclic garbage collector paused, and nothing runs on without it."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from cli_support import invoke
 
-from mcu_arms.startup import imports_without_gc
+from mcu_arms.collector import imports_without_gc, without_cyclic_gc
 
 
 @pytest.fixture(autouse=True)
@@ -32,6 +32,12 @@ def test_the_collector_is_paused_inside_and_back_after_nested_windows_and_errors
     with pytest.raises(ImportError), imports_without_gc():
         import mcu_arms_no_such_module  # noqa: F401
     assert gc.isenabled(), "a failed import gives the collector back too"
+
+
+def test_an_analysis_window_pauses_without_freezing() -> None:
+    with without_cyclic_gc():
+        assert not gc.isenabled()
+    assert gc.isenabled() and gc.get_freeze_count() == 0
 
 
 def test_a_collector_paused_by_someone_else_is_left_paused() -> None:
