@@ -142,13 +142,17 @@ def _alive(record: EpisodeRecord | None, role: str, pid: int | None) -> bool:
     return started is not None and started.pid == pid and recorded_alive(started)
 
 
-def supervisor_gone(env: Mapping[str, str], run_dir: RunDir, report: RunReport) -> bool:
+def supervisor_gone(
+    env: Mapping[str, str], run_dir: RunDir, report: RunReport, record: EpisodeRecord | None = None
+) -> bool:
     """A report that says started, of an episode run here (a Slurm job's state is Slurm's to tell), whose supervisor
-    is not the live process the private record names: nothing will ever finish that report."""
+    is not the live process the private record names: nothing will ever finish that report. `record`: the private
+    record when the caller has read it already."""
     if report.status != "started" or episode_job(run_dir, report) is not None:
         return False
     supervisor = report.processes.get(SUPERVISOR_ROLE)
-    return not _alive(episode_record(env, run_dir.path), SUPERVISOR_ROLE, supervisor.pid if supervisor else None)
+    record = record or episode_record(env, run_dir.path)
+    return not _alive(record, SUPERVISOR_ROLE, supervisor.pid if supervisor else None)
 
 
 def _agent_words(report: RunReport) -> str:
@@ -215,9 +219,9 @@ def _state_of(
         if status is None or not is_active(status.state):  # ended without its final report
             ended, failure = ended_without_report(job, status, run_dir.stop_requested_by())
             state = TIME_LIMIT if failure.kind == "time_limit" else CANCELLED if ended == "interrupted" else JOB_ENDED
-    if state == "started" and supervisor_gone(env.env, run_dir, report):
-        state = STALE
     record = episode_record(env.env, run_dir.path)
+    if state == "started" and supervisor_gone(env.env, run_dir, report, record):
+        state = STALE
     if state == "failed" and failure is not None and failure.kind == "time_limit":
         state = TIME_LIMIT
     if state == "interrupted" and job is not None:  # on Slurm, what was stopped is a cancelled job
