@@ -143,9 +143,7 @@ class RunningEpisode:
         where = "starting" if self.task is None or self.step is None else f"{self.task}, step {self.step}"
         if stale:
             return f"episode {self.episode} {STALE}: its report was never finished; it stopped at {where}"
-        if self.task is None or self.step is None:
-            return f"episode {self.episode} running: starting"
-        return f"episode {self.episode} running: {where} of {self.max_steps}"
+        return f"episode {self.episode} running: {where}" + ("" if where == "starting" else f" of {self.max_steps}")
 
 
 def _last_step(green_dir: Path) -> tuple[str | None, int | None]:
