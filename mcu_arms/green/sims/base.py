@@ -72,12 +72,10 @@ class Simulator(ABC):
         """The backend for one evaluation, from the arm's choices its descriptor allowed (none by default)."""
         return cls()
 
-    @classmethod
+    @classmethod  # noqa: B027 - an optional hook, a no-op unless a backend overrides it
     def warm_up(cls) -> None:
         """Pay once, while the green waits for its first request, the imports and first-call costs every episode on
-        this backend would pay inside its first reset; it must leave nothing behind that an episode could see.
-        None by default: nothing to pay ahead."""
-        return None
+        this backend would pay inside its first reset; it must leave nothing behind that an episode could see."""
 
     @abstractmethod
     def version(self) -> str: ...
