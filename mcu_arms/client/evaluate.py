@@ -230,9 +230,8 @@ async def evaluate_async(
     events_path: Path | None = None,
 ) -> EvaluationOutcome:
     """Run one evaluation. A UserError for bad input; every other problem is an outcome with a reason."""
-    with imports_without_gc():  # the A2A client stack, and what its first message needs
+    with imports_without_gc():  # the A2A client stack (a2a_client imports all its first message needs)
         import httpx
-        from a2a.client import ClientCallContext  # noqa: F401
         from a2a.utils.errors import A2AError
 
         from mcu_arms.a2a_client import AgentError
