@@ -325,6 +325,12 @@ def bind_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+def warm_up_serving() -> None:
+    """What uvicorn imports once it starts (its HTTP protocol, h11, the lifespan switch), imported now: the fork
+    server's call, so that every server it forks listens at once."""
+    uvicorn.Config(Starlette(), log_level="warning", lifespan="off").load()
+
+
 def _absorb_reraised_signal(signum: int, frame: object) -> None:
     """uvicorn has already stopped on this signal; it re-raises it only to run the previous handler."""
 

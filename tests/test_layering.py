@@ -70,15 +70,24 @@ def test_contracts_import_nothing_else_of_mcu_arms() -> None:
 
 
 @pytest.mark.parametrize(
-    "floor", ["mcu_arms.procs", "mcu_arms.containment", "mcu_arms.layout", "mcu_arms.atomic", "mcu_arms.environment"]
+    "floor",
+    [
+        "mcu_arms.procs",
+        "mcu_arms.forkserver",
+        "mcu_arms.containment",
+        "mcu_arms.layout",
+        "mcu_arms.atomic",
+        "mcu_arms.environment",
+    ],
 )
 def test_the_process_layer_and_the_layout_stand_on_the_contracts_only(floor: str) -> None:
-    """Floor 2 stands on the contracts; within it, only the process layer uses its containment (cgroups, subreaper),
-    and everything may write through `atomic`."""
+    """Floor 2 stands on the contracts; within it, only the process layer (procs and its fork server) uses its
+    containment (cgroups, subreaper), and everything may write through `atomic`."""
+    process_layer = ("mcu_arms.procs", "mcu_arms.forkserver", "mcu_arms.containment")
     allowed = (
         "mcu_arms.contracts",
         "mcu_arms.atomic",
-        *(("mcu_arms.containment",) if floor == "mcu_arms.procs" else ()),
+        *(process_layer if floor in ("mcu_arms.procs", "mcu_arms.forkserver") else ()),
     )
     assert [target for target in GRAPH[floor] if not any(_under(target, a) for a in allowed)] == []
 

@@ -184,10 +184,12 @@ async def wait_for_card(url: str, deadline_s: float, env: Environment) -> None:
     """Poll the agent card until it answers 200, or raise TimeoutError naming the last failure."""
     import httpx
 
+    from mcu_arms.a2a_client import tls_context
+
     loop = asyncio.get_running_loop()
     give_up = loop.time() + deadline_s
     last_error = "no answer"
-    async with httpx.AsyncClient(timeout=httpx.Timeout(5.0), trust_env=False) as http:
+    async with httpx.AsyncClient(timeout=httpx.Timeout(5.0), trust_env=False, verify=tls_context()) as http:
         while True:
             try:
                 response = await http.get(url.rstrip("/") + AGENT_CARD_PATH)

@@ -500,6 +500,13 @@ def serve(
     serve_app(app, host, port)
 
 
+def warm_up_simulator(name: str) -> None:
+    """The simulator `name`'s backend imported and warmed up (the fork server's call: every green it forks then
+    starts warm)."""
+    backend: type[Simulator] = import_backend(simulator_descriptor(name, key="--warm-up"))
+    backend.warm_up()
+
+
 def _warm_up(descriptor: SimulatorDescriptor) -> None:
     """A failure here is only logged: the request that needs the backend meets the same error and reports it."""
     began = time.monotonic()

@@ -58,6 +58,7 @@ from mcu_arms.contracts.steps import JsonlTail
 from mcu_arms.contracts.text import MAX_LOG_LINE_CHARS, shown_text
 from mcu_arms.contracts.timestamps import iso_seconds, log_stamp
 from mcu_arms.environment import Environment
+from mcu_arms.forkserver import ForkServer
 from mcu_arms.layout import (
     SPACE_RESERVE_BYTES,
     RunDir,
@@ -69,6 +70,7 @@ from mcu_arms.private_record import forget_started, record_started
 from mcu_arms.procs import DEFAULT_STOP_GRACE_S, PRIVATE_UMASK, AdoptedOrphans, Child, StopOutcome
 from mcu_arms.supervise.alerts import AlertMonitor
 from mcu_arms.supervise.evidence import ChildWatch, culprit
+from mcu_arms.supervise.forks import warm_template
 from mcu_arms.supervise.live import REFRESH_PER_SECOND, View, make_view
 from mcu_arms.supervise.outcomes import ArmOutcome, outcome_of, retryable
 from mcu_arms.supervise.progress import ArmProgress, StepsTail
@@ -76,6 +78,9 @@ from mcu_arms.supervise.provenance import collect_provenance
 from mcu_arms.supervise.readiness import card_answers, listener_owner
 
 POLL_S = 0.5
+# Readiness is checked at once, then at intervals that double from the first to the last: a forked server is ready
+# in tens of milliseconds, a fresh interpreter in about a second.
+READY_POLL_FIRST_S = 0.01
 READY_POLL_S = 0.2
 ADOPTED_POLL_S = 5.0
 DEFAULT_READY_TIMEOUT_S = 120.0
@@ -89,6 +94,10 @@ class RunOptions(BaseModel):
     rerun: bool = False
     stop_grace_s: float = DEFAULT_STOP_GRACE_S
     progress_interval_s: float = 30.0
+    # A run of several episodes forks their processes from a warm template, where a fresh interpreter would be the
+    # same process (forkserver.py); a single episode starts them by exec: there, the template's imports would only
+    # come first instead of side by side.
+    fork_server: bool = True
 
 
 class _Stopped(Exception):
@@ -168,9 +177,11 @@ class ArmRunner:
         supervisor: ProcessRecord,
         *,
         attempt: int = 1,
+        forks: ForkServer | None = None,
     ) -> None:
         self.plan = plan
         self.attempt = attempt
+        self.forks = forks
         self.label = plan.label
         self.env = env
         self.options = options
@@ -325,6 +336,7 @@ class ArmRunner:
             secrets=self.secrets,
             contain=True,
             umask=PRIVATE_UMASK if role == "purple" else None,
+            forks=self.forks,
         )
         try:
             child.start()
@@ -342,7 +354,7 @@ class ArmRunner:
             cgroup=str(child.cgroup.path) if child.cgroup is not None else None,
         )
         self._save()
-        self._event(f"{role} started, pid {child.pid}")
+        self._event(f"{role} started, pid {child.pid}, {child.started_how}")
         return child
 
     def _record_started(self, process: ProcessRecord, child: Child | None) -> None:
@@ -396,6 +408,7 @@ class ArmRunner:
         deadline = time.monotonic() + self.options.ready_timeout_s
         pending = {role: self.children[role] for role in SERVER_ROLES}
         waiting_on: dict[str, str] = {}
+        pause = READY_POLL_FIRST_S
         while pending:
             self._check_stop()
             for role, child in list(pending.items()):
@@ -420,7 +433,8 @@ class ArmRunner:
                         log_tail=child.log_tail(wait_s=0),
                     )
                 )
-            self._stop.wait(READY_POLL_S)
+            self._stop.wait(pause)
+            pause = min(2 * pause, READY_POLL_S)
         self.report.ready_at = iso_seconds(self.env.clock())
         self._state("ready")
         self._save()
@@ -757,7 +771,7 @@ def supervise_here(
                 pending.append((plan, attempt))
                 continue
             prepared = prepare_arm(plan, env)[0]
-            runner = ArmRunner(prepared, env, options, view, supervisor, attempt=attempt)
+            runner = ArmRunner(prepared, env, options, view, supervisor, attempt=attempt, forks=forks)
             thread = threading.Thread(target=run_one, args=(runner,), name=f"arm-{runner.label}", daemon=True)
             running[thread] = runner
             started.append(runner)
@@ -768,6 +782,7 @@ def supervise_here(
     outcomes: list[ArmOutcome] = []
     started: list[ArmRunner] = []
     began = time.monotonic()
+    forks = warm_template(plans, env, view) if options.fork_server and len(plans) > 1 else None
     adopted = AdoptedOrphans(enabled=containment_support().cgroup is None)
     next_adoption_poll = time.monotonic() + ADOPTED_POLL_S
     try:
@@ -816,6 +831,8 @@ def supervise_here(
     finally:
         for thread in list(running):
             thread.join()
+        if forks is not None:
+            forks.close()
         _stop_adopted(adopted, started, options.stop_grace_s)
         view.close(progresses)
     return outcomes

@@ -5,6 +5,7 @@ campaign of 2 arms x 20 seeds x 30 steps at --max-parallel 2: its wall against (
 / 2). Target: <= 1.5x.
 
     python tests/bench/bench_episode_cost.py [--steps 10 100 1000] [--repeats 3] [--seeds 20] [--no-campaign]
+        [--no-fork-server]  (every child a fresh interpreter, as before the fork server)
 
 Phases, each from the run's own records (ISO stamps of logs/mcu-arms.log and logs/green.log, `t` of the step
 records; the command's start and end from this script):
@@ -107,13 +108,19 @@ def _env(scratch: Path) -> dict[str, str]:
     return {**os.environ, "MCU_ARMS_STATE_DIR": str(scratch / "state"), "COLUMNS": "200"}
 
 
+RUN_FLAGS: list[str] = []  # passed to every `mcu-arms run` (--no-fork-server)
+
+
 def one_episode(scratch: Path, steps: int, index: int) -> tuple[float, dict[str, float | None]]:
     project = scratch / f"episode-{steps}-{index}"
     (project / "arms").mkdir(parents=True)
     (project / "arms" / "cost.toml").write_text(_demo_arm(steps))
     began = time.time()
     done = subprocess.run(
-        [sys.executable, "-m", "mcu_arms", "run", "--arm", "cost"], cwd=project, env=_env(scratch), capture_output=True
+        [sys.executable, "-m", "mcu_arms", "run", "--arm", "cost", *RUN_FLAGS],
+        cwd=project,
+        env=_env(scratch),
+        capture_output=True,
     )
     ended = time.time()
     if done.returncode != 0:
@@ -144,12 +151,14 @@ def campaign(scratch: Path, seeds: int, steps: int) -> None:
     )
     began = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "mcu_arms", "run", "campaigns/cost.toml", "--max-parallel", str(PARALLEL)],
+        [sys.executable, "-m", "mcu_arms", "run", "campaigns/cost.toml", "--max-parallel", str(PARALLEL), *RUN_FLAGS],
         cwd=project,
         env=_env(scratch),
         capture_output=True,
     )
     wall = time.monotonic() - began
+    if done.returncode != 0:
+        raise SystemExit(f"the campaign failed ({done.returncode}): {done.stdout.decode()[-2000:]}")
     episodes = sorted((project / "output").glob("*/episode_*"))
     statuses = sorted({json.loads((episode / "result.json").read_text())["status"] for episode in episodes})
     step_time = 0.0
@@ -163,6 +172,11 @@ def campaign(scratch: Path, seeds: int, steps: int) -> None:
         f"= {packed:.1f} s"
     )
     print(f"ratio wall / (step time / {PARALLEL}) = {wall / packed:.2f}  (target <= {PACKING_TARGET})")
+    print("an episode's phases in the campaign (mean over its episodes; start-up and exit are the run's, once):")
+    parts = [phases_of(episode, 0.0, 0.0) for episode in episodes]
+    for name in PHASES[1:-1]:
+        known = [value for part in parts if (value := part[name]) is not None]
+        print(f"  {name:9s} {_seconds(sum(known) / len(known) if known else None)} s")
 
 
 def main() -> None:
@@ -172,8 +186,11 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=20, help="campaign seeds per arm")
     parser.add_argument("--campaign-steps", type=int, default=30)
     parser.add_argument("--no-campaign", action="store_true")
+    parser.add_argument("--no-fork-server", action="store_true", help="every child a fresh interpreter")
     args = parser.parse_args()
-    print(f"load before: {os.getloadavg()[0]:.2f} (1 min), cpus {os.cpu_count()}")
+    if args.no_fork_server:
+        RUN_FLAGS.append("--no-fork-server")
+    print(f"load before: {os.getloadavg()[0]:.2f} (1 min), cpus {os.cpu_count()}, run flags {RUN_FLAGS or 'none'}")
     with tempfile.TemporaryDirectory() as tmp:
         scratch = Path(tmp)
         walls: list[tuple[int, float]] = []

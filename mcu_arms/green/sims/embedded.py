@@ -13,7 +13,7 @@ import re
 from collections import Counter
 from collections.abc import Mapping
 from importlib import metadata
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
 
@@ -95,6 +95,7 @@ class EmbeddedSimulator(Simulator):
     """MCU tasks on a reproducible Crafter world: 128x128 frames, MineStudio-style counters, endless episodes."""
 
     name = "embedded"
+    warmed_up: ClassVar[bool] = False  # this process has built a world once (warm_up)
 
     def __init__(self) -> None:
         from mcu_arms.green.sims.crafter_state import CrafterStateReader, crafter_capabilities
@@ -113,8 +114,11 @@ class EmbeddedSimulator(Simulator):
     def warm_up(cls) -> None:
         """Crafter and numpy imported and a throwaway world built (its first noise call loads numba's compiled
         kernel): ~0.8 s that would otherwise fall between the first request and the first step. Each world draws
-        from its own RNG, so this one changes nothing an episode plays."""
-        cls()._env.reset_world(seed=0)
+        from its own RNG, so this one changes nothing an episode plays. Once per process (a green forked from a warm
+        template is warm already)."""
+        if not cls.warmed_up:
+            cls()._env.reset_world(seed=0)
+            cls.warmed_up = True
 
     def version(self) -> str:
         return crafter_version()

@@ -1,0 +1,33 @@
+"""The fork server's template process: `python -m mcu_arms.fork_template FD TOKEN_VARIABLE MODULE...`.
+
+An entry point, as `__main__` is: it imports the modules it is given (with the collector paused, then frozen), serves
+forkserver.py's requests on descriptor FD, and in each forked child becomes that child and runs the `mcu-arms`
+command it was asked for.
+"""
+
+import importlib
+import socket
+import sys
+from collections.abc import Sequence
+
+from mcu_arms.collector import imports_without_gc
+from mcu_arms.forkserver import become, serve_template
+
+
+def main(argv: Sequence[str]) -> None:
+    channel_fd, token_variable, *modules = argv
+
+    def preload() -> None:
+        with imports_without_gc():
+            for name in modules:
+                importlib.import_module(name)
+
+    request, fds = serve_template(socket.socket(fileno=int(channel_fd)), preload)
+    become(request, fds, token_variable)
+    from mcu_arms.entry import main as command
+
+    command()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,416 @@
+"""A warm template that starts a run's children by fork, so that a start costs a fork, not an import.
+
+A run of several episodes (`mcu-arms run` with more than one) starts one template (`python -m mcu_arms.forkserver`):
+it imports what the children's commands import and warms up what they use (the arms' simulators and agents) once,
+then waits on a private socket pair. A child it is asked for is forked from it and becomes, before it runs anything,
+the process a fresh `python -m mcu_arms ARGS` would have been: a session of its own, its own environment, working
+directory, umask, log pipe and listening socket; it waits for the supervisor's go, given once the supervisor has
+placed it in its cgroup. The template is its parent: it reaps it and sends its exit code back on the socket
+(ForkedProcess is what the supervisor holds instead of a Popen).
+
+The one thing a fork cannot give by itself is the proof that a process is ours: `stop`, `status` and the private
+records read a fresh owner token from `/proc/PID/environ`, and a forked process shows the environment block it was
+born with, the template's. The template is started with a token of the same length, and each child writes its own
+over it in that block (as setproctitle writes over argv) and checks that the kernel now shows it, before anything
+else: a child that cannot prove itself ours never runs.
+
+A child is only forked when a fresh interpreter would have been the same process: the same interpreter and
+`-m mcu_arms` command, the same working directory, and an environment that differs from the template's only in what
+is read once the command runs (its owner token, its listening socket, the arm's access tokens). Anything else (an
+arm's [env], a Slurm job) is started by exec, as before. `ps` shows a forked child under the template's command line;
+its role, argv and pid are in the report and in `mcu-arms status`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import importlib
+import json
+import os
+import queue
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+MODULE = "mcu_arms.fork_template"  # the template's entry point
+CHILD_MODULE = "mcu_arms"
+# A request or answer on the socket pair is one datagram of at most this many bytes.
+MAX_MESSAGE_BYTES = 1 << 20
+# Descriptors handed over with one request: the log pipe, the go pipe, the listening socket.
+MAX_FDS = 3
+# Seconds the template gets to import and warm up what it is asked to, per request.
+ANSWER_TIMEOUT_S = 120.0
+# Seconds the template gets to exit once its socket is closed, before it is stopped by pid.
+EXIT_WAIT_S = 5.0
+# How often a wait on a child whose template is gone re-checks whether it still runs.
+ORPHAN_POLL_S = 0.05
+# The exit code of a child whose template died before it could say it: it is gone, how is not known.
+LOST_EXIT_CODE = 255
+
+
+class ForkRefused(Exception):
+    """The template could not start a child: the caller starts it by exec instead."""
+
+
+@dataclass(frozen=True)
+class ForkRequest:
+    """One child: its argv after `python -m mcu_arms`, directory, whole environment and umask."""
+
+    args: list[str]
+    cwd: str
+    env: dict[str, str]
+    umask: int | None
+    listen_fd_variable: str | None
+
+
+class ForkedProcess:
+    """A child the template forked: what the code that waits on and stops a child needs of a Popen (pid, stdout,
+    poll, wait, returncode); its exit code comes from the template, which reaps it."""
+
+    def __init__(self, pid: int, stdout_fd: int, server: ForkServer) -> None:
+        self.pid = pid
+        self.stdout = os.fdopen(stdout_fd, "rb")
+        self.returncode: int | None = None
+        self._server = server
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            self.returncode = self._server.exit_code(self.pid, 0.0)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        """Its exit code once it has exited; subprocess.TimeoutExpired after `timeout` seconds, as Popen.wait."""
+        if self.returncode is None:
+            self.returncode = self._server.exit_code(self.pid, timeout)
+        if self.returncode is None:
+            raise subprocess.TimeoutExpired([str(self.pid)], timeout or 0.0)
+        return self.returncode
+
+
+class ForkServer:
+    """The supervisor's side: starts the template, asks it for children, learns their exit codes, closes it. Safe to
+    share between threads: one request at a time; a reader thread sorts what the template sends (answers, exits)."""
+
+    def __init__(self, process: subprocess.Popen, channel: socket.socket, env: Mapping[str, str], cwd: str) -> None:
+        self.process = process
+        self._channel = channel
+        self._env = dict(env)
+        self._cwd = cwd
+        self._request_lock = threading.Lock()
+        self._answers: queue.Queue[dict | None] = queue.Queue()
+        self._exits: dict[int, int] = {}
+        self._exit_seen = threading.Condition()
+        self._gone = False
+        self._broken: str | None = None  # why it cannot serve: every later request is refused at once
+        self._ready = False
+        threading.Thread(target=self._read, name="fork-server", daemon=True).start()
+
+    @classmethod
+    def start(
+        cls, env: Mapping[str, str], cwd: str, token_variable: str, token: str, preload: Sequence[str]
+    ) -> ForkServer:
+        """The template, started with `env` (its token in `token_variable`) in `cwd`, importing `preload` before it
+        answers. Returns at once: the template imports while the caller goes on, and is waited for at the first
+        request. ForkRefused where it cannot be started."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        template_env = {**env, "PYTHONUNBUFFERED": "1", token_variable: token}
+        argv = [sys.executable, "-m", MODULE, str(theirs.fileno()), token_variable, *preload]
+        try:
+            process = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env=template_env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                start_new_session=True,
+                pass_fds=(theirs.fileno(),),
+            )
+        except OSError as error:
+            ours.close()
+            raise ForkRefused(f"the fork server could not be started: {error}") from None
+        finally:
+            theirs.close()
+        return cls(process, ours, template_env, cwd)
+
+    def why_not(self, argv: Sequence[str], env: Mapping[str, str], cwd: str, per_child: set[str]) -> str | None:
+        """Why this child must be started by exec (None: it may be forked). `per_child`: the variables a command
+        reads once it runs, which may differ from the template's."""
+        if list(argv[:3]) != [sys.executable, "-m", CHILD_MODULE]:
+            return "not this interpreter's `-m mcu_arms`"
+        if cwd != self._cwd:
+            return "another working directory"
+        ours = {name: value for name, value in self._env.items() if name not in per_child}
+        theirs = {name: value for name, value in env.items() if name not in per_child}
+        if ours != theirs:
+            return "another environment"
+        return None
+
+    def warm_up(self, function: str, *args: str) -> None:
+        """Have the template call `module:function(*args)` before it forks anything more."""
+        self._ask({"call": function, "args": list(args)}, [])
+
+    def spawn(self, request: ForkRequest, listen_fd: int | None, place: Callable[[int], None]) -> ForkedProcess:
+        """The child, forked. `place(pid)` runs before it is let go (its cgroup); its output reads from the returned
+        process's stdout."""
+        read_out, write_out = os.pipe()
+        go_read, go_write = os.pipe()
+        fds = [write_out, go_read] + ([listen_fd] if listen_fd is not None else [])
+        message = {
+            "args": request.args,
+            "cwd": request.cwd,
+            "env": request.env,
+            "umask": request.umask,
+            "listen_fd_variable": request.listen_fd_variable,
+        }
+        try:
+            answer = self._ask(message, fds)
+        except BaseException:
+            os.close(read_out)
+            os.close(go_write)
+            raise
+        finally:
+            os.close(write_out)
+            os.close(go_read)
+        child = ForkedProcess(int(answer["pid"]), read_out, self)
+        try:
+            place(child.pid)
+            os.write(go_write, b"g")
+        finally:
+            os.close(go_write)
+        return child
+
+    def exit_code(self, pid: int, timeout: float | None) -> int | None:
+        """`pid`'s exit code once the template has reaped it, waiting up to `timeout` seconds (None: until then).
+        Where the template is gone, a child no longer running has LOST_EXIT_CODE."""
+        with self._exit_seen:
+            self._exit_seen.wait_for(lambda: pid in self._exits or self._gone, timeout)
+            if pid in self._exits:
+                return self._exits[pid]
+            if not self._gone:
+                return None
+        return self._orphan_exit(pid, timeout)
+
+    def _orphan_exit(self, pid: int, timeout: float | None) -> int | None:
+        pause = threading.Event()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while _running(pid):
+            if deadline is not None and time.monotonic() >= deadline:
+                return None
+            pause.wait(ORPHAN_POLL_S)
+        return LOST_EXIT_CODE
+
+    def _ask(self, message: dict, fds: list[int]) -> dict:
+        with self._request_lock:
+            if self._broken is not None:
+                raise ForkRefused(self._broken)
+            try:
+                if not self._ready:
+                    self._answer()
+                    self._ready = True
+                try:
+                    socket.send_fds(self._channel, [json.dumps(message).encode()], fds)
+                except OSError as error:
+                    raise ForkRefused(f"the fork server is gone: {error}") from None
+                return self._answer()
+            except ForkRefused as refused:
+                if not self._ready or self._gone:
+                    self._broken = str(refused)
+                raise
+
+    def _answer(self) -> dict:
+        try:
+            answer = self._answers.get(timeout=ANSWER_TIMEOUT_S)
+        except queue.Empty:
+            raise ForkRefused(f"the fork server did not answer in {ANSWER_TIMEOUT_S:g} s") from None
+        if answer is None:
+            self._answers.put(None)  # for whoever asks next
+            raise ForkRefused(f"the fork server exited (code {self.process.poll()})")
+        if "error" in answer:
+            raise ForkRefused(answer["error"])
+        return answer
+
+    def _read(self) -> None:
+        """Sort what the template sends: exit codes to those who wait on them, the rest to the one request."""
+        while True:
+            try:
+                data = self._channel.recv(MAX_MESSAGE_BYTES)
+            except OSError:
+                data = b""
+            if not data:
+                with self._exit_seen:
+                    self._gone = True
+                    self._exit_seen.notify_all()
+                self._answers.put(None)
+                return
+            message = json.loads(data)
+            if "exited" in message:
+                with self._exit_seen:
+                    self._exits[int(message["exited"])] = int(message["code"])
+                    self._exit_seen.notify_all()
+            else:
+                self._answers.put(message)
+
+    def close(self) -> None:
+        """Close its socket (it exits on that) and wait for it; stopped by pid if it does not."""
+        from mcu_arms.procs import stop_process_group
+
+        try:
+            self._channel.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            return  # closed already
+        try:
+            self.process.wait(timeout=EXIT_WAIT_S)
+        except subprocess.TimeoutExpired:
+            stop_process_group(self.process.pid, None, popen=self.process)
+        self._channel.close()
+
+
+def _running(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+# The template's side (fork_template.py runs it)
+
+
+def serve_template(channel: socket.socket, preload: Callable[[], None]) -> tuple[dict, list[int]]:
+    """Run `preload`, answer ready, then serve requests and report exits; returns only in a forked child, with its
+    request and descriptors (for `become`)."""
+    try:
+        preload()
+    except Exception as error:
+        _send(channel, {"error": f"the fork server could not import: {type(error).__name__}: {error}"})
+        os._exit(1)
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_write, False)
+    signal.signal(signal.SIGCHLD, lambda signum, frame: None)  # handled, so that it writes to the wake-up pipe
+    signal.set_wakeup_fd(wake_write)
+    _send(channel, {"ready": True})
+    while True:
+        readable, _, _ = select.select([channel.fileno(), wake_read], [], [])
+        if wake_read in readable:
+            os.read(wake_read, 512)
+            _report_exits(channel)
+        if channel.fileno() not in readable:
+            continue
+        data, fds, _, _ = socket.recv_fds(channel, MAX_MESSAGE_BYTES, MAX_FDS)
+        if not data:
+            os._exit(0)  # the supervisor closed its end, or is gone: nothing here to write or clean up
+        request = json.loads(data)
+        if "call" in request:
+            _send(channel, _call(request["call"], request["args"]))
+            continue
+        if threading.active_count() > 1:
+            _refuse(channel, fds, "the fork server has started a thread: forking it is not safe")
+            continue
+        gc.freeze()  # what the template holds is never scanned again, here or in the child (and stays shared)
+        try:
+            pid = os.fork()
+        except OSError as error:
+            _refuse(channel, fds, f"fork failed: {error}")
+            continue
+        if pid == 0:
+            signal.set_wakeup_fd(-1)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            for fd in (wake_read, wake_write):
+                os.close(fd)
+            channel.close()
+            return request, fds
+        for fd in fds:
+            os.close(fd)
+        _send(channel, {"pid": pid})
+
+
+def _report_exits(channel: socket.socket) -> None:
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        _send(channel, {"exited": pid, "code": os.waitstatus_to_exitcode(status)})
+
+
+def _send(channel: socket.socket, message: dict) -> None:
+    channel.send(json.dumps(message).encode())
+
+
+def _call(target: str, args: list[str]) -> dict:
+    module, _, name = target.partition(":")
+    try:
+        getattr(importlib.import_module(module), name)(*args)
+    except Exception as error:
+        return {"error": f"{target} failed: {type(error).__name__}: {error}"}
+    return {"called": target}
+
+
+def _refuse(channel: socket.socket, fds: list[int], reason: str) -> None:
+    for fd in fds:
+        os.close(fd)
+    _send(channel, {"error": reason})
+
+
+def become(request: dict, fds: list[int], token_variable: str) -> None:
+    """In the child: the process a fresh `python -m mcu_arms ARGS` would have been, then wait for the go."""
+    log_fd, go_fd, *listen = fds
+    os.setsid()
+    if request["umask"] is not None:
+        os.umask(request["umask"])
+    os.chdir(request["cwd"])
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(log_fd, 1)
+    os.dup2(log_fd, 2)
+    os.close(null)
+    os.close(log_fd)
+    env = dict(request["env"])
+    if listen and request["listen_fd_variable"]:
+        env[request["listen_fd_variable"]] = str(listen[0])
+    os.environ.clear()
+    os.environ.update(env)
+    claim_token(token_variable, env[token_variable])
+    if "numpy.random" in sys.modules:  # a fresh interpreter seeds it from the OS (`random` reseeds itself on fork)
+        sys.modules["numpy.random"].seed()
+    go = os.read(go_fd, 1)
+    os.close(go_fd)
+    if go != b"g":
+        os._exit(1)  # the supervisor gave up on this child before letting it go
+    sys.argv = [str(Path(__file__).with_name("__main__.py")), *request["args"]]
+
+
+def claim_token(variable: str, token: str) -> None:
+    """Write `token` over the value of `variable` in the environment block the kernel shows as /proc/self/environ
+    (the same length: the template's token was made the same way). Exits if the kernel does not then show it."""
+    fields = Path("/proc/self/stat").read_bytes().rsplit(b")", 1)[1].split()
+    env_start = int(fields[47])  # proc(5): field 50, env_start (the fields here start at field 3)
+    entry = f"{variable}=".encode()
+    offset = 0
+    for item in Path("/proc/self/environ").read_bytes().split(b"\0"):
+        if item.startswith(entry):
+            break
+        offset += len(item) + 1
+    else:
+        item = b""
+    if len(item) - len(entry) != len(token):
+        _exit_unproven(f"the fork server's environment has no {variable} of this length")
+    ctypes.memmove(env_start + offset + len(entry), token.encode(), len(token))
+    if f"{variable}={token}".encode() not in Path("/proc/self/environ").read_bytes().split(b"\0"):
+        _exit_unproven(f"the kernel does not show this process's own {variable}")
+
+
+def _exit_unproven(reason: str) -> None:
+    os.write(2, f"mcu-arms: {reason}: a process that cannot prove itself ours does not run\n".encode())
+    os._exit(1)

@@ -1,0 +1,169 @@
+"""The fork server: children forked from a warm template are the processes a fresh interpreter would have been (own
+session, working directory, umask, listening socket, log), carry their own owner token where `stop` and `status`
+read it, are stopped and reaped as a Popen is; a child that could not prove itself ours never runs; a run of several
+episodes forks its processes and records the same episodes as a run that starts each by exec."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+from run_helpers import cli_env, run_cli, wait_for, write_arm
+
+from mcu_arms.contracts.access import ArmAccess
+from mcu_arms.contracts.settings import ProcessPlan
+from mcu_arms.forkserver import ForkServer
+from mcu_arms.procs import CHILD_ENV_DEFAULTS, OWNER_TOKEN_ENV, PRIVATE_UMASK, Child
+from mcu_arms.supervise.forks import FORKED_COMMAND_MODULES
+from mcu_arms.supervise.readiness import card_answers, listener_owner
+
+PRELOAD = ("mcu_arms.entry", "mcu_arms.cli", "mcu_arms.cli.serve", "mcu_arms.purple.server")
+
+
+def _template(tmp_path: Path, token: str | None = None) -> ForkServer:
+    env = {**CHILD_ENV_DEFAULTS, **os.environ}
+    return ForkServer.start(env, str(tmp_path), OWNER_TOKEN_ENV, token or uuid.uuid4().hex, PRELOAD)
+
+
+@pytest.fixture
+def listening() -> Iterator[socket.socket]:
+    """A socket bound and listening as the supervisor hands one to a server."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    yield sock
+    sock.close()
+
+
+def _purple(tmp_path: Path, sock: socket.socket, env: dict[str, str] | None = None) -> ProcessPlan:
+    port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    argv = [sys.executable, "-m", "mcu_arms", "serve", "purple", "--agent", "noop", "--host", "127.0.0.1"]
+    argv += ["--port", str(port), "--card-url", url, "--output-dir", str(tmp_path / "purple")]
+    return ProcessPlan(
+        role="purple",
+        argv=argv,
+        env=env or {},
+        cwd=str(tmp_path),
+        log=str(tmp_path / "purple.log"),
+        port=port,
+        url=url,
+        listen_fd=sock.fileno(),
+    )
+
+
+def _started(plan: ProcessPlan, forks: ForkServer) -> Child:
+    child = Child(
+        plan,
+        os.environ,
+        secret_env=ArmAccess.generate().environment_for("purple"),
+        umask=PRIVATE_UMASK,
+        forks=forks,
+    )
+    child.start()
+    return child
+
+
+def test_a_forked_child_is_the_process_a_fresh_interpreter_would_be(tmp_path: Path, listening: socket.socket) -> None:
+    forks = _template(tmp_path)
+    try:
+        child = _started(_purple(tmp_path, listening), forks)
+        try:
+            assert child.started_how == "forked from the warm template"
+            assert child.pid is not None
+            process = psutil.Process(child.pid)
+            assert process.ppid() == forks.process.pid  # the template reaps it
+            assert os.getsid(child.pid) == child.pid  # a session of its own: stopped as a group
+            assert process.cwd() == str(tmp_path)
+            assert "Umask:\t0077" in Path(f"/proc/{child.pid}/status").read_text()
+            # The proof `stop` and `status` read: its own token, not the template's, in /proc/PID/environ.
+            assert process.environ()[OWNER_TOKEN_ENV] == child.token
+            assert psutil.Process(forks.process.pid).environ()[OWNER_TOKEN_ENV] != child.token
+            wait_for(lambda: card_answers(child.plan.url or ""), "the forked purple's card")
+            assert listener_owner(child.plan.port or 0, process) == (True, child.pid)  # the socket it was handed
+            assert child.poll() is None
+        finally:
+            outcome = child.stop(grace_s=10)
+        assert outcome.was_running and not outcome.survivors
+        assert child.poll() == 0  # its exit code, from the template that reaped it
+        log = Path(child.plan.log).read_text()
+        assert "purple agent=noop listening on 127.0.0.1" in log
+        assert not psutil.pid_exists(child.pid) or psutil.Process(child.pid).ppid() != forks.process.pid
+    finally:
+        forks.close()
+    assert forks.process.poll() == 0  # the template exits once its socket is closed
+
+
+def test_a_child_whose_environment_differs_is_started_by_exec(tmp_path: Path, listening: socket.socket) -> None:
+    forks = _template(tmp_path)
+    try:
+        child = _started(_purple(tmp_path, listening, env={"MCU_ARMS_TEST_EXTRA": "1"}), forks)
+        try:
+            assert child.started_how == "exec (another environment)"
+            assert psutil.Process(child.pid).ppid() == os.getpid()
+            wait_for(lambda: card_answers(child.plan.url or ""), "the exec'd purple's card")
+        finally:
+            child.stop(grace_s=10)
+    finally:
+        forks.close()
+
+
+def test_a_child_that_cannot_show_its_own_token_never_runs(tmp_path: Path, listening: socket.socket) -> None:
+    forks = _template(tmp_path, token="short")  # a template token of another length than a child's
+    try:
+        child = _started(_purple(tmp_path, listening), forks)
+        assert child.started_how == "forked from the warm template"
+        popen = child.popen
+        assert popen is not None
+        assert popen.wait(timeout=30) == 1
+        log = child.log_tail()
+        assert any("a process that cannot prove itself ours does not run" in line for line in log), log
+        assert not any("listening" in line for line in log)
+    finally:
+        forks.close()
+
+
+def test_the_template_imports_every_module_it_is_given() -> None:
+    """A renamed module would leave every run's children started by exec: the names must import."""
+    import importlib
+
+    for name in FORKED_COMMAND_MODULES:
+        importlib.import_module(name)
+
+
+def _steps(project: Path, arm: str, episode: int) -> list[dict]:
+    """What an episode played, without the clock: the same seed must play the same way however it was started."""
+    timing = {"t", "agent_ms", "sim_ms"}
+    lines = next((project / "output" / arm / f"episode_{episode:03d}" / "green").glob("*/steps.jsonl")).read_text()
+    return [{k: v for k, v in json.loads(line).items() if k not in timing} for line in lines.splitlines()]
+
+
+@pytest.mark.slow
+def test_a_run_of_several_episodes_forks_them_and_records_what_exec_would(tmp_path: Path) -> None:
+    records = {}
+    for how, flags in (("fork", []), ("exec", ["--no-fork-server"])):
+        project = tmp_path / how
+        write_arm(project, "paired", agent="scripted", steps=25)
+        done = run_cli(project, tmp_path / f"state-{how}", "run", "--arm", "paired", "--seeds", "0,1", *flags)
+        assert done.returncode == 0, done.stdout + done.stderr
+        log = (project / "output" / "paired" / "episode_002" / "logs" / "mcu-arms.log").read_text()
+        started = [line for line in log.splitlines() if " started, pid " in line]
+        assert len(started) == 3
+        expected = "forked from the warm template" if how == "fork" else "exec"
+        assert all(line.endswith(expected) for line in started), started
+        records[how] = [_steps(project, "paired", episode) for episode in (1, 2)]
+        assert not [
+            process.pid
+            for process in psutil.process_iter(["cmdline", "environ"])
+            if "mcu_arms.forkserver" in (process.info["cmdline"] or [])
+            and (process.info["environ"] or {}).get("MCU_ARMS_STATE_DIR")
+            == cli_env(tmp_path / f"state-{how}")["MCU_ARMS_STATE_DIR"]
+        ], "the run's fork server outlived it"
+    assert records["fork"] == records["exec"]
