@@ -122,7 +122,10 @@ class ForkServer:
         """The template, started with `env` (its token in `token_variable`) in `cwd`, importing `preload` before it
         answers. Returns at once: the template imports while the caller goes on, and is waited for at the first
         request. ForkRefused where it cannot be started."""
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        except OSError as error:
+            raise ForkRefused(f"no socket pair for the fork server: {error}") from None
         template_env = {**env, "PYTHONUNBUFFERED": "1", token_variable: token}
         argv = [sys.executable, "-m", MODULE, str(theirs.fileno()), token_variable, *preload]
         try:
@@ -213,29 +216,30 @@ class ForkServer:
         with self._request_lock:
             if self._broken is not None:
                 raise ForkRefused(self._broken)
+            if not self._ready:
+                self._answer()
+                self._ready = True
             try:
-                if not self._ready:
-                    self._answer()
-                    self._ready = True
-                try:
-                    socket.send_fds(self._channel, [json.dumps(message).encode()], fds)
-                except OSError as error:
-                    raise ForkRefused(f"the fork server is gone: {error}") from None
-                return self._answer()
-            except ForkRefused as refused:
-                if not self._ready or self._gone:
-                    self._broken = str(refused)
-                raise
+                socket.send_fds(self._channel, [json.dumps(message).encode()], fds)
+            except OSError as error:
+                self._broken = f"the fork server is gone: {error}"
+                raise ForkRefused(self._broken) from None
+            return self._answer()
 
     def _answer(self) -> dict:
+        """The template's answer to the one request; a template that does not answer is not asked again (a late
+        answer would be taken for the next request's)."""
         try:
             answer = self._answers.get(timeout=ANSWER_TIMEOUT_S)
         except queue.Empty:
-            raise ForkRefused(f"the fork server did not answer in {ANSWER_TIMEOUT_S:g} s") from None
+            answer = None
+            self._broken = f"the fork server did not answer in {ANSWER_TIMEOUT_S:g} s"
         if answer is None:
-            self._answers.put(None)  # for whoever asks next
-            raise ForkRefused(f"the fork server exited (code {self.process.poll()})")
+            self._broken = self._broken or f"the fork server exited (code {self.process.poll()})"
+            raise ForkRefused(self._broken)
         if "error" in answer:
+            if not self._ready:  # it could not import: it has exited
+                self._broken = answer["error"]
             raise ForkRefused(answer["error"])
         return answer
 

@@ -19,7 +19,7 @@ from run_helpers import cli_env, run_cli, wait_for, write_arm
 
 from mcu_arms.contracts.access import ArmAccess
 from mcu_arms.contracts.settings import ProcessPlan
-from mcu_arms.forkserver import ForkServer
+from mcu_arms.forkserver import ForkRefused, ForkServer
 from mcu_arms.procs import CHILD_ENV_DEFAULTS, OWNER_TOKEN_ENV, PRIVATE_UMASK, Child
 from mcu_arms.supervise.forks import FORKED_COMMAND_MODULES
 from mcu_arms.supervise.readiness import card_answers, listener_owner
@@ -27,9 +27,9 @@ from mcu_arms.supervise.readiness import card_answers, listener_owner
 PRELOAD = ("mcu_arms.entry", "mcu_arms.cli", "mcu_arms.cli.serve", "mcu_arms.purple.server")
 
 
-def _template(tmp_path: Path, token: str | None = None) -> ForkServer:
+def _template(tmp_path: Path, token: str | None = None, preload: tuple[str, ...] = PRELOAD) -> ForkServer:
     env = {**CHILD_ENV_DEFAULTS, **os.environ}
-    return ForkServer.start(env, str(tmp_path), OWNER_TOKEN_ENV, token or uuid.uuid4().hex, PRELOAD)
+    return ForkServer.start(env, str(tmp_path), OWNER_TOKEN_ENV, token or uuid.uuid4().hex, preload)
 
 
 @pytest.fixture
@@ -126,6 +126,21 @@ def test_a_child_that_cannot_show_its_own_token_never_runs(tmp_path: Path, liste
         log = child.log_tail()
         assert any("a process that cannot prove itself ours does not run" in line for line in log), log
         assert not any("listening" in line for line in log)
+    finally:
+        forks.close()
+
+
+def test_a_template_that_cannot_start_leaves_every_child_to_exec(tmp_path: Path, listening: socket.socket) -> None:
+    forks = _template(tmp_path, preload=("mcu_arms.no_such_module",))
+    try:
+        child = _started(_purple(tmp_path, listening), forks)
+        try:
+            assert child.started_how.startswith("exec (the fork server could not import: ModuleNotFoundError")
+            wait_for(lambda: card_answers(child.plan.url or ""), "the exec'd purple's card")
+        finally:
+            child.stop(grace_s=10)
+        with pytest.raises(ForkRefused, match="could not import"):  # and it is not waited for again
+            forks.warm_up("mcu_arms.a2a_client:tls_context")
     finally:
         forks.close()
 
