@@ -52,6 +52,8 @@ MAX_FDS = 3
 ANSWER_TIMEOUT_S = 120.0
 # Seconds the template gets to exit once its socket is closed, before it is stopped by pid.
 EXIT_WAIT_S = 5.0
+# The first byte a child reads from the supervisor once it may run; its secret variables follow, as JSON.
+GO = b"g"
 # How often a wait on a child whose template is gone re-checks whether it still runs.
 ORPHAN_POLL_S = 0.05
 # The exit code of a child whose template died before it could say it: it is gone, how is not known.
@@ -162,9 +164,16 @@ class ForkServer:
         """Have the template call `module:function(*args)` before it forks anything more."""
         self._ask({"call": function, "args": list(args)}, [])
 
-    def spawn(self, request: ForkRequest, listen_fd: int | None, place: Callable[[int], None]) -> ForkedProcess:
-        """The child, forked. `place(pid)` runs before it is let go (its cgroup); its output reads from the returned
-        process's stdout."""
+    def spawn(
+        self,
+        request: ForkRequest,
+        listen_fd: int | None,
+        place: Callable[[int], None],
+        secrets: Mapping[str, str],
+    ) -> ForkedProcess:
+        """The child, forked. `place(pid)` runs before it is let go (its cgroup); `secrets` (variables added to its
+        environment) go to it with the go, never through the template, whose memory every later child inherits; its
+        output reads from the returned process's stdout."""
         read_out, write_out = os.pipe()
         go_read, go_write = os.pipe()
         fds = [write_out, go_read] + ([listen_fd] if listen_fd is not None else [])
@@ -187,9 +196,11 @@ class ForkServer:
         child = ForkedProcess(int(answer["pid"]), read_out, self)
         try:
             place(child.pid)
-            os.write(go_write, b"g")
-        finally:
+            with os.fdopen(go_write, "wb") as go:
+                go.write(GO + json.dumps(dict(secrets)).encode())
+        except BaseException:
             os.close(go_write)
+            raise
         return child
 
     def exit_code(self, pid: int, timeout: float | None) -> int | None:
@@ -388,10 +399,11 @@ def become(request: dict, fds: list[int], token_variable: str) -> None:
     claim_token(token_variable, env[token_variable])
     if "numpy.random" in sys.modules:  # a fresh interpreter seeds it from the OS (`random` reseeds itself on fork)
         sys.modules["numpy.random"].seed()
-    go = os.read(go_fd, 1)
-    os.close(go_fd)
-    if go != b"g":
+    with os.fdopen(go_fd, "rb") as go:
+        given = go.read()
+    if not given.startswith(GO):
         os._exit(1)  # the supervisor gave up on this child before letting it go
+    os.environ.update(json.loads(given[len(GO) :]))
     sys.argv = [str(Path(__file__).with_name("__main__.py")), *request["args"]]
 
 

@@ -331,7 +331,8 @@ class Child:
         self.contain = contain
         self.umask = umask
         self.forks = forks
-        self.per_child_variables = {OWNER_TOKEN_ENV, LISTEN_FD_ENV, *(secret_env or {})}
+        self.secret_env = dict(secret_env or {})
+        self.per_child_variables = {OWNER_TOKEN_ENV, LISTEN_FD_ENV, *self.secret_env}
         self.started_how = "exec"
         self.cgroup: Cgroup | None = None
         if plan.listen_fd is not None:
@@ -383,12 +384,12 @@ class Child:
             request = ForkRequest(
                 args=list(self.plan.argv[3:]),
                 cwd=cwd,
-                env=self.env,
+                env={name: value for name, value in self.env.items() if name not in self.secret_env},
                 umask=self.umask,
                 listen_fd_variable=LISTEN_FD_ENV if self.plan.listen_fd is not None else None,
             )
             try:
-                forked = self.forks.spawn(request, self.plan.listen_fd, self._placed)
+                forked = self.forks.spawn(request, self.plan.listen_fd, self._placed, self.secret_env)
             except (ForkRefused, OSError) as error:
                 reason = str(error)
             else:

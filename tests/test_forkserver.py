@@ -95,6 +95,8 @@ def test_a_forked_child_is_the_process_a_fresh_interpreter_would_be(tmp_path: Pa
         assert child.poll() == 0  # its exit code, from the template that reaped it
         log = Path(child.plan.log).read_text()
         assert "purple agent=noop listening on 127.0.0.1" in log
+        # Its access token reached it with the go, not through the template (whose memory later children share).
+        assert "access: a bearer token is required on every call but the agent card" in log
         assert not psutil.pid_exists(child.pid) or psutil.Process(child.pid).ppid() != forks.process.pid
     finally:
         forks.close()
