@@ -298,7 +298,8 @@ def _still_running(process: psutil.Process) -> bool:
 
 
 class Child:
-    """One started process of an arm: its Popen, identity and timestamped log."""
+    """One started process of an arm: its Popen (or the ForkedProcess the fork server made), identity and
+    timestamped log."""
 
     def __init__(
         self,
@@ -404,7 +405,6 @@ class Child:
 
     def _started(self, log: IO[str]) -> None:
         assert self.popen is not None
-        self.pid = self.popen.pid
         try:
             self.create_time = psutil.Process(self.popen.pid).create_time()
         except psutil.Error:  # already gone; poll() reports its exit code
