@@ -9,7 +9,9 @@ Commands that handle signals themselves (`run`, the servers) install their own h
 
 Code that cannot pass an exception on (a finaliser, a C extension calling back into Python) writes it off as
 "Exception ignored" and carries on: the interruption would be lost and a traceback printed. `_swallowed` catches that
-case and delivers the signal again from another thread, so that it lands once that code has returned.
+case and delivers the signal again from another thread, so that it lands once that code has returned. Code that
+wraps it in an error of its own (pydantic-core building a validator raises a SchemaError whose text ends
+"Interrupted: SIGINT") is recognised by that text or by the exception chain, and ends as an interruption too.
 """
 
 import _thread
@@ -56,6 +58,22 @@ def _swallowed(unraisable: "sys.UnraisableHookArgs") -> None:
         _deliver_again(unraisable.exc_value.signum)
     finally:
         _in_swallowed_hook = False
+
+
+def _carries_interruption(error: BaseException) -> bool:
+    """Is `error` our Interrupted, wrapped by code that raised its own error instead (by chain, or by text only)?"""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, Interrupted) or f"{Interrupted.__name__}: SIG" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _exit_interrupted() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.stderr.write(INTERRUPTED_LINE.decode())
+    raise SystemExit(EXIT_INTERRUPTED) from None
 
 
 def _end_interrupted() -> None:
@@ -108,9 +126,11 @@ def _main() -> None:
 
         app()
     except Interrupted:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        sys.stderr.write(INTERRUPTED_LINE.decode())
-        raise SystemExit(EXIT_INTERRUPTED) from None
+        _exit_interrupted()
+    except Exception as error:
+        if not _carries_interruption(error):
+            raise
+        _exit_interrupted()
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         _inside_main = False

@@ -22,8 +22,8 @@ def main(argv: Sequence[str]) -> None:
             for name in modules:
                 importlib.import_module(name)
 
-    request, fds = serve_template(socket.socket(fileno=int(channel_fd)), preload)
-    become(request, fds, token_variable)
+    request, fds = serve_template(socket.socket(fileno=int(channel_fd)), preload, token_variable)
+    become(request, fds)
     from mcu_arms.entry import main as command
 
     command()

@@ -52,6 +52,8 @@ MAX_FDS = 3
 ANSWER_TIMEOUT_S = 120.0
 # Seconds the template gets to exit once its socket is closed, before it is stopped by pid.
 EXIT_WAIT_S = 5.0
+# What a forked child tells the template once the kernel shows its own owner token.
+CLAIMED = b"c"
 # The first byte a child reads from the supervisor once it may run; its secret variables follow, as JSON.
 GO = b"g"
 # How often a wait on a child whose template is gone re-checks whether it still runs.
@@ -300,9 +302,10 @@ def _running(pid: int) -> bool:
 # The template's side (fork_template.py runs it)
 
 
-def serve_template(channel: socket.socket, preload: Callable[[], None]) -> tuple[dict, list[int]]:
+def serve_template(channel: socket.socket, preload: Callable[[], None], token_variable: str) -> tuple[dict, list[int]]:
     """Run `preload`, answer ready, then serve requests and report exits; returns only in a forked child, with its
-    request and descriptors (for `become`)."""
+    request and descriptors (for `become`). A child's pid is answered only once it shows its own token in
+    `token_variable` (claim_token): from then on `stop` and `status` know it as ours."""
     try:
         preload()
     except Exception as error:
@@ -331,18 +334,30 @@ def serve_template(channel: socket.socket, preload: Callable[[], None]) -> tuple
             _refuse(channel, fds, "the fork server has started a thread: forking it is not safe")
             continue
         gc.freeze()  # what the template holds is never scanned again, here or in the child (and stays shared)
+        claimed_read, claimed_write = os.pipe()
         try:
             pid = os.fork()
         except OSError as error:
+            os.close(claimed_read)
+            os.close(claimed_write)
             _refuse(channel, fds, f"fork failed: {error}")
             continue
         if pid == 0:
             signal.set_wakeup_fd(-1)
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            for fd in (wake_read, wake_write):
+            for fd in (wake_read, wake_write, claimed_read):
                 os.close(fd)
             channel.close()
+            claim_token(token_variable, request["env"][token_variable])
+            os.write(claimed_write, CLAIMED)
+            os.close(claimed_write)
             return request, fds
+        os.close(claimed_write)
+        with os.fdopen(claimed_read, "rb") as claimed:
+            shown = claimed.read(len(CLAIMED))  # or nothing: it exited, unable to show its token
+        if shown != CLAIMED:
+            _refuse(channel, fds, f"the forked child could not show its own {token_variable} in /proc/PID/environ")
+            continue
         for fd in fds:
             os.close(fd)
         _send(channel, {"pid": pid})
@@ -378,7 +393,7 @@ def _refuse(channel: socket.socket, fds: list[int], reason: str) -> None:
     _send(channel, {"error": reason})
 
 
-def become(request: dict, fds: list[int], token_variable: str) -> None:
+def become(request: dict, fds: list[int]) -> None:
     """In the child: the process a fresh `python -m mcu_arms ARGS` would have been, then wait for the go."""
     log_fd, go_fd, *listen = fds
     os.setsid()
@@ -396,7 +411,6 @@ def become(request: dict, fds: list[int], token_variable: str) -> None:
         env[request["listen_fd_variable"]] = str(listen[0])
     os.environ.clear()
     os.environ.update(env)
-    claim_token(token_variable, env[token_variable])
     if "numpy.random" in sys.modules:  # a fresh interpreter seeds it from the OS (`random` reseeds itself on fork)
         sys.modules["numpy.random"].seed()
     with os.fdopen(go_fd, "rb") as go:
