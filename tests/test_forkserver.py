@@ -5,6 +5,7 @@ episodes forks its processes and records the same episodes as a run that starts 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -20,16 +21,22 @@ from run_helpers import cli_env, run_cli, wait_for, write_arm
 from mcu_arms.contracts.access import ArmAccess
 from mcu_arms.contracts.settings import ProcessPlan
 from mcu_arms.forkserver import ForkRefused, ForkServer
-from mcu_arms.procs import CHILD_ENV_DEFAULTS, OWNER_TOKEN_ENV, PRIVATE_UMASK, Child
+from mcu_arms.procs import OWNER_TOKEN_ENV, PRIVATE_UMASK, Child, inherited_environment
 from mcu_arms.supervise.forks import FORKED_COMMAND_MODULES
 from mcu_arms.supervise.readiness import card_answers, listener_owner
 
 PRELOAD = ("mcu_arms.entry", "mcu_arms.cli", "mcu_arms.cli.serve", "mcu_arms.purple.server")
 
 
-def _template(tmp_path: Path, token: str | None = None, preload: tuple[str, ...] = PRELOAD) -> ForkServer:
-    env = {**CHILD_ENV_DEFAULTS, **os.environ}
-    return ForkServer.start(env, str(tmp_path), OWNER_TOKEN_ENV, token or uuid.uuid4().hex, preload)
+@contextlib.contextmanager
+def _template(tmp_path: Path, token: str | None = None, preload: tuple[str, ...] = PRELOAD) -> Iterator[ForkServer]:
+    """A fork server as a run starts one, closed afterwards."""
+    env = inherited_environment(os.environ)
+    forks = ForkServer.start(env, str(tmp_path), OWNER_TOKEN_ENV, token or uuid.uuid4().hex, preload)
+    try:
+        yield forks
+    finally:
+        forks.close()
 
 
 @pytest.fixture
@@ -71,9 +78,19 @@ def _started(plan: ProcessPlan, forks: ForkServer) -> Child:
     return child
 
 
-def test_a_forked_child_is_the_process_a_fresh_interpreter_would_be(tmp_path: Path, listening: socket.socket) -> None:
-    forks = _template(tmp_path)
+@contextlib.contextmanager
+def _serving(plan: ProcessPlan, forks: ForkServer) -> Iterator[Child]:
+    """The child started (however the fork server let it be) and answering its card; stopped afterwards."""
+    child = _started(plan, forks)
     try:
+        wait_for(lambda: card_answers(child.plan.url or ""), f"the purple's card ({child.started_how})")
+        yield child
+    finally:
+        child.stop(grace_s=10)
+
+
+def test_a_forked_child_is_the_process_a_fresh_interpreter_would_be(tmp_path: Path, listening: socket.socket) -> None:
+    with _template(tmp_path) as forks:
         child = _started(_purple(tmp_path, listening), forks)
         try:
             assert child.started_how == "forked from the warm template"
@@ -98,55 +115,33 @@ def test_a_forked_child_is_the_process_a_fresh_interpreter_would_be(tmp_path: Pa
         # Its access token reached it with the go, not through the template (whose memory later children share).
         assert "access: a bearer token is required on every call but the agent card" in log
         assert not psutil.pid_exists(child.pid) or psutil.Process(child.pid).ppid() != forks.process.pid
-    finally:
-        forks.close()
     assert forks.process.poll() == 0  # the template exits once its socket is closed
 
 
 def test_a_child_whose_environment_differs_is_started_by_exec(tmp_path: Path, listening: socket.socket) -> None:
-    forks = _template(tmp_path)
-    try:
-        child = _started(_purple(tmp_path, listening, env={"MCU_ARMS_TEST_EXTRA": "1"}), forks)
-        try:
-            assert child.started_how == "exec (another environment)"
-            assert psutil.Process(child.pid).ppid() == os.getpid()
-            wait_for(lambda: card_answers(child.plan.url or ""), "the exec'd purple's card")
-        finally:
-            child.stop(grace_s=10)
-    finally:
-        forks.close()
+    with (
+        _template(tmp_path) as forks,
+        _serving(_purple(tmp_path, listening, {"MCU_ARMS_TEST_EXTRA": "1"}), forks) as child,
+    ):
+        assert child.started_how == "exec (another environment)"
+        assert psutil.Process(child.pid).ppid() == os.getpid()
 
 
 def test_a_child_that_cannot_show_its_own_token_never_runs(tmp_path: Path, listening: socket.socket) -> None:
     """Its pid is never answered: the template refuses it, and the supervisor starts that child by exec instead."""
-    forks = _template(tmp_path, token="short")  # a template token of another length than a child's
-    try:
-        child = _started(_purple(tmp_path, listening), forks)
-        try:
-            assert child.started_how == (
-                f"exec (the forked child could not show its own {OWNER_TOKEN_ENV} in /proc/PID/environ)"
-            )
-            assert psutil.Process(child.pid).environ()[OWNER_TOKEN_ENV] == child.token
-            wait_for(lambda: card_answers(child.plan.url or ""), "the exec'd purple's card")
-        finally:
-            child.stop(grace_s=10)
-    finally:
-        forks.close()
+    with _template(tmp_path, token="short") as forks, _serving(_purple(tmp_path, listening), forks) as child:
+        assert child.started_how == (
+            f"exec (the forked child could not show its own {OWNER_TOKEN_ENV} in /proc/PID/environ)"
+        )
+        assert psutil.Process(child.pid).environ()[OWNER_TOKEN_ENV] == child.token
 
 
 def test_a_template_that_cannot_start_leaves_every_child_to_exec(tmp_path: Path, listening: socket.socket) -> None:
-    forks = _template(tmp_path, preload=("mcu_arms.no_such_module",))
-    try:
-        child = _started(_purple(tmp_path, listening), forks)
-        try:
+    with _template(tmp_path, preload=("mcu_arms.no_such_module",)) as forks:
+        with _serving(_purple(tmp_path, listening), forks) as child:
             assert child.started_how.startswith("exec (the fork server could not import: ModuleNotFoundError")
-            wait_for(lambda: card_answers(child.plan.url or ""), "the exec'd purple's card")
-        finally:
-            child.stop(grace_s=10)
         with pytest.raises(ForkRefused, match="could not import"):  # and it is not waited for again
             forks.warm_up("mcu_arms.a2a_client:tls_context")
-    finally:
-        forks.close()
 
 
 def test_the_template_imports_every_module_it_is_given() -> None:
