@@ -63,9 +63,11 @@ def _swallowed(unraisable: "sys.UnraisableHookArgs") -> None:
 def _carries_interruption(error: BaseException) -> bool:
     """Is `error` our Interrupted, wrapped by code that raised its own error instead (by chain, or by text only)?"""
     seen: BaseException | None = error
-    while seen is not None:
+    visited: set[int] = set()
+    while seen is not None and id(seen) not in visited:  # a chain can loop back on itself
         if isinstance(seen, Interrupted) or f"{Interrupted.__name__}: SIG" in str(seen):
             return True
+        visited.add(id(seen))
         seen = seen.__cause__ or seen.__context__
     return False
 

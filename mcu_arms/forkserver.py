@@ -1,6 +1,6 @@
 """A warm template that starts a run's children by fork, so that a start costs a fork, not an import.
 
-A run of several episodes (`mcu-arms run` with more than one) starts one template (`python -m mcu_arms.forkserver`):
+A run of several episodes (`mcu-arms run` with more than one) starts one template (`python -m mcu_arms.fork_template`):
 it imports what the children's commands import and warms up what they use (the arms' simulators and agents) once,
 then waits on a private socket pair. A child it is asked for is forked from it and becomes, before it runs anything,
 the process a fresh `python -m mcu_arms ARGS` would have been: a session of its own, its own environment, working
@@ -11,8 +11,8 @@ placed it in its cgroup. The template is its parent: it reaps it and sends its e
 The one thing a fork cannot give by itself is the proof that a process is ours: `stop`, `status` and the private
 records read a fresh owner token from `/proc/PID/environ`, and a forked process shows the environment block it was
 born with, the template's. The template is started with a token of the same length, and each child writes its own
-over it in that block (as setproctitle writes over argv) and checks that the kernel now shows it, before anything
-else: a child that cannot prove itself ours never runs.
+over it in that block (as setproctitle writes over argv) first thing after the fork; the template answers its pid
+only once the kernel shows it there: a child that cannot prove itself ours never runs, and is never known.
 
 A child is only forked when a fresh interpreter would have been the same process: the same interpreter and
 `-m mcu_arms` command, the same working directory, and an environment that differs from the template's only in what
@@ -37,7 +37,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import psutil
@@ -179,15 +179,8 @@ class ForkServer:
         read_out, write_out = os.pipe()
         go_read, go_write = os.pipe()
         fds = [write_out, go_read] + ([listen_fd] if listen_fd is not None else [])
-        message = {
-            "args": request.args,
-            "cwd": request.cwd,
-            "env": request.env,
-            "umask": request.umask,
-            "listen_fd_variable": request.listen_fd_variable,
-        }
         try:
-            answer = self._ask(message, fds)
+            answer = self._ask(asdict(request), fds)
         except BaseException:
             os.close(read_out)
             os.close(go_write)

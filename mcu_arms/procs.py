@@ -111,6 +111,12 @@ class Started(Protocol):
     def wait(self, timeout: float | None = None) -> int: ...
 
 
+def inherited_environment(base_env: Mapping[str, str]) -> dict[str, str]:
+    """What every child's environment is built on (a child adds its plan's, its secrets and its token): the fork
+    server's template is started with the same, so that a child may be forked from it."""
+    return {**CHILD_ENV_DEFAULTS, **base_env}
+
+
 def descendants(process: psutil.Process) -> list[psutil.Process]:
     try:
         return process.children(recursive=True)
@@ -321,8 +327,7 @@ class Child:
         self.log_path = Path(plan.log)
         self.token = uuid.uuid4().hex
         self.env = {
-            **CHILD_ENV_DEFAULTS,
-            **base_env,
+            **inherited_environment(base_env),
             **plan.env,
             **(secret_env or {}),
             "PYTHONUNBUFFERED": "1",
@@ -333,7 +338,6 @@ class Child:
         self.umask = umask
         self.forks = forks
         self.secret_env = dict(secret_env or {})
-        self.per_child_variables = {OWNER_TOKEN_ENV, LISTEN_FD_ENV, *self.secret_env}
         self.started_how = "exec"
         self.cgroup: Cgroup | None = None
         if plan.listen_fd is not None:
@@ -380,7 +384,12 @@ class Child:
         if self.forks is None:
             return None
         cwd = str(self.plan.cwd or os.getcwd())
-        reason = self.forks.why_not(self.plan.argv, self.env, cwd, self.per_child_variables)
+        per_child = {
+            OWNER_TOKEN_ENV,
+            LISTEN_FD_ENV,
+            *self.secret_env,
+        }  # read once it runs: may differ from the template's
+        reason = self.forks.why_not(self.plan.argv, self.env, cwd, per_child)
         if reason is None:
             request = ForkRequest(
                 args=list(self.plan.argv[3:]),

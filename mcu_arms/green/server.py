@@ -503,7 +503,11 @@ def serve(
 def warm_up_simulator(name: str) -> None:
     """The simulator `name`'s backend imported and warmed up (the fork server's call: every green it forks then
     starts warm)."""
-    backend: type[Simulator] = import_backend(simulator_descriptor(name, key="--warm-up"))
+    _warm_up_backend(simulator_descriptor(name, key="--warm-up"))
+
+
+def _warm_up_backend(descriptor: SimulatorDescriptor) -> None:
+    backend: type[Simulator] = import_backend(descriptor)
     backend.warm_up()
 
 
@@ -511,8 +515,7 @@ def _warm_up(descriptor: SimulatorDescriptor) -> None:
     """A failure here is only logged: the request that needs the backend meets the same error and reports it."""
     began = time.monotonic()
     try:
-        backend: type[Simulator] = import_backend(descriptor)
-        backend.warm_up()
+        _warm_up_backend(descriptor)
     except Exception as error:
         log_line(f"warm-up of simulator '{descriptor.name}' failed ({type(error).__name__}: {error})")
         return

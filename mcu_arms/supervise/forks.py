@@ -6,7 +6,7 @@ import uuid
 from typing import TYPE_CHECKING, Literal
 
 from mcu_arms.forkserver import ForkRefused, ForkServer
-from mcu_arms.procs import CHILD_ENV_DEFAULTS, OWNER_TOKEN_ENV
+from mcu_arms.procs import OWNER_TOKEN_ENV, inherited_environment
 
 if TYPE_CHECKING:
     from mcu_arms.contracts.settings import ArmPlan
@@ -35,23 +35,16 @@ ALWAYS_WARM_UP = (
 FORK_SERVER_LABEL = "fork server"
 
 
-def start_fork_server(env: Environment) -> ForkServer | str:
-    """The run's fork server, importing what the children's commands import while the caller goes on (it is waited
-    for at its first request); or why every child starts by exec."""
-    try:
-        template_env = {**CHILD_ENV_DEFAULTS, **env.env}  # what each child's environment is made of (procs.Child)
-        return ForkServer.start(template_env, str(env.cwd), OWNER_TOKEN_ENV, uuid.uuid4().hex, FORKED_COMMAND_MODULES)
-    except ForkRefused as error:
-        return str(error)
-
-
 def warm_template(plans: list[ArmPlan], env: Environment, view: View) -> ForkServer | None:
     """The run's fork server with what its children use warmed up first (their clients' TLS settings, uvicorn's
     serving stack, the arms' simulators and agents), so that every green and purple it forks starts warm; None
     (every child started by exec) where it cannot start, which the view says."""
-    forks = start_fork_server(env)
-    if isinstance(forks, str):
-        view.line(FORK_SERVER_LABEL, f"children start by exec: {forks}")
+    try:
+        forks = ForkServer.start(
+            inherited_environment(env.env), str(env.cwd), OWNER_TOKEN_ENV, uuid.uuid4().hex, FORKED_COMMAND_MODULES
+        )
+    except ForkRefused as error:
+        view.line(FORK_SERVER_LABEL, f"children start by exec: {error}")
         return None
     calls: list[tuple[str, tuple[str, ...], str]] = [(function, (), what) for function, what in ALWAYS_WARM_UP]
     calls += [(SIMULATOR_WARM_UP, (name,), f"simulator '{name}'") for name in _used(plans, "simulator")]
