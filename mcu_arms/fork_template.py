@@ -1,8 +1,8 @@
 """The fork server's template process: `python -m mcu_arms.fork_template FD TOKEN_VARIABLE MODULE...`.
 
 An entry point, as `__main__` is: it imports the modules it is given (with the collector paused, then frozen), serves
-forkserver.py's requests on descriptor FD, and in each forked child becomes that child and runs the `mcu-arms`
-command it was asked for.
+forkserver.py's requests on descriptor FD, and in each forked child (which serve_template has made the process it
+was asked for) runs the `mcu-arms` command it was asked for.
 """
 
 import importlib
@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from mcu_arms.collector import imports_without_gc
-from mcu_arms.forkserver import become, serve_template
+from mcu_arms.forkserver import serve_template
 
 
 def main(argv: Sequence[str]) -> None:
@@ -22,8 +22,7 @@ def main(argv: Sequence[str]) -> None:
             for name in modules:
                 importlib.import_module(name)
 
-    request, fds = serve_template(socket.socket(fileno=int(channel_fd)), preload, token_variable)
-    become(request, fds)
+    serve_template(socket.socket(fileno=int(channel_fd)), preload, token_variable)
     from mcu_arms.entry import main as command
 
     command()

@@ -52,7 +52,7 @@ MAX_FDS = 3
 ANSWER_TIMEOUT_S = 120.0
 # Seconds the template gets to exit once its socket is closed, before it is stopped by pid.
 EXIT_WAIT_S = 5.0
-# What a forked child tells the template once the kernel shows its own owner token.
+# What a forked child tells the template once it is the process it was asked for and shows its own owner token.
 CLAIMED = b"c"
 # The first byte a child reads from the supervisor once it may run; its secret variables follow, as JSON.
 GO = b"g"
@@ -295,10 +295,11 @@ def _running(pid: int) -> bool:
 # The template's side (fork_template.py runs it)
 
 
-def serve_template(channel: socket.socket, preload: Callable[[], None], token_variable: str) -> tuple[dict, list[int]]:
-    """Run `preload`, answer ready, then serve requests and report exits; returns only in a forked child, with its
-    request and descriptors (for `become`). A child's pid is answered only once it shows its own token in
-    `token_variable` (claim_token): from then on `stop` and `status` know it as ours."""
+def serve_template(channel: socket.socket, preload: Callable[[], None], token_variable: str) -> None:
+    """Run `preload`, answer ready, then serve requests and report exits; returns only in a forked child, once it is
+    the process it was asked for and has been let go. A child's pid is answered only once it is that process (its
+    own session, directory, umask) and shows its own token in `token_variable` (claim_token): from then on `stop`
+    and `status` know it as ours, and can stop it as a group."""
     try:
         preload()
     except Exception as error:
@@ -341,10 +342,11 @@ def serve_template(channel: socket.socket, preload: Callable[[], None], token_va
             for fd in (wake_read, wake_write, claimed_read):
                 os.close(fd)
             channel.close()
-            claim_token(token_variable, request["env"][token_variable])
+            go_fd = _become(request, fds, token_variable)
             os.write(claimed_write, CLAIMED)
             os.close(claimed_write)
-            return request, fds
+            _await_go(go_fd, request["args"])
+            return
         os.close(claimed_write)
         with os.fdopen(claimed_read, "rb") as claimed:
             shown = claimed.read(len(CLAIMED))  # or nothing: it exited, unable to show its token
@@ -386,8 +388,9 @@ def _refuse(channel: socket.socket, fds: list[int], reason: str) -> None:
     _send(channel, {"error": reason})
 
 
-def become(request: dict, fds: list[int]) -> None:
-    """In the child: the process a fresh `python -m mcu_arms ARGS` would have been, then wait for the go."""
+def _become(request: dict, fds: list[int], token_variable: str) -> int:
+    """In the child: the process a fresh `python -m mcu_arms ARGS` would have been (its session, umask, directory,
+    standard streams, environment), showing its own token in `token_variable`; returns the go pipe to wait on."""
     log_fd, go_fd, *listen = fds
     os.setsid()
     if request["umask"] is not None:
@@ -406,12 +409,19 @@ def become(request: dict, fds: list[int]) -> None:
     os.environ.update(env)
     if "numpy.random" in sys.modules:  # a fresh interpreter seeds it from the OS (`random` reseeds itself on fork)
         sys.modules["numpy.random"].seed()
+    claim_token(token_variable, env[token_variable])
+    return go_fd
+
+
+def _await_go(go_fd: int, args: list[str]) -> None:
+    """Wait for the supervisor's go (it has placed this process in its cgroup), take the secrets that come with it,
+    and take `args` as this process's command line."""
     with os.fdopen(go_fd, "rb") as go:
         given = go.read()
     if not given.startswith(GO):
         os._exit(1)  # the supervisor gave up on this child before letting it go
     os.environ.update(json.loads(given[len(GO) :]))
-    sys.argv = [str(Path(__file__).with_name("__main__.py")), *request["args"]]
+    sys.argv = [str(Path(__file__).with_name("__main__.py")), *args]
 
 
 def claim_token(variable: str, token: str) -> None:
