@@ -255,3 +255,67 @@ def test_the_card_is_negotiated_by_protocol_version_and_cached_by_etag():
     assert strict.headers["etag"] != compatible.headers["etag"]
     assert again.status_code == 304 and again.content == b"" and again.headers["etag"] == strict.headers["etag"]
     assert stale.status_code == 200 and stale.json() == compatible.json()
+
+
+SLOW_ROUTE_SERVER = """
+import sys
+from pathlib import Path
+from starlette.applications import Starlette
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
+from mcu_arms.a2a_transport import serve_app
+
+port, entered, release = int(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
+
+async def slow(request):
+    import asyncio
+    entered.touch()
+    while not release.exists():
+        await asyncio.sleep(0.01)
+    return PlainTextResponse("answered")
+
+async def card(request):
+    return PlainTextResponse("{}")
+
+async def closed():
+    print("on_shutdown ran", flush=True)
+
+serve_app(Starlette(routes=[Route("/slow", slow), Route("/.well-known/agent-card.json", card)]), "127.0.0.1", port,
+          on_shutdown=closed)
+"""
+
+
+def test_a_stop_signal_still_lets_an_open_request_finish(tmp_path):
+    """Servers stop as soon as they are told, but a request in flight when SIGTERM comes is still answered whole
+    (uvicorn's graceful shutdown), and on_shutdown runs after it."""
+    import signal
+    import sys
+    import threading
+
+    import httpx
+    from server_procs import ServerProcess, wait_until
+
+    port = free_port()
+    entered, release = tmp_path / "entered", tmp_path / "release"
+    server = ServerProcess(
+        [],
+        tmp_path / "server.log",
+        port,
+        command=[sys.executable, "-c", SLOW_ROUTE_SERVER, str(port), str(entered), str(release)],
+    )
+    answers: list[httpx.Response] = []
+    try:
+        server.wait_ready()
+        asking = threading.Thread(
+            target=lambda: answers.append(httpx.get(f"{server.url}/slow", timeout=30, trust_env=False))
+        )
+        asking.start()
+        wait_until(entered.exists, 30, "the request to reach the route")
+        server.process.send_signal(signal.SIGTERM)
+        release.touch()
+        asking.join(timeout=30)
+    finally:
+        code = server.stop()
+    assert [(answer.status_code, answer.text) for answer in answers] == [(200, "answered")]
+    assert code == 0
+    assert "on_shutdown ran" in server.log()

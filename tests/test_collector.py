@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import gc
 import subprocess
 import sys
@@ -32,6 +33,14 @@ def test_the_collector_is_paused_inside_and_back_after_nested_windows_and_errors
     with pytest.raises(ImportError), imports_without_gc():
         import mcu_arms_no_such_module  # noqa: F401
     assert gc.isenabled(), "a failed import gives the collector back too"
+
+
+def test_the_unfreeze_at_exit_is_registered_once_however_many_windows_end() -> None:
+    before = atexit._ncallbacks()
+    for _ in range(3):
+        with imports_without_gc():
+            pass
+    assert atexit._ncallbacks() - before <= 1
 
 
 def test_an_analysis_window_pauses_without_freezing() -> None:
