@@ -17,6 +17,7 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any, Literal
 
+import anyio
 import httpx
 from a2a.client import A2AClientTimeoutError, Client, ClientCallContext, ClientConfig, create_client
 from a2a.helpers import get_data_parts, get_text_parts
@@ -103,6 +104,12 @@ def tls_context() -> ssl.SSLContext:
     """The TLS settings every client of this process uses (httpx's defaults, the environment ignored): building them
     loads the CA bundle, ~40 ms that each new httpx client would otherwise pay again."""
     return httpx.create_ssl_context(trust_env=False)
+
+
+def warm_up_async_http() -> None:
+    """anyio's asyncio backend imported, which httpx's connection pool otherwise imports at a process's first request
+    (~20 ms of every client's first exchange): the fork server's call."""
+    anyio.run(asyncio.sleep, 0)
 
 
 @contextlib.asynccontextmanager

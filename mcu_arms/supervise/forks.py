@@ -27,9 +27,11 @@ FORKED_COMMAND_MODULES = (
 # purple it forks starts warm (the backend imported and a world built; the agent's module imported).
 SIMULATOR_WARM_UP = "mcu_arms.green.server:warm_up_simulator"
 AGENT_WARM_UP = "mcu_arms.purple.registry:warm_up_agent"
-# Called before the first fork: the TLS settings every A2A client of a child uses, and what uvicorn imports to serve.
+# Called before the first fork: the TLS settings and the async backend every A2A client of a child uses, and what
+# uvicorn imports to serve.
 ALWAYS_WARM_UP = (
     ("mcu_arms.a2a_client:tls_context", "the A2A clients' TLS settings"),
+    ("mcu_arms.a2a_client:warm_up_async_http", "the A2A clients' async backend"),
     ("mcu_arms.a2a_transport:warm_up_serving", "the servers' HTTP stack"),
 )
 FORK_SERVER_LABEL = "fork server"

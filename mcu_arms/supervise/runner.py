@@ -78,9 +78,11 @@ from mcu_arms.supervise.provenance import collect_provenance
 from mcu_arms.supervise.readiness import card_answers, listener_owner
 
 POLL_S = 0.5
-# Readiness is checked at once, then at intervals that double from the first to the last: a forked server is ready
-# in tens of milliseconds, a fresh interpreter in about a second.
+# Readiness is checked at once, then at intervals that grow by a quarter from the first to the last (so that a server
+# is seen ready at most a quarter of its start-up late): a forked server is ready in tens of milliseconds, a fresh
+# interpreter in about a second.
 READY_POLL_FIRST_S = 0.01
+READY_POLL_GROWTH = 1.25
 READY_POLL_S = 0.2
 ADOPTED_POLL_S = 5.0
 DEFAULT_READY_TIMEOUT_S = 120.0
@@ -434,7 +436,7 @@ class ArmRunner:
                     )
                 )
             self._stop.wait(pause)
-            pause = min(2 * pause, READY_POLL_S)
+            pause = min(READY_POLL_GROWTH * pause, READY_POLL_S)
         self.report.ready_at = iso_seconds(self.env.clock())
         self._state("ready")
         self._save()
