@@ -97,6 +97,9 @@ process_exit.install()
 
 
 VERSION_FLAGS = (["--version"], ["-V"])
+# `mcu-arms run` starts its fork server first thing, so that its imports overlap the CLI's (supervise/forks.py);
+# not where the run was told to start every process by exec.
+NO_FORK_SERVER_FLAG = "--no-fork-server"
 
 
 def main() -> None:
@@ -121,6 +124,10 @@ def _main() -> None:
     signal.signal(signal.SIGINT, _interrupt)
     _inside_main = True
     try:
+        if sys.argv[1:2] == ["run"] and NO_FORK_SERVER_FLAG not in sys.argv:
+            from mcu_arms.supervise.forks import start_early_template
+
+            start_early_template()
         from mcu_arms.collector import imports_without_gc
 
         with imports_without_gc():

@@ -107,6 +107,7 @@ class ForkServer:
 
     def __init__(self, process: subprocess.Popen, channel: socket.socket, env: Mapping[str, str], cwd: str) -> None:
         self.process = process
+        self._created = _create_time(process.pid)  # how a stop proves the pid is still this template
         self._channel = channel
         self._env = dict(env)
         self._cwd = cwd
@@ -281,8 +282,23 @@ class ForkServer:
         try:
             self.process.wait(timeout=EXIT_WAIT_S)
         except subprocess.TimeoutExpired:
-            stop_process_group(self.process.pid, None, popen=self.process)
+            stop_process_group(self.process.pid, self._created, popen=self.process)
         self._channel.close()
+
+    def discard(self) -> None:
+        """Stop a template nothing was forked from, by its pid, without waiting for it to finish importing."""
+        from mcu_arms.procs import stop_process_group
+
+        self._channel.close()
+        stop_process_group(self.process.pid, self._created, popen=self.process)
+
+
+def _create_time(pid: int) -> float | None:
+    """Of our own child, not reaped yet (so the pid is still it); None where it has already exited."""
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.Error:
+        return None
 
 
 def _running(pid: int) -> bool:

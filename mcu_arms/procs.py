@@ -30,6 +30,7 @@ from typing import IO, Any, Literal, Protocol
 import psutil
 
 from mcu_arms.atomic import PRIVATE_FILE_MODE, SHARED_MODE, open_log
+from mcu_arms.child_env import OWNER_TOKEN_ENV, inherited_environment
 from mcu_arms.containment import Cgroup, become_subreaper, create_cgroup
 from mcu_arms.contracts.redaction import mask_known
 from mcu_arms.contracts.settings import ProcessPlan
@@ -48,18 +49,11 @@ CREATE_TIME_TOLERANCE_S = 0.01
 LOG_TAIL_LINES = 20
 # How often a stop re-checks whether the processes it signalled have exited.
 EXIT_POLL_S = 0.05
-# Set to a fresh token in each child's environment: every descendant inherits it, so the ones that left the child's
-# process group or outlived it (reparented away) are still found, and proven ours, when the child is stopped.
-OWNER_TOKEN_ENV = "MCU_ARMS_OWNER_TOKEN"
 # What a child that holds the agent's conversation (turn prompts, memory) is started with: all it writes is private.
 PRIVATE_UMASK = 0o077
 # How many times a cgroup is swept for members that appeared while it was being stopped.
 CGROUP_SWEEPS = 3
 FoundBy = Literal["recorded", "owner token", "cgroup"]
-# Given to every child unless its environment says otherwise: one BLAS thread per process. Episodes run side by side,
-# a process per role, and numpy's OpenBLAS would start a spinning thread per core in each (measured: two scripted
-# episodes at once on two cores, 73 ms a step instead of 13; one episode alone, 14 instead of 12.5).
-CHILD_ENV_DEFAULTS = {"OPENBLAS_NUM_THREADS": "1"}
 # Set when a child inherits its listening socket (ProcessPlan.listen_fd): the descriptor to serve on.
 LISTEN_FD_ENV = "MCU_ARMS_LISTEN_FD"
 
@@ -109,12 +103,6 @@ class Started(Protocol):
     def poll(self) -> int | None: ...
 
     def wait(self, timeout: float | None = None) -> int: ...
-
-
-def inherited_environment(base_env: Mapping[str, str]) -> dict[str, str]:
-    """What every child's environment is built on (a child adds its plan's, its secrets and its token): the fork
-    server's template is started with the same, so that a child may be forked from it."""
-    return {**CHILD_ENV_DEFAULTS, **base_env}
 
 
 def descendants(process: psutil.Process) -> list[psutil.Process]:

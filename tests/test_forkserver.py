@@ -20,6 +20,7 @@ from run_helpers import cli_env, run_cli, wait_for, write_arm
 
 from mcu_arms.contracts.access import ArmAccess
 from mcu_arms.contracts.settings import ProcessPlan
+from mcu_arms.forkserver import MODULE as FORK_TEMPLATE_MODULE
 from mcu_arms.forkserver import ForkRefused, ForkServer
 from mcu_arms.procs import OWNER_TOKEN_ENV, PRIVATE_UMASK, Child, inherited_environment
 from mcu_arms.supervise.forks import FORKED_COMMAND_MODULES
@@ -173,11 +174,62 @@ def test_a_run_of_several_episodes_forks_them_and_records_what_exec_would(tmp_pa
         expected = "forked from the warm template" if how == "fork" else "exec"
         assert all(line.endswith(expected) for line in started), started
         records[how] = [_steps(project, "paired", episode) for episode in (1, 2)]
-        assert not [
-            process.pid
-            for process in psutil.process_iter(["cmdline", "environ"])
-            if "mcu_arms.forkserver" in (process.info["cmdline"] or [])
-            and (process.info["environ"] or {}).get("MCU_ARMS_STATE_DIR")
-            == cli_env(tmp_path / f"state-{how}")["MCU_ARMS_STATE_DIR"]
-        ], "the run's fork server outlived it"
+        assert not _templates_of(tmp_path / f"state-{how}"), "the run's fork server outlived it"
     assert records["fork"] == records["exec"]
+
+
+def _templates_of(state_dir: Path) -> list[int]:
+    """Fork server templates still running for the runs that used `state_dir` (looked at, never signalled)."""
+    return [
+        process.pid
+        for process in psutil.process_iter(["cmdline", "environ"])
+        if FORK_TEMPLATE_MODULE in (process.info["cmdline"] or [])
+        and (process.info["environ"] or {}).get("MCU_ARMS_STATE_DIR") == cli_env(state_dir)["MCU_ARMS_STATE_DIR"]
+    ]
+
+
+@pytest.mark.slow
+def test_a_single_episode_forks_from_the_template_its_run_started_first(tmp_path: Path) -> None:
+    """`mcu-arms run` starts its template before its own imports: a single episode's processes are forked from it
+    (without --no-fork-server), and the template ends with the run."""
+    write_arm(tmp_path, "single", agent="scripted", steps=5)
+    done = run_cli(tmp_path, tmp_path / "state", "run", "--arm", "single")
+    assert done.returncode == 0, done.stdout + done.stderr
+    log = (tmp_path / "output" / "single" / "episode_001" / "logs" / "mcu-arms.log").read_text()
+    started = [line for line in log.splitlines() if " started, pid " in line]
+    assert [line.split()[1] for line in started] == ["green", "purple", "client"]
+    assert all(line.endswith("forked from the warm template") for line in started), started
+    assert not _templates_of(tmp_path / "state"), "the run's fork server outlived it"
+
+
+def test_a_run_that_ends_before_its_episodes_leaves_no_template(tmp_path: Path) -> None:
+    write_arm(tmp_path, "present")
+    done = run_cli(tmp_path, tmp_path / "state", "run", "--arm", "absent")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "absent" in done.stderr
+    assert not _templates_of(tmp_path / "state"), "an untaken template outlived its run"
+
+
+def test_the_early_template_is_taken_only_for_the_environment_it_was_started_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcu_arms.supervise import forks
+
+    monkeypatch.chdir(tmp_path)
+    forks.start_early_template()
+    other = forks._early[-1][0]
+    assert forks._take_early({**os.environ, "MCU_ARMS_SOMETHING_ELSE": "1"}, str(tmp_path)) is None
+    assert other.process.wait(timeout=30) is not None, "a template for another environment is discarded"
+
+    forks.start_early_template()
+    taken = forks._take_early(dict(os.environ), str(tmp_path))
+    try:
+        assert taken is not None and forks._early == []
+        taken.warm_up("mcu_arms.a2a_client:tls_context")  # it serves
+    finally:
+        taken.close()
+
+    forks.start_early_template()
+    untaken = forks._early[-1][0]
+    forks.discard_early_template()
+    assert untaken.process.poll() is not None and forks._early == []

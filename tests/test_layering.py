@@ -74,6 +74,7 @@ def test_contracts_import_nothing_else_of_mcu_arms() -> None:
     [
         "mcu_arms.procs",
         "mcu_arms.forkserver",
+        "mcu_arms.child_env",
         "mcu_arms.containment",
         "mcu_arms.layout",
         "mcu_arms.atomic",
@@ -82,8 +83,9 @@ def test_contracts_import_nothing_else_of_mcu_arms() -> None:
 )
 def test_the_process_layer_and_the_layout_stand_on_the_contracts_only(floor: str) -> None:
     """Floor 2 stands on the contracts; within it, only the process layer (procs and its fork server) uses its
-    containment (cgroups, subreaper), and everything may write through `atomic`."""
-    process_layer = ("mcu_arms.procs", "mcu_arms.forkserver", "mcu_arms.containment")
+    containment (cgroups, subreaper) and what every child starts with (child_env), and everything may write through
+    `atomic`."""
+    process_layer = ("mcu_arms.procs", "mcu_arms.forkserver", "mcu_arms.containment", "mcu_arms.child_env")
     allowed = (
         "mcu_arms.contracts",
         "mcu_arms.atomic",

@@ -1,12 +1,19 @@
-"""The run's fork server (forkserver.py): what it imports, when it starts, what it warms up."""
+"""The run's fork server (forkserver.py): what it imports, when it starts, what it warms up.
+
+Light (the standard library, psutil and the process layer's fork server): the entry point starts a `run`'s template
+from here before the CLI imports, so that the template's imports overlap the supervisor's own and its plan.
+"""
 
 from __future__ import annotations
 
+import atexit
+import os
 import uuid
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal
 
+from mcu_arms.child_env import OWNER_TOKEN_ENV, inherited_environment
 from mcu_arms.forkserver import ForkRefused, ForkServer
-from mcu_arms.procs import OWNER_TOKEN_ENV, inherited_environment
 
 if TYPE_CHECKING:
     from mcu_arms.contracts.settings import ArmPlan
@@ -37,17 +44,58 @@ ALWAYS_WARM_UP = (
 FORK_SERVER_LABEL = "fork server"
 
 
-def warm_template(plans: list[ArmPlan], env: Environment, view: View) -> ForkServer | None:
-    """The run's fork server with what its children use warmed up first (their clients' TLS settings, uvicorn's
-    serving stack, the arms' simulators and agents), so that every green and purple it forks starts warm; None
-    (every child started by exec) where it cannot start, which the view says."""
+# The template the entry point started for this process's `run` (at most one), with the environment and directory it
+# was started for; taken by the run's supervision, discarded at exit where nothing took it.
+_early: list[tuple[ForkServer, dict[str, str], str]] = []
+
+
+def start_early_template() -> None:
+    """The fork server of the `run` this process is about to make, started now (see the module's docstring)."""
+    base_env, cwd = inherited_environment(os.environ), os.getcwd()
     try:
-        forks = ForkServer.start(
-            inherited_environment(env.env), str(env.cwd), OWNER_TOKEN_ENV, uuid.uuid4().hex, FORKED_COMMAND_MODULES
-        )
-    except ForkRefused as error:
-        view.line(FORK_SERVER_LABEL, f"children start by exec: {error}")
+        forks = ForkServer.start(base_env, cwd, OWNER_TOKEN_ENV, uuid.uuid4().hex, FORKED_COMMAND_MODULES)
+    except ForkRefused:
+        return  # the run starts one later where it needs one, and says why not if it cannot
+    _early.append((forks, base_env, cwd))
+    atexit.register(discard_early_template)
+
+
+def _take_early(env: Mapping[str, str], cwd: str) -> ForkServer | None:
+    """The early template, if one was started for this environment and directory (else it is discarded)."""
+    if not _early:
         return None
+    forks, base_env, started_in = _early.pop()
+    if base_env == inherited_environment(env) and started_in == cwd:
+        return forks
+    forks.discard()
+    return None
+
+
+def discard_early_template() -> None:
+    """Where the run will not fork here (its episodes are Slurm jobs), or at exit where nothing took it."""
+    while _early:
+        _early.pop()[0].discard()
+
+
+def warm_template(plans: list[ArmPlan], env: Environment, view: View) -> ForkServer | None:
+    """The run's fork server; None (every child started by exec) where it cannot start, which the view says, or for a
+    single episode without the template the entry point started early (a template started now would only add its
+    imports to the episode's). For several episodes, what their children use is warmed up first (their clients' TLS
+    settings and async backend, uvicorn's serving stack, the arms' simulators and agents), so that every green and
+    purple it forks starts warm; a single episode is forked at once, its green warming its own simulator."""
+    forks = _take_early(env.env, str(env.cwd))
+    if forks is None and len(plans) < 2:
+        return None
+    if forks is None:
+        try:
+            forks = ForkServer.start(
+                inherited_environment(env.env), str(env.cwd), OWNER_TOKEN_ENV, uuid.uuid4().hex, FORKED_COMMAND_MODULES
+            )
+        except ForkRefused as error:
+            view.line(FORK_SERVER_LABEL, f"children start by exec: {error}")
+            return None
+    if len(plans) < 2:
+        return forks
     calls: list[tuple[str, tuple[str, ...], str]] = [(function, (), what) for function, what in ALWAYS_WARM_UP]
     calls += [(SIMULATOR_WARM_UP, (name,), f"simulator '{name}'") for name in _used(plans, "simulator")]
     calls += [(AGENT_WARM_UP, (kind,), f"agent '{kind}'") for kind in _used(plans, "agent")]

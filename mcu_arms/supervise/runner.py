@@ -78,11 +78,11 @@ from mcu_arms.supervise.provenance import collect_provenance
 from mcu_arms.supervise.readiness import card_answers, listener_owner
 
 POLL_S = 0.5
-# Readiness is checked at once, then at intervals that grow by a quarter from the first to the last (so that a server
-# is seen ready at most a quarter of its start-up late): a forked server is ready in tens of milliseconds, a fresh
-# interpreter in about a second.
-READY_POLL_FIRST_S = 0.01
-READY_POLL_GROWTH = 1.25
+# Readiness is checked at once, then every READY_POLL_FAST_S for the first READY_FAST_FOR_S (a forked server is ready
+# in tens of milliseconds, a fresh interpreter in under a second; a check that finds nothing listening costs a refused
+# connection), then every READY_POLL_S (a server loading a model).
+READY_POLL_FAST_S = 0.01
+READY_FAST_FOR_S = 3.0
 READY_POLL_S = 0.2
 ADOPTED_POLL_S = 5.0
 DEFAULT_READY_TIMEOUT_S = 120.0
@@ -96,9 +96,9 @@ class RunOptions(BaseModel):
     rerun: bool = False
     stop_grace_s: float = DEFAULT_STOP_GRACE_S
     progress_interval_s: float = 30.0
-    # A run of several episodes forks their processes from a warm template, where a fresh interpreter would be the
-    # same process (forkserver.py); a single episode starts them by exec: there, the template's imports would only
-    # come first instead of side by side.
+    # A run forks its episodes' processes from a warm template, where a fresh interpreter would be the same process
+    # (forkserver.py, supervise/forks.py); a single episode only from the template `mcu-arms run` started before its
+    # own imports (one started later would only put its imports before the episode's).
     fork_server: bool = True
 
 
@@ -407,10 +407,10 @@ class ArmRunner:
 
     def _wait_ready(self) -> None:
         """Both servers ready: the card answers and the port's listener is that child or its descendant."""
-        deadline = time.monotonic() + self.options.ready_timeout_s
+        began = time.monotonic()
+        deadline = began + self.options.ready_timeout_s
         pending = {role: self.children[role] for role in SERVER_ROLES}
         waiting_on: dict[str, str] = {}
-        pause = READY_POLL_FIRST_S
         while pending:
             self._check_stop()
             for role, child in list(pending.items()):
@@ -435,8 +435,7 @@ class ArmRunner:
                         log_tail=child.log_tail(wait_s=0),
                     )
                 )
-            self._stop.wait(pause)
-            pause = min(READY_POLL_GROWTH * pause, READY_POLL_S)
+            self._stop.wait(READY_POLL_FAST_S if time.monotonic() - began < READY_FAST_FOR_S else READY_POLL_S)
         self.report.ready_at = iso_seconds(self.env.clock())
         self._state("ready")
         self._save()
@@ -784,7 +783,7 @@ def supervise_here(
     outcomes: list[ArmOutcome] = []
     started: list[ArmRunner] = []
     began = time.monotonic()
-    forks = warm_template(plans, env, view) if options.fork_server and len(plans) > 1 else None
+    forks = warm_template(plans, env, view) if options.fork_server else None
     adopted = AdoptedOrphans(enabled=containment_support().cgroup is None)
     next_adoption_poll = time.monotonic() + ADOPTED_POLL_S
     try:
