@@ -1,10 +1,10 @@
 """A warm template that starts a run's children by fork, so that a start costs a fork, not an import.
 
-A run of several episodes (`mcu-arms run` with more than one) starts one template (`python -m mcu_arms.fork_template`):
-it imports what the children's commands import and warms up what they use (the arms' simulators and agents) once,
-then waits on a private socket pair. A child it is asked for is forked from it and becomes, before it runs anything,
-the process a fresh `python -m mcu_arms ARGS` would have been: a session of its own, its own environment, working
-directory, umask, log pipe and listening socket; it waits for the supervisor's go, given once the supervisor has
+`mcu-arms run` starts one template (`python -m mcu_arms.fork_template`): it imports what the children's commands
+import and warms up what they use (a campaign's simulators and agents) once, then waits on a private socket pair. A
+child it is asked for is forked from it and becomes, before it runs anything, the process a fresh
+`python -m mcu_arms ARGS` would have been: a session of its own, its own environment, working directory, umask, log
+pipe and listening socket; it waits for the supervisor's go, given once the supervisor has
 placed it in its cgroup. The template is its parent: it reaps it and sends its exit code back on the socket
 (ForkedProcess is what the supervisor holds instead of a Popen).
 
@@ -17,8 +17,9 @@ only once the kernel shows it there: a child that cannot prove itself ours never
 A child is only forked when a fresh interpreter would have been the same process: the same interpreter and
 `-m mcu_arms` command, the same working directory, and an environment that differs from the template's only in what
 is read once the command runs (its owner token, its listening socket, the arm's access tokens). Anything else (an
-arm's [env], a Slurm job) is started by exec, as before. `ps` shows a forked child under the template's command line;
-its role, argv and pid are in the report and in `mcu-arms status`.
+arm's [env], a Slurm job) is started by exec, as before. A forked child also writes its own command line over the
+template's (as setproctitle does: ps and /proc/PID/cmdline show it), in room the template's command line keeps for
+that; its role, argv and pid are in the report and in `mcu-arms status`.
 """
 
 from __future__ import annotations
@@ -56,6 +57,9 @@ EXIT_WAIT_S = 5.0
 CLAIMED = b"c"
 # The first byte a child reads from the supervisor once it may run; its secret variables follow, as JSON.
 GO = b"g"
+# Room kept at the end of the template's command line (an argument of spaces), so that a forked child's own command
+# line fits where ps reads it (cut to it where longer).
+COMMAND_LINE_ROOM = 2048
 # How often a wait on a child whose template is gone re-checks whether it still runs.
 ORPHAN_POLL_S = 0.05
 # The exit code of a child whose template died before it could say it: it is gone, how is not known.
@@ -132,7 +136,7 @@ class ForkServer:
         except OSError as error:
             raise ForkRefused(f"no socket pair for the fork server: {error}") from None
         template_env = {**env, "PYTHONUNBUFFERED": "1", token_variable: token}
-        argv = [sys.executable, "-m", MODULE, str(theirs.fileno()), token_variable, *preload]
+        argv = [sys.executable, "-m", MODULE, str(theirs.fileno()), token_variable, *preload, " " * COMMAND_LINE_ROOM]
         try:
             process = subprocess.Popen(
                 argv,
@@ -386,7 +390,10 @@ def _report_exits(channel: socket.socket) -> None:
 
 
 def _send(channel: socket.socket, message: dict) -> None:
-    channel.send(json.dumps(message).encode())
+    try:
+        channel.send(json.dumps(message).encode())
+    except OSError:
+        os._exit(0)  # the supervisor closed its end (a template it did not use) or is gone: nothing left to tell
 
 
 def _call(target: str, args: list[str]) -> dict:
@@ -426,6 +433,7 @@ def _become(request: dict, fds: list[int], token_variable: str) -> int:
     if "numpy.random" in sys.modules:  # a fresh interpreter seeds it from the OS (`random` reseeds itself on fork)
         sys.modules["numpy.random"].seed()
     claim_token(token_variable, env[token_variable])
+    show_command_line([sys.executable, "-m", CHILD_MODULE, *request["args"]])
     return go_fd
 
 
@@ -458,6 +466,19 @@ def claim_token(variable: str, token: str) -> None:
     ctypes.memmove(env_start + offset + len(entry), token.encode(), len(token))
     if f"{variable}={token}".encode() not in Path("/proc/self/environ").read_bytes().split(b"\0"):
         _exit_unproven(f"the kernel does not show this process's own {variable}")
+
+
+def show_command_line(words: Sequence[str]) -> None:
+    """Write `words` over this process's command line where ps and /proc/PID/cmdline read it: joined by spaces and
+    ended by a NUL, with the last byte of the region not a NUL, which tells the kernel to read it as one title (as
+    setproctitle does); cut to the region's length. The environment block after it is left as it is."""
+    fields = Path("/proc/self/stat").read_bytes().rsplit(b")", 1)[1].split()
+    arg_start, arg_end = int(fields[45]), int(fields[46])  # proc(5): fields 48 and 49
+    room = arg_end - arg_start
+    if room < 2:
+        return
+    title = " ".join(words).encode()[: room - 2]
+    ctypes.memmove(arg_start, title + b"\0" + b" " * (room - len(title) - 1), room)
 
 
 def _exit_unproven(reason: str) -> None:

@@ -104,6 +104,7 @@ def test_a_forked_child_is_the_process_a_fresh_interpreter_would_be(tmp_path: Pa
             # The proof `stop` and `status` read: its own token, not the template's, in /proc/PID/environ.
             assert process.environ()[OWNER_TOKEN_ENV] == child.token
             assert psutil.Process(forks.process.pid).environ()[OWNER_TOKEN_ENV] != child.token
+            assert process.cmdline() == child.plan.argv  # what ps shows: its own command, not the template's
             wait_for(lambda: card_answers(child.plan.url or ""), "the forked purple's card")
             assert listener_owner(child.plan.port or 0, process) == (True, child.pid)  # the socket it was handed
             assert child.poll() is None
