@@ -163,7 +163,8 @@ def test_canaries_never_reach_a_file_the_plan_the_terminal_or_an_argv(tmp_path: 
             def arm_started() -> bool:
                 children = psutil.Process(run.popen.pid).children(recursive=True)  # forked ones under the template
                 argv_seen.extend(" ".join(child.cmdline()) for child in children if _alive(child))
-                return len(children) >= 3 or run.popen.poll() is not None
+                both = all(any(f"serve {role}" in argv for argv in argv_seen) for role in ("green", "purple"))
+                return both or run.popen.poll() is not None
 
             wait_for(arm_started, "green, purple and client to be running", timeout=120)
             assert run.wait(timeout=300) == 0, run.output
