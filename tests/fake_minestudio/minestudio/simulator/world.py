@@ -448,15 +448,19 @@ class FakeInstance:
         if control.spawn_engine_process:
             child = "import time; time.sleep(10**6)"
             leader = (
-                f"import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {child!r}]); time.sleep(10**6)"
+                f"import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {child!r}]); "
+                "print('up', flush=True); time.sleep(10**6)"
             )
             self.minecraft_process = psutil.Popen(
                 [sys.executable, "-c", leader],
                 stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
                 start_new_session=True,
             )
+            # As a real launch returns once the engine is up: its launcher and the process it started both exist.
+            self.minecraft_process.stdout.readline()
+            self.minecraft_process.stdout.close()
         if control.spawn_daemon_process and (control.daemon is None or control.daemon.poll() is not None):
             control.daemon = subprocess.Popen(  # database_manager.check_daemon: one per host, own session
                 [sys.executable, "-c", "import time; time.sleep(10**6)"],
