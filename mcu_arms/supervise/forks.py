@@ -53,11 +53,16 @@ def start_early_template() -> None:
     """The fork server of the `run` this process is about to make, started now (see the module's docstring)."""
     base_env, cwd = inherited_environment(os.environ), os.getcwd()
     try:
-        forks = ForkServer.start(base_env, cwd, OWNER_TOKEN_ENV, uuid.uuid4().hex, FORKED_COMMAND_MODULES)
+        forks = _start_template(base_env, cwd)
     except ForkRefused:
         return  # the run starts one later where it needs one, and says why not if it cannot
     _early.append((forks, base_env, cwd))
     atexit.register(discard_early_template)
+
+
+def _start_template(base_env: dict[str, str], cwd: str) -> ForkServer:
+    """A template for children built on `base_env` in `cwd`, with a fresh token; ForkRefused where it cannot start."""
+    return ForkServer.start(base_env, cwd, OWNER_TOKEN_ENV, uuid.uuid4().hex, FORKED_COMMAND_MODULES)
 
 
 def _take_early(env: Mapping[str, str], cwd: str) -> ForkServer | None:
@@ -88,9 +93,7 @@ def warm_template(plans: list[ArmPlan], env: Environment, view: View) -> ForkSer
         return None
     if forks is None:
         try:
-            forks = ForkServer.start(
-                inherited_environment(env.env), str(env.cwd), OWNER_TOKEN_ENV, uuid.uuid4().hex, FORKED_COMMAND_MODULES
-            )
+            forks = _start_template(inherited_environment(env.env), str(env.cwd))
         except ForkRefused as error:
             view.line(FORK_SERVER_LABEL, f"children start by exec: {error}")
             return None
