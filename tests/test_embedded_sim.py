@@ -355,6 +355,25 @@ def test_the_green_s_warm_up_changes_nothing_an_episode_plays():
     assert json.loads(runs[0].stdout) == json.loads(runs[1].stdout)
 
 
+def test_a_process_reads_crafter_s_textures_once(monkeypatch):
+    """Every green builds a world, and the fork server built one before it: the textures come from that first read."""
+    from crafter import engine
+
+    from mcu_arms.green.sims.crafter_world import ReproducibleCrafterEnv
+
+    first = ReproducibleCrafterEnv()
+
+    def read_again(*args, **kwargs):
+        raise AssertionError("a texture was read a second time")
+
+    monkeypatch.setattr(engine.imageio, "imread", read_again)
+    second = ReproducibleCrafterEnv()
+    second.reset_world(7)
+    first.reset_world(7)
+    assert np.array_equal(second.render(), first.render())
+    assert engine.Textures.__name__ == "Textures"  # crafter's own class is back once a world is built
+
+
 @pytest.mark.slow
 def test_extra_renders_do_not_change_the_trajectory(sim):
     """A frame is a pure function of the state, night included (steps 147-273 of each 300 are dark)."""

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import psutil
+import pytest
 from cli_support import invoke
 from run_helpers import alive, write_arm
 
@@ -21,6 +22,7 @@ from mcu_arms.contracts.steps import StepProgress
 from mcu_arms.environment import Environment
 from mcu_arms.layout import RunDir, repoint_links
 from mcu_arms.procs import stop_process_group, verified_process
+from mcu_arms.supervise import readiness
 from mcu_arms.supervise.alerts import AlertMonitor
 from mcu_arms.supervise.progress import ArmProgress, StepSample, StepsTail
 from mcu_arms.supervise.readiness import listener_owner
@@ -230,7 +232,10 @@ def test_stop_kills_a_group_that_ignores_sigterm_with_its_child_and_spares_a_reu
                 process.kill()
 
 
-def test_the_listener_check_knows_our_child_from_another_process() -> None:
+@pytest.mark.parametrize("through", ["sock_diag", "psutil"])
+def test_the_listener_check_knows_our_child_from_another_process(through: str, monkeypatch) -> None:
+    if through == "psutil":  # where sock_diag cannot be used
+        monkeypatch.setattr(readiness, "listening_inodes", lambda port: None)
     with socket.socket() as held:
         held.bind(("127.0.0.1", 0))
         held.listen()
@@ -245,6 +250,22 @@ def test_the_listener_check_knows_our_child_from_another_process() -> None:
         finally:
             sleeper.stdin.close()
             sleeper.wait(timeout=10)
+
+
+@pytest.mark.parametrize(("family", "host"), [(socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")])
+def test_the_kernel_names_the_listening_socket_of_a_port(family: socket.AddressFamily, host: str) -> None:
+    with socket.socket(family) as held, socket.socket(family) as bound_only:
+        try:
+            held.bind((host, 0))
+        except OSError as error:
+            pytest.skip(f"no {host} here: {error}")
+        held.listen()
+        bound_only.bind((host, 0))
+        found = readiness.listening_inodes(held.getsockname()[1])
+        if found is None:
+            pytest.skip("sock_diag refused here: listener_owner reads the TCP tables instead")
+        assert found == {os.fstat(held.fileno()).st_ino}
+        assert readiness.listening_inodes(bound_only.getsockname()[1]) == set()
 
 
 def test_exit_codes_are_described_with_signal_names() -> None:

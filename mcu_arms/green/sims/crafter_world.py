@@ -15,6 +15,10 @@ Imports crafter and numpy at the top: only the embedded backend imports this mod
 
 from __future__ import annotations
 
+import contextlib
+import functools
+from collections.abc import Iterator
+
 import crafter
 import numpy as np
 from crafter import constants, engine, objects
@@ -35,11 +39,34 @@ class _PrivateNoiseView(engine.LocalView):
         return (1 - mask) * canvas + mask * noise
 
 
+_READ_TEXTURES = engine.Textures
+
+
+@functools.cache
+def _assets_textures() -> engine.Textures:
+    """crafter's textures, read once per process: each crafter.Env reads and decodes every PNG of its assets again
+    (~40 ms of every green's episode). A Textures holds the images and their resized copies, nothing of a world."""
+    return _READ_TEXTURES(constants.root / "assets")
+
+
+@contextlib.contextmanager
+def _textures_read_once() -> Iterator[None]:
+    """crafter.Env's constructor handed the process's textures instead of reading its own. Env looks its Textures
+    class up in crafter.engine at construction; it is put back at once, and a constructor running meanwhile on
+    another thread gets the same textures either way."""
+    engine.Textures = lambda directory: _assets_textures()
+    try:
+        yield
+    finally:
+        engine.Textures = _READ_TEXTURES
+
+
 class ReproducibleCrafterEnv(crafter.Env):
     """crafter.Env with stable object order, a private render-noise RNG, no episode length, and no semantic map."""
 
     def __init__(self, size: int = 128, area: tuple[int, int] = (64, 64)) -> None:
-        super().__init__(area=area, size=(size, size), length=None, seed=0)
+        with _textures_read_once():
+            super().__init__(area=area, size=(size, size), length=None, seed=0)
         self._local_view: _PrivateNoiseView = _PrivateNoiseView(
             self._world, self._textures, list(self._local_view._grid)
         )
