@@ -355,6 +355,32 @@ def test_the_green_s_warm_up_changes_nothing_an_episode_plays():
     assert json.loads(runs[0].stdout) == json.loads(runs[1].stdout)
 
 
+def _generated_world(seed: int, generate) -> tuple:
+    from crafter import constants, engine, objects
+
+    world = engine.World((64, 64), constants.materials, (12, 12))
+    world.reset(seed=seed)
+    player = objects.Player(world, (32, 32))
+    world.add(player)
+    generate(world, player)
+    placed = [(type(thing).__name__, tuple(int(v) for v in thing.pos)) for thing in world.objects]
+    kind, keys, position, gauss_ready, gauss = world.random.get_state()
+    return world._mat_map.tobytes(), placed, (kind, keys.tobytes(), position, gauss_ready, gauss)
+
+
+@pytest.mark.parametrize("seeds", [range(0, 2_000_000, 50_000)])
+def test_our_world_generation_is_crafter_s_draw_for_draw(seeds):
+    """Every material, every creature in its order, and the RNG left for the episode, as crafter's own generator."""
+    from crafter import worldgen
+
+    from mcu_arms.green.sims.crafter_worldgen import generate_world
+
+    for seed in seeds:
+        ours, crafters = _generated_world(seed, generate_world), _generated_world(seed, worldgen.generate_world)
+        assert ours == crafters, f"world seed {seed}"
+        assert len(ours[1]) > 5  # creatures were placed: their draws were compared too
+
+
 def test_a_process_reads_crafter_s_textures_once(monkeypatch):
     """Every green builds a world, and the fork server built one before it: the textures come from that first read."""
     from crafter import engine
