@@ -258,6 +258,7 @@ def test_the_card_is_negotiated_by_protocol_version_and_cached_by_etag():
 
 
 SLOW_ROUTE_SERVER = """
+import socket
 import sys
 from pathlib import Path
 from starlette.applications import Starlette
@@ -265,12 +266,20 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 from mcu_arms.a2a_transport import serve_app
 
-port, entered, release = int(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
+port, entered = int(sys.argv[1]), Path(sys.argv[2])
+
+def listening():
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except ConnectionRefusedError:
+        return False
+    return True
 
 async def slow(request):
+    # Answers only once the server has begun to shut down (its listener closed): the request is in flight then.
     import asyncio
     entered.touch()
-    while not release.exists():
+    while listening():
         await asyncio.sleep(0.01)
     return PlainTextResponse("answered")
 
@@ -296,12 +305,12 @@ def test_a_stop_signal_still_lets_an_open_request_finish(tmp_path):
     from server_procs import ServerProcess, wait_until
 
     port = free_port()
-    entered, release = tmp_path / "entered", tmp_path / "release"
+    entered = tmp_path / "entered"
     server = ServerProcess(
         [],
         tmp_path / "server.log",
         port,
-        command=[sys.executable, "-c", SLOW_ROUTE_SERVER, str(port), str(entered), str(release)],
+        command=[sys.executable, "-c", SLOW_ROUTE_SERVER, str(port), str(entered)],
     )
     answers: list[httpx.Response] = []
     try:
@@ -312,7 +321,6 @@ def test_a_stop_signal_still_lets_an_open_request_finish(tmp_path):
         asking.start()
         wait_until(entered.exists, 30, "the request to reach the route")
         server.process.send_signal(signal.SIGTERM)
-        release.touch()
         asking.join(timeout=30)
     finally:
         code = server.stop()
