@@ -290,11 +290,19 @@ class ForkServer:
         self._channel.close()
 
     def discard(self) -> None:
-        """Stop a template nothing was forked from, by its pid, without waiting for it to finish importing."""
-        from mcu_arms.procs import stop_process_group
-
+        """Stop a template nothing was forked from, without waiting for it to finish importing: TERM, wait, KILL
+        through its Popen handle alone. It may run at exit after a Ctrl-C that interrupted an import and left modules
+        half made, so it imports nothing; the template is this process's own child, not reaped yet, so its pid is
+        still it (Popen signals nothing once it has seen the exit)."""
         self._channel.close()
-        stop_process_group(self.process.pid, self._created, popen=self.process)
+        if self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=EXIT_WAIT_S)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
 
 
 def _create_time(pid: int) -> float | None:

@@ -234,3 +234,21 @@ def test_the_early_template_is_taken_only_for_the_environment_it_was_started_for
     untaken = forks._early[-1][0]
     forks.discard_early_template()
     assert untaken.process.poll() is not None and forks._early == []
+
+
+def test_an_untaken_template_is_stopped_at_exit_even_after_an_interrupted_import(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Ctrl-C in the middle of the CLI's imports leaves half-made modules behind; the exit's discard of the early
+    template must stop it without importing anything (a CI run caught a traceback from `import yaml` there)."""
+    import sys
+
+    from mcu_arms.supervise import forks
+
+    monkeypatch.chdir(tmp_path)
+    forks.start_early_template()
+    untaken = forks._early[-1][0]
+    for half_made in ("mcu_arms.procs", "mcu_arms.contracts.settings", "yaml"):
+        monkeypatch.setitem(sys.modules, half_made, None)  # importing it now raises, as a half-made module does
+    forks.discard_early_template()
+    assert untaken.process.returncode is not None and forks._early == []
