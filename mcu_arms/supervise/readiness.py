@@ -77,14 +77,16 @@ _TCP_LISTEN = 10
 _NLMSG_HEADER = struct.Struct("=IHHII")  # length, type, flags, sequence, port id
 _DIAG_REQUEST = struct.Struct("=BBBBI48x")  # family, protocol, extensions, pad, states, socket id (zero: any)
 _DIAG_MESSAGE = struct.Struct("=BBBB2s2s16s16sI8sIIIII")  # ..., socket id (source port first), ..., uid, inode
+SOCK_DIAG_TIMEOUT_S = 2.0  # a kernel answers a dump at once; past this, psutil is asked instead
 
 
 def listening_inodes(port: int) -> set[int] | None:
     """The inodes of the TCP sockets listening on `port` (IPv4 and IPv6), from the kernel's listening table alone;
-    None where sock_diag cannot be used (not Linux, or refused)."""
+    None where sock_diag cannot be used (not Linux, refused, or no answer in time)."""
     found: set[int] = set()
     try:
         with socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, _NETLINK_SOCK_DIAG) as channel:
+            channel.settimeout(SOCK_DIAG_TIMEOUT_S)
             for family in (socket.AF_INET, socket.AF_INET6):
                 request = _DIAG_REQUEST.pack(family, socket.IPPROTO_TCP, 0, 0, 1 << _TCP_LISTEN)
                 header = _NLMSG_HEADER.pack(
