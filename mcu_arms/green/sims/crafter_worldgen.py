@@ -30,14 +30,14 @@ def generate_world(world: engine.World, player: objects.Player) -> None:
     start = 1 / (1 + np.exp(-start))
     tunnels = np.zeros(world.area, bool)
     uniform = world.random.uniform
+    materials: dict[tuple[int, int], str] = {}  # what was just set, instead of reading it back from the world
     for x in range(width):
         for y in range(height):
-            world[x, y] = _material(x, y, float(start[x, y]), noise3, uniform, tunnels)
+            world[x, y] = materials[x, y] = _material(x, y, float(start[x, y]), noise3, uniform, tunnels)
     walkable = constants.walkable
     for x in range(width):
         for y in range(height):
-            material = world[x, y][0]
-            if material in walkable:
+            if (material := materials[x, y]) in walkable:
                 _place_object(world, (x, y), player, material, float(distance[x, y]), bool(tunnels[x, y]), uniform)
 
 
