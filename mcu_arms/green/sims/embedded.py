@@ -112,10 +112,9 @@ class EmbeddedSimulator(Simulator):
 
     @classmethod
     def warm_up(cls) -> None:
-        """Crafter and numpy imported and a throwaway world built (its first noise call loads numba's compiled
-        kernel): ~0.8 s that would otherwise fall between the first request and the first step. Each world draws
-        from its own RNG, so this one changes nothing an episode plays. Once per process (a green forked from a warm
-        template is warm already)."""
+        """Crafter and numpy imported, its textures read and a throwaway world built: what would otherwise fall
+        between the first request and the first step. Each world draws from its own RNG, so this one changes nothing
+        an episode plays. Once per process (a green forked from a warm template is warm already)."""
         if not cls.warmed_up:
             cls()._env.reset_world(seed=0)
             cls.warmed_up = True
