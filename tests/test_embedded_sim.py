@@ -421,7 +421,7 @@ def test_a_process_reads_crafter_s_textures_once(monkeypatch):
     """Every green builds a world, and the fork server built one before it: the textures come from that first read."""
     from crafter import engine
 
-    from mcu_arms.green.sims.crafter_world import ReproducibleCrafterEnv
+    from mcu_arms.green.sims.crafter_world import PillowPng, ReproducibleCrafterEnv
 
     first = ReproducibleCrafterEnv()
 
@@ -429,11 +429,28 @@ def test_a_process_reads_crafter_s_textures_once(monkeypatch):
         raise AssertionError("a texture was read a second time")
 
     monkeypatch.setattr(engine.imageio, "imread", read_again)
+    monkeypatch.setattr(PillowPng, "imread", read_again)
     second = ReproducibleCrafterEnv()
     second.reset_world(7)
     first.reset_world(7)
     assert np.array_equal(second.render(), first.render())
     assert engine.Textures.__name__ == "Textures"  # crafter's own class is back once a world is built
+
+
+def test_textures_decoded_by_pillow_are_imageio_s_arrays():
+    """Every asset crafter reads, as the array imageio gives crafter (dtype, shape, each value)."""
+    import imageio.v2 as imageio  # what crafter calls as imageio.imread
+    from crafter import constants
+
+    from mcu_arms.green.sims.crafter_world import PillowPng
+
+    assets = sorted((constants.root / "assets").glob("*.png"))
+    assert len(assets) > 40
+    for asset in assets:
+        data = asset.read_bytes()
+        ours, imageio_s = PillowPng.imread(data), imageio.imread(data)
+        assert ours.dtype == imageio_s.dtype and np.array_equal(ours, imageio_s), asset.name
+        assert ours.flags.writeable
 
 
 @pytest.mark.slow
