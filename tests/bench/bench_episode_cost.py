@@ -1,8 +1,8 @@
-"""What an episode costs besides its steps: runs a copy of arms/demo.toml at 10, 100 and 1000 steps (3 runs each),
-fits wall = fixed + per-step x steps, and splits the fixed part by phase from what each run records itself (the
-supervisor's log, the green's log, its step records). Target: fixed <= 1.5 s on a quiet 2-core machine. Then a
-campaign of 2 arms x 20 seeds x 30 steps at --max-parallel 2: its wall against (the sum of its episodes' step time
-/ 2). Target: <= 1.5x.
+"""What an episode costs besides its steps: runs a copy of arms/demo.toml at 10, 100 and 1000 steps (3 runs each, the
+lengths taken in turn round by round, so that a host slowing down weighs on each), fits wall = fixed + per-step x
+steps, and splits the fixed part by phase from what each run records itself (the supervisor's log, the green's log,
+its step records). Target: fixed <= 1.5 s on a quiet 2-core machine. Then a campaign of 2 arms x 20 seeds x 30 steps
+at --max-parallel 2: its wall against (the sum of its episodes' step time / 2). Target: <= 1.5x.
 
     python tests/bench/bench_episode_cost.py [--steps 10 100 1000] [--repeats 3] [--seeds 20] [--no-campaign]
         [--no-fork-server]  (every child a fresh interpreter, as before the fork server)
@@ -22,6 +22,7 @@ records; the command's start and end from this script):
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import re
@@ -190,13 +191,16 @@ def main() -> None:
     args = parser.parse_args()
     if args.no_fork_server:
         RUN_FLAGS.append("--no-fork-server")
+    # Start-up is imports: measured with the bytecode an installed tree has after its first run, even where
+    # PYTHONDONTWRITEBYTECODE kept it from being written (then every run would compile what changed since).
+    compileall.compile_dir(ROOT / "mcu_arms", quiet=1)
     print(f"load before: {os.getloadavg()[0]:.2f} (1 min), cpus {os.cpu_count()}, run flags {RUN_FLAGS or 'none'}")
     with tempfile.TemporaryDirectory() as tmp:
         scratch = Path(tmp)
         walls: list[tuple[int, float]] = []
         phases: list[dict[str, float | None]] = []
-        for steps in args.steps:
-            for index in range(args.repeats):
+        for index in range(args.repeats):  # round by round, so that a host slowing down weighs on every length
+            for steps in args.steps:
                 wall, parts = one_episode(scratch, steps, index)
                 walls.append((steps, wall))
                 phases.append(parts)
