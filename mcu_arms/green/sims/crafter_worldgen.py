@@ -54,8 +54,8 @@ def _noise(simplex: SimplexGrid, width: int, height: int) -> np.ndarray:
     """Every noise value crafter's generator may read, for every tile: (field, x, y). crafter's noise of octaves
     {size: weight} is sum(weight * noise3(x / size, y / size, z)) / sum(weights); its arguments are written here as
     crafter computes them (the same divisions in the same order), the octaves combined where they are read."""
-    x = np.broadcast_to(np.arange(width, dtype=np.float64)[:, None], (width, height))
-    y = np.broadcast_to(np.arange(height, dtype=np.float64)[None, :], (width, height))
+    x = np.arange(width, dtype=np.float64)[:, None]
+    y = np.arange(height, dtype=np.float64)[None, :]
     fields = (  # (x, y, z) of each noise3 call, in the order _material unpacks them
         (x / 3, y / 3, 8),  # start
         (x / 15, y / 15, 3),  # water, wide octave

@@ -1,15 +1,15 @@
 """opensimplex's 3D noise for many points at once, in numpy: the same value to the last bit.
 
 crafter builds each world from ~28,000 calls of `opensimplex.OpenSimplex(seed).noise3`. In pure Python a call costs
-~55 µs (1.5 s a world); numba makes it ~1 µs, but importing numba and loading its compiled kernel costs ~0.45 s in
+~55 µs (1.7 s a world); numba makes it ~1 µs, but importing numba and loading its compiled kernel costs ~0.45 s in
 every process that builds a world, on the critical path of a single episode. Here the points are evaluated together.
 
 Exactness: opensimplex (a port of Kurt Spencer's OpenSimplex) sums, for each point, the contributions of up to eight
 lattice vertices in an order that depends on the region the point falls in, and computes each vertex's displacement
 as `((d - a) - m * SQUISH) - b` for small integers a, m, b (b where the source adjusts a displacement after setting it).
-Each vertex is written here as those integers, slot by slot in the source's order, and every floating-point
+Each vertex is written here as those integers, vertex by vertex in the source's order, and every floating-point
 operation is the source's, in its order: IEEE arithmetic then gives each element the source's result. A contribution
-the source skips (attenuation not positive, or a tetrahedron's missing slots) adds 0.0, which leaves a sum unchanged.
+the source skips (attenuation not positive) adds 0.0, which leaves a sum unchanged.
 tests/test_embedded_sim.py compares this with opensimplex on random points and on crafter's worlds.
 """
 
@@ -134,8 +134,9 @@ def _two_closest(
     """A tetrahedron's two closest vertices out of three (score and point of each), as the source picks them."""
     a_score, b_score, z_score = scores
     a_point, b_point, z_point = points
-    replace_b = ~nearer(b_score, a_score) & nearer(z_score, b_score)
-    replace_a = ~replace_b & nearer(b_score, a_score) & nearer(z_score, a_score)
+    b_nearer = nearer(b_score, a_score)
+    replace_b = ~b_nearer & nearer(z_score, b_score)
+    replace_a = ~replace_b & b_nearer & nearer(z_score, a_score)
     return (
         np.where(replace_a, z_score, a_score),
         np.where(replace_a, z_point, a_point),
