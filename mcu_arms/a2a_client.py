@@ -17,7 +17,6 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any, Literal
 
-import anyio
 import httpx
 from a2a.client import A2AClientTimeoutError, Client, ClientCallContext, ClientConfig, create_client
 from a2a.helpers import get_data_parts, get_text_parts
@@ -104,18 +103,6 @@ def tls_context() -> ssl.SSLContext:
     """The TLS settings every client of this process uses (httpx's defaults, the environment ignored): building them
     loads the CA bundle, ~40 ms that each new httpx client would otherwise pay again."""
     return httpx.create_ssl_context(trust_env=False)
-
-
-def warm_up_async_http() -> None:
-    """What an async httpx client imports only when it is made and first used (httpcore, which httpx imports lazily,
-    and anyio's asyncio backend): ~50 ms of every green's and client's first exchange otherwise. The fork server's
-    call."""
-
-    async def open_and_close() -> None:
-        async with httpx.AsyncClient(trust_env=False, verify=tls_context()):
-            await asyncio.sleep(0)
-
-    anyio.run(open_and_close)
 
 
 @contextlib.asynccontextmanager

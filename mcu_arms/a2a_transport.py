@@ -9,7 +9,6 @@ and existing MCU purple agents send text too.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import hmac
 import json
@@ -58,8 +57,6 @@ PROTOCOL_VERSION = "1.0"
 LEGACY_PROTOCOL_VERSION = "0.3"
 # How long uvicorn lets open connections (a streaming evaluation) finish after SIGTERM before cancelling them.
 GRACEFUL_SHUTDOWN_S = 5.0
-# How often a server looks at its date header and its request limit (uvicorn's tick), stop signals aside.
-SERVER_TICK_S = 0.1
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 # Refused requests are logged one by one up to this many, then every REFUSAL_LOG_EVERY-th, so that a flood of them
 # cannot fill the log.
@@ -328,50 +325,6 @@ def bind_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def warm_up_serving() -> None:
-    """What uvicorn imports once it starts (its HTTP protocol, h11, the lifespan switch), imported now: the fork
-    server's call, so that every server it forks listens at once."""
-    uvicorn.Config(Starlette(), log_level="warning", lifespan="off").load()
-
-
-class _PromptServer(uvicorn.Server):
-    """uvicorn's server, stopping as soon as it is told to. uvicorn notices a stop signal only at its next 0.1 s tick,
-    and then waits a fixed 0.1 s for the connections it asked to close even when there are none: ~0.2 s of every
-    episode's teardown, whose client has gone by then. Open connections or tasks still get uvicorn's own graceful
-    shutdown."""
-
-    def __init__(self, config: uvicorn.Config) -> None:
-        super().__init__(config)
-        self._told: asyncio.Event | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-
-    def handle_exit(self, sig: int, frame: Any) -> None:
-        super().handle_exit(sig, frame)
-        if self._loop is not None and self._told is not None:
-            self._loop.call_soon_threadsafe(self._told.set)
-
-    async def main_loop(self) -> None:
-        self._loop, self._told = asyncio.get_running_loop(), asyncio.Event()
-        counter = 0
-        while not await self.on_tick(counter):
-            counter = (counter + 1) % 864_000
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._told.wait(), SERVER_TICK_S)
-
-    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        if self.server_state.connections or self.server_state.tasks:
-            await super().shutdown(sockets)
-            return
-        for server in self.servers:
-            server.close()
-        for sock in sockets or []:
-            sock.close()
-        for server in self.servers:
-            await server.wait_closed()
-        if not self.force_exit:
-            await self.lifespan.shutdown()
-
-
 def _absorb_reraised_signal(signum: int, frame: object) -> None:
     """uvicorn has already stopped on this signal; it re-raises it only to run the previous handler."""
 
@@ -395,7 +348,7 @@ def serve_app(
         timeout_graceful_shutdown=int(GRACEFUL_SHUTDOWN_S),
         lifespan="off",
     )
-    server = _PromptServer(config)
+    server = uvicorn.Server(config)
     previous: dict[int, Any] = {}
     if threading.current_thread() is threading.main_thread():  # signals belong to the main thread only
         previous = {sig: signal.signal(sig, _absorb_reraised_signal) for sig in _STOP_SIGNALS}

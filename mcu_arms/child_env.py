@@ -1,7 +1,4 @@
-"""What every child of a run starts with: the environment it is built on, and the variable that marks it ours.
-
-Standard library only: the entry point starts a run's fork server from it before the CLI imports (supervise/forks.py).
-"""
+"""What every child of a run starts with: the environment it is built on, and the variable that marks it ours."""
 
 from __future__ import annotations
 
@@ -17,6 +14,5 @@ CHILD_ENV_DEFAULTS = {"OPENBLAS_NUM_THREADS": "1"}
 
 
 def inherited_environment(base_env: Mapping[str, str]) -> dict[str, str]:
-    """What every child's environment is built on (a child adds its plan's, its secrets and its token): the fork
-    server's template is started with the same, so that a child may be forked from it."""
+    """What every child's environment is built on (a child adds its plan's, its secrets and its token)."""
     return {**CHILD_ENV_DEFAULTS, **base_env}

@@ -16,8 +16,8 @@ import gc
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 
-# Whether this process (or the one it was forked from) has registered the unfreeze at exit. A flag, not
-# gc.get_freeze_count(): that walks every frozen object (~10 ms a call in a forked server).
+# Whether this process has registered the unfreeze at exit. A flag, not gc.get_freeze_count(): that walks every
+# frozen object.
 _unfreeze_registered = False
 
 

@@ -97,9 +97,6 @@ process_exit.install()
 
 
 VERSION_FLAGS = (["--version"], ["-V"])
-# `mcu-arms run` starts its fork server first thing, so that its imports overlap the CLI's (supervise/forks.py);
-# not where it will start nothing (help, a dry run) or was told to start every process by exec.
-NO_EARLY_TEMPLATE_FLAGS = {"--no-fork-server", "--dry-run", "--help"}
 
 
 def main() -> None:
@@ -124,10 +121,6 @@ def _main() -> None:
     signal.signal(signal.SIGINT, _interrupt)
     _inside_main = True
     try:
-        if sys.argv[1:2] == ["run"] and not NO_EARLY_TEMPLATE_FLAGS & set(sys.argv):
-            from mcu_arms.supervise.forks import start_early_template
-
-            start_early_template()
         from mcu_arms.collector import imports_without_gc
 
         with imports_without_gc():

@@ -25,7 +25,7 @@ from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Literal, Protocol
+from typing import IO, Literal
 
 import psutil
 
@@ -38,7 +38,6 @@ from mcu_arms.contracts.started import StartedProcess, token_hash
 from mcu_arms.contracts.states import SUPERVISOR_ROLE
 from mcu_arms.contracts.text import MAX_LOG_LINE_CHARS, shown_text
 from mcu_arms.contracts.timestamps import log_stamp
-from mcu_arms.forkserver import ForkedProcess, ForkRefused, ForkRequest, ForkServer
 
 # Seconds a stopped group gets to exit on SIGTERM before what remains of it is killed.
 DEFAULT_STOP_GRACE_S = 10.0
@@ -94,17 +93,6 @@ def verified_process(pid: int | None, create_time: float | None) -> psutil.Proce
         return None
 
 
-class Started(Protocol):
-    """A process this one started and will reap: a Popen, or a child the fork server forked (ForkedProcess)."""
-
-    pid: int
-    returncode: int | Any
-
-    def poll(self) -> int | None: ...
-
-    def wait(self, timeout: float | None = None) -> int: ...
-
-
 def descendants(process: psutil.Process) -> list[psutil.Process]:
     try:
         return process.children(recursive=True)
@@ -128,7 +116,7 @@ def stop_process_group(
     create_time: float | None,
     *,
     grace_s: float = DEFAULT_STOP_GRACE_S,
-    popen: Started | None = None,
+    popen: subprocess.Popen | None = None,
     token: str | None = None,
 ) -> StopOutcome:
     """TERM the group led by `pid` (started with start_new_session, so pgid == pid), wait, then KILL what remains.
@@ -152,7 +140,7 @@ def stop_process_group(
 
 
 def _stop_group(
-    leader: psutil.Process, create_time: float | None, grace_s: float, popen: Started | None
+    leader: psutil.Process, create_time: float | None, grace_s: float, popen: subprocess.Popen | None
 ) -> StopOutcome:
     members = [leader, *descendants(leader)]
     _signal_all(leader, members, signal.SIGTERM)
@@ -258,7 +246,7 @@ def _signal_all(leader: psutil.Process, members: list[psutil.Process], signum: i
         _send(member, signum)
 
 
-def _wait_gone(members: list[psutil.Process], timeout_s: float, popen: Started | None) -> list[psutil.Process]:
+def _wait_gone(members: list[psutil.Process], timeout_s: float, popen: subprocess.Popen | None) -> list[psutil.Process]:
     """Members still running after `timeout_s`, every one of them given the whole of it (a child still shutting
     down when its leader exits keeps the rest of the grace). The leader we started is reaped through its Popen."""
     deadline = time.monotonic() + timeout_s
@@ -292,8 +280,7 @@ def _still_running(process: psutil.Process) -> bool:
 
 
 class Child:
-    """One started process of an arm: its Popen (or the ForkedProcess the fork server made), identity and
-    timestamped log."""
+    """One started process of an arm: its Popen, identity and timestamped log."""
 
     def __init__(
         self,
@@ -304,12 +291,10 @@ class Child:
         secrets: Sequence[str] = (),
         contain: bool = False,
         umask: int | None = None,
-        forks: ForkServer | None = None,
     ) -> None:
         """`secret_env` is added to the child's environment but never to its plan; `secrets` are masked wherever they
         turn up in its output; `contain` puts it in a cgroup of its own where the host allows it; `umask` is the one
-        it starts with (PRIVATE_UMASK for one that holds a conversation; None: this process's); `forks`, a warm
-        template to fork it from where a fresh interpreter would have been the same process."""
+        it starts with (PRIVATE_UMASK for one that holds a conversation; None: this process's)."""
         self.plan = plan
         self.role = plan.role
         self.log_path = Path(plan.log)
@@ -324,13 +309,10 @@ class Child:
         self.secrets = list(secrets)
         self.contain = contain
         self.umask = umask
-        self.forks = forks
-        self.secret_env = dict(secret_env or {})
-        self.started_how = "exec"
         self.cgroup: Cgroup | None = None
         if plan.listen_fd is not None:
             self.env[LISTEN_FD_ENV] = str(plan.listen_fd)
-        self.popen: subprocess.Popen | ForkedProcess | None = None
+        self.popen: subprocess.Popen | None = None
         self.pid: int | None = None
         self.create_time: float | None = None
         self._tail: deque[str] = deque(maxlen=LOG_TAIL_LINES)
@@ -342,10 +324,6 @@ class Child:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = open_log(self.log_path, SHARED_MODE if self.umask is None else PRIVATE_FILE_MODE)
         self.cgroup = create_cgroup(self.role) if self.contain else None
-        self.popen = self._forked()
-        if self.popen is not None:
-            self._started(log)
-            return
         try:
             self.popen = subprocess.Popen(
                 self.plan.argv,
@@ -364,44 +342,6 @@ class Child:
             raise
         self.pid = self.popen.pid
         self._join_cgroup()
-        self._started(log)
-
-    def _forked(self) -> ForkedProcess | None:
-        """The child forked from the warm template (placed in its cgroup before it runs), or None: started by exec,
-        `started_how` says why."""
-        if self.forks is None:
-            return None
-        cwd = str(self.plan.cwd or os.getcwd())
-        per_child = {
-            OWNER_TOKEN_ENV,
-            LISTEN_FD_ENV,
-            *self.secret_env,
-        }  # read once it runs: may differ from the template's
-        reason = self.forks.why_not(self.plan.argv, self.env, cwd, per_child)
-        if reason is None:
-            request = ForkRequest(
-                args=list(self.plan.argv[3:]),
-                cwd=cwd,
-                env={name: value for name, value in self.env.items() if name not in self.secret_env},
-                umask=self.umask,
-                listen_fd_variable=LISTEN_FD_ENV if self.plan.listen_fd is not None else None,
-            )
-            try:
-                forked = self.forks.spawn(request, self.plan.listen_fd, self._placed, self.secret_env)
-            except (ForkRefused, OSError) as error:
-                reason = str(error)
-            else:
-                self.started_how = "forked from the warm template"
-                return forked
-        self.started_how = f"exec ({reason})"
-        return None
-
-    def _placed(self, pid: int) -> None:
-        self.pid = pid
-        self._join_cgroup()
-
-    def _started(self, log: IO[str]) -> None:
-        assert self.popen is not None
         try:
             self.create_time = psutil.Process(self.popen.pid).create_time()
         except psutil.Error:  # already gone; poll() reports its exit code

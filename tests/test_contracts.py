@@ -12,11 +12,12 @@ from cli_support import invoke
 from run_helpers import write_arm
 
 from mcu_arms.contracts.catalog import capped_steps
-from mcu_arms.contracts.errors import UserError, dotted, key_parts, toml_line
+from mcu_arms.contracts.errors import UserError, dotted, key_parts
 from mcu_arms.contracts.events import EventRecord, TaskStarted, parse_event
 from mcu_arms.contracts.run_report import RUN_REPORT_SCHEMA_VERSION, read_report
 from mcu_arms.contracts.settings import PurpleOptions
 from mcu_arms.contracts.steps import JsonlTail, StepProgress
+from mcu_arms.contracts.toml_text import toml_line
 from mcu_arms.layout import RunDir
 
 V1_REPORT = Path(__file__).parent / "fixtures" / "run_report_v1.json"

@@ -31,7 +31,7 @@ def test_a_dead_engine_refuses_then_breaks_and_vitals_come_only_when_sent(fake_m
     sim = MinecraftSim(action_type="env", seed=2)
     _obs, info = sim.reset()
     assert "health" not in info and "food_level" not in info and "is_gui_open" in info
-    sim.fake.crash()
+    sim.env.crash()
     with pytest.raises(ConnectionRefusedError):
         sim.env.reset()
     with pytest.raises(AttributeError, match="instance"):

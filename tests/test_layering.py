@@ -73,7 +73,6 @@ def test_contracts_import_nothing_else_of_mcu_arms() -> None:
     "floor",
     [
         "mcu_arms.procs",
-        "mcu_arms.forkserver",
         "mcu_arms.child_env",
         "mcu_arms.containment",
         "mcu_arms.layout",
@@ -82,15 +81,10 @@ def test_contracts_import_nothing_else_of_mcu_arms() -> None:
     ],
 )
 def test_the_process_layer_and_the_layout_stand_on_the_contracts_only(floor: str) -> None:
-    """Floor 2 stands on the contracts; within it, only the process layer (procs and its fork server) uses its
-    containment (cgroups, subreaper) and what every child starts with (child_env), and everything may write through
-    `atomic`."""
-    process_layer = ("mcu_arms.procs", "mcu_arms.forkserver", "mcu_arms.containment", "mcu_arms.child_env")
-    allowed = (
-        "mcu_arms.contracts",
-        "mcu_arms.atomic",
-        *(process_layer if floor in ("mcu_arms.procs", "mcu_arms.forkserver") else ()),
-    )
+    """Floor 2 stands on the contracts; within it, procs alone uses its containment (cgroups, subreaper) and what
+    every child starts with (child_env), which import nothing of it back; everything may write through `atomic`."""
+    below_procs = ("mcu_arms.containment", "mcu_arms.child_env")
+    allowed = ("mcu_arms.contracts", "mcu_arms.atomic", *(below_procs if floor == "mcu_arms.procs" else ()))
     assert [target for target in GRAPH[floor] if not any(_under(target, a) for a in allowed)] == []
 
 
@@ -500,3 +494,47 @@ def test_the_outcome_models_stand_below_the_runner() -> None:
     allowed = ("mcu_arms.contracts", "mcu_arms.layout")
     assert [t for t in GRAPH["mcu_arms.supervise.outcomes"] if not any(_under(t, a) for a in allowed)] == []
     assert "mcu_arms.supervise.outcomes" in GRAPH["mcu_arms.supervise.runner"]
+
+
+def test_ctypes_only_for_the_libc_call_python_lacks() -> None:
+    """No write into process memory anywhere: ctypes serves the subreaper prctl in containment.py, and nothing else."""
+    users = sorted(
+        _module_name(path)
+        for path in PACKAGE.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if (isinstance(node, ast.Import) and any(alias.name.split(".")[0] == "ctypes" for alias in node.names))
+        or (isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "ctypes")
+    )
+    assert users == ["mcu_arms.containment"]
+
+
+def _declared_distributions() -> set[str]:
+    import re
+    import tomllib
+
+    project = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    wanted = [*project["dependencies"], *(r for extra in project["optional-dependencies"].values() for r in extra)]
+    return {re.split(r"[\[<>=!~; ]", requirement, maxsplit=1)[0].lower().replace("_", "-") for requirement in wanted}
+
+
+def test_every_third_party_module_the_package_imports_is_declared() -> None:
+    """What the package imports itself is pinned in pyproject.toml, not left to whatever another dependency pulls in
+    (opensimplex's values, for one, must match bit for bit). Modules not installed here belong to an extra."""
+    from importlib.metadata import packages_distributions
+
+    distributions = packages_distributions()
+    imported: set[str] = set()
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                imported |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                imported.add(node.module.split(".")[0])
+    third_party = sorted(name for name in imported - set(sys.stdlib_module_names) if name != "mcu_arms")
+    declared = _declared_distributions()
+    undeclared = [
+        name
+        for name in third_party
+        if name in distributions and not {d.lower().replace("_", "-") for d in distributions[name]} & declared
+    ]
+    assert undeclared == []

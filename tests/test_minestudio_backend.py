@@ -208,7 +208,7 @@ def _fresh_start(host: dict[str, Any], task: TaskSpec, seed: int, reset_mode: st
     simulator = _simulator(host, reset_mode=reset_mode)
     try:
         frame = simulator.reset(task, seed).frame
-        return simulator._sim.fake.position(), frame.tobytes()
+        return simulator._sim.env.position(), frame.tobytes()
     finally:
         simulator.close()
 
@@ -220,7 +220,7 @@ def test_reset_and_step_through_the_stand_in(minestudio_host: dict[str, Any]) ->
     first = simulator.reset(task, seed=7)
     assert first.counters == {} and first.frame.shape == (128, 128, 3)
     assert set(first.info) <= {"health", "food_level", "is_gui_open"}  # positions never leave the backend
-    fake = simulator._sim.fake
+    fake = simulator._sim.env
     assert fake.world_seed == 7 and "/give @s minecraft:stone 3" in fake.commands
     for _ in range(5):
         stepped = simulator.step(noop_action() | {"attack": 1, "camera": (4.32, 0.0)})
@@ -238,7 +238,7 @@ def test_drop_is_counted_as_an_input_with_no_effect_and_not_advertised(minestudi
     simulator.step(noop_action() | {"drop": 1})
     assert simulator.step(noop_action() | {"forward": 1}).no_effect == []
     assert simulator.fallback_counts() == {"no_effect.drop": 2}
-    assert simulator._sim.fake.ignored_keys == {}, "drop never reaches MineStudio's action"
+    assert simulator._sim.env.ignored_keys == {}, "drop never reaches MineStudio's action"
     assert "drop has no effect" in simulator.agent_instructions()
     simulator.reset(TASKS[1], seed=0)
     assert simulator.fallback_counts() == {}, "counted per task"
@@ -254,10 +254,10 @@ def test_every_task_starts_where_a_fresh_seeded_run_of_it_starts(
     starts = []
     for task in TASKS:
         frame = simulator.reset(task, seed=11).frame
-        starts.append((simulator._sim.fake.position(), frame.tobytes()))
+        starts.append((simulator._sim.env.position(), frame.tobytes()))
         for _ in range(12):  # walk and mine: the next task must not start where this one left off
             simulator.step(noop_action() | {"forward": 1, "attack": 1, "camera": (0.0, 15.0)})
-    fake = simulator._sim.fake
+    fake = simulator._sim.env
     simulator.close()
     assert starts == [_fresh_start(minestudio_host, task, 11, reset_mode) for task in TASKS]
     assert simulator.reset_mode() == reset_mode
@@ -282,10 +282,10 @@ def test_after_the_engine_ends_an_episode_the_next_task_still_starts_like_a_fres
 ) -> None:
     simulator = _simulator(minestudio_host, reset_mode="seeded_fast")
     simulator.reset(TASKS[0], seed=3)
-    simulator._sim.fake.finish_episode()
+    simulator._sim.env.finish_episode()
     assert simulator.step(noop_action()).done
     frame = simulator.reset(TASKS[1], seed=3).frame  # a fast reset would raise RuntimeError(done=True) here
-    where = simulator._sim.fake.position()
+    where = simulator._sim.env.position()
     assert simulator.restarts() == []
     simulator.close()
     assert (where, frame.tobytes()) == _fresh_start(minestudio_host, TASKS[1], 3, "seeded_fast")
@@ -329,7 +329,7 @@ def test_a_crash_mid_task_replaces_the_instance_and_the_next_task_starts_clean(m
     simulator.reset(TASKS[0], seed=4)
     old_engine, daemon = _engine_pid(simulator), control.daemon
     simulator.step(noop_action())
-    simulator._sim.fake.crash()
+    simulator._sim.env.crash()
     with pytest.raises(SimulatorCrashed, match=r"failed during step \(TypeError"):
         simulator.step(noop_action())
     frame = simulator.reset(TASKS[1], seed=4).frame
@@ -344,7 +344,7 @@ def test_a_crash_mid_task_replaces_the_instance_and_the_next_task_starts_clean(m
     assert len(control.envs) == 2 and control.envs[0].is_closed(), "the crashed instance was closed, a new one built"
     assert _gone(old_engine) and _engine_pid(simulator) != old_engine
     assert daemon.poll() is None, "MineStudio's host-wide daemon is not ours to stop"
-    where = simulator._sim.fake.position()
+    where = simulator._sim.env.position()
     simulator.step(noop_action())
     simulator.close()
     assert (where, frame.tobytes()) == _fresh_start(minestudio_host, TASKS[1], 4, "hard")
@@ -357,7 +357,7 @@ def test_a_hung_step_times_out_stops_the_engine_by_pid_and_the_next_task_gets_a_
     simulator = _simulator(minestudio_host, step_timeout_s=0.3)
     simulator.reset(TASKS[0], seed=0)
     engine = _engine_pid(simulator)
-    simulator._sim.fake.hang_steps()
+    simulator._sim.env.hang_steps()
     with pytest.raises(SimulatorTimeout, match="step did not finish"):
         simulator.step(noop_action())
     assert simulator.fallback_counts() == {"timeout.step": 1}
@@ -444,7 +444,7 @@ def test_seeded_fast_lands_before_the_settling_frames_on_hard_and_fast_resets(mi
     try:
         for task in TASKS[:2]:
             simulator.reset(task, seed=3)
-            fake = simulator._sim.fake
+            fake = simulator._sim.env
             [teleported] = [
                 step
                 for step, command in zip(fake.command_steps, fake.commands, strict=True)

@@ -22,10 +22,9 @@ from mcu_arms.contracts.steps import StepProgress
 from mcu_arms.environment import Environment
 from mcu_arms.layout import RunDir, repoint_links
 from mcu_arms.procs import stop_process_group, verified_process
-from mcu_arms.supervise import readiness
 from mcu_arms.supervise.alerts import AlertMonitor
 from mcu_arms.supervise.progress import ArmProgress, StepSample, StepsTail
-from mcu_arms.supervise.readiness import listener_owner
+from mcu_arms.supervise.readiness import listens_in_tree
 from mcu_arms.supervise.runner import describe_exit
 
 # Ignores SIGTERM, starts a child that also ignores it, prints both pids, then waits forever.
@@ -232,40 +231,18 @@ def test_stop_kills_a_group_that_ignores_sigterm_with_its_child_and_spares_a_reu
                 process.kill()
 
 
-@pytest.mark.parametrize("through", ["sock_diag", "psutil"])
-def test_the_listener_check_knows_our_child_from_another_process(through: str, monkeypatch) -> None:
-    if through == "psutil":  # where sock_diag cannot be used
-        monkeypatch.setattr(readiness, "listening_inodes", lambda port: None)
+def test_the_listener_check_knows_a_process_tree_from_another_process() -> None:
     with socket.socket() as held:
         held.bind(("127.0.0.1", 0))
         held.listen()
         port = held.getsockname()[1]
         sleeper = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
         try:
-            me = psutil.Process()
-            ours, pid = listener_owner(port, me)
-            assert (ours, pid) in {(True, me.pid), (None, None)}
-            theirs, holder = listener_owner(port, psutil.Process(sleeper.pid))
-            assert (theirs, holder) in {(False, me.pid), (None, None)}
+            assert listens_in_tree(psutil.Process(), port)
+            assert not listens_in_tree(psutil.Process(sleeper.pid), port)
         finally:
             sleeper.stdin.close()
             sleeper.wait(timeout=10)
-
-
-@pytest.mark.parametrize(("family", "host"), [(socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")])
-def test_the_kernel_names_the_listening_socket_of_a_port(family: socket.AddressFamily, host: str) -> None:
-    with socket.socket(family) as held, socket.socket(family) as bound_only:
-        try:
-            held.bind((host, 0))
-        except OSError as error:
-            pytest.skip(f"no {host} here: {error}")
-        held.listen()
-        bound_only.bind((host, 0))
-        found = readiness.listening_inodes(held.getsockname()[1])
-        if found is None:
-            pytest.skip("sock_diag refused here: listener_owner reads the TCP tables instead")
-        assert found == {os.fstat(held.fileno()).st_ino}
-        assert readiness.listening_inodes(bound_only.getsockname()[1]) == set()
 
 
 def test_exit_codes_are_described_with_signal_names() -> None:
@@ -454,7 +431,6 @@ def test_fail_fast_stops_the_other_arms_when_one_fails_and_the_run_exits_1(tmp_p
 
 
 def test_a_failing_view_stops_the_arms_instead_of_leaving_them_running_unwatched(tmp_path: Path, monkeypatch) -> None:
-    import pytest
 
     from mcu_arms.supervise import runner
     from mcu_arms.supervise.live import PlainView

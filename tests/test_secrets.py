@@ -161,7 +161,7 @@ def test_canaries_never_reach_a_file_the_plan_the_terminal_or_an_argv(tmp_path: 
         try:
 
             def arm_started() -> bool:
-                children = psutil.Process(run.popen.pid).children(recursive=True)  # forked ones under the template
+                children = psutil.Process(run.popen.pid).children(recursive=True)
                 argv_seen.extend(" ".join(child.cmdline()) for child in children if _alive(child))
                 both = all(any(f"serve {role}" in argv for argv in argv_seen) for role in ("green", "purple"))
                 return both or run.popen.poll() is not None

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -40,10 +41,11 @@ from mcu_arms.arms.spec import (
     parse_arm,
     refuse_long_seed_lists,
 )
-from mcu_arms.contracts.errors import UserError, did_you_mean, parse_toml, toml_line, user_error
+from mcu_arms.contracts.errors import UserError, did_you_mean, user_error
 from mcu_arms.contracts.limits import MAX_EPISODES_PER_RUN, MAX_SEEDS_PER_ARM, MAX_VARIANTS, SEED_LIMIT
 from mcu_arms.contracts.settings import CampaignTag, Overrides, Settings, differing_settings
 from mcu_arms.contracts.text import bounded
+from mcu_arms.contracts.toml_text import parse_toml, toml_line
 
 SHOWN_VALUE_CHARS = 120
 CAMPAIGN_KEYS = (
@@ -132,7 +134,12 @@ def _validated(data: dict[str, Any], path: Path, text: str, prefix: str, model: 
         return model.model_validate(data)
     except ValidationError as error:
         raise user_error(
-            error, path=path, text=text, key_of=lambda key: f"{prefix}.{key}", describe=describe_error, every=True
+            error,
+            path=path,
+            line_of=partial(toml_line, text),
+            key_of=lambda key: f"{prefix}.{key}",
+            describe=describe_error,
+            every=True,
         ) from None
 
 

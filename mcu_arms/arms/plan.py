@@ -29,7 +29,7 @@ from mcu_arms.contracts.catalog import (
     FRAME_READING_AGENTS,
     capped_steps,
 )
-from mcu_arms.contracts.errors import UserError, toml_line, user_error
+from mcu_arms.contracts.errors import UserError, user_error
 from mcu_arms.contracts.limits import MAX_EPISODES_PER_RUN
 from mcu_arms.contracts.rubric import AUTO_EVAL_ENV
 from mcu_arms.contracts.settings import (
@@ -63,6 +63,7 @@ from mcu_arms.contracts.slurm import (
     parse_slurm_time,
 )
 from mcu_arms.contracts.tasks import TaskSpec, select_tasks
+from mcu_arms.contracts.toml_text import toml_line
 from mcu_arms.environment import Environment
 from mcu_arms.isolation.codex_home import default_auth, default_root, plan_codex_home, temporary_dir_reason
 from mcu_arms.layout import RunDir, check_directory, episode_name, log_links, next_episode

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -33,7 +33,7 @@ from mcu_arms.contracts.catalog import (
     ActionMode,
     ResetMode,
 )
-from mcu_arms.contracts.errors import Problem, UserError, did_you_mean, parse_toml, user_error
+from mcu_arms.contracts.errors import Problem, UserError, did_you_mean, user_error
 from mcu_arms.contracts.game_state import DEFAULT_OBSERVE, OBSERVE_MODES, wants_frame, wants_state
 from mcu_arms.contracts.limits import (
     MAX_ENV_ENTRY_BYTES,
@@ -70,6 +70,7 @@ from mcu_arms.contracts.slurm import (
     parse_sbatch_line,
     parse_slurm_time,
 )
+from mcu_arms.contracts.toml_text import parse_toml, toml_line
 from mcu_arms.contracts.wire import (
     DEFAULT_OBS_ENCODING,
     DEFAULT_OBS_SIZE,
@@ -683,7 +684,9 @@ def parse_arm(text: str, path: Path, data: dict[str, Any] | None = None) -> ArmS
     try:
         return ArmSpec.model_validate(data)
     except ValidationError as error:
-        raise user_error(error, path=path, text=text, describe=describe_error, every=True) from None
+        raise user_error(
+            error, path=path, line_of=partial(toml_line, text), describe=describe_error, every=True
+        ) from None
 
 
 def load_arm(path: Path) -> ArmSpec:

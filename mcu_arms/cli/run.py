@@ -81,12 +81,6 @@ def register(app: typer.Typer) -> None:
             120.0, "--ready-timeout", min=1.0, help="Seconds green and purple get to become ready."
         ),
         rerun: bool = typer.Option(False, "--rerun", help="Run arms whose latest run already finished."),
-        fork_server: bool = typer.Option(
-            True,
-            "--fork-server/--no-fork-server",
-            help="A run of several episodes here starts their processes by fork from one warm template, where a "
-            "fresh interpreter would be the same process (--no-fork-server: a fresh interpreter each).",
-        ),
         max_parallel: int | None = typer.Option(
             None, "--max-parallel", min=1, help="Episodes at once [the campaign's, else what this host can take]."
         ),
@@ -168,7 +162,6 @@ def register(app: typer.Typer) -> None:
                 ready_timeout,
                 max_parallel,
                 retries,
-                fork_server,
                 max_seeds or DEFAULT_MAX_SEEDS,
                 batch or DEFAULT_BATCH,
                 cast(PrimaryMetric, primary or DEFAULT_PRIMARY),  # checked against PRIMARY_METRICS above
@@ -194,7 +187,6 @@ def register(app: typer.Typer) -> None:
             or selection.max_parallel
             or (RunOptions().max_parallel if on_slurm else host_parallelism(plans)),
             retries=selection.retries if retries is None else retries,
-            fork_server=fork_server,
         )
         human = env.err_console if json_output else env.console
         outcome = run_arms(plans, env, options, human, detach=detach)
@@ -221,7 +213,6 @@ def _run_until_resolved(
     ready_timeout: float,
     max_parallel: int | None,
     retries: int | None,
-    fork_server: bool,
     max_seeds: int,
     batch: int,
     primary: PrimaryMetric,
@@ -246,7 +237,6 @@ def _run_until_resolved(
         or selection.max_parallel
         or (RunOptions().max_parallel if placement.executor == "slurm" else host_parallelism(plans)),
         retries=selection.retries if retries is None else retries,
-        fork_server=fork_server,
     )
 
     def plan_look(seeds: list[int], look: SequentialLook) -> list[ArmPlan]:

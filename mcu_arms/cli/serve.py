@@ -45,7 +45,7 @@ ExposeOption = Annotated[
 
 @serve_app.command("green")
 @reports_user_errors
-def serve_green(
+def green_command(
     ctx: typer.Context,
     host: HostOption = "127.0.0.1",
     port: PortOption = 9009,
@@ -108,7 +108,7 @@ def _with_purple_options(command: Callable[..., None]) -> Callable[..., None]:
 @serve_app.command("purple")
 @reports_user_errors
 @_with_purple_options
-def serve_purple(
+def purple_command(
     ctx: typer.Context,
     agent: Annotated[
         str, typer.Option("--agent", help=f"Agent kind: {', '.join(AGENT_KINDS)}, or one registered (mcu_arms.agents).")
@@ -127,10 +127,10 @@ def serve_purple(
     check_agent_kind(agent, key="--agent")
 
     with imports_without_gc():
-        from mcu_arms.purple.server import serve_purple as run_purple_server
+        from mcu_arms.purple.server import serve_purple
 
     skip_teardown()
-    run_purple_server(agent, options, host, port, card_url, expose=expose)
+    serve_purple(agent, options, host, port, card_url, expose=expose)
 
 
 def register(app: typer.Typer) -> None:

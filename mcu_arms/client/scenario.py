@@ -19,6 +19,7 @@ use them; ours names them as ignored), and the client warns about each, since a 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -30,12 +31,11 @@ from mcu_arms.contracts.errors import (
     Problem,
     UserError,
     did_you_mean,
-    parse_toml,
     plain_problem,
-    toml_line,
     user_error,
 )
 from mcu_arms.contracts.simulators import simulator_descriptor
+from mcu_arms.contracts.toml_text import parse_toml, toml_line
 from mcu_arms.contracts.wire import EvalConfig, EvalRequest
 
 TOP_LEVEL_TABLES = ("green_agent", "participants", "config")
@@ -203,7 +203,11 @@ def _load_config(table: dict[str, Any], *, path: Path, text: str) -> EvalConfig:
         config = EvalConfig.model_validate(table)
     except ValidationError as error:
         raise user_error(
-            error, path=path, text=text, key_of=lambda key: f"config.{key}", describe=_describe_config_error
+            error,
+            path=path,
+            line_of=partial(toml_line, text),
+            key_of=lambda key: f"config.{key}",
+            describe=_describe_config_error,
         ) from None
     if config.task_category not in CATEGORIES:
         raise UserError(

@@ -500,12 +500,6 @@ def serve(
     serve_app(app, host, port)
 
 
-def warm_up_simulator(name: str) -> None:
-    """The simulator `name`'s backend imported and warmed up (the fork server's call: every green it forks then
-    starts warm)."""
-    _warm_up_backend(simulator_descriptor(name, key="--warm-up"))
-
-
 def _warm_up_backend(descriptor: SimulatorDescriptor) -> None:
     backend: type[Simulator] = import_backend(descriptor)
     backend.warm_up()

@@ -206,13 +206,6 @@ def _tile_pairs() -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     return ordinary, player
 
 
-def warm_up() -> None:
-    """What every reader shares (tile candidates, the vignette, inventory drawings) built, and PIL's image plugins
-    loaded: the fork server's call, so that a purple it forks reads its first frame at once."""
-    _shared_reader_state()
-    Image.preinit()
-
-
 @lru_cache(maxsize=1)
 def _shared_reader_state() -> tuple[_Candidates, _Candidates, np.ndarray, np.ndarray, np.ndarray]:
     ordinary, player = _tile_pairs()

@@ -69,17 +69,6 @@ def _registered_factory(kind: str) -> PolicyFactory:
     return factory
 
 
-def warm_up_agent(kind: str) -> None:
-    """Import `kind`'s module and run its `warm_up()` where it has one (a module-level function taking nothing): the
-    fork server's call, so that a purple it forks starts warm. A registered kind is only loaded."""
-    if kind not in AGENT_KINDS:
-        _registered_factory(kind)
-        return
-    warm_up = getattr(_import_agent_module(kind), "warm_up", None)
-    if callable(warm_up):
-        warm_up()
-
-
 def policy_factory(kind: str) -> PolicyFactory:
     """Resolve a kind to a constructor, importing its module now so that a missing piece fails at server start."""
     if kind not in AGENT_KINDS:

@@ -24,7 +24,6 @@ from mcu_arms.contracts.agent_report import ScriptedEpisode, ScriptedReport, rep
 from mcu_arms.contracts.crafter_keymap import env_action_for
 from mcu_arms.contracts.wire import AckPayload, ActionPayload, InitPayload, ObservationPayload
 from mcu_arms.procs import log_line
-from mcu_arms.purple import crafter_vision
 from mcu_arms.purple.base import Policy
 from mcu_arms.purple.crafter_vision import (
     MATERIAL_CODE,
@@ -70,11 +69,6 @@ THIRST_LIMIT, HUNGER_LIMIT, FATIGUE_LIMIT = 4, 4, 3
 NIGHT_DAYLIGHT = 0.3  # darker than this, zombies crowd the grass: sleep early if at all tired
 LOST_MISMATCHES = 8  # this many disagreeing tiles and the position is re-searched
 REPORT_NAME = report_name("scripted")
-
-
-def warm_up() -> None:
-    """The agent's warm-up hook (purple/registry.warm_up_agent): the frame reader's shared state built."""
-    crafter_vision.warm_up()
 
 
 def _kind(obj_code: int) -> str:

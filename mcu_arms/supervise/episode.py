@@ -353,6 +353,8 @@ class _Stops:
         if who is not None:
             self._stop(f"stopped by {who}", "stopped")
         elif self.job is not None and signum == signal.SIGTERM:  # asking Slurm takes a moment: not in the handler
+            if self.runner is not None:
+                self.runner.term_received()
             job, elapsed = self.job, time.time() - self.job_started
             threading.Thread(
                 target=lambda: self._stop(*term_reading(job, elapsed, self.env)), name="sigterm", daemon=True

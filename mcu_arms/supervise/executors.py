@@ -21,7 +21,6 @@ from mcu_arms.environment import Environment
 from mcu_arms.layout import campaign_runs_dir, episode_name
 from mcu_arms.private_record import recorded_episodes, started_processes
 from mcu_arms.procs import live_processes
-from mcu_arms.supervise.forks import discard_early_template
 from mcu_arms.supervise.outcomes import ArmOutcome, RunOutcome
 from mcu_arms.supervise.reruns import rerun_decision
 from mcu_arms.supervise.runner import RunOptions, supervise_here
@@ -70,8 +69,6 @@ def run_arms(
             refuse_live_processes(to_run, env)
             if any(plan.executor == "slurm" for plan in to_run):
                 from mcu_arms.supervise.slurm import supervise_jobs
-
-                discard_early_template()
 
                 outcomes += supervise_jobs(to_run, env, options, out, signalled, wake, detach=detach)
             else:

@@ -1,9 +1,9 @@
 """Running arms side by side: each arm's lifecycle on its own thread, the view and the signals on the main one.
 
-One arm: report `started` -> green and purple in their own process groups -> both ready (card answers AND the
-listener is that child) -> client -> the green's evaluation.json -> report `finished`. The arm's thread alone
-reads what its children write (typed step records, typed events, the purple's typed report) and updates its
-progress; nothing is learned from a log line. Any child that dies early fails the arm at
+One arm: report `started` -> green and purple in their own process groups, each serving on a socket bound here and
+handed over -> both ready (the card answers on that socket) -> client -> the green's evaluation.json -> report
+`finished`. The arm's thread alone reads what its children write (typed step records, typed events, the purple's
+typed report) and updates its progress; nothing is learned from a log line. Any child that dies early fails the arm at
 once, naming it, with its exit code and the last lines of its log. Ctrl-C/SIGTERM, `mcu-arms stop` or --fail-fast
 stop this invocation's own children only and finalise the report as `interrupted`.
 
@@ -42,7 +42,7 @@ from mcu_arms.contracts.run_report import (
     summarise_evaluation,
     threshold_breaches,
 )
-from mcu_arms.contracts.settings import ArmPlan
+from mcu_arms.contracts.settings import ArmPlan, ProcessPlan
 from mcu_arms.contracts.started import StartedProcess, token_hash
 from mcu_arms.contracts.states import (
     SERVER_ROLES,
@@ -58,7 +58,7 @@ from mcu_arms.contracts.steps import JsonlTail
 from mcu_arms.contracts.text import MAX_LOG_LINE_CHARS, shown_text
 from mcu_arms.contracts.timestamps import iso_seconds, log_stamp
 from mcu_arms.environment import Environment
-from mcu_arms.forkserver import ForkServer
+from mcu_arms.isolation.listeners import claim_listener
 from mcu_arms.layout import (
     SPACE_RESERVE_BYTES,
     RunDir,
@@ -70,21 +70,26 @@ from mcu_arms.private_record import forget_started, record_started
 from mcu_arms.procs import DEFAULT_STOP_GRACE_S, PRIVATE_UMASK, AdoptedOrphans, Child, StopOutcome
 from mcu_arms.supervise.alerts import AlertMonitor
 from mcu_arms.supervise.evidence import ChildWatch, culprit
-from mcu_arms.supervise.forks import warm_template
 from mcu_arms.supervise.live import REFRESH_PER_SECOND, View, make_view
 from mcu_arms.supervise.outcomes import ArmOutcome, outcome_of, retryable
 from mcu_arms.supervise.progress import ArmProgress, StepsTail
 from mcu_arms.supervise.provenance import collect_provenance
-from mcu_arms.supervise.readiness import card_answers, listener_owner
+from mcu_arms.supervise.readiness import card_answers
 
 POLL_S = 0.5
-# Readiness is checked at once, then every READY_POLL_FAST_S for the first READY_FAST_FOR_S (a forked server is ready
-# in tens of milliseconds, a fresh interpreter in under a second; a check that finds nothing listening costs a refused
-# connection), then every READY_POLL_S (a server loading a model).
+# Readiness is checked at once, then every READY_POLL_FAST_S for the first READY_FAST_FOR_S, then every READY_POLL_S
+# (a server loading a model). The socket listens from before the server starts, so a check waits in its backlog
+# (up to card_answers' timeout) and is answered as soon as the server accepts.
 READY_POLL_FAST_S = 0.01
 READY_FAST_FOR_S = 3.0
 READY_POLL_S = 0.2
 ADOPTED_POLL_S = 5.0
+# In a Slurm job, Slurm's SIGTERM (scancel, the time limit) reaches the children and this supervisor alike, and a
+# child's end may be seen first: a failure there waits TERM_ARRIVES_S for this supervisor's own TERM, then up to
+# TERM_READ_S for its reading (supervise/episode.term_reading asks Slurm), so that the episode ends as the signal
+# says, every time.
+TERM_ARRIVES_S = 1.0
+TERM_READ_S = 10.0
 DEFAULT_READY_TIMEOUT_S = 120.0
 
 
@@ -96,10 +101,6 @@ class RunOptions(BaseModel):
     rerun: bool = False
     stop_grace_s: float = DEFAULT_STOP_GRACE_S
     progress_interval_s: float = 30.0
-    # A run forks its episodes' processes from a warm template, where a fresh interpreter would be the same process
-    # (forkserver.py, supervise/forks.py); a single episode only from the template `mcu-arms run` started before its
-    # own imports (one started later would only put its imports before the episode's).
-    fork_server: bool = True
 
 
 class _Stopped(Exception):
@@ -179,11 +180,9 @@ class ArmRunner:
         supervisor: ProcessRecord,
         *,
         attempt: int = 1,
-        forks: ForkServer | None = None,
     ) -> None:
         self.plan = plan
         self.attempt = attempt
-        self.forks = forks
         self.label = plan.label
         self.env = env
         self.options = options
@@ -201,6 +200,7 @@ class ArmRunner:
         self.evaluation: EvaluationResult | None = None
         self._alerts_saved = 0  # alerts already in result.json
         self._stop = threading.Event()
+        self._term = threading.Event()  # a SIGTERM reached this supervisor: its reading follows (request_stop)
         self._wake = threading.Event()  # a stop request or the client's exit: the arm's thread looks at once
         self._stop_reason = ""
         self._stop_kind: FailureKind = "stopped"
@@ -268,6 +268,16 @@ class ArmRunner:
             self._stop.set()
             self._wake.set()
 
+    def term_received(self) -> None:
+        """A SIGTERM reached the supervisor; the stop it means follows once it is read (request_stop)."""
+        self._term.set()
+
+    def _outside_term(self) -> bool:
+        """In a Slurm job, whether a failure came with a SIGTERM from outside: a stop, read from who signalled whom."""
+        if self.report.slurm is not None and not self._stop.is_set() and self._term.wait(TERM_ARRIVES_S):
+            self._stop.wait(TERM_READ_S)
+        return self._stop.is_set()
+
     def _check_stop(self) -> None:
         who = None if self._stop.is_set() else self.run_dir.stop_requested_by()
         if who is not None:
@@ -296,7 +306,7 @@ class ArmRunner:
             status, failure = self._stopped(str(stopped))
         except _ArmFailed as failed:
             status, failure = "failed", self._blamed(failed.failure)
-            if self._stop.is_set():  # a child that died once the stop was asked for (Slurm signals every process)
+            if self._outside_term():  # a child that died of the stop (Slurm signals every process of the job)
                 status, failure = self._stopped(f"{self._stop_reason} ({failed.failure.reason})")
         except Exception as error:  # a supervisor bug still ends the arm cleanly, reported, children stopped
             status = "failed"
@@ -330,15 +340,14 @@ class ArmRunner:
             process=None, kind="stopped", reason=reason, stopped_by=self.run_dir.stop_requested_by() or self._stopped_by
         )
 
-    def _start(self, role: ProcessRole) -> Child:
+    def _start(self, role: ProcessRole, plan: ProcessPlan | None = None) -> Child:
         child = Child(
-            self.plan.process(role),
+            plan or self.plan.process(role),
             self.env.env,
             secret_env=self.access.environment_for(role),
             secrets=self.secrets,
             contain=True,
             umask=PRIVATE_UMASK if role == "purple" else None,
-            forks=self.forks,
         )
         try:
             child.start()
@@ -356,7 +365,7 @@ class ArmRunner:
             cgroup=str(child.cgroup.path) if child.cgroup is not None else None,
         )
         self._save()
-        self._event(f"{role} started, pid {child.pid}, {child.started_how}")
+        self._event(f"{role} started, pid {child.pid}")
         return child
 
     def _record_started(self, process: ProcessRecord, child: Child | None) -> None:
@@ -391,7 +400,22 @@ class ArmRunner:
         self._state("starting")
         for role in SERVER_ROLES:
             self._check_stop()
+            self._start_server(role)
+
+    def _start_server(self, role: ProcessRole) -> None:
+        """The server started on a socket bound here and handed over (the port check and the bind are one act): it
+        alone holds the socket then, so whatever answers on the port is this server. A socket the episode's job
+        bound on its node (supervise/episode.py) is handed over as it is."""
+        plan = self.plan.process(role)
+        if plan.listen_fd is not None:
             self._start(role)
+            return
+        try:
+            sock = claim_listener(self.plan.host, plan.port, reserved=set())
+        except UserError as error:
+            raise _ArmFailed(Failure(process=None, reason=f"{role}: {error.render()}")) from None
+        with sock:
+            self._start(role, plan.model_copy(update={"listen_fd": sock.fileno()}))
 
     def _died(self, child: Child, when: str) -> _ArmFailed:
         code = child.poll()
@@ -406,27 +430,23 @@ class ArmRunner:
         )
 
     def _wait_ready(self) -> None:
-        """Both servers ready: the card answers and the port's listener is that child or its descendant."""
+        """Both servers ready: each one's card answers on the socket handed to it."""
         began = time.monotonic()
         deadline = began + self.options.ready_timeout_s
         pending = {role: self.children[role] for role in SERVER_ROLES}
-        waiting_on: dict[str, str] = {}
         while pending:
             self._check_stop()
             for role, child in list(pending.items()):
                 if child.poll() is not None:
                     raise self._died(child, "during start-up")
-                verdict = self._readiness(child)
-                if verdict is True:
+                if card_answers(child.plan.url or ""):
                     del pending[role]
                     self._event(f"{role} ready on {child.plan.url}")
-                elif verdict:
-                    waiting_on[role] = verdict
             if not pending:
                 break
             if time.monotonic() > deadline:
                 role, child = next(iter(pending.items()))
-                detail = waiting_on.get(role, f"its agent card at {child.plan.url} never answered")
+                detail = f"its agent card at {child.plan.url} never answered"
                 raise _ArmFailed(
                     Failure(
                         process=role,
@@ -439,25 +459,6 @@ class ArmRunner:
         self.report.ready_at = iso_seconds(self.env.clock())
         self._state("ready")
         self._save()
-
-    def _readiness(self, child: Child) -> bool | str | None:
-        """True when ready; a string saying what is wrong; None while the card does not answer yet."""
-        if not card_answers(child.plan.url or ""):
-            return None
-        process = child.process()
-        if process is None:
-            return None  # it just exited: poll() reports it on the next round
-        ours, pid = listener_owner(child.plan.port or 0, process)
-        if ours is None:
-            self._record_alert(
-                f"{child.role}: the OS does not say who listens on port {child.plan.port}; readiness judged by "
-                "the agent card alone"
-            )
-            return True
-        if ours:
-            return True
-        holder = f"pid {pid}" if pid else "an unseen process"
-        return f"port {child.plan.port} answers, but its listener is {holder}, not this arm's {child.role}"
 
     def _run_client(self) -> None:
         self._check_stop()
@@ -772,7 +773,7 @@ def supervise_here(
                 pending.append((plan, attempt))
                 continue
             prepared = prepare_arm(plan, env)[0]
-            runner = ArmRunner(prepared, env, options, view, supervisor, attempt=attempt, forks=forks)
+            runner = ArmRunner(prepared, env, options, view, supervisor, attempt=attempt)
             thread = threading.Thread(target=run_one, args=(runner,), name=f"arm-{runner.label}", daemon=True)
             running[thread] = runner
             started.append(runner)
@@ -783,7 +784,6 @@ def supervise_here(
     outcomes: list[ArmOutcome] = []
     started: list[ArmRunner] = []
     began = time.monotonic()
-    forks = warm_template(plans, env, view) if options.fork_server else None
     adopted = AdoptedOrphans(enabled=containment_support().cgroup is None)
     next_adoption_poll = time.monotonic() + ADOPTED_POLL_S
     try:
@@ -832,8 +832,6 @@ def supervise_here(
     finally:
         for thread in list(running):
             thread.join()
-        if forks is not None:
-            forks.close()
         _stop_adopted(adopted, started, options.stop_grace_s)
         view.close(progresses)
     return outcomes

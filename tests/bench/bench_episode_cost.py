@@ -5,12 +5,11 @@ its step records). Target: fixed <= 1.5 s on a quiet 2-core machine. Then a camp
 at --max-parallel 2: its wall against (the sum of its episodes' step time / 2). Target: <= 1.5x.
 
     python tests/bench/bench_episode_cost.py [--steps 10 100 1000] [--repeats 3] [--seeds 20] [--no-campaign]
-        [--no-fork-server]  (every child a fresh interpreter, as before the fork server)
 
 Phases, each from the run's own records (ISO stamps of logs/mcu-arms.log and logs/green.log, `t` of the step
 records; the command's start and end from this script):
   start-up   the command starts -> `state starting` (imports, plan, episode prepared)
-  servers    `state starting` -> `state ready` (green and purple started, both ready: card and listener)
+  servers    `state starting` -> `state ready` (green and purple started, both cards answer)
   client     `state ready` -> the green's `Starting MCU evaluation` (client started, first message)
   reset      -> the first step record (the simulator's reset, the purple's first answer)
   steps      first -> last step record (the per-step part)
@@ -109,16 +108,13 @@ def _env(scratch: Path) -> dict[str, str]:
     return {**os.environ, "MCU_ARMS_STATE_DIR": str(scratch / "state"), "COLUMNS": "200"}
 
 
-RUN_FLAGS: list[str] = []  # passed to every `mcu-arms run` (--no-fork-server)
-
-
 def one_episode(scratch: Path, steps: int, index: int) -> tuple[float, dict[str, float | None]]:
     project = scratch / f"episode-{steps}-{index}"
     (project / "arms").mkdir(parents=True)
     (project / "arms" / "cost.toml").write_text(_demo_arm(steps))
     began = time.time()
     done = subprocess.run(
-        [sys.executable, "-m", "mcu_arms", "run", "--arm", "cost", *RUN_FLAGS],
+        [sys.executable, "-m", "mcu_arms", "run", "--arm", "cost"],
         cwd=project,
         env=_env(scratch),
         capture_output=True,
@@ -152,7 +148,7 @@ def campaign(scratch: Path, seeds: int, steps: int) -> None:
     )
     began = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "mcu_arms", "run", "campaigns/cost.toml", "--max-parallel", str(PARALLEL), *RUN_FLAGS],
+        [sys.executable, "-m", "mcu_arms", "run", "campaigns/cost.toml", "--max-parallel", str(PARALLEL)],
         cwd=project,
         env=_env(scratch),
         capture_output=True,
@@ -187,14 +183,11 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=20, help="campaign seeds per arm")
     parser.add_argument("--campaign-steps", type=int, default=30)
     parser.add_argument("--no-campaign", action="store_true")
-    parser.add_argument("--no-fork-server", action="store_true", help="every child a fresh interpreter")
     args = parser.parse_args()
-    if args.no_fork_server:
-        RUN_FLAGS.append("--no-fork-server")
     # Start-up is imports: measured with the bytecode an installed tree has after its first run, even where
     # PYTHONDONTWRITEBYTECODE kept it from being written (then every run would compile what changed since).
     compileall.compile_dir(ROOT / "mcu_arms", quiet=1)
-    print(f"load before: {os.getloadavg()[0]:.2f} (1 min), cpus {os.cpu_count()}, run flags {RUN_FLAGS or 'none'}")
+    print(f"load before: {os.getloadavg()[0]:.2f} (1 min), cpus {os.cpu_count()}")
     with tempfile.TemporaryDirectory() as tmp:
         scratch = Path(tmp)
         walls: list[tuple[int, float]] = []

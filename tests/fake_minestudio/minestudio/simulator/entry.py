@@ -100,11 +100,6 @@ class MinecraftSim:
         self.env.seed(seed)
         self.already_reset = False
 
-    @property
-    def fake(self) -> FakeEnv:
-        """Test handle (not in the real API): crash(), finish_episode(), hang_steps(), position(), commands..."""
-        return self.env
-
     def agent_action_to_env_action(self, action: dict[str, Any]) -> dict[str, Any]:
         """A (batched) compact action as the env action 1.1.6 makes of it: the buttons of its combination; the camera
         by its index when the combination has the camera meta action on (inventory alone always has it)."""
