@@ -1,4 +1,5 @@
-"""Listening sockets bound before a server starts, and handed to it (procs.Child passes the descriptor on).
+"""Listening sockets bound before a server starts, and handed to it (procs.Child passes the descriptor on): the port
+check and the bind are one act, and the server serves on exactly the socket it was given.
 
 Where an episode lands on a node it did not plan on (Slurm), its ports are picked there: the kernel gives a free port
 to a bind on port 0, and the socket is held, listening, from that moment until the server serves on it, so no
@@ -12,6 +13,7 @@ import socket
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 
+from mcu_arms.contracts.addresses import bind_address, socket_family
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.isolation.ports import PortRegistry, busy_reason
 
@@ -20,11 +22,12 @@ BACKLOG = 128
 
 
 def _listening(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    """Named TCP (asyncio sets TCP_NODELAY only on IPPROTO_TCP sockets: every small reply would wait ~40 ms for a
+    delayed ACK), with SO_REUSEADDR (a TIME_WAIT leftover is no holder)."""
+    sock = socket.socket(socket_family(host), socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the servers bind: TIME_WAIT is no holder
-        sock.bind((host, port))
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((bind_address(host), port))
         sock.listen(BACKLOG)
     except OSError:
         sock.close()
