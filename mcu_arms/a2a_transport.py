@@ -51,7 +51,7 @@ from mcu_arms.contracts.addresses import bind_address, http_url, is_loopback, pa
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.limits import MAX_MESSAGE_BYTES
 from mcu_arms.contracts.wire import AGENT_CARD_PATH
-from mcu_arms.procs import LISTEN_FD_ENV, log_line
+from mcu_arms.process.procs import LISTEN_FD_ENV, log_line
 
 PROTOCOL_VERSION = "1.0"
 LEGACY_PROTOCOL_VERSION = "0.3"

@@ -23,7 +23,6 @@ import psutil
 from pydantic import BaseModel
 
 from mcu_arms.arms.spec import ArmSpec, CodexSpec
-from mcu_arms.containment import containment_support
 from mcu_arms.contracts.catalog import CODEX_AGENTS
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.preflight import CheckStatus, HostCheck
@@ -32,6 +31,7 @@ from mcu_arms.contracts.settings import ArmPlan, PurpleOptions
 from mcu_arms.contracts.simulators import GB, simulator_descriptor
 from mcu_arms.isolation.codex_home import default_auth, default_root, temporary_dir_reason
 from mcu_arms.isolation.host import network_filesystem_reason, shared_filesystem
+from mcu_arms.process.containment import containment_support
 
 Status = CheckStatus
 

@@ -91,7 +91,7 @@ signal.signal(signal.SIGINT, _interrupt)
 _previous_unraisable_hook = sys.unraisablehook
 sys.unraisablehook = _swallowed
 
-from mcu_arms import process_exit  # noqa: E402  (after the handler: nothing may come before it)
+from mcu_arms.process import process_exit  # noqa: E402  (after the handler: nothing may come before it)
 
 process_exit.install()
 
@@ -121,7 +121,7 @@ def _main() -> None:
     signal.signal(signal.SIGINT, _interrupt)
     _inside_main = True
     try:
-        from mcu_arms.collector import imports_without_gc
+        from mcu_arms.process.collector import imports_without_gc
 
         with imports_without_gc():
             from mcu_arms.cli import app

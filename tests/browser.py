@@ -35,7 +35,7 @@ from urllib.parse import urlsplit
 
 import psutil
 
-from mcu_arms.procs import stop_process_group
+from mcu_arms.process.procs import stop_process_group
 
 CHROMIUM = os.environ.get("MCU_CHROMIUM", "/usr/bin/chromium")
 

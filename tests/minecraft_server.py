@@ -28,7 +28,7 @@ from server_procs import free_port
 from mcu_arms.contracts.mineflayer import cache_root
 from mcu_arms.green.sims.base import SimulatorUnavailable
 from mcu_arms.green.sims.mineflayer.runtime import INSTALLED_MARK, Runtime, ensure_runtime, run_npm
-from mcu_arms.procs import stop_process_group
+from mcu_arms.process.procs import stop_process_group
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "minecraft_server"
 FIXTURE_FILES = ("package.json", "package-lock.json")

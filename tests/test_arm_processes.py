@@ -19,7 +19,7 @@ import pytest
 from run_helpers import Started, alive, cli_env, report, run_cli, running_with_steps, wait_for, write_arm
 from server_procs import free_port
 
-from mcu_arms.containment import containment_support
+from mcu_arms.process.containment import containment_support
 
 pytestmark = pytest.mark.slow
 
@@ -265,7 +265,7 @@ def _kill(processes: list[psutil.Process]) -> None:
 SUBREAPER = """
 import json, os, subprocess, sys, time
 import psutil
-from mcu_arms.procs import AdoptedOrphans
+from mcu_arms.process.procs import AdoptedOrphans
 
 adopted = AdoptedOrphans(enabled=True)
 assert adopted.enabled, "PR_SET_CHILD_SUBREAPER refused"
@@ -302,7 +302,7 @@ def test_without_cgroups_the_run_adopts_what_its_arms_left_behind_and_stops_only
 def test_only_a_cgroup_made_here_that_still_carries_its_marker_is_taken():
     """A record can only name a cgroup by its path and the marker written into it at creation: another cgroup (the
     root, a user slice, another arm's cgroup of the right shape) is never taken for it."""
-    from mcu_arms.containment import Cgroup, create_cgroup
+    from mcu_arms.process.containment import Cgroup, create_cgroup
 
     mine, theirs = create_cgroup("green"), create_cgroup("green")
     try:
@@ -321,7 +321,7 @@ def test_an_empty_left_over_cgroup_is_removed_and_one_with_a_process_is_kept():
     the next one made removes them once they are old. One that still holds a process stays."""
     import time
 
-    from mcu_arms.containment import EMPTY_CGROUP_AGE_S, create_cgroup
+    from mcu_arms.process.containment import EMPTY_CGROUP_AGE_S, create_cgroup
 
     empty, holding = create_cgroup("client"), create_cgroup("green")
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from cli_support import invoke
 
-from mcu_arms.collector import imports_without_gc, without_cyclic_gc
+from mcu_arms.process.collector import imports_without_gc, without_cyclic_gc
 
 
 @pytest.fixture(autouse=True)

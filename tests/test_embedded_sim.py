@@ -15,9 +15,9 @@ from mcu_arms.contracts.crafter_keymap import CRAFT_RECIPES, MOVE_KEYS, PLACE_AC
 from mcu_arms.contracts.simulators import task_support
 from mcu_arms.contracts.tasks import RewardEntry, TaskSpec
 from mcu_arms.contracts.wire import BUTTON_KEYS, noop_action
-from mcu_arms.green.sims.crafter_actions import ActionAdapter
-from mcu_arms.green.sims.crafter_world import HOSTILE_SAFETY_RADIUS
-from mcu_arms.green.sims.embedded import EmbeddedSimulator
+from mcu_arms.green.sims.crafter.actions import ActionAdapter
+from mcu_arms.green.sims.crafter.embedded import EmbeddedSimulator
+from mcu_arms.green.sims.crafter.world import HOSTILE_SAFETY_RADIUS
 
 
 def press(*keys: str, camera: tuple[float, float] = (0.0, 0.0)) -> dict:
@@ -301,7 +301,7 @@ def test_embedded_category_without_any_analogue_is_not_runnable():
 TRAJECTORY_SCRIPT = """
 import hashlib, json, random, sys
 from mcu_arms.contracts.crafter_keymap import env_action_for
-from mcu_arms.green.sims.embedded import EmbeddedSimulator
+from mcu_arms.green.sims.crafter.embedded import EmbeddedSimulator
 from mcu_arms.contracts.tasks import TaskSpec
 steps, layout_noise = int(sys.argv[1]), int(sys.argv[2])
 if sys.argv[3:] == ["warm"]:
@@ -376,7 +376,7 @@ def test_our_world_generation_is_crafter_s_draw_for_draw(seeds):
     """Every material, every creature in its order, and the RNG left for the episode, as crafter's own generator."""
     from crafter import worldgen
 
-    from mcu_arms.green.sims.crafter_worldgen import generate_world
+    from mcu_arms.green.sims.crafter.worldgen import generate_world
 
     for seed in seeds:
         ours, crafters = _generated_world(seed, generate_world), _generated_world(seed, worldgen.generate_world)
@@ -390,7 +390,7 @@ def test_grid_noise_is_opensimplex_s_to_the_last_bit(seed):
     boundaries between the source's regions and cases."""
     import opensimplex
 
-    from mcu_arms.green.sims.simplex_grid import SimplexGrid
+    from mcu_arms.green.sims.crafter.simplex_grid import SimplexGrid
 
     rng = np.random.default_rng(seed)
     scattered = rng.uniform(-300, 300, (3, 2000))
@@ -406,7 +406,7 @@ def test_a_world_is_made_without_opensimplex_s_per_call_noise(monkeypatch):
     numba costs ~0.45 s of every process that makes a world)."""
     import opensimplex
 
-    from mcu_arms.green.sims.crafter_world import ReproducibleCrafterEnv
+    from mcu_arms.green.sims.crafter.world import ReproducibleCrafterEnv
 
     def per_call(*args, **kwargs):
         raise AssertionError("opensimplex was called per point")
@@ -421,7 +421,7 @@ def test_a_process_reads_crafter_s_textures_once(monkeypatch):
     """Every green builds a world, and the fork server built one before it: the textures come from that first read."""
     from crafter import engine
 
-    from mcu_arms.green.sims.crafter_world import PillowPng, ReproducibleCrafterEnv
+    from mcu_arms.green.sims.crafter.world import PillowPng, ReproducibleCrafterEnv
 
     first = ReproducibleCrafterEnv()
 
@@ -442,7 +442,7 @@ def test_textures_decoded_by_pillow_are_imageio_s_arrays():
     import imageio.v2 as imageio  # what crafter calls as imageio.imread
     from crafter import constants
 
-    from mcu_arms.green.sims.crafter_world import PillowPng
+    from mcu_arms.green.sims.crafter.world import PillowPng
 
     assets = sorted((constants.root / "assets").glob("*.png"))
     assert len(assets) > 40

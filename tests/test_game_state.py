@@ -19,7 +19,7 @@ from mcu_arms.contracts.crafter_keymap import env_action_for
 from mcu_arms.contracts.crafter_view import PLAYER_CELL, VIEW_COLUMNS, VIEW_ROWS, visible_tiles
 from mcu_arms.contracts.game_state import GameState
 from mcu_arms.contracts.tasks import TaskSpec
-from mcu_arms.green.sims.embedded import EmbeddedSimulator
+from mcu_arms.green.sims.crafter.embedded import EmbeddedSimulator
 from mcu_arms.purple.crafter_vision import MATERIALS, OBJECTS, FrameReader
 
 TASK = TaskSpec(name="state", category="crafting", text="state")

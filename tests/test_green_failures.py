@@ -15,7 +15,7 @@ from server_procs import running_app
 from test_green_server import evaluate, request_for
 
 import mcu_arms.green.server as green_server
-from mcu_arms.green.sims.embedded import EmbeddedSimulator
+from mcu_arms.green.sims.crafter.embedded import EmbeddedSimulator
 
 pytestmark = pytest.mark.slow
 

@@ -72,9 +72,9 @@ def test_contracts_import_nothing_else_of_mcu_arms() -> None:
 @pytest.mark.parametrize(
     "floor",
     [
-        "mcu_arms.procs",
-        "mcu_arms.child_env",
-        "mcu_arms.containment",
+        "mcu_arms.process.procs",
+        "mcu_arms.process.child_env",
+        "mcu_arms.process.containment",
         "mcu_arms.layout",
         "mcu_arms.atomic",
         "mcu_arms.environment",
@@ -83,8 +83,8 @@ def test_contracts_import_nothing_else_of_mcu_arms() -> None:
 def test_the_process_layer_and_the_layout_stand_on_the_contracts_only(floor: str) -> None:
     """Floor 2 stands on the contracts; within it, procs alone uses its containment (cgroups, subreaper) and what
     every child starts with (child_env), which import nothing of it back; everything may write through `atomic`."""
-    below_procs = ("mcu_arms.containment", "mcu_arms.child_env")
-    allowed = ("mcu_arms.contracts", "mcu_arms.atomic", *(below_procs if floor == "mcu_arms.procs" else ()))
+    below_procs = ("mcu_arms.process.containment", "mcu_arms.process.child_env")
+    allowed = ("mcu_arms.contracts", "mcu_arms.atomic", *(below_procs if floor == "mcu_arms.process.procs" else ()))
     assert [target for target in GRAPH[floor] if not any(_under(target, a) for a in allowed)] == []
 
 
@@ -92,8 +92,8 @@ def test_the_private_record_stands_on_the_contracts_and_the_layout_only() -> Non
     """The record of what we started (private_record.py) sits on floor 2 beside the process layer: stop, status,
     the runner and run-episode read it; it reads nothing above the layout, and nothing it keeps comes from output/."""
     allowed = ("mcu_arms.contracts", "mcu_arms.atomic", "mcu_arms.layout")
-    assert "mcu_arms.private_record" in GRAPH
-    assert [t for t in GRAPH["mcu_arms.private_record"] if not any(_under(t, a) for a in allowed)] == []
+    assert "mcu_arms.process.private_record" in GRAPH
+    assert [t for t in GRAPH["mcu_arms.process.private_record"] if not any(_under(t, a) for a in allowed)] == []
 
 
 @pytest.mark.parametrize("part", ["mcu_arms.green", "mcu_arms.purple", "mcu_arms.client"])
@@ -229,9 +229,9 @@ def test_the_statistical_methods_load_no_heavy_stack_on_import() -> None:
 
 def test_the_sequential_run_is_driven_by_the_run_command_only() -> None:
     """until_resolved sits above supervise and report (it runs looks and tests them): only `run` uses it."""
-    users = {module for module, targets in GRAPH.items() if "mcu_arms.until_resolved" in targets}
+    users = {module for module, targets in GRAPH.items() if "mcu_arms.supervise.until_resolved" in targets}
     assert users == {"mcu_arms.cli.run"}
-    assert _violations("mcu_arms.until_resolved", ("mcu_arms.cli",)) == []
+    assert _violations("mcu_arms.supervise.until_resolved", ("mcu_arms.cli",)) == []
 
 
 def test_the_results_browser_reads_results_and_runs_nothing() -> None:
@@ -244,7 +244,7 @@ def test_the_results_browser_reads_results_and_runs_nothing() -> None:
         "mcu_arms.client",
         "mcu_arms.a2a_transport",
         "mcu_arms.a2a_client",
-        "mcu_arms.procs",
+        "mcu_arms.process.procs",
     )
     assert _violations("mcu_arms.view", runners) == []
     users = {module for module, targets in GRAPH.items() if any(_under(target, "mcu_arms.view") for target in targets)}
@@ -437,7 +437,7 @@ def _simulator_literals(path: Path, names: frozenset[str]) -> list[str]:
 
 def _own_package(path: Path, names: frozenset[str]) -> bool:
     """The contracts (the descriptors, and the vocabularies they use) and a simulator's own modules: a folder or a
-    module named after it (green/sims/mineflayer/, green/sims/embedded.py, acceptance/minestudio.py)."""
+    module named after it (green/sims/mineflayer/, green/sims/crafter/, acceptance/minestudio.py)."""
     relative = path.relative_to(PACKAGE)
     return relative.parts[0] == "contracts" or bool({*relative.parts[:-1], path.stem} & names)
 
@@ -505,7 +505,7 @@ def test_ctypes_only_for_the_libc_call_python_lacks() -> None:
         if (isinstance(node, ast.Import) and any(alias.name.split(".")[0] == "ctypes" for alias in node.names))
         or (isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "ctypes")
     )
-    assert users == ["mcu_arms.containment"]
+    assert users == ["mcu_arms.process.containment"]
 
 
 def _declared_distributions() -> set[str]:

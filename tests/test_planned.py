@@ -31,7 +31,7 @@ from mcu_arms.contracts.settings import PurpleOptions
 from mcu_arms.contracts.tasks import TASKS_ROOT, TaskSpec, load_task
 from mcu_arms.contracts.trajectory import TRAJECTORY_FILE, TrajectoryRecord, read_trajectory
 from mcu_arms.contracts.wire import InitPayload, ObservationPayload
-from mcu_arms.green.sims.embedded import EmbeddedSimulator
+from mcu_arms.green.sims.crafter.embedded import EmbeddedSimulator
 from mcu_arms.purple.planned.agent import PlannedPolicy
 from mcu_arms.purple.planned.models import ChatModel
 from mcu_arms.purple.planned.planner import PlanRejected, PlanTracker, parse_plan

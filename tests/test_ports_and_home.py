@@ -375,7 +375,7 @@ def test_sqlite_paths_on_a_network_filesystem_are_refused(fstype, refused, tmp_p
 
 def test_doctor_says_whether_every_process_of_an_arm_can_be_found(tmp_path, env, monkeypatch):
     import mcu_arms.doctor as doctor
-    from mcu_arms.containment import ContainmentSupport, containment_support
+    from mcu_arms.process.containment import ContainmentSupport, containment_support
 
     (tmp_path / "arms").mkdir()
     (tmp_path / "arms" / "a.toml").write_text(ARM.format(green=9500))

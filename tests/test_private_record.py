@@ -27,8 +27,8 @@ from mcu_arms.contracts.settings import Overrides
 from mcu_arms.contracts.started import EPISODE_PLANS_ENV, EPISODE_TOKENS_ENV, StartedProcess, token_hash
 from mcu_arms.environment import Environment
 from mcu_arms.layout import RunDir
-from mcu_arms.private_record import episode_record, forget_started, record_started, recorded_episodes
-from mcu_arms.procs import OWNER_TOKEN_ENV, signal_refused
+from mcu_arms.process.private_record import episode_record, forget_started, record_started, recorded_episodes
+from mcu_arms.process.procs import OWNER_TOKEN_ENV, signal_refused
 from mcu_arms.supervise.runner import new_report
 from mcu_arms.supervise.slurm import episode_tokens
 
@@ -213,7 +213,7 @@ import json, os, signal, subprocess, sys
 from pathlib import Path
 import psutil
 from mcu_arms.contracts.started import StartedProcess, token_hash
-from mcu_arms.private_record import record_started
+from mcu_arms.process.private_record import record_started
 from mcu_arms.contracts.run_report import read_report
 
 assert os.getpid() == 1, "not the first process of its own PID namespace"

@@ -15,7 +15,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "mcu_arms"
 PROBE = """
 import atexit, os, sys
 sys.argv = ["mcu-arms", "no-such-command"]
-from mcu_arms import entry, process_exit
+from mcu_arms import entry
+from mcu_arms.process import process_exit
 atexit.register(lambda: print("atexit ran"))
 if {armed}:
     process_exit.skip_teardown()
@@ -49,7 +50,7 @@ def test_the_episodes_processes_skip_the_teardown_and_the_module_stands_alone() 
             if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "skip_teardown"
         ]
         assert calls, module
-    tree = ast.parse((PACKAGE / "process_exit.py").read_text(encoding="utf-8"))
+    tree = ast.parse((PACKAGE / "process" / "process_exit.py").read_text(encoding="utf-8"))
     imported = [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names]
     imported += [node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
     assert not [name for name in imported if name.startswith("mcu_arms")]
@@ -60,7 +61,7 @@ def test_a_command_run_in_process_never_ends_its_host_process() -> None:
     process (pytest) ends as it would have, with its own status."""
     code = (
         "import atexit, sys\n"
-        "from mcu_arms import entry, process_exit\n"
+        "from mcu_arms import entry\nfrom mcu_arms.process import process_exit\n"
         "process_exit.skip_teardown()\n"
         "atexit.register(lambda: print('atexit ran'))\n"
         "sys.exit(5)\n"

@@ -21,7 +21,7 @@ from mcu_arms.contracts.settings import Overrides
 from mcu_arms.contracts.steps import StepProgress
 from mcu_arms.environment import Environment
 from mcu_arms.layout import RunDir, repoint_links
-from mcu_arms.procs import stop_process_group, verified_process
+from mcu_arms.process.procs import stop_process_group, verified_process
 from mcu_arms.supervise.alerts import AlertMonitor
 from mcu_arms.supervise.progress import ArmProgress, StepSample, StepsTail
 from mcu_arms.supervise.readiness import listens_in_tree
@@ -499,7 +499,7 @@ def test_children_stopped_at_once_each_get_their_sigterm_before_any_has_finished
     from run_helpers import wait_for
 
     from mcu_arms.contracts.settings import ProcessPlan
-    from mcu_arms.procs import Child
+    from mcu_arms.process.procs import Child
     from mcu_arms.supervise.runner import stopped_at_once
 
     journal = tmp_path / "journal"

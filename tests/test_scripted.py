@@ -17,7 +17,7 @@ crafter = pytest.importorskip("crafter")
 
 from mcu_arms.contracts.tasks import TASKS_ROOT, load_task  # noqa: E402 - after the importorskip above
 from mcu_arms.contracts.wire import BUTTON_KEYS, InitPayload, ObservationPayload  # noqa: E402 - after the importorskip above
-from mcu_arms.green.sims.embedded import EmbeddedSimulator  # noqa: E402 - after the importorskip above
+from mcu_arms.green.sims.crafter.embedded import EmbeddedSimulator  # noqa: E402 - after the importorskip above
 from mcu_arms.purple.crafter_vision import (  # noqa: E402 - after the importorskip above
     INVENTORY_ITEMS,
     MATERIALS,

@@ -34,7 +34,7 @@ from mcu_arms.contracts.slurm import (
 )
 from mcu_arms.environment import Environment
 from mcu_arms.layout import RunDir
-from mcu_arms.private_record import episode_record, record_submitted
+from mcu_arms.process.private_record import episode_record, record_submitted
 from mcu_arms.supervise.slurm import episode_tokens
 
 CAMPAIGN = """name = "site"
@@ -659,7 +659,7 @@ def test_a_server_serves_on_the_socket_it_was_handed_and_a_busy_fixed_port_abort
 ) -> None:
     from mcu_arms.a2a_transport import bind_socket
     from mcu_arms.isolation.listeners import claim_listener, claimed_listeners
-    from mcu_arms.procs import LISTEN_FD_ENV
+    from mcu_arms.process.procs import LISTEN_FD_ENV
 
     env = {"MCU_ARMS_STATE_DIR": str(tmp_path / "state")}
     (tmp_path / "state").mkdir()  # the port registry is read (another mcu-arms's reservations are passed over)
@@ -733,7 +733,7 @@ def test_a_child_slow_to_exit_keeps_the_rest_of_the_grace_when_its_leader_exits_
     second."""
     from run_helpers import wait_for
 
-    from mcu_arms.procs import stop_process_group
+    from mcu_arms.process.procs import stop_process_group
 
     ready = tmp_path / "ready"
     child = (

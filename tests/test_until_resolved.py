@@ -15,7 +15,7 @@ from run_helpers import cli_env, write_arm
 
 from mcu_arms.contracts.run_report import read_report
 from mcu_arms.report.methods.sequential import sequential_experiment
-from mcu_arms.until_resolved import sequential_seeds
+from mcu_arms.supervise.until_resolved import sequential_seeds
 
 CAMPAIGN = """name = "sequential"
 max_parallel = 2

@@ -28,7 +28,7 @@ from mcu_arms.contracts.states import SUPERVISOR_ROLE
 from mcu_arms.contracts.steps import frame_step
 from mcu_arms.environment import Environment
 from mcu_arms.layout import RunDir, frame_file, steps_log
-from mcu_arms.private_record import record_started
+from mcu_arms.process.private_record import record_started
 from mcu_arms.view import downsample, extra
 from mcu_arms.view.server import SiteHolder, open_server, view_token
 from mcu_arms.view.site import Site, write_bundle

@@ -21,7 +21,7 @@ import httpx
 import psutil
 from server_procs import HOST, free_port, wait_until
 
-from mcu_arms.procs import stop_process_group
+from mcu_arms.process.procs import stop_process_group
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "tracking_campaign"
 # It imports mlflow twice and creates the sqlite schema: 2.5 min, measured at load 18 on 2 cores.

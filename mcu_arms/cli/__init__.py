@@ -12,8 +12,8 @@ import typer
 
 from mcu_arms import __version__
 from mcu_arms.cli.common import App, Group, environment
-from mcu_arms.collector import imports_without_gc
 from mcu_arms.environment import ARMS_DIR_ENV, OUTPUT_DIR_ENV
+from mcu_arms.process.collector import imports_without_gc
 
 # Each command by name, in the order `--help` lists them, with the module (mcu_arms.cli.MODULE) whose `register`
 # defines it.

@@ -14,7 +14,7 @@ import typer
 from mcu_arms.cli.common import environment, reports_user_errors
 from mcu_arms.client.evaluate import DEFAULT_CARD_DEADLINE_S, evaluate
 from mcu_arms.contracts.text import MAX_LOG_LINE_CHARS, shown_text
-from mcu_arms.process_exit import skip_teardown
+from mcu_arms.process.process_exit import skip_teardown
 
 EXIT_EVALUATION_FAILED = 1
 

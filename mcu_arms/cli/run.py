@@ -25,7 +25,7 @@ from mcu_arms.contracts.text import MAX_MESSAGE_CHARS, shown_text
 from mcu_arms.doctor import refuse_blocked
 from mcu_arms.environment import Environment, fits
 from mcu_arms.isolation.host import host_parallelism
-from mcu_arms.process_exit import skip_teardown
+from mcu_arms.process.process_exit import skip_teardown
 from mcu_arms.report.methods.sequential import (
     DEFAULT_BATCH,
     DEFAULT_MAX_SEEDS,
@@ -219,7 +219,7 @@ def _run_until_resolved(
 ) -> None:
     from mcu_arms.supervise.executors import run_arms
     from mcu_arms.supervise.runner import RunOptions
-    from mcu_arms.until_resolved import run_until_resolved
+    from mcu_arms.supervise.until_resolved import run_until_resolved
 
     plans, selection = planned(files, arm_names, overrides, env, placement)
     if len(selection.campaigns) != 1 or len(selection.specs) != len(selection.campaigns[0].arms()):

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from mcu_arms.cli.common import environment, reports_user_errors
-from mcu_arms.process_exit import skip_teardown
+from mcu_arms.process.process_exit import skip_teardown
 
 RUN_EPISODE_HELP = """Run one queued episode here: what each job of `run --executor slurm` runs on its node.
 

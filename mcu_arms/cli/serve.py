@@ -17,13 +17,13 @@ from pydantic import ValidationError
 from pydantic.fields import FieldInfo
 
 from mcu_arms.cli.common import App, reports_user_errors
-from mcu_arms.collector import imports_without_gc
 from mcu_arms.contracts.access import SERVE_TOKEN_ENV
 from mcu_arms.contracts.agents import check_agent_kind
 from mcu_arms.contracts.catalog import AGENT_KINDS
 from mcu_arms.contracts.errors import user_error
 from mcu_arms.contracts.settings import OPTIONS_FROM_ENVIRONMENT, PurpleOptions, flag_for
-from mcu_arms.process_exit import skip_teardown
+from mcu_arms.process.collector import imports_without_gc
+from mcu_arms.process.process_exit import skip_teardown
 
 serve_app = App(help="Run an A2A server (green evaluator or purple agent) in the foreground.", no_args_is_help=True)
 

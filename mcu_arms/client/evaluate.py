@@ -20,7 +20,6 @@ from pydantic import BaseModel
 
 from mcu_arms.atomic import AlreadyExists, write_json_exclusive
 from mcu_arms.client.scenario import Scenario, load_scenario
-from mcu_arms.collector import imports_without_gc
 from mcu_arms.contracts.access import CALL_TOKEN_ENV
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.evaluation import evaluation_from_artifact
@@ -29,6 +28,7 @@ from mcu_arms.contracts.text import MAX_LOG_LINE_CHARS, shown_text
 from mcu_arms.contracts.timestamps import iso_seconds
 from mcu_arms.contracts.wire import AGENT_CARD_PATH
 from mcu_arms.environment import Environment
+from mcu_arms.process.collector import imports_without_gc
 
 DEFAULT_CARD_DEADLINE_S = 60.0
 CARD_POLL_INTERVAL_S = 0.25

@@ -1,7 +1,7 @@
 """Crafter's action keymap: which MineStudio env-format keys perform which of Crafter's 17 actions.
 
 The wire format stays MineStudio's action dict, so the same agent speaks to both simulators. The green agent's
-embedded backend translates with these tables (green/sims/crafter_actions.py); the scripted Crafter player builds
+embedded backend translates with these tables (green/sims/crafter/actions.py); the scripted Crafter player builds
 its actions from them (`env_action_for`). Pure data: any layer may import it.
 """
 

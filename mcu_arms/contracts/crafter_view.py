@@ -1,6 +1,6 @@
 """What a Crafter frame lets the player see: the window's geometry, and which of its tiles a dark night drowns.
 
-Shared by the embedded simulator's structured state (green/sims/crafter_state.py), which must report no tile the
+Shared by the embedded simulator's structured state (green/sims/crafter/state.py), which must report no tile the
 frame does not show, and by the scripted player's frame reader (purple/crafter_vision.py), which must not trust the
 tiles it cannot make out: one rule, so the two can never disagree. Pure stdlib.
 

@@ -1,7 +1,7 @@
 """The private record of what this project started: the only thing `stop`, `status`, the scheduler and `run-episode`
 take as naming a process, a cgroup or a Slurm job of ours.
 
-It lives in the user's state dir (mcu_arms/private_record.py keeps it, 0700, never through a link), never in
+It lives in the user's state dir (mcu_arms/process/private_record.py keeps it, 0700, never through a link), never in
 `output/`: `output/` is shared, archived, restored and synced, so what it says is for people, `compare` and the
 viewer, and anyone who can write a file there could otherwise aim a signal. Tokens are kept as hashes only.
 """

@@ -75,7 +75,7 @@ from mcu_arms.green.task_run import (
     run_off_loop,
 )
 from mcu_arms.layout import EVALUATION_FILE, task_dir
-from mcu_arms.procs import log_line
+from mcu_arms.process.procs import log_line
 
 AGENT_ROLE = "agent"
 RESULT_ARTIFACT = "Result"

@@ -22,7 +22,7 @@ from pathlib import Path
 import psutil
 
 from mcu_arms.contracts.errors import UserError
-from mcu_arms.procs import stop_process_group
+from mcu_arms.process.procs import stop_process_group
 
 DISPLAY_WAIT_S = 30.0
 SCREEN = "1280x720x24"

@@ -50,7 +50,7 @@ from mcu_arms.contracts.wire import (
 )
 from mcu_arms.isolation.codex_home import CODEX_CONFIG_NAME, audit_codex_home, write_codex_config
 from mcu_arms.layout import claim_task_dir
-from mcu_arms.procs import log_line
+from mcu_arms.process.procs import log_line
 from mcu_arms.purple.base import Policy, failure_noop
 from mcu_arms.purple.codex_runner import (
     CANCELLED_RC,

@@ -24,7 +24,7 @@ import psutil
 
 from mcu_arms.contracts.agent_report import TokenUsage
 from mcu_arms.contracts.settings import CODEX_UNBOUNDED_TOKENS, compacts
-from mcu_arms.procs import stop_process_group, stop_token_holders
+from mcu_arms.process.procs import stop_process_group, stop_token_holders
 
 TERM_GRACE_S = 2.0
 PROVIDER_NAME = "mcu_arms_provider"

@@ -23,7 +23,7 @@ from mcu_arms.atomic import write_json_atomic
 from mcu_arms.contracts.agent_report import ScriptedEpisode, ScriptedReport, report_name
 from mcu_arms.contracts.crafter_keymap import env_action_for
 from mcu_arms.contracts.wire import AckPayload, ActionPayload, InitPayload, ObservationPayload
-from mcu_arms.procs import log_line
+from mcu_arms.process.procs import log_line
 from mcu_arms.purple.base import Policy
 from mcu_arms.purple.crafter_vision import (
     MATERIAL_CODE,

@@ -36,7 +36,7 @@ from mcu_arms.contracts.errors import validation_summary
 from mcu_arms.contracts.settings import PurpleOptions
 from mcu_arms.contracts.wire import AckPayload, ActionPayload, InitPayload, ObservationPayload
 from mcu_arms.isolation.codex_home import hold_codex_home
-from mcu_arms.procs import log_line
+from mcu_arms.process.procs import log_line
 from mcu_arms.purple.base import Policy, failure_noop
 from mcu_arms.purple.registry import PolicyFactory, policy_factory
 

@@ -45,7 +45,7 @@ from mcu_arms.contracts.preflight import HostCheck
 from mcu_arms.contracts.settings import PurpleOptions
 from mcu_arms.contracts.simulators import MINESTUDIO
 from mcu_arms.contracts.wire import AckPayload, ActionPayload, InitPayload, ObservationPayload
-from mcu_arms.procs import log_line
+from mcu_arms.process.procs import log_line
 from mcu_arms.purple.base import Policy
 
 HF_REPO = "CraftJarvis/MineStudio_STEVE-1.official"

@@ -24,7 +24,6 @@ from pydantic import BaseModel, Field
 from mcu_arms.arms.campaign import is_campaign, load_campaign
 from mcu_arms.arms.plan import apply_overrides, resolve_settings
 from mcu_arms.arms.spec import ARM_NAME_PATTERN, ArmSpec, load_arm
-from mcu_arms.collector import without_cyclic_gc
 from mcu_arms.contracts.annotations import matches_tags
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.run_report import RunReport
@@ -43,6 +42,7 @@ from mcu_arms.contracts.simulators import label_of
 from mcu_arms.contracts.states import INFRASTRUCTURE_CAUSES, RunStatus
 from mcu_arms.environment import Environment
 from mcu_arms.layout import EPISODE_PATTERN, arm_runs
+from mcu_arms.process.collector import without_cyclic_gc
 from mcu_arms.report.methods.comparison import MetricComparison, compare_metric
 from mcu_arms.report.methods.design import Pairing, pairing
 from mcu_arms.report.methods.multiplicity import HOLM_METHOD, holm

@@ -35,8 +35,8 @@ from mcu_arms.contracts.states import FINAL_STATUSES, OPEN_STATUSES, SUPERVISOR_
 from mcu_arms.contracts.steps import STEPS_FILE, JsonlScan, StepProgress
 from mcu_arms.environment import Environment
 from mcu_arms.layout import RunDir, RunOnDisk, arm_runs, campaign_runs_dir, selected_arms
-from mcu_arms.private_record import episode_record, recorded_episodes, started_processes
-from mcu_arms.procs import FoundBy, live_processes, recorded_alive, verified_process
+from mcu_arms.process.private_record import episode_record, recorded_episodes, started_processes
+from mcu_arms.process.procs import FoundBy, live_processes, recorded_alive, verified_process
 
 STALE: ArmStatusText = "stale (supervisor gone)"
 JOB_ENDED: ArmStatusText = "stale (job ended)"

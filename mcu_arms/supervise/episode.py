@@ -66,7 +66,7 @@ from mcu_arms.environment import Environment
 from mcu_arms.isolation.display import private_display
 from mcu_arms.isolation.listeners import claimed_listeners
 from mcu_arms.layout import RunDir, state_dir
-from mcu_arms.private_record import episode_record, forget_submission
+from mcu_arms.process.private_record import episode_record, forget_submission
 from mcu_arms.supervise.jobs import finalised
 from mcu_arms.supervise.live import PlainView
 from mcu_arms.supervise.outcomes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK

@@ -20,7 +20,7 @@ from pathlib import Path
 import psutil
 
 from mcu_arms.contracts.states import SERVER_ROLES, ProcessRole
-from mcu_arms.procs import Child
+from mcu_arms.process.procs import Child
 
 # A server stopped (state T) this long fails its arm: nothing it serves can answer, and the client would only notice
 # at its stream's read timeout, naming itself.

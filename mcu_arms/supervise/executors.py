@@ -19,8 +19,8 @@ from mcu_arms.contracts.settings import ArmPlan
 from mcu_arms.contracts.timestamps import iso_seconds
 from mcu_arms.environment import Environment
 from mcu_arms.layout import campaign_runs_dir, episode_name
-from mcu_arms.private_record import recorded_episodes, started_processes
-from mcu_arms.procs import live_processes
+from mcu_arms.process.private_record import recorded_episodes, started_processes
+from mcu_arms.process.procs import live_processes
 from mcu_arms.supervise.outcomes import ArmOutcome, RunOutcome
 from mcu_arms.supervise.reruns import rerun_decision
 from mcu_arms.supervise.runner import RunOptions, supervise_here

@@ -11,7 +11,7 @@ import urllib.request
 import psutil
 
 from mcu_arms.contracts.wire import AGENT_CARD_PATH
-from mcu_arms.procs import descendants
+from mcu_arms.process.procs import descendants
 
 
 def card_answers(url: str, timeout_s: float = 1.0) -> bool:

@@ -26,7 +26,6 @@ from pydantic import BaseModel, Field, ValidationError
 from rich.console import Console
 
 from mcu_arms.atomic import open_log, write_json_exclusive
-from mcu_arms.containment import containment_support
 from mcu_arms.contracts.access import ArmAccess
 from mcu_arms.contracts.agent_report import AGENT_REPORT_SUFFIX, AgentSummary, agent_summary
 from mcu_arms.contracts.campaign_run import CampaignTally
@@ -66,8 +65,9 @@ from mcu_arms.layout import (
     repoint_links,
     supervisor_log,
 )
-from mcu_arms.private_record import forget_started, record_started
-from mcu_arms.procs import DEFAULT_STOP_GRACE_S, PRIVATE_UMASK, AdoptedOrphans, Child, StopOutcome
+from mcu_arms.process.containment import containment_support
+from mcu_arms.process.private_record import forget_started, record_started
+from mcu_arms.process.procs import DEFAULT_STOP_GRACE_S, PRIVATE_UMASK, AdoptedOrphans, Child, StopOutcome
 from mcu_arms.supervise.alerts import AlertMonitor
 from mcu_arms.supervise.evidence import ChildWatch, culprit
 from mcu_arms.supervise.live import REFRESH_PER_SECOND, View, make_view

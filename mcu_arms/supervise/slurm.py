@@ -73,7 +73,7 @@ from mcu_arms.contracts.steps import JsonlTail
 from mcu_arms.contracts.timestamps import iso_seconds
 from mcu_arms.environment import Environment
 from mcu_arms.layout import RunDir, episode_name, slurm_jobs_dir
-from mcu_arms.private_record import episode_key, forget_submission, record_submitted
+from mcu_arms.process.private_record import episode_key, forget_submission, record_submitted
 from mcu_arms.supervise.jobs import cancel_episode, finalised, report_of_ended_job
 from mcu_arms.supervise.live import REFRESH_PER_SECOND, make_view
 from mcu_arms.supervise.outcomes import ArmOutcome, outcome_of, retryable

@@ -31,8 +31,8 @@ from mcu_arms.contracts.states import OPEN_STATUSES, STOP_ORDER, SUPERVISOR_ROLE
 from mcu_arms.contracts.timestamps import iso_seconds
 from mcu_arms.environment import Environment
 from mcu_arms.layout import STOP_COMMAND, RunDir, RunOnDisk, arm_runs, episode_name, known_arms, selected_arms
-from mcu_arms.private_record import episode_key, episode_record, forget_started, recorded_episodes
-from mcu_arms.procs import DEFAULT_STOP_GRACE_S, recorded_alive, stop_started, terminate_started
+from mcu_arms.process.private_record import episode_key, episode_record, forget_started, recorded_episodes
+from mcu_arms.process.procs import DEFAULT_STOP_GRACE_S, recorded_alive, stop_started, terminate_started
 from mcu_arms.supervise.jobs import OpenJob, cancel_episode, finalised, open_jobs, report_of_ended_job
 
 # How long `stop` waits for the supervisor to finalise the report before stopping the processes itself.

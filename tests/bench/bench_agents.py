@@ -21,7 +21,7 @@ from PIL import Image
 from mcu_arms.contracts.tasks import TASKS_ROOT, load_task
 from mcu_arms.contracts.wire import ObservationPayload
 from mcu_arms.green.scoring import RewardTracker
-from mcu_arms.green.sims.embedded import EmbeddedSimulator
+from mcu_arms.green.sims.crafter.embedded import EmbeddedSimulator
 from mcu_arms.purple.baselines import RandomPolicy
 from mcu_arms.purple.scripted import ScriptedPolicy
 

@@ -3,7 +3,7 @@ and without the structured state (`observe = "state"` reads one GameState per st
 
 Run on demand: `python tests/bench/bench_embedded.py [steps]`. The same worlds are also made by crafter's own
 generator (opensimplex called per point: pure Python, or numba's kernel where numba is installed), so the speed-up
-of crafter_worldgen's grid noise is a ratio measured in one run.
+of the crafter world generator's grid noise is a ratio measured in one run.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import time
 RESET_SCRIPT = """
 import json, time
 t0 = time.perf_counter()
-from mcu_arms.green.sims.embedded import EmbeddedSimulator
+from mcu_arms.green.sims.crafter.embedded import EmbeddedSimulator
 from mcu_arms.contracts.tasks import TaskSpec
 sim = EmbeddedSimulator()
 task = TaskSpec(name="bench", category="crafting", text="bench")
@@ -46,7 +46,7 @@ def time_world_generators(seeds: range) -> tuple[float, float]:
     """Median seconds a world of ours and of crafter's own generator, alternating on the same seeds."""
     from crafter import constants, engine, objects, worldgen
 
-    from mcu_arms.green.sims.crafter_worldgen import generate_world
+    from mcu_arms.green.sims.crafter.worldgen import generate_world
 
     timings: dict[object, list[float]] = {generate_world: [], worldgen.generate_world: []}
     for seed in seeds:
@@ -67,7 +67,7 @@ def time_steps(steps: int) -> tuple[float, float, dict[str, int]]:
     (an arm with observe = "state" and save_frames = false)."""
     from mcu_arms.contracts.tasks import TaskSpec
     from mcu_arms.contracts.wire import BUTTON_KEYS, noop_action
-    from mcu_arms.green.sims.embedded import EmbeddedSimulator
+    from mcu_arms.green.sims.crafter.embedded import EmbeddedSimulator
 
     task = TaskSpec(name="bench", category="crafting", text="bench")
     framed, stated = EmbeddedSimulator(), EmbeddedSimulator()
@@ -103,7 +103,7 @@ def main() -> None:
     print(f"construct (import + textures):      {resets['construct_s']:.3f} s")
     print(f"first reset:                        {resets['first_reset_s']:.3f} s")
     print(f"later resets (median of 5):         {statistics.median(resets['later_resets_s']):.4f} s")
-    print(f"a world, crafter_worldgen (median): {ours:.4f} s")
+    print(f"a world, crafter/worldgen.py (median): {ours:.4f} s")
     print(f"a world, crafter's generator:       {crafters:.4f} s (opensimplex per point, {backend})")
     print(f"world speed-up:                     {crafters / ours:.1f}x")
     print(f"steps/s ({steps} steps, 2 random keys + camera each): {rate:.0f}")

@@ -26,7 +26,7 @@ from mcu_arms.contracts.settings import PurpleOptions
 from mcu_arms.contracts.tasks import TASKS_ROOT, load_task
 from mcu_arms.contracts.wire import InitPayload, ObservationPayload
 from mcu_arms.green.scoring import RewardTracker
-from mcu_arms.green.sims.embedded import EmbeddedSimulator
+from mcu_arms.green.sims.crafter.embedded import EmbeddedSimulator
 from mcu_arms.purple.planned.agent import PlannedPolicy
 
 TASK_FILE = TASKS_ROOT / "mine_diamond_from_scratch" / "mine_diamond_from_scratch.yaml"

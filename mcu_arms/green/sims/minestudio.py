@@ -49,7 +49,7 @@ from mcu_arms.contracts.timestamps import iso_seconds
 from mcu_arms.contracts.wire import BUTTON_KEYS, CAMERA_KEY
 from mcu_arms.green.sims.base import Recording, SimStep, Simulator, SimulatorUnavailable
 from mcu_arms.isolation.host import network_filesystem_reason, unwritable_reason
-from mcu_arms.procs import log_line
+from mcu_arms.process.procs import log_line
 
 if TYPE_CHECKING:
     from mcu_arms.contracts.simulators import BackendRequest
@@ -569,7 +569,7 @@ class MineStudioSimulator(Simulator):
     def _stop_engines(self) -> None:
         """Stop the current instance's engine process groups, each by pid re-checked with its create time, and reap
         them (MineStudio never waits for an engine that died)."""
-        from mcu_arms.procs import stop_process_group
+        from mcu_arms.process.procs import stop_process_group
 
         for process, created in self._engines:
             stop_process_group(process.pid, created, grace_s=ENGINE_STOP_GRACE_S)

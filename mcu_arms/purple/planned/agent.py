@@ -49,7 +49,7 @@ from mcu_arms.contracts.trajectory import (
 )
 from mcu_arms.contracts.wire import MAX_SAY_LINES, AckPayload, ActionPayload, InitPayload, ObservationPayload
 from mcu_arms.layout import claim_task_dir
-from mcu_arms.procs import log_line
+from mcu_arms.process.procs import log_line
 from mcu_arms.purple.base import Policy, failure_noop
 from mcu_arms.purple.planned.action_runner import ActionRunner
 from mcu_arms.purple.planned.models import ChatModel, DecisionService, ModelCallFailed

@@ -43,7 +43,7 @@ from mcu_arms.green.sims.mineflayer.ping import ServerStatus, server_status
 from mcu_arms.green.sims.mineflayer.runtime import ensure_runtime, runtime_checks
 from mcu_arms.green.sims.mineflayer.sidecar import Sidecar, SidecarFailed
 from mcu_arms.green.sims.mineflayer.state import capabilities_from, game_state, whole_counts
-from mcu_arms.procs import log_line
+from mcu_arms.process.procs import log_line
 
 if TYPE_CHECKING:
     from mcu_arms.contracts.game_state import Capabilities, GameState

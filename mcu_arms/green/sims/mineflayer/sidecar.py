@@ -136,7 +136,7 @@ class Sidecar:
 
     def stop(self) -> None:
         """Close its stdin (it quits the bot and exits), then stop its group by pid if it has not."""
-        from mcu_arms.procs import stop_process_group
+        from mcu_arms.process.procs import stop_process_group
 
         try:
             if self.process.stdin is not None:

@@ -30,14 +30,14 @@ from typing import IO, Literal
 import psutil
 
 from mcu_arms.atomic import PRIVATE_FILE_MODE, SHARED_MODE, open_log
-from mcu_arms.child_env import OWNER_TOKEN_ENV, inherited_environment
-from mcu_arms.containment import Cgroup, become_subreaper, create_cgroup
 from mcu_arms.contracts.redaction import mask_known
 from mcu_arms.contracts.settings import ProcessPlan
 from mcu_arms.contracts.started import StartedProcess, token_hash
 from mcu_arms.contracts.states import SUPERVISOR_ROLE
 from mcu_arms.contracts.text import MAX_LOG_LINE_CHARS, shown_text
 from mcu_arms.contracts.timestamps import log_stamp
+from mcu_arms.process.child_env import OWNER_TOKEN_ENV, inherited_environment
+from mcu_arms.process.containment import Cgroup, become_subreaper, create_cgroup
 
 # Seconds a stopped group gets to exit on SIGTERM before what remains of it is killed.
 DEFAULT_STOP_GRACE_S = 10.0

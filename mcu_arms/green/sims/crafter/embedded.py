@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from mcu_arms.contracts.preflight import HostCheck
 from mcu_arms.contracts.support import ACHIEVEMENT_COUNTERS, TaskSupport, embedded_support
 from mcu_arms.green.sims.base import SimStep, Simulator
-from mcu_arms.green.sims.crafter_actions import AGENT_INSTRUCTIONS, ActionAdapter
+from mcu_arms.green.sims.crafter.actions import AGENT_INSTRUCTIONS, ActionAdapter
 
 if TYPE_CHECKING:
     import numpy as np
@@ -98,8 +98,8 @@ class EmbeddedSimulator(Simulator):
     warmed_up: ClassVar[bool] = False  # this process has built a world once (warm_up)
 
     def __init__(self) -> None:
-        from mcu_arms.green.sims.crafter_state import CrafterStateReader, crafter_capabilities
-        from mcu_arms.green.sims.crafter_world import ReproducibleCrafterEnv
+        from mcu_arms.green.sims.crafter.state import CrafterStateReader, crafter_capabilities
+        from mcu_arms.green.sims.crafter.world import ReproducibleCrafterEnv
 
         self._env = ReproducibleCrafterEnv(size=FRAME_SIZE)
         self._state_reader = CrafterStateReader(self._env, crafter_capabilities(item_aliases()))

@@ -25,7 +25,7 @@ import numpy as np
 from crafter import constants, engine, objects
 from PIL import Image
 
-from mcu_arms.green.sims.crafter_worldgen import generate_world
+from mcu_arms.green.sims.crafter.worldgen import generate_world
 
 LAVA_SAFETY_RADIUS = 1  # a respawn tile has no lava this close
 HOSTILE_SAFETY_RADIUS = 9  # nor a zombie, skeleton or arrow: outside the 8 tiles from which zombies chase

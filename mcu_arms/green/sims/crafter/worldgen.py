@@ -18,7 +18,7 @@ from collections.abc import Callable
 import numpy as np
 from crafter import constants, engine, objects
 
-from mcu_arms.green.sims.simplex_grid import SimplexGrid
+from mcu_arms.green.sims.crafter.simplex_grid import SimplexGrid
 
 
 def generate_world(world: engine.World, player: objects.Player) -> None:

@@ -1,0 +1,1 @@
+"""The embedded simulator: Crafter behind the MCU interface, always labelled embedded."""

@@ -1,0 +1,1 @@
+"""The process layer: starting, proving and ending the processes of an arm."""
