@@ -61,7 +61,7 @@ def test_a_command_run_in_process_never_ends_its_host_process() -> None:
     process (pytest) ends as it would have, with its own status."""
     code = (
         "import atexit, sys\n"
-        "from mcu_arms import entry\nfrom mcu_arms.process import process_exit\n"
+        "from mcu_arms.process import process_exit\n"
         "process_exit.skip_teardown()\n"
         "atexit.register(lambda: print('atexit ran'))\n"
         "sys.exit(5)\n"

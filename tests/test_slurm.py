@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -652,6 +653,66 @@ def test_run_episode_runs_a_queued_episode_on_this_host_as_a_node_would(tmp_path
         "each server was told the port of the socket it was handed"
     )
     assert f"127.0.0.1:{servers['green']['port']}" in run_dir.scenario.read_text()
+
+
+@pytest.mark.slow
+def test_a_job_cancelled_from_outside_ends_interrupted_even_when_its_client_dies_first(tmp_path: Path) -> None:
+    """scancel: Slurm sends SIGTERM to every process of the job at once. Here the client, green and purple get it
+    just before the supervisor (the order in which a client's death is seen before the supervisor's own signal), and
+    the episode still ends as the signal is read (cancelled outside mcu-arms), never `failed` for a killed client,
+    however long Slurm takes to answer what the signal was (here 2 s)."""
+    from run_helpers import cli_env, wait_for
+
+    from mcu_arms.supervise.runner import new_report
+
+    project = tmp_path / "project"
+    _arm(project, "long", "\n[slurm]\ntime = 60\n")
+    arm = project / "arms" / "long.toml"
+    arm.write_text(arm.read_text().replace("steps = 20", "steps = 3000"))
+    environment = _environment(project, tmp_path)
+    plan = prepare_episode(_plans(project, environment, "arms/long.toml")[0])
+    run_dir = RunDir(Path(plan.episode_dir))
+    job = SlurmJob(job_id="7_0", submitted_at="2026-12-01T00:00:00+00:00", submitted_from="login", time_limit_s=3600)
+    run_dir.slurm_job.write_text(job.model_dump_json())
+    tokens = episode_tokens([plan], environment)
+    submission = episode_record(environment.env, run_dir.path).slurm
+    record_submitted(
+        environment.env, run_dir.path, plan.arm, plan.episode, submission.model_copy(update={"job_id": "7_0"})
+    )
+    run_dir.write_report(new_report(plan, environment, status="queued", attempt=1))
+    bin_dir, _calls_log = _stand_in_slurm(tmp_path, "")
+    write_script(
+        bin_dir,
+        "scontrol",
+        'sleep 2; echo "JobId=7 ArrayJobId=7 ArrayTaskId=0 JobState=RUNNING Reason=None Restarts=0 RunTime=00:00:30 '
+        'TimeLimit=01:00:00"',
+    )
+    in_job = {"SLURM_JOB_ID": "8", "SLURM_ARRAY_JOB_ID": "7", "SLURM_ARRAY_TASK_ID": "0"}
+    env = {**cli_env(tmp_path / "state"), **tokens, **in_job, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    episode = subprocess.Popen(
+        [sys.executable, "-m", "mcu_arms", "run-episode", str(run_dir.path)],
+        cwd=project,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        stepping = lambda: any(p.stat().st_size for p in run_dir.path.glob("green/*/steps.jsonl"))  # noqa: E731
+        wait_for(lambda: stepping() or episode.poll() is not None, "the episode to step", timeout=180)
+        assert episode.poll() is None, episode.communicate()[0]
+        supervisor = psutil.Process(episode.pid)
+        for process in [*supervisor.children(recursive=True), supervisor]:  # what this test started, by handle
+            process.send_signal(signal.SIGTERM)
+        output = episode.communicate(timeout=120)[0]
+    finally:
+        if episode.poll() is None:
+            episode.kill()
+            episode.wait()
+    report = read_report(run_dir.report)
+    assert episode.returncode == 130, output
+    assert report.status == "interrupted" and report.failure.kind == "stopped", report.failure
+    assert "was ended by SIGTERM" in report.failure.reason and "cancelled outside it" in report.failure.reason
 
 
 def test_a_server_serves_on_the_socket_it_was_handed_and_a_busy_fixed_port_aborts(

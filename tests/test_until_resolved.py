@@ -53,6 +53,7 @@ def test_seeds_are_the_campaigns_then_the_integers_after_them() -> None:
         (["campaigns/sequential.toml", "--until-resolved", "--dry-run"], "decides each batch from the last one"),
         (["arms/scripted_arm.toml", "--until-resolved"], "runs one campaign"),
         (["campaigns/sequential.toml", "--until-resolved", "--seeds", "0-3"], "--until-resolved chooses the seeds"),
+        (["arms/scripted_arm.toml", "--detach"], "--detach leaves Slurm jobs running"),
     ],
 )
 def test_options_that_mean_nothing_are_refused(tmp_path: Path, args: list[str], message: str) -> None:

@@ -34,7 +34,6 @@ from mcu_arms.arms.plan import apply_overrides, resolve_settings
 from mcu_arms.arms.spec import (
     ARM_NAME_PATTERN,
     ArmSpec,
-    SlurmSpec,
     arm_path,
     describe_error,
     load_arm,
@@ -44,6 +43,7 @@ from mcu_arms.arms.spec import (
 from mcu_arms.contracts.errors import UserError, did_you_mean, user_error
 from mcu_arms.contracts.limits import MAX_EPISODES_PER_RUN, MAX_SEEDS_PER_ARM, MAX_VARIANTS, SEED_LIMIT
 from mcu_arms.contracts.settings import CampaignTag, Overrides, Settings, differing_settings
+from mcu_arms.contracts.slurm import SlurmSettings
 from mcu_arms.contracts.text import bounded
 from mcu_arms.contracts.toml_text import parse_toml, toml_line
 
@@ -79,7 +79,7 @@ class Campaign(BaseModel):
     seeds: list[int] | None = None
     max_parallel: int | None = None
     retries: int = DEFAULT_RETRIES
-    slurm: SlurmSpec = SlurmSpec()  # site options for every arm; an arm's own [slurm] keys win
+    slurm: SlurmSettings = SlurmSettings()  # site options for every arm; an arm's own [slurm] keys win
     baseline: CampaignArm
     variants: list[CampaignArm]
 
@@ -199,7 +199,7 @@ def load_campaign(path: Path, arms_dir: Path, parsed: ParsedToml | None = None) 
     slurm_table = data.get("slurm", {})
     if not isinstance(slurm_table, dict):
         raise _fail("must be a [slurm] table", path, text, "slurm")
-    slurm = _validated(slurm_table, path, text, "slurm", SlurmSpec)
+    slurm = _validated(slurm_table, path, text, "slurm", SlurmSettings)
 
     baseline_table = data.get("baseline")
     if not isinstance(baseline_table, dict):
@@ -329,13 +329,13 @@ def _variant(
     return CampaignArm(spec=spec, source=source, differs_in=list(claimed))
 
 
-def _slurm_under(campaign: SlurmSpec, arm: SlurmSpec) -> SlurmSpec:
+def _slurm_under(campaign: SlurmSettings, arm: SlurmSettings) -> SlurmSettings:
     """The arm's [slurm] over the campaign's: each key the arm sets wins; the lists (sbatch, setup) are the
     campaign's lines, then the arm's."""
     merged = {**campaign.model_dump(exclude_unset=True), **arm.model_dump(exclude_unset=True)}
     for key in ("sbatch", "setup"):
         merged[key] = list(dict.fromkeys([*getattr(campaign, key), *getattr(arm, key)]))
-    return SlurmSpec.model_validate(merged)
+    return SlurmSettings.model_validate(merged)
 
 
 class Selection(BaseModel):

@@ -58,8 +58,7 @@ from mcu_arms.contracts.slurm import (
     TIME_ALLOWED,
     Placement,
     SlurmOptions,
-    SlurmOverrides,
-    parse_sbatch_line,
+    SlurmSettings,
     parse_slurm_time,
 )
 from mcu_arms.contracts.tasks import TaskSpec, select_tasks
@@ -452,7 +451,7 @@ def plan_arms(
     return plan_specs(load_specs(sources, overrides), overrides, env)
 
 
-def resolve_slurm(spec: ArmSpec, given: SlurmOverrides, source: Path) -> SlurmOptions:
+def resolve_slurm(spec: ArmSpec, given: SlurmSettings, source: Path) -> SlurmOptions:
     """The arm's Slurm options: its [slurm] table (a campaign's already merged under it), the --slurm-* flags on
     top. A time limit is required: a site's default could end a week-long episode after minutes."""
     written = spec.slurm
@@ -465,15 +464,7 @@ def resolve_slurm(spec: ArmSpec, given: SlurmOverrides, source: Path) -> SlurmOp
             key="slurm.time",
             allowed=f"[slurm] time in the arm or campaign file, or --slurm-time: {TIME_ALLOWED}",
         )
-    try:
-        time_s = parse_slurm_time(time)  # type: ignore[arg-type]
-    except ValueError as error:  # the file's value was checked when it was read: this one is the flag's
-        raise UserError(str(error), key="--slurm-time", allowed=TIME_ALLOWED) from None
-    for line in given.sbatch:
-        try:
-            parse_sbatch_line(line)
-        except ValueError as error:
-            raise UserError(str(error), key="--slurm-sbatch", allowed="--name=value or --flag") from None
+    time_s = parse_slurm_time(time)  # type: ignore[arg-type]  # checked when the file or the flags were read
     margin = written.stop_margin or DEFAULT_STOP_MARGIN_S
     if margin + SLURM_TICK_S >= time_s:
         raise UserError(

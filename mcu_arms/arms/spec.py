@@ -61,15 +61,7 @@ from mcu_arms.contracts.simulators import (
     simulator_names,
     simulators,
 )
-from mcu_arms.contracts.slurm import (
-    MIN_STOP_MARGIN_S,
-    SLURM_CONSTRAINT_PATTERN,
-    SLURM_NAME_PATTERN,
-    SLURM_NODES_PATTERN,
-    TIME_ALLOWED,
-    parse_sbatch_line,
-    parse_slurm_time,
-)
+from mcu_arms.contracts.slurm import MIN_STOP_MARGIN_S, TIME_ALLOWED, SlurmSettings
 from mcu_arms.contracts.toml_text import parse_toml, toml_line
 from mcu_arms.contracts.wire import (
     DEFAULT_OBS_ENCODING,
@@ -198,40 +190,6 @@ class PolicySpec(_Strict):
     thinking: bool | None = None  # chat backend only, as the planner's
 
 
-class SlurmSpec(_Strict):
-    """[slurm]: how the arm's episodes are submitted with `run --executor slurm` (a campaign's [slurm] fills what an
-    arm leaves unset; --slurm-* flags win over both). Placement only: never in the fingerprint."""
-
-    partition: str | None = Field(default=None, min_length=1)
-    account: str | None = Field(default=None, min_length=1)
-    time: str | int | None = None
-    mem: str | None = Field(default=None, pattern=r"^[0-9]+[KMGT]?$")
-    gres: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_]+(:[A-Za-z0-9_]+)?(:[0-9]+)?(,[A-Za-z0-9_:]+)*$")
-    cpus: int | None = Field(default=None, ge=1)
-    qos: str | None = Field(default=None, pattern=SLURM_NAME_PATTERN)
-    constraint: str | None = Field(default=None, pattern=SLURM_CONSTRAINT_PATTERN)
-    exclude: str | None = Field(default=None, pattern=SLURM_NODES_PATTERN)
-    array_throttle: int | None = Field(default=None, ge=1)
-    log_dir: str | None = Field(default=None, min_length=1)
-    sbatch: list[str] = Field(default_factory=list)
-    setup: list[str] = Field(default_factory=list)
-    stop_margin: int | None = Field(default=None, ge=MIN_STOP_MARGIN_S)
-
-    @field_validator("time")
-    @classmethod
-    def _slurm_time(cls, value: str | int | None) -> str | int | None:
-        if value is not None:
-            parse_slurm_time(value)
-        return value
-
-    @field_validator("sbatch")
-    @classmethod
-    def _sbatch_lines(cls, value: list[str]) -> list[str]:
-        for line in value:
-            parse_sbatch_line(line)
-        return value
-
-
 class ArmSpec(_Strict):
     """One comparison arm, as written in its TOML file (before defaults that depend on the host are resolved)."""
 
@@ -263,7 +221,7 @@ class ArmSpec(_Strict):
     auto_eval_dir: str | None = None
     save_frames: bool = True
     thresholds: Thresholds = Field(default_factory=Thresholds)
-    slurm: SlurmSpec = Field(default_factory=SlurmSpec)
+    slurm: SlurmSettings = Field(default_factory=SlurmSettings)
     obs_size: list[int] = Field(default_factory=lambda: list(DEFAULT_OBS_SIZE))
     obs_encoding: ObsEncoding = DEFAULT_OBS_ENCODING
     observe: Literal[OBSERVE_MODES] = DEFAULT_OBSERVE  # type: ignore[valid-type]

@@ -17,7 +17,7 @@ from mcu_arms.arms.spec import allowed_for
 from mcu_arms.cli.common import ran_arm_names
 from mcu_arms.contracts.errors import UserError, user_error
 from mcu_arms.contracts.settings import OVERRIDDEN_KEYS, Overrides, flag_for
-from mcu_arms.contracts.slurm import EXECUTORS, TIME_ALLOWED, Placement, SlurmOverrides
+from mcu_arms.contracts.slurm import EXECUTORS, TIME_ALLOWED, Placement, SlurmSettings
 
 ENV_PREFIX = "MCU_ARMS_"
 F = TypeVar("F", bound=Callable[..., Any])
@@ -83,7 +83,7 @@ def with_overrides(command: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-# --slurm-NAME -> (type, help): the SlurmOverrides field NAME (dashes for underscores).
+# --slurm-NAME -> (type, help): the SlurmSettings field NAME (dashes for underscores).
 _SLURM_HELP: dict[str, tuple[type, str]] = {
     "partition": (str, "Slurm partition [the arm's or campaign's [slurm] partition, else the site's default]."),
     "account": (str, "Slurm account to charge."),
@@ -126,7 +126,7 @@ def placement_from(executor: str, slurm: dict[str, Any]) -> Placement:
     if executor not in EXECUTORS:
         raise UserError(f"{executor!r} is not an executor", key="--executor", allowed=", ".join(EXECUTORS))
     try:
-        overrides = SlurmOverrides(**{key: value for key, value in slurm.items() if value is not None})
+        overrides = SlurmSettings(**{key: value for key, value in slurm.items() if value is not None})
     except ValidationError as error:
         raise user_error(error, key_of=lambda key: f"--slurm-{key.replace('_', '-')}") from None
     if executor == "local" and overrides.given():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Group, RenderableType
@@ -17,26 +17,24 @@ from mcu_arms.cli.options import with_overrides, with_placement
 from mcu_arms.cli.plan import ARM_OPTION, DRY_RUN_OPTION, FILES_ARGUMENT, VERBOSE_OPTION, planned, show_plans
 from mcu_arms.contracts.agent_report import in_its_words
 from mcu_arms.contracts.annotations import checked_note, parse_tags
-from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.sequential import SequentialLook
 from mcu_arms.contracts.settings import Overrides
 from mcu_arms.contracts.slurm import Placement
 from mcu_arms.contracts.text import MAX_MESSAGE_CHARS, shown_text
 from mcu_arms.doctor import refuse_blocked
 from mcu_arms.environment import Environment, fits
-from mcu_arms.isolation.host import host_parallelism
 from mcu_arms.process.process_exit import skip_teardown
 from mcu_arms.report.methods.sequential import (
     DEFAULT_BATCH,
     DEFAULT_MAX_SEEDS,
     DEFAULT_PRIMARY,
     PRIMARY_METRICS,
-    PrimaryMetric,
 )
 
 if TYPE_CHECKING:
     from mcu_arms.contracts.settings import ArmPlan
     from mcu_arms.supervise.outcomes import ArmOutcome, RunOutcome
+    from mcu_arms.supervise.until_resolved import SequentialAsk
 
 RUN_HELP = """Run arms: plan them, start each arm's green and purple agents, wait until both are ready, run the \
 evaluation client, and write output/ARM/episode_NNN/result.json (linked as logs/ARM_result.json).
@@ -117,55 +115,24 @@ def register(app: typer.Typer) -> None:
             f"{', '.join(PRIMARY_METRICS)} [{DEFAULT_PRIMARY}].",
         ),
     ) -> None:
+        from mcu_arms.supervise.until_resolved import checked_modes
+
         skip_teardown()
         env = environment(ctx)
+        sequential = checked_modes(
+            on_slurm=placement.executor == "slurm",
+            detach=detach,
+            dry_run=dry_run,
+            until_resolved=until_resolved,
+            seeds_given=overrides.seeds is not None,
+            max_seeds=max_seeds,
+            batch=batch,
+            primary=primary,
+        )
         annotations = {"tags": parse_tags(tag), "note": checked_note(note)}
-        on_slurm = placement.executor == "slurm"
-        if detach and not on_slurm:
-            raise UserError(
-                "--detach leaves Slurm jobs running; a local run stops with this command",
-                key="--detach",
-                allowed="--executor slurm --detach",
-            )
-        sequential_options = {"--max-seeds": max_seeds, "--batch": batch, "--primary": primary}
-        given = [name for name, value in sequential_options.items() if value is not None]
-        if given and not until_resolved:
-            raise UserError(f"{given[0]} sets how --until-resolved runs", key=given[0], allowed="--until-resolved")
-        if primary is not None and primary not in PRIMARY_METRICS:
-            raise UserError(
-                f"{primary!r} is not a metric the stopping rule can read",
-                key="--primary",
-                allowed=", ".join(PRIMARY_METRICS),
-            )
-        if until_resolved:
-            if detach or dry_run:
-                raise UserError(
-                    "--until-resolved decides each batch from the last one's results",
-                    key="--until-resolved",
-                    allowed="without --detach and --dry-run",
-                )
-            if overrides.seeds is not None:
-                raise UserError(
-                    "--until-resolved chooses the seeds: the campaign's, then the integers after them, "
-                    "a batch at a time",
-                    key="--seeds",
-                    allowed="--max-seeds N and --batch K",
-                )
-            _run_until_resolved(
-                env,
-                files or [],
-                arm,
-                overrides,
-                placement,
-                json_output,
-                fail_fast,
-                ready_timeout,
-                max_parallel,
-                retries,
-                max_seeds or DEFAULT_MAX_SEEDS,
-                batch or DEFAULT_BATCH,
-                cast(PrimaryMetric, primary or DEFAULT_PRIMARY),  # checked against PRIMARY_METRICS above
-            )
+        given: dict[str, Any] = {"fail_fast": fail_fast, "ready_timeout_s": ready_timeout, "max_parallel": max_parallel}
+        if sequential is not None:
+            _run_until_resolved(env, files or [], arm, overrides, placement, json_output, sequential, retries, given)
         plans, selection = planned(files or [], arm, overrides, env, placement)
         plans = [plan.model_copy(update=annotations) for plan in plans]
         if dry_run:
@@ -175,19 +142,10 @@ def register(app: typer.Typer) -> None:
             show_plans(plans, env, dry_run=True, json_output=json_output, decisions=decisions, verbose=verbose)
             return
 
-        from mcu_arms.supervise.executors import run_arms
-        from mcu_arms.supervise.runner import RunOptions
+        from mcu_arms.supervise.executors import run_arms, run_options
 
         refuse_blocked({plan.arm: plan.blocked for plan in plans})
-        options = RunOptions(
-            fail_fast=fail_fast,
-            ready_timeout_s=ready_timeout,
-            rerun=rerun,
-            max_parallel=max_parallel
-            or selection.max_parallel
-            or (RunOptions().max_parallel if on_slurm else host_parallelism(plans)),
-            retries=selection.retries if retries is None else retries,
-        )
+        options = run_options(plans, selection, retries=retries, rerun=rerun, **given)
         human = env.err_console if json_output else env.console
         outcome = run_arms(plans, env, options, human, detach=detach)
         if notify:
@@ -209,35 +167,17 @@ def _run_until_resolved(
     overrides: Overrides,
     placement: Placement,
     json_output: bool,
-    fail_fast: bool,
-    ready_timeout: float,
-    max_parallel: int | None,
+    sequential: SequentialAsk,
     retries: int | None,
-    max_seeds: int,
-    batch: int,
-    primary: PrimaryMetric,
+    given: dict[str, Any],
 ) -> None:
-    from mcu_arms.supervise.executors import run_arms
-    from mcu_arms.supervise.runner import RunOptions
-    from mcu_arms.supervise.until_resolved import run_until_resolved
+    from mcu_arms.supervise.executors import run_arms, run_options
+    from mcu_arms.supervise.until_resolved import run_until_resolved, the_campaign
 
     plans, selection = planned(files, arm_names, overrides, env, placement)
-    if len(selection.campaigns) != 1 or len(selection.specs) != len(selection.campaigns[0].arms()):
-        raise UserError(
-            "--until-resolved runs one campaign (a baseline and its variants), nothing else",
-            key="--until-resolved",
-            allowed="mcu-arms run campaigns/NAME.toml --until-resolved",
-        )
+    campaign = the_campaign(selection)
     human = env.err_console if json_output else env.console
-    options = RunOptions(
-        fail_fast=fail_fast,
-        ready_timeout_s=ready_timeout,
-        rerun=True,
-        max_parallel=max_parallel
-        or selection.max_parallel
-        or (RunOptions().max_parallel if placement.executor == "slurm" else host_parallelism(plans)),
-        retries=selection.retries if retries is None else retries,
-    )
+    options = run_options(plans, selection, retries=retries, rerun=True, **given)
 
     def plan_look(seeds: list[int], look: SequentialLook) -> list[ArmPlan]:
         batch_plans, _ = planned(files, arm_names, overrides.model_copy(update={"seeds": seeds}), env, placement)
@@ -251,7 +191,13 @@ def _run_until_resolved(
         return outcome
 
     result = run_until_resolved(
-        selection.campaigns[0], plan_look, run_look, human, max_seeds=max_seeds, batch=batch, primary=primary
+        campaign,
+        plan_look,
+        run_look,
+        human,
+        max_seeds=sequential.max_seeds,
+        batch=sequential.batch,
+        primary=sequential.primary,
     )
     if json_output:
         print_json(env, {"exit_code": result.exit_code, **result.model_dump(mode="json")})

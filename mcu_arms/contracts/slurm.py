@@ -14,7 +14,7 @@ import math
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 Executor = Literal["local", "slurm"]
 EXECUTORS: tuple[Executor, ...] = ("local", "slurm")
@@ -192,21 +192,41 @@ class SlurmOptions(BaseModel):
         return ", ".join(parts)
 
 
-class SlurmOverrides(BaseModel):
-    """The command line's --slurm-* options; None: as the files say."""
+class SlurmSettings(BaseModel):
+    """What a [slurm] table (an arm's, over its campaign's) and the --slurm-* flags (over both) set; None: not set.
+    The flags set no `setup` nor `stop_margin`, and their `sbatch` lines are added to the files'. Unknown keys and
+    wrong TOML types are errors (`cpus = "4"` is not coerced)."""
 
-    partition: str | None = None
-    account: str | None = None
-    time: str | None = None
-    mem: str | None = None
-    gres: str | None = None
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    partition: str | None = Field(default=None, min_length=1)
+    account: str | None = Field(default=None, min_length=1)
+    time: str | int | None = None
+    mem: str | None = Field(default=None, pattern=r"^[0-9]+[KMGT]?$")
+    gres: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_]+(:[A-Za-z0-9_]+)?(:[0-9]+)?(,[A-Za-z0-9_:]+)*$")
     cpus: int | None = Field(default=None, ge=1)
     qos: str | None = Field(default=None, pattern=SLURM_NAME_PATTERN)
     constraint: str | None = Field(default=None, pattern=SLURM_CONSTRAINT_PATTERN)
     exclude: str | None = Field(default=None, pattern=SLURM_NODES_PATTERN)
     array_throttle: int | None = Field(default=None, ge=1)
     log_dir: str | None = Field(default=None, min_length=1)
-    sbatch: list[str] = Field(default_factory=list)  # added to the files' lines
+    sbatch: list[str] = Field(default_factory=list)
+    setup: list[str] = Field(default_factory=list)
+    stop_margin: int | None = Field(default=None, ge=MIN_STOP_MARGIN_S)
+
+    @field_validator("time")
+    @classmethod
+    def _slurm_time(cls, value: str | int | None) -> str | int | None:
+        if value is not None:
+            parse_slurm_time(value)
+        return value
+
+    @field_validator("sbatch")
+    @classmethod
+    def _sbatch_lines(cls, value: list[str]) -> list[str]:
+        for line in value:
+            parse_sbatch_line(line)
+        return value
 
     def given(self) -> dict[str, object]:
         return {key: value for key, value in self.model_dump().items() if value not in (None, [])}
@@ -216,7 +236,7 @@ class Placement(BaseModel):
     """Where a command was asked to run its episodes."""
 
     executor: Executor = DEFAULT_EXECUTOR
-    slurm: SlurmOverrides = Field(default_factory=SlurmOverrides)
+    slurm: SlurmSettings = Field(default_factory=SlurmSettings)
 
 
 class SlurmAccounting(BaseModel):

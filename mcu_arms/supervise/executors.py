@@ -8,22 +8,46 @@ from __future__ import annotations
 
 import signal
 import threading
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 
+from mcu_arms.arms.campaign import Selection
 from mcu_arms.atomic import write_json_exclusive
 from mcu_arms.contracts.campaign_run import CampaignCell, CampaignRun
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.settings import ArmPlan
 from mcu_arms.contracts.timestamps import iso_seconds
 from mcu_arms.environment import Environment
+from mcu_arms.isolation.host import host_parallelism
 from mcu_arms.layout import campaign_runs_dir, episode_name
 from mcu_arms.process.private_record import recorded_episodes, started_processes
 from mcu_arms.process.procs import live_processes
 from mcu_arms.supervise.outcomes import ArmOutcome, RunOutcome
 from mcu_arms.supervise.reruns import rerun_decision
 from mcu_arms.supervise.runner import RunOptions, supervise_here
+
+
+def run_options(
+    plans: list[ArmPlan],
+    selection: Selection,
+    *,
+    max_parallel: int | None,
+    retries: int | None,
+    **given: Any,
+) -> RunOptions:
+    """How `run` runs `plans`: episodes at once from --max-parallel, else the campaign's max_parallel, else what this
+    host can take (on Slurm: as many as are submitted, the arrays throttled by their own settings); --retries, else
+    the campaign's; the rest (`given`) as the flags say."""
+    on_slurm = any(plan.executor == "slurm" for plan in plans)
+    return RunOptions(
+        max_parallel=max_parallel
+        or selection.max_parallel
+        or (RunOptions().max_parallel if on_slurm else host_parallelism(plans)),
+        retries=selection.retries if retries is None else retries,
+        **given,
+    )
 
 
 def run_arms(

@@ -20,13 +20,17 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.markup import escape
 
-from mcu_arms.arms.campaign import Campaign
+from mcu_arms.arms.campaign import Campaign, Selection
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.run_report import RunReport, read_report
 from mcu_arms.contracts.sequential import SequentialLook
 from mcu_arms.contracts.settings import ArmPlan
 from mcu_arms.report.methods.design import pairing
 from mcu_arms.report.methods.sequential import (
+    DEFAULT_BATCH,
+    DEFAULT_MAX_SEEDS,
+    DEFAULT_PRIMARY,
+    PRIMARY_METRICS,
     SEQUENTIAL_METHOD,
     PrimaryMetric,
     SequentialTest,
@@ -37,6 +41,72 @@ from mcu_arms.report.stats import ALPHA
 from mcu_arms.supervise.outcomes import RunOutcome
 
 StopReason = Literal["resolved", "max_seeds", "interrupted", "no_pairs"]
+
+
+class SequentialAsk(BaseModel):
+    """How --until-resolved runs: the most seeds per arm, the seeds per look, the metric the stopping rule reads."""
+
+    max_seeds: int = DEFAULT_MAX_SEEDS
+    batch: int = DEFAULT_BATCH
+    primary: PrimaryMetric = DEFAULT_PRIMARY
+
+
+def checked_modes(
+    *,
+    on_slurm: bool,
+    detach: bool,
+    dry_run: bool,
+    until_resolved: bool,
+    seeds_given: bool,
+    max_seeds: int | None,
+    batch: int | None,
+    primary: str | None,
+) -> SequentialAsk | None:
+    """The modes `run` was asked for, checked together: --until-resolved's settings, or None for a plain run. A
+    combination that means nothing is a UserError naming its flag."""
+    if detach and not on_slurm:
+        raise UserError(
+            "--detach leaves Slurm jobs running; a local run stops with this command",
+            key="--detach",
+            allowed="--executor slurm --detach",
+        )
+    sequential = {"--max-seeds": max_seeds, "--batch": batch, "--primary": primary}
+    given = [name for name, value in sequential.items() if value is not None]
+    if given and not until_resolved:
+        raise UserError(f"{given[0]} sets how --until-resolved runs", key=given[0], allowed="--until-resolved")
+    if primary is not None and primary not in PRIMARY_METRICS:
+        raise UserError(
+            f"{primary!r} is not a metric the stopping rule can read",
+            key="--primary",
+            allowed=", ".join(PRIMARY_METRICS),
+        )
+    if not until_resolved:
+        return None
+    if detach or dry_run:
+        raise UserError(
+            "--until-resolved decides each batch from the last one's results",
+            key="--until-resolved",
+            allowed="without --detach and --dry-run",
+        )
+    if seeds_given:
+        raise UserError(
+            "--until-resolved chooses the seeds: the campaign's, then the integers after them, a batch at a time",
+            key="--seeds",
+            allowed="--max-seeds N and --batch K",
+        )
+    asked = {"max_seeds": max_seeds, "batch": batch, "primary": primary}
+    return SequentialAsk.model_validate({name: value for name, value in asked.items() if value is not None})
+
+
+def the_campaign(selection: Selection) -> Campaign:
+    """The one campaign --until-resolved runs (a baseline and its variants, nothing else)."""
+    if len(selection.campaigns) != 1 or len(selection.specs) != len(selection.campaigns[0].arms()):
+        raise UserError(
+            "--until-resolved runs one campaign (a baseline and its variants), nothing else",
+            key="--until-resolved",
+            allowed="mcu-arms run campaigns/NAME.toml --until-resolved",
+        )
+    return selection.campaigns[0]
 
 
 def primary_value(report: RunReport, primary: PrimaryMetric) -> float | None:
