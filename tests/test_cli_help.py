@@ -14,6 +14,7 @@ import typer
 from typer.testing import CliRunner
 
 from mcu_arms import __version__
+from mcu_arms.version import tool_identity
 from mcu_arms.cli import app
 
 
@@ -58,8 +59,10 @@ def test_every_command_has_help_text():
 
 @pytest.mark.parametrize("flag", ["--version", "-V"])
 def test_version(flag):
+    """The version, and (run from this checkout) that it is one, at which commit."""
     result = CliRunner().invoke(app, [flag])
-    assert result.exit_code == 0 and result.output.strip() == f"mcu-arms {__version__}"
+    assert result.exit_code == 0 and result.output.startswith(f"mcu-arms {__version__} (checkout ")
+    assert f"commit {tool_identity().commit[:12]}" in result.output
 
 
 def test_flags_show_no_type_and_help_texts_keep_their_brackets():

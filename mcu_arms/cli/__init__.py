@@ -10,7 +10,6 @@ from typing import Any
 
 import typer
 
-from mcu_arms import __version__
 from mcu_arms.cli.common import App, Group, environment
 from mcu_arms.collector import imports_without_gc
 from mcu_arms.environment import ARMS_DIR_ENV, OUTPUT_DIR_ENV
@@ -67,7 +66,9 @@ app = App(
 
 def _print_version(value: bool) -> None:
     if value:
-        typer.echo(f"mcu-arms {__version__}")
+        from mcu_arms.version import tool_identity
+
+        typer.echo(f"mcu-arms {tool_identity().describe()}")
         raise typer.Exit()
 
 
