@@ -134,4 +134,5 @@ def test_version_is_answered_before_the_cli_is_imported():
         "print(sorted(name for name in ('typer', 'rich', 'mcu_arms.cli') if name in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
-    assert done.stdout.splitlines() == ["mcu-arms 0.1.0", "mcu-arms 0.1.0", "[]"], done.stdout + done.stderr
+    line = f"mcu-arms {tool_identity().describe()}"
+    assert done.stdout.splitlines() == [line, line, "[]"], done.stdout + done.stderr
