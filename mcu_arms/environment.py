@@ -17,7 +17,7 @@ from typing import IO, Literal
 
 from rich.console import Console, RenderableType
 
-from mcu_arms.project import Project
+from mcu_arms.contracts.project import Project
 
 # Wide enough for any table this tool prints; rich needs a number, a pipe has none.
 UNBOUNDED_WIDTH = 10_000
@@ -57,7 +57,7 @@ class Environment:
     """The console to print to, the environment variables, the clock and the project directory.
 
     The output root and the arms dir are, in order: what the command line gave (`mcu-arms --output-dir DIR`), the
-    environment (MCU_ARMS_OUTPUT_DIR, MCU_ARMS_ARMS_DIR), the project's settings file (project.py), then `output/`
+    environment (MCU_ARMS_OUTPUT_DIR, MCU_ARMS_ARMS_DIR), the project's settings file (contracts/project.py), then `output/`
     and `arms/` of the project; relative ones are taken from the current directory (flags, environment) or the
     settings file's folder. Without a settings file, the project is the current directory.
     """

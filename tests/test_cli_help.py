@@ -14,8 +14,8 @@ import typer
 from typer.testing import CliRunner
 
 from mcu_arms import __version__
-from mcu_arms.version import tool_identity
 from mcu_arms.cli import app
+from mcu_arms.version import tool_identity
 
 
 def all_commands(group, prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], object]]:

@@ -11,8 +11,8 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.project import SETTINGS_FILE
 from mcu_arms.contracts.resources import CAMPAIGN_TEMPLATE, DEMO_ARMS, DEMO_ARMS_DIR
-from mcu_arms.project import SETTINGS_FILE
 
 CAMPAIGN_NAME = "demo"
 SETTINGS_TEXT = """\

@@ -14,8 +14,8 @@ from rich.markup import escape
 from mcu_arms.cli.common import EXIT_USER_ERROR, App, Group, environment
 from mcu_arms.collector import imports_without_gc
 from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.project import find_project
 from mcu_arms.environment import ARMS_DIR_ENV, OUTPUT_DIR_ENV
-from mcu_arms.project import find_project
 
 # Each command by name, in the order `--help` lists them, with the module (mcu_arms.cli.MODULE) whose `register`
 # defines it.

@@ -17,6 +17,7 @@ from mcu_arms.arms.plan import plan_specs, resolve_sources
 from mcu_arms.cli.common import arm_file_names, environment, print_json, reports_user_errors
 from mcu_arms.cli.options import with_overrides, with_placement
 from mcu_arms.contracts.catalog import CODEX_AGENTS
+from mcu_arms.contracts.project import ENVIRONMENT_SETTINGS
 from mcu_arms.contracts.settings import ArmPlan, Overrides
 from mcu_arms.contracts.slurm import Placement
 from mcu_arms.contracts.timestamps import file_stamp
@@ -24,7 +25,6 @@ from mcu_arms.doctor import endpoint_warnings, preflight, slurm_preflight
 from mcu_arms.environment import ARMS_DIR_ENV, OUTPUT_DIR_ENV, Environment, fits
 from mcu_arms.isolation.codex_home import default_root
 from mcu_arms.layout import state_dir
-from mcu_arms.project import ENVIRONMENT_SETTINGS
 from mcu_arms.supervise.reruns import RerunDecision
 
 FILES_ARGUMENT = typer.Argument(None, help="Arm files (arms/NAME.toml).")
