@@ -57,9 +57,9 @@ class Environment:
     """The console to print to, the environment variables, the clock and the project directory.
 
     The output root and the arms dir are, in order: what the command line gave (`mcu-arms --output-dir DIR`), the
-    environment (MCU_ARMS_OUTPUT_DIR, MCU_ARMS_ARMS_DIR), the project's settings file (contracts/project.py), then `output/`
-    and `arms/` of the project; relative ones are taken from the current directory (flags, environment) or the
-    settings file's folder. Without a settings file, the project is the current directory.
+    environment (MCU_ARMS_OUTPUT_DIR, MCU_ARMS_ARMS_DIR), the project's settings file (contracts/project.py), then
+    `output/` and `arms/` of the project; relative ones are taken from the current directory (flags, environment)
+    or the settings file's folder. Without a settings file, the project is the current directory.
     """
 
     console: Console = field(default_factory=console_for)
