@@ -96,20 +96,21 @@ def test_flags_win_over_the_environment_over_settings_over_defaults(tmp_path: Pa
 
 
 @pytest.mark.parametrize(
-    ("text", "line", "key"),
+    ("text", "line", "key", "message"),
     [
-        ('arms_dir = "a"\noutput_dirr = "x"\n', 2, "output_dirr"),
-        ('arms_dir = "a"\n\noutput_dir = 3\n', 3, "output_dir"),
+        ('arms_dir = "a"\noutput_dirr = "x"\n', 2, "output_dirr", "unknown setting (did you mean 'output_dir'?)"),
+        ('arms_dir = "a"\n\noutput_dir = 3\n', 3, "output_dir", "must be a path, as a string (not int)"),
     ],
 )
-def test_a_bad_setting_is_one_line_naming_file_line_and_key(tmp_path: Path, text: str, line: int, key: str):
+def test_a_bad_setting_is_one_line_naming_file_line_and_key(
+    tmp_path: Path, text: str, line: int, key: str, message: str
+):
     (tmp_path / "mcu-arms.toml").write_text(text)
     (tmp_path / "below").mkdir()
     done = invoke(tmp_path / "below", {}, "tasks")
     assert done.exit_code == 2
     assert done.err.count("\n") == 1, done.err
-    assert f"{tmp_path / 'mcu-arms.toml'}:{line}: key '{key}'" in done.err
-    assert "project settings in force" in done.err
+    assert f"{tmp_path / 'mcu-arms.toml'}:{line}: key '{key}': {message}" in done.err
     with pytest.raises(UserError):
         find_project(tmp_path / "below")
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from mcu_arms.contracts.errors import UserError, parse_toml, user_error
+from mcu_arms.contracts.errors import UserError, did_you_mean, parse_toml, toml_line
 
 SETTINGS_FILE = "mcu-arms.toml"
 PYPROJECT_FILE = "pyproject.toml"
@@ -84,13 +84,18 @@ def load_project(file: Path) -> Project | None:
     try:
         settings = ProjectSettings.model_validate(table)
     except ValidationError as error:
-        raised = user_error(error, path=file, text=text, key_of=lambda key: prefix + key)
+        problem = error.errors()[0]
+        name = ".".join(str(part) for part in problem["loc"])
+        known = list(ProjectSettings.model_fields)
+        unknown = problem["type"] == "extra_forbidden"
         raise UserError(
-            f"{raised.message} (the project settings in force)",
+            f"unknown setting{did_you_mean(name, known)}"
+            if unknown
+            else f"must be a path, as a string (not {type(problem['input']).__name__})",
             path=file,
-            line=raised.line,
-            key=raised.key,
-            allowed=raised.allowed or ", ".join(ProjectSettings.model_fields),
+            line=toml_line(text, prefix + name),
+            key=prefix + name,
+            allowed=", ".join(known) if unknown else None,
         ) from None
     return Project(root=file.parent, file=file, key_prefix=prefix, settings=settings)
 
