@@ -114,9 +114,9 @@ def main() -> None:
 def _main() -> None:
     global _inside_main
     if sys.argv[1:] in VERSION_FLAGS:  # answered before the CLI (typer, rich, every command) is imported
-        from mcu_arms import __version__
+        from mcu_arms.version import tool_identity
 
-        sys.stdout.write(f"mcu-arms {__version__}\n")
+        sys.stdout.write(f"mcu-arms {tool_identity().describe()}\n")
         return
     signal.signal(signal.SIGINT, _interrupt)
     _inside_main = True

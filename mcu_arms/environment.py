@@ -13,14 +13,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO
+from typing import IO, Literal
 
 from rich.console import Console, RenderableType
+
+from mcu_arms.contracts.project import Project
 
 # Wide enough for any table this tool prints; rich needs a number, a pipe has none.
 UNBOUNDED_WIDTH = 10_000
 OUTPUT_DIR_ENV = "MCU_ARMS_OUTPUT_DIR"
 ARMS_DIR_ENV = "MCU_ARMS_ARMS_DIR"
+SettingSource = Literal["flag", "environment", "settings file", "default"]
 
 
 def _utc_now() -> datetime:
@@ -54,8 +57,9 @@ class Environment:
     """The console to print to, the environment variables, the clock and the project directory.
 
     The output root and the arms dir are, in order: what the command line gave (`mcu-arms --output-dir DIR`), the
-    environment (MCU_ARMS_OUTPUT_DIR, MCU_ARMS_ARMS_DIR), then `output/` and `arms/` of the project; relative ones
-    are taken from the project directory.
+    environment (MCU_ARMS_OUTPUT_DIR, MCU_ARMS_ARMS_DIR), the project's settings file (contracts/project.py), then
+    `output/` and `arms/` of the project; relative ones are taken from the current directory (flags, environment)
+    or the settings file's folder. Without a settings file, the project is the current directory.
     """
 
     console: Console = field(default_factory=console_for)
@@ -66,22 +70,36 @@ class Environment:
     cwd: Path = field(default_factory=Path.cwd)
     output_root: Path | None = None
     arms_root: Path | None = None
+    project: Project | None = None  # the settings file in force, found by the CLI (project.find_project)
+    set_by_project: frozenset[str] = frozenset()  # the variables of `env` the settings file filled in
 
-    def _located(self, given: Path | None, variable: str, default: str) -> Path:
-        chosen = given or (Path(self.env[variable]) if self.env.get(variable) else Path(default))
-        return self.cwd / chosen.expanduser()
+    @property
+    def project_dir(self) -> Path:
+        """The settings file's folder, else the current directory."""
+        return self.project.root if self.project is not None else self.cwd
+
+    def located(self, given: Path | None, variable: str, setting: str, default: str) -> tuple[Path, SettingSource]:
+        """A directory setting and where it came from: the flag, the environment, the settings file or the default."""
+        if given is not None:
+            return self.cwd / given.expanduser(), "flag"
+        if self.env.get(variable):
+            return self.cwd / Path(self.env[variable]).expanduser(), "environment"
+        chosen = getattr(self.project.settings, setting) if self.project is not None else None
+        if self.project is not None and chosen is not None:
+            return self.project.path(chosen), "settings file"
+        return self.project_dir / default, "default"
 
     @property
     def arms_dir(self) -> Path:
-        return self._located(self.arms_root, ARMS_DIR_ENV, "arms")
+        return self.located(self.arms_root, ARMS_DIR_ENV, "arms_dir", "arms")[0]
 
     @property
     def logs_dir(self) -> Path:
-        return self.cwd / "logs"
+        return self.project_dir / "logs"
 
     @property
     def output_dir(self) -> Path:
-        return self._located(self.output_root, OUTPUT_DIR_ENV, "output")
+        return self.located(self.output_root, OUTPUT_DIR_ENV, "output_dir", "output")[0]
 
     def shown(self, path: Path | str) -> str:
         """A path as printed for reading: relative to the project when inside it, else as it is."""

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from mcu_arms import __version__
 from mcu_arms.cli import app
+from mcu_arms.version import tool_identity
 
 
 def all_commands(group, prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], object]]:
@@ -58,8 +59,10 @@ def test_every_command_has_help_text():
 
 @pytest.mark.parametrize("flag", ["--version", "-V"])
 def test_version(flag):
+    """The version, and (run from this checkout) that it is one, at which commit."""
     result = CliRunner().invoke(app, [flag])
-    assert result.exit_code == 0 and result.output.strip() == f"mcu-arms {__version__}"
+    assert result.exit_code == 0 and result.output.startswith(f"mcu-arms {__version__} (checkout ")
+    assert f"commit {tool_identity().commit[:12]}" in result.output
 
 
 def test_flags_show_no_type_and_help_texts_keep_their_brackets():
@@ -131,4 +134,5 @@ def test_version_is_answered_before_the_cli_is_imported():
         "print(sorted(name for name in ('typer', 'rich', 'mcu_arms.cli') if name in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
-    assert done.stdout.splitlines() == ["mcu-arms 0.1.0", "mcu-arms 0.1.0", "[]"], done.stdout + done.stderr
+    line = f"mcu-arms {tool_identity().describe()}"
+    assert done.stdout.splitlines() == [line, line, "[]"], done.stdout + done.stderr

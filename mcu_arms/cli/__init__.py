@@ -9,9 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 
-from mcu_arms import __version__
-from mcu_arms.cli.common import App, Group, environment
+from mcu_arms.cli.common import EXIT_USER_ERROR, App, Group, environment
+from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.project import find_project
 from mcu_arms.environment import ARMS_DIR_ENV, OUTPUT_DIR_ENV
 from mcu_arms.process.collector import imports_without_gc
 
@@ -26,6 +28,7 @@ COMMAND_MODULES: dict[str, str] = {
     "report": "report",
     "status": "status",
     "stop": "status",
+    "init": "init",
     "new": "new",
     "codex-home": "codex_home",
     "doctor": "doctor",
@@ -67,7 +70,9 @@ app = App(
 
 def _print_version(value: bool) -> None:
     if value:
-        typer.echo(f"mcu-arms {__version__}")
+        from mcu_arms.version import tool_identity
+
+        typer.echo(f"mcu-arms {tool_identity().describe()}")
         raise typer.Exit()
 
 
@@ -78,7 +83,9 @@ def _root(
         False, "--version", "-V", callback=_print_version, is_eager=True, help="Print the version and exit."
     ),
     output_dir: Path | None = typer.Option(
-        None, "--output-dir", help=f"Where runs are written and read [${OUTPUT_DIR_ENV} or output/]."
+        None,
+        "--output-dir",
+        help=f"Where runs are written and read [${OUTPUT_DIR_ENV}, the project's output_dir, or output/].",
     ),
     arms_dir: Path | None = typer.Option(
         None,
@@ -90,3 +97,13 @@ def _root(
     env = environment(ctx)
     env.output_root = output_dir or env.output_root
     env.arms_root = arms_dir or env.arms_root
+    if env.project is None and ctx.invoked_subcommand != "init":  # init makes a project: none above it applies
+        try:
+            env.project = find_project(env.cwd)
+        except UserError as error:
+            env.err_console.print(f"[bold red]error:[/] {escape(error.render())}", highlight=False, soft_wrap=True)
+            raise typer.Exit(EXIT_USER_ERROR) from None
+        # the variables it sets (state_dir, codex_root) where the environment sets none: the environment wins
+        defaults = env.project.environment_defaults() if env.project is not None else {}
+        env.set_by_project = frozenset(variable for variable in defaults if not env.env.get(variable))
+        env.env = {**env.env, **{variable: defaults[variable] for variable in env.set_by_project}}

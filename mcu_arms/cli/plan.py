@@ -17,11 +17,14 @@ from mcu_arms.arms.plan import plan_specs, resolve_sources
 from mcu_arms.cli.common import arm_file_names, environment, print_json, reports_user_errors
 from mcu_arms.cli.options import with_overrides, with_placement
 from mcu_arms.contracts.catalog import CODEX_AGENTS
+from mcu_arms.contracts.project import ENVIRONMENT_SETTINGS
 from mcu_arms.contracts.settings import ArmPlan, Overrides
 from mcu_arms.contracts.slurm import Placement
 from mcu_arms.contracts.timestamps import file_stamp
 from mcu_arms.doctor import endpoint_warnings, preflight, slurm_preflight
-from mcu_arms.environment import Environment, fits
+from mcu_arms.environment import ARMS_DIR_ENV, OUTPUT_DIR_ENV, Environment, fits
+from mcu_arms.isolation.codex_home import default_root
+from mcu_arms.layout import state_dir
 from mcu_arms.supervise.reruns import RerunDecision
 
 FILES_ARGUMENT = typer.Argument(None, help="Arm files (arms/NAME.toml).")
@@ -185,6 +188,26 @@ def plan_summary(
     return Group(*lines)
 
 
+def project_settings_table(env: Environment) -> Table:
+    """Each project setting in force and where it came from: a flag, the environment, the settings file, a default."""
+    in_force = env.project.describe() if env.project is not None else f"none (the project is {env.cwd})"
+    table = Table(title=f"project settings: {escape(in_force)}", title_justify="left", box=None)
+    for column in ("setting", "value", "from"):
+        table.add_column(column)
+    for setting, (given, variable, default) in {
+        "arms_dir": (env.arms_root, ARMS_DIR_ENV, "arms"),
+        "output_dir": (env.output_root, OUTPUT_DIR_ENV, "output"),
+    }.items():
+        path, source = env.located(given, variable, setting, default)
+        table.add_row(setting, escape(env.shown(path)), source)
+    for setting, chosen in (("state_dir", state_dir(env.env)), ("codex_root", default_root(env.env))):
+        variable = ENVIRONMENT_SETTINGS[setting]
+        source = "environment" if env.env.get(variable) else "default"
+        source = "settings file" if variable in env.set_by_project else source
+        table.add_row(setting, escape(str(chosen)), source)
+    return table
+
+
 def show_plans(
     plans: list[ArmPlan],
     env: Environment,
@@ -209,6 +232,7 @@ def show_plans(
     if verbose:
         for arm_plan in plans:
             render_plan(arm_plan, env)
+        env.console.print(project_settings_table(env))
     else:
         env.console.print("[dim]each plan whole (settings, commands, logs, notes): --verbose[/]")
     if dry_run:

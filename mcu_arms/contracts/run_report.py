@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
@@ -32,6 +32,11 @@ VIDEO_NOT_RUN = frozenset({"no_api_key", "failed"})
 
 class Provenance(BaseModel):
     mcu_arms_version: str
+    # How that mcu-arms was installed (mcu_arms/version.py); absent from reports written before it was recorded.
+    # From a checkout, its commit and whether it had changes: the version alone does not name the code then.
+    mcu_arms_install: Literal["wheel", "checkout"] | None = None
+    mcu_arms_commit: str | None = None
+    mcu_arms_dirty: bool | None = None
     git_sha: str | None
     git_dirty: bool | None
     python: str

@@ -26,7 +26,7 @@ from mcu_arms.arms.plan import apply_overrides, resolve_settings
 from mcu_arms.arms.spec import ARM_NAME_PATTERN, ArmSpec, load_arm
 from mcu_arms.contracts.annotations import matches_tags
 from mcu_arms.contracts.errors import UserError
-from mcu_arms.contracts.run_report import RunReport
+from mcu_arms.contracts.run_report import Provenance, RunReport
 from mcu_arms.contracts.settings import (
     REPLICATE_AND_PLACEMENT_KEYS,
     Overrides,
@@ -160,6 +160,7 @@ class EpisodeFacts(BaseModel):
     episode_dir: str
     report_path: str
     simulator_label: str | None = None
+    tool: str | None = None  # the mcu-arms that ran it: version, and from a checkout its commit (tool_of)
     noops: dict[str, int] = Field(default_factory=dict)
     dropped_keys: dict[str, int] = Field(default_factory=dict)
     sim_fallbacks: dict[str, int] = Field(default_factory=dict)
@@ -744,6 +745,7 @@ def _facts(path: Path, report: RunReport) -> EpisodeFacts:
         episode_dir=str(path.parent),
         report_path=str(path),
         simulator_label=report.simulator_label,
+        tool=tool_of(report.provenance),
         noops=dict(report.noops),
         dropped_keys=dict(report.dropped_keys),
         sim_fallbacks=dict(report.sim_fallbacks),
@@ -1234,6 +1236,24 @@ def _cross_arm_flags(arms: list[ArmAnalysis], flags: list[Flag]) -> None:
                 "and milestone steps are not on the same scale",
             )
         )
+    tools = {arm.arm: arm.latest.tool for arm in arms if arm.latest and arm.latest.tool}
+    if len(set(tools.values())) > 1:
+        shown = ", ".join(f"{name}: {tool}" for name, tool in tools.items())
+        flags.append(
+            Flag(
+                kind="different_tool_versions",
+                message=f"arms were run by different versions of mcu-arms ({shown}): a difference may be the tool's",
+            )
+        )
+
+
+def tool_of(provenance: Provenance) -> str:
+    """The mcu-arms that made a report, as compared: its version, and its commit when it ran from a checkout."""
+    if not provenance.mcu_arms_commit:
+        return provenance.mcu_arms_version
+    return f"{provenance.mcu_arms_version} at {provenance.mcu_arms_commit[:12]}" + (
+        " (dirty)" if provenance.mcu_arms_dirty else ""
+    )
 
 
 def simulator_label(arm: ArmAnalysis) -> str:

@@ -14,9 +14,9 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-from mcu_arms import __version__
 from mcu_arms.contracts.run_report import Provenance
 from mcu_arms.contracts.simulators import simulators
+from mcu_arms.version import tool_identity
 
 # the packages every result depends on; each simulator's own (its descriptor's python_modules) come with them
 CORE_PACKAGES = (
@@ -61,8 +61,12 @@ def collect_provenance(cwd: Path) -> Provenance:
     """Versions, git SHA and dirty flag of the repo holding `cwd` (None outside one), python, host and platform."""
     sha = _git(cwd, "rev-parse", "HEAD")
     dirty = _git(cwd, "status", "--porcelain", "--untracked-files=no") if sha else None
+    tool = tool_identity()
     return Provenance(
-        mcu_arms_version=package_version("mcu-arms") or __version__,
+        mcu_arms_version=tool.version,
+        mcu_arms_install=tool.install,
+        mcu_arms_commit=tool.commit,
+        mcu_arms_dirty=tool.dirty,
         git_sha=sha.strip() if sha else None,
         git_dirty=bool(dirty.strip()) if dirty is not None else None,
         python=sys.version.split()[0],
