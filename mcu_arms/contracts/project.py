@@ -14,7 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from mcu_arms.contracts.errors import UserError, did_you_mean, parse_toml, toml_line
+from mcu_arms.contracts.errors import UserError, did_you_mean
+from mcu_arms.contracts.toml_text import parse_toml, toml_line
 
 SETTINGS_FILE = "mcu-arms.toml"
 PYPROJECT_FILE = "pyproject.toml"
