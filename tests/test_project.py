@@ -89,6 +89,8 @@ def test_flags_win_over_the_environment_over_settings_over_defaults(tmp_path: Pa
         '[ports]\ngreen = "auto"\npurple = "auto"\n'
     )
     assert output({}) == f"{tmp_path / 'from_settings'} settings file"
+    summary = invoke(cwd, {}, "plan", "--dry-run", "--arm", "nothing")
+    assert f"project settings: {tmp_path / 'mcu-arms.toml'} (found above this folder)" in summary.out
     assert output({"MCU_ARMS_OUTPUT_DIR": "from_env"}) == "from_env environment"
     assert output({"MCU_ARMS_OUTPUT_DIR": "from_env"}, "--output-dir", "from_flag") == "from_flag flag"
     (tmp_path / "mcu-arms.toml").write_text("# nothing set\n")

@@ -226,6 +226,8 @@ def show_plans(
         print_json(env, shown)
         return
     env.console.print(plan_summary(plans, env, decisions))
+    if env.project is not None and env.project.root != env.cwd:  # a settings file above: say which is in force
+        env.console.print(f"[dim]project settings: {escape(env.project.describe())} (found above this folder)[/]")
     for arm_plan in plans:
         for warning in arm_plan.warnings:
             env.console.print(f"[yellow]warning:[/] {escape(arm_plan.label)}: {escape(warning)}")
