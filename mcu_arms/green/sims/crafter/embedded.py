@@ -114,7 +114,7 @@ class EmbeddedSimulator(Simulator):
     def warm_up(cls) -> None:
         """Crafter and numpy imported, its textures read and a throwaway world built: what would otherwise fall
         between the first request and the first step. Each world draws from its own RNG, so this one changes nothing
-        an episode plays. Once per process (a green forked from a warm template is warm already)."""
+        an episode plays. Once per process."""
         if not cls.warmed_up:
             cls()._env.reset_world(seed=0)
             cls.warmed_up = True
