@@ -11,7 +11,7 @@ import functools
 import sys
 from importlib.metadata import EntryPoint, entry_points
 
-from mcu_arms.contracts.catalog import AGENT_KINDS
+from mcu_arms.contracts.catalog import A2A_AGENT, AGENT_KINDS
 from mcu_arms.contracts.errors import UserError, did_you_mean
 
 AGENT_ENTRY_POINTS = "mcu_arms.agents"
@@ -30,9 +30,9 @@ def agent_entry_point(kind: str) -> EntryPoint | None:
 
 
 def agent_kinds() -> tuple[str, ...]:
-    """Every kind an arm may name: the built-in ones, then the registered ones."""
-    registered = sorted({point.name for point in _registered_agents(tuple(sys.path))} - set(AGENT_KINDS))
-    return (*AGENT_KINDS, *registered)
+    """Every kind an arm may name: the built-in ones, another program's A2A server, then the registered ones."""
+    registered = sorted({point.name for point in _registered_agents(tuple(sys.path))} - {*AGENT_KINDS, A2A_AGENT})
+    return (*AGENT_KINDS, A2A_AGENT, *registered)
 
 
 def check_agent_kind(kind: str, *, key: str = "agent") -> str:

@@ -138,9 +138,25 @@ def flag_for(field: str) -> str:
 # Settings that vary between the replicates of one arm, or say only where it runs: never a difference between arms.
 # (Which Minecraft server a mineflayer arm plays on is placement too; its version is not, and the result's simulator
 # label names the server.)
+# Where another program's purple runs from and how long it may take to start are placement too: its code identity
+# (purple_code) says what it runs.
 REPLICATE_AND_PLACEMENT_KEYS: frozenset[str] = frozenset(
-    {"seed", "cuda_device", "mineflayer_host", "mineflayer_port", "mineflayer_username", "mineflayer_chat"}
+    {
+        "seed",
+        "cuda_device",
+        "mineflayer_host",
+        "mineflayer_port",
+        "mineflayer_username",
+        "mineflayer_chat",
+        "purple_cwd",
+        "purple_ready_timeout",
+    }
 )
+# What an A2A purple's command may hold, filled when it is started; without any of them, AgentBeats' contract
+# (--host H --port P --card-url URL) is appended instead.
+PURPLE_PLACEHOLDERS: tuple[str, ...] = ("{host}", "{port}", "{card_url}")
+# What plan, run and the report say of a purple reached at its url.
+NOT_OWNED = "not started by mcu-arms: not isolated, not owned"
 
 
 # What a simulator option may be: a JSON scalar, as TOML and the evaluation request carry it.
@@ -200,6 +216,14 @@ class Settings(BaseModel):
     # A registered simulator's own table (its descriptor's `table`, validated by its `table_model`) when that table is
     # no arm-file field of ours: a third party's simulator options; None for the built-in simulators.
     simulator_options: dict[str, SimulatorOption] | None = None
+    # Another program's A2A purple (agent "a2a", [purple] in the arm file): the command that starts it (as written,
+    # placeholders unfilled) or the address it is reached at; its code identity ("git COMMIT", "git COMMIT dirty
+    # HASH" or "files HASH"); where it is started from, and how long it may take to serve its card.
+    purple_command: list[str] | None = None
+    purple_url: str | None = None
+    purple_code: str | None = None
+    purple_cwd: str | None = None
+    purple_ready_timeout: float | None = None
 
     def redacted(self) -> Settings:
         """These settings as saved and shown: secrets in environment values and the endpoint URLs masked."""
@@ -409,6 +433,25 @@ def purple_options(settings: Settings, purple_dir: Path) -> PurpleOptions:
     return PurpleOptions(output_dir=purple_dir, **settings.model_dump(include=set(PurpleOptions.model_fields)))
 
 
+def external_purple_argv(command: list[str], host: str, port: int) -> list[str]:
+    """How another program's A2A purple is started: its command with the placeholders filled, or with AgentBeats'
+    contract appended where it holds none."""
+    values = {"{host}": host, "{port}": str(port), "{card_url}": http_url(host, port)}
+    if not any(holder in part for part in command for holder in PURPLE_PLACEHOLDERS):
+        return [*command, "--host", host, "--port", str(port), "--card-url", values["{card_url}"]]
+    filled = []
+    for part in command:
+        for holder, value in values.items():
+            part = part.replace(holder, value)
+        filled.append(part)
+    return filled
+
+
+def _purple_argv(settings: Settings, host: str, port: int) -> list[str]:
+    """Another program's purple: its command filled in, or nothing to start (one reached at its address)."""
+    return [] if settings.purple_command is None else external_purple_argv(settings.purple_command, host, port)
+
+
 def mcu_arms_argv() -> list[str]:
     """How every process of an arm is started: this interpreter's mcu-arms."""
     return [sys.executable, "-m", "mcu_arms"]
@@ -446,7 +489,9 @@ def command_lines(
             "--warm-up",
             settings.simulator,
         ],
-        "purple": [
+        "purple": _purple_argv(settings, host, purple_port)
+        if settings.purple_command is not None or settings.purple_url is not None
+        else [
             *serve,
             "purple",
             "--agent",

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from mcu_arms.contracts.agents import agent_entry_point, check_agent_kind
-from mcu_arms.contracts.catalog import AGENT_KINDS
+from mcu_arms.contracts.catalog import A2A_AGENT, AGENT_KINDS
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.settings import PurpleOptions
 
@@ -53,6 +53,12 @@ def _import_agent_module(kind: str):  # a module object
 
 def _registered_factory(kind: str) -> PolicyFactory:
     """The factory another distribution registers for `kind` (entry point group mcu_arms.agents), loaded now."""
+    if kind == A2A_AGENT:
+        raise UserError(
+            f"agent '{A2A_AGENT}' is another program's A2A server, started by its own [purple] command: mcu-arms "
+            "serves no policy for it",
+            key="--agent",
+        )
     point = agent_entry_point(kind)
     if point is None:
         check_agent_kind(kind, key="--agent")
@@ -71,7 +77,10 @@ def _registered_factory(kind: str) -> PolicyFactory:
 
 def warm_up_agent(kind: str) -> None:
     """Import `kind`'s module and run its `warm_up()` where it has one (a module-level function taking nothing): the
-    fork server's call, so that a purple it forks starts warm. A registered kind is only loaded."""
+    fork server's call, so that a purple it forks starts warm. A registered kind is only loaded; another program's
+    A2A server is nothing of ours to warm."""
+    if kind == A2A_AGENT:
+        return
     if kind not in AGENT_KINDS:
         _registered_factory(kind)
         return

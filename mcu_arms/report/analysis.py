@@ -856,12 +856,14 @@ def _arm_analysis(
         current, _ = _settings_from_file(target, report.overrides)
         if fingerprint(current) != report.fingerprint:
             changed = current.redacted().fingerprinted() != report.settings.redacted().fingerprinted()
+            differs = ", ".join(differing_settings([current.redacted(), report.settings.redacted()]))
             what = "has changed since" if changed else "resolves the same, but the fingerprint scheme changed since"
+            differs = f" (it now differs in {differs})" if changed and differs else ""
             flags.append(
                 Flag(
                     kind="arm_file_changed" if changed else "fingerprint_version",
                     arm=target.name,
-                    message=f"{target.source} {what} episode {report.episode} ran; the settings shown are the "
+                    message=f"{target.source} {what} episode {report.episode} ran{differs}; the settings shown are the "
                     "ones in force for that run",
                 )
             )

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from mcu_arms.contracts.settings import PurpleOptions
-from mcu_arms.contracts.wire import AckPayload, ActionPayload, InitPayload, ObservationPayload
-from mcu_arms.purple.base import Policy
-from mcu_arms.purple.baselines import env_action
+from mcu_arms.api import AckPayload, ActionPayload, InitPayload, ObservationPayload, Policy, PurpleOptions, env_action
 
 
 class AttackingPolicy(Policy):

@@ -1,0 +1,288 @@
+"""Your own agent in an arm (`agent = "a2a"`): another program's A2A server started by its command or reached at its
+address, its code identity in the fingerprint, and the bad input that is refused before anything starts.
+
+The purples here are third-party shaped (tests/own_agents.py): they import nothing of mcu_arms."""
+
+from __future__ import annotations
+
+import ast
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+from own_agents import FORKING_PREFIX, LEGACY_PURPLE, agent_repo, legacy_python, page_block
+from run_helpers import Started, alive, report, run_cli, running_with_steps, wait_for
+from server_procs import free_port
+
+from mcu_arms.arms.identity import code_identity
+from mcu_arms.contracts.agent_card import card_identity, card_problem
+from mcu_arms.contracts.agents import agent_kinds
+from mcu_arms.contracts.settings import external_purple_argv
+
+ARM = """agent = "a2a"
+task = "mine_diamond_from_scratch"
+simulator = "embedded"
+steps = {steps}
+step_timeout = 10
+save_frames = false
+
+[purple]
+{purple}
+"""
+
+
+def _arm(project: Path, name: str, purple: str, steps: int = 5) -> Path:
+    (project / "arms").mkdir(parents=True, exist_ok=True)
+    path = project / "arms" / f"{name}.toml"
+    path.write_text(ARM.format(steps=steps, purple=purple))
+    return path
+
+
+def _command(*argv: str, cwd: Path | None = None, extra: str = "") -> str:
+    line = f"command = {json.dumps(list(argv))}"
+    return line + (f'\ncwd = "{cwd}"' if cwd else "") + (f"\n{extra}" if extra else "")
+
+
+def _plan(project: Path, state: Path, arm: str) -> dict:
+    done = run_cli(project, state, "plan", "--dry-run", "--json", "--arm", arm)
+    assert done.returncode == 0, done.stdout + done.stderr
+    plans = json.loads(done.stdout)
+    return (plans if isinstance(plans, list) else plans["plans"])[0]
+
+
+# --- what is refused, and how the command is written --------------------------------------------------------------
+
+
+def test_the_contract_is_appended_unless_the_command_holds_placeholders() -> None:
+    assert external_purple_argv(["python", "p.py"], "127.0.0.1", 9100) == [
+        "python",
+        "p.py",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "9100",
+        "--card-url",
+        "http://127.0.0.1:9100",
+    ]
+    assert external_purple_argv(["srv", "--listen={host}:{port}", "{card_url}"], "127.0.0.1", 9100) == [
+        "srv",
+        "--listen=127.0.0.1:9100",
+        "http://127.0.0.1:9100",
+    ]
+
+
+def test_a_command_that_cannot_start_is_refused_at_plan_naming_file_line_and_key(tmp_path: Path) -> None:
+    project, state = tmp_path / "project", tmp_path / "state"
+    _arm(project, "missing", _command("no-such-program-7f3a", "x.py"))
+    done = run_cli(project, state, "plan", "--dry-run", "--arm", "missing")
+    assert done.returncode != 0
+    assert "missing.toml:9" in done.stdout + done.stderr and "purple.command" in done.stdout + done.stderr
+    assert "not found on PATH" in done.stdout + done.stderr and "Traceback" not in done.stderr
+
+    script = project / "not_executable.sh"
+    script.write_text("#!/bin/sh\n")
+    _arm(project, "noexec", _command("./not_executable.sh", cwd=project))
+    done = run_cli(project, state, "plan", "--dry-run", "--arm", "noexec")
+    assert done.returncode != 0 and "is not executable" in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    ("purple", "message"),
+    [
+        ('command = ["python"]\nurl = "http://127.0.0.1:9019"', "not both"),
+        ("ready_timeout = 5", "not neither"),
+    ],
+)
+def test_url_and_command_together_or_neither_are_refused(tmp_path: Path, purple: str, message: str) -> None:
+    project, state = tmp_path / "project", tmp_path / "state"
+    _arm(project, "bad", purple)
+    done = run_cli(project, state, "plan", "--dry-run", "--arm", "bad")
+    assert done.returncode != 0 and message in done.stdout + done.stderr
+    assert "bad.toml" in done.stdout + done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_purple_table_belongs_to_agent_a2a_only(tmp_path: Path) -> None:
+    project, state = tmp_path / "project", tmp_path / "state"
+    path = _arm(project, "mixed", 'url = "http://127.0.0.1:9019"')
+    path.write_text(path.read_text().replace('agent = "a2a"', 'agent = "random"'))
+    done = run_cli(project, state, "plan", "--dry-run", "--arm", "mixed")
+    assert done.returncode != 0 and '[purple] is only for agent = "a2a"' in done.stdout + done.stderr
+
+
+def test_cards_of_both_sdk_shapes_are_accepted_and_a_wrong_one_is_named() -> None:
+    legacy = {"name": "p", "version": "1", "skills": [{"id": "s"}], "url": "http://h/", "protocolVersion": "0.3.0"}
+    current = {"name": "p", "version": "1", "skills": [{"id": "s"}], "supportedInterfaces": [{"url": "http://h/"}]}
+    assert card_problem(legacy) is None and card_problem(current) is None
+    assert card_identity(legacy).digest == card_identity(current).digest  # where it is reached is no identity
+    assert card_identity({**current, "version": "2"}).digest != card_identity(current).digest
+    assert card_problem({"name": "p"}) == (
+        "the agent card has no version, skills, url (a2a-sdk 0.3) or supportedInterfaces (1.x)"
+    )
+    assert card_problem([]) == "the agent card is a JSON list, not an object"
+
+
+def test_code_identity_is_the_commit_and_a_hash_of_uncommitted_changes(tmp_path: Path) -> None:
+    repo = agent_repo(tmp_path / "agent", "print('a')\n")
+    clean = code_identity(repo, None)
+    assert clean.startswith("git ") and "dirty" not in clean
+    (repo / "my_purple.py").write_text("print('b')\n")
+    dirty = code_identity(repo, None)
+    assert dirty.startswith(clean + " dirty ")
+    (repo / "my_purple.py").write_text("print('c')\n")
+    assert code_identity(repo, None) not in (clean, dirty)
+
+    loose = tmp_path / "loose"
+    (loose / "src").mkdir(parents=True)
+    (loose / "src" / "agent.py").write_text("x = 1\n")
+    before = code_identity(loose, ["src/**/*.py"])
+    assert before.startswith("files ") and before.endswith("(1 files)")
+    (loose / "src" / "agent.py").write_text("x = 2\n")
+    assert code_identity(loose, ["src/**/*.py"]) != before
+
+
+def test_the_agent_kinds_hold_a2a_beside_the_built_ins() -> None:
+    assert {"noop", "random", "scripted", "a2a"} <= set(agent_kinds())
+
+
+def test_the_toy_plug_ins_import_only_the_public_module() -> None:
+    toysim = Path(__file__).parent / "toysim" / "mcu_toysim"
+    imported = set()
+    for path in toysim.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("mcu_arms"):
+                imported.add(node.module)
+    assert imported == {"mcu_arms.api"}
+
+
+def test_a_one_line_change_of_the_agent_changes_the_fingerprint_and_plan_names_it(tmp_path: Path) -> None:
+    project, state = tmp_path / "project", tmp_path / "state"
+    repo = agent_repo(tmp_path / "agent", page_block("my_purple.py"))
+    _arm(project, "mine", _command(sys.executable, "my_purple.py", cwd=repo))
+    before = _plan(project, state, "mine")
+    assert before["settings"]["purple_code"].startswith("git ")
+    assert before["settings"]["purple_command"] == [sys.executable, "my_purple.py"]
+    purple = next(p for p in before["processes"] if p["role"] == "purple")
+    assert purple["argv"][:2] == [sys.executable, "my_purple.py"] and "--card-url" in purple["argv"]
+    assert purple["cwd"] == str(repo)
+    assert any("does not check this arm's per-run token" in note for note in before["notes"])
+
+    script = repo / "my_purple.py"
+    script.write_text(script.read_text().replace('"attack": 1', '"attack": 0'))
+    after = _plan(project, state, "mine")
+    assert after["fingerprint"] != before["fingerprint"]
+    assert after["settings"]["purple_code"].startswith(before["settings"]["purple_code"] + " dirty ")
+
+
+# --- real runs ----------------------------------------------------------------------------------------------------
+
+
+def _finished(project: Path, state: Path, arm: str) -> dict:
+    done = run_cli(project, state, "run", "--arm", arm, timeout=300)
+    result = report(project, arm)
+    assert done.returncode == 0, done.stdout + done.stderr + json.dumps(result, indent=1)
+    assert result is not None and result["status"] == "finished", result
+    assert result["steps_run"] >= 1
+    return result
+
+
+@pytest.mark.slow
+def test_the_pages_1x_purple_runs_by_command_and_compare_names_a_code_change(tmp_path: Path) -> None:
+    project, state = tmp_path / "project", tmp_path / "state"
+    repo = agent_repo(tmp_path / "agent", page_block("my_purple.py"))
+    _arm(project, "mine", _command(sys.executable, "my_purple.py", cwd=repo))
+    result = _finished(project, state, "mine")
+    assert result["purple_card"]["name"] == "my purple" and result["purple_card"]["skills"] == ["play"]
+    assert result["settings"]["purple_code"].startswith("git ")
+    log = (project / "output" / "mine" / "episode_001" / result["logs"]["purple"]).read_text()
+    assert log is not None  # the purple's output has its own log in the episode
+
+    script = repo / "my_purple.py"
+    script.write_text(script.read_text().replace('"attack": 1', '"attack": 0'))
+    compared = run_cli(project, state, "compare", "mine")
+    assert "purple_code" in compared.stdout + compared.stderr, compared.stdout + compared.stderr
+
+
+@pytest.mark.slow
+def test_an_a2a_sdk_03_purple_in_its_own_venv_runs_with_placeholders(tmp_path: Path) -> None:
+    python = legacy_python()
+    project, state = tmp_path / "project", tmp_path / "state"
+    repo = agent_repo(tmp_path / "legacy", LEGACY_PURPLE, name="legacy_purple.py")
+    _arm(project, "legacy", _command(str(python), "legacy_purple.py", "{host}", "{port}", cwd=repo))
+    result = _finished(project, state, "legacy")
+    assert result["purple_card"]["name"] == "legacy purple" and result["purple_card"]["version"] == "0.3.0"
+
+
+@pytest.mark.slow
+def test_a_purple_reached_by_url_runs_and_is_neither_started_nor_stopped(tmp_path: Path) -> None:
+    project, state = tmp_path / "project", tmp_path / "state"
+    repo = agent_repo(tmp_path / "agent", page_block("my_purple.py"))
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "my_purple.py", "--port", str(port)],
+        cwd=repo,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        _arm(project, "remote", f'url = "{url}"')
+        wait_for(lambda: run_cli(project, state, "plan", "--dry-run", "--arm", "remote").returncode == 0, "plan")
+        planned = _plan(project, state, "remote")
+        assert any("not started by mcu-arms: not isolated, not owned" in note for note in planned["notes"])
+        result = _finished(project, state, "remote")
+        assert "purple" not in result["processes"]
+        assert server.poll() is None, "a purple reached by url is never stopped"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+    failed = run_cli(project, state, "run", "--arm", "remote", timeout=300)
+    assert failed.returncode != 0
+    down = report(project, "remote", episode=2)
+    assert down is not None and down["status"] == "failed", down
+    assert down["failure"]["kind"] == "infrastructure" and "never answered" in down["failure"]["reason"]
+
+
+@pytest.mark.slow
+def test_a_purple_that_never_serves_a_card_fails_as_infrastructure_with_its_log(tmp_path: Path) -> None:
+    project, state = tmp_path / "project", tmp_path / "state"
+    repo = agent_repo(tmp_path / "agent", "import time\nprint('loading weights', flush=True)\ntime.sleep(3600)\n")
+    _arm(project, "silent", _command(sys.executable, "my_purple.py", cwd=repo, extra="ready_timeout = 3"))
+    done = run_cli(project, state, "run", "--arm", "silent", timeout=120)
+    assert done.returncode != 0
+    result = report(project, "silent")
+    assert result["status"] == "failed" and result["failure"]["kind"] == "infrastructure"
+    assert "not ready within 3 s" in result["failure"]["reason"]
+    assert any("loading weights" in line for line in result["failure"]["log_tail"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["ctrl-c", "stop"])
+def test_ctrl_c_and_stop_leave_none_of_the_purples_processes(tmp_path: Path, how: str) -> None:
+    project, state = tmp_path / "project", tmp_path / "state"
+    pid_file = tmp_path / "grandchild.pid"
+    repo = agent_repo(tmp_path / "agent", FORKING_PREFIX + page_block("my_purple.py"))
+    path = _arm(project, "forking", _command(sys.executable, "my_purple.py", cwd=repo), steps=5000)
+    path.write_text(path.read_text().replace("[purple]", f'[env]\nGRANDCHILD_PID_FILE = "{pid_file}"\n\n[purple]'))
+    run = Started(project, state, "run", "--arm", "forking")
+    try:
+        running = wait_for(lambda: running_with_steps(project, "forking"), "the arm to step", timeout=180)
+        purple = psutil.Process(running["processes"]["purple"]["pid"])
+        grandchild = psutil.Process(int(wait_for(lambda: pid_file.is_file() and pid_file.read_text(), "grandchild")))
+        tree = [purple, *purple.children(recursive=True)]
+        assert grandchild in tree
+        family = run.remember_family()
+        if how == "ctrl-c":
+            run.popen.send_signal(signal.SIGINT)
+        else:
+            stopped = run_cli(project, state, "stop", "--arm", "forking")
+            assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+        run.wait(timeout=90)
+        assert report(project, "forking")["status"] == "interrupted"
+        assert alive([*tree, *family]) == []
+    finally:
+        run.kill_if_running()
