@@ -229,7 +229,7 @@ def test_a_purple_reached_by_url_runs_and_is_neither_started_nor_stopped(tmp_pat
     )
     try:
         url = f"http://127.0.0.1:{port}"
-        _arm(project, "remote", f'url = "{url}"')
+        _arm(project, "remote", f'url = "{url}"\nready_timeout = 5')
         wait_for(lambda: run_cli(project, state, "plan", "--dry-run", "--arm", "remote").returncode == 0, "plan")
         planned = _plan(project, state, "remote")
         assert any("not started by mcu-arms: not isolated, not owned" in note for note in planned["notes"])
@@ -240,11 +240,12 @@ def test_a_purple_reached_by_url_runs_and_is_neither_started_nor_stopped(tmp_pat
         server.terminate()
         server.wait(timeout=30)
 
-    failed = run_cli(project, state, "run", "--arm", "remote", timeout=300)
+    failed = run_cli(project, state, "run", "--arm", "remote", "--rerun", timeout=300)
     assert failed.returncode != 0
     down = report(project, "remote", episode=2)
     assert down is not None and down["status"] == "failed", down
     assert down["failure"]["kind"] == "infrastructure" and "never answered" in down["failure"]["reason"]
+    assert "warn" in failed.stdout + failed.stderr or "does not answer" in failed.stdout + failed.stderr
 
 
 @pytest.mark.slow
