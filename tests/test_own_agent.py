@@ -7,15 +7,18 @@ from __future__ import annotations
 
 import ast
 import json
+import os
+import re
 import signal
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import psutil
 import pytest
-from own_agents import FORKING_PREFIX, LEGACY_PURPLE, agent_repo, legacy_python, page_block
-from run_helpers import Started, alive, report, run_cli, running_with_steps, wait_for
+from own_agents import FORKING_PREFIX, LEGACY_PURPLE, PAGE, agent_repo, legacy_python, page_block
+from run_helpers import Started, alive, cli_env, report, run_cli, running_with_steps, wait_for
 from server_procs import free_port
 
 from mcu_arms.arms.identity import code_identity
@@ -287,3 +290,55 @@ def test_ctrl_c_and_stop_leave_none_of_the_purples_processes(tmp_path: Path, how
         assert alive([*tree, *family]) == []
     finally:
         run.kill_if_running()
+
+
+@pytest.mark.slow
+def test_the_pages_plug_in_policy_runs_an_arm(tmp_path: Path) -> None:
+    """Route 2 of the how-to page: its policy module and entry point, as a distribution on PYTHONPATH."""
+    site = tmp_path / "site"
+    (site / "my_policy").mkdir(parents=True)
+    (site / "my_policy" / "__init__.py").write_text(page_block("my_policy/__init__.py"))
+    (site / "my_policy-0.1.dist-info").mkdir()
+    (site / "my_policy-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: my-policy\nVersion: 0.1\n")
+    entry = re.search(r'\[project\.entry-points\."mcu_arms\.agents"\]\n(.+)\n', PAGE.read_text())
+    assert entry is not None
+    ((name, value),) = tomllib.loads(entry.group(1)).items()
+    (site / "my_policy-0.1.dist-info" / "entry_points.txt").write_text(f"[mcu_arms.agents]\n{name} = {value}\n")
+    project, state = tmp_path / "project", tmp_path / "state"
+    path = _arm(project, "plugged", "")
+    path.write_text(path.read_text().replace('agent = "a2a"', 'agent = "attacker"').replace("[purple]\n", ""))
+    env = cli_env(state)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH")]))
+    done = subprocess.run(
+        [sys.executable, "-m", "mcu_arms", "run", "--arm", "plugged"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    result = report(project, "plugged")
+    assert done.returncode == 0 and result is not None and result["status"] == "finished", done.stdout + done.stderr
+    assert result["settings"]["agent"] == "attacker"
+
+
+@pytest.mark.slow
+def test_a_campaign_of_random_against_an_external_purple_over_three_seeds_runs_and_compares(tmp_path: Path) -> None:
+    project, state = tmp_path / "project", tmp_path / "state"
+    repo = agent_repo(tmp_path / "agent", page_block("my_purple.py"))
+    path = _arm(project, "random_arm", "")
+    path.write_text(path.read_text().replace('agent = "a2a"', 'agent = "random"').replace("[purple]\n", ""))
+    (project / "campaigns").mkdir()
+    (project / "campaigns" / "mine.toml").write_text(
+        'name = "mine"\nseeds = [0, 1, 2]\nmax_parallel = 2\n\n[baseline]\narm = "random_arm"\n\n'
+        '[[variants]]\nname = "mine"\ndiffers_in = ["agent"]\nagent = "a2a"\n\n'
+        f"[variants.purple]\n{_command(sys.executable, 'my_purple.py', cwd=repo)}\n"
+    )
+    done = run_cli(project, state, "run", "campaigns/mine.toml", timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    for episode in (1, 2, 3):
+        assert report(project, "mine", episode)["status"] == "finished"
+        assert report(project, "random_arm", episode)["status"] == "finished"
+    compared = run_cli(project, state, "compare", "campaigns/mine.toml", "--json")
+    assert compared.returncode == 0, compared.stdout + compared.stderr
+    assert "mine" in compared.stdout and "random_arm" in compared.stdout

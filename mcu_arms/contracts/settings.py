@@ -272,10 +272,12 @@ def flat_settings(settings: Settings) -> dict[str, Any]:
     return data
 
 
-# Settings that name one model together: when the model differs, the rest of its group differs with it, as one change.
+# Settings that name one model (or one agent) together: when the leader differs, the rest of its group differs with
+# it, as one change (another program's purple is its command or address and its code).
 MODEL_GROUPS: dict[str, tuple[str, ...]] = {
     "planner_model": ("planner_base_url", "planner_revision", "planner_env_key"),
     "policy_model": ("policy_backend", "policy_base_url", "policy_revision", "policy_env_key"),
+    "agent": ("purple_command", "purple_url", "purple_code"),
 }
 
 
