@@ -1,5 +1,6 @@
 """The public names a plug-in uses: an agent (a Policy served by mcu-arms' purple server, registered under the entry
-point group `mcu_arms.agents`) or a simulator (a SimulatorDescriptor under `mcu_arms.simulators`).
+point group `mcu_arms.agents` by its AgentDescriptor, or a bare factory) or a simulator (a SimulatorDescriptor under
+`mcu_arms.simulators`).
 
 Import from here only: these names stay; the modules they live in may move. docs/how-to/own-agent.md shows an agent
 written against them; tests/toysim holds a simulator and an agent that import nothing else of mcu-arms.
@@ -7,6 +8,7 @@ written against them; tests/toysim holds a simulator and an agent that import no
 
 from __future__ import annotations
 
+from mcu_arms.contracts.agents import AgentDescriptor
 from mcu_arms.contracts.preflight import HostCheck
 from mcu_arms.contracts.settings import PurpleOptions
 from mcu_arms.contracts.simulators import GB, BackendRequest, SimulatorCost, SimulatorDescriptor
@@ -21,6 +23,7 @@ __all__ = [
     "GB",
     "AckPayload",
     "ActionPayload",
+    "AgentDescriptor",
     "AgentFailure",
     "BackendRequest",
     "HostCheck",

@@ -24,7 +24,7 @@ from server_procs import free_port
 from mcu_arms.arms.identity import code_identity
 from mcu_arms.contracts.agent_card import card_identity, card_problem
 from mcu_arms.contracts.agents import agent_kinds
-from mcu_arms.contracts.settings import external_purple_argv
+from mcu_arms.contracts.settings import PurpleOptions, external_purple_argv
 
 ARM = """agent = "a2a"
 task = "mine_diamond_from_scratch"
@@ -342,3 +342,61 @@ def test_a_campaign_of_random_against_an_external_purple_over_three_seeds_runs_a
     compared = run_cli(project, state, "compare", "campaigns/mine.toml", "--json")
     assert compared.returncode == 0, compared.stdout + compared.stderr
     assert "mine" in compared.stdout and "random_arm" in compared.stdout
+
+
+def test_the_registry_lists_every_built_in_agent_with_its_factory() -> None:
+    from mcu_arms.contracts.agents import BUILT_IN_AGENTS
+    from mcu_arms.contracts.catalog import AGENT_KINDS
+
+    assert tuple(BUILT_IN_AGENTS) == AGENT_KINDS
+    assert {name: d.factory for name, d in BUILT_IN_AGENTS.items()} == {
+        "worldmodel": "mcu_arms.purple.codex_agent:make_worldmodel",
+        "prolong": "mcu_arms.purple.codex_agent:make_prolong",
+        "steve1": "mcu_arms.purple.steve1:make_policy",
+        "scripted": "mcu_arms.purple.scripted:make_policy",
+        "planned": "mcu_arms.purple.planned.agent:make_policy",
+        "random": "mcu_arms.purple.baselines:make_random",
+        "noop": "mcu_arms.purple.baselines:make_noop",
+    }
+    from mcu_arms.purple.registry import policy_factory
+
+    assert type(policy_factory("random")(PurpleOptions(seed=3))).__name__ == "RandomPolicy"
+    assert type(policy_factory("noop")(PurpleOptions())).__name__ == "NoopPolicy"
+
+
+def test_a_plug_ins_own_options_table_is_validated_and_reaches_it_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    toysim = Path(__file__).parent / "toysim"
+    monkeypatch.syspath_prepend(str(toysim))
+    env = cli_env(tmp_path / "state")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(toysim), env.get("PYTHONPATH")]))
+    project = tmp_path / "project"
+    (project / "arms").mkdir(parents=True)
+    arm = 'agent = "toy_attacker"\ntask = "mining_and_collecting"\nsimulator = "embedded"\nsteps = 5\n'
+    (project / "arms" / "toy.toml").write_text(arm + '\n[agent_options]\nswing = "use"\n')
+    (project / "arms" / "typo.toml").write_text(arm + '\n[agent_options]\nswung = "use"\n')
+    (project / "arms" / "random.toml").write_text(arm.replace("toy_attacker", "random") + "\n[agent_options]\nx = 1\n")
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "mcu_arms", *args], cwd=project, env=env, capture_output=True, text=True, timeout=120
+        )
+
+    planned = cli("plan", "--dry-run", "--json", "--arm", "toy")
+    assert planned.returncode == 0, planned.stdout + planned.stderr
+    plan = json.loads(planned.stdout)["plans"][0]
+    assert plan["settings"]["agent_options"] == {"swing": "use"}
+    argv = next(p["argv"] for p in plan["processes"] if p["role"] == "purple")
+    assert argv[argv.index("--agent-options") + 1] == '{"swing": "use"}'
+    assert "--context-window" not in argv and "--planner-model" not in argv, "another agent's options"
+
+    typo = cli("plan", "--dry-run", "--arm", "typo")
+    assert typo.returncode != 0 and "typo.toml:7: key 'agent_options.swung'" in typo.stderr, typo.stderr
+    wrong = cli("plan", "--dry-run", "--arm", "random")
+    assert wrong.returncode != 0 and 'agent "random" declares no options table' in wrong.stderr, wrong.stderr
+
+    from mcu_arms.purple.registry import policy_factory
+
+    policy = policy_factory("toy_attacker")(PurpleOptions(agent_options=argv[argv.index("--agent-options") + 1]))
+    assert policy.swing == "use"  # type: ignore[attr-defined]

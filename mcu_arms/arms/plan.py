@@ -170,6 +170,9 @@ def resolve_settings(spec: ArmSpec, warnings: list[str]) -> tuple[Settings, Comp
             resolved["simulator_options"] = chosen.model_dump(mode="json")
     if spec.purple is not None:
         resolved |= _external_purple(spec)
+    own = spec.agent_table()
+    if own is not None:
+        resolved["agent_options"] = own.model_dump(mode="json")
     settings = Settings.model_validate({**as_written, **resolved})
     return settings, compaction
 

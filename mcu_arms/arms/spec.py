@@ -21,7 +21,7 @@ from pydantic import (
 )
 
 from mcu_arms.contracts.addresses import is_loopback, parse_host
-from mcu_arms.contracts.agents import agent_kinds
+from mcu_arms.contracts.agents import agent_descriptor, agent_kinds
 from mcu_arms.contracts.catalog import (
     A2A_AGENT,
     ACTION_MODES,
@@ -311,6 +311,7 @@ class ArmSpec(_Strict):
     policy: PolicySpec | None = None
     mineflayer: MineflayerServer | None = None  # the mineflayer simulator's table: the server it plays on
     purple: PurpleSpec | None = None  # agent = "a2a" only: another program's A2A server
+    agent_options: dict[str, Any] | None = None  # the agent's own table, validated by its descriptor's
 
     @field_validator("agent")
     @classmethod
@@ -430,6 +431,7 @@ class ArmSpec(_Strict):
             raise SettingConflict(
                 "purple", f'agent = "{A2A_AGENT}" needs a [purple] table with command = [...] or url = "..."'
             )
+        self._consistent_agent_options()
         self._consistent_simulator_choices()
         self._consistent_server()
         self._consistent_observation()
@@ -451,6 +453,28 @@ class ArmSpec(_Strict):
                     "conversations would compact: set compact = true, or a limit above the window",
                 )
         return self
+
+    def agent_table(self) -> BaseModel | None:
+        """The arm's [agent_options], validated by its agent's table model (None: the arm gives none)."""
+        if self.agent_options is None:
+            return None
+        try:
+            descriptor = agent_descriptor(self.agent)
+        except UserError as error:
+            raise SettingConflict("agent", error.message) from None
+        if descriptor is None or descriptor.table is None:
+            raise SettingConflict("agent_options", f'agent "{self.agent}" declares no options table')
+        try:
+            return descriptor.table.model_validate(self.agent_options)
+        except ValidationError as error:
+            first = error.errors()[0]
+            key = ".".join(["agent_options", *(str(part) for part in first["loc"])])
+            known = ", ".join(descriptor.table.model_fields)
+            message = str(first["msg"]).removeprefix("Value error, ")
+            raise SettingConflict(key, f'{message} (agent "{self.agent}" takes: {known})') from None
+
+    def _consistent_agent_options(self) -> None:
+        self.agent_table()
 
     def _consistent_simulator_choices(self) -> None:
         """A reset mode, an action mode or a simulator table is only for a simulator that takes it, and an agent that
@@ -625,6 +649,7 @@ ALLOWED: dict[str, str] = {
     "policy.env_key": "the NAME of the environment variable holding the policy's API key, not the key",
     "policy.timeout": "seconds > 0, below step_timeout",
     "policy.thinking": 'true or false, backend = "chat" only: as planner.thinking',
+    "agent_options": "a table of the agent's own options, as its descriptor declares them (a plug-in's)",
     "purple": 'a table: command = ["python", "my_purple.py"] (started with --host --port --card-url appended, or '
     '{host} {port} {card_url} filled in) or url = "http://127.0.0.1:9019" (an agent already running)',
     "purple.command": 'the argv that starts your A2A server, a list of strings, e.g. ["python", "my_purple.py"]; '
