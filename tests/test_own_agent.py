@@ -400,3 +400,73 @@ def test_a_plug_ins_own_options_table_is_validated_and_reaches_it_alone(
 
     policy = policy_factory("toy_attacker")(PurpleOptions(agent_options=argv[argv.index("--agent-options") + 1]))
     assert policy.swing == "use"  # type: ignore[attr-defined]
+
+
+TUTORIAL_SCENARIO = """[green_agent]
+endpoint = "http://127.0.0.1:9009"
+cmd = "python scenarios/debate/debate_judge.py --host 127.0.0.1 --port 9009"
+
+[[participants]]
+role = "pro_debater"
+endpoint = "http://127.0.0.1:9019"
+cmd = "{python} scenarios/debate/debater.py --host 127.0.0.1 --port 9019 --card-url=http://127.0.0.1:9019/"
+
+[[participants]]
+role = "con_debater"
+endpoint = "http://127.0.0.1:9018"
+cmd = "python scenarios/debate/debater.py --host 127.0.0.1 --port 9018"
+
+[config]
+task_category = "combat"
+max_steps = 40
+num_rounds = 3
+"""
+
+# MCU-AgentBeats' test_scenario.toml, as it is.
+MCU_SCENARIO = """[green_agent]
+endpoint = "http://127.0.0.1:9009"
+
+[[participants]]
+role = "agent"
+endpoint = "http://127.0.0.1:9019"
+
+[config]
+task_category = "overall"
+"""
+
+
+def test_new_from_an_agentbeats_scenario_writes_an_arm_that_plans_and_lists_what_it_did_not_map(
+    tmp_path: Path,
+) -> None:
+    project, state = tmp_path / "project", tmp_path / "state"
+    project.mkdir()
+    (project / "scenario.toml").write_text(TUTORIAL_SCENARIO.format(python=sys.executable))
+    (project / "test_scenario.toml").write_text(MCU_SCENARIO)
+
+    several = run_cli(project, state, "new", "debater", "--from-scenario", "scenario.toml")
+    assert several.returncode != 0 and "pro_debater, con_debater" in several.stderr, several.stderr
+    done = run_cli(project, state, "new", "debater", "--from-scenario", "scenario.toml", "--participant", "pro_debater")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "not mapped: green_agent: mcu-arms runs its own green agent" in done.stdout
+    assert "not mapped: config.num_rounds" in done.stdout and "participants[0].endpoint" in done.stdout
+    plan = _plan(project, state, "debater")
+    assert plan["settings"]["task"] == "combat" and plan["settings"]["steps"] == 40
+    assert plan["settings"]["purple_command"] == [
+        sys.executable,
+        "scenarios/debate/debater.py",
+        "--host",
+        "{host}",
+        "--port",
+        "{port}",
+        "--card-url={card_url}",
+    ]
+    purple = next(p for p in plan["processes"] if p["role"] == "purple")
+    assert (
+        f"--port {purple['port']}" in " ".join(purple["argv"]) and "--card-url=http://127.0.0.1:" in purple["argv"][-1]
+    )
+
+    done = run_cli(project, state, "new", "mcu", "--from-scenario", "test_scenario.toml")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "config.task_category: 'overall' is no single MCU category" in done.stdout
+    plan = _plan(project, state, "mcu")
+    assert plan["settings"]["purple_url"] == "http://127.0.0.1:9019"
