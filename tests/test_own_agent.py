@@ -239,6 +239,8 @@ def test_a_purple_reached_by_url_runs_and_is_neither_started_nor_stopped(tmp_pat
         result = _finished(project, state, "remote")
         assert "purple" not in result["processes"]
         assert server.poll() is None, "a purple reached by url is never stopped"
+        compared = run_cli(project, state, "compare", "remote")
+        assert "not started by mcu-arms: not isolated, not owned" in compared.stdout, compared.stdout
     finally:
         server.terminate()
         server.wait(timeout=30)

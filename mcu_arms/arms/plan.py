@@ -199,6 +199,12 @@ FOREIGN_PURPLE_NOTE = (
 )
 
 
+def purple_notes(plan: ArmPlan) -> list[str]:
+    """What the plan says of a purple that is another program's server (shown on `plan`'s screen, not only with
+    --verbose): who owns it, and which token it does not check."""
+    return [note for note in plan.notes if note == FOREIGN_PURPLE_NOTE or note.endswith(NOT_OWNED)]
+
+
 def url_port(url: str) -> int:
     """The port an A2A purple's address names (its scheme's default where it names none)."""
     from urllib.parse import urlsplit

@@ -29,6 +29,7 @@ from mcu_arms.contracts.annotations import matches_tags
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.run_report import RunReport
 from mcu_arms.contracts.settings import (
+    NOT_OWNED,
     REPLICATE_AND_PLACEMENT_KEYS,
     Overrides,
     Settings,
@@ -889,6 +890,9 @@ def _arm_analysis(
         )
     for alert in dict.fromkeys(alert for r in used for alert in r.alerts):
         flags.append(Flag(kind="alert", arm=target.name, message=alert))
+    if report.settings.purple_url is not None:
+        message = f"purple at {report.settings.purple_url}: {NOT_OWNED}"
+        flags.append(Flag(kind="purple_not_owned", arm=target.name, message=message))
     values = [_metric_values(r) for r in used]
     metrics: dict[str, Summary] = {
         name: summarise([value for v in values if (value := v[name]) is not None]) for name in METRICS
