@@ -25,6 +25,7 @@ from mcu_arms.arms.identity import code_identity
 from mcu_arms.contracts.agent_card import card_identity, card_problem
 from mcu_arms.contracts.agents import agent_kinds
 from mcu_arms.contracts.settings import PurpleOptions, external_purple_argv
+from mcu_arms.supervise.readiness import fetch_card
 
 ARM = """agent = "a2a"
 task = "mine_diamond_from_scratch"
@@ -219,21 +220,28 @@ def test_an_a2a_sdk_03_purple_in_its_own_venv_runs_with_placeholders(tmp_path: P
     assert result["purple_card"]["name"] == "legacy purple" and result["purple_card"]["version"] == "0.3.0"
 
 
-@pytest.mark.slow
-def test_a_purple_reached_by_url_runs_and_is_neither_started_nor_stopped(tmp_path: Path) -> None:
-    project, state = tmp_path / "project", tmp_path / "state"
-    repo = agent_repo(tmp_path / "agent", page_block("my_purple.py"))
-    port = free_port()
+def _serving(repo: Path, port: int) -> subprocess.Popen[bytes]:
+    """The page's purple started by hand (as on a GPU host or in a container), once its card answers."""
     server = subprocess.Popen(
         [sys.executable, "my_purple.py", "--port", str(port)],
         cwd=repo,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    wait_for(lambda: fetch_card(f"http://127.0.0.1:{port}") is not None or server.poll() is not None, "its card")
+    assert server.poll() is None
+    return server
+
+
+@pytest.mark.slow
+def test_a_purple_reached_by_url_runs_and_is_neither_started_nor_stopped(tmp_path: Path) -> None:
+    project, state = tmp_path / "project", tmp_path / "state"
+    repo = agent_repo(tmp_path / "agent", page_block("my_purple.py"))
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    _arm(project, "remote", f'url = "{url}"\nready_timeout = 5')
+    server = _serving(repo, port)
     try:
-        url = f"http://127.0.0.1:{port}"
-        _arm(project, "remote", f'url = "{url}"\nready_timeout = 5')
-        wait_for(lambda: run_cli(project, state, "plan", "--dry-run", "--arm", "remote").returncode == 0, "plan")
         planned = _plan(project, state, "remote")
         assert any("not started by mcu-arms: not isolated, not owned" in note for note in planned["notes"])
         result = _finished(project, state, "remote")
@@ -245,12 +253,24 @@ def test_a_purple_reached_by_url_runs_and_is_neither_started_nor_stopped(tmp_pat
         server.terminate()
         server.wait(timeout=30)
 
+    script = repo / "my_purple.py"
+    script.write_text(script.read_text().replace('version="0.1.0"', 'version="0.2.0"'))
+    server = _serving(repo, port)
+    try:
+        done = run_cli(project, state, "run", "--arm", "remote", "--rerun", timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+        compared = run_cli(project, state, "compare", "remote")
+        assert "served 2 different agent cards" in compared.stdout and "0.2.0" in compared.stdout, compared.stdout
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
     failed = run_cli(project, state, "run", "--arm", "remote", "--rerun", timeout=300)
     assert failed.returncode != 0
-    down = report(project, "remote", episode=2)
+    down = report(project, "remote", episode=3)
     assert down is not None and down["status"] == "failed", down
     assert down["failure"]["kind"] == "infrastructure" and "never answered" in down["failure"]["reason"]
-    assert "warn" in failed.stdout + failed.stderr or "does not answer" in failed.stdout + failed.stderr
+    assert "purple card" in failed.stdout + failed.stderr, "the preflight warns before the run"
 
 
 @pytest.mark.slow

@@ -890,6 +890,12 @@ def _arm_analysis(
         )
     for alert in dict.fromkeys(alert for r in used for alert in r.alerts):
         flags.append(Flag(kind="alert", arm=target.name, message=alert))
+    same_experiment = each.experiments.get(chosen or "", [])
+    cards = {r.purple_card.digest: r.purple_card for r in same_experiment if r.purple_card is not None}
+    if len(cards) > 1:
+        served = ", ".join(f"{card.name} {card.version} ({digest})" for digest, card in cards.items())
+        message = f"its purple served {len(cards)} different agent cards in the runs of this experiment: {served}"
+        flags.append(Flag(kind="purple_card_changed", arm=target.name, message=message))
     if report.settings.purple_url is not None:
         message = f"purple at {report.settings.purple_url}: {NOT_OWNED}"
         flags.append(Flag(kind="purple_not_owned", arm=target.name, message=message))
