@@ -137,7 +137,10 @@ def test_code_identity_is_the_commit_and_a_hash_of_uncommitted_changes(tmp_path:
     dirty = code_identity(repo, None)
     assert dirty.startswith(clean + " dirty ")
     (repo / "my_purple.py").write_text("print('c')\n")
-    assert code_identity(repo, None) not in (clean, dirty)
+    changed = code_identity(repo, None)
+    assert changed not in (clean, dirty)
+    (repo / "helper.py").write_text("x = 1\n")  # a new file, not yet added: part of what runs
+    assert code_identity(repo, None) not in (clean, dirty, changed)
 
     loose = tmp_path / "loose"
     (loose / "src").mkdir(parents=True)
@@ -492,3 +495,12 @@ def test_new_from_an_agentbeats_scenario_writes_an_arm_that_plans_and_lists_what
     assert "config.task_category: 'overall' is no single MCU category" in done.stdout
     plan = _plan(project, state, "mcu")
     assert plan["settings"]["purple_url"] == "http://127.0.0.1:9019"
+
+
+def test_an_a2a_arm_is_refused_on_slurm_until_its_placement_is_built(tmp_path: Path) -> None:
+    project, state = tmp_path / "project", tmp_path / "state"
+    _arm(project, "remote", 'url = "http://127.0.0.1:9"')
+    done = run_cli(
+        project, state, "plan", "--dry-run", "--arm", "remote", "--executor", "slurm", "--slurm-time", "1:00:00"
+    )
+    assert done.returncode != 0 and 'agent = "a2a" runs on this host only' in done.stderr, done.stderr

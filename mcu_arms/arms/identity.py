@@ -47,13 +47,11 @@ def git_identity(cwd: Path) -> str | None:
     untracked = _git(cwd, "ls-files", "--others", "--exclude-standard", "-z")
     if diff is None or untracked is None or diff.returncode != 0 or untracked.returncode != 0:
         return f"git {commit} dirty unknown"
-    top = _git(cwd, "rev-parse", "--show-toplevel")
-    root = Path(top.stdout.decode().strip()) if top is not None and top.returncode == 0 else cwd
     digest = hashlib.sha256(diff.stdout)
     names = sorted(name for name in untracked.stdout.decode(errors="replace").split("\0") if name)
     for name in names:
         digest.update(b"\0untracked\0" + name.encode())
-        digest.update(_file_bytes(root / name))
+        digest.update(_file_bytes(cwd / name))  # ls-files names them relative to cwd
     if not diff.stdout and not names:
         return f"git {commit}"
     return f"git {commit} dirty {digest.hexdigest()[:16]}"
