@@ -504,3 +504,38 @@ def test_an_a2a_arm_is_refused_on_slurm_until_its_placement_is_built(tmp_path: P
         project, state, "plan", "--dry-run", "--arm", "remote", "--executor", "slurm", "--slurm-time", "1:00:00"
     )
     assert done.returncode != 0 and 'agent = "a2a" runs on this host only' in done.stderr, done.stderr
+
+
+# A server whose agent card is no A2A card: `python bad_card.py --host H --port P --card-url URL`.
+BAD_CARD = """import argparse, http.server, json
+parser = argparse.ArgumentParser()
+parser.add_argument("--host"); parser.add_argument("--port", type=int); parser.add_argument("--card-url")
+args = parser.parse_args()
+
+
+class Card(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = json.dumps({"name": "not quite a card"}).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.end_headers()
+        self.wfile.write(body)
+
+
+http.server.HTTPServer((args.host, args.port), Card).serve_forever()
+"""
+
+
+@pytest.mark.slow
+def test_a_card_of_the_wrong_shape_is_named(tmp_path: Path) -> None:
+    project, state = tmp_path / "project", tmp_path / "state"
+    repo = agent_repo(tmp_path / "agent", BAD_CARD, name="bad_card.py")
+    _arm(project, "bad", _command(sys.executable, "bad_card.py", cwd=repo, extra="ready_timeout = 5"))
+    done = run_cli(project, state, "run", "--arm", "bad", timeout=120)
+    assert done.returncode != 0
+    result = report(project, "bad")
+    assert result["status"] == "failed" and result["failure"]["kind"] == "infrastructure"
+    assert (
+        "the agent card has no version, skills, url (a2a-sdk 0.3) or supportedInterfaces (1.x)"
+        in (result["failure"]["reason"])
+    ), result["failure"]
