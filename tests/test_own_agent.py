@@ -200,7 +200,9 @@ def _finished(project: Path, state: Path, arm: str) -> dict:
 def test_the_pages_1x_purple_runs_by_command_and_compare_names_a_code_change(tmp_path: Path) -> None:
     project, state = tmp_path / "project", tmp_path / "state"
     repo = agent_repo(tmp_path / "agent", page_block("my_purple.py"))
-    _arm(project, "mine", _command(sys.executable, "my_purple.py", cwd=repo))
+    arm = page_block("arms/mine.toml").replace('["python", ', f"[{json.dumps(sys.executable)}, ")
+    (project / "arms").mkdir(parents=True)
+    (project / "arms" / "mine.toml").write_text(arm.replace('cwd = "."', f'cwd = "{repo}"'))
     result = _finished(project, state, "mine")
     assert result["purple_card"]["name"] == "my purple" and result["purple_card"]["skills"] == ["play"]
     assert result["settings"]["purple_code"].startswith("git ")
@@ -242,7 +244,9 @@ def test_a_purple_reached_by_url_runs_and_is_neither_started_nor_stopped(tmp_pat
     repo = agent_repo(tmp_path / "agent", page_block("my_purple.py"))
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    _arm(project, "remote", f'url = "{url}"\nready_timeout = 5')
+    (project / "arms").mkdir(parents=True)
+    arm = page_block("arms/remote.toml").replace("http://127.0.0.1:9019", url)
+    (project / "arms" / "remote.toml").write_text(arm + "ready_timeout = 5\n")
     server = _serving(repo, port)
     try:
         planned = _plan(project, state, "remote")
