@@ -180,6 +180,41 @@ def _answers(url: str) -> str | None:
         return f"{type(cause).__name__}: {cause}" if not isinstance(cause, str) else cause
 
 
+def _card_answer(url: str) -> str | None:
+    """None when an A2A agent card (0.3 or 1.x shape) answers at `url`, else why not (unreachable, or no card)."""
+    import json
+    import urllib.request
+
+    from mcu_arms.contracts.agent_card import card_problem
+    from mcu_arms.contracts.wire import AGENT_CARD_PATH
+
+    direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with direct.open(url.rstrip("/") + AGENT_CARD_PATH, timeout=MODEL_ENDPOINT_TIMEOUT_S) as response:
+            return card_problem(json.loads(response.read(1_000_000)))
+    except ValueError as error:
+        return f"its agent card is not JSON ({error})"
+    except Exception as error:  # refused, unresolvable, timed out, an HTTP error: each is "does not answer"
+        cause = getattr(error, "reason", error)
+        return f"{type(cause).__name__}: {cause}" if not isinstance(cause, str) else cause
+
+
+def purple_card_checks(specs: list[ArmSpec]) -> list[Check]:
+    """The card of each purple an arm reaches at its url (agent "a2a"): a warning when it does not answer now (it
+    may be started before the run; a run it does not answer fails loud)."""
+    checks = []
+    for spec in specs:
+        url = spec.purple.url if spec.purple is not None else None
+        if url is None:
+            continue
+        problem = _card_answer(url)
+        detail = f"{scrub(url)} serves its agent card" if problem is None else f"{scrub(url)}: {scrub(problem)}"
+        checks.append(
+            Check(name="purple card", status="ok" if problem is None else "warn", detail=detail, needed_by=[spec.name])
+        )
+    return checks
+
+
 def model_endpoint_checks(specs: list[ArmSpec]) -> list[Check]:
     """Each model endpoint the arms name, asked once: a planned arm whose planner does not answer would only say so
     at its first decision, after three processes started. A warning, not a refusal: the service may be started
@@ -288,7 +323,7 @@ def run_doctor(specs: list[ArmSpec], env: Mapping[str, str]) -> DoctorReport:
     codex_specs = [s for s in specs if s.agent in CODEX_AGENTS]
     if codex_specs:
         checks += codex_checks(env, codex_specs)
-    checks += model_endpoint_checks(specs)
+    checks += model_endpoint_checks(specs) + purple_card_checks(specs)
     steve1_specs = [s for s in specs if s.agent == "steve1"]
     if steve1_specs:
         checks += steve1_checks(env, steve1_specs)
@@ -407,7 +442,8 @@ def preflight(specs: list[ArmSpec], env: Mapping[str, str]) -> dict[str, list[st
 
 def endpoint_warnings(specs: list[ArmSpec]) -> dict[str, list[str]]:
     """The model endpoints of each arm that do not answer now, for the plan's warnings."""
-    return _failed_by_arm([spec.name for spec in specs], model_endpoint_checks(specs), status="warn")
+    checks = model_endpoint_checks(specs) + purple_card_checks(specs)
+    return _failed_by_arm([spec.name for spec in specs], checks, status="warn")
 
 
 def plan_preflight(plan: ArmPlan, env: Mapping[str, str]) -> list[str]:

@@ -185,7 +185,7 @@ def test_codex_paths_expand_the_home_directory():
 def test_the_template_documents_every_key():
     import re
 
-    from mcu_arms.arms.spec import ArmSpec, CodexSpec, PlannerSpec, PolicySpec, PortsSpec
+    from mcu_arms.arms.spec import ArmSpec, CodexSpec, PlannerSpec, PolicySpec, PortsSpec, PurpleSpec
     from mcu_arms.contracts.mineflayer import MineflayerServer
     from mcu_arms.contracts.settings import Thresholds
     from mcu_arms.contracts.slurm import SlurmSettings
@@ -193,13 +193,15 @@ def test_the_template_documents_every_key():
     text = (Path(__file__).resolve().parents[1] / "templates" / "arm.toml").read_text()
     written = set(re.findall(r"^#? ?([a-z0-9_]+) = ", text, flags=re.MULTILINE))
     tables = set(re.findall(r"^#? ?\[([a-z_]+)\]", text, flags=re.MULTILINE))
-    tables_of_the_arm = {"ports", "codex", "env", "thresholds", "planner", "policy", "mineflayer", "slurm"}
+    tables_of_the_arm = {
+        *("ports", "codex", "env", "thresholds", "planner", "policy", "mineflayer", "slurm", "purple", "agent_options")
+    }
     expected = set(ArmSpec.model_fields) - tables_of_the_arm
     assert expected <= written, f"missing from templates/arm.toml: {sorted(expected - written)}"
     assert tables_of_the_arm <= tables
     documented = set(PortsSpec.model_fields) | set(CodexSpec.model_fields) | set(Thresholds.model_fields)
     documented |= set(PlannerSpec.model_fields) | set(PolicySpec.model_fields) | set(MineflayerServer.model_fields)
-    documented |= set(SlurmSettings.model_fields)
+    documented |= set(SlurmSettings.model_fields) | set(PurpleSpec.model_fields)
     assert documented <= written
     assert parse_arm(text, Path("arms/my_arm.toml")).name == "my_arm"
 

@@ -460,13 +460,15 @@ def test_no_package_file_outside_a_simulators_own_names_it() -> None:
 
 
 def test_only_the_green_and_a_simulators_checklist_import_a_simulator_backend() -> None:
-    """Everyone else asks the descriptor (contracts/simulators.py); the backend is imported when an episode runs."""
+    """Everyone else asks the descriptor (contracts/simulators.py); the backend is imported when an episode runs. The
+    public plug-in module (api.py) re-exports the simulator interface (green/sims/base.py), never a backend."""
     importers = {
         module
         for module, targets in GRAPH.items()
         if any(_under(target, "mcu_arms.green.sims") for target in targets) and not _under(module, "mcu_arms.green")
     }
-    assert importers <= {"mcu_arms.acceptance.minestudio"}
+    assert importers <= {"mcu_arms.acceptance.minestudio", "mcu_arms.api"}
+    assert all(_under(t, "mcu_arms.green.sims.base") for t in GRAPH["mcu_arms.api"] if _under(t, "mcu_arms.green.sims"))
 
 
 def test_each_built_in_descriptor_names_a_backend_and_preflight_that_exist() -> None:

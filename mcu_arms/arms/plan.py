@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from mcu_arms.arms.identity import code_identity, refuse_unstartable
 from mcu_arms.arms.spec import (
     AUTO_PORT,
     SESSION_TURNS_WARN_ABOVE,
@@ -25,6 +26,7 @@ from mcu_arms.arms.spec import (
 )
 from mcu_arms.contracts.addresses import http_url, is_loopback
 from mcu_arms.contracts.catalog import (
+    A2A_AGENT,
     CODEX_AGENTS,
     FRAME_READING_AGENTS,
     capped_steps,
@@ -34,6 +36,7 @@ from mcu_arms.contracts.limits import MAX_EPISODES_PER_RUN
 from mcu_arms.contracts.rubric import AUTO_EVAL_ENV
 from mcu_arms.contracts.settings import (
     CODEX_COMPACT_PERCENT,
+    NOT_OWNED,
     OVERRIDDEN_KEYS,
     PAYLOAD_GROWTH_BYTES,
     PAYLOAD_WALL_BYTES,
@@ -165,8 +168,49 @@ def resolve_settings(spec: ArmSpec, warnings: list[str]) -> tuple[Settings, Comp
             resolved |= {f"{descriptor.table}_{key}": value for key, value in chosen.model_dump().items()}
         else:
             resolved["simulator_options"] = chosen.model_dump(mode="json")
+    if spec.purple is not None:
+        resolved |= _external_purple(spec)
+    own = spec.agent_table()
+    if own is not None:
+        resolved["agent_options"] = own.model_dump(mode="json")
     settings = Settings.model_validate({**as_written, **resolved})
     return settings, compaction
+
+
+def _external_purple(spec: ArmSpec) -> dict[str, Any]:
+    """The settings of another program's A2A purple: what starts it (or where it is), and its code identity."""
+    purple = spec.purple
+    assert purple is not None
+    if purple.url is not None:
+        return {"purple_url": purple.url.rstrip("/"), "purple_ready_timeout": purple.ready_timeout}
+    cwd = Path(os.path.abspath(os.path.expanduser(purple.cwd or ".")))
+    return {
+        "purple_command": purple.command,
+        "purple_cwd": str(cwd),
+        "purple_code": code_identity(cwd, purple.identity),
+        "purple_ready_timeout": purple.ready_timeout,
+    }
+
+
+# What a plan says of every arm whose purple is another program's server.
+FOREIGN_PURPLE_NOTE = (
+    "the purple is another program's A2A server: it does not check this arm's per-run token (the green still answers "
+    "only to this arm's processes)"
+)
+
+
+def purple_notes(plan: ArmPlan) -> list[str]:
+    """What the plan says of a purple that is another program's server (shown on `plan`'s screen, not only with
+    --verbose): who owns it, and which token it does not check."""
+    return [note for note in plan.notes if note == FOREIGN_PURPLE_NOTE or note.endswith(NOT_OWNED)]
+
+
+def url_port(url: str) -> int:
+    """The port an A2A purple's address names (its scheme's default where it names none)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return parts.port or (443 if parts.scheme == "https" else 80)
 
 
 def check_tasks(spec: ArmSpec, source: Path, warnings: list[str], notes: list[str]) -> list[TaskSpec]:
@@ -314,6 +358,20 @@ def build_plan(
     purple_env.update(options.environment())
     _refuse_env_that_isolation_sets(settings.env, purple_env, source)
     green_env = _green_rubric_env(settings, env.env, warnings)
+    purple_cwd = settings.purple_cwd or str(env.cwd)
+    if settings.purple_command is not None:
+        refuse_unstartable(
+            settings.purple_command,
+            Path(purple_cwd),
+            {**env.env, **settings.env},
+            source=source,
+            line=_line(source, "purple.command"),
+        )
+    if settings.purple_command is not None or settings.purple_url is not None:
+        notes.append(FOREIGN_PURPLE_NOTE)
+    if settings.purple_url is not None:
+        notes.append(f"purple at {settings.purple_url}: {NOT_OWNED}")
+        purple_url = settings.purple_url
     if settings.obs_encoding == "jpeg_bgr" and settings.agent in FRAME_READING_AGENTS:
         warnings.append(
             f"obs_encoding jpeg_bgr is for purples that decode with cv2 (MCU-AgentBeats'); agent '{settings.agent}' "
@@ -344,9 +402,9 @@ def build_plan(
             role="purple",
             argv=argv["purple"],
             env=purple_env,
-            cwd=str(env.cwd),
+            cwd=purple_cwd,
             log=str(run_dir.log("purple")),
-            port=purple_port,
+            port=None if settings.purple_url is not None else purple_port,
             url=purple_url,
         ),
         ProcessPlan(role="client", argv=argv["client"], env={}, cwd=str(env.cwd), log=str(run_dir.log("client"))),
@@ -486,6 +544,13 @@ def place(plan: ArmPlan, spec: ArmSpec, source: Path, placement: Placement) -> A
     when the episode starts; the CODEX_HOME is built there too, on the node's own disk."""
     if placement.executor == "local":
         return plan
+    if plan.settings.agent == A2A_AGENT:
+        raise UserError(
+            f'an arm of agent = "{A2A_AGENT}" runs on this host only (its Slurm placement is not built yet)',
+            path=source,
+            key="agent",
+            allowed="--executor local",
+        )
     if not is_loopback(plan.host):
         raise UserError(
             f"on Slurm an arm's servers listen on the loopback of the node the job lands on, not on {plan.host}",
@@ -558,6 +623,9 @@ def plan_specs(
             ports: dict[str, int] = {}
             for role in ("green", "purple"):
                 declared = getattr(spec.ports, role)
+                if role == "purple" and spec.purple is not None and spec.purple.url is not None:
+                    ports[role] = url_port(spec.purple.url)  # reached there: nothing of this arm listens on it
+                    continue
                 if declared == AUTO_PORT:
                     ports[role] = pick_free_port(spec.ports.host, avoid=taken)
                     auto.append(role)

@@ -48,8 +48,9 @@ def held_ports(plans: list[ArmPlan], env: Environment) -> Iterator[None]:
     owners: dict[str, str] = {}
     for plan in plans:
         ports = by_host.setdefault(plan.host, {})
-        ports.setdefault(plan.green_port, f"arm '{plan.arm}' green")
-        ports.setdefault(plan.purple_port, f"arm '{plan.arm}' purple")
+        for process in plan.processes:  # a purple reached at its url listens there: none of this arm's ports
+            if process.port is not None:
+                ports.setdefault(process.port, f"arm '{plan.arm}' {process.role}")
         owners.setdefault(plan.host, ", ".join(dict.fromkeys(p.arm for p in plans if p.host == plan.host)))
     with ExitStack() as stack:
         for host, ports in by_host.items():

@@ -21,8 +21,9 @@ from pydantic import (
 )
 
 from mcu_arms.contracts.addresses import is_loopback, parse_host
-from mcu_arms.contracts.agents import agent_kinds
+from mcu_arms.contracts.agents import agent_descriptor, agent_kinds
 from mcu_arms.contracts.catalog import (
+    A2A_AGENT,
     ACTION_MODES,
     CATEGORIES,
     DEFAULT_SIMULATOR,
@@ -190,6 +191,46 @@ class PolicySpec(_Strict):
     thinking: bool | None = None  # chat backend only, as the planner's
 
 
+# Seconds another program's A2A purple may take to serve its card: a Python server importing its stack starts in a
+# few seconds; one loading a model says so with [purple] ready_timeout.
+DEFAULT_PURPLE_READY_TIMEOUT_S = 60.0
+MAX_PURPLE_READY_TIMEOUT_S = 3600.0
+
+
+class PurpleSpec(_Strict):
+    """[purple], for agent = "a2a": another program's A2A server, started by its `command` (our child like any other)
+    or reached at its `url` (already running: nothing started, nothing stopped)."""
+
+    command: list[str] | None = Field(default=None, min_length=1)
+    url: str | None = Field(default=None, pattern=r"^https?://[^\s/]+(/\S*)?$")
+    cwd: str | None = Field(default=None, min_length=1)
+    identity: list[str] | None = Field(default=None, min_length=1)
+    ready_timeout: float = Field(default=DEFAULT_PURPLE_READY_TIMEOUT_S, gt=0, le=MAX_PURPLE_READY_TIMEOUT_S)
+
+    @field_validator("command")
+    @classmethod
+    def _argv(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and not value[0].strip():
+            raise ValueError("the command's first word (the program) is empty")
+        return value
+
+    @model_validator(mode="after")
+    def _one_way_in(self) -> PurpleSpec:
+        if (self.command is None) == (self.url is None):
+            raise SettingConflict(
+                "purple.command" if self.command is not None else "purple",
+                "[purple] needs either command (to start it) or url (to reach one already running), not "
+                + ("both" if self.command is not None else "neither"),
+            )
+        if self.url is not None:
+            for key in ("cwd", "identity"):
+                if getattr(self, key) is not None:
+                    raise SettingConflict(
+                        f"purple.{key}", f"{key} is for a purple started by command, not one reached at its url"
+                    )
+        return self
+
+
 class ArmSpec(_Strict):
     """One comparison arm, as written in its TOML file (before defaults that depend on the host are resolved)."""
 
@@ -228,6 +269,8 @@ class ArmSpec(_Strict):
     planner: PlannerSpec | None = None
     policy: PolicySpec | None = None
     mineflayer: MineflayerServer | None = None  # the mineflayer simulator's table: the server it plays on
+    purple: PurpleSpec | None = None  # agent = "a2a" only: another program's A2A server
+    agent_options: dict[str, Any] | None = None  # the agent's own table, validated by its descriptor's
 
     @field_validator("agent")
     @classmethod
@@ -341,6 +384,13 @@ class ArmSpec(_Strict):
             raise SettingConflict("cuda_device", 'cuda_device is only for agent = "steve1"')
         if self.steve1_condition is not None and self.agent != "steve1":
             raise SettingConflict("steve1_condition", 'steve1_condition is only for agent = "steve1"')
+        if self.purple is not None and self.agent != A2A_AGENT:
+            raise SettingConflict("purple", f'[purple] is only for agent = "{A2A_AGENT}"')
+        if self.purple is None and self.agent == A2A_AGENT:
+            raise SettingConflict(
+                "purple", f'agent = "{A2A_AGENT}" needs a [purple] table with command = [...] or url = "..."'
+            )
+        self._consistent_agent_options()
         self._consistent_simulator_choices()
         self._consistent_server()
         self._consistent_observation()
@@ -362,6 +412,28 @@ class ArmSpec(_Strict):
                     "conversations would compact: set compact = true, or a limit above the window",
                 )
         return self
+
+    def agent_table(self) -> BaseModel | None:
+        """The arm's [agent_options], validated by its agent's table model (None: the arm gives none)."""
+        if self.agent_options is None:
+            return None
+        try:
+            descriptor = agent_descriptor(self.agent)
+        except UserError as error:
+            raise SettingConflict("agent", error.message) from None
+        if descriptor is None or descriptor.table is None:
+            raise SettingConflict("agent_options", f'agent "{self.agent}" declares no options table')
+        try:
+            return descriptor.table.model_validate(self.agent_options)
+        except ValidationError as error:
+            first = error.errors()[0]
+            key = ".".join(["agent_options", *(str(part) for part in first["loc"])])
+            known = ", ".join(descriptor.table.model_fields)
+            message = str(first["msg"]).removeprefix("Value error, ")
+            raise SettingConflict(key, f'{message} (agent "{self.agent}" takes: {known})') from None
+
+    def _consistent_agent_options(self) -> None:
+        self.agent_table()
 
     def _consistent_simulator_choices(self) -> None:
         """A reset mode, an action mode or a simulator table is only for a simulator that takes it, and an agent that
@@ -536,6 +608,17 @@ ALLOWED: dict[str, str] = {
     "policy.env_key": "the NAME of the environment variable holding the policy's API key, not the key",
     "policy.timeout": "seconds > 0, below step_timeout",
     "policy.thinking": 'true or false, backend = "chat" only: as planner.thinking',
+    "agent_options": "a table of the agent's own options, as its descriptor declares them (a plug-in's)",
+    "purple": 'a table: command = ["python", "my_purple.py"] (started with --host --port --card-url appended, or '
+    '{host} {port} {card_url} filled in) or url = "http://127.0.0.1:9019" (an agent already running)',
+    "purple.command": 'the argv that starts your A2A server, a list of strings, e.g. ["python", "my_purple.py"]; '
+    "placeholders {host}, {port}, {card_url} are filled in, else --host H --port P --card-url URL is appended",
+    "purple.url": 'the base URL of an A2A agent already running, e.g. "http://127.0.0.1:9019"',
+    "purple.cwd": "the directory the command starts in (relative: to where mcu-arms runs); its git commit and "
+    "uncommitted changes are the agent's code identity",
+    "purple.identity": 'globs of the agent\'s source files, relative to cwd, e.g. ["src/**/*.py"]: their hash is the '
+    "code identity where cwd is no git repository",
+    "purple.ready_timeout": f"seconds > 0, at most {MAX_PURPLE_READY_TIMEOUT_S:g}, for its agent card to answer",
     "slurm.partition": "a partition name (sbatch --partition)",
     "slurm.account": "an account name (sbatch --account)",
     "slurm.time": TIME_ALLOWED,

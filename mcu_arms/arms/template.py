@@ -96,13 +96,18 @@ def new_arm_file(
     from_arm: str | None = None,
     green_port: int | None = None,
     purple_port: int | None = None,
+    scenario: Values | None = None,
 ) -> Path:
+    """Write arms/NAME.toml: the template, with a source arm's values (`from_arm`) or an AgentBeats scenario's
+    (`scenario`, arms/from_scenario.py) and the given ones set. Never overwrites."""
     if not re.fullmatch(ARM_NAME_PATTERN, name):
         raise UserError(f"'{name}' is not a valid arm name", key="NAME", allowed=ALLOWED["name"])
     target = env.arms_dir / f"{name}.toml"
     if target.exists():
         raise UserError("an arm with this name exists already; pick another name or edit it", path=target)
-    values = _source_values(source_arm_file(env, from_arm)) if from_arm is not None else {}
+    if from_arm is not None and scenario is not None:
+        raise UserError("give --from or --from-scenario, not both", key="--from-scenario")
+    values = _source_values(source_arm_file(env, from_arm)) if from_arm is not None else dict(scenario or {})
     values[(None, "name")] = name
     for key, value in (("agent", agent), ("task", task), ("simulator", simulator)):
         if value is not None:

@@ -13,7 +13,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from mcu_arms.arms.campaign import Selection, select_arms
-from mcu_arms.arms.plan import plan_specs, resolve_sources
+from mcu_arms.arms.plan import plan_specs, purple_notes, resolve_sources
 from mcu_arms.cli.common import arm_file_names, environment, print_json, reports_user_errors
 from mcu_arms.cli.options import with_overrides, with_placement
 from mcu_arms.contracts.catalog import CODEX_AGENTS
@@ -231,6 +231,9 @@ def show_plans(
     for arm_plan in plans:
         for warning in arm_plan.warnings:
             env.console.print(f"[yellow]warning:[/] {escape(arm_plan.label)}: {escape(warning)}")
+    for arm_plan in plans:
+        for note in purple_notes(arm_plan):
+            env.console.print(f"note: {escape(arm_plan.label)}: {escape(note)}")
     if verbose:
         for arm_plan in plans:
             render_plan(arm_plan, env)

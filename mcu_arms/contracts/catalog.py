@@ -25,6 +25,9 @@ STANDARD_MAX_STEPS = 1200
 LONG_TERM_MAX_STEPS = 12000
 
 AGENT_KINDS: tuple[str, ...] = ("worldmodel", "prolong", "steve1", "scripted", "planned", "random", "noop")
+# The agent kind of a purple that is another program's A2A server, started by its own command or reached at its
+# address ([purple] in the arm file): no Policy of ours.
+A2A_AGENT = "a2a"
 CODEX_AGENTS: frozenset[str] = frozenset({"worldmodel", "prolong"})
 # The built-in agents that read the frame's pixels (the baselines ignore it).
 FRAME_READING_AGENTS: frozenset[str] = frozenset({"worldmodel", "prolong", "steve1", "scripted"})

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
+from mcu_arms.contracts.agent_card import CardIdentity
 from mcu_arms.contracts.agent_report import AgentSummary
 from mcu_arms.contracts.errors import NESTED_TOO_DEEPLY, UserError, user_error
 from mcu_arms.contracts.evaluation import EvaluationResult, TaskMetrics, top_counts
@@ -117,6 +118,8 @@ class RunReport(BaseModel):
     notes: list[str] = Field(default_factory=list)  # behaviour worth reading (no-effect inputs, deaths): not alerts
     evaluation_file: str | None = None  # the green's EvaluationResult, relative to the episode directory
     agent: AgentSummary | None = None  # from the purple's own report, when it writes one
+    # The agent card another program's purple served (agent "a2a"): what it said it is, and the card's digest.
+    purple_card: CardIdentity | None = None
     warnings: list[str] = Field(default_factory=list)  # what the plan warned about before the run (caps, payload)
     plan_notes: list[str] = Field(default_factory=list)  # the plan's fixed facts (a milestone never reachable here)
     tags: dict[str, str] = Field(default_factory=dict)  # `run --tag KEY=VALUE`: why this run was made, to filter by

@@ -12,12 +12,14 @@ import hashlib
 import json
 import shlex
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from mcu_arms.contracts.addresses import http_url, is_loopback
+from mcu_arms.contracts.agents import option_fields
 from mcu_arms.contracts.catalog import ActionMode, ResetMode
 from mcu_arms.contracts.game_state import DEFAULT_OBSERVE, ObserveMode
 from mcu_arms.contracts.planned import (
@@ -40,6 +42,7 @@ from mcu_arms.contracts.wire import (
     ObsEncoding,
 )
 
+TableModel = TypeVar("TableModel", bound=BaseModel)
 # v2: the seed is the replicate axis, not part of what makes two runs the same experiment.
 FINGERPRINT_VERSION = "v2"
 DEFAULT_CONTEXT_WINDOW = 258_000
@@ -138,9 +141,25 @@ def flag_for(field: str) -> str:
 # Settings that vary between the replicates of one arm, or say only where it runs: never a difference between arms.
 # (Which Minecraft server a mineflayer arm plays on is placement too; its version is not, and the result's simulator
 # label names the server.)
+# Where another program's purple runs from and how long it may take to start are placement too: its code identity
+# (purple_code) says what it runs.
 REPLICATE_AND_PLACEMENT_KEYS: frozenset[str] = frozenset(
-    {"seed", "cuda_device", "mineflayer_host", "mineflayer_port", "mineflayer_username", "mineflayer_chat"}
+    {
+        "seed",
+        "cuda_device",
+        "mineflayer_host",
+        "mineflayer_port",
+        "mineflayer_username",
+        "mineflayer_chat",
+        "purple_cwd",
+        "purple_ready_timeout",
+    }
 )
+# What an A2A purple's command may hold, filled when it is started; without any of them, AgentBeats' contract
+# (--host H --port P --card-url URL) is appended instead.
+PURPLE_PLACEHOLDERS: tuple[str, ...] = ("{host}", "{port}", "{card_url}")
+# What plan, run and the report say of a purple reached at its url.
+NOT_OWNED = "not started by mcu-arms: not isolated, not owned"
 
 
 # What a simulator option may be: a JSON scalar, as TOML and the evaluation request carry it.
@@ -200,6 +219,16 @@ class Settings(BaseModel):
     # A registered simulator's own table (its descriptor's `table`, validated by its `table_model`) when that table is
     # no arm-file field of ours: a third party's simulator options; None for the built-in simulators.
     simulator_options: dict[str, SimulatorOption] | None = None
+    # The agent's own options table ([agent_options], validated by its descriptor's table); None: it has none.
+    agent_options: dict[str, SimulatorOption] | None = None
+    # Another program's A2A purple (agent "a2a", [purple] in the arm file): the command that starts it (as written,
+    # placeholders unfilled) or the address it is reached at; its code identity ("git COMMIT", "git COMMIT dirty
+    # HASH" or "files HASH"); where it is started from, and how long it may take to serve its card.
+    purple_command: list[str] | None = None
+    purple_url: str | None = None
+    purple_code: str | None = None
+    purple_cwd: str | None = None
+    purple_ready_timeout: float | None = None
 
     def redacted(self) -> Settings:
         """These settings as saved and shown: secrets in environment values and the endpoint URLs masked."""
@@ -219,8 +248,9 @@ class Settings(BaseModel):
         different game.
         """
         data = {key: value for key, value in self.model_dump().items() if value is not None}
-        if not data.get("simulator_options"):
-            data.pop("simulator_options", None)
+        for table in ("simulator_options", "agent_options"):
+            if not data.get(table):
+                data.pop(table, None)
         for key in REPLICATE_AND_PLACEMENT_KEYS:
             data.pop(key, None)
         if data.pop("auto_eval_dir", None) is not None:
@@ -243,15 +273,18 @@ def flat_settings(settings: Settings) -> dict[str, Any]:
     environment = data.pop("env")
     for name, value in sorted(environment.items()):
         data[f"env.{name}"] = value
-    for name, value in sorted((data.pop("simulator_options") or {}).items()):
-        data[f"simulator_options.{name}"] = value
+    for table in ("simulator_options", "agent_options"):
+        for name, value in sorted((data.pop(table) or {}).items()):
+            data[f"{table}.{name}"] = value
     return data
 
 
-# Settings that name one model together: when the model differs, the rest of its group differs with it, as one change.
+# Settings that name one model (or one agent) together: when the leader differs, the rest of its group differs with
+# it, as one change (another program's purple is its command or address and its code).
 MODEL_GROUPS: dict[str, tuple[str, ...]] = {
     "planner_model": ("planner_base_url", "planner_revision", "planner_env_key"),
     "policy_model": ("policy_backend", "policy_base_url", "policy_revision", "policy_env_key"),
+    "agent": ("purple_command", "purple_url", "purple_code"),
 }
 
 
@@ -387,14 +420,24 @@ class PurpleOptions(BaseModel):
         default=None, description="Planned agent, chat policy: as --planner-thinking, in every decision request."
     )
 
-    def argv(self) -> list[str]:
-        """The `serve purple` flags that give a purple exactly these options (unset ones are left to the default);
-        the options that can carry a secret are in `environment()` instead."""
+    agent_options: str | None = Field(
+        default=None, description="The agent's own options table ([agent_options] in the arm file), as JSON."
+    )
+
+    def argv(self, fields: Iterable[str] | None = None) -> list[str]:
+        """The `serve purple` flags that give a purple these options (`fields`: the ones its agent reads, by its
+        descriptor; unset ones are left to the default); the options that can carry a secret are in
+        `environment()` instead."""
+        chosen = set(PurpleOptions.model_fields) if fields is None else set(fields)
         flags: list[str] = []
         for field, value in self.model_dump().items():
-            if value is not None and field not in OPTIONS_FROM_ENVIRONMENT:
+            if value is not None and field in chosen and field not in OPTIONS_FROM_ENVIRONMENT:
                 flags += [flag_for(field), str(value)]
         return flags
+
+    def table(self, model: type[TableModel]) -> TableModel:
+        """The agent's own options table, validated by its model (its defaults where the arm gives none)."""
+        return model.model_validate_json(self.agent_options or "{}")
 
     def environment(self) -> dict[str, str]:
         """The variables that give a purple the options kept off its command line."""
@@ -406,7 +449,28 @@ class PurpleOptions(BaseModel):
 
 def purple_options(settings: Settings, purple_dir: Path) -> PurpleOptions:
     """The purple's options: the settings it reads, and where it writes its own files."""
-    return PurpleOptions(output_dir=purple_dir, **settings.model_dump(include=set(PurpleOptions.model_fields)))
+    own = json.dumps(settings.agent_options, sort_keys=True) if settings.agent_options else None
+    shared = settings.model_dump(include=set(PurpleOptions.model_fields) - {"agent_options"})
+    return PurpleOptions(output_dir=purple_dir, agent_options=own, **shared)
+
+
+def external_purple_argv(command: list[str], host: str, port: int) -> list[str]:
+    """How another program's A2A purple is started: its command with the placeholders filled, or with AgentBeats'
+    contract appended where it holds none."""
+    values = {"{host}": host, "{port}": str(port), "{card_url}": http_url(host, port)}
+    if not any(holder in part for part in command for holder in PURPLE_PLACEHOLDERS):
+        return [*command, "--host", host, "--port", str(port), "--card-url", values["{card_url}"]]
+    filled = []
+    for part in command:
+        for holder, value in values.items():
+            part = part.replace(holder, value)
+        filled.append(part)
+    return filled
+
+
+def _purple_argv(settings: Settings, host: str, port: int) -> list[str]:
+    """Another program's purple: its command filled in, or nothing to start (one reached at its address)."""
+    return [] if settings.purple_command is None else external_purple_argv(settings.purple_command, host, port)
 
 
 def mcu_arms_argv() -> list[str]:
@@ -446,7 +510,9 @@ def command_lines(
             "--warm-up",
             settings.simulator,
         ],
-        "purple": [
+        "purple": _purple_argv(settings, host, purple_port)
+        if settings.purple_command is not None or settings.purple_url is not None
+        else [
             *serve,
             "purple",
             "--agent",
@@ -458,7 +524,7 @@ def command_lines(
             "--card-url",
             http_url(host, purple_port),
             *expose,
-            *options.argv(),
+            *options.argv(option_fields(settings.agent)),
         ],
         "client": [*mcu_arms_argv(), "evaluate", str(scenario), "--events", str(events)],
     }

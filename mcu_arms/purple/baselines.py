@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 
+from mcu_arms.contracts.settings import PurpleOptions
 from mcu_arms.contracts.wire import (
     BUTTON_KEYS,
     CAMERA_KEY,
@@ -68,3 +69,11 @@ class RandomPolicy(Policy):
 
     async def act(self, payload: ObservationPayload) -> ActionPayload:
         return ActionPayload(action_type="env", action=dict(self._rng.choice(RANDOM_REPERTOIRE)))
+
+
+def make_noop(options: PurpleOptions) -> Policy:
+    return NoopPolicy()
+
+
+def make_random(options: PurpleOptions) -> Policy:
+    return RandomPolicy(seed=options.seed)

@@ -743,3 +743,11 @@ class CodexPolicy(Policy):
         if self._queue:
             self._append_log(f"episode ended with {len(self._queue)} planned actions unplayed")
         self._write_report()
+
+
+def make_worldmodel(options: PurpleOptions) -> Policy:
+    return CodexPolicy("worldmodel", options)
+
+
+def make_prolong(options: PurpleOptions) -> Policy:
+    return CodexPolicy("prolong", options)

@@ -1,5 +1,5 @@
-"""Which Policy class serves which agent kind, imported only when that kind is asked for: the built-in kinds here,
-the others through the entry point group `mcu_arms.agents` (contracts/agents.py).
+"""Which Policy serves which agent kind: the kind's descriptor (contracts/agents.py: the built-in agents and the
+plug-ins, registered alike) names its factory, imported here only when that kind's server starts.
 
 Light to import: the CLI validates a kind without loading any agent's dependencies.
 """
@@ -10,8 +10,8 @@ import importlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from mcu_arms.contracts.agents import agent_entry_point, check_agent_kind
-from mcu_arms.contracts.catalog import AGENT_KINDS
+from mcu_arms.contracts.agents import AgentDescriptor, agent_descriptor
+from mcu_arms.contracts.catalog import A2A_AGENT
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.settings import PurpleOptions
 
@@ -21,67 +21,34 @@ if TYPE_CHECKING:
 
 PolicyFactory = Callable[[PurpleOptions], "Policy"]
 
-# kind -> (module, what is missing when that module cannot be imported)
-_MODULES: dict[str, tuple[str, str]] = {
-    "noop": ("mcu_arms.purple.baselines", ""),
-    "random": ("mcu_arms.purple.baselines", ""),
-    "scripted": ("mcu_arms.purple.scripted", "the scripted policy (mcu_arms/purple/scripted.py) is not in this build"),
-    "planned": ("mcu_arms.purple.planned.agent", "the planned agent (mcu_arms/purple/planned/) is not in this build"),
-    "worldmodel": (
-        "mcu_arms.purple.codex_agent",
-        "the codex agents (mcu_arms/purple/codex_agent.py) are not in this build",
-    ),
-    "prolong": (
-        "mcu_arms.purple.codex_agent",
-        "the codex agents (mcu_arms/purple/codex_agent.py) are not in this build",
-    ),
-    "steve1": (
-        "mcu_arms.purple.steve1",
-        "STEVE-1 needs the minestudio extra (pip install 'mcu-arms[minestudio]'), its weights and a CUDA device",
-    ),
-}
 
-
-def _import_agent_module(kind: str):  # a module object
-    module_name, missing = _MODULES[kind]
-    try:
-        return importlib.import_module(module_name)
-    except ModuleNotFoundError as error:
-        detail = f"{missing} ({error.name} not found)" if missing else f"{error.name} not found"
-        raise UserError(f"agent kind '{kind}' cannot start: {detail}", key="--agent") from None
-
-
-def _registered_factory(kind: str) -> PolicyFactory:
-    """The factory another distribution registers for `kind` (entry point group mcu_arms.agents), loaded now."""
-    point = agent_entry_point(kind)
-    if point is None:
-        check_agent_kind(kind, key="--agent")
-        raise UserError(f"agent kind '{kind}' is not registered", key="--agent")
-    try:
-        factory = point.load()
-    except Exception as error:  # noqa: BLE001 - a third party's import error, named to the user
+def _descriptor(kind: str) -> AgentDescriptor:
+    descriptor = agent_descriptor(kind, key="--agent")
+    if descriptor is None:
         raise UserError(
-            f"agent kind '{kind}' cannot start: its entry point {point.value!r} cannot be loaded: {error}",
+            f"agent '{A2A_AGENT}' is another program's A2A server, started by its own [purple] command: mcu-arms "
+            "serves no policy for it",
             key="--agent",
-        ) from None
+        )
+    return descriptor
+
+
+def _import_factory(descriptor: AgentDescriptor) -> PolicyFactory:
+    module_name, _, attribute = descriptor.factory.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        missing = descriptor.missing
+        detail = f"{missing} ({error.name} not found)" if missing else f"{error.name} not found"
+        raise UserError(f"agent kind '{descriptor.name}' cannot start: {detail}", key="--agent") from None
+    factory = getattr(module, attribute, None)
     if not callable(factory):
-        raise UserError(f"agent kind '{kind}': its entry point {point.value!r} is not a factory", key="--agent")
+        raise UserError(
+            f"agent kind '{descriptor.name}': {descriptor.factory!r} is not a factory", key="--agent"
+        ) from None
     return factory
 
 
 def policy_factory(kind: str) -> PolicyFactory:
-    """Resolve a kind to a constructor, importing its module now so that a missing piece fails at server start."""
-    if kind not in AGENT_KINDS:
-        return _registered_factory(kind)
-    module = _import_agent_module(kind)
-    if kind == "noop":
-        return lambda options: module.NoopPolicy()
-    if kind == "random":
-        return lambda options: module.RandomPolicy(seed=options.seed)
-    if kind == "scripted":
-        return lambda options: module.ScriptedPolicy(seed=options.seed, output_dir=options.output_dir)
-    if kind == "steve1":
-        return lambda options: module.Steve1Policy(options)
-    if kind == "planned":
-        return lambda options: module.PlannedPolicy(options)
-    return lambda options: module.CodexPolicy(kind, options)
+    """Resolve a kind to its factory, importing it now so that a missing piece fails at server start."""
+    return _import_factory(_descriptor(kind))

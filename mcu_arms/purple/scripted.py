@@ -22,6 +22,7 @@ import numpy as np
 from mcu_arms.atomic import write_json_atomic
 from mcu_arms.contracts.agent_report import ScriptedEpisode, ScriptedReport, report_name
 from mcu_arms.contracts.crafter_keymap import env_action_for
+from mcu_arms.contracts.settings import PurpleOptions
 from mcu_arms.contracts.wire import AckPayload, ActionPayload, InitPayload, ObservationPayload
 from mcu_arms.process.procs import log_line
 from mcu_arms.purple.base import Policy
@@ -625,3 +626,7 @@ class ScriptedPolicy(Policy):
         for each in episodes:
             totals.update(each.stats)
         write_json_atomic(path, ScriptedReport(seed=self.seed, stats=dict(sorted(totals.items())), episodes=episodes))
+
+
+def make_policy(options: PurpleOptions) -> Policy:
+    return ScriptedPolicy(seed=options.seed, output_dir=options.output_dir)

@@ -426,3 +426,7 @@ def _decode_frame(obs: str, *, bgr: bool = False) -> Any:
 
     frame = np.asarray(Image.open(io.BytesIO(base64.b64decode(obs))).convert("RGB").resize(FRAME_SIZE), dtype=np.uint8)
     return np.ascontiguousarray(frame[:, :, ::-1]) if bgr else frame
+
+
+def make_policy(options: PurpleOptions) -> Policy:
+    return Steve1Policy(options)

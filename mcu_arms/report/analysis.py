@@ -28,6 +28,7 @@ from mcu_arms.contracts.annotations import matches_tags
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.run_report import Provenance, RunReport
 from mcu_arms.contracts.settings import (
+    NOT_OWNED,
     REPLICATE_AND_PLACEMENT_KEYS,
     Overrides,
     Settings,
@@ -858,12 +859,14 @@ def _arm_analysis(
         current, _ = _settings_from_file(target, report.overrides)
         if fingerprint(current) != report.fingerprint:
             changed = current.redacted().fingerprinted() != report.settings.redacted().fingerprinted()
+            differs = ", ".join(differing_settings([current.redacted(), report.settings.redacted()]))
             what = "has changed since" if changed else "resolves the same, but the fingerprint scheme changed since"
+            differs = f" (it now differs in {differs})" if changed and differs else ""
             flags.append(
                 Flag(
                     kind="arm_file_changed" if changed else "fingerprint_version",
                     arm=target.name,
-                    message=f"{target.source} {what} episode {report.episode} ran; the settings shown are the "
+                    message=f"{target.source} {what} episode {report.episode} ran{differs}; the settings shown are the "
                     "ones in force for that run",
                 )
             )
@@ -889,6 +892,15 @@ def _arm_analysis(
         )
     for alert in dict.fromkeys(alert for r in used for alert in r.alerts):
         flags.append(Flag(kind="alert", arm=target.name, message=alert))
+    same_experiment = each.experiments.get(chosen or "", [])
+    cards = {r.purple_card.digest: r.purple_card for r in same_experiment if r.purple_card is not None}
+    if len(cards) > 1:
+        served = ", ".join(f"{card.name} {card.version} ({digest})" for digest, card in cards.items())
+        message = f"its purple served {len(cards)} different agent cards in the runs of this experiment: {served}"
+        flags.append(Flag(kind="purple_card_changed", arm=target.name, message=message))
+    if report.settings.purple_url is not None:
+        message = f"purple at {report.settings.purple_url}: {NOT_OWNED}"
+        flags.append(Flag(kind="purple_not_owned", arm=target.name, message=message))
     values = [_metric_values(r) for r in used]
     metrics: dict[str, Summary] = {
         name: summarise([value for v in values if (value := v[name]) is not None]) for name in METRICS

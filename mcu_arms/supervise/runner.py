@@ -27,8 +27,10 @@ from rich.console import Console
 
 from mcu_arms.atomic import open_log, write_json_exclusive
 from mcu_arms.contracts.access import ArmAccess
+from mcu_arms.contracts.agent_card import card_identity, card_problem
 from mcu_arms.contracts.agent_report import AGENT_REPORT_SUFFIX, AgentSummary, agent_summary
 from mcu_arms.contracts.campaign_run import CampaignTally
+from mcu_arms.contracts.catalog import A2A_AGENT
 from mcu_arms.contracts.errors import UserError, validation_summary
 from mcu_arms.contracts.evaluation import EvaluationResult
 from mcu_arms.contracts.events import EventRecord
@@ -41,7 +43,7 @@ from mcu_arms.contracts.run_report import (
     summarise_evaluation,
     threshold_breaches,
 )
-from mcu_arms.contracts.settings import ArmPlan, ProcessPlan
+from mcu_arms.contracts.settings import NOT_OWNED, ArmPlan, ProcessPlan
 from mcu_arms.contracts.started import StartedProcess, token_hash
 from mcu_arms.contracts.states import (
     SERVER_ROLES,
@@ -56,6 +58,7 @@ from mcu_arms.contracts.states import (
 from mcu_arms.contracts.steps import JsonlTail
 from mcu_arms.contracts.text import MAX_LOG_LINE_CHARS, shown_text
 from mcu_arms.contracts.timestamps import iso_seconds, log_stamp
+from mcu_arms.contracts.wire import AGENT_CARD_PATH
 from mcu_arms.environment import Environment
 from mcu_arms.isolation.listeners import claim_listener
 from mcu_arms.layout import (
@@ -74,7 +77,7 @@ from mcu_arms.supervise.live import REFRESH_PER_SECOND, View, make_view
 from mcu_arms.supervise.outcomes import ArmOutcome, outcome_of, retryable
 from mcu_arms.supervise.progress import ArmProgress, StepsTail
 from mcu_arms.supervise.provenance import collect_provenance
-from mcu_arms.supervise.readiness import card_answers
+from mcu_arms.supervise.readiness import card_answers, fetch_card, listens_in_tree
 
 POLL_S = 0.5
 # Readiness is checked at once, then every READY_POLL_FAST_S for the first READY_FAST_FOR_S, then every READY_POLL_S
@@ -400,14 +403,18 @@ class ArmRunner:
         self._state("starting")
         for role in SERVER_ROLES:
             self._check_stop()
+            if role == "purple" and self.plan.settings.purple_url is not None:
+                self._event(f"purple at {self.plan.settings.purple_url}: {NOT_OWNED}")
+                continue
             self._start_server(role)
 
     def _start_server(self, role: ProcessRole) -> None:
         """The server started on a socket bound here and handed over (the port check and the bind are one act): it
         alone holds the socket then, so whatever answers on the port is this server. A socket the episode's job
-        bound on its node (supervise/episode.py) is handed over as it is."""
+        bound on its node (supervise/episode.py) is handed over as it is; another program's purple binds its own
+        (its readiness then checks who listens)."""
         plan = self.plan.process(role)
-        if plan.listen_fd is not None:
+        if plan.listen_fd is not None or self._foreign(role):
             self._start(role)
             return
         try:
@@ -430,35 +437,85 @@ class ArmRunner:
         )
 
     def _wait_ready(self) -> None:
-        """Both servers ready: each one's card answers on the socket handed to it."""
+        """Both servers ready: each of ours when its card answers on the socket handed to it; another program's
+        purple when its card answers, in either A2A shape, and (started by us) the port's listener is that child or
+        its descendant."""
         began = time.monotonic()
-        deadline = began + self.options.ready_timeout_s
-        pending = {role: self.children[role] for role in SERVER_ROLES}
+        pending: dict[ProcessRole, Child | None] = {role: self.children.get(role) for role in SERVER_ROLES}
+        deadlines = {role: began + self._ready_timeout(role) for role in pending}
+        waiting_on: dict[str, str] = {}
         while pending:
             self._check_stop()
             for role, child in list(pending.items()):
-                if child.poll() is not None:
+                if child is not None and child.poll() is not None:
                     raise self._died(child, "during start-up")
-                if card_answers(child.plan.url or ""):
+                verdict: bool | str | None
+                if child is None:
+                    verdict = self._served_card(role)
+                elif self._foreign(role):
+                    verdict = self._readiness(child)
+                    if verdict is True:
+                        verdict = self._served_card(role)
+                else:
+                    verdict = True if card_answers(child.plan.url or "") else None
+                if verdict is True:
                     del pending[role]
-                    self._event(f"{role} ready on {child.plan.url}")
+                    self._event(f"{role} ready on {self.plan.process(role).url}")
+                elif verdict:
+                    waiting_on[role] = verdict
             if not pending:
                 break
-            if time.monotonic() > deadline:
-                role, child = next(iter(pending.items()))
-                detail = f"its agent card at {child.plan.url} never answered"
+            late = [role for role in pending if time.monotonic() > deadlines[role]]
+            if late:
+                role, child = late[0], pending[late[0]]
+                url = self.plan.process(role).url
+                detail = waiting_on.get(role, f"its agent card at {url} never answered")
                 raise _ArmFailed(
                     Failure(
                         process=role,
-                        kind=_kind_of(role),
-                        reason=f"{role} not ready within {self.options.ready_timeout_s:g} s: {detail}",
-                        log_tail=child.log_tail(wait_s=0),
+                        kind="infrastructure" if self._foreign(role) else _kind_of(role),
+                        reason=f"{role} not ready within {self._ready_timeout(role):g} s: {detail}",
+                        log_tail=child.log_tail(wait_s=0) if child is not None else [],
                     )
                 )
             self._stop.wait(READY_POLL_FAST_S if time.monotonic() - began < READY_FAST_FOR_S else READY_POLL_S)
         self.report.ready_at = iso_seconds(self.env.clock())
         self._state("ready")
         self._save()
+
+    def _foreign(self, role: ProcessRole) -> bool:
+        """Is this role another program's A2A purple (agent "a2a")?"""
+        return role == "purple" and self.plan.settings.agent == A2A_AGENT
+
+    def _ready_timeout(self, role: ProcessRole) -> float:
+        """The arm's [purple] ready_timeout for another program's purple, the run's for our own servers."""
+        own = self.plan.settings.purple_ready_timeout if self._foreign(role) else None
+        return own if own is not None else self.options.ready_timeout_s
+
+    def _served_card(self, role: ProcessRole) -> bool | str | None:
+        """Another program's purple serves an A2A card (0.3 or 1.x): its identity is recorded in the report; a card
+        of the wrong shape is named (and waited on: a server may serve a placeholder while it starts)."""
+        url = self.plan.process(role).url or ""
+        card = fetch_card(url)
+        if card is None:
+            return None
+        problem = card_problem(card)
+        if problem is not None:
+            return f"{problem} (at {url}{AGENT_CARD_PATH})"
+        self.report.purple_card = card_identity(card)
+        self._event(f"{role} card: {card['name']} {card['version']} (card {self.report.purple_card.digest})")
+        return True
+
+    def _readiness(self, child: Child) -> bool | str | None:
+        """True when ready; a string saying what is wrong; None while the card does not answer yet."""
+        if not card_answers(child.plan.url or ""):
+            return None
+        process = child.process()
+        if process is None:
+            return None  # it just exited: poll() reports it on the next round
+        if listens_in_tree(process, child.plan.port or 0):
+            return True
+        return f"port {child.plan.port} answers, but its listener is not this arm's {child.role} nor a child of it"
 
     def _run_client(self) -> None:
         self._check_stop()
@@ -468,7 +525,7 @@ class ArmRunner:
         while True:
             self._check_stop()
             for role in SERVER_ROLES:
-                if self.children[role].poll() is not None:
+                if role in self.children and self.children[role].poll() is not None:
                     raise self._died(self.children[role], "while the evaluation ran")
             self.watch.observe(self.children)
             frozen = self.watch.frozen_server(self.children)

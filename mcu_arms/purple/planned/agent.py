@@ -441,3 +441,7 @@ class PlannedPolicy(Policy):
             KIND,
             lambda episodes: summarise_planned(self.settings, episodes),
         )
+
+
+def make_policy(options: PurpleOptions) -> Policy:
+    return PlannedPolicy(options)

@@ -11,10 +11,7 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mcu_arms.contracts.preflight import HostCheck
-from mcu_arms.contracts.simulators import GB, SimulatorCost, SimulatorDescriptor
-from mcu_arms.contracts.support import TaskSupport
-from mcu_arms.contracts.tasks import TaskSpec
+from mcu_arms.api import GB, HostCheck, SimulatorCost, SimulatorDescriptor, TaskSpec, TaskSupport
 
 NAME = "toyworld"
 COUNTED_EVENT = "pickup"

@@ -6,10 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from mcu_arms.contracts.simulators import BackendRequest
-from mcu_arms.contracts.support import TaskSupport
-from mcu_arms.contracts.tasks import TaskSpec
-from mcu_arms.green.sims.base import SimStep, Simulator
+from mcu_arms.api import BackendRequest, SimStep, Simulator, TaskSpec, TaskSupport
 from mcu_toysim import COUNTED_EVENT, NAME, TOYWORLD, ToyWorldTable
 
 FRAME_SIDE = 64
