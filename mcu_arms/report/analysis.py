@@ -44,13 +44,14 @@ from mcu_arms.contracts.states import INFRASTRUCTURE_CAUSES, RunStatus
 from mcu_arms.environment import Environment
 from mcu_arms.layout import EPISODE_PATTERN, arm_runs
 from mcu_arms.report.methods.comparison import MetricComparison, compare_metric
-from mcu_arms.report.methods.design import Pairing, pairing
+from mcu_arms.report.methods.design import ExcludedSeed, Pairing, pairing
 from mcu_arms.report.methods.multiplicity import HOLM_METHOD, holm
 from mcu_arms.report.methods.paired import PairingEffect
 from mcu_arms.report.methods.sequential import SequentialExperiment, sequential_experiment
 from mcu_arms.report.methods.survival import (
     KM_METHOD,
     LOGRANK_METHOD,
+    MEDIAN_METHOD,
     KaplanMeier,
     TimeToEvent,
     episodes,
@@ -93,7 +94,7 @@ METRICS: tuple[MetricName, ...] = (
     "noops",
     "infrastructure_noops",
 )
-DifferenceVerdict = Literal["distinguishable", "not distinguishable", "no difference", "too few episodes", "no runs"]
+DifferenceVerdict = Literal["distinguishable", "not resolved", "no difference", "too few episodes", "no runs"]
 
 
 class Flag(BaseModel):
@@ -219,6 +220,7 @@ class ArmAnalysis(BaseModel):
     arm: str
     source: str | None  # the arm file, when there is one
     campaign: str | None = None  # compared as an arm of this campaign: its episodes only
+    differs_in: list[str] | None = None  # a campaign's variant: what it states it changes (the baseline: [])
     status: ArmStatus  # finished: at least one finished episode is used; else its latest run's status
     settings_from: Literal["report", "arm file"]
     settings: Settings
@@ -282,6 +284,10 @@ class DifferenceResult(BaseModel):
     pairing_effect: PairingEffect | None = None  # paired: what pairing by seed bought
     medians: list[float | None] | None = None  # steps to a milestone: the arm's and the baseline's Kaplan–Meier
     # medians (None: not reached); the estimate is their difference when both were reached
+    reach: list[str] | None = None  # steps to a milestone: "k/n" reached, the arm's and the baseline's
+    identical: bool = False  # every paired difference is 0 (or, unpaired, every value the same; milestones: the
+    # same step or end in every episode): the only case worded "no difference"
+    excluded: str = ""  # paired: the seeds left out of the pairing and why ("" when none)
     text: str
 
 
@@ -384,6 +390,7 @@ class ArmTarget(BaseModel):
     source: Path | None
     output_dir: Path
     campaign: str | None = None
+    differs_in: list[str] | None = None  # a campaign's variant: what it states it changes
 
 
 def _campaign_targets(path: Path, env: Environment) -> list[ArmTarget]:
@@ -396,6 +403,7 @@ def _campaign_targets(path: Path, env: Environment) -> list[ArmTarget]:
             spec=arm.spec if arm.source == path else None,
             output_dir=env.output_dir / arm.spec.name,
             campaign=campaign.name,
+            differs_in=list(arm.differs_in),
         )
         for arm in campaign.arms()
     ]
@@ -838,6 +846,7 @@ def _arm_analysis(
             arm=target.name,
             source=source,
             campaign=target.campaign,
+            differs_in=target.differs_in,
             status="no run",
             settings_from="report" if tagged else "arm file",
             settings=settings.redacted(),
@@ -907,6 +916,7 @@ def _arm_analysis(
         arm=target.name,
         source=source,
         campaign=target.campaign,
+        differs_in=target.differs_in,
         status="finished" if used else report.status,
         settings_from="report",
         settings=report.settings.redacted(),
@@ -975,15 +985,31 @@ def _untrusted(arm: ArmAnalysis) -> str | None:
     return None
 
 
-def _verdict(arms: list[ArmAnalysis]) -> Verdict:
-    """Do the arms differ in one setting only, has each a finished episode, and can their numbers be trusted?"""
-    differing = [row.key for row in _setting_rows_of([arm.settings for arm in arms], False) if row.counted()]
-    if not differing:
-        text, comparable = "identical settings", True
-    elif len(differing) == 1:
-        text, comparable = f"comparable: differs only in {differing[0]}", True
-    else:
+def _verdict(arms: list[ArmAnalysis], baseline: int) -> Verdict:
+    """Does each arm differ from the baseline in one setting only (a campaign's variant: only in what it states), has
+    each a finished episode, and can their numbers be trusted? Variants are judged one by one against the baseline:
+    two variants changing different settings are each comparable with it."""
+    base = arms[baseline]
+    differing: list[str] = []
+    wrong: list[str] = []
+    for arm in arms:
+        if arm is base:
+            continue
+        keys = _counted_differences([base.settings, arm.settings])
+        differing += [key for key in keys if key not in differing]
+        allowed = len(keys) <= 1 or (arm.differs_in is not None and set(keys) <= set(arm.differs_in))
+        if not allowed:
+            wrong.append(f"{arm.arm} differs from {base.arm} in {', '.join(keys)}")
+    if wrong and len(arms) == 2:
         text, comparable = f"NOT comparable: differs in {', '.join(differing)}", False
+    elif wrong:
+        text, comparable = f"NOT comparable: {'; '.join(wrong)}", False
+    elif not differing:
+        text, comparable = "identical settings", True
+    elif len(arms) == 2:
+        text, comparable = f"comparable: differs only in {', '.join(differing)}", True
+    else:
+        text, comparable = f"comparable: each variant differs from {base.arm} only in what it tests", True
     verdict = Verdict(
         comparable=comparable, identical=not differing, differing=differing, text=text, settings_text=text
     )
@@ -1055,25 +1081,31 @@ def _design_text(line: DifferenceResult) -> str:
 
 
 def _verdict_of(line: DifferenceResult) -> DifferenceVerdict:
-    """Read on the adjusted p (raw when the test is alone); an interval, where there is one, must exclude 0."""
+    """Read on the adjusted p (raw when the test is alone); an interval, where there is one, must exclude 0. "no
+    difference" only when there is none in the data (`identical`), never for a zero mean with a wide interval."""
     p = line.p_adjusted if line.p_adjusted is not None else line.p
     if line.n_a == 0 or line.n_b == 0:
         return "no runs"
+    if line.identical:
+        return "no difference"
     if p is None:
         return "too few episodes"
     excludes_zero = line.interval is None or line.interval.low > 0 or line.interval.high < 0
     if p < ALPHA and excludes_zero:
         return "distinguishable"
-    if line.estimate == 0 and (line.interval is None or line.interval.low == line.interval.high == 0 or p >= 1):
-        return "no difference"
-    return "not distinguishable"
+    return "not resolved"
 
 
 def _worded(line: DifferenceResult) -> str:
-    """The one sentence every view shows for a difference: estimate, interval, test, p (adjusted), verdict."""
+    """The one sentence every view shows for a difference: estimate, interval, test, p (adjusted), verdict, and the
+    seeds left out of a pairing."""
     if line.medians is not None:
+        reach = line.reach or ["?", "?"]
         shown = ["not reached" if median is None else f"{median:g}" for median in line.medians]
-        head = f"{line.metric} (Kaplan–Meier median): {shown[0]} for {line.arm} vs {shown[1]} for {line.baseline}"
+        head = (
+            f"{line.metric} (Kaplan–Meier median): {shown[0]} for {line.arm} (reached {reach[0]}) vs {shown[1]} for "
+            f"{line.baseline} (reached {reach[1]})"
+        )
     elif line.estimate is None:
         head = f"{line.metric}: {line.arm} − {line.baseline}: no estimate"
     else:
@@ -1081,28 +1113,37 @@ def _worded(line: DifferenceResult) -> str:
     if line.interval is not None:
         head += f" {line.interval.text()}"
     design = _design_text(line)
+    why = f"; {line.excluded}" if line.excluded else ""
+    if line.design == "unpaired" and line.medians is None:
+        why += f"; unpaired: {line.design_reason}"
+    if line.verdict == "no difference":
+        return f"{head}; no difference: every episode the same ({design}){why}"
     if line.p is None:
-        return f"{head}; {design}: no interval or test can be given (run more seeds: `--seeds 0-5`)"
+        return f"{head}; {design}: no interval or test can be given (run more seeds: `--seeds 0-5`){why}"
     adjusted = f", Holm-adjusted p = {line.p_adjusted:.3g}" if line.p_adjusted is not None else ""
-    test = "log-rank" if line.medians is not None else line.design
+    test = "log-rank, permutation" if line.medians is not None else line.design
     head += f" ({test}: p = {line.p:.3g}{adjusted})"
     effect = f"; {line.pairing_effect.text()}" if line.pairing_effect is not None else ""
     if line.verdict == "distinguishable":
-        return f"{head}; distinguishable from seed noise ({design}){effect}"
-    if line.verdict == "no difference":
-        return f"{head}; no difference ({design}){effect}"
+        return f"{head}; distinguishable from seed noise ({design}){why}{effect}"
     tail = ""
     if line.seeds_needed is not None:
         unit = "paired seeds" if line.design == "paired" else "seeds per arm"
         tail = f"; about {line.seeds_needed} {unit} would resolve a difference of this size"
-    return f"{head}; not distinguishable from seed noise ({design}){tail}{effect}"
+    return f"{head}; not resolved ({design}){tail}{why}{effect}"
 
 
-def _score_difference(arm: ArmAnalysis, base: ArmAnalysis, design: Pairing) -> DifferenceResult:
+def _score_difference(arm: ArmAnalysis, base: ArmAnalysis, design: Pairing, variants: int) -> DifferenceResult:
     """The score, paired by seed when the design allows (else two independent samples, saying why)."""
     mine = {ref.seed: value for ref, value in zip(arm.used, arm.metrics["score"].values, strict=True)}
     theirs = {ref.seed: value for ref, value in zip(base.used, base.metrics["score"].values, strict=True)}
-    found: MetricComparison = compare_metric("score", mine, theirs, design, name_a=arm.arm, name_b=base.arm)
+    found: MetricComparison = compare_metric(
+        "score", mine, theirs, design, name_a=arm.arm, name_b=base.arm, variants=variants
+    )
+    if found.paired is not None:
+        identical = found.paired.n >= 2 and all(value == 0 for value in found.paired.differences)
+    else:
+        identical = min(len(mine), len(theirs)) >= 2 and len({*mine.values(), *theirs.values()}) == 1
     return DifferenceResult(
         metric="score",
         arm=arm.arm,
@@ -1118,35 +1159,39 @@ def _score_difference(arm: ArmAnalysis, base: ArmAnalysis, design: Pairing) -> D
         verdict="too few episodes",
         seeds_needed=found.seeds_needed,
         pairing_effect=found.paired.effect if found.paired else None,
+        identical=identical,
+        excluded=design.excluded_text() if design.design == "paired" else "",
         text="",
     )
 
 
-def _milestone_difference(key: str, arm: ArmAnalysis, base: ArmAnalysis) -> DifferenceResult | None:
-    """Steps to a milestone as time to an event (censored at the steps run): the arms' Kaplan–Meier medians and the
-    log-rank test. None when neither arm reached it."""
+def _milestone_difference(key: str, arm: ArmAnalysis, base: ArmAnalysis, design: Pairing) -> DifferenceResult | None:
+    """Steps to a milestone as time to an event (censored at the steps run): the arms' Kaplan–Meier medians, reach
+    k/n, and the log-rank test by permutation (within seeds when the design pairs them). None when neither arm
+    reached it."""
+    paired = design.design == "paired"
 
     def times(of: ArmAnalysis) -> list[TimeToEvent]:
-        return episodes(
-            [each.steps.get(key) for each in of.per_episode], [each.steps_run or 0 for each in of.per_episode]
-        )
+        kept = [each for each in of.per_episode if not paired or each.seed in design.seeds]
+        return episodes([each.steps.get(key) for each in kept], [each.steps_run or 0 for each in kept])
 
-    mine, theirs = times(arm), times(base)
-    test = logrank(mine, theirs)
-    if test.p_value is None:
+    mine, theirs = times(arm), times(base)  # per_episode is in seed order: paired, mine[i] and theirs[i] share one
+    test = logrank(mine, theirs, paired=paired)
+    if test.statistic is None:
         return None
-    medians = [
-        (of.time_to_milestone.get(key) or kaplan_meier(data)).median for of, data in ((arm, mine), (base, theirs))
-    ]
+    medians = [kaplan_meier(data).median for data in (mine, theirs)]
     first, second = medians
     estimate = first - second if first is not None and second is not None else None
+    identical = min(len(mine), len(theirs)) >= 2 and (mine == theirs if paired else len({*mine, *theirs}) == 1)
     return DifferenceResult(
         metric=f"{key.split('/', 1)[1]} steps",
         arm=arm.arm,
         baseline=base.arm,
-        method=f"{KM_METHOD}; {LOGRANK_METHOD}",
-        design="unpaired",
-        design_reason="the log-rank test compares the arms' time-to-milestone curves",
+        method=f"{KM_METHOD}; {MEDIAN_METHOD}; {LOGRANK_METHOD}",
+        design="paired" if paired else "unpaired",
+        design_reason=design.reason
+        if paired
+        else "the log-rank test compares the arms' time-to-milestone curves as independent samples",
         n_a=len(mine),
         n_b=len(theirs),
         estimate=estimate,
@@ -1155,8 +1200,23 @@ def _milestone_difference(key: str, arm: ArmAnalysis, base: ArmAnalysis) -> Diff
         verdict="too few episodes",
         seeds_needed=None,
         medians=medians,
+        reach=[f"{sum(item.reached for item in data)}/{len(data)}" for data in (mine, theirs)],
+        identical=identical,
+        excluded=design.excluded_text() if paired else "",
         text="",
     )
+
+
+def _with_reasons(design: Pairing, arm: ArmAnalysis, base: ArmAnalysis) -> Pairing:
+    """The pairing with each seed left out named: which arm lacks a finished episode of it, and why (its latest
+    episode of that seed, excluded with a reason, or "not run")."""
+    excluded = []
+    for seed in design.unpartnered:
+        lacking = base if seed in arm.seeds else arm
+        episode = next((each for each in reversed(lacking.excluded) if each.seed == seed), None)
+        reason = f"episode {episode.episode} {episode.reason}: {episode.detail}" if episode is not None else "not run"
+        excluded.append(ExcludedSeed(seed=seed, arm=lacking.arm, reason=reason))
+    return design.model_copy(update={"excluded": excluded})
 
 
 def _differences(arms: list[ArmAnalysis], baseline: int) -> tuple[list[ArmDifference], str]:
@@ -1166,29 +1226,34 @@ def _differences(arms: list[ArmAnalysis], baseline: int) -> tuple[list[ArmDiffer
     if base.n == 0:
         return [], "no test was made"
     differences = []
+    variants = sum(1 for arm in arms if arm is not base and arm.n > 0)
     for arm in arms:
         if arm is base or arm.n == 0:
             continue
-        design = pairing(
-            arm.settings.simulator,
-            arm.settings.reset_mode,
-            arm.seeds,
-            base.settings.simulator,
-            base.settings.reset_mode,
-            base.seeds,
+        design = _with_reasons(
+            pairing(
+                arm.settings.simulator,
+                arm.settings.reset_mode,
+                arm.seeds,
+                base.settings.simulator,
+                base.settings.reset_mode,
+                base.seeds,
+            ),
+            arm,
+            base,
         )
         keys = [
             key
             for key, stats in base.milestones.items()
             if stats.available and key in arm.milestones and (stats.reached or arm.milestones[key].reached)
         ]
-        milestone_steps = [line for key in keys if (line := _milestone_difference(key, arm, base)) is not None]
+        milestone_steps = [line for key in keys if (line := _milestone_difference(key, arm, base, design)) is not None]
         differences.append(
             ArmDifference(
                 arm=arm.arm,
                 baseline=base.arm,
                 pairing=design,
-                score=_score_difference(arm, base, design),
+                score=_score_difference(arm, base, design, variants),
                 milestone_steps=milestone_steps,
             )
         )
@@ -1304,7 +1369,7 @@ def _analyse(
         arms=arms,
         settings=_setting_rows_of([arm.settings for arm in arms], show_all),
         milestones=_milestone_rows(arms, reports, base_index),
-        verdict=_verdict(arms),
+        verdict=_verdict(arms, base_index),
         differences=differences,
         family=family,
         flags=flags,
