@@ -1214,8 +1214,11 @@ def _with_reasons(design: Pairing, arm: ArmAnalysis, base: ArmAnalysis) -> Pairi
     for seed in design.unpartnered:
         lacking = base if seed in arm.seeds else arm
         episode = next((each for each in reversed(lacking.excluded) if each.seed == seed), None)
-        reason = f"episode {episode.episode} {episode.reason}: {episode.detail}" if episode is not None else "not run"
-        excluded.append(ExcludedSeed(seed=seed, arm=lacking.arm, reason=reason))
+        if episode is None:
+            excluded.append(ExcludedSeed(seed=seed, arm=lacking.arm, cause="not run", reason="not run"))
+            continue
+        reason = f"episode {episode.episode} {episode.reason}: {episode.detail}"
+        excluded.append(ExcludedSeed(seed=seed, arm=lacking.arm, cause=episode.reason, reason=reason))
     return design.model_copy(update={"excluded": excluded})
 
 

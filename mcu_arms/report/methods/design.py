@@ -22,7 +22,8 @@ class ExcludedSeed(BaseModel):
 
     seed: int
     arm: str  # the arm without a finished episode of it
-    reason: str  # e.g. "episode 9 interrupted: Ctrl-C", or "not run"
+    cause: str  # its latest episode's exclusion reason ("interrupted", "failed", ...), or "not run"
+    reason: str  # in words, e.g. "episode 9 interrupted: Ctrl-C"
 
     def text(self) -> str:
         return f"seed {self.seed} ({self.arm}: {self.reason})"

@@ -100,6 +100,15 @@ def seeds_for_power(sampler: Sampler, *, at_least: int, variants: int = 1, alpha
     return None
 
 
+def seeds_to_resolve(variants: int, alpha: float = ALPHA) -> int:
+    """The fewest paired seeds at which a difference of the same sign on every seed, in each of `variants`, resolves
+    in their Holm family: 2 / 2^n < alpha / variants (the variants' p-values are then all the smallest possible)."""
+    pairs = 1
+    while 2 / 2**pairs >= alpha / variants:
+        pairs += 1
+    return pairs
+
+
 def pilot_sampler(differences: Sequence[float]) -> Sampler:
     """Experiments drawn from a pilot's per-seed differences, with replacement."""
     values = [float(value) for value in differences]
