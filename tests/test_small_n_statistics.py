@@ -6,7 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -124,7 +124,7 @@ def test_an_interrupted_seed_leaves_the_others_paired_and_is_named_in_every_view
     assert "seed 3 (variant: episode 4 interrupted" in " ".join(text.split())
     rows = list(csv.reader(io.StringIO(to_csv(result))))
     assert ["variant", "pairing", "excluded_seed:3:variant:interrupted", "1.0"] in rows
-    html = render_comparison(result, [], datetime(2026, 12, 6, tzinfo=timezone.utc))
+    html = render_comparison(result, [], datetime(2026, 12, 6, tzinfo=UTC))
     assert "seed 3 (variant: episode 4 interrupted" in html
     assert result.model_validate_json(result.model_dump_json()).differences[0].pairing.excluded[0].seed == 3
 
