@@ -3,8 +3,8 @@
 A normal approximation ("about N seeds", z-based) reaches 65–77 % power at its N with the exact test, because it
 ignores the sign-flip test's discreteness (no p below 2 / 2^n), zeros and ties, and the Holm family. Here each
 simulated experiment of n paired seeds is judged by the rule itself: the exact two-sided sign-flip p (all 2^n signs
-up to EXACT_POWER_MAX_PAIRS pairs; beyond, the normal approximation of that same permutation distribution, whose
-discreteness is negligible there) below alpha / variants — Holm's first step, which is where a same-sign difference
+up to EXACT_POWER_MAX_PAIRS pairs; beyond, POWER_SIGNS seeded random signs with (hits + 1) / (N + 1), which keeps
+the discreteness that zeros and ties give) below alpha / variants — Holm's first step, which is where a same-sign difference
 in every variant is decided, as their p-values are then equal — and the paired t interval excluding 0. The
 differences are drawn either from a pilot's per-seed differences (resampled with replacement: its zeros, ties and
 skew kept) or from a normal distribution of a stated effect and spread. Seeded: the same question gets the same
@@ -28,8 +28,9 @@ if TYPE_CHECKING:
 POWER_TARGET = 0.8
 POWER_SIMULATIONS = 2_000
 MAX_PLANNED_SEEDS = 64  # "seeds needed" is searched up to this; beyond it: more than 64
-EXACT_POWER_MAX_PAIRS = 12  # 4,096 sign vectors per simulated experiment; beyond: the normal approximation
-SIMULATION_CHUNK = 500  # simulated experiments judged at once (memory: chunk × 2^12 sums)
+EXACT_POWER_MAX_PAIRS = 11  # 2,048 sign vectors per simulated experiment; beyond: POWER_SIGNS random ones
+POWER_SIGNS = 2_000  # seeded random sign vectors shared by the simulated experiments of more than 11 pairs
+SIMULATION_CHUNK = 500  # simulated experiments judged at once (memory: chunk × 2,048 sums)
 POWER_METHOD = (
     f"power by simulation ({POWER_SIMULATIONS:,} seeded experiments per n) of the rule applied: exact sign-flip "
     f"p < {ALPHA:g} / variants (Holm's first step) and the paired t interval excluding 0"
@@ -51,22 +52,23 @@ class PowerPlan(BaseModel):
 
 
 def sign_flip_p_many(data: np.ndarray) -> np.ndarray:
-    """The two-sided sign-flip p of each row of `data` (experiments × pairs): exact up to EXACT_POWER_MAX_PAIRS."""
+    """The two-sided sign-flip p of each row of `data` (experiments × pairs): exact up to EXACT_POWER_MAX_PAIRS, else
+    by POWER_SIGNS seeded random sign vectors."""
     import numpy as np
 
     experiments, pairs = data.shape
     totals = np.abs(data.sum(axis=1))
-    if pairs > EXACT_POWER_MAX_PAIRS:
-        spread = np.sqrt((data * data).sum(axis=1))
-        z = np.where(spread > 0, totals / np.where(spread > 0, spread, 1.0), 0.0)
-        return np.asarray([math.erfc(value / math.sqrt(2)) for value in z])
-    signs = 1 - 2 * ((np.arange(2**pairs)[:, None] >> np.arange(pairs)) & 1)  # 2^n × n of ±1
+    exact = pairs <= EXACT_POWER_MAX_PAIRS
+    if exact:
+        signs = 1 - 2 * ((np.arange(2**pairs)[:, None] >> np.arange(pairs)) & 1)  # 2^n × n of ±1
+    else:
+        signs = 1 - 2 * np.random.default_rng([RESAMPLE_SEED, pairs]).integers(0, 2, (POWER_SIGNS, pairs))
     p_values = np.empty(experiments)
     for start in range(0, experiments, SIMULATION_CHUNK):
         chunk = data[start : start + SIMULATION_CHUNK]
-        sums = np.abs(chunk @ signs.T)
         threshold = totals[start : start + SIMULATION_CHUNK, None] * (1 - 1e-9) - 1e-12
-        p_values[start : start + SIMULATION_CHUNK] = (sums >= threshold).mean(axis=1)
+        hits = (np.abs(chunk @ signs.T) >= threshold).sum(axis=1)
+        p_values[start : start + SIMULATION_CHUNK] = hits / len(signs) if exact else (hits + 1) / (len(signs) + 1)
     return p_values
 
 
@@ -93,11 +95,24 @@ def power(sampler: Sampler, pairs: int, *, variants: int = 1, alpha: float = ALP
 
 
 def seeds_for_power(sampler: Sampler, *, at_least: int, variants: int = 1, alpha: float = ALPHA) -> int | None:
-    """The fewest pairs ≥ `at_least` whose simulated power reaches POWER_TARGET; None: more than MAX_PLANNED_SEEDS."""
-    for pairs in range(max(2, at_least), MAX_PLANNED_SEEDS + 1):
-        if power(sampler, pairs, variants=variants, alpha=alpha) >= POWER_TARGET:
-            return pairs
-    return None
+    """Pairs ≥ `at_least` whose simulated power reaches POWER_TARGET, one fewer not (searched by doubling, then
+    bisection: a dozen simulations, not one per n); None: more than MAX_PLANNED_SEEDS."""
+
+    def enough(pairs: int) -> bool:
+        return power(sampler, pairs, variants=variants, alpha=alpha) >= POWER_TARGET
+
+    low = max(2, at_least)
+    if enough(low):
+        return low
+    high = low
+    while not enough(high):
+        if high >= MAX_PLANNED_SEEDS:
+            return None
+        low, high = high, min(MAX_PLANNED_SEEDS, high * 2)
+    while high - low > 1:  # power(low) < target <= power(high)
+        middle = (low + high) // 2
+        low, high = (low, middle) if enough(middle) else (middle, high)
+    return high
 
 
 def seeds_to_resolve(variants: int, alpha: float = ALPHA) -> int:
