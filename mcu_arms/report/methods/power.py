@@ -4,8 +4,8 @@ A normal approximation ("about N seeds", z-based) reaches 65–77 % power at its
 ignores the sign-flip test's discreteness (no p below 2 / 2^n), zeros and ties, and the Holm family. Here each
 simulated experiment of n paired seeds is judged by the rule itself: the exact two-sided sign-flip p (all 2^n signs
 up to EXACT_POWER_MAX_PAIRS pairs; beyond, POWER_SIGNS seeded random signs with (hits + 1) / (N + 1), which keeps
-the discreteness that zeros and ties give) below alpha / variants — Holm's first step, which is where a same-sign difference
-in every variant is decided, as their p-values are then equal — and the paired t interval excluding 0. The
+the discreteness that zeros and ties give) below alpha / variants — Holm's first step, which is where a same-sign
+difference in every variant is decided, as their p-values are then equal — and the paired t interval excluding 0. The
 differences are drawn either from a pilot's per-seed differences (resampled with replacement: its zeros, ties and
 skew kept) or from a normal distribution of a stated effect and spread. Seeded: the same question gets the same
 answer. Sequential designs are not simulated here: `run --until-resolved` plans its own looks.
