@@ -14,6 +14,7 @@ from cli_support import invoke
 from test_compare import compare, write_arm, write_run
 
 from mcu_arms.contracts.run_report import Failure
+from mcu_arms.contracts.sequential import SequentialLook
 from mcu_arms.report.compare import to_csv
 from mcu_arms.report.methods.comparison import adjust_family, compare_metric
 from mcu_arms.report.methods.design import pairing
@@ -140,3 +141,33 @@ def test_a_difference_in_reach_with_equal_medians_is_never_no_difference(tmp_pat
     assert line.medians == [10, 10] and line.reach == ["4/8", "8/8"]
     assert line.verdict == "not resolved" and "(reached 4/8) vs 10 for base (reached 8/8)" in line.text
     assert line.design == "paired", "the same seeds on a seeded world: swaps within seeds"
+
+
+def _sequential_pair(cwd: Path, looks: list[int]) -> None:
+    """Seeds in looks of the given sizes (cumulative), max 12; the variant better on every seed."""
+    write_arm(cwd, "base")
+    write_arm(cwd, "variant", agent="random")
+    for seed in range(looks[-1]):
+        look = next(index + 1 for index, size in enumerate(looks) if seed < size)
+        record = SequentialLook(look=look, primary="score", max_seeds=12, batch=4, alpha=0.05, comparisons=1)
+        write_run(cwd, "base", seed + 1, seed=seed, score=float(seed % 3), sequential=record)
+        write_run(cwd, "variant", seed + 1, seed=seed, score=float(seed % 3) + 1 + seed, sequential=record)
+
+
+def test_an_until_resolved_experiment_reads_the_sequential_verdict_not_the_fixed_n_one(tmp_path: Path) -> None:
+    """Was: "distinguishable" from the fixed-n test at 6 seeds of a sequential run its own test never resolved."""
+    _sequential_pair(tmp_path, [4, 6])
+    score = compare(tmp_path, "base", "variant").differences[0].score
+    assert score.p == pytest.approx(2 / 64), "the fixed-n test alone would call it distinguishable"
+    assert score.sequential is not None and not score.sequential.rejected and score.verdict == "not resolved"
+    assert score.text.startswith("score: variant − base: not resolved by the sequential test")
+    assert "fixed-n figures, secondary" in score.text
+    assert f"alpha spent {score.sequential.alpha_spent:.4f}" in score.text
+
+
+def test_a_resolved_until_resolved_experiment_says_so_with_the_alpha_its_looks_spent(tmp_path: Path) -> None:
+    _sequential_pair(tmp_path, [4, 8])
+    score = compare(tmp_path, "base", "variant").differences[0].score
+    assert score.sequential is not None and score.sequential.rejected and score.verdict == "distinguishable"
+    assert "by the sequential test (run --until-resolved) at look 2, 8 paired seeds" in score.text
+    assert 0 < score.sequential.alpha_spent <= score.sequential.looks[-1].alpha_allowed

@@ -28,6 +28,7 @@ from mcu_arms.collector import without_cyclic_gc
 from mcu_arms.contracts.annotations import matches_tags
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.run_report import RunReport
+from mcu_arms.contracts.sequential import SequentialLook
 from mcu_arms.contracts.settings import (
     REPLICATE_AND_PLACEMENT_KEYS,
     Overrides,
@@ -47,7 +48,12 @@ from mcu_arms.report.methods.comparison import MetricComparison, compare_metric
 from mcu_arms.report.methods.design import ExcludedSeed, Pairing, pairing
 from mcu_arms.report.methods.multiplicity import HOLM_METHOD, holm
 from mcu_arms.report.methods.paired import PairingEffect
-from mcu_arms.report.methods.sequential import SequentialExperiment, sequential_experiment
+from mcu_arms.report.methods.sequential import (
+    SequentialExperiment,
+    SequentialTest,
+    sequential_compare,
+    sequential_experiment,
+)
 from mcu_arms.report.methods.survival import (
     KM_METHOD,
     LOGRANK_METHOD,
@@ -115,6 +121,7 @@ class EpisodeRef(BaseModel):
     campaign: str | None = None
     tags: dict[str, str] = Field(default_factory=dict)  # `run --tag`: why it was run
     note: str | None = None  # `run --note`
+    look: int | None = None  # `run --until-resolved`: the look it ran in
 
 
 class ExcludedEpisode(EpisodeRef):
@@ -288,6 +295,8 @@ class DifferenceResult(BaseModel):
     identical: bool = False  # every paired difference is 0 (or, unpaired, every value the same; milestones: the
     # same step or end in every episode): the only case worded "no difference"
     excluded: str = ""  # paired: the seeds left out of the pairing and why ("" when none)
+    sequential: SequentialTest | None = None  # the primary metric of episodes run with `--until-resolved`: the
+    # group-sequential test the run stopped by; the verdict reads it, the fixed-n figures are secondary
     text: str
 
 
@@ -508,6 +517,7 @@ def _ref(report: RunReport) -> dict[str, Any]:
         "campaign": report.campaign.name if report.campaign else None,
         "tags": dict(report.tags),
         "note": report.note,
+        "look": report.sequential.look if report.sequential else None,
     }
 
 
@@ -1086,6 +1096,8 @@ def _verdict_of(line: DifferenceResult) -> DifferenceVerdict:
     p = line.p_adjusted if line.p_adjusted is not None else line.p
     if line.n_a == 0 or line.n_b == 0:
         return "no runs"
+    if line.sequential is not None:
+        return "distinguishable" if line.sequential.rejected else "not resolved"
     if line.identical:
         return "no difference"
     if p is None:
@@ -1124,6 +1136,8 @@ def _worded(line: DifferenceResult) -> str:
     test = "log-rank, permutation" if line.medians is not None else line.design
     head += f" ({test}: p = {line.p:.3g}{adjusted})"
     effect = f"; {line.pairing_effect.text()}" if line.pairing_effect is not None else ""
+    if line.sequential is not None:
+        return f"{_sequential_text(line, line.sequential)}; fixed-n figures, secondary: {head}{why}{effect}"
     if line.verdict == "distinguishable":
         return f"{head}; distinguishable from seed noise ({design}){why}{effect}"
     tail = ""
@@ -1131,6 +1145,44 @@ def _worded(line: DifferenceResult) -> str:
         unit = "paired seeds" if line.design == "paired" else "seeds per arm"
         tail = f"; about {line.seeds_needed} {unit} would resolve a difference of this size"
     return f"{head}; not resolved ({design}){tail}{why}{effect}"
+
+
+def _sequential_text(line: DifferenceResult, test: SequentialTest) -> str:
+    """The verdict of a sequential experiment: its own test's, with the alpha its looks spent."""
+    last = test.looks[-1]
+    looks = ", ".join(str(look.n) for look in test.looks)
+    spent = f"alpha spent {test.alpha_spent:.4f} of {test.alpha:.4g} (this variant's share)"
+    if test.rejected:
+        return (
+            f"{line.metric}: {line.arm} − {line.baseline}: distinguishable from seed noise by the sequential test "
+            f"(run --until-resolved) at look {last.look}, {last.n} paired seeds; {spent}"
+        )
+    return (
+        f"{line.metric}: {line.arm} − {line.baseline}: not resolved by the sequential test (run --until-resolved; "
+        f"looks at {looks} of at most {test.max_seeds} seeds); {spent}"
+    )
+
+
+def _sequential_test(arm: ArmAnalysis, base: ArmAnalysis, design: Pairing) -> SequentialTest | None:
+    """Both arms' episodes were run with `--until-resolved` on the score, paired: the group-sequential test over
+    them, looked at as run (None otherwise: the fixed-n figures are the verdict)."""
+    plan = base.sequential
+    if plan is None or arm.sequential is None or design.design != "paired" or plan.primary != "score":
+        return None
+    look_of_seed = {ref.seed: ref.look for ref in base.used if ref.look is not None and ref.seed in design.seeds}
+    if not look_of_seed:
+        return None
+    mine = {ref.seed: value for ref, value in zip(arm.used, arm.metrics["score"].values, strict=True)}
+    theirs = {ref.seed: value for ref, value in zip(base.used, base.metrics["score"].values, strict=True)}
+    recorded = SequentialLook(
+        look=max(look_of_seed.values()),
+        primary=plan.primary,
+        max_seeds=plan.max_seeds,
+        batch=plan.looks[0],
+        alpha=plan.alpha,
+        comparisons=plan.comparisons,
+    )
+    return sequential_compare(mine, theirs, look_of_seed, recorded)
 
 
 def _score_difference(arm: ArmAnalysis, base: ArmAnalysis, design: Pairing, variants: int) -> DifferenceResult:
@@ -1161,6 +1213,7 @@ def _score_difference(arm: ArmAnalysis, base: ArmAnalysis, design: Pairing, vari
         pairing_effect=found.paired.effect if found.paired else None,
         identical=identical,
         excluded=design.excluded_text() if design.design == "paired" else "",
+        sequential=_sequential_test(arm, base, design),
         text="",
     )
 
