@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import re
 from datetime import UTC, datetime
 from pathlib import Path
@@ -171,3 +172,45 @@ def test_a_resolved_until_resolved_experiment_says_so_with_the_alpha_its_looks_s
     assert score.sequential is not None and score.sequential.rejected and score.verdict == "distinguishable"
     assert "by the sequential test (run --until-resolved) at look 2, 8 paired seeds" in score.text
     assert 0 < score.sequential.alpha_spent <= score.sequential.looks[-1].alpha_allowed
+
+
+def _campaign(cwd: Path, variants: int, seeds: int) -> Path:
+    write_arm(cwd, "base")
+    lines = ['name = "planned"', f"seeds = {list(range(seeds))}", "", "[baseline]", 'arm = "base"']
+    for index in range(variants):
+        lines += ["", "[[variants]]", f'name = "variant_{index}"', 'differs_in = ["step_timeout"]']
+        lines.append(f"step_timeout = {31 + index}")
+    path = cwd / "campaigns" / "planned.toml"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_plan_power_from_a_stated_effect_and_from_a_named_pilot(tmp_path: Path) -> None:
+    _campaign(tmp_path, variants=2, seeds=6)
+    stated = invoke(tmp_path, {}, "plan", "campaigns/planned.toml", "--power", "--effect", "1", "--spread", "1")
+    assert stated.exit_code == 0, stated.out + stated.err
+    said = " ".join(stated.out.split())
+    # two variants: 6 seeds resolve nothing (2 x 2/64 > 0.05), so no effect is resolvable at the campaign's seeds
+    assert "power for 2 variant(s)" in said and "at the campaign's 6 seeds: power 0%" in said
+    assert "6 seeds can resolve no effect with 80% power for 2 variant(s)" in said
+    _six_seeds(tmp_path, "pilot_base", [10.0, 12.0, 9.0, 11.0, 10.0, 13.0])
+    _six_seeds(tmp_path, "pilot_variant", [14.0, 13.0, 12.0, 16.0, 11.0, 15.0], agent="random")
+    piloted = invoke(
+        tmp_path,
+        {},
+        "plan",
+        "campaigns/planned.toml",
+        "--power",
+        "--pilot",
+        "pilot_base",
+        "--pilot",
+        "pilot_variant",
+        "--json",
+    )
+    assert piloted.exit_code == 0, piloted.out + piloted.err
+    plan = json.loads(piloted.out)
+    assert plan["source"] == "pilot: pilot_variant − pilot_base (6 seeds)" and plan["variants"] == 2
+    assert plan["seeds_needed"] >= seeds_to_resolve(2) and plan["power_at_planned"] == 0.0
+    neither = invoke(tmp_path, {}, "plan", "campaigns/planned.toml", "--power")
+    assert neither.exit_code != 0 and "--power needs a pilot or a stated effect and spread" in neither.out + neither.err

@@ -16,7 +16,8 @@ from mcu_arms.contracts.settings import (
 )
 from mcu_arms.contracts.states import RunStatus
 from mcu_arms.report.methods.design import Pairing
-from mcu_arms.report.methods.paired import PairingEffect
+from mcu_arms.report.methods.paired import T_INTERVAL_METHOD, PairingEffect
+from mcu_arms.report.methods.power import POWER_METHOD
 from mcu_arms.report.methods.sequential import (
     SequentialExperiment,
     SequentialTest,
@@ -24,6 +25,7 @@ from mcu_arms.report.methods.sequential import (
 from mcu_arms.report.methods.survival import (
     KM_METHOD,
     LOGRANK_METHOD,
+    MEDIAN_METHOD,
     KaplanMeier,
     episodes,
     kaplan_meier,
@@ -318,8 +320,10 @@ class Analysis(BaseModel):
     verdict: Verdict
     differences: list[ArmDifference] = Field(default_factory=list)
     statistics_method: str = (
-        f"scores: paired by seed where the design allows (paired bootstrap interval, exact sign-flip test), else "
-        f"{STATS_METHOD}; milestones: {KM_METHOD}, {LOGRANK_METHOD}"
+        f"scores: paired by seed over the seeds both arms completed where the design allows ({T_INTERVAL_METHOD}, "
+        f"exact sign-flip test; seeds needed: {POWER_METHOD}), else {STATS_METHOD}; milestones: {KM_METHOD}, "
+        f"{MEDIAN_METHOD}, {LOGRANK_METHOD}; 'no difference' only when every paired difference is 0; episodes run "
+        "with --until-resolved: the sequential test's verdict"
     )
     family: str = "no test was made"  # which tests were adjusted together (Holm), in words
     flags: list[Flag] = Field(default_factory=list)
