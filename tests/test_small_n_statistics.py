@@ -214,3 +214,14 @@ def test_plan_power_from_a_stated_effect_and_from_a_named_pilot(tmp_path: Path) 
     assert plan["seeds_needed"] >= seeds_to_resolve(2) and plan["power_at_planned"] == 0.0
     neither = invoke(tmp_path, {}, "plan", "campaigns/planned.toml", "--power")
     assert neither.exit_code != 0 and "--power needs a pilot or a stated effect and spread" in neither.out + neither.err
+
+
+def test_an_unpaired_comparison_says_why_in_its_own_words(tmp_path: Path) -> None:
+    """Was: only --json said why a comparison was unpaired."""
+    write_arm(tmp_path, "base")
+    write_arm(tmp_path, "variant", agent="random")
+    for index in range(3):
+        write_run(tmp_path, "base", index + 1, seed=index, score=1.0, steps={"collect_wood": 10})
+        write_run(tmp_path, "variant", index + 1, seed=index + 5, score=0.0, steps={"collect_wood": 20})
+    for line in compare(tmp_path, "base", "variant").differences[0].lines():
+        assert line.design == "unpaired" and "unpaired: the arms completed different seeds" in line.text, line.text

@@ -70,7 +70,7 @@ def _worded(line: DifferenceResult) -> str:
         head += f" {line.interval.text()}"
     design = _design_text(line)
     why = f"; {line.excluded}" if line.excluded else ""
-    if line.design == "unpaired" and line.medians is None:
+    if line.design == "unpaired":
         why += f"; unpaired: {line.design_reason}"
     if line.verdict == "no difference":
         return f"{head}; no difference: every episode the same ({design}){why}"
@@ -186,9 +186,7 @@ def _milestone_difference(key: str, arm: ArmAnalysis, base: ArmAnalysis, design:
         baseline=base.arm,
         method=f"{KM_METHOD}; {MEDIAN_METHOD}; {LOGRANK_METHOD}",
         design="paired" if paired else "unpaired",
-        design_reason=design.reason
-        if paired
-        else "the log-rank test compares the arms' time-to-milestone curves as independent samples",
+        design_reason=design.reason,
         n_a=len(mine),
         n_b=len(theirs),
         estimate=estimate,

@@ -11,7 +11,7 @@
    variants): target >= 0.78; beside it the power at the z-based figure compare used to print;
 4. `--until-resolved`'s size (group-sequential sign-flip, looks at 4, 8, 12 seeds): target <= 0.05.
 
-    python tests/bench/bench_small_n_stats.py [--reps 1000] [--quick]
+    python tests/bench/bench_small_n_stats.py [--reps 1000] [--quick] [--only size|coverage|power|sequential]
 """
 
 from __future__ import annotations
@@ -175,9 +175,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=1000, help="simulated experiments per cell (coverage: x10)")
     parser.add_argument("--quick", action="store_true", help="100 per cell: a smoke run, not a measurement")
+    parser.add_argument("--only", choices=["size", "coverage", "power", "sequential"], help="one table only")
     args = parser.parse_args()
     reps = 100 if args.quick else args.reps
-    for section in (milestone_size, interval_coverage, power_at_advice, until_resolved_size):
+    sections = {
+        "size": milestone_size,
+        "coverage": interval_coverage,
+        "power": power_at_advice,
+        "sequential": until_resolved_size,
+    }
+    for name, section in sections.items():
+        if args.only not in (None, name):
+            continue
         started = time.perf_counter()
         print("\n".join(section(reps)))
         print(f"({time.perf_counter() - started:.0f} s)\n", flush=True)
