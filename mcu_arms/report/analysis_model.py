@@ -38,8 +38,9 @@ from mcu_arms.report.stats import (
     Summary,
 )
 
-ANALYSIS_SCHEMA_VERSION = 3  # 2 had a milestone's median step over the episodes that reached it; 1 was the
-# comparison before experiments were explicit
+ANALYSIS_SCHEMA_VERSION = 4  # 3 had log-rank p by chi-square, bootstrap paired intervals, no pairing exclusions
+# nor sequential verdicts; 2 had a milestone's median step over the episodes that reached it; 1 was the comparison
+# before experiments were explicit
 # Where a setting only says where things run, or which replicate ran: shown with --all, never a difference.
 NOISE_SETTINGS: frozenset[str] = REPLICATE_AND_PLACEMENT_KEYS
 EXIT_COMPARABLE = 0
