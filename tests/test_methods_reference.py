@@ -12,11 +12,11 @@ from mcu_arms.report.methods.multiplicity import holm
 from mcu_arms.report.methods.paired import (
     SIGN_FLIP_RESAMPLES,
     compare_paired,
-    paired_bootstrap_interval,
+    paired_t_interval,
     pairing_effect,
-    seeds_needed_paired,
     sign_flip_test,
 )
+from mcu_arms.report.methods.power import seeds_needed_paired
 from mcu_arms.report.methods.survival import TimeToEvent, episodes, kaplan_meier, logrank
 
 np = pytest.importorskip("numpy")
@@ -69,26 +69,13 @@ def test_the_monte_carlo_sign_flip_p_is_within_its_error_of_the_exact_one() -> N
     assert sign_flip_test(differences).p_value == ours.p_value  # seeded
 
 
-def test_the_paired_bootstrap_interval_matches_scipys_within_monte_carlo_error() -> None:
-    differences = [x - y for x, y in zip(A, B, strict=True)]
-    ours = paired_bootstrap_interval(differences)
-    reference = stats.bootstrap(
-        (np.array(A), np.array(B)),
-        lambda x, y, axis: np.mean(x - y, axis=axis),
-        paired=True,
-        vectorized=True,
-        n_resamples=10_000,
-        method="percentile",
-        confidence_level=0.95,
-        random_state=np.random.default_rng(3),
-    ).confidence_interval
-    spread = np.std(differences, ddof=0) / math.sqrt(len(differences))  # sd of the resampled means
-    # Monte Carlo sd of a 2.5 % quantile of 10,000 near-normal resamples, for each of the two intervals
-    quantile_error = math.sqrt(0.025 * 0.975 / 10_000) / (stats.norm.pdf(1.959964) / spread)
-    assert ours is not None
-    assert abs(ours.low - reference.low) < 4 * math.sqrt(2) * quantile_error
-    assert abs(ours.high - reference.high) < 4 * math.sqrt(2) * quantile_error
-    assert paired_bootstrap_interval(differences) == ours  # the same data and seed give the same interval
+@pytest.mark.parametrize("n", [2, 3, 6, 8])
+def test_the_paired_t_interval_is_scipys(n: int) -> None:
+    differences = [x - y for x, y in zip(A[:n], B[:n], strict=True)]
+    ours = paired_t_interval(differences)
+    low, high = stats.t.interval(0.95, n - 1, loc=np.mean(differences), scale=stats.sem(differences))
+    assert ours is not None and (ours.low, ours.high) == pytest.approx((low, high), abs=1e-9)
+    assert paired_t_interval([3.0]) is None and paired_t_interval([2.0, 2.0]) == paired_t_interval([2.0, 2.0, 2.0])
 
 
 def test_the_pairing_effect_is_numpys_correlation_and_variances() -> None:
@@ -103,7 +90,8 @@ def test_identical_arms_are_no_difference_with_a_zero_width_interval() -> None:
     same = {seed: value for seed, value in enumerate(A)}
     result = compare_paired("score", same, dict(same), name_a="a", name_b="b")
     assert (result.estimate, result.ci.low, result.ci.high, result.p_value) == (0.0, 0.0, 0.0, 1.0)
-    assert not result.distinguishable and result.seeds_needed is None and "no difference (paired, n = 8)" in result.text
+    assert not result.distinguishable and result.seeds_needed is None
+    assert "no difference: every paired difference is 0 (paired, n = 8)" in result.text
 
 
 def test_six_same_sign_pairs_resolve_and_five_cannot() -> None:
@@ -120,7 +108,9 @@ def test_six_same_sign_pairs_resolve_and_five_cannot() -> None:
         "score", dict(enumerate([0] * 5)), dict(enumerate([53, 40, 60, 55, 47])), name_a="a", name_b="b"
     )
     assert five.p_value == pytest.approx(2 / 32) and not five.distinguishable and five.seeds_needed == 6
-    assert seeds_needed_paired([1.0, -1.0, 1.2, -0.8]) is not None and seeds_needed_paired([0.0, 0.0]) is None
+    assert "not resolved (paired, n = 5)" in five.text
+    assert seeds_needed_paired([1.0, 1.2, 0.9]) == 6 and seeds_needed_paired([0.0, 0.0]) is None
+    assert seeds_needed_paired([1.0, -1.0, 1.2, -0.8]) is None  # more than MAX_PLANNED_SEEDS
 
 
 def test_pairing_needs_the_same_seeds_on_a_seeded_world() -> None:
@@ -185,7 +175,7 @@ def test_logrank_is_scipys_and_lifelines() -> None:
     ours = logrank(a, b)
     reference = logrank_test([x.steps for x in a], [x.steps for x in b], [x.reached for x in a], [x.reached for x in b])
     assert ours.statistic == pytest.approx(reference.test_statistic, abs=1e-9)
-    assert ours.p_value == pytest.approx(reference.p_value, abs=1e-9)
+    assert ours.chi_square_p == pytest.approx(reference.p_value, abs=1e-9)
     censored = [
         stats.CensoredData(
             uncensored=[x.steps for x in arm if x.reached], right=[x.steps for x in arm if not x.reached]
@@ -193,8 +183,56 @@ def test_logrank_is_scipys_and_lifelines() -> None:
         for arm in (a, b)
     ]
     scipy_result = stats.logrank(censored[0], censored[1])
-    assert ours.p_value == pytest.approx(scipy_result.pvalue, abs=1e-9)
+    assert ours.chi_square_p == pytest.approx(scipy_result.pvalue, abs=1e-9)
     assert abs(ours.z) == pytest.approx(abs(scipy_result.statistic), abs=1e-9)
+
+
+def _lifelines_z(x, y, axis):
+    """|log-rank z| of lifelines for each permuted (x, y) of (steps, reached) columns: scipy's statistic."""
+    statistics = []
+    for row_x, row_y in zip(np.atleast_2d(x), np.atleast_2d(y), strict=True):
+        steps_x, reached_x = np.divmod(row_x, 2)
+        steps_y, reached_y = np.divmod(row_y, 2)
+        statistics.append(logrank_test(steps_x, steps_y, reached_x, reached_y).test_statistic)
+    return np.asarray(statistics) if np.ndim(x) > 1 else statistics[0]
+
+
+@pytest.mark.parametrize("paired", [False, True])
+def test_the_permutation_logrank_p_is_scipys_exact_permutation_test_of_lifelines_statistic(paired: bool) -> None:
+    """The p enumerates every split (or every within-seed swap) of lifelines' log-rank statistic, as scipy does."""
+    a = episodes([s for s, _ in STEPS_A[:5]], [r for _, r in STEPS_A[:5]])
+    b = episodes([s for s, _ in STEPS_B[:5]], [r for _, r in STEPS_B[:5]])
+    encode = [np.array([2 * int(x.steps) + int(x.reached) for x in arm]) for arm in (a, b)]  # one column, both facts
+    reference = stats.permutation_test(
+        encode,
+        _lifelines_z,
+        permutation_type="samples" if paired else "independent",
+        n_resamples=math.inf,
+        alternative="greater",
+    )
+    ours = logrank(a, b, paired=paired)
+    assert ours.exact and ours.permutations == (32 if paired else 252)
+    assert ours.p_value == pytest.approx(reference.pvalue, abs=1e-12)
+
+
+def test_three_against_three_milestone_never_goes_below_the_exact_minimum() -> None:
+    """Issue 46: the chi-square approximation said p = 0.025 where no split of 3 + 3 can give less than 0.1."""
+    faster, slower = episodes([10, 20, 30], [500] * 3), episodes([40, 50, 60], [500] * 3)
+    result = logrank(faster, slower)
+    assert result.chi_square_p == pytest.approx(0.0246, abs=1e-3) and result.p_value == pytest.approx(2 / 20)
+    assert logrank(faster, slower, paired=True).p_value == pytest.approx(2 / 8)
+    assert logrank(faster[:1], slower[:1]).p_value is None  # 1 + 1: no test exists
+
+
+def test_a_large_milestone_comparison_is_monte_carlo_within_its_error_and_seeded() -> None:
+    rng = np.random.default_rng(5)
+    a = episodes([int(s) for s in rng.integers(10, 300, 12)], [300] * 12)
+    b = episodes([int(s) if s < 300 else None for s in rng.integers(60, 400, 12)], [300] * 12)
+    result = logrank(a, b)
+    assert not result.exact and result.permutations == 20_000
+    exact_share = result.p_value  # within (hits+1)/(N+1) of a binomial share: compare with the chi-square figure
+    assert abs(exact_share - result.chi_square_p) < 0.05
+    assert logrank(a, b).p_value == result.p_value
 
 
 def test_logrank_without_any_reach_has_no_test() -> None:

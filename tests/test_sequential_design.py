@@ -105,7 +105,8 @@ def test_a_fixed_n_reading_says_it_was_sequential() -> None:
     records = [_design(1)] * 4 + [_design(2)] * 4 + [None]
     experiment = sequential_experiment(records)
     assert experiment is not None and experiment.looks == [4, 8] and experiment.max_seeds == 12
-    assert experiment.alpha_spent == pytest.approx(obf_alpha_spent(8 / 12, ALPHA))
+    assert experiment.alpha_allowed == pytest.approx(obf_alpha_spent(8 / 12, ALPHA))
+    assert "alpha allowed by its last look" in experiment.text and "alpha spent" not in experiment.text
     assert "sequential experiment" in experiment.text and "Lan–DeMets" in experiment.text
     assert sequential_experiment([None, None]) is None
 

@@ -22,7 +22,10 @@ def test_identical_arms_show_no_difference() -> None:
     same = [3.0, 5.0, 7.0]
     result = compare_means("score", same, same, name_a="b", name_b="a")
     assert result.estimate == 0 and result.p_value == 1.0 and not result.distinguishable
-    assert result.seeds_needed is None and "no difference at n = 3 + 3" in result.text
+    # issue 46: a zero mean with a wide interval is not "no difference" (unpaired arms can differ seed by seed)
+    assert result.seeds_needed is None and "not resolved at n = 3 + 3" in result.text
+    flat = compare_means("score", [0.0] * 3, [0.0] * 3, name_a="b", name_b="a")
+    assert "no difference: every value is the same at n = 3 + 3" in flat.text
     assert result.ci is not None and result.ci.low <= 0 <= result.ci.high
 
 

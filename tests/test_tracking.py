@@ -114,7 +114,7 @@ def test_the_verdicts_are_the_parent_run(project: Path) -> None:
     assert parent.kind == "comparison" and parent.run_id == f"comparison:{EXPERIMENT}"
     assert parent.tags["mcu_arms.verdict"] == "comparable: differs only in agent"
     assert parent.tags["mcu_arms.baseline"] == "scripted_arm" and parent.tags["mcu_arms.differing"] == "agent"
-    assert "not distinguishable from seed noise (paired, n = 2)" in parent.tags["mcu_arms.differences"]
+    assert "not resolved (paired, n = 2)" in parent.tags["mcu_arms.differences"]
     metrics = {point.key: point.value for point in parent.metrics}
     assert metrics["comparable"] == 1.0 and metrics["difference/random_arm/score"] == -50.0
     assert [a.name for a in parent.artifacts] == ["comparison.json", "comparison.md", "milestones.png"]

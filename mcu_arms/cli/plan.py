@@ -244,6 +244,29 @@ def show_plans(
         env.console.print("[bold]dry run:[/] nothing was created, reserved or started.")
 
 
+def show_power(
+    files: list[Path],
+    pilot: list[str],
+    effect: float | None,
+    spread: float | None,
+    env: Environment,
+    *,
+    json_output: bool,
+) -> None:
+    """`plan CAMPAIGN --power`: seeds for 80 % power from a pilot or a stated effect and spread, nothing planned."""
+    from mcu_arms.contracts.errors import UserError
+    from mcu_arms.report.planning import power_plan, power_text
+
+    if len(files) != 1:
+        raise UserError("--power plans one campaign: name its file", key="--power", allowed="campaigns/NAME.toml")
+    result = power_plan(files[0], env, pilot=pilot or None, effect=effect, spread=spread)
+    if json_output:
+        print_json(env, result.model_dump(mode="json"))
+        return
+    for line in power_text(result):
+        env.console.print(escape(line), highlight=False, soft_wrap=True)
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     @reports_user_errors
@@ -258,12 +281,25 @@ def register(app: typer.Typer) -> None:
         dry_run: bool = DRY_RUN_OPTION,
         verbose: bool = VERBOSE_OPTION,
         json_output: bool = typer.Option(False, "--json", help="Print the plans as JSON."),
+        power: bool = typer.Option(
+            False,
+            "--power",
+            help="Plan a campaign's seeds: 80% power and the smallest effect resolvable, by simulation.",
+        ),
+        pilot: list[str] = typer.Option(
+            [], "--pilot", help="With --power: an earlier experiment's arms (as compare names them), baseline first."
+        ),
+        effect: float | None = typer.Option(None, "--effect", help="With --power: the mean difference expected."),
+        spread: float | None = typer.Option(None, "--spread", help="With --power: the sd of per-seed differences."),
     ) -> None:
         """Resolve arms into plans: commands, environment, ports, paths, fingerprint and warnings.
 
         With no arm named, every arm in arms/. Without --dry-run it also checks that the ports are free now and builds each codex agent's CODEX_HOME (on Slurm both happen on the node, when each episode starts); only `run` creates episode dirs.
         """  # noqa: E501 - typer keeps a help paragraph's line breaks, so each paragraph is one line
         env = environment(ctx)
+        if power:
+            show_power(files, pilot, effect, spread, env, json_output=json_output)
+            return
         plans, _ = planned(files or [], arm, overrides, env, placement, every_arm_when_none=True)
         on_nodes = placement.executor == "slurm"
         if not dry_run and not on_nodes:

@@ -9,660 +9,78 @@ baseline, every difference with its method, estimate, interval, p and verdict. T
 verdicts. An arm's runs that are different experiments are never mixed, and never silently "whatever ran last":
 when the experiment to use is not unique, `analyse` refuses and lists the candidates.
 
+Four modules: the model (report/analysis_model.py), the choice of arms and experiments (report/experiments.py), the
+differences against the baseline (report/differences.py), and here the computation per arm and across arms, and
+`analyse`, which runs them in order (the model's public names are re-exported here for the views).
+
 Light to import: pydantic and the arm/report models only.
 """
 
 from __future__ import annotations
 
-import itertools
-import re
 from pathlib import Path
-from typing import Any, Literal
 
-from pydantic import BaseModel, Field
-
-from mcu_arms.arms.campaign import is_campaign, load_campaign
-from mcu_arms.arms.plan import apply_overrides, resolve_settings
-from mcu_arms.arms.spec import ARM_NAME_PATTERN, ArmSpec, load_arm
-from mcu_arms.contracts.annotations import matches_tags
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.run_report import Provenance, RunReport
 from mcu_arms.contracts.settings import (
     NOT_OWNED,
-    REPLICATE_AND_PLACEMENT_KEYS,
-    Overrides,
-    Settings,
-    Thresholds,
-    differing_keys,
     differing_settings,
     fingerprint,
-    flat_settings,
-    setting_follows,
 )
 from mcu_arms.contracts.simulators import label_of
-from mcu_arms.contracts.states import INFRASTRUCTURE_CAUSES, RunStatus
+from mcu_arms.contracts.states import INFRASTRUCTURE_CAUSES
 from mcu_arms.environment import Environment
-from mcu_arms.layout import EPISODE_PATTERN, arm_runs
 from mcu_arms.process.collector import without_cyclic_gc
-from mcu_arms.report.methods.comparison import MetricComparison, compare_metric
-from mcu_arms.report.methods.design import Pairing, pairing
-from mcu_arms.report.methods.multiplicity import HOLM_METHOD, holm
-from mcu_arms.report.methods.paired import PairingEffect
-from mcu_arms.report.methods.sequential import SequentialExperiment, sequential_experiment
+from mcu_arms.report.analysis_model import (
+    ANALYSIS_SCHEMA_VERSION as ANALYSIS_SCHEMA_VERSION,
+)
+from mcu_arms.report.analysis_model import (
+    METRICS,
+    PURPLE_COUNTERS,
+    Analysis,
+    ArmAnalysis,
+    CellState,
+    EpisodeFacts,
+    EpisodeMilestones,
+    EpisodeRef,
+    ExcludedEpisode,
+    ExclusionReason,
+    ExperimentChoice,
+    Flag,
+    MilestoneCell,
+    MilestoneRow,
+    ReachedCurve,
+    Verdict,
+)
+from mcu_arms.report.analysis_model import ReachingCurve as ReachingCurve  # re-exported: views draw it
+from mcu_arms.report.analysis_model import SettingRow as SettingRow  # re-exported: views show it
+from mcu_arms.report.differences import compare_with_baseline
+from mcu_arms.report.experiments import (
+    ArmRuns,
+    ArmTarget,
+    choose_experiments,
+    counted_differences,
+    episode_ref,
+    read_arm_runs,
+    resolve_targets,
+    setting_rows,
+    settings_from_file,
+    short,
+)
+from mcu_arms.report.methods.sequential import (
+    sequential_experiment,
+)
 from mcu_arms.report.methods.survival import (
-    KM_METHOD,
-    LOGRANK_METHOD,
     KaplanMeier,
-    TimeToEvent,
     episodes,
     kaplan_meier,
-    logrank,
 )
-from mcu_arms.report.methods.survival import ReachingCurve as ReachingCurve  # re-exported: views draw it
 from mcu_arms.report.stats import (
-    ALPHA,
-    Interval,
     MilestoneStats,
     Summary,
     milestone_stats,
     summarise,
 )
-from mcu_arms.report.stats import METHOD as STATS_METHOD
-
-ANALYSIS_SCHEMA_VERSION = 3  # 2 had a milestone's median step over the episodes that reached it; 1 was the
-# comparison before experiments were explicit
-# Where a setting only says where things run, or which replicate ran: shown with --all, never a difference.
-NOISE_SETTINGS: frozenset[str] = REPLICATE_AND_PLACEMENT_KEYS
-EXIT_COMPARABLE = 0
-EXIT_NOT_COMPARABLE = 1  # also: an arm with no finished episode
-EXIT_NOT_TRUSTWORTHY = 3  # also: an arm with no finished episode because of infrastructure trouble
-MAX_COMBINATIONS = 4096  # experiments tried together when choosing one per arm; more is refused as ambiguous
-FINGERPRINT_SHOWN = 12  # characters of a fingerprint shown where a prefix is enough
-
-ArmStatus = Literal["finished", "failed", "interrupted", "queued", "started", "no run"]
-CellState = Literal["reached", "not reached", "unavailable", "no run", "none finished", "not in run"]
-ExclusionReason = Literal[
-    "interrupted", "failed", "unfinished", "other experiment", "superseded", "other campaign", "other tags"
-]
-MetricName = Literal["score", "sim_score", "steps_run", "wall_s", "steps_per_minute", "noops", "infrastructure_noops"]
-METRICS: tuple[MetricName, ...] = (
-    "score",
-    "sim_score",
-    "steps_run",
-    "wall_s",
-    "steps_per_minute",
-    "noops",
-    "infrastructure_noops",
-)
-DifferenceVerdict = Literal["distinguishable", "not distinguishable", "no difference", "too few episodes", "no runs"]
-
-
-class Flag(BaseModel):
-    """Something that makes a number less trustworthy; shown loudly above the tables."""
-
-    kind: str
-    arm: str | None = None
-    message: str
-
-
-class EpisodeRef(BaseModel):
-    episode: int
-    seed: int
-    status: RunStatus
-    fingerprint: str
-    started_at: str
-    attempt: int = 1
-    campaign: str | None = None
-    tags: dict[str, str] = Field(default_factory=dict)  # `run --tag`: why it was run
-    note: str | None = None  # `run --note`
-
-
-class ExcludedEpisode(EpisodeRef):
-    """An episode of the arm that enters no statistic, plot or k/n, and why."""
-
-    reason: ExclusionReason
-    detail: str
-
-
-class Experiment(BaseModel):
-    """An arm's episodes that share one fingerprint: replicates of one experiment."""
-
-    fingerprint: str
-    episodes: list[int]
-    finished: int  # seeds with a finished episode
-    first_started: str
-    last_started: str
-    differs: list[str]  # settings in which it differs from what the arm file says today
-    values: dict[str, Any] = Field(default_factory=dict)  # those settings: this experiment's value, the file's
-
-
-class ExperimentChoice(BaseModel):
-    fingerprint: str | None  # None: the arm has no finished episode
-    why: str
-    candidates: list[Experiment]  # every experiment of the arm, newest first
-
-
-class EpisodeMilestones(BaseModel):
-    """One replicate's milestones: the step each was reached at (None: not reached), for figures and exports."""
-
-    episode: int
-    seed: int
-    steps_run: int | None
-    score: float | None
-    steps: dict[str, int | None]  # "task/identity" -> step
-
-
-class EpisodeFacts(BaseModel):
-    """What belongs to one episode (the latest used, else the latest run): counters by cause, the purple's own
-    counters, logs. Never a statistic over replicates; every view labels it with its episode."""
-
-    episode: int
-    status: RunStatus
-    episode_dir: str
-    report_path: str
-    simulator_label: str | None = None
-    tool: str | None = None  # the mcu-arms that ran it: version, and from a checkout its commit (tool_of)
-    noops: dict[str, int] = Field(default_factory=dict)
-    dropped_keys: dict[str, int] = Field(default_factory=dict)
-    sim_fallbacks: dict[str, int] = Field(default_factory=dict)
-    infrastructure: dict[str, int] = Field(default_factory=dict)
-    infrastructure_share: float | None = None  # of the steps run
-    behaviour: dict[str, int] = Field(default_factory=dict)
-    purple_report: bool = False  # False: the counters below are unknown, not zero
-    failed_turns: int | None = None
-    failed_turns_by_reason: dict[str, int] = Field(default_factory=dict)  # by cause (planned: policy_timeout=1)
-    top_failure_reasons: dict[str, int] = Field(default_factory=dict)  # in the agent's own words
-    compactions: int | None = None
-    overflow_resets: int | None = None
-    decisions: int | None = None
-    invalid_outputs: int | None = None
-    invalid_outputs_by_kind: dict[str, int] = Field(default_factory=dict)
-    stale_replans: int | None = None
-    reflex_interrupts: int | None = None
-    median_planner_ms: float | None = None
-    median_decision_ms: float | None = None
-    steps_run: int | None = None
-    failure_reason: str | None = None
-    failure_process: str | None = None
-    failure_kind: str | None = None
-    logs: dict[str, str] = Field(default_factory=dict)
-    alerts: list[str] = Field(default_factory=list)
-
-
-PURPLE_COUNTERS: set[str] = {
-    "failed_turns",
-    "failed_turns_by_reason",
-    "top_failure_reasons",
-    "compactions",
-    "overflow_resets",
-    "decisions",
-    "invalid_outputs",
-    "invalid_outputs_by_kind",
-    "stale_replans",
-    "reflex_interrupts",
-    "median_planner_ms",
-    "median_decision_ms",
-}
-
-
-class ReachedCurve(BaseModel):
-    """Milestones reached by each step, over the episodes used: the median with the interquartile range (the viewer's
-    overview chart). Steps to one milestone are the arm's Kaplan–Meier curve (`ArmAnalysis.survival`)."""
-
-    steps: list[int]  # 0, each step a milestone landed on in any episode, the last step run
-    median: list[float]
-    low: list[float]  # the 25th percentile
-    high: list[float]  # the 75th percentile
-
-
-class ArmAnalysis(BaseModel):
-    """One arm: the experiment used, its episodes used and left out, and its statistics."""
-
-    arm: str
-    source: str | None  # the arm file, when there is one
-    campaign: str | None = None  # compared as an arm of this campaign: its episodes only
-    status: ArmStatus  # finished: at least one finished episode is used; else its latest run's status
-    settings_from: Literal["report", "arm file"]
-    settings: Settings
-    fingerprint: str
-    experiment: ExperimentChoice
-    used: list[EpisodeRef] = Field(default_factory=list)
-    excluded: list[ExcludedEpisode] = Field(default_factory=list)
-    metrics: dict[str, Summary] = Field(default_factory=dict)  # MetricName -> over the episodes used
-    max_score: float | None = None
-    milestones: dict[str, MilestoneStats] = Field(default_factory=dict)  # "task/identity" -> k/n, steps
-    # "task/identity" -> steps to it as time to an event, censored at the steps run (Kaplan–Meier)
-    time_to_milestone: dict[str, KaplanMeier] = Field(default_factory=dict)
-    sequential: SequentialExperiment | None = None  # its episodes were run with `run --until-resolved`
-    per_episode: list[EpisodeMilestones] = Field(default_factory=list)
-    curve: ReachedCurve | None = None  # None: no finished episode to draw
-    infrastructure_share: float | None = None  # infrastructure noops over the steps run, all episodes used
-    thresholds: Thresholds = Field(default_factory=Thresholds)
-    compaction_limit: int
-    latest: EpisodeFacts | None = None  # None: the arm never ran
-
-    @property
-    def n(self) -> int:
-        return len(self.used)
-
-    @property
-    def seeds(self) -> list[int]:
-        return [ref.seed for ref in self.used]
-
-    def survival(self, key: str) -> KaplanMeier | None:
-        """Steps to milestone `key` ("task/identity") as time to an event: the arm's Kaplan–Meier curve, also for a
-        single episode (a step from 0 to 1 where it was reached, no band); None when unavailable or nothing ran."""
-        if key in self.time_to_milestone:
-            return self.time_to_milestone[key]
-        stats = self.milestones.get(key)
-        if stats is None or not stats.available or not self.per_episode:
-            return None
-        return kaplan_meier(
-            episodes(
-                [each.steps.get(key) for each in self.per_episode], [each.steps_run or 0 for each in self.per_episode]
-            )
-        )
-
-
-class DifferenceResult(BaseModel):
-    """arm − baseline for one metric: how it was tested, what came out, and the verdict in words."""
-
-    metric: str
-    arm: str
-    baseline: str
-    method: str
-    design: Literal["unpaired", "paired"] = "unpaired"
-    design_reason: str = "episodes of the two arms are treated as independent samples"
-    n_a: int
-    n_b: int
-    estimate: float | None
-    interval: Interval | None
-    p: float | None  # raw
-    p_adjusted: float | None = None  # over the family (`Analysis.family`); None when not adjusted
-    verdict: DifferenceVerdict  # read on the adjusted p when there is one
-    seeds_needed: int | None  # per arm (unpaired) or pairs (paired), to resolve a difference of this size
-    pairing_effect: PairingEffect | None = None  # paired: what pairing by seed bought
-    medians: list[float | None] | None = None  # steps to a milestone: the arm's and the baseline's Kaplan–Meier
-    # medians (None: not reached); the estimate is their difference when both were reached
-    text: str
-
-
-class ArmDifference(BaseModel):
-    arm: str
-    baseline: str
-    pairing: Pairing  # the design the arm and the baseline allow, and why
-    score: DifferenceResult
-    milestone_steps: list[DifferenceResult]
-
-    def lines(self) -> list[DifferenceResult]:
-        return [self.score, *self.milestone_steps]
-
-
-class SettingRow(BaseModel):
-    key: str
-    values: list[Any]  # one per arm, in arm order; secret env values as *** with a short hash
-    differs: bool
-    ignored: bool = False  # noise: never counted as a difference
-    follows: str | None = None  # differs only because this other setting differs: not counted on its own
-
-    def counted(self) -> bool:
-        return self.differs and not self.ignored and self.follows is None
-
-
-class MilestoneCell(BaseModel):
-    state: CellState
-    step: int | None = None  # one episode: its step; several: the Kaplan–Meier median (None: not reached)
-    delta: int | None = None  # step minus the baseline's step, when both have one
-    stats: MilestoneStats | None = None  # k/n reached and the steps, over the episodes used
-    time_to_event: KaplanMeier | None = None  # several episodes: steps to it, censored at the steps run
-
-
-class MilestoneRow(BaseModel):
-    task: str
-    identity: str
-    cells: list[MilestoneCell]  # one per arm, in arm order
-
-
-class Verdict(BaseModel):
-    comparable: bool
-    identical: bool
-    differing: list[str]
-    text: str  # the headline: settings, and before it what leaves the arms without a result or untrustworthy
-    settings_text: str  # the settings alone: identical, comparable (one differs) or NOT comparable
-    trustworthy: bool = True  # False: an arm's numbers are dominated by infrastructure trouble
-    untrusted: list[str] = Field(default_factory=list)  # why, per arm
-    missing: list[str] = Field(default_factory=list)  # arms with no finished episode to analyse
-
-
-class Analysis(BaseModel):
-    schema_version: int = ANALYSIS_SCHEMA_VERSION
-    baseline: str
-    campaign: str | None = None
-    tags: dict[str, str] = Field(default_factory=dict)  # `--tag`: only episodes run with every one of these
-    show_all: bool
-    arms: list[ArmAnalysis]
-    settings: list[SettingRow]
-    milestones: list[MilestoneRow]
-    verdict: Verdict
-    differences: list[ArmDifference] = Field(default_factory=list)
-    statistics_method: str = (
-        f"scores: paired by seed where the design allows (paired bootstrap interval, exact sign-flip test), else "
-        f"{STATS_METHOD}; milestones: {KM_METHOD}, {LOGRANK_METHOD}"
-    )
-    family: str = "no test was made"  # which tests were adjusted together (Holm), in words
-    flags: list[Flag] = Field(default_factory=list)
-
-    @property
-    def exit_code(self) -> int:
-        if self.verdict.missing:
-            infrastructure = any(
-                arm.latest is not None and arm.latest.failure_kind == "infrastructure"
-                for arm in self.arms
-                if arm.arm in self.verdict.missing
-            )
-            return EXIT_NOT_TRUSTWORTHY if infrastructure else EXIT_NOT_COMPARABLE
-        if not self.verdict.trustworthy:
-            return EXIT_NOT_TRUSTWORTHY
-        return EXIT_COMPARABLE if self.verdict.comparable else EXIT_NOT_COMPARABLE
-
-    def arm_names(self) -> list[str]:
-        return [arm.arm for arm in self.arms]
-
-    def arm(self, name: str) -> ArmAnalysis:
-        return next(arm for arm in self.arms if arm.arm == name)
-
-
-# --- which arms ------------------------------------------------------------------------------------------------
-
-
-class ArmTarget(BaseModel):
-    """An arm named on the command line, resolved to its arm file (if any) and its output dir, with its spec as read
-    once (an arm written inline in a campaign file has no file of its own); a campaign's arms carry its name."""
-
-    model_config = {"arbitrary_types_allowed": True}
-
-    spec: ArmSpec | None = None
-    name: str
-    source: Path | None
-    output_dir: Path
-    campaign: str | None = None
-
-
-def _campaign_targets(path: Path, env: Environment) -> list[ArmTarget]:
-    """A campaign's baseline, then its variants."""
-    campaign = load_campaign(path, env.arms_dir)
-    return [
-        ArmTarget(
-            name=arm.spec.name,
-            source=arm.source if arm.source != path else None,
-            spec=arm.spec if arm.source == path else None,
-            output_dir=env.output_dir / arm.spec.name,
-            campaign=campaign.name,
-        )
-        for arm in campaign.arms()
-    ]
-
-
-def resolve_targets(items: list[str], env: Environment) -> list[ArmTarget]:
-    """Each item is an arm file, a campaign file (its baseline, then its variants), an output/<arm>/ dir, or a name
-    (arms/NAME.toml, else output/NAME/)."""
-    if not items:
-        raise UserError("name the arms to compare (arm files, names or output dirs)", allowed=_known_arms(env))
-    targets: list[ArmTarget] = []
-    for item in items:
-        path = Path(item) if Path(item).is_absolute() else env.cwd / item
-        for target in _campaign_targets(path, env) if is_campaign(path) else [_resolve_target(item, env)]:
-            _add_target(targets, target)
-    return targets
-
-
-def _add_target(targets: list[ArmTarget], target: ArmTarget) -> None:
-    """Add `target` unless it is already there; two different files naming one arm are an error."""
-    same_name = next((t for t in targets if t.name == target.name), None)
-    if same_name is None:
-        targets.append(target)
-    elif same_name.source and target.source and same_name.source.resolve() != target.source.resolve():
-        raise UserError(
-            f"{same_name.source} and {target.source} both name arm '{target.name}': they share "
-            f"output/{target.name}/, so their runs cannot be told apart"
-        )
-
-
-def _resolve_target(item: str, env: Environment) -> ArmTarget:
-    path = Path(item)
-    candidate = path if path.is_absolute() else env.cwd / path
-    if item.endswith(".toml") or candidate.is_file():
-        spec = load_arm(candidate)
-        return ArmTarget(name=spec.name, spec=spec, source=candidate, output_dir=env.output_dir / spec.name)
-    if candidate.is_dir() and any(EPISODE_PATTERN.match(p.name) for p in candidate.iterdir()):
-        source = env.arms_dir / f"{candidate.name}.toml"
-        return ArmTarget(name=candidate.name, source=source if source.is_file() else None, output_dir=candidate)
-    if re.fullmatch(ARM_NAME_PATTERN, item):
-        source = env.arms_dir / f"{item}.toml"
-        output = env.output_dir / item
-        if source.is_file():
-            spec = load_arm(source)  # kept: the settings it resolves to are compared with each run's
-            return ArmTarget(name=spec.name, spec=spec, source=source, output_dir=output)
-        if output.is_dir():
-            return ArmTarget(name=item, source=None, output_dir=output)
-    raise UserError(
-        f"'{item}' is neither an arm file, nor an arm in {env.arms_dir}, nor a run in {env.output_dir}",
-        allowed=_known_arms(env),
-    )
-
-
-def _known_arms(env: Environment) -> str:
-    names = {p.stem for p in env.arms_dir.glob("*.toml")} if env.arms_dir.is_dir() else set()
-    if env.output_dir.is_dir():
-        names |= {p.name for p in env.output_dir.iterdir() if p.is_dir() and not p.name.startswith(".")}
-    return ", ".join(sorted(names)) or "none in arms/ or output/"
-
-
-def _readable_runs(target: ArmTarget, episode: int | None, flags: list[Flag]) -> dict[int, tuple[Path, RunReport]]:
-    """Every run of the arm that wrote a readable report, by episode number (plan-only dirs have none). An
-    unreadable report is an error only when it is the run asked for (--run N) or the arm has no other; otherwise
-    it is flagged and the others are compared."""
-    runs: dict[int, tuple[Path, RunReport]] = {}
-    unreadable: dict[int, str] = {}
-    for run in arm_runs(target.output_dir):
-        if run.report_error:
-            unreadable[run.number] = run.report_error
-        elif run.report is not None:
-            runs[run.number] = (run.run_dir.report, run.report)
-    runs = dict(sorted(runs.items()))
-    if episode in unreadable or (unreadable and not runs):
-        raise UserError((unreadable.get(episode) if episode is not None else None) or next(iter(unreadable.values())))
-    for number, error in unreadable.items():
-        flags.append(Flag(kind="unreadable_run", arm=target.name, message=f"episode {number} skipped: {error}"))
-    return runs
-
-
-def _settings_from_file(target: ArmTarget, overrides: dict[str, Any]) -> tuple[Settings, int]:
-    """The settings the arm resolves to today (its file, or its campaign's inline keys), with the run's overrides."""
-    # a target without a spec of its own has an arm file (only an arm written inline in a campaign has none)
-    spec: ArmSpec = target.spec or load_arm(target.source)  # type: ignore[arg-type]
-    source = target.source or target.output_dir
-    if overrides:
-        spec = apply_overrides(spec, Overrides.model_validate(overrides), source)
-    settings, compaction = resolve_settings(spec, [])
-    return settings, compaction.limit
-
-
-# --- experiments -----------------------------------------------------------------------------------------------
-
-
-def _ref(report: RunReport) -> dict[str, Any]:
-    return {
-        "episode": report.episode,
-        "seed": report.settings.seed,
-        "status": report.status,
-        "fingerprint": report.fingerprint,
-        "started_at": report.started_at,
-        "attempt": report.attempt,
-        "campaign": report.campaign.name if report.campaign else None,
-        "tags": dict(report.tags),
-        "note": report.note,
-    }
-
-
-def short(fingerprint_text: str) -> str:
-    """A fingerprint as shown where a prefix is enough: its hash part."""
-    return fingerprint_text.split(":", 1)[-1][:FINGERPRINT_SHOWN]
-
-
-class _ArmRuns(BaseModel):
-    """One arm's readable runs split by experiment (what the choice is made over)."""
-
-    model_config = {"arbitrary_types_allowed": True}
-
-    target: ArmTarget
-    runs: dict[int, tuple[Path, RunReport]]  # of its campaign only, when compared as a campaign's arm
-    other_campaign: list[RunReport]
-    other_tags: list[RunReport]  # of its campaign, but without every tag asked for (`--tag`)
-    file_settings: Settings | None  # what the arm file says today (None: no arm file)
-    experiments: dict[str, list[RunReport]]  # fingerprint -> its runs, oldest first; newest experiment first
-
-    def candidates(self) -> list[str]:
-        """Experiments with at least one finished episode, newest first."""
-        return [fp for fp, reports in self.experiments.items() if any(r.status == "finished" for r in reports)]
-
-    def describe(self, fp: str) -> Experiment:
-        reports = self.experiments[fp]
-        settings = reports[-1].settings
-        differs = differing_settings([self.file_settings, settings]) if self.file_settings is not None else []
-        ours, theirs = flat_settings(settings), flat_settings(self.file_settings) if self.file_settings else {}
-        return Experiment(
-            fingerprint=fp,
-            episodes=[r.episode for r in reports],
-            finished=len({r.settings.seed for r in reports if r.status == "finished"}),
-            first_started=min(r.started_at for r in reports),
-            last_started=max(r.started_at for r in reports),
-            differs=differs,
-            values={key: [ours.get(key), theirs.get(key)] for key in differs},
-        )
-
-
-def _arm_runs(target: ArmTarget, episode: int | None, flags: list[Flag], tags: dict[str, str]) -> _ArmRuns:
-    every = _readable_runs(target, episode, flags)
-    ours = {n: pair for n, pair in every.items() if target.campaign is None or _of_campaign(pair[1], target.campaign)}
-    other = [report for n, (_, report) in every.items() if n not in ours]
-    runs = {n: pair for n, pair in ours.items() if matches_tags(pair[1].tags, tags)}
-    other_tags = [report for n, (_, report) in ours.items() if n not in runs]
-    experiments: dict[str, list[RunReport]] = {}
-    for number in sorted(runs, reverse=True):
-        experiments.setdefault(runs[number][1].fingerprint, []).insert(0, runs[number][1])
-    # as reports keep them: secrets masked (a masked report value never 'differs' from the file's, nor shows it)
-    from_file = _settings_from_file(target, {})[0] if target.source is not None or target.spec is not None else None
-    file_settings = from_file.redacted() if from_file is not None else None
-    return _ArmRuns(
-        target=target,
-        runs=runs,
-        other_campaign=other,
-        other_tags=other_tags,
-        file_settings=file_settings,
-        experiments=experiments,
-    )
-
-
-def _of_campaign(report: RunReport, campaign: str) -> bool:
-    return report.campaign is not None and report.campaign.name == campaign
-
-
-def _counted_differences(settings: list[Settings]) -> list[str]:
-    rows = _setting_rows_of(settings, show_all=False)
-    return [row.key for row in rows if row.counted()]
-
-
-def _matches_prefix(fp: str, prefix: str) -> bool:
-    return fp.startswith(prefix) or fp.split(":", 1)[-1].startswith(prefix)
-
-
-def _candidates_text(arms: list[_ArmRuns]) -> str:
-    lines = []
-    for each in arms:
-        for fp in each.experiments:
-            described = each.describe(fp)
-            differs = ", ".join(
-                f"{key} = {ours} (arm file: {theirs})" for key, (ours, theirs) in described.values.items()
-            )
-            lines.append(
-                f"  {each.target.name}: experiment {short(fp)}: {differs or 'as its arm file says today'}; "
-                f"n = {described.finished} finished; episodes {', '.join(map(str, described.episodes))}; "
-                f"{described.first_started[:16]} – {described.last_started[:16]}"
-            )
-    return "\n".join(lines)
-
-
-def choose_experiments(arms: list[_ArmRuns], prefixes: list[str]) -> dict[str, tuple[str | None, str]]:
-    """Per arm, (fingerprint, why): the experiment that matches the other arms except in what is under test. When that
-    is not unique, a UserError lists the candidates and how to choose (--experiment PREFIX, --run N)."""
-    how = "choose with --experiment PREFIX (repeatable, one per arm) or --run N"
-    chosen: dict[str, tuple[str | None, str]] = {}
-    open_arms: list[_ArmRuns] = []
-    for each in arms:
-        candidates = each.candidates()
-        if prefixes:
-            picked = [fp for fp in candidates if any(_matches_prefix(fp, p) for p in prefixes)]
-            if len(picked) > 1 or (not picked and candidates):
-                what = "matches more than one" if picked else "matches none"
-                raise UserError(
-                    f"--experiment {' '.join(prefixes)} {what} of arm '{each.target.name}''s experiments:\n"
-                    f"{_candidates_text([each])}",
-                    key="--experiment",
-                    allowed="a fingerprint prefix of one of them",
-                )
-            chosen[each.target.name] = (
-                (picked[0], f"chosen by --experiment {short(picked[0])}") if picked else (None, "no finished episode")
-            )
-        elif not candidates:
-            never = "no episode with the tags asked for" if each.other_tags else "never ran"
-            chosen[each.target.name] = (None, "no finished episode" if each.runs else never)
-        elif len(candidates) == 1:
-            reason = (
-                "its only experiment" if len(each.experiments) == 1 else "its only experiment with a finished episode"
-            )
-            chosen[each.target.name] = (candidates[0], reason)
-        else:
-            open_arms.append(each)
-    if not open_arms:
-        return chosen
-    under_test = _under_test(arms)
-    fixed = [each.experiments[fp][-1].settings for each in arms if (fp := chosen.get(each.target.name, (None, ""))[0])]
-    combinations = list(
-        itertools.islice(itertools.product(*(each.candidates() for each in open_arms)), MAX_COMBINATIONS + 1)
-    )
-    matches = []
-    for combination in combinations[:MAX_COMBINATIONS]:
-        settings = fixed + [each.experiments[fp][-1].settings for each, fp in zip(open_arms, combination, strict=True)]
-        differing = _counted_differences(settings)
-        if (sorted(differing) == sorted(under_test)) if under_test is not None else len(differing) <= 1:
-            matches.append(combination)
-    if len(matches) != 1 or len(combinations) > MAX_COMBINATIONS:
-        what = "more than one experiment of" if len(matches) > 1 else "no experiment of"
-        names = ", ".join(f"'{each.target.name}'" for each in open_arms)
-        tested = f"in {', '.join(under_test) or 'nothing'}" if under_test is not None else "in at most one setting"
-        raise UserError(
-            f"{what} {names} matches the other arms except {tested}: which to compare is not clear.\n"
-            f"{_candidates_text(arms)}",
-            key="--experiment",
-            allowed=how,
-        )
-    tested = ", ".join(under_test) if under_test else "what is under test"
-    for each, fp in zip(open_arms, matches[0], strict=True):
-        chosen[each.target.name] = (
-            fp,
-            f"the one of its {len(each.candidates())} experiments that differs from the other arms only in {tested}",
-        )
-    return chosen
-
-
-def _under_test(arms: list[_ArmRuns]) -> list[str] | None:
-    """What the arms differ in as their files say today (a campaign's variants: what they state); None when an arm
-    has no file to say it."""
-    if any(each.file_settings is None for each in arms):
-        return None
-    return _counted_differences([each.file_settings for each in arms if each.file_settings is not None])
-
 
 # --- one arm ---------------------------------------------------------------------------------------------------
 
@@ -680,7 +98,7 @@ def _exclusion(report: RunReport) -> tuple[ExclusionReason, str] | None:
 
 
 def _used_and_excluded(
-    each: _ArmRuns, chosen: str | None, episode: int | None
+    each: ArmRuns, chosen: str | None, episode: int | None
 ) -> tuple[list[RunReport], list[ExcludedEpisode]]:
     """The latest finished episode per seed of the chosen experiment (only episode N with --run N); every other
     episode of the arm with its reason."""
@@ -704,16 +122,16 @@ def _used_and_excluded(
             later = used[report.settings.seed].episode
             why = ("superseded", f"seed {report.settings.seed} finished again in episode {later}")
         assert why is not None  # each branch above gives a reason
-        excluded.append(ExcludedEpisode(**_ref(report), reason=why[0], detail=why[1]))
+        excluded.append(ExcludedEpisode(**episode_ref(report), reason=why[0], detail=why[1]))
     for report in each.other_campaign:
         where = f"campaign {report.campaign.name}" if report.campaign else "no campaign"
         excluded.append(
             ExcludedEpisode(
-                **_ref(report), reason="other campaign", detail=f"ran for {where}, not {each.target.campaign}"
+                **episode_ref(report), reason="other campaign", detail=f"ran for {where}, not {each.target.campaign}"
             )
         )
     for report in each.other_tags:
-        excluded.append(ExcludedEpisode(**_ref(report), reason="other tags", detail=_tags_detail(report.tags)))
+        excluded.append(ExcludedEpisode(**episode_ref(report), reason="other tags", detail=_tags_detail(report.tags)))
     return [used[seed] for seed in sorted(used)], sorted(excluded, key=lambda e: e.episode)
 
 
@@ -814,7 +232,7 @@ def _infrastructure_share(reports: list[RunReport]) -> float | None:
 
 
 def _arm_analysis(
-    each: _ArmRuns, choice: tuple[str | None, str], episode: int | None, flags: list[Flag]
+    each: ArmRuns, choice: tuple[str | None, str], episode: int | None, flags: list[Flag]
 ) -> tuple[ArmAnalysis, RunReport | None]:
     """The arm's analysis and the report its settings come from (None when the arm never ran)."""
     target = each.target
@@ -835,12 +253,13 @@ def _arm_analysis(
         tagged = None if has_file or not each.other_tags else each.other_tags[-1]  # its settings stand in for a file
         if not has_file and tagged is None:
             raise UserError(f"arm '{target.name}' has neither an arm file nor a run", path=target.output_dir)
-        settings, limit = (tagged.settings, tagged.compaction_limit) if tagged else _settings_from_file(target, {})
+        settings, limit = (tagged.settings, tagged.compaction_limit) if tagged else settings_from_file(target, {})
         flags.append(Flag(kind="no_run", arm=target.name, message=_no_run_text(target, each.other_tags)))
         never_ran = ArmAnalysis(
             arm=target.name,
             source=source,
             campaign=target.campaign,
+            differs_in=target.differs_in,
             status="no run",
             settings_from="report" if tagged else "arm file",
             settings=settings.redacted(),
@@ -856,7 +275,7 @@ def _arm_analysis(
         or each.runs[episode if episode is not None else max(each.runs)]
     )
     if target.source is not None or target.spec is not None:
-        current, _ = _settings_from_file(target, report.overrides)
+        current, _ = settings_from_file(target, report.overrides)
         if fingerprint(current) != report.fingerprint:
             changed = current.redacted().fingerprinted() != report.settings.redacted().fingerprinted()
             differs = ", ".join(differing_settings([current.redacted(), report.settings.redacted()]))
@@ -921,12 +340,13 @@ def _arm_analysis(
         arm=target.name,
         source=source,
         campaign=target.campaign,
+        differs_in=target.differs_in,
         status="finished" if used else report.status,
         settings_from="report",
         settings=report.settings.redacted(),
         fingerprint=report.fingerprint,
         experiment=experiment,
-        used=[EpisodeRef(**_ref(r)) for r in used],
+        used=[EpisodeRef(**episode_ref(r)) for r in used],
         excluded=excluded,
         metrics=metrics,
         max_score=report.max_score,
@@ -951,28 +371,6 @@ def _no_run_text(target: ArmTarget, other_tags: list[RunReport]) -> str:
 # --- across arms -----------------------------------------------------------------------------------------------
 
 
-def _setting_rows_of(settings: list[Settings], show_all: bool) -> list[SettingRow]:
-    flats = [flat_settings(each) for each in settings]
-    keys: list[str] = []
-    for flat in flats:
-        keys += [key for key in flat if key not in keys]
-    differing = differing_keys(settings)
-    rows = []
-    for key in keys:
-        ignored = key in NOISE_SETTINGS
-        if key in differing and not ignored or show_all:
-            rows.append(
-                SettingRow(
-                    key=key,
-                    values=[flat.get(key) for flat in flats],
-                    differs=key in differing,
-                    ignored=ignored,
-                    follows=setting_follows(key, settings, differing),
-                )
-            )
-    return rows
-
-
 def _untrusted(arm: ArmAnalysis) -> str | None:
     """Why an arm's numbers say more about the infrastructure than about the agent, or None."""
     facts = arm.latest
@@ -989,15 +387,31 @@ def _untrusted(arm: ArmAnalysis) -> str | None:
     return None
 
 
-def _verdict(arms: list[ArmAnalysis]) -> Verdict:
-    """Do the arms differ in one setting only, has each a finished episode, and can their numbers be trusted?"""
-    differing = [row.key for row in _setting_rows_of([arm.settings for arm in arms], False) if row.counted()]
-    if not differing:
-        text, comparable = "identical settings", True
-    elif len(differing) == 1:
-        text, comparable = f"comparable: differs only in {differing[0]}", True
-    else:
+def _verdict(arms: list[ArmAnalysis], baseline: int) -> Verdict:
+    """Does each arm differ from the baseline in one setting only (a campaign's variant: only in what it states), has
+    each a finished episode, and can their numbers be trusted? Variants are judged one by one against the baseline:
+    two variants changing different settings are each comparable with it."""
+    base = arms[baseline]
+    differing: list[str] = []
+    wrong: list[str] = []
+    for arm in arms:
+        if arm is base:
+            continue
+        keys = counted_differences([base.settings, arm.settings])
+        differing += [key for key in keys if key not in differing]
+        allowed = len(keys) <= 1 or (arm.differs_in is not None and set(keys) <= set(arm.differs_in))
+        if not allowed:
+            wrong.append(f"{arm.arm} differs from {base.arm} in {', '.join(keys)}")
+    if wrong and len(arms) == 2:
         text, comparable = f"NOT comparable: differs in {', '.join(differing)}", False
+    elif wrong:
+        text, comparable = f"NOT comparable: {'; '.join(wrong)}", False
+    elif not differing:
+        text, comparable = "identical settings", True
+    elif len(arms) == 2:
+        text, comparable = f"comparable: differs only in {', '.join(differing)}", True
+    else:
+        text, comparable = f"comparable: each variant differs from {base.arm} only in what it tests", True
     verdict = Verdict(
         comparable=comparable, identical=not differing, differing=differing, text=text, settings_text=text
     )
@@ -1060,182 +474,6 @@ def _milestone_cell(stats: MilestoneStats, survival: KaplanMeier | None) -> Mile
     if stats.step is None:
         return MilestoneCell(state="not reached", stats=stats)
     return MilestoneCell(state="reached", step=round(stats.step), stats=stats)
-
-
-def _design_text(line: DifferenceResult) -> str:
-    return (
-        f"{line.design}, n = {line.n_a}" if line.design == "paired" else f"{line.design}, n = {line.n_a} + {line.n_b}"
-    )
-
-
-def _verdict_of(line: DifferenceResult) -> DifferenceVerdict:
-    """Read on the adjusted p (raw when the test is alone); an interval, where there is one, must exclude 0."""
-    p = line.p_adjusted if line.p_adjusted is not None else line.p
-    if line.n_a == 0 or line.n_b == 0:
-        return "no runs"
-    if p is None:
-        return "too few episodes"
-    excludes_zero = line.interval is None or line.interval.low > 0 or line.interval.high < 0
-    if p < ALPHA and excludes_zero:
-        return "distinguishable"
-    if line.estimate == 0 and (line.interval is None or line.interval.low == line.interval.high == 0 or p >= 1):
-        return "no difference"
-    return "not distinguishable"
-
-
-def _worded(line: DifferenceResult) -> str:
-    """The one sentence every view shows for a difference: estimate, interval, test, p (adjusted), verdict."""
-    if line.medians is not None:
-        shown = ["not reached" if median is None else f"{median:g}" for median in line.medians]
-        head = f"{line.metric} (Kaplan–Meier median): {shown[0]} for {line.arm} vs {shown[1]} for {line.baseline}"
-    elif line.estimate is None:
-        head = f"{line.metric}: {line.arm} − {line.baseline}: no estimate"
-    else:
-        head = f"{line.metric}: {line.arm} − {line.baseline} = {line.estimate:+.2f}"
-    if line.interval is not None:
-        head += f" {line.interval.text()}"
-    design = _design_text(line)
-    if line.p is None:
-        return f"{head}; {design}: no interval or test can be given (run more seeds: `--seeds 0-5`)"
-    adjusted = f", Holm-adjusted p = {line.p_adjusted:.3g}" if line.p_adjusted is not None else ""
-    test = "log-rank" if line.medians is not None else line.design
-    head += f" ({test}: p = {line.p:.3g}{adjusted})"
-    effect = f"; {line.pairing_effect.text()}" if line.pairing_effect is not None else ""
-    if line.verdict == "distinguishable":
-        return f"{head}; distinguishable from seed noise ({design}){effect}"
-    if line.verdict == "no difference":
-        return f"{head}; no difference ({design}){effect}"
-    tail = ""
-    if line.seeds_needed is not None:
-        unit = "paired seeds" if line.design == "paired" else "seeds per arm"
-        tail = f"; about {line.seeds_needed} {unit} would resolve a difference of this size"
-    return f"{head}; not distinguishable from seed noise ({design}){tail}{effect}"
-
-
-def _score_difference(arm: ArmAnalysis, base: ArmAnalysis, design: Pairing) -> DifferenceResult:
-    """The score, paired by seed when the design allows (else two independent samples, saying why)."""
-    mine = {ref.seed: value for ref, value in zip(arm.used, arm.metrics["score"].values, strict=True)}
-    theirs = {ref.seed: value for ref, value in zip(base.used, base.metrics["score"].values, strict=True)}
-    found: MetricComparison = compare_metric("score", mine, theirs, design, name_a=arm.arm, name_b=base.arm)
-    return DifferenceResult(
-        metric="score",
-        arm=arm.arm,
-        baseline=base.arm,
-        method=found.method,
-        design=found.design,
-        design_reason=found.design_reason,
-        n_a=found.n_a,
-        n_b=found.n_b,
-        estimate=found.estimate,
-        interval=found.ci,
-        p=found.p_value,
-        verdict="too few episodes",
-        seeds_needed=found.seeds_needed,
-        pairing_effect=found.paired.effect if found.paired else None,
-        text="",
-    )
-
-
-def _milestone_difference(key: str, arm: ArmAnalysis, base: ArmAnalysis) -> DifferenceResult | None:
-    """Steps to a milestone as time to an event (censored at the steps run): the arms' Kaplan–Meier medians and the
-    log-rank test. None when neither arm reached it."""
-
-    def times(of: ArmAnalysis) -> list[TimeToEvent]:
-        return episodes(
-            [each.steps.get(key) for each in of.per_episode], [each.steps_run or 0 for each in of.per_episode]
-        )
-
-    mine, theirs = times(arm), times(base)
-    test = logrank(mine, theirs)
-    if test.p_value is None:
-        return None
-    medians = [
-        (of.time_to_milestone.get(key) or kaplan_meier(data)).median for of, data in ((arm, mine), (base, theirs))
-    ]
-    first, second = medians
-    estimate = first - second if first is not None and second is not None else None
-    return DifferenceResult(
-        metric=f"{key.split('/', 1)[1]} steps",
-        arm=arm.arm,
-        baseline=base.arm,
-        method=f"{KM_METHOD}; {LOGRANK_METHOD}",
-        design="unpaired",
-        design_reason="the log-rank test compares the arms' time-to-milestone curves",
-        n_a=len(mine),
-        n_b=len(theirs),
-        estimate=estimate,
-        interval=None,
-        p=test.p_value,
-        verdict="too few episodes",
-        seeds_needed=None,
-        medians=medians,
-        text="",
-    )
-
-
-def _differences(arms: list[ArmAnalysis], baseline: int) -> tuple[list[ArmDifference], str]:
-    """Each arm with finished episodes against the baseline: the score (paired when the design allows) and the steps
-    to every milestone either reached (time to event); then Holm over all of them. Returns the family in words."""
-    base = arms[baseline]
-    if base.n == 0:
-        return [], "no test was made"
-    differences = []
-    for arm in arms:
-        if arm is base or arm.n == 0:
-            continue
-        design = pairing(
-            arm.settings.simulator,
-            arm.settings.reset_mode,
-            arm.seeds,
-            base.settings.simulator,
-            base.settings.reset_mode,
-            base.seeds,
-        )
-        keys = [
-            key
-            for key, stats in base.milestones.items()
-            if stats.available and key in arm.milestones and (stats.reached or arm.milestones[key].reached)
-        ]
-        milestone_steps = [line for key in keys if (line := _milestone_difference(key, arm, base)) is not None]
-        differences.append(
-            ArmDifference(
-                arm=arm.arm,
-                baseline=base.arm,
-                pairing=design,
-                score=_score_difference(arm, base, design),
-                milestone_steps=milestone_steps,
-            )
-        )
-    families = {
-        f"the {{count}} score test(s) (the primary metric, one per arm against {base.arm})": [
-            difference.score for difference in differences
-        ],
-        "the {count} steps-to-milestone test(s)": [
-            line for difference in differences for line in difference.milestone_steps
-        ],
-    }
-    stated = []
-    for name, members in families.items():
-        tested = [(str(index), line.p) for index, line in enumerate(members)]
-        count = sum(p is not None for _, p in tested)
-        if count == 0:
-            continue
-        stated.append(name.format(count=count))
-        adjusted = holm(tested, family=stated[-1])
-        for index, line in enumerate(members):
-            test = adjusted.adjusted(str(index))
-            line.p_adjusted = test.adjusted_p if test is not None and count > 1 else None
-    family = (
-        f"{HOLM_METHOD} within each family: {'; '.join(stated)}; verdicts read the adjusted p (a test alone "
-        "in its family is not adjusted)"
-        if stated
-        else "no test was made"
-    )
-    lines = [line for difference in differences for line in difference.lines()]
-    for line in lines:
-        line.verdict = _verdict_of(line)
-        line.text = _worded(line)
-    return differences, family
 
 
 def _cross_arm_flags(arms: list[ArmAnalysis], flags: list[Flag]) -> None:
@@ -1311,7 +549,7 @@ def _analyse(
         )
     flags: list[Flag] = []
     wanted = dict(tags or {})
-    runs = [_arm_runs(target, episode, flags, wanted) for target in targets]
+    runs = [read_arm_runs(target, episode, flags, wanted) for target in targets]
     if episode is not None:
         choices: dict[str, tuple[str | None, str]] = {
             each.target.name: (each.runs[episode][1].fingerprint, f"--run {episode}")
@@ -1327,16 +565,16 @@ def _analyse(
     _cross_arm_flags(arms, flags)
     base_index = names.index(baseline_name)
     campaigns = {target.campaign for target in targets}
-    differences, family = _differences(arms, base_index)
+    differences, family = compare_with_baseline(arms, base_index)
     return Analysis(
         baseline=baseline_name,
         campaign=campaigns.pop() if len(campaigns) == 1 else None,
         tags=wanted,
         show_all=show_all,
         arms=arms,
-        settings=_setting_rows_of([arm.settings for arm in arms], show_all),
+        settings=setting_rows([arm.settings for arm in arms], show_all),
         milestones=_milestone_rows(arms, reports, base_index),
-        verdict=_verdict(arms),
+        verdict=_verdict(arms, base_index),
         differences=differences,
         family=family,
         flags=flags,

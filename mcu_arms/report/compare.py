@@ -284,7 +284,8 @@ def tidy_numbers(result: Analysis) -> list[tuple[str, str, str, float]]:
     (`milestone:task/identity`): reached, n, and over several episodes km_median, km_median_low, km_median_high,
     reached_by_cap (Kaplan–Meier), over one its step; delta. Per difference (`difference:<metric>`, under the arm,
     against the baseline): estimate, ci_low, ci_high, p, p_adjusted, n_a, n_b, seeds_needed, `design:<paired or
-    unpaired>` = 1, `verdict:<word>` = 1, and when paired pairing_correlation, variance_paired, variance_unpaired. Per
+    unpaired>` = 1, `verdict:<word>` = 1, and when paired pairing_correlation, variance_paired, variance_unpaired; per
+    seed left out of a pairing (`pairing`, under the arm): `excluded_seed:<seed>:<arm lacking it>:<cause>` = 1. Per
     arm: `episodes` used/excluded:<reason>, `experiment:<fingerprint>` = n. Across arms
     (arm empty): `verdict` comparable, trustworthy, exit_code.
     """
@@ -325,6 +326,8 @@ def tidy_numbers(result: Analysis) -> list[tuple[str, str, str, float]]:
                 add(arm.arm, metric, "step", cell.step)
             add(arm.arm, metric, "delta", cell.delta)
     for difference in result.differences:
+        for seed in difference.pairing.excluded:
+            add(difference.arm, "pairing", f"excluded_seed:{seed.seed}:{seed.arm}:{seed.cause}", 1)
         for line in difference.lines():
             metric = f"difference:{line.metric}"
             add(line.arm, metric, "estimate", line.estimate)

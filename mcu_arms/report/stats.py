@@ -5,8 +5,9 @@ Methods, stated wherever a number is shown:
 - a difference of means with a bootstrap interval (each arm resampled on its own) and a two-sided permutation test
   (exact when there are at most 20,000 ways to split the pooled values, else 20,000 random splits);
 - "distinguishable from seed noise" when the test's p < 0.05 and the interval excludes 0;
-- otherwise, how many seeds per arm would resolve a difference of this size (a two-sample normal approximation at
-  80 % power, never fewer than the 4 per arm an exact test needs to reach p < 0.05);
+- otherwise "not resolved", and how many seeds per arm would resolve a difference of this size (a two-sample normal
+  approximation at 80 % power, never fewer than the 4 per arm an exact test needs to reach p < 0.05, nor than one
+  more than were run); "no difference" only when every value of both arms is the same;
 - milestones: reached k/n (steps to one are a time to an event: report/methods/survival.py).
 Resampling draws from a generator seeded with a fixed number, so the same data always gives the same intervals.
 Resampling is vectorised with numpy, imported inside the functions: `compare` is a light command.
@@ -257,16 +258,17 @@ def compare_means(metric: str, a: Sequence[float], b: Sequence[float], *, name_a
     assert interval is not None
     distinguishable = p_value < ALPHA and (interval.low > 0 or interval.high < 0)
     needed = seeds_needed(a, b)
+    if needed is not None and not distinguishable:
+        needed = max(needed, max(len(a), len(b)) + 1)  # these n did not resolve it
     head += f" {interval.text()} (permutation p = {p_value:.3f})"
     if distinguishable:
         text = f"{head}; distinguishable from seed noise at n = {len(a)} + {len(b)}"
-    elif needed is None:
-        text = f"{head}; no difference at n = {len(a)} + {len(b)}"
+    elif len({*a, *b}) == 1:
+        text = f"{head}; no difference: every value is the same at n = {len(a)} + {len(b)}"
     else:
-        text = (
-            f"{head}; not distinguishable from seed noise at n = {len(a)} + {len(b)}; about {needed} seeds per arm "
-            "would resolve a difference of this size"
-        )
+        text = f"{head}; not resolved at n = {len(a)} + {len(b)}"
+        if needed is not None:
+            text += f"; about {needed} seeds per arm would resolve a difference of this size"
     return Difference(
         metric=metric,
         n_a=len(a),
@@ -291,3 +293,32 @@ def milestone_stats(task: str, identity: str, steps: Sequence[int | None], *, av
         step=reached[0] if len(steps) == 1 and reached else None,
         available=available,
     )
+
+
+def t_quantile(confidence: float, degrees: int) -> float:
+    """The two-sided Student t critical value: P(|T| ≤ t) = confidence with `degrees` (≥ 1) degrees of freedom, by
+    bisection on the exact finite-series CDF for integer degrees (Abramowitz & Stegun 26.7.3–4)."""
+    low, high = 0.0, 1.0
+    while _t_central(high, degrees) < confidence:
+        low, high = high, high * 2
+    for _ in range(100):
+        middle = (low + high) / 2
+        low, high = (middle, high) if _t_central(middle, degrees) < confidence else (low, middle)
+    return (low + high) / 2
+
+
+def _t_central(t: float, degrees: int) -> float:
+    """P(|T| ≤ t) for Student's t with integer `degrees`."""
+    theta = math.atan(t / math.sqrt(degrees))
+    cosine_squared = math.cos(theta) ** 2
+    if degrees % 2:
+        term, total = math.cos(theta), 0.0
+        for k in range(1, (degrees - 1) // 2 + 1):  # cosθ·(1 + 2/3 cos²θ + 2·4/(3·5) cos⁴θ + …)
+            total += term
+            term *= cosine_squared * (2 * k) / (2 * k + 1)
+        return 2 / math.pi * (theta + math.sin(theta) * total)
+    term, total = 1.0, 0.0
+    for k in range(1, degrees // 2 + 1):  # sinθ·(1 + 1/2 cos²θ + 1·3/(2·4) cos⁴θ + …)
+        total += term
+        term *= cosine_squared * (2 * k - 1) / (2 * k)
+    return math.sin(theta) * total

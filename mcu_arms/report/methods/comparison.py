@@ -9,7 +9,8 @@ from pydantic import BaseModel
 
 from mcu_arms.report.methods.design import Design, Pairing
 from mcu_arms.report.methods.multiplicity import Holm, holm
-from mcu_arms.report.methods.paired import BOOTSTRAP_METHOD, PAIRED_VERDICT_RULE, PairedDifference, compare_paired
+from mcu_arms.report.methods.paired import PAIRED_VERDICT_RULE, T_INTERVAL_METHOD, PairedDifference, compare_paired
+from mcu_arms.report.methods.power import POWER_METHOD
 from mcu_arms.report.methods.survival import KaplanMeier, LogRank, TimeToEvent, episodes, kaplan_meier, logrank
 from mcu_arms.report.stats import ALPHA, Difference, Interval, compare_means
 from mcu_arms.report.stats import METHOD as UNPAIRED_METHOD
@@ -36,13 +37,23 @@ class MetricComparison(BaseModel):
 
 
 def compare_metric(
-    metric: str, a: Mapping[int, float], b: Mapping[int, float], pairing: Pairing, *, name_a: str, name_b: str
+    metric: str,
+    a: Mapping[int, float],
+    b: Mapping[int, float],
+    pairing: Pairing,
+    *,
+    name_a: str,
+    name_b: str,
+    variants: int = 1,
 ) -> MetricComparison:
-    """Paired by seed when `pairing` says so, else today's two-sample test (report/stats.py), saying why."""
+    """Paired by seed when `pairing` says so (over its seeds), else today's two-sample test (report/stats.py), saying
+    why; `variants`: arms compared with the same baseline (the seeds needed are for a Holm family that size)."""
     if pairing.design == "paired":
-        result = compare_paired(metric, a, b, name_a=name_a, name_b=name_b)
+        mine = {seed: a[seed] for seed in pairing.seeds}
+        theirs = {seed: b[seed] for seed in pairing.seeds}
+        result = compare_paired(metric, mine, theirs, name_a=name_a, name_b=name_b, variants=variants)
         test_method = result.test.method if result.test else "no test below 2 pairs"
-        method = f"{BOOTSTRAP_METHOD}; {test_method}; {PAIRED_VERDICT_RULE}"
+        method = f"{T_INTERVAL_METHOD}; {test_method}; {PAIRED_VERDICT_RULE}; {POWER_METHOD}"
         return MetricComparison(
             metric=metric,
             design="paired",

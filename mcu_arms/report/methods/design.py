@@ -17,12 +17,32 @@ from mcu_arms.contracts.simulators import find_simulator
 Design = Literal["paired", "unpaired"]
 
 
+class ExcludedSeed(BaseModel):
+    """A seed one arm completed and the other did not: left out of a paired comparison, and why."""
+
+    seed: int
+    arm: str  # the arm without a finished episode of it
+    cause: str  # its latest episode's exclusion reason ("interrupted", "failed", ...), or "not run"
+    reason: str  # in words, e.g. "episode 9 interrupted: Ctrl-C"
+
+    def text(self) -> str:
+        return f"seed {self.seed} ({self.arm}: {self.reason})"
+
+
 class Pairing(BaseModel):
     """The design a comparison uses, and why (also when it is paired: which seeds pair the arms)."""
 
     design: Design
     reason: str
-    seeds: list[int]  # the seeds both arms ran (paired), else empty
+    seeds: list[int]  # the seeds both arms completed (paired), else empty
+    unpartnered: list[int] = []  # paired: seeds only one arm completed, left out
+    excluded: list[ExcludedSeed] = []  # those seeds with who lacks them and why (filled by the analysis)
+
+    def excluded_text(self) -> str:
+        """The seeds left out of the pairing, with why; empty when none."""
+        if self.excluded:
+            return "excluded: " + "; ".join(seed.text() for seed in self.excluded)
+        return f"excluded: {_listed(self.unpartnered)} (one arm only)" if self.unpartnered else ""
 
 
 def seeded_world(simulator: str, reset_mode: str | None) -> str | None:
@@ -41,7 +61,8 @@ def pairing(
     reset_mode_b: str | None,
     seeds_b: Sequence[int],
 ) -> Pairing:
-    """Paired when both arms ran the same seeds on the same simulator whose world is a function of the seed."""
+    """Paired over the seeds both arms completed (at least 2) on the same simulator whose world is a function of the
+    seed; a seed only one arm completed is left out (`unpartnered`), not the whole pairing."""
     if simulator_a != simulator_b or _reset(simulator_a, reset_mode_a) != _reset(simulator_b, reset_mode_b):
         return Pairing(
             design="unpaired",
@@ -51,17 +72,24 @@ def pairing(
     why_not = seeded_world(simulator_a, reset_mode_a)
     if why_not is not None:
         return Pairing(design="unpaired", reason=why_not, seeds=[])
-    if sorted(seeds_a) != sorted(seeds_b):
-        only = sorted(set(seeds_a) ^ set(seeds_b))
-        return Pairing(
-            design="unpaired", reason=f"the arms ran different seeds (only one ran {_listed(only)})", seeds=[]
-        )
-    if len(set(seeds_a)) != len(seeds_a):
+    if len(set(seeds_a)) != len(seeds_a) or len(set(seeds_b)) != len(seeds_b):
         return Pairing(design="unpaired", reason="a seed appears more than once in an arm", seeds=[])
+    common = sorted(set(seeds_a) & set(seeds_b))
+    only = sorted(set(seeds_a) ^ set(seeds_b))
+    if len(common) < 2 and only:
+        return Pairing(
+            design="unpaired",
+            reason=f"the arms completed different seeds (fewer than 2 in common; only one ran {_listed(only)})",
+            seeds=[],
+        )
+    world = f"on {simulator_a}, whose world is a function of the seed"
+    if not only:
+        return Pairing(design="paired", reason=f"same seeds {world}", seeds=common)
     return Pairing(
         design="paired",
-        reason=f"same seeds on {simulator_a}, whose world is a function of the seed",
-        seeds=sorted(seeds_a),
+        reason=f"paired over the {len(common)} seeds both arms completed {world}",
+        seeds=common,
+        unpartnered=only,
     )
 
 

@@ -17,28 +17,19 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from mcu_arms.report.stats import (
-    ALPHA,
-    CONFIDENCE,
-    RESAMPLE_SEED,
-    RESAMPLES,
-    Z_ALPHA,
-    Z_POWER,
-    Interval,
-    resampled_means,
-)
+from mcu_arms.report.methods.power import MAX_PLANNED_SEEDS, seeds_needed_paired
+from mcu_arms.report.stats import ALPHA, CONFIDENCE, RESAMPLE_SEED, Interval, t_quantile
 
 if TYPE_CHECKING:
     import numpy as np
 
 EXACT_SIGNS_MAX_PAIRS = 20  # 2^20 sign vectors: enumerated; more pairs are sampled
 SIGN_FLIP_RESAMPLES = 100_000
-MIN_PAIRS_EXACT = 6  # the fewest pairs with which an exact two-sided sign-flip test can give p < 0.05 (2 / 2^6)
 SIGN_FLIP_METHOD = "exact two-sided sign-flip permutation test over all 2^n signs"
 SIGN_FLIP_MC_METHOD = (
     f"two-sided sign-flip permutation test, {SIGN_FLIP_RESAMPLES:,} seeded random signs, (hits+1)/(N+1)"
 )
-BOOTSTRAP_METHOD = f"paired percentile bootstrap {CONFIDENCE:.0%} interval ({RESAMPLES:,} seed resamples, seeded)"
+T_INTERVAL_METHOD = f"paired Student t {CONFIDENCE:.0%} interval of the mean difference"
 PAIRED_VERDICT_RULE = f"distinguishable when p < {ALPHA} and the interval excludes 0"
 
 
@@ -77,7 +68,7 @@ class PairedDifference(BaseModel):
     n: int
     estimate: float | None
     ci: Interval | None
-    ci_method: str = BOOTSTRAP_METHOD
+    ci_method: str = T_INTERVAL_METHOD
     test: SignFlipTest | None
     p_value: float | None
     distinguishable: bool
@@ -151,19 +142,15 @@ def sign_flip_test(differences: Sequence[float] | np.ndarray, *, seed: int = RES
     )
 
 
-def paired_bootstrap_interval(
-    differences: Sequence[float], *, resamples: int = RESAMPLES, seed: int = RESAMPLE_SEED
-) -> Interval | None:
-    """Percentile interval of the mean difference, seeds resampled with replacement (None below 2 pairs). The same
-    differences and seed always give the same interval."""
+def paired_t_interval(differences: Sequence[float], confidence: float = CONFIDENCE) -> Interval | None:
+    """Student's t interval of the mean difference (None below 2 pairs): exact coverage for normal differences, and
+    measured at 3–12 pairs on score-like ones (tests/bench/bench_small_n_stats.py), where a percentile bootstrap
+    covers 75–89 %. Zero spread gives the point (every difference equal)."""
     if len(differences) < 2:
         return None
-    import numpy as np
-
-    means = resampled_means(differences, seed, resamples)
-    tail = (1 - CONFIDENCE) / 2
-    low, high = np.quantile(means, [tail, 1 - tail])
-    return Interval(low=float(low), high=float(high))
+    centre = statistics.fmean(differences)
+    half = t_quantile(confidence, len(differences) - 1) * statistics.stdev(differences) / math.sqrt(len(differences))
+    return Interval(low=centre - half, high=centre + half)
 
 
 def pairing_effect(a: Sequence[float], b: Sequence[float]) -> PairingEffect:
@@ -176,21 +163,11 @@ def pairing_effect(a: Sequence[float], b: Sequence[float]) -> PairingEffect:
     return PairingEffect(correlation=correlation, variance_paired=paired, variance_unpaired=var_a + var_b)
 
 
-def seeds_needed_paired(differences: Sequence[float]) -> int | None:
-    """Pairs that would resolve a mean difference of the observed size at 80 % power (normal approximation on the
-    per-seed differences), never fewer than the MIN_PAIRS_EXACT an exact sign-flip test needs to reach p < 0.05.
-    None when no difference was observed."""
-    if not differences or statistics.fmean(differences) == 0:
-        return None
-    spread = statistics.stdev(differences) if len(differences) >= 2 else 0.0
-    needed = ((Z_ALPHA + Z_POWER) * spread / abs(statistics.fmean(differences))) ** 2
-    return max(MIN_PAIRS_EXACT, math.ceil(needed))
-
-
 def compare_paired(
-    metric: str, a: Mapping[int, float], b: Mapping[int, float], *, name_a: str, name_b: str
+    metric: str, a: Mapping[int, float], b: Mapping[int, float], *, name_a: str, name_b: str, variants: int = 1
 ) -> PairedDifference:
-    """`name_a − name_b` for `metric`, paired over the seeds both arms ran (a and b: seed -> value)."""
+    """`name_a − name_b` for `metric`, paired over the seeds both arms ran (a and b: seed -> value); `variants`: how
+    many arms are compared with the same baseline (the seeds needed are for resolving in a Holm family that size)."""
     seeds, differences = differences_by_seed(a, b)
     n = len(seeds)
     effect = pairing_effect([float(a[s]) for s in seeds], [float(b[s]) for s in seeds])
@@ -210,7 +187,7 @@ def compare_paired(
             text=f"{metric}: no seed that both arms ran",
         )
     estimate = statistics.fmean(differences)
-    needed = seeds_needed_paired(differences)
+    needed = seeds_needed_paired(differences, variants=variants)
     head = f"{metric}: {name_a} − {name_b} = {estimate:+.2f}"
     if n < 2:
         return PairedDifference(
@@ -227,19 +204,21 @@ def compare_paired(
             effect=effect,
             text=f"{head}; n = 1 pair: no interval can be given (run more seeds)",
         )
-    interval = paired_bootstrap_interval(differences)
+    interval = paired_t_interval(differences)
     test = sign_flip_test(differences)
     assert interval is not None
     distinguishable = test.p_value < ALPHA and (interval.low > 0 or interval.high < 0)
     head += f" {interval.text()} (paired, sign-flip p = {test.p_value:.3g})"
     if distinguishable:
         text = f"{head}; distinguishable from seed noise (paired, n = {n})"
-    elif needed is None:
-        text = f"{head}; no difference (paired, n = {n})"
+    elif all(difference == 0 for difference in differences):
+        text = f"{head}; no difference: every paired difference is 0 (paired, n = {n})"
     else:
-        text = (
-            f"{head}; not distinguishable from seed noise (paired, n = {n}); about {needed} paired seeds would "
-            "resolve a difference of this size"
+        text = f"{head}; not resolved (paired, n = {n}): the interval holds every difference from its low to its high"
+        text += (
+            f"; about {needed} paired seeds would resolve a difference like this one with 80% power"
+            if needed is not None
+            else f"; more than {MAX_PLANNED_SEEDS} paired seeds would be needed to resolve a difference like this one"
         )
     return PairedDifference(
         metric=metric,

@@ -181,13 +181,15 @@ class SequentialExperiment(BaseModel):
     comparisons: int
     max_seeds: int
     looks: list[int]  # seeds (per arm) after each look taken
-    alpha_spent: float  # allowed by the spending function at the last look, over the whole family
+    alpha_allowed: float  # by the spending function at the last look, over the whole family (what was spent, ≤
+    # this, is each variant's test's: the score line of `compare`)
     text: str
 
 
 def sequential_experiment(records: Sequence[SequentialLook | None]) -> SequentialExperiment | None:
     """From the episodes' recorded looks (one per episode of one arm, None for a fixed-n episode): the design, the
-    looks taken and the alpha spent; None when no episode was part of a sequential run."""
+    looks taken and the alpha the spending function allowed by the last; None when no episode was part of a
+    sequential run."""
     recorded = [record for record in records if record is not None]
     if not recorded:
         return None
@@ -199,12 +201,12 @@ def sequential_experiment(records: Sequence[SequentialLook | None]) -> Sequentia
     for look in sorted(per_look):
         total += per_look[look]
         looks.append(total)
-    spent = design.comparisons * obf_alpha_spent(looks[-1] / design.max_seeds, design.alpha / design.comparisons)
+    allowed = design.comparisons * obf_alpha_spent(looks[-1] / design.max_seeds, design.alpha / design.comparisons)
     text = (
         f"sequential experiment (run --until-resolved, primary metric {design.primary}): {len(looks)} look"
         f"{'s' if len(looks) > 1 else ''} at {', '.join(map(str, looks))} seeds of at most {design.max_seeds}; alpha "
-        f"spent {spent:.4f} of {design.alpha:g} ({SEQUENTIAL_METHOD}); a fixed-n p-value of these episodes overstates "
-        "the evidence"
+        f"allowed by its last look {allowed:.4f} of {design.alpha:g} ({SEQUENTIAL_METHOD}); compare reads the "
+        "sequential test's verdict, and a fixed-n p-value of these episodes overstates the evidence"
     )
     return SequentialExperiment(
         method=SEQUENTIAL_METHOD,
@@ -213,6 +215,6 @@ def sequential_experiment(records: Sequence[SequentialLook | None]) -> Sequentia
         comparisons=design.comparisons,
         max_seeds=design.max_seeds,
         looks=looks,
-        alpha_spent=spent,
+        alpha_allowed=allowed,
         text=text,
     )

@@ -3,8 +3,13 @@
 Per arm, the Kaplan–Meier estimate of "not reached yet" by step, with a pointwise band (Greenwood's variance on the
 log(−log) scale, which keeps it inside [0, 1]); the median steps-to-milestone with its interval (the steps where the
 band's lower and upper curves cross 0.5; None: not reached); the probability of reaching it by the step cap. Between
-two arms, the log-rank test. A "median of the episodes that reached it" would favour an arm that rarely reaches it.
-Pure Python: `compare` is a light command.
+two arms, the log-rank test with its p by permutation (the chi-square approximation is 0.06–0.10 liberal at 3–8
+episodes per arm): exact over every split of the episodes (or every swap within a seed, when the design pairs them by
+seed) up to PERMUTATIONS_EXACT_MAX of them, else PERMUTATIONS_RANDOM seeded random ones with (hits + 1) / (N + 1).
+A "median of the episodes that reached it" would favour an arm that rarely reaches it. The median follows R survival's
+convention (`print.survfit`): the smallest step with S ≤ ½, except on a plateau at exactly ½, where it is the midpoint
+between the plateau's start and the next step where S drops below ½ (the start when there is none); lifelines takes
+the plateau's start. numpy is imported inside the permutation test: `compare` is a light command.
 """
 
 from __future__ import annotations
@@ -12,15 +17,28 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from statistics import NormalDist
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from pydantic import BaseModel
 
-from mcu_arms.report.stats import CONFIDENCE, Interval
+from mcu_arms.report.stats import CONFIDENCE, RESAMPLE_SEED, Interval
 
+if TYPE_CHECKING:
+    import numpy as np
+
+PERMUTATIONS_EXACT_MAX = 20_000  # splits (or within-seed swaps) enumerated; more are sampled
+PERMUTATIONS_RANDOM = 20_000
+PERMUTATION_CHUNK = 2_000  # random permutations drawn at once
+PLATEAU_TOLERANCE = 1e-9  # S within this of ½ is a plateau at ½ (a product of fractions lands either side)
 KM_METHOD = f"Kaplan–Meier, censored at the steps run; {CONFIDENCE:.0%} band: Greenwood, log(−log) scale"
-MEDIAN_METHOD = "median of the Kaplan–Meier curve; interval where the band crosses 0.5"
-LOGRANK_METHOD = "two-sided log-rank test (chi-square, 1 degree of freedom)"
+MEDIAN_METHOD = (
+    "median of the Kaplan–Meier curve, R survival's convention (midpoint of a plateau at exactly 0.5); interval where "
+    "the band crosses 0.5"
+)
+LOGRANK_METHOD = (
+    "two-sided log-rank test, p by permutation (exact up to 20,000 splits, else 20,000 seeded random ones, "
+    "(hits+1)/(N+1); within seeds when paired); no test below 2 episodes per arm"
+)
 
 
 class TimeToEvent(NamedTuple):
@@ -82,7 +100,11 @@ class LogRank(BaseModel):
     z: float | None  # signed (observed − expected reaching in A) / sd
     observed_a: int
     expected_a: float
-    p_value: float | None
+    p_value: float | None  # by permutation; None: no test (no reach, or fewer than 2 episodes in an arm)
+    chi_square_p: float | None = None  # the approximation lifelines and R print, for cross-checking only
+    permutations: int = 0  # splits or swaps counted
+    exact: bool = True  # every permutation; else seeded Monte Carlo
+    paired: bool = False  # swaps within each seed, not splits of the pooled episodes
     method: str = LOGRANK_METHOD
 
 
@@ -115,9 +137,15 @@ def _band(survival: float, greenwood: float, z: float) -> Interval:
 
 
 def _first_at_or_below(points: list[KaplanMeierPoint], value_of, level: float) -> float | None:
-    for point in points:
-        if value_of(point) <= level + 1e-12:
-            return point.step
+    """The smallest step where value_of(point) ≤ level; on a plateau at exactly `level`, the midpoint between its
+    start and the next step below it (R survival's convention), its start when none follows."""
+    for index, point in enumerate(points):
+        value = value_of(point)
+        if value <= level + PLATEAU_TOLERANCE:
+            if abs(value - level) > PLATEAU_TOLERANCE:
+                return point.step
+            below = next((p.step for p in points[index + 1 :] if value_of(p) < level - PLATEAU_TOLERANCE), None)
+            return point.step if below is None else (point.step + below) / 2
     return None
 
 
@@ -160,8 +188,13 @@ def kaplan_meier(data: Sequence[TimeToEvent]) -> KaplanMeier:
     )
 
 
-def logrank(a: Sequence[TimeToEvent], b: Sequence[TimeToEvent]) -> LogRank:
-    """Does arm A reach the milestone sooner or later than arm B? Observed vs expected reaching at every step."""
+def logrank(
+    a: Sequence[TimeToEvent], b: Sequence[TimeToEvent], *, paired: bool = False, seed: int = RESAMPLE_SEED
+) -> LogRank:
+    """Does arm A reach the milestone sooner or later than arm B? Observed vs expected reaching at every step; the p by
+    permutation of |z|. `paired`: a[i] and b[i] ran the same seed, and only the arms within each seed are swapped."""
+    if paired and len(a) != len(b):
+        raise ValueError("paired episodes come in pairs: one of each arm per seed")
     groups = (dict((step, (r, c)) for step, r, c in _grouped(a)), dict((step, (r, c)) for step, r, c in _grouped(b)))
     risk_a, risk_b = len(a), len(b)
     observed_a, expected_a, variance, any_reached = 0, 0.0, 0.0, False
@@ -178,10 +211,87 @@ def logrank(a: Sequence[TimeToEvent], b: Sequence[TimeToEvent]) -> LogRank:
         risk_a -= reached_a + censored_a
         risk_b -= reached_b + censored_b
     if not any_reached:
-        return LogRank(statistic=None, z=None, observed_a=0, expected_a=0.0, p_value=None)
-    if variance <= 0:
-        return LogRank(statistic=0.0, z=0.0, observed_a=observed_a, expected_a=expected_a, p_value=1.0)
-    z = (observed_a - expected_a) / math.sqrt(variance)
-    return LogRank(
-        statistic=z * z, z=z, observed_a=observed_a, expected_a=expected_a, p_value=math.erfc(abs(z) / math.sqrt(2))
+        return LogRank(statistic=None, z=None, observed_a=0, expected_a=0.0, p_value=None, paired=paired)
+    z = (observed_a - expected_a) / math.sqrt(variance) if variance > 0 else 0.0
+    chi_square_p = math.erfc(abs(z) / math.sqrt(2)) if variance > 0 else 1.0
+    found = LogRank(
+        statistic=z * z,
+        z=z,
+        observed_a=observed_a,
+        expected_a=expected_a,
+        p_value=None,
+        chi_square_p=chi_square_p,
+        paired=paired,
     )
+    if min(len(a), len(b)) < 2:
+        return found
+    p_value, permutations, exact = _permutation_p([*a, *b], len(a), paired, seed)
+    return found.model_copy(update={"p_value": p_value, "permutations": permutations, "exact": exact})
+
+
+def logrank_z(times: np.ndarray, reached: np.ndarray, in_a: np.ndarray) -> np.ndarray:
+    """The log-rank z of arm A for each row of `in_a` (permutations × episodes, 1 where the episode is A's), over the
+    pooled episodes' times and reach: at every step someone reached it, observed minus expected reaching in A, over
+    the hypergeometric standard deviation (0 where it is 0: then so is observed minus expected)."""
+    import numpy as np
+
+    steps = np.unique(times[reached])
+    at_risk = (times[None, :] >= steps[:, None]).astype(float)  # steps × episodes
+    reaching = ((times[None, :] == steps[:, None]) & reached[None, :]).astype(float)
+    risk, events = at_risk.sum(axis=1), reaching.sum(axis=1)
+    risk_a, events_a = in_a @ at_risk.T, in_a @ reaching.T  # permutations × steps
+    excess = (events_a - events * risk_a / risk).sum(axis=1)
+    scale = np.where(risk > 1, events * (risk - events) / (risk * risk * np.maximum(risk - 1, 1)), 0.0)
+    variance = (risk_a * (risk - risk_a) * scale).sum(axis=1)
+    positive = variance > 1e-12
+    return np.where(positive, excess / np.sqrt(np.where(positive, variance, 1.0)), 0.0)
+
+
+def _permutation_p(pooled: Sequence[TimeToEvent], size_a: int, paired: bool, seed: int) -> tuple[float, int, bool]:
+    """Two-sided p of the log-rank |z| over the permutations the design allows: (p, how many, exact)."""
+    import numpy as np
+
+    times = np.array([item.steps for item in pooled], dtype=float)
+    reached = np.array([item.reached for item in pooled], dtype=bool)
+    observed_in_a = np.zeros((1, len(pooled)))
+    observed_in_a[0, :size_a] = 1
+    observed = abs(float(logrank_z(times, reached, observed_in_a)[0]))
+    threshold = observed - 1e-9 * max(1.0, observed)
+    count = 2**size_a if paired else math.comb(len(pooled), size_a)
+    if count <= PERMUTATIONS_EXACT_MAX:
+        assignments = _swaps(size_a) if paired else _splits(len(pooled), size_a)
+        hits = int(np.count_nonzero(np.abs(logrank_z(times, reached, assignments)) >= threshold))
+        return hits / count, count, True
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for start in range(0, PERMUTATIONS_RANDOM, PERMUTATION_CHUNK):
+        rows = min(PERMUTATION_CHUNK, PERMUTATIONS_RANDOM - start)
+        if paired:
+            swapped = rng.integers(0, 2, size=(rows, size_a)).astype(float)
+            assignments = np.concatenate((1 - swapped, swapped), axis=1)
+        else:
+            order = rng.random((rows, len(pooled))).argsort(axis=1)
+            assignments = (order < size_a).astype(float)
+        hits += int(np.count_nonzero(np.abs(logrank_z(times, reached, assignments)) >= threshold))
+    return (hits + 1) / (PERMUTATIONS_RANDOM + 1), PERMUTATIONS_RANDOM, False
+
+
+def _splits(total: int, size_a: int) -> np.ndarray:
+    """Every choice of `size_a` of `total` episodes as arm A: C(total, size_a) rows of 0/1."""
+    import itertools
+
+    import numpy as np
+
+    chosen = np.array(list(itertools.combinations(range(total), size_a)), dtype=int)
+    rows = np.zeros((len(chosen), total))
+    np.put_along_axis(rows, chosen, 1.0, axis=1)
+    return rows
+
+
+def _swaps(pairs: int) -> np.ndarray:
+    """Every way to swap the arms within each of `pairs` seeds (A's episodes first, then B's, seed by seed): 2^pairs
+    rows of 0/1 marking A."""
+    import numpy as np
+
+    swapped = ((np.arange(2**pairs)[:, None] >> np.arange(pairs)) & 1).astype(float)
+    return np.concatenate((1 - swapped, swapped), axis=1)
