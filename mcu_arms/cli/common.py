@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 from pydantic import BaseModel
@@ -14,6 +14,9 @@ from typer.core import TyperCommand, TyperGroup
 
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.environment import Environment
+
+if TYPE_CHECKING:
+    from mcu_arms.arms.campaign import Selection
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -88,6 +91,17 @@ def reports_user_errors(fn: F) -> F:
             raise typer.Exit(EXIT_USER_ERROR) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def report_unreadable(selection: Selection, env: Environment) -> None:
+    """Each arm file of the folder that could not be read, one line each, after what could; then exit 2."""
+    for error in selection.unreadable:
+        env.err_console.print(f"[bold red]error:[/] {escape(error.render())}", highlight=False, soft_wrap=True)
+    if selection.unreadable:
+        env.err_console.print(
+            f"{len(selection.unreadable)} arm file(s) could not be read; the others are shown above", highlight=False
+        )
+        raise typer.Exit(EXIT_USER_ERROR)
 
 
 def print_json(env: Environment, payload: BaseModel | Sequence[BaseModel] | dict[str, Any]) -> None:

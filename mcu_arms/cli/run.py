@@ -14,7 +14,16 @@ from rich.text import Text
 
 from mcu_arms.cli.common import environment, print_json, reports_user_errors
 from mcu_arms.cli.options import with_overrides, with_placement
-from mcu_arms.cli.plan import ARM_OPTION, DRY_RUN_OPTION, FILES_ARGUMENT, VERBOSE_OPTION, planned, show_plans
+from mcu_arms.cli.plan import (
+    ARM_OPTION,
+    DRY_RUN_OPTION,
+    FILES_ARGUMENT,
+    STRICT_OPTION,
+    VERBOSE_OPTION,
+    differences,
+    planned,
+    show_plans,
+)
 from mcu_arms.contracts.agent_report import in_its_words
 from mcu_arms.contracts.annotations import checked_note, parse_tags
 from mcu_arms.contracts.errors import UserError
@@ -47,7 +56,7 @@ max_parallel, else what this host can take); one failing does not stop the other
 slurm each episode is a Slurm job (options from the files' [slurm] tables and the --slurm-* flags; --max-parallel \
 throttles each job array); the run watches them to the end, or returns once they are submitted with --detach. An \
 episode that failed for infrastructure reasons is run again up to --retries times (default: the campaign's retries, \
-else 0), each attempt recorded. An episode whose latest run of the same seed finished with the same fingerprint is \
+else 0), each attempt recorded. An episode of which any run of the same seed finished with the same fingerprint is \
 skipped (--rerun runs it anyway); a failed one is retried. --notify CMD runs CMD when the run ends, with \
 MCU_ARMS_RUN_STATUS and MCU_ARMS_RUN_SUMMARY (JSON) in its environment. Ctrl-C or SIGTERM stops this run's own \
 processes only and marks the reports interrupted.
@@ -76,11 +85,14 @@ def register(app: typer.Typer) -> None:
         arm: list[str] = ARM_OPTION,
         dry_run: bool = DRY_RUN_OPTION,
         verbose: bool = VERBOSE_OPTION,
+        strict: bool = STRICT_OPTION,
         fail_fast: bool = typer.Option(False, "--fail-fast", help="Stop every arm as soon as one fails."),
         ready_timeout: float = typer.Option(
             120.0, "--ready-timeout", min=1.0, help="Seconds green and purple get to become ready."
         ),
-        rerun: bool = typer.Option(False, "--rerun", help="Run arms whose latest run already finished."),
+        rerun: bool = typer.Option(
+            False, "--rerun", help="Run episodes that already finished with the same fingerprint and seed."
+        ),
         fork_server: bool = typer.Option(
             True,
             "--fork-server/--no-fork-server",
@@ -175,6 +187,7 @@ def register(app: typer.Typer) -> None:
             )
         plans, selection = planned(files or [], arm, overrides, env, placement)
         plans = [plan.model_copy(update=annotations) for plan in plans]
+        differences(plans, selection, True, env.err_console if json_output else env.console, strict=strict)
         if dry_run:
             from mcu_arms.supervise.reruns import rerun_decision
 

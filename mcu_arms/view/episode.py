@@ -437,8 +437,8 @@ def _frame_index(source: EpisodeSource) -> FrameIndex:
             f"save_frames was on, yet {folder} holds no frames"
             if saved
             else f"no frames were saved for this run: set `save_frames = true` in {where} and run the arm again "
-            "(each step's 128x128 PNG is then kept beside its step log; save_frames is in the fingerprint, so that run "
-            "is a new experiment, compared apart from this one)"
+            "with --rerun (each step's 128x128 PNG is then kept beside its step log; save_frames is not in the "
+            "fingerprint, so that run is one more replicate of this experiment)"
         )
     return FrameIndex(ranges=ranges, count=len(found), hint=hint)
 

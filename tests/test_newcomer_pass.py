@@ -1,0 +1,96 @@
+"""The newcomer's third pass (issue 47), each point through the real CLI: `plan` and `run` say what the arms differ
+in before any compute is spent; an episode is skipped when any finished run has its fingerprint and seed; a folder of
+arm files with a bad one still shows the rest; save_frames is out of the fingerprint."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cli_support import invoke
+from test_compare import write_arm, write_run
+
+
+def test_plan_says_what_two_arms_differ_in_and_warns_when_a_pair_is_not_comparable(tmp_path: Path) -> None:
+    write_arm(tmp_path, "x_base")
+    write_arm(tmp_path, "x_agent", agent="random")
+    write_arm(tmp_path, "x_two", agent="random", step_timeout=5)
+
+    one = invoke(tmp_path, {}, "plan", "--dry-run", "--arm", "x_base", "--arm", "x_agent")
+    assert one.exit_code == 0, one.out + one.err
+    assert "x_base vs x_agent: agent" in one.out
+    assert "warning: x_base and x_agent" not in one.out
+
+    two = invoke(tmp_path, {}, "plan", "--dry-run", "--arm", "x_base", "--arm", "x_two")
+    assert two.exit_code == 0, two.out + two.err
+    assert "x_base vs x_two: agent, step_timeout" in two.out
+    assert "warning: x_base and x_two differ in 2 settings (agent, step_timeout)" in " ".join(two.out.split())
+
+    everything = invoke(tmp_path, {}, "run", "--dry-run", "--arm", "x_*")  # a glob names all three
+    assert everything.exit_code == 0, everything.out + everything.err
+    assert "x_agent vs x_two: step_timeout" in everything.out and "x_base vs x_two" in everything.out
+
+    strict = invoke(tmp_path, {}, "run", "--dry-run", "--strict", "--arm", "x_base", "--arm", "x_two")
+    assert strict.exit_code == 2
+    assert "differ in more than one setting" in strict.err and "x_base vs x_two: agent, step_timeout" in strict.err
+    assert invoke(tmp_path, {}, "plan", "--dry-run", "--strict", "x_base.toml").exit_code != 0  # no such file
+    assert invoke(tmp_path, {}, "plan", "--dry-run", "--strict", "--arm", "x_base", "--arm", "x_agent").exit_code == 0
+
+
+def test_an_episode_is_skipped_when_any_finished_run_has_its_fingerprint_and_seed(tmp_path: Path) -> None:
+    """A later run with other settings (here --steps 20) does not hide the earlier one that matches."""
+    write_arm(tmp_path, "solo")
+    write_run(tmp_path, "solo", 1)
+    write_run(tmp_path, "solo", 2, settings_steps=20)
+
+    again = invoke(tmp_path, {}, "run", "--dry-run", "--arm", "solo")
+    assert again.exit_code == 0, again.out + again.err
+    said = " ".join(again.out.split())
+    assert "skip" in said and "episode_001 already finished with fingerprint" in said and "seed 0" in said
+    rerun = invoke(tmp_path, {}, "run", "--dry-run", "--rerun", "--arm", "solo")
+    assert "episode_001 already finished with this fingerprint; --rerun runs it again" in " ".join(rerun.out.split())
+    other_seed = invoke(tmp_path, {}, "run", "--dry-run", "--arm", "solo", "--seeds", "3")
+    assert "already finished" not in other_seed.out
+
+
+def test_a_bad_arm_file_in_the_folder_is_reported_and_the_others_are_still_shown(tmp_path: Path) -> None:
+    write_arm(tmp_path, "good_one")
+    write_arm(tmp_path, "good_two", agent="random")
+    (tmp_path / "arms" / "broken.toml").write_text('agent = "random"\nstepz = 10\n', encoding="utf-8")
+
+    planned = invoke(tmp_path, {}, "plan", "--dry-run")
+    assert planned.exit_code == 2, "non-zero at the end"
+    assert "good_one" in planned.out and "good_two" in planned.out, "the other arms are still planned"
+    assert "broken.toml" in planned.err and "stepz" in planned.err and "1 arm file(s) could not be read" in planned.err
+
+    checked = invoke(tmp_path, {}, "doctor")
+    assert checked.exit_code == 2 and "broken.toml" in checked.err and "stepz" in checked.err
+    assert "2 arm(s)" in checked.out, "doctor checked the two readable arms"
+    named = invoke(tmp_path, {}, "plan", "--dry-run", "arms/broken.toml", "arms/good_one.toml")
+    assert named.exit_code == 2 and "good_one" not in named.out, "a file named on its own is still refused outright"
+
+
+def test_save_frames_is_out_of_the_fingerprint_and_recorded_in_the_report(tmp_path: Path) -> None:
+    """Watching a run is no new experiment: an arm saving frames keeps the fingerprint of the same arm saving none,
+    `compare` finds no difference, and each report still says whether frames were kept."""
+    import json
+
+    write_arm(tmp_path, "watched", save_frames=True)
+    write_arm(tmp_path, "unwatched", save_frames=False)
+    planned = invoke(tmp_path, {}, "plan", "--dry-run", "--json", "--arm", "watched", "--arm", "unwatched")
+    assert planned.exit_code == 0, planned.err
+    plans = {plan["arm"]: plan for plan in json.loads(planned.out)["plans"]}
+    assert plans["watched"]["fingerprint"] == plans["unwatched"]["fingerprint"]
+    assert "watched vs unwatched: nothing" in planned.err
+
+    write_run(tmp_path, "watched")
+    write_run(tmp_path, "unwatched")
+    compared = invoke(tmp_path, {}, "compare", "watched", "unwatched", "--json")
+    assert json.loads(compared.out)["verdict"]["identical"] is True
+    for arm, saved in (("watched", True), ("unwatched", False)):
+        written = json.loads((tmp_path / "output" / arm / "episode_001" / "result.json").read_text())
+        assert written["settings"]["save_frames"] is saved, "recorded in the report"
+
+    from mcu_arms.arms.spec import load_arm
+
+    for name in ("demo", "demo_random"):  # the demo arms keep their frames, for the episode page's player
+        assert load_arm(Path(__file__).resolve().parents[1] / "arms" / f"{name}.toml").save_frames
