@@ -56,7 +56,7 @@ class ArmGroup(BaseModel):
     """Arms that need the same things (one simulator, or the model endpoints of one kind of agent), and whether this
     host gives them what they need: what doctor and plan say first, before any single check."""
 
-    name: str  # "embedded arms", "minestudio arms", "planned arms"
+    name: str  # "embedded arms", "minestudio arms", "planned arms on embedded"
     arms: list[str]
     state: ArmState  # the worst of its arms'
     problems: list[str]  # the names of the checks in the way, each once
@@ -75,7 +75,7 @@ class ArmGroup(BaseModel):
 
 def group_name(simulator: str, agent: str, has_endpoints: bool) -> str:
     """An arm that names model endpoints is ready when they answer; any other arm when its simulator is here."""
-    return f"{agent} arms" if has_endpoints else f"{simulator} arms"
+    return f"{agent} arms on {simulator}" if has_endpoints else f"{simulator} arms"
 
 
 def readiness_groups(arms: list[tuple[str, str]], checks: list[Check]) -> list[ArmGroup]:

@@ -94,3 +94,38 @@ def test_save_frames_is_out_of_the_fingerprint_and_recorded_in_the_report(tmp_pa
 
     for name in ("demo", "demo_random"):  # the demo arms keep their frames, for the episode page's player
         assert load_arm(Path(__file__).resolve().parents[1] / "arms" / f"{name}.toml").save_frames
+
+
+def test_doctor_and_plan_group_arms_by_what_they_need_and_exit_0_when_what_was_asked_about_can_run(
+    tmp_path: Path,
+) -> None:
+    """A host without MineStudio still runs the embedded arms: doctor says so per group and exits 0 for the folder,
+    1 for the MineStudio arm named; a planned arm whose model endpoints are closed is never called ready."""
+    from server_procs import free_port
+
+    write_arm(tmp_path, "emb")
+    write_arm(tmp_path, "ms", simulator="minestudio", agent="noop")
+    closed = free_port()
+    for name in ("pl", "pl2"):  # two planned arms sharing their endpoints
+        (tmp_path / "arms" / f"{name}.toml").write_text(
+            'agent = "planned"\ntask = "mine_diamond_from_scratch"\nsimulator = "embedded"\nobserve = "state"\n'
+            f'[planner]\nbase_url = "http://127.0.0.1:{closed}/v1"\nmodel = "m"\n'
+            f'[policy]\nbackend = "chat"\nbase_url = "http://127.0.0.1:{closed}/v1"\nmodel = "m"\n',
+            encoding="utf-8",
+        )
+    host = {"PATH": "/nonexistent", "MINESTUDIO_DIR": str(tmp_path / "ms_dir")}
+    folder = invoke(tmp_path, host, "doctor")
+    assert folder.exit_code == 0, folder.out + folder.err
+    said = " ".join(folder.out.split())
+    assert "embedded arms (emb): ready" in said
+    assert "minestudio arms (ms): cannot run here" in said and "java" in said
+    assert "planned arms on embedded (pl, pl2): endpoints down (planner endpoint, policy endpoint)" in said
+    assert invoke(tmp_path, host, "doctor", "arms/ms.toml").exit_code == 1, "the arm asked about cannot run"
+    assert invoke(tmp_path, host, "doctor", "arms/emb.toml").exit_code == 0
+
+    planned = invoke(tmp_path, host, "plan", "--dry-run")
+    rows = {row[0]: row[7] for row in (line.split("│")[1:-1] for line in planned.out.splitlines()) if len(row) > 8}
+    rows = {key.strip(): value.strip() for key, value in rows.items()}
+    assert rows == {"emb": "ready", "ms": "cannot run here", "pl": "endpoints down", "pl2": "endpoints down"}
+    warned = [line for line in planned.out.splitlines() if f"127.0.0.1:{closed}/v1/models does not answer" in line]
+    assert len(warned) == 2 and all(line.startswith("warning: pl, pl2: ") for line in warned), "each once, not per arm"

@@ -17,10 +17,12 @@ from mcu_arms.environment import Environment
 
 if TYPE_CHECKING:
     from mcu_arms.arms.campaign import Selection
+    from mcu_arms.doctor import ArmGroup
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_USER_ERROR = 2
+GROUP_STYLE = {"ready": "green", "endpoints down": "yellow", "cannot run here": "bold red"}
 
 
 class _FlagsWithoutType:
@@ -102,6 +104,12 @@ def report_unreadable(selection: Selection, env: Environment) -> None:
             f"{len(selection.unreadable)} arm file(s) could not be read; the others are shown above", highlight=False
         )
         raise typer.Exit(EXIT_USER_ERROR)
+
+
+def show_groups(groups: list[ArmGroup], env: Environment) -> None:
+    """One line per group of arms, what it needs in a word: ready, endpoints down, or cannot run here."""
+    for group in groups:
+        env.console.print(f"[{GROUP_STYLE[group.state]}]{escape(group.text())}[/]")
 
 
 def print_json(env: Environment, payload: BaseModel | Sequence[BaseModel] | dict[str, Any]) -> None:

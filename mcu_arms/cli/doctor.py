@@ -11,13 +11,12 @@ from rich.table import Table
 
 from mcu_arms.arms.campaign import select_arms, select_readable_arms
 from mcu_arms.arms.spec import arm_files
-from mcu_arms.cli.common import environment, print_json, report_unreadable, reports_user_errors
+from mcu_arms.cli.common import environment, print_json, report_unreadable, reports_user_errors, show_groups
 from mcu_arms.cli.options import with_placement
 from mcu_arms.contracts.catalog import CODEX_AGENTS
 from mcu_arms.contracts.settings import Overrides
 from mcu_arms.contracts.slurm import Placement
 from mcu_arms.doctor import (
-    ArmGroup,
     DoctorReport,
     asked_can_run,
     group_name,
@@ -30,13 +29,6 @@ from mcu_arms.environment import Environment, fits
 from mcu_arms.isolation.codex_home import default_root
 
 STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red"}
-GROUP_STYLE = {"ready": "green", "endpoints down": "yellow", "cannot run here": "bold red"}
-
-
-def show_groups(groups: list[ArmGroup], env: Environment) -> None:
-    """One line per group of arms, what it needs in a word: ready, endpoints down, or cannot run here."""
-    for group in groups:
-        env.console.print(f"[{GROUP_STYLE[group.state]}]{escape(group.text())}[/]")
 
 
 def show_checks(report: DoctorReport, arms: int, env: Environment) -> None:
@@ -60,7 +52,7 @@ def show_checks(report: DoctorReport, arms: int, env: Environment) -> None:
             f"[{STYLE[check.status]}]{check.status}[/] [bold]{escape(check.name)}[/] "
             f"[dim](needed by {escape(', '.join(check.needed_by))})[/]"
         )
-        env.console.print(Padding(escape(check.detail), (0, 0, 0, 2)))
+        env.console.print(Padding(escape(check.detail), (0, 0, 0, 2), expand=False))
 
 
 def register(app: typer.Typer) -> None:

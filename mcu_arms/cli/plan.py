@@ -15,8 +15,14 @@ from rich.table import Table
 from mcu_arms.arms.campaign import Selection, select_arms, select_readable_arms
 from mcu_arms.arms.differences import ArmPair, arm_pairs, refuse_incomparable
 from mcu_arms.arms.plan import plan_specs, resolve_sources
-from mcu_arms.cli.common import arm_file_names, environment, print_json, report_unreadable, reports_user_errors
-from mcu_arms.cli.doctor import show_groups
+from mcu_arms.cli.common import (
+    arm_file_names,
+    environment,
+    print_json,
+    report_unreadable,
+    reports_user_errors,
+    show_groups,
+)
 from mcu_arms.cli.options import with_overrides, with_placement
 from mcu_arms.contracts.catalog import CODEX_AGENTS
 from mcu_arms.contracts.settings import ArmPlan, Overrides
@@ -157,12 +163,12 @@ def plan_groups(plans: list[ArmPlan], selection: Selection) -> list[ArmGroup]:
     arms = dict.fromkeys(plan.arm for plan in plans)
     named = [(a, group_name(specs[a].simulator, specs[a].agent, bool(model_endpoints(specs[a])))) for a in arms]
     checks = [
-        Check(name=problem.split(":", 1)[0], status="fail", detail="", needed_by=[plan.arm])
+        Check(name=problem.split(": ", 1)[0], status="fail", detail="", needed_by=[plan.arm])
         for plan in plans
         for problem in plan.blocked
     ]
     checks += [
-        Check(name=problem.split(":", 1)[0], status="warn", detail="", needed_by=[plan.arm], endpoint=True)
+        Check(name=problem.split(": ", 1)[0], status="warn", detail="", needed_by=[plan.arm], endpoint=True)
         for plan in plans
         for problem in plan.unanswered
     ]
@@ -184,10 +190,10 @@ WILL_STYLES = {
 def _will(plan: ArmPlan, decision: RerunDecision | None) -> tuple[str, str]:
     """What happens to this episode (ready, or run / skip / retry for `run --dry-run`, or cannot run here) and why."""
     if plan.blocked:  # each "check: what is wrong and how to fix it"; the summary names the checks
-        checks = ", ".join(problem.split(":", 1)[0] for problem in plan.blocked)
+        checks = ", ".join(problem.split(": ", 1)[0] for problem in plan.blocked)
         return CANNOT_RUN_HERE, f"{checks} (`mcu-arms doctor` or --verbose says how to fix them)"
     if decision is None and plan.unanswered:  # never "ready" while its models cannot be reached
-        return ENDPOINTS_DOWN, ", ".join(problem.split(":", 1)[0] for problem in plan.unanswered)
+        return ENDPOINTS_DOWN, ", ".join(problem.split(": ", 1)[0] for problem in plan.unanswered)
     if decision is None:
         return "ready", ""
     return decision.action, decision.message or ""
