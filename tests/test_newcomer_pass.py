@@ -129,3 +129,44 @@ def test_doctor_and_plan_group_arms_by_what_they_need_and_exit_0_when_what_was_a
     assert rows == {"emb": "ready", "ms": "cannot run here", "pl": "endpoints down", "pl2": "endpoints down"}
     warned = [line for line in planned.out.splitlines() if f"127.0.0.1:{closed}/v1/models does not answer" in line]
     assert len(warned) == 2 and all(line.startswith("warning: pl, pl2: ") for line in warned), "each once, not per arm"
+
+
+def _at_80_columns(cwd: Path, env: dict[str, str], *args: str) -> str:
+    """What a terminal 80 columns wide shows of a command."""
+    import io
+
+    from rich.console import Console
+    from typer.testing import CliRunner
+
+    from mcu_arms.cli import app
+    from mcu_arms.environment import Environment
+
+    out = io.StringIO()
+    environment = Environment(
+        console=Console(file=out, width=80, color_system=None),
+        err_console=Console(file=io.StringIO(), width=80, color_system=None),
+        env=env,
+        cwd=cwd,
+    )
+    CliRunner().invoke(app, list(args), obj=environment, catch_exceptions=False)
+    shown = out.getvalue()
+    assert all(len(line) <= 80 for line in shown.splitlines()), shown
+    assert "…" not in shown, "nothing cut"
+    return shown
+
+
+def _words(shown: str) -> set[str]:
+    return {word.strip("(),;'`") for line in shown.splitlines() for word in line.split()}
+
+
+def test_tasks_and_doctor_fit_80_columns_without_splitting_a_word(tmp_path: Path) -> None:
+    from mcu_arms.contracts.tasks import all_tasks, tasks_root
+
+    shown = _at_80_columns(tmp_path, {}, "tasks")
+    names = {task.name for group in all_tasks(tasks_root(env={})).values() for task in group}
+    assert names <= _words(shown), f"split or cut: {sorted(names - _words(shown))[:5]}"
+
+    write_arm(tmp_path, "ms", simulator="minestudio", agent="noop")
+    checked = _at_80_columns(tmp_path, {"PATH": "/nonexistent", "MINESTUDIO_DIR": str(tmp_path / "m")}, "doctor")
+    assert "pip install 'mcu-arms[minestudio]'" in " ".join(checked.split()), "the install command whole"
+    assert {"xvfb-run", "mcprec-6.13.jar"} <= {word.rsplit("/", 1)[-1] for word in _words(checked)}

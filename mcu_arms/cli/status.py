@@ -6,8 +6,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
+from rich.console import Group, RenderableType
 from rich.markup import escape
+from rich.padding import Padding
 from rich.table import Table
+from rich.text import Text
 
 from mcu_arms.cli.common import environment, print_json, reports_user_errors
 from mcu_arms.contracts.text import MAX_MESSAGE_CHARS, shown_text
@@ -132,25 +135,24 @@ def _episode_lines(state: ArmState) -> list[str]:
     return episode + ([f"seed {state.seed}"] if state.seed is not None else [])
 
 
-def _stacked(states: list[ArmState]) -> Table:
-    """The same values stacked in each cell, so that 80 columns show every column."""
-    table = Table(title="mcu-arms status", title_justify="left", show_lines=True)
-    table.add_column("arm", no_wrap=True)
-    table.add_column("state", no_wrap=True)
-    for column in ("progress", "milestones", "processes", "note"):
-        table.add_column(column, overflow="fold")
+def _stacked(states: list[ArmState]) -> Group:
+    """The same values as a paragraph per arm, for a terminal too narrow for the table: every line wraps on word
+    boundaries, so a task, milestone or pid is never split or cut."""
+    blocks: list[RenderableType] = [Text.from_markup("[bold]mcu-arms status[/]")]
     for state in states:
         score = _score(state)
-        progress = [state.task or "-", f"step {_step(state)}", *([f"score {score}"] if score else [])]
-        table.add_row(
-            "\n".join([escape(state.arm), *_episode_lines(state)]),
-            _styled_state(state, state.state.replace(" (", "\n(")),  # "stale\n(supervisor gone)" stays narrow
-            escape("\n".join(progress)),
-            escape(_milestones(state, stacked=True)),
-            _processes(state, stacked=True),
-            escape(_note(state)),
-        )
-    return table
+        head = " · ".join([f"[bold]{escape(state.arm)}[/]", _styled_state(state, state.state), *_episode_lines(state)])
+        progress = ", ".join([state.task or "-", f"step {_step(state)}", *([f"score {score}"] if score else [])])
+        lines = [
+            escape(progress),
+            f"milestones {escape(_milestones(state, stacked=False))}",
+            f"processes {_processes(state, stacked=False)}",
+        ]
+        if _note(state):
+            lines.append(f"note {escape(_note(state))}")
+        blocks.append(Text.from_markup(head))
+        blocks += [Padding(Text.from_markup(line), (0, 0, 0, 2), expand=False) for line in lines]
+    return Group(*blocks)
 
 
 def _render(states: list[ArmState], env: Environment) -> None:
