@@ -170,3 +170,35 @@ def test_tasks_and_doctor_fit_80_columns_without_splitting_a_word(tmp_path: Path
     checked = _at_80_columns(tmp_path, {"PATH": "/nonexistent", "MINESTUDIO_DIR": str(tmp_path / "m")}, "doctor")
     assert "pip install 'mcu-arms[minestudio]'" in " ".join(checked.split()), "the install command whole"
     assert {"xvfb-run", "mcprec-6.13.jar"} <= {word.rsplit("/", 1)[-1] for word in _words(checked)}
+
+
+def test_compare_opens_with_the_verdict_and_scores_and_prints_no_test_that_means_nothing(tmp_path: Path) -> None:
+    import re
+
+    write_arm(tmp_path, "base")
+    write_arm(tmp_path, "other", agent="random")
+    write_arm(tmp_path, "two", agent="random", step_timeout=5)
+    for arm in ("base", "other", "two"):
+        write_run(tmp_path, arm, 1, steps={"collect_wood": 12})
+
+    one_seed = invoke(tmp_path, {}, "compare", "base", "other")
+    lines = one_seed.out.splitlines()
+    assert lines[0] == "comparable: differs only in agent" and lines[1] == "results over the episodes used"
+    assert "not distinguishable" not in one_seed.out and "log-rank" not in one_seed.out
+    assert "statistics:" not in one_seed.out, "method prose only with --verbose"
+    suggested = re.search(r"`mcu-arms (run [^`]+)`", " ".join(one_seed.out.split()))
+    assert suggested is not None and "--seeds 0-4" in suggested.group(1)
+    tried = invoke(tmp_path, {}, *suggested.group(1).split(), "--dry-run")
+    assert tried.exit_code == 0, "the command it suggests exists, flags and all: " + tried.err
+
+    apart = invoke(tmp_path, {}, "compare", "base", "two")
+    assert apart.out.startswith("NOT comparable: differs in agent, step_timeout")
+    assert "no test: the arms differ in agent, step_timeout" in " ".join(apart.out.split())
+    assert "distinguishable" not in apart.out and "score: two" not in apart.out
+
+    for arm in ("base", "other"):
+        write_run(tmp_path, arm, 2, seed=1, steps={"collect_wood": 20})
+    two_seeds = invoke(tmp_path, {}, "compare", "base", "other")
+    assert "score: other − base" in two_seeds.out and "statistics:" not in two_seeds.out
+    assert "--verbose" in two_seeds.out
+    assert "statistics:" in invoke(tmp_path, {}, "compare", "base", "other", "--verbose").out
