@@ -202,3 +202,27 @@ def test_compare_opens_with_the_verdict_and_scores_and_prints_no_test_that_means
     assert "score: other − base" in two_seeds.out and "statistics:" not in two_seeds.out
     assert "--verbose" in two_seeds.out
     assert "statistics:" in invoke(tmp_path, {}, "compare", "base", "other", "--verbose").out
+
+
+def test_the_score_is_drawn_first_a_point_per_seed_paired_seeds_joined_with_the_interval(tmp_path: Path) -> None:
+    from test_compare import compare
+
+    from mcu_arms.report.plot import build_figure, plot_data
+
+    write_arm(tmp_path, "base")
+    write_arm(tmp_path, "other", agent="random")
+    for seed in (0, 1, 2):
+        write_run(tmp_path, "base", seed + 1, seed=seed, steps={"collect_wood": 12, "place_table": 30 + seed})
+        write_run(tmp_path, "other", seed + 1, seed=seed, steps={"collect_wood": 40} if seed else {})
+    drawn = invoke(tmp_path, {}, "compare", "base", "other", "--plot", "cmp.svg")
+    assert drawn.exit_code == 0 and (tmp_path / "cmp.svg").read_text().lstrip().startswith("<?xml")
+
+    data = plot_data(compare(tmp_path, "base", "other"))
+    base, other = data.scores
+    assert (base.seeds, base.scores) == ([0, 1, 2], [2.0, 2.0, 2.0]) and other.scores == [0.0, 1.0, 1.0]
+    assert other.low is not None and other.high is not None and other.low <= other.mean <= other.high
+    assert [panel.identity for panel in data.milestones] == ["collect_wood", "place_table"], "only those reached"
+    score_axes = build_figure(data).axes[0]
+    joins = [line for line in score_axes.get_lines() if line.get_color() == "0.75"]
+    assert sorted(list(line.get_ydata()) for line in joins) == [[2.0, 0.0], [2.0, 1.0], [2.0, 1.0]], "seed by seed"
+    assert len(score_axes.containers) == 2, "each arm's mean with its interval"
