@@ -226,3 +226,35 @@ def test_the_score_is_drawn_first_a_point_per_seed_paired_seeds_joined_with_the_
     joins = [line for line in score_axes.get_lines() if line.get_color() == "0.75"]
     assert sorted(list(line.get_ydata()) for line in joins) == [[2.0, 0.0], [2.0, 1.0], [2.0, 1.0]], "seed by seed"
     assert len(score_axes.containers) == 2, "each arm's mean with its interval"
+
+
+def test_a_campaign_on_a_terminal_is_an_arm_by_seed_grid_with_a_line_per_arm_and_short_local_times() -> None:
+    """Twelve episodes: a row per arm and a line per arm, not a block of lines per episode; log lines on a terminal
+    carry the local time of day, not a 25-character UTC stamp."""
+    import io
+    import re
+
+    from rich.console import Console
+
+    from mcu_arms.supervise.live import LiveView
+    from mcu_arms.supervise.progress import ArmProgress
+
+    episodes = []
+    for arm in ("demo", "demo_random"):
+        for seed in range(6):
+            state = "finished" if seed < 2 else "running" if seed == 2 else "queued"
+            progress = ArmProgress(f"{arm} s{seed}", max_steps=300, state=state, grid=(arm, seed))
+            progress.step = 120 if state == "running" else 0
+            episodes.append(progress)
+    screen = io.StringIO()
+    view = LiveView(Console(file=screen, force_terminal=True, width=80, color_system=None))
+    view.line("demo s0", "finished")
+    view.refresh(episodes, summary="4 of 12 done, 2 running, 6 queued")
+    view.close(episodes)
+    drawn = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", screen.getvalue())
+    last = drawn.split("4 of 12 done")[-1].strip().splitlines()  # the final frame of the live display
+    assert len(last) <= 8, drawn
+    assert any(line.split()[:1] == ["demo"] and "▶ 120/300" in line for line in last), drawn
+    assert "demo_random: 2 finished, 1 running, 3 queued" in drawn
+    assert all(len(line) <= 80 for line in drawn.splitlines())
+    assert re.search(r"^\d\d:\d\d:\d\d demo s0: finished", drawn, re.M), drawn

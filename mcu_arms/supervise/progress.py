@@ -60,10 +60,11 @@ def _mtime(path: Path) -> float:
 class ArmProgress:
     """What the live view shows for one arm; updated by the arm's own thread only, read by the view."""
 
-    arm: str
+    arm: str  # the episode as named on screen (ArmPlan.label)
     max_steps: int
     tasks_total: int | None = None
     state: ArmPhase = "planning"
+    grid: tuple[str, int] | None = None  # (arm, seed) of an arm that runs several seeds: its cell in the grid
     task: str | None = None
     step: int = 0  # steps done in the current task
     tasks_done: int = 0

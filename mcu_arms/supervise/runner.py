@@ -189,7 +189,9 @@ class ArmRunner:
         self.options = options
         self.view = view
         self.run_dir = RunDir(Path(plan.episode_dir))
-        self.progress = ArmProgress(self.label, plan.settings.steps, tasks_total=len(plan.tasks) or None)
+        self.progress = ArmProgress(
+            self.label, plan.settings.steps, tasks_total=len(plan.tasks) or None, grid=grid_cell(plan)
+        )
         self.alerts = AlertMonitor(self.progress, self.run_dir.purple, self._announce)
         self.steps_tail = StepsTail(self.run_dir.green)
         self.events_tail = JsonlTail(self.run_dir.events, EventRecord)
@@ -818,7 +820,7 @@ def supervise_here(
             if stop_reason is None:
                 start_next()
             queued = [
-                ArmProgress(_queued_label(plan, attempt), plan.settings.steps, state="queued")
+                ArmProgress(_queued_label(plan, attempt), plan.settings.steps, state="queued", grid=grid_cell(plan))
                 for plan, attempt in pending
             ]
             view.refresh(progresses + queued, summary=_tally(len(plans), outcomes, running, pending, began).text())
@@ -837,6 +839,11 @@ def supervise_here(
         _stop_adopted(adopted, started, options.stop_grace_s)
         view.close(progresses)
     return outcomes
+
+
+def grid_cell(plan: ArmPlan) -> tuple[str, int] | None:
+    """Where the episode sits in the live view's arm x seed grid: only an arm that runs several seeds has one."""
+    return (plan.arm, plan.settings.seed) if plan.replicates > 1 else None
 
 
 def _queued_label(plan: ArmPlan, attempt: int) -> str:
