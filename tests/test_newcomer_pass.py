@@ -258,3 +258,52 @@ def test_a_campaign_on_a_terminal_is_an_arm_by_seed_grid_with_a_line_per_arm_and
     assert "demo_random: 2 finished, 1 running, 3 queued" in drawn
     assert all(len(line) <= 80 for line in drawn.splitlines())
     assert re.search(r"^\d\d:\d\d:\d\d demo s0: finished", drawn, re.M), drawn
+
+
+def test_every_command_is_summed_up_in_at_most_two_lines_of_the_help(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from mcu_arms.cli import app
+
+    listing = CliRunner().invoke(app, ["--help"], terminal_width=100).output
+    rows = [line[2:] for line in listing.split("Commands")[1].splitlines() if line.startswith("│ ")]
+    summaries: dict[str, int] = {}
+    name = ""
+    for row in rows:  # a command's first line starts with its name, the lines that continue it with spaces
+        name = row.split()[0] if not row.startswith(" ") else name
+        summaries[name] = summaries.get(name, 0) + 1
+    assert {"run", "stop", "status", "doctor", "view", "acceptance"} <= set(summaries), summaries
+    assert all(count <= 2 for count in summaries.values()), summaries
+
+
+def test_run_given_an_arm_name_as_a_file_suggests_the_flag(tmp_path: Path) -> None:
+    write_arm(tmp_path, "demo")
+    said = invoke(tmp_path, {}, "run", "demo", "--dry-run")
+    assert said.exit_code == 2 and "did you mean `--arm demo`?" in said.err
+    assert len(said.err.strip().splitlines()) == 1 or "--arm demo" in said.err.splitlines()[0]
+
+
+def test_compare_to_an_mlflow_file_store_is_one_line_when_mlflow_3_refuses_them(tmp_path: Path, monkeypatch) -> None:
+    """MLflow itself is a stand-in here (its version and presence): the refusal comes before it is imported."""
+    import importlib.metadata
+    import importlib.util
+
+    real_version, real_find = importlib.metadata.version, importlib.util.find_spec
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: "3.1.0" if name == "mlflow" else real_version(name))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: object() if name == "mlflow" else real_find(name, *a)
+    )
+    write_arm(tmp_path, "base")
+    write_run(tmp_path, "base")
+    said = invoke(tmp_path, {}, "compare", "base", "--to", f"mlflow=file://{tmp_path}/mlruns")
+    assert said.exit_code == 2 and "Traceback" not in said.err
+    assert "MLflow 3.1.0 does not write file stores" in said.err and "sqlite:///" in said.err
+    assert len(said.err.strip().splitlines()) == 1
+
+
+def test_codex_home_for_an_arm_that_does_not_run_codex_is_refused(tmp_path: Path) -> None:
+    write_arm(tmp_path, "scripted_one")
+    root = tmp_path / "var" / "codex"
+    said = invoke(tmp_path, {}, "codex-home", "scripted_one", "--root", str(root))
+    assert said.exit_code == 2 and "runs agent 'scripted', which does not use codex" in said.err
+    assert not root.exists(), "nothing was built"

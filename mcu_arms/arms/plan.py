@@ -423,6 +423,12 @@ def resolve_sources(
     """Arm (or campaign) files named directly or by `--arm NAME`; with neither, every arm in the arms dir (`plan`)
     or an error listing them (`run`, which never starts arms nobody named)."""
     named = [path if path.is_absolute() else env.cwd / path for path in files]
+    for given, path in zip(files, named, strict=True):
+        if not path.exists() and (env.arms_dir / f"{given}.toml").is_file():  # `run demo` meant `run --arm demo`
+            raise UserError(
+                f"no such arm file: {given} (FILES are paths; did you mean `--arm {given}`?)",
+                allowed=f"--arm {given}, or arms/{given}.toml",
+            )
     sources = [*named, *(path for name in arm_names for path in _arm_paths(env.arms_dir, name))]
     if not sources and every_arm_when_none:
         sources = arm_files(env.arms_dir)

@@ -56,7 +56,7 @@ def show_checks(report: DoctorReport, arms: int, env: Environment) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command()
+    @app.command(short_help="Check this host for what the arms need, grouped by what can run here.")
     @reports_user_errors
     @with_placement
     def doctor(

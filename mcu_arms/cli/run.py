@@ -73,7 +73,7 @@ already running).
 
 
 def register(app: typer.Typer) -> None:
-    @app.command(help=RUN_HELP)
+    @app.command(help=RUN_HELP, short_help="Run arms: each arm's green, purple and client, to output/ARM/episode_NNN/.")
     @reports_user_errors
     @with_overrides
     @with_placement

@@ -218,11 +218,12 @@ def campaign_arms(campaigns: list[Path], env: Environment) -> list[str]:
 
 def register(app: typer.Typer) -> None:
     @app.command(
+        short_help="Each arm's latest episode, or a campaign's arm × seed grid: state, progress, processes.",
         help="Each arm in output/: its latest episode's state, progress and recorded processes (alive or not), and "
         "every other live process of the arm, whichever episode started it. With --campaign: each arm × seed of the "
         "campaign (done, running, queued, failed; attempts), k of n done and an ETA from the pace so far. "
         "A started run whose mcu-arms supervisor is gone shows as 'stale (supervisor gone)'. "
-        "Exit codes: 0 shown, 2 a user error (unknown arm)."
+        "Exit codes: 0 shown, 2 a user error (unknown arm).",
     )
     @reports_user_errors
     def status(
@@ -264,7 +265,9 @@ def register(app: typer.Typer) -> None:
         elif not campaigns:
             env.console.print(f"no arm has run yet in {env.output_dir}")
 
-    @app.command(help=STOP_HELP)
+    @app.command(
+        help=STOP_HELP, short_help="Stop a running arm: only processes mcu-arms started; its report marked interrupted."
+    )
     @reports_user_errors
     def stop(
         ctx: typer.Context,

@@ -35,7 +35,7 @@ def _stop(signum: int, _frame: object) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command(help=HELP)
+    @app.command(help=HELP, short_help="Browse results in a web browser: the comparison and a page per episode.")
     @reports_user_errors
     def view(
         ctx: typer.Context,
