@@ -307,3 +307,48 @@ def test_codex_home_for_an_arm_that_does_not_run_codex_is_refused(tmp_path: Path
     said = invoke(tmp_path, {}, "codex-home", "scripted_one", "--root", str(root))
     assert said.exit_code == 2 and "runs agent 'scripted', which does not use codex" in said.err
     assert not root.exists(), "nothing was built"
+
+
+def test_the_index_of_every_run_heads_the_bundle_and_an_arm_with_two_experiments_no_longer_refuses(
+    tmp_path: Path,
+) -> None:
+    """`report --html` with nothing named (as `view`): each arm's latest experiment compared, the index of every
+    run (latest first, n, status, score, how to open it) on runs.html and at the head of the comparison page; checked
+    in headless Chromium where it is installed."""
+    import html
+
+    write_arm(tmp_path, "base")
+    write_arm(tmp_path, "other", agent="random")
+    import json
+
+    for arm, episode, hour, changes in (
+        ("base", 1, 10, {"steps": {"collect_wood": 12}}),
+        ("base", 2, 11, {"settings_steps": 20}),  # a second experiment of base
+        ("other", 1, 12, {"steps": {"collect_wood": 40}}),
+    ):
+        write_run(tmp_path, arm, episode, **changes)
+        path = tmp_path / "output" / arm / f"episode_{episode:03d}" / "result.json"
+        path.write_text(json.dumps({**json.loads(path.read_text()), "started_at": f"2026-11-30T{hour}:00:00+00:00"}))
+
+    written = invoke(tmp_path, {}, "report", "--html", "bundle")
+    assert written.exit_code == 0, written.out + written.err
+    runs = html.unescape((tmp_path / "bundle" / "runs.html").read_text())
+    order = [runs.index(f'data-name="{name}"') for name in ("other", "base")]
+    assert order == sorted(order), "latest first"
+    assert runs.count('data-name="base"') == 2, "one row per experiment"
+    assert "mcu-arms view base --experiment" in runs and "1 of 1" in runs
+    comparison = (tmp_path / "bundle" / "index.html").read_text()
+    assert comparison.index('id="run-index"') < comparison.index('id="arms"'), "the index heads the page"
+    assert str(tmp_path) not in runs, "no path of this machine in the bundle"
+
+    from browser import chromium_missing, start_browser
+
+    if chromium_missing() is not None:
+        return  # the file checks above stand; Chromium checks the page where it is installed
+    with start_browser(window=(1200, 800)) as browser:
+        browser.open((tmp_path / "bundle" / "runs.html").as_uri())
+        rows = browser.run_js(
+            "[...document.querySelectorAll('#run-index tbody tr')].map(r => [r.dataset.name, r.cells[6].innerText])"
+        )
+        assert rows == [["other", "1"], ["base", "0"], ["base", "1"]], rows
+        assert all(r["url"].startswith(("file://", "data:", "about:")) for r in browser.requests())
