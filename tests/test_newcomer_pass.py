@@ -352,3 +352,30 @@ def test_the_index_of_every_run_heads_the_bundle_and_an_arm_with_two_experiments
         )
         assert rows == [["other", "1"], ["base", "0"], ["base", "1"]], rows
         assert all(r["url"].startswith(("file://", "data:", "about:")) for r in browser.requests())
+
+
+def test_the_comparison_page_draws_the_score_first_in_headless_chromium(tmp_path: Path) -> None:
+    import pytest
+    from browser import chromium_missing, start_browser
+
+    write_arm(tmp_path, "base")
+    write_arm(tmp_path, "other", agent="random")
+    for seed in (0, 1):
+        write_run(tmp_path, "base", seed + 1, seed=seed, steps={"collect_wood": 12, "place_table": 30})
+        write_run(tmp_path, "other", seed + 1, seed=seed, steps={"collect_wood": 40} if seed else {})
+    assert invoke(tmp_path, {}, "report", "base", "other", "--html", "bundle").exit_code == 0
+    page = (tmp_path / "bundle" / "index.html").read_text()
+    assert page.index('id="score-chart"') < page.index('id="milestone-chart"'), "the score at the top"
+    if chromium_missing() is not None:
+        pytest.skip(chromium_missing() or "")
+    with start_browser(window=(1200, 900)) as browser:
+        browser.open((tmp_path / "bundle" / "index.html").as_uri())
+        browser.wait_for("window.VIEWER_READY === true", timeout=60)
+        traces = browser.run_js(
+            "document.getElementById('score-chart').data.map(t => [t.mode, t.x, t.y, t.error_y ? true : false])"
+        )
+        joins = [trace for trace in traces if trace[0] == "lines"]
+        assert sorted(trace[2] for trace in joins) == [[2, 0], [2, 1]], "seed 0 and seed 1 joined across the arms"
+        points = [trace for trace in traces if trace[0] == "markers" and not trace[3]]
+        assert [trace[2] for trace in points] == [[2, 2], [0, 1]], "a point per seed"
+        assert sum(trace[3] for trace in traces) == 2, "each arm's mean with its interval"

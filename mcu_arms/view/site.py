@@ -448,7 +448,7 @@ class Site:
 
 
 def comparison_data(result: Analysis) -> dict[str, object]:
-    """The comparison's charts: milestones reached against step, one line per arm (the analysis's ReachedCurve); and
+    """The comparison's charts: the score per seed (report/plot.py's dot plot); milestones reached against step, one line per arm (the analysis's ReachedCurve); and
     per milestone each arm's Kaplan–Meier curve of reaching it with its band (report/plot.py's panels)."""
     plot = plot_data(result)
     curves = {arm.arm: arm.curve for arm in result.arms}
@@ -461,6 +461,8 @@ def comparison_data(result: Analysis) -> dict[str, object]:
     }
     return {
         "title": plot.title,
+        "scores": [column.model_dump() for column in plot.scores],  # the score first: a point per seed, the interval
+        "max_score": plot.max_score,
         "series": series,
         "not_plotted": plot.not_plotted,
         "survival": {key: drawn for key, drawn in survival.items() if drawn},
