@@ -448,8 +448,9 @@ class Site:
 
 
 def comparison_data(result: Analysis) -> dict[str, object]:
-    """The comparison's charts: the score per seed (report/plot.py's dot plot); milestones reached against step, one line per arm (the analysis's ReachedCurve); and
-    per milestone each arm's Kaplan–Meier curve of reaching it with its band (report/plot.py's panels)."""
+    """The comparison's charts: the score per seed (report/plot.py's dot plot); milestones reached against step, one
+    line per arm (the analysis's ReachedCurve); and per milestone each arm's Kaplan–Meier curve of reaching it with its
+    band (report/plot.py's panels)."""
     plot = plot_data(result)
     curves = {arm.arm: arm.curve for arm in result.arms}
     series = [{**arm.model_dump(), **curve.model_dump()} for arm in plot.arms if (curve := curves[arm.arm]) is not None]
