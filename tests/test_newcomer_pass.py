@@ -379,3 +379,11 @@ def test_the_comparison_page_draws_the_score_first_in_headless_chromium(tmp_path
         points = [trace for trace in traces if trace[0] == "markers" and not trace[3]]
         assert [trace[2] for trace in points] == [[2, 2], [0, 1]], "a point per seed"
         assert sum(trace[3] for trace in traces) == 2, "each arm's mean with its interval"
+
+
+def test_the_page_of_a_single_arm_says_there_is_nothing_to_compare_it_with(tmp_path: Path) -> None:
+    write_arm(tmp_path, "solo")
+    write_run(tmp_path, "solo")
+    assert invoke(tmp_path, {}, "report", "solo", "--html", "bundle").exit_code == 0
+    page = (tmp_path / "bundle" / "index.html").read_text()
+    assert "one arm: nothing to compare it with" in page and "has no finished episode" not in page
