@@ -23,6 +23,7 @@ def test_plan_says_what_two_arms_differ_in_and_warns_when_a_pair_is_not_comparab
     two = invoke(tmp_path, {}, "plan", "--dry-run", "--arm", "x_base", "--arm", "x_two")
     assert two.exit_code == 0, two.out + two.err
     assert "x_base vs x_two: agent, step_timeout" in two.out
+    assert two.out.index("└") < two.out.index("the arms differ in"), "the one-line-per-arm summary still comes first"
     assert "warning: x_base and x_two differ in 2 settings (agent, step_timeout)" in " ".join(two.out.split())
 
     everything = invoke(tmp_path, {}, "run", "--dry-run", "--arm", "x_*")  # a glob names all three

@@ -280,14 +280,18 @@ def show_plans(
         env.console.print("[bold]dry run:[/] nothing was created, reserved or started.")
 
 
-def differences(
-    plans: list[ArmPlan], selection: Selection, named: bool, console: Console, *, strict: bool
-) -> list[ArmPair]:
-    """What the named arms differ in, pair by pair, and a warning for each pair `compare` would call NOT comparable
-    (refused with `strict`). Every arm of arms/ (nothing named) is no comparison: nothing is said."""
+def differences(plans: list[ArmPlan], selection: Selection, named: bool, *, strict: bool) -> list[ArmPair]:
+    """The pairs of the named arms with what each differs in; with `strict`, a pair `compare` would call NOT
+    comparable stops the command here, before anything is prepared. Every arm of arms/ (nothing named) is no
+    comparison: no pairs."""
     pairs = arm_pairs(plans, selection) if named else []
     if strict:
         refuse_incomparable(pairs)
+    return pairs
+
+
+def show_differences(pairs: list[ArmPair], console: Console) -> None:
+    """Pair by pair what the arms differ in, and a warning for each pair that differs in more than one setting."""
     if pairs:
         console.print("[bold]the arms differ in[/] (what `compare` will test):")
         for pair in pairs:
@@ -299,7 +303,6 @@ def differences(
                 f"{len(pair.differing)} settings ({escape(', '.join(pair.differing))}): `compare` will call them NOT "
                 "comparable; change one setting per pair (--strict refuses such arms)"
             )
-    return pairs
 
 
 def register(app: typer.Typer) -> None:
@@ -324,8 +327,7 @@ def register(app: typer.Typer) -> None:
         """  # noqa: E501 - typer keeps a help paragraph's line breaks, so each paragraph is one line
         env = environment(ctx)
         plans, selection = planned(files or [], arm, overrides, env, placement, every_arm_when_none=True)
-        human = env.err_console if json_output else env.console
-        differences(plans, selection, bool(files or arm), human, strict=strict)
+        pairs = differences(plans, selection, bool(files or arm), strict=strict)
         on_nodes = placement.executor == "slurm"
         if not dry_run and not on_nodes:
             from mcu_arms.arms.prepare import prepare_hosts
@@ -339,6 +341,7 @@ def register(app: typer.Typer) -> None:
             verbose=verbose,
             groups=plan_groups(plans, selection),
         )
+        show_differences(pairs, env.err_console if json_output else env.console)
         if not dry_run and not json_output and on_nodes:
             env.console.print(
                 f"planned {len(plans)} arm(s) for Slurm: ports and codex homes are made on each episode's node when it "

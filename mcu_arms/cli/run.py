@@ -22,6 +22,7 @@ from mcu_arms.cli.plan import (
     VERBOSE_OPTION,
     differences,
     planned,
+    show_differences,
     show_plans,
 )
 from mcu_arms.contracts.agent_report import in_its_words
@@ -187,12 +188,14 @@ def register(app: typer.Typer) -> None:
             )
         plans, selection = planned(files or [], arm, overrides, env, placement)
         plans = [plan.model_copy(update=annotations) for plan in plans]
-        differences(plans, selection, True, env.err_console if json_output else env.console, strict=strict)
+        pairs = differences(plans, selection, True, strict=strict)
+        human = env.err_console if json_output else env.console
         if dry_run:
             from mcu_arms.supervise.reruns import rerun_decision
 
             decisions = {p.label: rerun_decision(p, env.output_dir / p.arm, rerun=rerun) for p in plans}
             show_plans(plans, env, dry_run=True, json_output=json_output, decisions=decisions, verbose=verbose)
+            show_differences(pairs, human)
             return
 
         from mcu_arms.supervise.executors import run_arms
@@ -209,7 +212,7 @@ def register(app: typer.Typer) -> None:
             retries=selection.retries if retries is None else retries,
             fork_server=fork_server,
         )
-        human = env.err_console if json_output else env.console
+        show_differences(pairs, human)
         outcome = run_arms(plans, env, options, human, detach=detach)
         if notify:
             from mcu_arms.supervise.notify import run_notify
