@@ -388,3 +388,16 @@ def test_the_page_of_a_single_arm_says_there_is_nothing_to_compare_it_with(tmp_p
     assert invoke(tmp_path, {}, "report", "solo", "--html", "bundle").exit_code == 0
     page = (tmp_path / "bundle" / "index.html").read_text()
     assert "one arm: nothing to compare it with" in page and "has no finished episode" not in page
+
+
+def test_a_run_ends_saying_what_to_do_next(tmp_path: Path) -> None:
+    """After `run`, the command that compares (or views) what just finished: flags and names that exist."""
+    write_arm(tmp_path, "demo")
+    write_arm(tmp_path, "demo_random", agent="random")
+    write_run(tmp_path, "demo")
+    write_run(tmp_path, "demo_random")
+    said = invoke(tmp_path, {}, "run", "--arm", "demo", "--arm", "demo_random")  # both finished already: skipped
+    assert said.exit_code == 0, said.out + said.err
+    line = next(line for line in said.out.splitlines() if line.startswith("next:"))
+    assert "`mcu-arms compare demo demo_random`" in line
+    assert invoke(tmp_path, {}, "compare", "demo", "demo_random").exit_code == 0, "the command it names works"

@@ -381,3 +381,15 @@ def _render_outcome(outcome: RunOutcome, env: Environment) -> None:
         env.console.print(f"[magenta]{escape(arm)} stopped as asked, by {escape(who)}[/]")
     if outcome.interrupted_by and outcome.exit_code != 0:
         env.console.print(f"[magenta]interrupted by {outcome.interrupted_by}[/]")
+    if (hint := next_step(outcome)) is not None:
+        env.console.print(f"[dim]next:[/] {escape(hint)}", highlight=False)
+
+
+def next_step(outcome: RunOutcome) -> str | None:
+    """What to do with what just finished: compare the arms (two or more), or look at the one (one)."""
+    arms = list(dict.fromkeys(arm.arm for arm in outcome.arms if arm.status in ("finished", "skipped")))
+    if not arms:
+        return None
+    if len(arms) == 1:
+        return f"`mcu-arms view {arms[0]}` shows its episode step by step; run a second arm to compare it with"
+    return f"`mcu-arms compare {' '.join(arms)}` tests the difference; `mcu-arms view {' '.join(arms)}` shows it"
