@@ -401,3 +401,15 @@ def test_a_run_ends_saying_what_to_do_next(tmp_path: Path) -> None:
     line = next(line for line in said.out.splitlines() if line.startswith("next:"))
     assert "`mcu-arms compare demo demo_random`" in line
     assert invoke(tmp_path, {}, "compare", "demo", "demo_random").exit_code == 0, "the command it names works"
+
+
+def test_episode_links_are_named_by_seed(tmp_path: Path) -> None:
+    from view_episodes import write_episode
+
+    write_episode(tmp_path, "cx", steps=10)
+    assert invoke(tmp_path, {}, "report", "cx", "--html", "bundle").exit_code == 0
+    page = (tmp_path / "bundle" / "index.html").read_text()
+    assert (
+        '<a class="episode-link" href="episodes/cx-001-mine_diamond_from_scratch/index.html" title="episode 1">' in page
+    )
+    assert "seed 0: mine_diamond_from_scratch</a>" in page

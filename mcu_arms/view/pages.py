@@ -46,6 +46,7 @@ class EpisodeLink:
     task: str
     href: str  # relative to the site's root
     running: bool = False
+    seed: int | None = None  # how a link is named: episodes of one arm differ by their seed
 
 
 @functools.cache

@@ -301,6 +301,7 @@ class Site:
                 task=s.task,
                 href=f"{EPISODES}/{key}/{INDEX}",
                 running=s.report.status in OPEN_STATUSES and not self.gone(s.run_dir, s.report),
+                seed=s.report.settings.seed,
             )
             for key, s in self.sources.items()
         ]
