@@ -413,3 +413,36 @@ def test_episode_links_are_named_by_seed(tmp_path: Path) -> None:
         '<a class="episode-link" href="episodes/cx-001-mine_diamond_from_scratch/index.html" title="episode 1">' in page
     )
     assert "seed 0: mine_diamond_from_scratch</a>" in page
+
+
+def test_episode_timelines_keep_their_colours_across_pages_and_label_each_milestone_star(tmp_path: Path) -> None:
+    import pytest
+    from browser import chromium_missing, start_browser
+    from view_episodes import MILESTONE_STEPS, write_episode
+
+    if chromium_missing() is not None:
+        pytest.skip(chromium_missing() or "")
+    STEPS_TO_A_MILESTONE = MILESTONE_STEPS["mine_log"] + 10  # noqa: N806 - a constant of this test
+    write_episode(tmp_path, "cx", steps=STEPS_TO_A_MILESTONE)  # a codex agent: turns and more series than the other
+    write_episode(tmp_path, "rnd", steps=STEPS_TO_A_MILESTONE, agent="random", frames=False)
+    assert invoke(tmp_path, {}, "report", "cx", "rnd", "--html", "bundle").exit_code == 0
+    colours: list[dict[str, str]] = []
+    starred = 0
+    with start_browser(window=(1200, 900)) as browser:
+        for arm in ("cx", "rnd"):
+            browser.open("about:blank")
+            page = tmp_path / "bundle" / "episodes" / f"{arm}-001-mine_diamond_from_scratch" / "index.html"
+            browser.open(page.as_uri())
+            browser.wait_for("window.VIEWER_READY === true", timeout=60)
+            traces = browser.run_js(
+                "[...document.querySelectorAll('.js-plotly-plot')].flatMap(gd => gd.data)"
+                ".map(t => [t.name, t.mode, t.line ? t.line.color : null, t.text || null])"
+            )
+            colours.append({name: colour for name, mode, colour, _ in traces if mode == "lines" and colour})
+            stars = [trace for trace in traces if trace[0] == "milestone"]
+            for star in stars:
+                assert star[1] == "markers+text" and all(star[3]), "each star says which milestone"
+                starred += 1
+    assert starred, "the episodes reached a milestone"
+    shared = set(colours[0]) & set(colours[1])
+    assert shared and all(colours[0][name] == colours[1][name] for name in shared), colours
