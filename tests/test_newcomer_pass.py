@@ -446,3 +446,18 @@ def test_episode_timelines_keep_their_colours_across_pages_and_label_each_milest
     assert starred, "the episodes reached a milestone"
     shared = set(colours[0]) & set(colours[1])
     assert shared and all(colours[0][name] == colours[1][name] for name in shared), colours
+
+
+def test_the_pace_of_an_episode_that_ended_is_its_own_not_decayed_by_the_wait_after_it() -> None:
+    """300 steps in 5 s is 3600 steps/min, however long the view goes on showing it after it ended."""
+    import time
+
+    from mcu_arms.contracts.steps import StepProgress
+    from mcu_arms.supervise.progress import ArmProgress, StepSample
+
+    progress = ArmProgress("demo", max_steps=300, state="running")
+    start = time.time() - 60  # ended a minute ago
+    progress.add_steps([StepSample("t", StepProgress(step=i, t=start + i * 5 / 299)) for i in range(300)])
+    progress.finished = time.monotonic()
+    rate = progress.steps_per_minute()
+    assert rate is not None and 3500 < rate < 3700, rate
