@@ -461,3 +461,15 @@ def test_the_pace_of_an_episode_that_ended_is_its_own_not_decayed_by_the_wait_af
     progress.finished = time.monotonic()
     rate = progress.steps_per_minute()
     assert rate is not None and 3500 < rate < 3700, rate
+
+
+def test_campaign_words_agree_a_stopped_episode_is_interrupted_and_no_eta_without_a_run() -> None:
+    from mcu_arms.contracts.campaign_run import CampaignTally
+
+    stopped = CampaignTally(
+        total=4, done=2, running=0, queued=0, failed=0, interrupted=1, retried=0, ended=3, elapsed_s=60, live=False
+    )
+    said = stopped.text()
+    assert "0 failed, 1 interrupted" in said and "ETA" not in said and "not running" in said
+    live = stopped.model_copy(update={"live": True, "running": 1, "interrupted": 0})
+    assert "ETA" in live.text() and "interrupted" not in live.text()

@@ -195,7 +195,7 @@ def _render_campaign(state: CampaignState, env: Environment) -> None:
             str(cell.seed),
             f"[{CELL_STYLES[cell.state]}]{cell.state}[/]",
             f"{cell.episode:03d}" if cell.episode is not None else "-",
-            str(cell.attempts),
+            str(cell.attempts) if cell.attempts else "-",  # 0: not run by the campaign's latest run
             step,
             f"{cell.score:g}" if cell.score is not None else "-",
             escape(shown_text(cell.note, MAX_MESSAGE_CHARS)) if cell.note else "",
