@@ -415,6 +415,16 @@ def test_episode_links_are_named_by_seed(tmp_path: Path) -> None:
     assert "seed 0: mine_diamond_from_scratch</a>" in page
 
 
+def test_no_path_of_this_machine_travels_in_the_bundle(tmp_path: Path) -> None:
+    from view_episodes import write_episode
+
+    write_episode(tmp_path, "cx", steps=20)
+    write_episode(tmp_path, "rnd", steps=20, agent="random", frames=False)  # its page says how to get frames
+    assert invoke(tmp_path, {}, "report", "cx", "rnd", "--html", "bundle").exit_code == 0
+    texts = [path for path in (tmp_path / "bundle").rglob("*") if path.suffix in (".html", ".js")]
+    assert texts and not [path for path in texts if str(tmp_path) in path.read_text(errors="replace")]
+
+
 def test_episode_timelines_keep_their_colours_across_pages_and_label_each_milestone_star(tmp_path: Path) -> None:
     import pytest
     from browser import chromium_missing, start_browser

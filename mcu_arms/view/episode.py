@@ -432,7 +432,8 @@ def _frame_index(source: EpisodeSource) -> FrameIndex:
     hint = None
     if not found:
         saved = source.report.settings.save_frames
-        where = source.arm_file or f"the arm file of {source.arm}"
+        # the arm file by its folder and name: a page may travel as a bundle, and no path of this machine goes with it
+        where = "/".join(Path(source.arm_file).parts[-2:]) if source.arm_file else f"the arm file of {source.arm}"
         hint = (
             f"save_frames was on, yet {folder} holds no frames"
             if saved
