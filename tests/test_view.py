@@ -473,7 +473,8 @@ def test_a_running_episode_is_shown_first_marked_with_its_step_and_reloaded_unti
     index = site.get("index.html").data.decode()
     assert '<meta http-equiv="refresh" content="5">' in index
     assert f"episode 2 running: {TASK}, step 12 of 20" in index
-    assert f"2: {TASK} (running)" in index and f"1: {TASK}</a>" in index
+    assert re.search(rf'title="episode 2">seed \d+: {TASK} \(running\)', index), "links are named by seed"
+    assert re.search(rf'title="episode 1">seed \d+: {TASK}</a>', index)
     page = site.get(f"episodes/{RUNNING_KEY}/index.html").data.decode()
     assert 'id="running"' in page and 'http-equiv="refresh"' in page
     assert site.episode(RUNNING_KEY).view.steps == 12
@@ -514,7 +515,7 @@ def test_a_started_episode_whose_supervisor_is_gone_is_shown_stale_and_never_rel
     site = Site.build(["cx"], env, live=True)
     index = site.get("index.html").data.decode()
     assert f"episode 2 stale (supervisor gone): its report was never finished; it stopped at {TASK}, step 12" in index
-    assert 'http-equiv="refresh"' not in index and f"2: {TASK} (running)" not in index
+    assert 'http-equiv="refresh"' not in index and f"{TASK} (running)" not in index
     assert "left unfinished" in index and "running now" not in index
     page = site.get(f"episodes/{RUNNING_KEY}/index.html").data.decode()
     assert "stale (supervisor gone)" in page and 'id="running"' not in page and 'http-equiv="refresh"' not in page
