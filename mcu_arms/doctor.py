@@ -17,7 +17,7 @@ import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import psutil
 from pydantic import BaseModel
@@ -41,14 +41,68 @@ class Check(BaseModel):
     status: Status
     detail: str
     needed_by: list[str]
+    endpoint: bool = False  # a model endpoint asked whether it answers (not this host's own)
 
     @classmethod
     def of(cls, check: HostCheck, needed_by: list[str]) -> Check:
         return cls(name=check.name, status=check.status, detail=check.problem(), needed_by=needed_by)
 
 
+ArmState = Literal["ready", "endpoints down", "cannot run here"]
+STATE_ORDER: tuple[ArmState, ...] = ("ready", "endpoints down", "cannot run here")
+
+
+class ArmGroup(BaseModel):
+    """Arms that need the same things (one simulator, or the model endpoints of one kind of agent), and whether this
+    host gives them what they need: what doctor and plan say first, before any single check."""
+
+    name: str  # "embedded arms", "minestudio arms", "planned arms on embedded"
+    arms: list[str]
+    state: ArmState  # the worst of its arms'
+    problems: list[str]  # the names of the checks in the way, each once
+
+    def text(self) -> str:
+        arms = ", ".join(self.arms)
+        if self.state == "ready":
+            return f"{self.name} ({arms}): ready"
+        if self.state == "endpoints down":
+            return f"{self.name} ({arms}): endpoints down ({', '.join(self.problems)}): start them or fix the URLs"
+        return (
+            f"{self.name} ({arms}): cannot run here, {len(self.problems)} missing ({', '.join(self.problems)}); "
+            "each check says how to fix it"
+        )
+
+
+def group_name(simulator: str, agent: str, has_endpoints: bool) -> str:
+    """An arm that names model endpoints is ready when they answer; any other arm when its simulator is here."""
+    return f"{agent} arms on {simulator}" if has_endpoints else f"{simulator} arms"
+
+
+def readiness_groups(arms: list[tuple[str, str]], checks: list[Check]) -> list[ArmGroup]:
+    """`arms`: (arm, group name) in order. Each group with the checks that fail for its arms (cannot run here) or,
+    failing none, the model endpoints that do not answer (endpoints down)."""
+    groups: dict[str, list[str]] = {}
+    for arm, group in arms:
+        groups.setdefault(group, []).append(arm)
+    found = []
+    for name, members in groups.items():
+        failed = [c.name for c in checks if c.status == "fail" and set(c.needed_by) & set(members)]
+        down = [c.name for c in checks if c.status == "warn" and c.endpoint and set(c.needed_by) & set(members)]
+        state: ArmState = "cannot run here" if failed else "endpoints down" if down else "ready"
+        found.append(ArmGroup(name=name, arms=members, state=state, problems=list(dict.fromkeys(failed or down))))
+    return found
+
+
+def asked_can_run(groups: list[ArmGroup], *, named: bool) -> bool:
+    """Exit 0 when what was asked about can run: every arm named, or (nothing named: the install) some group."""
+    if named:
+        return all(group.state != "cannot run here" for group in groups)
+    return not groups or any(group.state != "cannot run here" for group in groups)
+
+
 class DoctorReport(BaseModel):
     checks: list[Check]
+    groups: list[ArmGroup] = []
 
     @property
     def failed(self) -> bool:
@@ -233,7 +287,13 @@ def model_endpoint_checks(specs: list[ArmSpec]) -> list[Check]:
             else f"{shown} does not answer ({scrub(problem)}): start it or fix the URL"
         )
         checks.append(
-            Check(name=f"{what} endpoint", status="ok" if problem is None else "warn", detail=detail, needed_by=names)
+            Check(
+                name=f"{what} endpoint",
+                status="ok" if problem is None else "warn",
+                detail=detail,
+                needed_by=names,
+                endpoint=True,
+            )
         )
     return checks
 

@@ -15,6 +15,19 @@ from typer.testing import CliRunner
 from mcu_arms.cli import app
 from mcu_arms.environment import Environment, console_for
 
+REPO = Path(__file__).resolve().parents[1]
+# The arm files this repository ships (arms/ also holds the user's own: a test never reads those).
+SHIPPED_ARMS = ("demo", "demo_random", "dm_pl", "dm_wm", "dm_wmc", "planned_chat", "planned_kev", "planned_mineflayer")
+
+
+def with_shipped_arms(project: Path) -> Path:
+    """`project` with a copy of the shipped arm files in its arms/, and nothing else there."""
+    (project / "arms").mkdir(parents=True, exist_ok=True)
+    for name in SHIPPED_ARMS:
+        (project / "arms" / f"{name}.toml").write_text((REPO / "arms" / f"{name}.toml").read_text(encoding="utf-8"))
+    return project
+
+
 FIXED_NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
 
 

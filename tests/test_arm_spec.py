@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from cli_support import SHIPPED_ARMS
 
 from mcu_arms.arms.spec import load_arm, parse_arm
 from mcu_arms.contracts.errors import UserError
@@ -167,7 +168,7 @@ def test_missing_file(tmp_path: Path):
 
 def test_shipped_arms_all_load():
     arms = Path(__file__).resolve().parents[1] / "arms"
-    specs = {p.stem: load_arm(p) for p in arms.glob("*.toml")}
+    specs = {name: load_arm(arms / f"{name}.toml") for name in SHIPPED_ARMS}  # never the user's own arms/
     assert {"dm_pl", "dm_wm", "dm_wmc", "demo", "demo_random"} <= set(specs)
     assert specs["dm_wmc"].session_turns == 12 and specs["dm_wmc"].compact is True
     assert (specs["dm_pl"].ports.green, specs["dm_pl"].ports.purple) == (9051, 9061)

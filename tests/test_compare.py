@@ -426,10 +426,16 @@ def test_plot_is_a_png_with_one_kaplan_meier_panel_per_milestone(pair: Path) -> 
     assert (random_.curve.steps, random_.curve.reached) == ([0, 150], [0, 1])
     table = next(panel for panel in data.milestones if panel.identity == "place_table")
     assert table.curves[1].curve.reached == [0, 0] and table.curves[1].median is None, "not reached: censored"
-    diamond = next(panel for panel in data.milestones if panel.identity == "collect_diamond")
-    assert [c.arm for c in diamond.curves] == ["scripted_arm"], "unavailable to random_arm: no curve"
+    assert [panel.identity for panel in data.milestones] == ["collect_wood", "place_table", "make_wood_pickaxe"], (
+        "a milestone no arm reached gets no panel"
+    )
+    assert [(column.arm, column.seeds, column.scores) for column in data.scores] == [
+        ("scripted_arm", [0], [3.0]),
+        ("random_arm", [0], [1.0]),
+    ], "the score first: a point per seed"
     figure = build_figure(data)
-    panel_axes = [axes for axes in figure.axes if axes.get_lines()]
+    assert figure.axes[0].get_title().startswith("score: a point per seed")
+    panel_axes = figure.axes[1 : len(data.milestones) + 1]
     assert [axes.get_title() for axes in panel_axes] == [panel.identity for panel in data.milestones]
     assert list(panel_axes[0].get_lines()[0].get_xdata()) == data.milestones[0].curves[0].curve.steps
     assert [t.get_text() for t in figure.legends[0].get_texts()] == [
@@ -509,7 +515,7 @@ def test_real_embedded_runs_scripted_ahead_of_random(tmp_path: Path) -> None:
 
     from mcu_arms.report.plot import build_figure, plot_data
 
-    assert len(build_figure(plot_data(result)).axes[0].get_lines()) == 2, "both arms' curves of the first milestone"
+    assert len(build_figure(plot_data(result)).axes[1].get_lines()) == 2, "both arms' curves of the first milestone"
 
 
 def test_a_policy_model_with_its_endpoint_and_revision_is_one_change(tmp_path: Path) -> None:

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from cli_support import invoke
+from cli_support import SHIPPED_ARMS, invoke, with_shipped_arms
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -52,26 +51,27 @@ def test_seed_arms_dry_run_prints_three_plans(env):
     assert "dry run: nothing was created" in outcome.out
 
 
-def test_plan_with_no_arm_named_plans_every_arm_in_arms_and_run_refuses(env):
-    outcome = invoke(REPO, env, "plan", "--dry-run")
+def test_plan_with_no_arm_named_plans_every_arm_in_arms_and_run_refuses(tmp_path, env):
+    project = with_shipped_arms(tmp_path)  # the shipped arms, never the user's own arms/
+    outcome = invoke(project, env, "plan", "--dry-run")
     assert outcome.exit_code == 0, outcome.err
-    arms = sorted(path.stem for path in (REPO / "arms").glob("*.toml"))
+    arms = sorted(SHIPPED_ARMS)
     assert len(arms) >= 5
     rows = [
         [cell.strip() for cell in line.split("│")[1:-1]] for line in outcome.out.splitlines() if line.startswith("│")
     ]
     assert [row[0] for row in rows] == arms, "summary first: one line per arm"
-    assert {row[7] for row in rows} <= {"ready", "cannot run here"}, rows
+    assert {row[7] for row in rows} <= {"ready", "endpoints down", "cannot run here"}, rows
     assert "arm demo (" not in outcome.out and "--verbose" in outcome.out, "each plan whole only when asked"
     assert len(outcome.out.splitlines()) < 40
-    verbose = invoke(REPO, env, "plan", "--dry-run", "--verbose").out
+    verbose = invoke(project, env, "plan", "--dry-run", "--verbose").out
     assert verbose.index("│ demo ") < verbose.index("arm demo (")
     for arm in arms:
         assert f"arm {arm} (" in verbose
-    planned = plan_json(REPO, env, "--dry-run")["plans"]
+    planned = plan_json(project, env, "--dry-run")["plans"]
     assert [plan["arm"] for plan in planned] == arms
 
-    refused = invoke(REPO, env, "run", "--dry-run")
+    refused = invoke(project, env, "run", "--dry-run")
     assert refused.exit_code == 2
     assert "name at least one arm" in refused.err and f"allowed: {', '.join(arms)}" in refused.err
 
@@ -272,8 +272,7 @@ LIGHT_COMMANDS = [
 
 @pytest.mark.parametrize("args", LIGHT_COMMANDS, ids=lambda args: args[0])
 def test_light_commands_do_not_import_the_heavy_stack(tmp_path, env, args):
-    project = tmp_path / "project"
-    shutil.copytree(REPO / "arms", project / "arms")
+    project = with_shipped_arms(tmp_path / "project")
     code = (
         "import sys\n"
         "from typer.testing import CliRunner\n"

@@ -345,6 +345,7 @@ class Selection(BaseModel):
 
     specs: list[tuple[ArmSpec, Path]]
     campaigns: list[Campaign]
+    unreadable: list[UserError] = []  # a folder's files that could not be read, each with why (the rest still run)
 
     @property
     def max_parallel(self) -> int | None:
@@ -388,3 +389,20 @@ def select_arms(sources: list[Path], overrides: Overrides, arms_dir: Path) -> Se
                 spec = with_seeds(spec, campaign.seeds)
             specs.append((apply_overrides(spec, overrides, arm.source), arm.source))
     return Selection(specs=specs, campaigns=campaigns)
+
+
+def select_readable_arms(sources: list[Path], overrides: Overrides, arms_dir: Path) -> Selection:
+    """A folder of arm files read file by file: each bad one is set aside with its error (for the command to report
+    at the end, exiting non-zero) and the rest are selected, rather than one typo hiding every other arm."""
+    selections: list[Selection] = []
+    unreadable: list[UserError] = []
+    for source in sources:
+        try:
+            selections.append(select_arms([source], overrides, arms_dir))
+        except UserError as error:
+            unreadable.append(error if error.path is not None else error.at(path=source))
+    return Selection(
+        specs=[spec for each in selections for spec in each.specs],
+        campaigns=[campaign for each in selections for campaign in each.campaigns],
+        unreadable=unreadable,
+    )

@@ -6,6 +6,7 @@ limit); the models they land in, and the fingerprint, are contracts (contracts/s
 
 from __future__ import annotations
 
+import fnmatch
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -480,7 +481,13 @@ def resolve_sources(
     """Arm (or campaign) files named directly or by `--arm NAME`; with neither, every arm in the arms dir (`plan`)
     or an error listing them (`run`, which never starts arms nobody named)."""
     named = [path if path.is_absolute() else env.cwd / path for path in files]
-    sources = [*named, *(arm_path(env.arms_dir, name) for name in arm_names)]
+    for given, path in zip(files, named, strict=True):
+        if not path.exists() and (env.arms_dir / f"{given}.toml").is_file():  # `run demo` meant `run --arm demo`
+            raise UserError(
+                f"no such arm file: {given} (FILES are paths; did you mean `--arm {given}`?)",
+                allowed=f"--arm {given}, or arms/{given}.toml",
+            )
+    sources = [*named, *(path for name in arm_names for path in _arm_paths(env.arms_dir, name))]
     if not sources and every_arm_when_none:
         sources = arm_files(env.arms_dir)
         if not sources:
@@ -492,6 +499,19 @@ def resolve_sources(
         if source.resolve() not in {u.resolve() for u in unique}:
             unique.append(source)
     return unique
+
+
+GLOB_CHARACTERS = frozenset("*?[")
+
+
+def _arm_paths(arms_dir: Path, name: str) -> list[Path]:
+    """`--arm NAME`, or `--arm 'GLOB'`: every arm whose name matches (at least one)."""
+    if not GLOB_CHARACTERS & set(name):
+        return [arm_path(arms_dir, name)]
+    matched = sorted(path for path in arm_files(arms_dir) if fnmatch.fnmatchcase(path.stem, name))
+    if not matched:
+        raise UserError(f"no arm matches '{name}'", key="--arm", allowed=known_arms_text(arms_dir))
+    return matched
 
 
 def load_specs(sources: list[Path], overrides: Overrides) -> list[tuple[ArmSpec, Path]]:

@@ -19,7 +19,7 @@ STYLE = {"passed": "green", "stand-in": "cyan", "skipped": "yellow", "failed": "
 
 
 def register(app: typer.Typer) -> None:
-    @app.command()
+    @app.command(short_help="Run the first-run checklist on the real MineStudio engine (a few minutes).")
     @reports_user_errors
     def acceptance(
         ctx: typer.Context,

@@ -15,6 +15,7 @@ import typer
 from mcu_arms.arms.spec import ALLOWED, ARM_NAME_PATTERN
 from mcu_arms.cli.common import environment, reports_user_errors
 from mcu_arms.contracts.errors import UserError
+from mcu_arms.environment import Environment
 from mcu_arms.isolation.codex_home import build_codex_home, default_auth, default_root, temporary_dir_reason
 
 # What the seed's scripts/codex-home.sh exported, for readers coming from it.
@@ -42,6 +43,24 @@ def export_lines(environment: dict[str, str]) -> list[str]:
     return lines
 
 
+def refuse_non_codex_arm(name: str, env: Environment) -> None:
+    """An arm whose agent is no codex agent never uses a CODEX_HOME: building one would only mislead."""
+    from mcu_arms.arms.spec import load_arm
+    from mcu_arms.contracts.catalog import CODEX_AGENTS
+
+    path = env.arms_dir / f"{name}.toml"
+    if not path.is_file():
+        return  # a home for an arm still to be written, or for codex by hand
+    agent = load_arm(path).agent
+    if agent not in CODEX_AGENTS:
+        raise UserError(
+            f"arm '{name}' runs agent '{agent}', which does not use codex: it would never read this home",
+            path=path,
+            key="agent",
+            allowed=f"an arm whose agent is {', '.join(sorted(CODEX_AGENTS))}",
+        )
+
+
 def register(app: typer.Typer) -> None:
     @app.command("codex-home", help=HELP)
     @reports_user_errors
@@ -54,6 +73,7 @@ def register(app: typer.Typer) -> None:
         env = environment(ctx)
         if not re.fullmatch(ARM_NAME_PATTERN, name):
             raise UserError(f"'{name}' is not a valid arm name", key="NAME", allowed=ALLOWED["name"])
+        refuse_non_codex_arm(name, env)
         root_key = "--root" if root is not None else "MCU_CODEX_ROOT"
         root = root or default_root(env.env)
         reason = temporary_dir_reason(root, env.env, set_by="--root or MCU_CODEX_ROOT")

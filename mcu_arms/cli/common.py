@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 from pydantic import BaseModel
@@ -15,9 +15,14 @@ from typer.core import TyperCommand, TyperGroup
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.environment import Environment
 
+if TYPE_CHECKING:
+    from mcu_arms.arms.campaign import Selection
+    from mcu_arms.doctor import ArmGroup
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_USER_ERROR = 2
+GROUP_STYLE = {"ready": "green", "endpoints down": "yellow", "cannot run here": "bold red"}
 
 
 class _FlagsWithoutType:
@@ -88,6 +93,23 @@ def reports_user_errors(fn: F) -> F:
             raise typer.Exit(EXIT_USER_ERROR) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def report_unreadable(selection: Selection, env: Environment) -> None:
+    """Each arm file of the folder that could not be read, one line each, after what could; then exit 2."""
+    for error in selection.unreadable:
+        env.err_console.print(f"[bold red]error:[/] {escape(error.render())}", highlight=False, soft_wrap=True)
+    if selection.unreadable:
+        env.err_console.print(
+            f"{len(selection.unreadable)} arm file(s) could not be read; the others are shown above", highlight=False
+        )
+        raise typer.Exit(EXIT_USER_ERROR)
+
+
+def show_groups(groups: list[ArmGroup], env: Environment) -> None:
+    """One line per group of arms, what it needs in a word: ready, endpoints down, or cannot run here."""
+    for group in groups:
+        env.console.print(f"[{GROUP_STYLE[group.state]}]{escape(group.text())}[/]")
 
 
 def print_json(env: Environment, payload: BaseModel | Sequence[BaseModel] | dict[str, Any]) -> None:

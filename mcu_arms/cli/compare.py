@@ -79,7 +79,24 @@ def _table(result: Analysis, title: str, rows: list[tuple[str, list[str]]], env:
     env.console.print(table)
 
 
-def render(result: Analysis, env: Environment) -> None:
+def no_test_line(result: Analysis) -> str | None:
+    """Why no test is printed, with what to run instead, or None when the tests mean something: arms that differ in
+    more than one setting, or an arm with fewer than two seeds, have none worth reading."""
+    names = result.arm_names()
+    if not result.verdict.comparable:
+        return (
+            f"no test: the arms differ in {', '.join(result.verdict.differing)}, so no difference can be put down to "
+            "one of them; compare arms that differ in one setting (`mcu-arms plan --strict` checks them first)"
+        )
+    if len(names) > 1 and min(arm.n for arm in result.arms) < 2:
+        arms = " ".join(f"--arm {name}" for name in names)
+        return f"no test at one seed per arm: run more seeds, e.g. `mcu-arms run {arms} --seeds 0-4`, then compare"
+    return None
+
+
+def render(result: Analysis, env: Environment, *, verbose: bool = False) -> None:
+    """The verdict and the scores first; the tests when they mean something; how they were made with `verbose`;
+    then settings, milestones and what was left out."""
     console = env.console
     good = result.verdict.comparable and result.verdict.trustworthy and not result.verdict.missing
     console.print(f"[{'green' if good else 'bold red'}]{escape(result.verdict.text)}[/]", highlight=False)
@@ -88,16 +105,22 @@ def render(result: Analysis, env: Environment) -> None:
     for flag in result.flags:
         who = f" {escape(flag.arm)}:" if flag.arm else ""
         console.print(f"[bold yellow]! {flag.kind}[/]{who} {escape(flag.message)}", highlight=False, soft_wrap=True)
-    for difference in result.differences:
+    _table(result, "results over the episodes used", result_rows(result), env)
+    untestable = no_test_line(result)
+    if untestable is not None and result.differences:
+        console.print(f"[yellow]{escape(untestable)}[/]", highlight=False)
+    for difference in result.differences if untestable is None else []:
         for line in difference.lines():
             style = "green" if line.verdict == "distinguishable" else "default"
             console.print(f"[{style}]{escape(line.text)}[/]", highlight=False, soft_wrap=True)
-    if result.differences:
+    if result.differences and untestable is None and verbose:
         console.print(
             f"[dim]statistics: {escape(result.statistics_method)}; multiple comparisons: {escape(result.family)}[/]",
             highlight=False,
             soft_wrap=True,
         )
+    elif result.differences and untestable is None:
+        console.print("[dim]how each test was made: --verbose[/]", highlight=False)
 
     if result.settings:
         console.print("[bold]settings" + (" (all)" if result.show_all else " that differ") + "[/]")
@@ -110,8 +133,6 @@ def render(result: Analysis, env: Environment) -> None:
                 mark = f" [dim](follows {row.follows})[/]"
             settings.add_row(f"{row.key}{mark}", *(escape(setting_text(v)) for v in row.values))
         console.print(settings)
-
-    _table(result, "results over the episodes used", result_rows(result), env)
 
     if result.milestones:
         tasks = list(dict.fromkeys(row.task for row in result.milestones))
@@ -174,6 +195,7 @@ def register(app: typer.Typer) -> None:
             None, "--plot", help="Also draw milestones against step to FILE (.png, .pdf or .svg, by its suffix)."
         ),
         log_x: bool = typer.Option(False, "--log-x", help="Draw the plot's step axis on a log scale."),
+        verbose: bool = typer.Option(False, "--verbose", "-v", help="Also say how each test was made."),
         export: Path | None = typer.Option(
             None, "--export", help="Also write tidy tables (CSV, and Parquet when pyarrow is installed) into DIR."
         ),
@@ -213,7 +235,7 @@ def register(app: typer.Typer) -> None:
         elif markdown_output:
             env.console.out(to_markdown(result), highlight=False, end="")
         else:
-            render(result, env)
+            render(result, env, verbose=verbose)
         raise typer.Exit(result.exit_code)
 
 

@@ -6,23 +6,57 @@ from pathlib import Path
 
 import typer
 from rich.markup import escape
+from rich.padding import Padding
 from rich.table import Table
 
-from mcu_arms.arms.campaign import select_arms
+from mcu_arms.arms.campaign import select_arms, select_readable_arms
 from mcu_arms.arms.spec import arm_files
-from mcu_arms.cli.common import environment, print_json, reports_user_errors
+from mcu_arms.cli.common import environment, print_json, report_unreadable, reports_user_errors, show_groups
 from mcu_arms.cli.options import with_placement
 from mcu_arms.contracts.catalog import CODEX_AGENTS
 from mcu_arms.contracts.settings import Overrides
 from mcu_arms.contracts.slurm import Placement
-from mcu_arms.doctor import run_doctor, slurm_checks
+from mcu_arms.doctor import (
+    DoctorReport,
+    asked_can_run,
+    group_name,
+    model_endpoints,
+    readiness_groups,
+    run_doctor,
+    slurm_checks,
+)
+from mcu_arms.environment import Environment, fits
 from mcu_arms.isolation.codex_home import default_root
 
 STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red"}
 
 
+def show_checks(report: DoctorReport, arms: int, env: Environment) -> None:
+    """What can run first, then every check: a table where it fits, else a check a paragraph, its detail wrapped
+    on word boundaries (an install command is never cut)."""
+    title = f"mcu-arms doctor ({arms} arm(s))"
+    table = Table(title=title)
+    for column in ("check", "status", "detail", "needed by"):
+        table.add_column(column)
+    for check in report.checks:
+        table.add_row(
+            check.name, f"[{STYLE[check.status]}]{check.status}[/]", escape(check.detail), ", ".join(check.needed_by)
+        )
+    show_groups(report.groups, env)
+    if fits(env.console, table):
+        env.console.print(table)
+        return
+    env.console.print(f"[bold]{title}[/]")
+    for check in report.checks:
+        env.console.print(
+            f"[{STYLE[check.status]}]{check.status}[/] [bold]{escape(check.name)}[/] "
+            f"[dim](needed by {escape(', '.join(check.needed_by))})[/]"
+        )
+        env.console.print(Padding(escape(check.detail), (0, 0, 0, 2), expand=False))
+
+
 def register(app: typer.Typer) -> None:
-    @app.command()
+    @app.command(short_help="Check this host for what the arms need, grouped by what can run here.")
     @reports_user_errors
     @with_placement
     def doctor(
@@ -38,10 +72,13 @@ def register(app: typer.Typer) -> None:
         CUDA for steve1, and memory for the number of arms. With --executor slurm, also what submitting them from
         here needs: sbatch, squeue and scancel, the partition, sacct, the run directory and this mcu-arms on a
         filesystem the nodes share, codex homes on local disk (the rest must hold on the nodes: `srun mcu-arms
-        doctor ...` checks one). Exit 1 if a check fails."""
+        doctor ...` checks one). Exit 1 when what was asked about cannot run: an arm named, or with none named, every
+        arm of arms/."""
         env = environment(ctx)
-        paths = [path if path.is_absolute() else env.cwd / path for path in files or []] or arm_files(env.arms_dir)
-        specs = list({spec.name: spec for spec, _ in select_arms(paths, Overrides(), env.arms_dir).specs}.values())
+        named = [path if path.is_absolute() else env.cwd / path for path in files or []]
+        select = select_arms if named else select_readable_arms  # a bad file of arms/ is reported; the rest checked
+        selection = select(named or arm_files(env.arms_dir), Overrides(), env.arms_dir)
+        specs = list({spec.name: spec for spec, _ in selection.specs}.values())
         report = run_doctor(specs, env.env)
         if placement.executor == "slurm":
             chosen = placement.slurm.partition
@@ -52,19 +89,12 @@ def register(app: typer.Typer) -> None:
                 if spec.agent in CODEX_AGENTS
             }
             report.checks += slurm_checks(env.env, env.output_dir, partitions, roots)
+        arms = [(spec.name, group_name(spec.simulator, spec.agent, bool(model_endpoints(spec)))) for spec in specs]
+        report.groups = readiness_groups(arms, report.checks)
         if json_output:
             print_json(env, report)
         else:
-            table = Table(title=f"mcu-arms doctor ({len(specs)} arm(s))")
-            for column in ("check", "status", "detail", "needed by"):
-                table.add_column(column)
-            for check in report.checks:
-                table.add_row(
-                    check.name,
-                    f"[{STYLE[check.status]}]{check.status}[/]",
-                    escape(check.detail),
-                    ", ".join(check.needed_by),
-                )
-            env.console.print(table)
-        if report.failed:
+            show_checks(report, len(specs), env)
+        report_unreadable(selection, env)
+        if not asked_can_run(report.groups, named=bool(named)):
             raise typer.Exit(1)

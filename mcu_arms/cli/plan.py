@@ -7,28 +7,50 @@ import sys
 from pathlib import Path
 
 import typer
-from rich.console import Group, RenderableType
+from rich.console import Console, Group, RenderableType
 from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
-from mcu_arms.arms.campaign import Selection, select_arms
+from mcu_arms.arms.campaign import Selection, select_arms, select_readable_arms
+from mcu_arms.arms.differences import ArmPair, arm_pairs, refuse_incomparable
 from mcu_arms.arms.plan import plan_specs, purple_notes, resolve_sources
-from mcu_arms.cli.common import arm_file_names, environment, print_json, reports_user_errors
+from mcu_arms.cli.common import (
+    arm_file_names,
+    environment,
+    print_json,
+    report_unreadable,
+    reports_user_errors,
+    show_groups,
+)
 from mcu_arms.cli.options import with_overrides, with_placement
 from mcu_arms.contracts.catalog import CODEX_AGENTS
 from mcu_arms.contracts.project import ENVIRONMENT_SETTINGS
 from mcu_arms.contracts.settings import ArmPlan, Overrides
 from mcu_arms.contracts.slurm import Placement
 from mcu_arms.contracts.timestamps import file_stamp
-from mcu_arms.doctor import endpoint_warnings, preflight, slurm_preflight
+from mcu_arms.doctor import (
+    ArmGroup,
+    Check,
+    endpoint_warnings,
+    group_name,
+    model_endpoints,
+    preflight,
+    readiness_groups,
+    slurm_preflight,
+)
 from mcu_arms.environment import ARMS_DIR_ENV, OUTPUT_DIR_ENV, Environment, fits
 from mcu_arms.isolation.codex_home import default_root
 from mcu_arms.layout import state_dir
 from mcu_arms.supervise.reruns import RerunDecision
 
 FILES_ARGUMENT = typer.Argument(None, help="Arm files (arms/NAME.toml).")
-ARM_OPTION = typer.Option([], "--arm", help="Arm by name: arms/NAME.toml. Repeatable.", autocompletion=arm_file_names)
+ARM_OPTION = typer.Option(
+    [], "--arm", help="Arm by name (arms/NAME.toml) or glob ('dm_*'). Repeatable.", autocompletion=arm_file_names
+)
+STRICT_OPTION = typer.Option(
+    False, "--strict", help="Refuse arms of which a pair differs in more than one setting (not comparable)."
+)
 DRY_RUN_OPTION = typer.Option(False, "--dry-run", help="Show the plans and touch nothing.")
 VERBOSE_OPTION = typer.Option(
     False, "--verbose", "-v", help="After the one-line-per-arm summary, each plan whole: settings, commands, logs."
@@ -112,7 +134,8 @@ def planned(
     refuse: doctor's failed checks of this host, or for Slurm the failed checks of what submitting from here needs
     (what the episode needs is checked on its node)."""
     sources = resolve_sources(files, arm_names, env, every_arm_when_none=every_arm_when_none)
-    selection = select_arms(sources, overrides, env.arms_dir)
+    folder = not files and not arm_names  # every arm of arms/: a bad file is reported, the rest still planned
+    selection = (select_readable_arms if folder else select_arms)(sources, overrides, env.arms_dir)
     tags = selection.campaign_tags(f"{file_stamp(env.clock())}-{os.getpid()}")
     plans = [
         plan.model_copy(update={"campaign": tags.get(plan.arm)})
@@ -126,20 +149,54 @@ def planned(
         blocked = preflight([spec for spec, _ in selection.specs], env.env)
     unanswered = endpoint_warnings([spec for spec, _ in selection.specs])
     return [
-        plan.model_copy(update={"blocked": blocked.get(plan.arm, []), "warnings": plan.warnings + unanswered[plan.arm]})
+        plan.model_copy(
+            update={
+                "blocked": blocked.get(plan.arm, []),
+                "warnings": plan.warnings + unanswered[plan.arm],
+                "unanswered": unanswered[plan.arm],
+            }
+        )
         for plan in plans
     ], selection
 
 
+def plan_groups(plans: list[ArmPlan], selection: Selection) -> list[ArmGroup]:
+    """The arms grouped by what they need (doctor's groups), from what their plans found."""
+    specs = {spec.name: spec for spec, _ in selection.specs}
+    arms = dict.fromkeys(plan.arm for plan in plans)
+    named = [(a, group_name(specs[a].simulator, specs[a].agent, bool(model_endpoints(specs[a])))) for a in arms]
+    checks = [
+        Check(name=problem.split(": ", 1)[0], status="fail", detail="", needed_by=[plan.arm])
+        for plan in plans
+        for problem in plan.blocked
+    ]
+    checks += [
+        Check(name=problem.split(": ", 1)[0], status="warn", detail="", needed_by=[plan.arm], endpoint=True)
+        for plan in plans
+        for problem in plan.unanswered
+    ]
+    return readiness_groups(named, checks)
+
+
 CANNOT_RUN_HERE = "cannot run here"
-WILL_STYLES = {"ready": "green", "run": "green", "retry": "yellow", "skip": "dim", CANNOT_RUN_HERE: "bold red"}
+ENDPOINTS_DOWN = "endpoints down"
+WILL_STYLES = {
+    "ready": "green",
+    "run": "green",
+    "retry": "yellow",
+    "skip": "dim",
+    ENDPOINTS_DOWN: "yellow",
+    CANNOT_RUN_HERE: "bold red",
+}
 
 
 def _will(plan: ArmPlan, decision: RerunDecision | None) -> tuple[str, str]:
     """What happens to this episode (ready, or run / skip / retry for `run --dry-run`, or cannot run here) and why."""
     if plan.blocked:  # each "check: what is wrong and how to fix it"; the summary names the checks
-        checks = ", ".join(problem.split(":", 1)[0] for problem in plan.blocked)
+        checks = ", ".join(problem.split(": ", 1)[0] for problem in plan.blocked)
         return CANNOT_RUN_HERE, f"{checks} (`mcu-arms doctor` or --verbose says how to fix them)"
+    if decision is None and plan.unanswered:  # never "ready" while its models cannot be reached
+        return ENDPOINTS_DOWN, ", ".join(problem.split(": ", 1)[0] for problem in plan.unanswered)
     if decision is None:
         return "ready", ""
     return decision.action, decision.message or ""
@@ -216,6 +273,7 @@ def show_plans(
     json_output: bool,
     decisions: dict[str, RerunDecision] | None = None,
     verbose: bool = False,
+    groups: list[ArmGroup] | None = None,
 ) -> None:
     """A summary line per episode first (for `run --dry-run`: run, skip as finished, retry, or cannot run here), then
     the warnings; each plan whole only with `verbose`."""
@@ -228,9 +286,16 @@ def show_plans(
     env.console.print(plan_summary(plans, env, decisions))
     if env.project is not None and env.project.root != env.cwd:  # a settings file above: say which is in force
         env.console.print(f"[dim]project settings: {escape(env.project.describe())} (found above this folder)[/]")
+    if groups is not None and len(groups) > 1:
+        show_groups(groups, env)
+    said: dict[str, list[str]] = {}  # one warning once, with every arm it concerns (an endpoint several arms share)
     for arm_plan in plans:
         for warning in arm_plan.warnings:
-            env.console.print(f"[yellow]warning:[/] {escape(arm_plan.label)}: {escape(warning)}")
+            labels = said.setdefault(warning, [])
+            if arm_plan.arm not in labels and arm_plan.label not in labels:
+                labels.append(arm_plan.label if warning not in arm_plan.unanswered else arm_plan.arm)
+    for warning, labels in said.items():
+        env.console.print(f"[yellow]warning:[/] {escape(', '.join(labels))}: {escape(warning)}")
     for arm_plan in plans:
         for note in purple_notes(arm_plan):
             env.console.print(f"note: {escape(arm_plan.label)}: {escape(note)}")
@@ -267,6 +332,31 @@ def show_power(
         env.console.print(escape(line), highlight=False, soft_wrap=True)
 
 
+def differences(plans: list[ArmPlan], selection: Selection, named: bool, *, strict: bool) -> list[ArmPair]:
+    """The pairs of the named arms with what each differs in; with `strict`, a pair `compare` would call NOT
+    comparable stops the command here, before anything is prepared. Every arm of arms/ (nothing named) is no
+    comparison: no pairs."""
+    pairs = arm_pairs(plans, selection) if named else []
+    if strict:
+        refuse_incomparable(pairs)
+    return pairs
+
+
+def show_differences(pairs: list[ArmPair], console: Console) -> None:
+    """Pair by pair what the arms differ in, and a warning for each pair that differs in more than one setting."""
+    if pairs:
+        console.print("[bold]the arms differ in[/] (what `compare` will test):")
+        for pair in pairs:
+            console.print(f"  {escape(pair.text())}", soft_wrap=False)
+    for pair in pairs:
+        if not pair.comparable:
+            console.print(
+                f"[yellow]warning:[/] {escape(pair.first)} and {escape(pair.second)} differ in "
+                f"{len(pair.differing)} settings ({escape(', '.join(pair.differing))}): `compare` will call them NOT "
+                "comparable; change one setting per pair (--strict refuses such arms)"
+            )
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     @reports_user_errors
@@ -280,6 +370,7 @@ def register(app: typer.Typer) -> None:
         arm: list[str] = ARM_OPTION,
         dry_run: bool = DRY_RUN_OPTION,
         verbose: bool = VERBOSE_OPTION,
+        strict: bool = STRICT_OPTION,
         json_output: bool = typer.Option(False, "--json", help="Print the plans as JSON."),
         power: bool = typer.Option(
             False,
@@ -300,13 +391,22 @@ def register(app: typer.Typer) -> None:
         if power:
             show_power(files, pilot, effect, spread, env, json_output=json_output)
             return
-        plans, _ = planned(files or [], arm, overrides, env, placement, every_arm_when_none=True)
+        plans, selection = planned(files or [], arm, overrides, env, placement, every_arm_when_none=True)
+        pairs = differences(plans, selection, bool(files or arm), strict=strict)
         on_nodes = placement.executor == "slurm"
         if not dry_run and not on_nodes:
             from mcu_arms.arms.prepare import prepare_hosts
 
             plans = prepare_hosts(plans, env)
-        show_plans(plans, env, dry_run=dry_run or on_nodes, json_output=json_output, verbose=verbose)
+        show_plans(
+            plans,
+            env,
+            dry_run=dry_run or on_nodes,
+            json_output=json_output,
+            verbose=verbose,
+            groups=plan_groups(plans, selection),
+        )
+        show_differences(pairs, env.err_console if json_output else env.console)
         if not dry_run and not json_output and on_nodes:
             env.console.print(
                 f"planned {len(plans)} arm(s) for Slurm: ports and codex homes are made on each episode's node when it "
@@ -316,3 +416,4 @@ def register(app: typer.Typer) -> None:
             env.console.print(
                 f"prepared {len(plans)} arm(s): ports free now, codex homes built; `mcu-arms run` creates the episode."
             )
+        report_unreadable(selection, env)

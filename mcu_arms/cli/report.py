@@ -41,8 +41,9 @@ def register(app: typer.Typer) -> None:
         from mcu_arms.view.extra import require_view_extra
 
         require_view_extra()
-        from mcu_arms.view.site import Site, chosen_arms, write_bundle
+        from mcu_arms.view.site import Site, chosen_arms, experiments_shown, write_bundle
 
+        experiment = experiments_shown(arms or [], experiment, run, env)
         site = Site.build(
             chosen_arms(arms or [], env), env, baseline=baseline, episode=run, experiments=experiment, tags=tags
         )

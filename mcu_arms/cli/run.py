@@ -14,7 +14,17 @@ from rich.text import Text
 
 from mcu_arms.cli.common import environment, print_json, reports_user_errors
 from mcu_arms.cli.options import with_overrides, with_placement
-from mcu_arms.cli.plan import ARM_OPTION, DRY_RUN_OPTION, FILES_ARGUMENT, VERBOSE_OPTION, planned, show_plans
+from mcu_arms.cli.plan import (
+    ARM_OPTION,
+    DRY_RUN_OPTION,
+    FILES_ARGUMENT,
+    STRICT_OPTION,
+    VERBOSE_OPTION,
+    differences,
+    planned,
+    show_differences,
+    show_plans,
+)
 from mcu_arms.contracts.agent_report import in_its_words
 from mcu_arms.contracts.annotations import checked_note, parse_tags
 from mcu_arms.contracts.sequential import SequentialLook
@@ -45,7 +55,7 @@ max_parallel, else what this host can take); one failing does not stop the other
 slurm each episode is a Slurm job (options from the files' [slurm] tables and the --slurm-* flags; --max-parallel \
 throttles each job array); the run watches them to the end, or returns once they are submitted with --detach. An \
 episode that failed for infrastructure reasons is run again up to --retries times (default: the campaign's retries, \
-else 0), each attempt recorded. An episode whose latest run of the same seed finished with the same fingerprint is \
+else 0), each attempt recorded. An episode of which any run of the same seed finished with the same fingerprint is \
 skipped (--rerun runs it anyway); a failed one is retried. --notify CMD runs CMD when the run ends, with \
 MCU_ARMS_RUN_STATUS and MCU_ARMS_RUN_SUMMARY (JSON) in its environment. Ctrl-C or SIGTERM stops this run's own \
 processes only and marks the reports interrupted.
@@ -62,7 +72,7 @@ already running).
 
 
 def register(app: typer.Typer) -> None:
-    @app.command(help=RUN_HELP)
+    @app.command(help=RUN_HELP, short_help="Run arms: each arm's green, purple and client, to output/ARM/episode_NNN/.")
     @reports_user_errors
     @with_overrides
     @with_placement
@@ -74,11 +84,14 @@ def register(app: typer.Typer) -> None:
         arm: list[str] = ARM_OPTION,
         dry_run: bool = DRY_RUN_OPTION,
         verbose: bool = VERBOSE_OPTION,
+        strict: bool = STRICT_OPTION,
         fail_fast: bool = typer.Option(False, "--fail-fast", help="Stop every arm as soon as one fails."),
         ready_timeout: float = typer.Option(
             120.0, "--ready-timeout", min=1.0, help="Seconds green and purple get to become ready."
         ),
-        rerun: bool = typer.Option(False, "--rerun", help="Run arms whose latest run already finished."),
+        rerun: bool = typer.Option(
+            False, "--rerun", help="Run episodes that already finished with the same fingerprint and seed."
+        ),
         max_parallel: int | None = typer.Option(
             None, "--max-parallel", min=1, help="Episodes at once [the campaign's, else what this host can take]."
         ),
@@ -135,18 +148,21 @@ def register(app: typer.Typer) -> None:
             _run_until_resolved(env, files or [], arm, overrides, placement, json_output, sequential, retries, given)
         plans, selection = planned(files or [], arm, overrides, env, placement)
         plans = [plan.model_copy(update=annotations) for plan in plans]
+        pairs = differences(plans, selection, True, strict=strict)
+        human = env.err_console if json_output else env.console
         if dry_run:
             from mcu_arms.supervise.reruns import rerun_decision
 
             decisions = {p.label: rerun_decision(p, env.output_dir / p.arm, rerun=rerun) for p in plans}
             show_plans(plans, env, dry_run=True, json_output=json_output, decisions=decisions, verbose=verbose)
+            show_differences(pairs, human)
             return
 
         from mcu_arms.supervise.executors import run_arms, run_options
 
         refuse_blocked({plan.arm: plan.blocked for plan in plans})
         options = run_options(plans, selection, retries=retries, rerun=rerun, **given)
-        human = env.err_console if json_output else env.console
+        show_differences(pairs, human)
         outcome = run_arms(plans, env, options, human, detach=detach)
         if notify:
             from mcu_arms.supervise.notify import run_notify
@@ -301,3 +317,15 @@ def _render_outcome(outcome: RunOutcome, env: Environment) -> None:
         env.console.print(f"[magenta]{escape(arm)} stopped as asked, by {escape(who)}[/]")
     if outcome.interrupted_by and outcome.exit_code != 0:
         env.console.print(f"[magenta]interrupted by {outcome.interrupted_by}[/]")
+    if (hint := next_step(outcome)) is not None:
+        env.console.print(f"[dim]next:[/] {escape(hint)}", highlight=False)
+
+
+def next_step(outcome: RunOutcome) -> str | None:
+    """What to do with what just finished: compare the arms (two or more), or look at the one (one)."""
+    arms = list(dict.fromkeys(arm.arm for arm in outcome.arms if arm.status in ("finished", "skipped")))
+    if not arms:
+        return None
+    if len(arms) == 1:
+        return f"`mcu-arms view {arms[0]}` shows its episode step by step; run a second arm to compare it with"
+    return f"`mcu-arms compare {' '.join(arms)}` tests the difference; `mcu-arms view {' '.join(arms)}` shows it"

@@ -6,8 +6,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
+from rich.console import Group, RenderableType
 from rich.markup import escape
+from rich.padding import Padding
 from rich.table import Table
+from rich.text import Text
 
 from mcu_arms.cli.common import environment, print_json, reports_user_errors
 from mcu_arms.contracts.text import MAX_MESSAGE_CHARS, shown_text
@@ -132,25 +135,24 @@ def _episode_lines(state: ArmState) -> list[str]:
     return episode + ([f"seed {state.seed}"] if state.seed is not None else [])
 
 
-def _stacked(states: list[ArmState]) -> Table:
-    """The same values stacked in each cell, so that 80 columns show every column."""
-    table = Table(title="mcu-arms status", title_justify="left", show_lines=True)
-    table.add_column("arm", no_wrap=True)
-    table.add_column("state", no_wrap=True)
-    for column in ("progress", "milestones", "processes", "note"):
-        table.add_column(column, overflow="fold")
+def _stacked(states: list[ArmState]) -> Group:
+    """The same values as a paragraph per arm, for a terminal too narrow for the table: every line wraps on word
+    boundaries, so a task, milestone or pid is never split or cut."""
+    blocks: list[RenderableType] = [Text.from_markup("[bold]mcu-arms status[/]")]
     for state in states:
         score = _score(state)
-        progress = [state.task or "-", f"step {_step(state)}", *([f"score {score}"] if score else [])]
-        table.add_row(
-            "\n".join([escape(state.arm), *_episode_lines(state)]),
-            _styled_state(state, state.state.replace(" (", "\n(")),  # "stale\n(supervisor gone)" stays narrow
-            escape("\n".join(progress)),
-            escape(_milestones(state, stacked=True)),
-            _processes(state, stacked=True),
-            escape(_note(state)),
-        )
-    return table
+        head = " · ".join([f"[bold]{escape(state.arm)}[/]", _styled_state(state, state.state), *_episode_lines(state)])
+        progress = ", ".join([state.task or "-", f"step {_step(state)}", *([f"score {score}"] if score else [])])
+        lines = [
+            escape(progress),
+            f"milestones {escape(_milestones(state, stacked=False))}",
+            f"processes {_processes(state, stacked=False)}",
+        ]
+        if _note(state):
+            lines.append(f"note {escape(_note(state))}")
+        blocks.append(Text.from_markup(head))
+        blocks += [Padding(Text.from_markup(line), (0, 0, 0, 2), expand=False) for line in lines]
+    return Group(*blocks)
 
 
 def _render(states: list[ArmState], env: Environment) -> None:
@@ -193,7 +195,7 @@ def _render_campaign(state: CampaignState, env: Environment) -> None:
             str(cell.seed),
             f"[{CELL_STYLES[cell.state]}]{cell.state}[/]",
             f"{cell.episode:03d}" if cell.episode is not None else "-",
-            str(cell.attempts),
+            str(cell.attempts) if cell.attempts else "-",  # 0: not run by the campaign's latest run
             step,
             f"{cell.score:g}" if cell.score is not None else "-",
             escape(shown_text(cell.note, MAX_MESSAGE_CHARS)) if cell.note else "",
@@ -216,11 +218,12 @@ def campaign_arms(campaigns: list[Path], env: Environment) -> list[str]:
 
 def register(app: typer.Typer) -> None:
     @app.command(
+        short_help="Each arm's latest episode, or a campaign's arm × seed grid: state, progress, processes.",
         help="Each arm in output/: its latest episode's state, progress and recorded processes (alive or not), and "
         "every other live process of the arm, whichever episode started it. With --campaign: each arm × seed of the "
         "campaign (done, running, queued, failed; attempts), k of n done and an ETA from the pace so far. "
         "A started run whose mcu-arms supervisor is gone shows as 'stale (supervisor gone)'. "
-        "Exit codes: 0 shown, 2 a user error (unknown arm)."
+        "Exit codes: 0 shown, 2 a user error (unknown arm).",
     )
     @reports_user_errors
     def status(
@@ -262,7 +265,9 @@ def register(app: typer.Typer) -> None:
         elif not campaigns:
             env.console.print(f"no arm has run yet in {env.output_dir}")
 
-    @app.command(help=STOP_HELP)
+    @app.command(
+        help=STOP_HELP, short_help="Stop a running arm: only processes mcu-arms started; its report marked interrupted."
+    )
     @reports_user_errors
     def stop(
         ctx: typer.Context,

@@ -5,11 +5,14 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from rich.markup import escape
+from rich.padding import Padding
 from rich.table import Table
 
 from mcu_arms.cli.common import environment, print_json, reports_user_errors
 from mcu_arms.contracts.simulators import simulator_descriptor, simulator_names
 from mcu_arms.contracts.tasks import all_tasks, load_category, tasks_root
+from mcu_arms.environment import fits
 from mcu_arms.report.tasks import task_rows
 
 
@@ -51,4 +54,16 @@ def register(app: typer.Typer) -> None:
                 *("yes" if row.runs_on[simulator] else "no" for simulator in registered),
                 "; ".join(f"{sim}: {note}" for sim, note in row.notes.items()),
             )
-        env.console.print(table)
+        if fits(env.console, table) or not rows:
+            env.console.print(table)
+            return
+        env.console.print(f"[bold]MCU tasks ({len(rows)})[/]")  # too narrow: a task a paragraph, its name whole
+        for row in rows:
+            runs = [simulator for simulator in registered if row.runs_on[simulator]]
+            scoring = f"{row.scoring} ({row.entries})" if row.entries else row.scoring
+            env.console.print(
+                f"[bold]{escape(row.task)}[/] [dim]{escape(row.category)}; {escape(scoring)}; "
+                f"runs on {', '.join(runs) or 'none'}[/]"
+            )
+            for simulator, note in row.notes.items():
+                env.console.print(Padding(escape(f"{simulator}: {note}"), (0, 0, 0, 2), expand=False))

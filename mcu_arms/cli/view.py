@@ -16,8 +16,10 @@ Browse results: the comparison of ARMS (settings that differ, the verdict, resul
 each arm's run, an episode page with per-step timelines, the frame player, the step's reply and the agent's turn \
 at that step.
 
-ARMS are chosen as `compare` chooses them (default: every arm that has run; --tag KEY=VALUE, repeatable, keeps the \
-episodes run with those tags). The server listens on 127.0.0.1 on a free port (--port to choose one; a busy port \
+With no arm named it opens on an index of every run in output/ (each arm's experiments and each campaign, \
+latest first, with n, status and score) over a comparison of each arm's latest experiment. ARMS are chosen as \
+`compare` chooses them (--tag KEY=VALUE, repeatable, keeps the episodes run with those tags). \
+The server listens on 127.0.0.1 on a free port (--port to choose one; a busy port \
 is an error) and prints its URL; it reads the output files as they grow, so a running arm can be watched: an arm \
 whose latest episode runs shows it first, marked running with its step, and its pages reload every few seconds \
 until it ends. --host serves on another interface, and then every request needs the \
@@ -35,7 +37,7 @@ def _stop(signum: int, _frame: object) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command(help=HELP)
+    @app.command(help=HELP, short_help="Browse results in a web browser: the comparison and a page per episode.")
     @reports_user_errors
     def view(
         ctx: typer.Context,
@@ -55,17 +57,19 @@ def register(app: typer.Typer) -> None:
 
         require_view_extra()
         from mcu_arms.view.server import TOKEN_ENV, SiteHolder, open_server, url_of, view_token
-        from mcu_arms.view.site import Site, chosen_arms
+        from mcu_arms.view.site import RUNS, Site, chosen_arms, experiments_shown
 
         tags = parse_tags(tag or [])
         token = view_token(host, env.env)
         items = chosen_arms(arms or [], env)
+        everything = not arms and not experiment and run is None
+        experiment = experiments_shown(arms or [], experiment, run, env)
         holder = SiteHolder(
             lambda: Site.build(items, env, baseline=baseline, episode=run, experiments=experiment, tags=tags, live=True)
         )
         site = holder.current(rebuild=True)  # a bad arm name fails here, before anything listens
         server = open_server(holder, host, port, token)
-        url = url_of(server, host)
+        url = url_of(server, host) + (RUNS if everything else "")
         env.console.print(
             f"mcu-arms view: {len(site.comparison.arms)} arm(s), {len(site.sources)} episode page(s) at {url}"
             + (f"?token=<the value of ${TOKEN_ENV}>" if token else "")

@@ -44,15 +44,17 @@ class CampaignTally(BaseModel):
     done: int  # finished (this run, or an earlier one it skipped)
     running: int
     queued: int
-    failed: int  # failed or interrupted, for good (not to be retried)
+    failed: int  # failed for good (not to be retried)
     retried: int  # episodes that failed for infrastructure reasons and were run again
+    interrupted: int = 0  # stopped (Ctrl-C, `mcu-arms stop`) or left unfinished by a supervisor that is gone
+    live: bool = True  # a run is going on: only then is there an ETA
     ended: int  # episodes this run ended (finished or failed): the pace's base
     in_progress: float = 0.0  # the running episodes' share of their steps done, summed
     elapsed_s: float
 
     @property
     def remaining(self) -> int:
-        return max(self.total - self.done - self.failed, 0)
+        return max(self.total - self.done - self.failed - self.interrupted, 0)
 
     @property
     def pace_s(self) -> float | None:
@@ -66,10 +68,13 @@ class CampaignTally(BaseModel):
     def text(self) -> str:
         head = (
             f"{self.done} of {self.total} done, {self.running} running, {self.queued} queued, {self.failed} failed, "
-            f"{self.retried} retried"
+            + (f"{self.interrupted} interrupted, " if self.interrupted else "")
+            + f"{self.retried} retried"
         )
         if not self.remaining:
             return head
+        if not self.live:
+            return f"{head}; not running (running the campaign again resumes it)"
         if self.pace_s is None:
             return f"{head}; ETA after the first episode ends"
         return f"{head}; ETA {clock_text(self.eta_s or 0)} (pace so far {clock_text(self.pace_s)} per episode)"

@@ -138,23 +138,31 @@ def flag_for(field: str) -> str:
     return "--" + field.replace("_", "-")
 
 
-# Settings that vary between the replicates of one arm, or say only where it runs: never a difference between arms.
-# (Which Minecraft server a mineflayer arm plays on is placement too; its version is not, and the result's simulator
-# label names the server.)
-# Where another program's purple runs from and how long it may take to start are placement too: its code identity
-# (purple_code) says what it runs.
-REPLICATE_AND_PLACEMENT_KEYS: frozenset[str] = frozenset(
-    {
-        "seed",
-        "cuda_device",
-        "mineflayer_host",
-        "mineflayer_port",
-        "mineflayer_username",
-        "mineflayer_chat",
-        "purple_cwd",
-        "purple_ready_timeout",
-    }
+# Settings that change no observation, action or score, only what is kept for watching a run afterwards: recorded
+# in every report (its settings), never a difference between arms, never in the fingerprint.
+RECORDED_ONLY_KEYS: frozenset[str] = frozenset({"save_frames"})
+# Settings that vary between the replicates of one arm, or say only where it runs or what is kept: never a difference
+# between arms. (Which Minecraft server a mineflayer arm plays on is placement too; its version is not, and the
+# result's simulator label names the server.) Where another program's purple runs from and how long it may take to
+# start are placement too: its code identity (purple_code) says what it runs.
+REPLICATE_AND_PLACEMENT_KEYS: frozenset[str] = (
+    frozenset(
+        {
+            "seed",
+            "cuda_device",
+            "mineflayer_host",
+            "mineflayer_port",
+            "mineflayer_username",
+            "mineflayer_chat",
+            "purple_cwd",
+            "purple_ready_timeout",
+        }
+    )
+    | RECORDED_ONLY_KEYS
 )
+# save_frames was hashed into v2 fingerprints before it left them; held at its default there, every run that kept
+# the default keeps its fingerprint (and a run that saved no frames matches the same arm saving them).
+SAVE_FRAMES_AS_HASHED = True
 # What an A2A purple's command may hold, filled when it is started; without any of them, AgentBeats' contract
 # (--host H --port P --card-url URL) is appended instead.
 PURPLE_PLACEHOLDERS: tuple[str, ...] = ("{host}", "{port}", "{card_url}")
@@ -237,8 +245,9 @@ class Settings(BaseModel):
         return self.model_copy(update={"env": redact_env(self.env), **urls})
 
     def fingerprinted(self) -> dict[str, Any]:
-        """What the fingerprint covers: every setting except where things run (cuda_device picks a device) and the
-        seed (the replicate axis: runs of one arm with different seeds are replicates of one experiment).
+        """What the fingerprint covers: every setting except where things run (cuda_device picks a device), the
+        seed (the replicate axis: runs of one arm with different seeds are replicates of one experiment) and what is
+        only kept for watching (save_frames: the agent sees the same either way).
 
         Unset (None) settings are left out (empty simulator options too), and so are the observation settings at
         their defaults, so a setting added later does not change existing fingerprints. The auto_eval checkout counts
@@ -255,6 +264,7 @@ class Settings(BaseModel):
             data.pop(key, None)
         if data.pop("auto_eval_dir", None) is not None:
             data["video_rubric"] = rubric_of(self.auto_eval_dir)
+        data["save_frames"] = SAVE_FRAMES_AS_HASHED
         if data.get("action_mode") == "env":
             data.pop("action_mode")
         for key, default in (
@@ -598,6 +608,7 @@ class ArmPlan(BaseModel):
     tags: dict[str, str] = Field(default_factory=dict)
     note: str | None = None
     blocked: list[str] = Field(default_factory=list)  # failed host checks: `run` refuses this arm
+    unanswered: list[str] = Field(default_factory=list)  # its model endpoints that did not answer (also warnings)
     executor: Executor = DEFAULT_EXECUTOR  # slurm: the episode runs as a job, on whichever node Slurm gives it
     slurm: SlurmOptions | None = None  # the job's options, for executor slurm
     campaign: CampaignTag | None = None  # None: run as an arm of its own, not for a campaign

@@ -17,6 +17,12 @@ def log_stamp(moment: datetime | None = None) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def terminal_stamp(moment: datetime | None = None) -> str:
+    """For lines a person reads on a terminal as they come: the local time of day, `09:43:00` (log files keep
+    log_stamp's full UTC time)."""
+    return (moment or datetime.now(UTC)).astimezone().strftime("%H:%M:%S")
+
+
 def file_stamp(moment: datetime) -> str:
     """For names of files moved aside: `20261201T084300`."""
     return moment.strftime("%Y%m%dT%H%M%S")

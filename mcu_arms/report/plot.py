@@ -1,4 +1,6 @@
-"""`compare --plot FILE`: per milestone, each arm's Kaplan–Meier curve of reaching it (steps on x, the probability of
+"""`compare --plot FILE`: first the score, the primary result, as a dot plot (one point per seed, the same seed joined
+across arms, each arm's mean with its 95% interval); then per milestone that some arm reached, each arm's Kaplan–Meier
+curve of reaching it (steps on x, the probability of
 having reached it on y) with its confidence band in the line's colour — the Analysis's `ArmAnalysis.survival`, an
 episode that did not reach it censored at the steps it ran — in the format the file's suffix names (png, pdf, svg).
 
@@ -40,6 +42,17 @@ class PlotCurve(BaseModel):
     curve: ReachingCurve
 
 
+class ScoreColumn(BaseModel):
+    """One arm's scores: a point per seed, and the mean with its 95% interval (None below two seeds)."""
+
+    arm: str
+    seeds: list[int]
+    scores: list[float]
+    mean: float | None
+    low: float | None
+    high: float | None
+
+
 class MilestonePanel(BaseModel):
     task: str
     identity: str
@@ -49,7 +62,9 @@ class MilestonePanel(BaseModel):
 class PlotData(BaseModel):
     title: str
     arms: list[PlotArm]  # plotted: at least one finished episode
-    milestones: list[MilestonePanel]
+    scores: list[ScoreColumn] = []  # one per plotted arm, in arm order
+    max_score: float | None = None
+    milestones: list[MilestonePanel]  # only those some arm reached
     not_plotted: list[str]  # arms with no finished episode
     log_x: bool = False
 
@@ -75,7 +90,7 @@ def plot_data(result: Analysis, *, log_x: bool = False) -> PlotData:
             survival = arm.survival(f"{row.task}/{row.identity}")
             if survival is not None:
                 curves.append(PlotCurve(arm=arm.arm, n=survival.n, median=survival.median, curve=survival.reaching()))
-        if curves:
+        if any(max(curve.curve.reached, default=0) > 0 for curve in curves):  # a panel nobody reached says nothing
             panels.append(MilestonePanel(task=row.task, identity=row.identity, curves=curves))
     tasks = list(dict.fromkeys(arm.settings.task for arm in result.arms))
     labels = list(dict.fromkeys(simulator_label(arm) for arm in result.arms))
@@ -84,7 +99,59 @@ def plot_data(result: Analysis, *, log_x: bool = False) -> PlotData:
     if not_plotted:
         title += f"\n(no finished episode: {', '.join(not_plotted)})"
     arms = [PlotArm(arm=arm.arm, label=_label(arm, baseline), replicates=arm.n) for arm in drawn]
-    return PlotData(title=title, arms=arms, milestones=panels, not_plotted=not_plotted, log_x=log_x)
+    maxima = [arm.max_score for arm in drawn if arm.max_score is not None]
+    return PlotData(
+        title=title,
+        arms=arms,
+        scores=[_score_column(arm) for arm in drawn],
+        max_score=max(maxima) if maxima else None,
+        milestones=panels,
+        not_plotted=not_plotted,
+        log_x=log_x,
+    )
+
+
+def _score_column(arm: ArmAnalysis) -> ScoreColumn:
+    scored = [(each.seed, each.score) for each in arm.per_episode if each.score is not None]
+    summary = arm.metrics.get("score")
+    interval = summary.ci if summary is not None else None
+    return ScoreColumn(
+        arm=arm.arm,
+        seeds=[seed for seed, _ in scored],
+        scores=[score for _, score in scored],
+        mean=summary.mean if summary is not None else None,
+        low=interval.low if interval is not None else None,
+        high=interval.high if interval is not None else None,
+    )
+
+
+def draw_scores(axes: Any, data: PlotData, colours: dict[str, str]) -> None:
+    """The score panel: arm i at x = i, a point per seed (a little to the left), the seeds that both neighbours ran
+    joined by a grey line, the mean and its interval to the right of the points."""
+    by_seed: dict[int, list[tuple[int, float]]] = {}
+    for index, column in enumerate(data.scores):
+        for seed, score in zip(column.seeds, column.scores, strict=True):
+            by_seed.setdefault(seed, []).append((index, score))
+    for points in by_seed.values():
+        if len(points) > 1:
+            axes.plot([x for x, _ in points], [y for _, y in points], color="0.75", linewidth=0.8, zorder=1)
+    for index, column in enumerate(data.scores):
+        colour = colours[column.arm]
+        axes.scatter([index] * len(column.scores), column.scores, color=colour, s=18, zorder=2)
+        if column.mean is not None:
+            low = column.mean - column.low if column.low is not None else 0
+            high = column.high - column.mean if column.high is not None else 0
+            axes.errorbar(
+                [index + 0.18], [column.mean], yerr=[[low], [high]], fmt="D", color=colour, capsize=3, markersize=4
+            )
+    axes.set_xticks(range(len(data.scores)), [column.arm for column in data.scores], fontsize=7)
+    axes.set_xlim(-0.5, len(data.scores) - 0.5)
+    if data.max_score:
+        axes.set_ylim(-0.02 * data.max_score, data.max_score * 1.05)
+    axes.set_title("score: a point per seed (same seed joined), mean with 95% interval", fontsize=8)
+    axes.set_ylabel("score", fontsize=8)
+    axes.grid(True, axis="y", alpha=0.3)
+    axes.tick_params(labelsize=7)
 
 
 def build_figure(data: PlotData) -> Any:
@@ -93,14 +160,15 @@ def build_figure(data: PlotData) -> Any:
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
 
-    panels = max(len(data.milestones), 1)
+    panels = len(data.milestones) + 1  # the score first
     columns = min(PANEL_COLUMNS, panels)
     rows = math.ceil(panels / columns)
     figure = Figure(figsize=(PANEL_SIZE[0] * columns, PANEL_SIZE[1] * rows + 1.2), dpi=100)
     grid = figure.subplots(rows, columns, squeeze=False)
     colours = {arm.arm: f"C{index}" for index, arm in enumerate(data.arms)}
     labels = {arm.arm: f"{arm.label} (n={arm.replicates})" for arm in data.arms}
-    for axes, panel in zip(grid.flat, data.milestones, strict=False):  # the grid may have spare cells
+    draw_scores(grid.flat[0], data, colours)
+    for axes, panel in zip(grid.flat[1:], data.milestones, strict=False):  # the grid may have spare cells
         for drawn in panel.curves:
             curve, colour = drawn.curve, colours[drawn.arm]
             axes.plot(curve.steps, curve.reached, drawstyle="steps-post", color=colour, label=labels[drawn.arm])
@@ -112,16 +180,17 @@ def build_figure(data: PlotData) -> Any:
         axes.set_ylim(0, 1.02)
         axes.grid(True, alpha=0.3)
         axes.tick_params(labelsize=7)
-    for axes in grid.flat[len(data.milestones) :]:
+    for axes in grid.flat[panels:]:
         axes.set_axis_off()
-    for axes in grid[:, 0]:
+    for axes in grid.flat[1:panels]:
         axes.set_ylabel("P(reached)", fontsize=8)
-    for axes in grid[-1, :]:
         axes.set_xlabel("step" + (" (log)" if data.log_x else ""), fontsize=8)
     figure.suptitle(
-        f"{data.title}\nKaplan–Meier: probability of having reached each milestone by step (95% band)", fontsize=9
+        f"{data.title}\nKaplan–Meier: probability of having reached each milestone by step (95% band)"
+        + ("" if data.milestones else "\n(no arm reached a milestone)"),
+        fontsize=9,
     )
-    if data.arms and data.milestones:
+    if data.arms:
         handles = [Line2D([], [], color=colours[arm.arm], label=labels[arm.arm]) for arm in data.arms]
         figure.legend(handles=handles, loc="lower center", ncols=min(len(handles), 3), fontsize=8)
     figure.tight_layout(rect=(0, 0.08, 1, 1))

@@ -461,7 +461,9 @@ def campaign_state(env: Environment, campaign: Campaign) -> CampaignState:
         done=sum(state.state == "done" for state in states),
         running=sum(state.state == "running" for state in states),
         queued=sum(state.state == "queued" for state in states),
-        failed=sum(state.state in ("failed", "interrupted", "stale") for state in states),
+        failed=sum(state.state == "failed" for state in states),
+        interrupted=sum(state.state in ("interrupted", "stale") for state in states),
+        live=alive,
         retried=sum(max(state.attempts - 1, 0) for state in states),
         ended=sum(run.report is not None and run.report.status in FINAL_STATUSES for run in this_run),
         in_progress=sum(

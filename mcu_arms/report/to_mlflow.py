@@ -40,14 +40,33 @@ def _import_mlflow() -> Any:
     return mlflow
 
 
+def _refuse_file_store(uri: str) -> None:
+    """MLflow 3 no longer writes file stores (a 71-line traceback from inside it): said in one line, before."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        major = int(version("mlflow").split(".", 1)[0])
+    except (PackageNotFoundError, ValueError):
+        return
+    if major >= 3 and (uri.startswith("file:") or "://" not in uri):
+        raise UserError(
+            f"MLflow {version('mlflow')} does not write file stores",
+            key="--to",
+            path=scrub(uri),
+            allowed=f"a database store: --to mlflow=sqlite:///mlflow.db (the default: sqlite:///{DEFAULT_STORE} in "
+            "the project), or a tracking server's http(s):// URL",
+        )
+
+
 def write_mlflow(export: TrackingExport, where: str | None, env: Environment) -> ExportOutcome:
+    uri = tracking_uri(where, env)
+    _refuse_file_store(uri)
     mlflow = _import_mlflow()
     from mlflow.exceptions import MlflowException
 
-    uri = tracking_uri(where, env)
     outcome = ExportOutcome(tracker="mlflow", destination=scrub(uri), experiment=export.experiment)
-    client = mlflow.tracking.MlflowClient(tracking_uri=uri)
     try:
+        client = mlflow.tracking.MlflowClient(tracking_uri=uri)
         experiment_id = _experiment(client, export.experiment, uri)
         with tempfile.TemporaryDirectory(prefix="mcu-arms-mlflow-") as scratch:
             parent_id = _write_run(client, experiment_id, export.comparison, None, Path(scratch), outcome)

@@ -18,7 +18,7 @@ from rich.table import Table
 
 from mcu_arms.contracts.states import NO_EFFECT_LABEL, NO_EFFECT_PREFIX
 from mcu_arms.contracts.text import MAX_LOG_LINE_CHARS, MAX_REASON_CHARS, shown_text
-from mcu_arms.contracts.timestamps import log_stamp
+from mcu_arms.contracts.timestamps import log_stamp, terminal_stamp
 from mcu_arms.environment import fits
 from mcu_arms.supervise.progress import ArmProgress
 
@@ -184,8 +184,60 @@ def _stacked_table(arms: Sequence[ArmProgress]) -> Table:
     return table
 
 
-def progress_table(arms: Sequence[ArmProgress], console: Console) -> Table:
-    """One row per arm: one column per value when the console is wide enough to show them all, else stacked."""
+GRID_FROM_EPISODES = 4  # more episodes than this, of arms running several seeds: the arm x seed grid
+GRID_MARKS = {
+    "planning": "·",
+    "queued": "·",
+    "starting": "…",
+    "ready": "…",
+    "running": "▶",
+    "finished": "✓",
+    "failed": "✗",
+    "interrupted": "■",
+}
+
+
+def _cell(progress: ArmProgress) -> str:
+    """One episode in a word: its state's mark, and its step while it runs or its milestones once it ended."""
+    mark = f"[{STATE_STYLES.get(progress.state, 'default')}]{GRID_MARKS.get(progress.state, '?')}[/]"
+    if progress.state == "running":
+        return f"{mark} {progress.step}/{progress.max_steps}"
+    if progress.state in ("finished", "failed", "interrupted"):
+        reached = len({(task, identity) for task, identity, _ in progress.milestones})
+        return f"{mark} {reached}m"
+    return mark
+
+
+def campaign_grid(arms: Sequence[ArmProgress]) -> Group:
+    """Arms as rows, seeds as columns, an episode a cell (a retried one: its latest attempt); under it one line per
+    arm: how many of its episodes ended which way. An episode of an arm without seeds gets a row of its own."""
+    cells: dict[str, dict[int, ArmProgress]] = {}
+    for progress in arms:
+        arm, seed = progress.grid if progress.grid is not None else (progress.arm, 0)
+        cells.setdefault(arm, {})[seed] = progress  # in order: a later attempt replaces the earlier
+    seeds = sorted({seed for row in cells.values() for seed in row})
+    table = Table(expand=False, box=None, padding=(0, 1))
+    table.add_column("arm", no_wrap=True)
+    for seed in seeds:
+        table.add_column(f"s{seed}", no_wrap=True)
+    for arm, row in cells.items():
+        table.add_row(escape(arm), *(_cell(row[seed]) if seed in row else "" for seed in seeds))
+    lines = []
+    for arm, row in cells.items():
+        counts: dict[str, int] = {}
+        for progress in row.values():
+            counts[progress.state] = counts.get(progress.state, 0) + 1
+        said = ", ".join(f"{count} {state}" for state, count in counts.items())
+        lines.append(f"{escape(arm)}: {said}")
+    legend = "[dim]▶ step while running; ✓ finished, ✗ failed, ■ interrupted, with the milestones reached (m)[/]"
+    return Group(table, legend, *lines)
+
+
+def progress_table(arms: Sequence[ArmProgress], console: Console) -> Table | Group:
+    """One row per arm: one column per value when the console is wide enough to show them all, else stacked; many
+    episodes of arms running several seeds as an arm x seed grid (a row of lines per episode would fill the screen)."""
+    if len(arms) > GRID_FROM_EPISODES and any(progress.grid is not None for progress in arms):
+        return campaign_grid(arms)
     wide = _wide_table(arms)
     return wide if fits(console, wide) else _stacked_table(arms)
 
@@ -205,7 +257,7 @@ class LiveView:
         label = "ALERT " if alert else ""
         with self._lock:
             shown = escape(shown_text(text, MAX_LOG_LINE_CHARS, one_line=False))
-            self.console.print(f"[{style}]{log_stamp()} {label}{escape(arm)}: {shown}[/]", highlight=False)
+            self.console.print(f"[{style}]{terminal_stamp()} {label}{escape(arm)}: {shown}[/]", highlight=False)
 
     def refresh(self, arms: Sequence[ArmProgress], summary: str | None = None) -> None:
         self._summary = summary or self._summary

@@ -60,10 +60,11 @@ def _mtime(path: Path) -> float:
 class ArmProgress:
     """What the live view shows for one arm; updated by the arm's own thread only, read by the view."""
 
-    arm: str
+    arm: str  # the episode as named on screen (ArmPlan.label)
     max_steps: int
     tasks_total: int | None = None
     state: ArmPhase = "planning"
+    grid: tuple[str, int] | None = None  # (arm, seed) of an arm that runs several seeds: its cell in the grid
     task: str | None = None
     step: int = 0  # steps done in the current task
     tasks_done: int = 0
@@ -134,12 +135,15 @@ class ArmProgress:
         return (self.finished or time.monotonic()) - self.started
 
     def rate(self, window_steps: int = RATE_WINDOW_STEPS, now: float | None = None) -> tuple[float | None, float]:
-        """(steps per minute, span in s) over the last `window_steps` steps of this task, measured up to now, so a
-        stall lowers the rate at once instead of freezing it."""
+        """(steps per minute, span in s) over the last `window_steps` steps of this task, measured up to now while it
+        runs, so a stall lowers the rate at once instead of freezing it; once it ended, up to its last step (its pace
+        does not decay while the view waits for other arms)."""
         if len(self._times) < 2:
             return None, 0.0
-        now = time.time() if now is None else now
         window = list(self._times)[-(window_steps + 1) :]
+        if self.finished is not None:
+            now = window[-1]
+        now = time.time() if now is None else now
         span = max(now, window[-1]) - window[0]
         return (60.0 * (len(window) - 1) / span if span > 0 else None), span
 

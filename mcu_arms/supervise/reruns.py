@@ -1,5 +1,5 @@
-"""What earlier runs of an arm decide about this one: skip it (its latest run finished with the same fingerprint),
-or announce a changed fingerprint.
+"""What earlier runs of an arm decide about this one: skip it (a run of it finished with the same fingerprint and
+seed), retry it, or announce a changed fingerprint.
 """
 
 from __future__ import annotations
@@ -54,28 +54,28 @@ def _same_campaign(plan: ArmPlan, report: RunReport) -> bool:
 
 
 def rerun_decision(plan: ArmPlan, arm_dir: Path, *, rerun: bool) -> RerunDecision:
-    """Skip an episode whose latest run of the same seed finished with the same fingerprint; retry one that failed or
-    was interrupted (never skip it); announce a changed fingerprint."""
+    """Skip an episode when any finished run of the arm has its fingerprint and seed (naming that run), however many
+    runs with other settings came after it; retry one whose latest run failed or was interrupted (never skip it);
+    announce a changed fingerprint."""
     seed = plan.settings.seed
-    latest = next(
-        (
-            run.report
-            for run in arm_runs(arm_dir)
-            if run.report and run.report.settings.seed == seed and _same_campaign(plan, run.report)
-        ),
-        None,
-    )
-    if latest is not None and latest.status == "finished" and latest.fingerprint == plan.fingerprint:
-        where = episode_name(latest.episode)
+    runs = [
+        run.report
+        for run in arm_runs(arm_dir)
+        if run.report and run.report.settings.seed == seed and _same_campaign(plan, run.report)
+    ]
+    done = next((r for r in runs if r.status == "finished" and r.fingerprint == plan.fingerprint), None)
+    if done is not None:
+        where = episode_name(done.episode)
         if rerun:
             return RerunDecision(
                 "run", f"{plan.label}: {where} already finished with this fingerprint; --rerun runs it again"
             )
         return RerunDecision(
             "skip",
-            f"{plan.label}: skipped, {where} already finished with fingerprint {plan.fingerprint} "
+            f"{plan.label}: skipped, {where} already finished with fingerprint {plan.fingerprint} and seed {seed} "
             "(--rerun to run again)",
         )
+    latest = runs[0] if runs else None
     if latest is not None and latest.status in ("failed", "interrupted") and latest.fingerprint == plan.fingerprint:
         if latest.failure is not None and latest.failure.kind == "time_limit":
             return RerunDecision("retry", _restart_after_time_limit(plan, latest))

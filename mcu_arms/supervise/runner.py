@@ -191,7 +191,9 @@ class ArmRunner:
         self.options = options
         self.view = view
         self.run_dir = RunDir(Path(plan.episode_dir))
-        self.progress = ArmProgress(self.label, plan.settings.steps, tasks_total=len(plan.tasks) or None)
+        self.progress = ArmProgress(
+            self.label, plan.settings.steps, tasks_total=len(plan.tasks) or None, grid=grid_cell(plan)
+        )
         self.alerts = AlertMonitor(self.progress, self.run_dir.purple, self._announce)
         self.steps_tail = StepsTail(self.run_dir.green)
         self.events_tail = JsonlTail(self.run_dir.events, EventRecord)
@@ -875,7 +877,7 @@ def supervise_here(
             if stop_reason is None:
                 start_next()
             queued = [
-                ArmProgress(_queued_label(plan, attempt), plan.settings.steps, state="queued")
+                ArmProgress(_queued_label(plan, attempt), plan.settings.steps, state="queued", grid=grid_cell(plan))
                 for plan, attempt in pending
             ]
             view.refresh(progresses + queued, summary=_tally(len(plans), outcomes, running, pending, began).text())
@@ -894,6 +896,11 @@ def supervise_here(
     return outcomes
 
 
+def grid_cell(plan: ArmPlan) -> tuple[str, int] | None:
+    """Where the episode sits in the live view's arm x seed grid: only an arm that runs several seeds has one."""
+    return (plan.arm, plan.settings.seed) if plan.replicates > 1 else None
+
+
 def _queued_label(plan: ArmPlan, attempt: int) -> str:
     return plan.label if attempt == 1 else f"{plan.label} (attempt {attempt})"
 
@@ -905,7 +912,8 @@ def _tally(total: int, outcomes: list[ArmOutcome], running: dict, pending: deque
         done=sum(o.status == "finished" for o in outcomes),
         running=len(running),
         queued=len(pending),
-        failed=sum(o.status in ("failed", "interrupted") and not o.retried for o in outcomes),
+        failed=sum(o.status == "failed" and not o.retried for o in outcomes),
+        interrupted=sum(o.status == "interrupted" and not o.retried for o in outcomes),
         retried=sum(o.retried for o in outcomes),
         ended=len(outcomes),
         in_progress=sum(runner.progress.done_share() for runner in running.values()),

@@ -432,13 +432,14 @@ def _frame_index(source: EpisodeSource) -> FrameIndex:
     hint = None
     if not found:
         saved = source.report.settings.save_frames
-        where = source.arm_file or f"the arm file of {source.arm}"
+        # the arm file by its folder and name: a page may travel as a bundle, and no path of this machine goes with it
+        where = "/".join(Path(source.arm_file).parts[-2:]) if source.arm_file else f"the arm file of {source.arm}"
         hint = (
             f"save_frames was on, yet {folder} holds no frames"
             if saved
             else f"no frames were saved for this run: set `save_frames = true` in {where} and run the arm again "
-            "(each step's 128x128 PNG is then kept beside its step log; save_frames is in the fingerprint, so that run "
-            "is a new experiment, compared apart from this one)"
+            "with --rerun (each step's 128x128 PNG is then kept beside its step log; save_frames is not in the "
+            "fingerprint, so that run is one more replicate of this experiment)"
         )
     return FrameIndex(ranges=ranges, count=len(found), hint=hint)
 

@@ -24,6 +24,7 @@ from mcu_arms.report.compare import (
     result_rows,
     setting_text,
 )
+from mcu_arms.report.index import IndexRow
 from mcu_arms.view.downsample import LATENCY_BUCKETS
 from mcu_arms.view.episode import EpisodeView
 
@@ -45,6 +46,7 @@ class EpisodeLink:
     task: str
     href: str  # relative to the site's root
     running: bool = False
+    seed: int | None = None  # how a link is named: episodes of one arm differ by their seed
 
 
 @functools.cache
@@ -78,6 +80,7 @@ def render_comparison(
     running: dict[str, str] | None = None,
     unfinished: dict[str, str] | None = None,
     refresh_s: int | None = None,
+    index_rows: list[IndexRow] | None = None,
 ) -> str:
     """`running`: per arm whose latest episode runs, its progress in words; `unfinished`: per arm whose latest
     episode's report says started though its supervisor is gone, the same; `refresh_s`: reload while one runs."""
@@ -111,7 +114,18 @@ def render_comparison(
             settings=[(row, [setting_text(value) for value in row.values]) for row in result.settings],
             milestones=milestones,
             one_task=len({row.task for row in result.milestones}) <= 1,
+            index_rows=index_rows or [],
+            shown=set(names),
         )
+    )
+
+
+def render_index(rows: list[IndexRow], shown: list[str], generated_at: datetime) -> str:
+    """Every run in output/ (report/index.py), the arms of the comparison shown linked to it."""
+    return (
+        _templates()
+        .get_template("runs.html.j2")
+        .render(**_common(generated_at, "", None), index_rows=rows, shown=set(shown))
     )
 
 

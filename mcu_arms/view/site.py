@@ -41,6 +41,7 @@ from mcu_arms.environment import Environment
 from mcu_arms.layout import RunDir, episode_name, frames_dir, known_arms, logged_tasks, steps_log
 from mcu_arms.report.analysis import Analysis
 from mcu_arms.report.analysis_cache import cached_analysis
+from mcu_arms.report.index import IndexRow, build_index, latest_experiments
 from mcu_arms.report.plot import plot_data
 from mcu_arms.report.status import STALE, supervisor_gone
 from mcu_arms.view.episode import (
@@ -55,12 +56,13 @@ from mcu_arms.view.episode import (
     turn_detail,
 )
 from mcu_arms.view.extra import plotly_js
-from mcu_arms.view.pages import EpisodeLink, render_comparison, render_episode
+from mcu_arms.view.pages import EpisodeLink, render_comparison, render_episode, render_index
 
 STATIC_DIR = Path(__file__).parent / "static"
 ASSETS = "assets"
 EPISODES = "episodes"
 INDEX = "index.html"
+RUNS = "runs.html"  # every run in output/: what `view` with no arm named opens on
 COMPARISON_DATA = "comparison-data.js"
 TURN_FRAME_NAME = re.compile(r"^step_(\d+)\.png$")
 REFRESH_S = 5  # while an episode runs, the served pages that show it reload this often
@@ -125,6 +127,16 @@ def chosen_arms(items: list[str], env: Environment) -> list[str]:
     if not found:
         raise UserError("no arm has run here yet: run one (mcu-arms run --arm NAME), or name arms", path=env.output_dir)
     return found
+
+
+def experiments_shown(
+    items: list[str], experiments: list[str] | None, episode: int | None, env: Environment
+) -> list[str] | None:
+    """With nothing named, each arm's latest experiment (an arm with several is no reason to refuse: the index lists
+    the others); else what was asked for."""
+    if items or experiments or episode is not None:
+        return experiments
+    return latest_experiments(build_index(env.output_dir)) or None
 
 
 @dataclass(frozen=True)
@@ -241,6 +253,7 @@ class Site:
     # Where the private records are (the environment): a started report whose supervisor is gone is shown stale, not
     # running. None: not asked (every started report is shown running).
     records_env: Mapping[str, str] | None = None
+    output_dir: Path | None = None  # where the index of every run is read from (None: no index)
     _episodes: dict[str, tuple[tuple[int, int, int], EpisodeLoad]] = field(default_factory=dict)
 
     @classmethod
@@ -272,7 +285,12 @@ class Site:
             running=running,
             live=live,
             records_env=env.env,
+            output_dir=env.output_dir,
         )
+
+    def index_rows(self) -> list[IndexRow]:
+        """Every run in output/, read when asked (a served page shows runs that appeared since)."""
+        return build_index(self.output_dir) if self.output_dir is not None else []
 
     def links(self) -> list[EpisodeLink]:
         return [
@@ -283,6 +301,7 @@ class Site:
                 task=s.task,
                 href=f"{EPISODES}/{key}/{INDEX}",
                 running=s.report.status in OPEN_STATUSES and not self.gone(s.run_dir, s.report),
+                seed=s.report.settings.seed,
             )
             for key, s in self.sources.items()
         ]
@@ -338,6 +357,7 @@ class Site:
     def paths(self) -> Iterator[str]:
         """Every file of the site, frames included (what a bundle holds)."""
         yield INDEX
+        yield RUNS
         yield COMPARISON_DATA
         yield f"{ASSETS}/plotly.min.js"
         for asset in sorted(STATIC_DIR.iterdir()):
@@ -370,7 +390,11 @@ class Site:
                 running=running,
                 unfinished=unfinished,
                 refresh_s=self.refresh_s(bool(running)),
+                index_rows=self.index_rows(),
             )
+            return Content(media_type, page.encode())
+        if parts == [RUNS]:
+            page = render_index(self.index_rows(), self.comparison.arm_names(), self.generated_at)
             return Content(media_type, page.encode())
         if parts == [COMPARISON_DATA]:
             return Content(media_type, script("MCU_COMPARISON", comparison_data(self.comparison)))
@@ -425,8 +449,9 @@ class Site:
 
 
 def comparison_data(result: Analysis) -> dict[str, object]:
-    """The comparison's charts: milestones reached against step, one line per arm (the analysis's ReachedCurve); and
-    per milestone each arm's Kaplan–Meier curve of reaching it with its band (report/plot.py's panels)."""
+    """The comparison's charts: the score per seed (report/plot.py's dot plot); milestones reached against step, one
+    line per arm (the analysis's ReachedCurve); and per milestone each arm's Kaplan–Meier curve of reaching it with its
+    band (report/plot.py's panels)."""
     plot = plot_data(result)
     curves = {arm.arm: arm.curve for arm in result.arms}
     series = [{**arm.model_dump(), **curve.model_dump()} for arm in plot.arms if (curve := curves[arm.arm]) is not None]
@@ -438,6 +463,8 @@ def comparison_data(result: Analysis) -> dict[str, object]:
     }
     return {
         "title": plot.title,
+        "scores": [column.model_dump() for column in plot.scores],  # the score first: a point per seed, the interval
+        "max_score": plot.max_score,
         "series": series,
         "not_plotted": plot.not_plotted,
         "survival": {key: drawn for key, drawn in survival.items() if drawn},

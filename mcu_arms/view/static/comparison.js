@@ -1,4 +1,5 @@
-// The comparison page's charts: milestones reached against step, per arm the median over its seeds with the IQR
+// The comparison page's charts: first the score, a point per seed (joined across arms) with each arm's mean and
+// its interval; milestones reached against step, per arm the median over its seeds with the IQR
 // as a band (report/plot.py's series); and per milestone (chosen in a list) each arm's Kaplan–Meier curve.
 // The tables are plain HTML; this only draws window.MCU_COMPARISON (comparison-data.js).
 (function () {
@@ -58,7 +59,40 @@
     }, { displayModeBar: false, responsive: true });
   }
   choice.addEventListener('change', drawSurvival);
-  Promise.all([Plotly.newPlot(gd, traces, layout, { displayModeBar: false, responsive: true }), drawSurvival()])
+  function drawScores() {  // the primary result: a point per seed, the same seed joined, the mean with its interval
+    const columns = C.scores || [];
+    const dots = [];
+    const bySeed = {};
+    columns.forEach((column, index) => column.seeds.forEach((seed, i) => {
+      (bySeed[seed] = bySeed[seed] || []).push([index, column.scores[i]]);
+    }));
+    Object.entries(bySeed).forEach(([seed, points]) => {
+      if (points.length > 1) {
+        dots.push({ type: 'scatter', mode: 'lines', x: points.map(p => p[0]), y: points.map(p => p[1]),
+                    line: { color: '#c8c8c8', width: 1 }, name: `seed ${seed}`, showlegend: false, hoverinfo: 'name' });
+      }
+    });
+    columns.forEach((column, index) => {
+      const line = colour(index);
+      dots.push({ type: 'scatter', mode: 'markers', x: column.scores.map(() => index), y: column.scores,
+                  text: column.seeds.map(seed => `seed ${seed}`), marker: { color: line, size: 8 },
+                  name: column.arm, showlegend: false, hovertemplate: '%{text}: %{y}<extra>' + column.arm + '</extra>' });
+      if (column.mean !== null) {
+        const interval = column.low !== null ? { type: 'data', symmetric: false, array: [column.high - column.mean],
+                                                 arrayminus: [column.mean - column.low], color: line } : undefined;
+        dots.push({ type: 'scatter', mode: 'markers', x: [index + 0.2], y: [column.mean], error_y: interval,
+                    marker: { color: line, symbol: 'diamond', size: 9 }, name: `${column.arm} mean`, showlegend: false });
+      }
+    });
+    return Plotly.newPlot(document.getElementById('score-chart'), dots, {
+      margin: { l: 50, r: 10, t: 10, b: 40 },
+      xaxis: { tickvals: columns.map((_, index) => index), ticktext: columns.map(column => column.arm), zeroline: false,
+               range: [-0.5, columns.length - 0.5] },
+      yaxis: { title: { text: 'score' }, range: C.max_score ? [-0.05 * C.max_score, C.max_score * 1.05] : undefined },
+    }, { displayModeBar: false, responsive: true });
+  }
+  Promise.all([Plotly.newPlot(gd, traces, layout, { displayModeBar: false, responsive: true }), drawSurvival(),
+               drawScores()])
     .then(() => {
       window.VIEWER_READY = true;
       window.READY_AT = performance.now();

@@ -194,8 +194,13 @@
   }
 
   // ---- timelines ----------------------------------------------------------------------------------------------
+  // A series keeps its colour on every page (by its name, not by the order of the series a page happens to have).
+  const PALETTE = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22',
+                   '#17becf'];
+  const colourOf = name => PALETTE[[...name].reduce((h, c) => (h * 31 + c.charCodeAt(0)) >>> 0, 7) % PALETTE.length];
   const stepLine = (name, s) => ({ name, x: s.x, y: s.y, mode: 'lines',
-                                   line: { shape: s.encoding === 'change_points' ? 'hv' : 'linear', width: 1.3 } });
+                                   line: { shape: s.encoding === 'change_points' ? 'hv' : 'linear', width: 1.3,
+                                           color: colourOf(name) } });
   const rows = [];
   const linesOf = series => Object.entries(series).map(([name, s]) => stepLine(name, s));
   if (Object.keys(E.vitals).length) rows.push({ title: 'vitals', traces: linesOf(E.vitals), axis: { rangemode: 'tozero' } });
@@ -208,8 +213,11 @@
       marker: { opacity: 0 }, hoverinfo: 'none', showlegend: false },
   ];
   const reached = E.milestones.filter(m => m.step !== null);
-  if (reached.length) events.push(marks('milestone', reached.map(m => m.step), 'milestone',
-                                        { symbol: 'star', size: 11, color: '#2a8' }, reached.map(m => m.identity)));
+  if (reached.length) {  // each star labelled with the milestone it marks
+    const stars = marks('milestone', reached.map(m => m.step), 'milestone', { symbol: 'star', size: 11, color: '#2a8' },
+                        reached.map(m => m.identity));
+    events.push({ ...stars, mode: 'markers+text', textposition: 'top center', textfont: { size: 9, color: '#2a8' } });
+  }
   if (E.deaths.x.length) events.push(marks('death', E.deaths.x, 'death', { symbol: 'x', size: 9, color: '#c00' }));
   if (E.no_effect.x.length) {
     events.push(marks('no effect', E.no_effect.x, 'no effect', { symbol: 'line-ns-open', size: 8, color: '#a60' }));
