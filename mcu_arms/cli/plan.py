@@ -251,6 +251,7 @@ def show_plans(
     decisions: dict[str, RerunDecision] | None = None,
     verbose: bool = False,
     groups: list[ArmGroup] | None = None,
+    pairs: list[ArmPair] | None = None,
 ) -> None:
     """A summary line per episode first (for `run --dry-run`: run, skip as finished, retry, or cannot run here), then
     the warnings; each plan whole only with `verbose`."""
@@ -271,6 +272,7 @@ def show_plans(
                 labels.append(arm_plan.label if warning not in arm_plan.unanswered else arm_plan.arm)
     for warning, labels in said.items():
         env.console.print(f"[yellow]warning:[/] {escape(', '.join(labels))}: {escape(warning)}")
+    show_differences(pairs or [], env.console)
     if verbose:
         for arm_plan in plans:
             render_plan(arm_plan, env)
@@ -340,8 +342,10 @@ def register(app: typer.Typer) -> None:
             json_output=json_output,
             verbose=verbose,
             groups=plan_groups(plans, selection),
+            pairs=pairs,
         )
-        show_differences(pairs, env.err_console if json_output else env.console)
+        if json_output:
+            show_differences(pairs, env.err_console)
         if not dry_run and not json_output and on_nodes:
             env.console.print(
                 f"planned {len(plans)} arm(s) for Slurm: ports and codex homes are made on each episode's node when it "
