@@ -483,3 +483,42 @@ def test_campaign_words_agree_a_stopped_episode_is_interrupted_and_no_eta_withou
     assert "0 failed, 1 interrupted" in said and "ETA" not in said and "not running" in said
     live = stopped.model_copy(update={"live": True, "running": 1, "interrupted": 0})
     assert "ETA" in live.text() and "interrupted" not in live.text()
+
+
+def test_status_of_a_campaign_at_80_columns_is_an_arm_by_seed_grid_with_no_word_split() -> None:
+    import io
+
+    from rich.console import Console
+
+    from mcu_arms.cli.status import _render_campaign
+    from mcu_arms.contracts.campaign_run import CampaignTally
+    from mcu_arms.environment import Environment
+    from mcu_arms.report.status import CampaignCellState, CampaignState
+
+    note = "purple: exited with code 3 before it was ready (mine_diamond_from_scratch)"
+    cells = [
+        CampaignCellState(
+            arm=arm,
+            seed=seed,
+            state="failed" if seed == 5 else "done",
+            episode=seed + 1,
+            attempts=1,
+            step=300,
+            max_steps=300,
+            score=2.0,
+            note=note if seed == 5 else None,
+        )
+        for arm in ("scripted_arm_with_a_long_name", "random_arm_with_a_long_name")
+        for seed in range(6)
+    ]
+    tally = CampaignTally(total=12, done=10, running=0, queued=0, failed=2, retried=0, ended=12, elapsed_s=60)
+    state = CampaignState(
+        campaign="agents", run="r1", started_at=None, supervisor_alive=False, cells=cells, tally=tally
+    )
+    screen = io.StringIO()
+    _render_campaign(state, Environment(console=Console(file=screen, width=80, color_system=None)))
+    drawn = screen.getvalue()
+    assert all(len(line) <= 80 for line in drawn.splitlines()), drawn
+    assert len(drawn.splitlines()) <= 10, "the tally, a row per arm, a line per note (not a row per cell)"
+    words = {word.strip("():,") for line in drawn.splitlines() for word in line.split()}
+    assert {"scripted_arm_with_a_long_name", "mine_diamond_from_scratch", "s5"} <= words, drawn

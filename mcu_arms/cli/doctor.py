@@ -96,5 +96,5 @@ def register(app: typer.Typer) -> None:
         else:
             show_checks(report, len(specs), env)
         report_unreadable(selection, env)
-        if not asked_can_run(report.groups, named=bool(named)):
+        if not asked_can_run(report.groups, named=bool(named)) or (named and report.failed):
             raise typer.Exit(1)

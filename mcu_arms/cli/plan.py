@@ -274,6 +274,7 @@ def show_plans(
     decisions: dict[str, RerunDecision] | None = None,
     verbose: bool = False,
     groups: list[ArmGroup] | None = None,
+    pairs: list[ArmPair] | None = None,
 ) -> None:
     """A summary line per episode first (for `run --dry-run`: run, skip as finished, retry, or cannot run here), then
     the warnings; each plan whole only with `verbose`."""
@@ -299,6 +300,7 @@ def show_plans(
     for arm_plan in plans:
         for note in purple_notes(arm_plan):
             env.console.print(f"note: {escape(arm_plan.label)}: {escape(note)}")
+    show_differences(pairs or [], env.console)
     if verbose:
         for arm_plan in plans:
             render_plan(arm_plan, env)
@@ -405,8 +407,10 @@ def register(app: typer.Typer) -> None:
             json_output=json_output,
             verbose=verbose,
             groups=plan_groups(plans, selection),
+            pairs=pairs,
         )
-        show_differences(pairs, env.err_console if json_output else env.console)
+        if json_output:
+            show_differences(pairs, env.err_console)
         if not dry_run and not json_output and on_nodes:
             env.console.print(
                 f"planned {len(plans)} arm(s) for Slurm: ports and codex homes are made on each episode's node when it "

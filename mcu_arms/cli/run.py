@@ -154,8 +154,11 @@ def register(app: typer.Typer) -> None:
             from mcu_arms.supervise.reruns import rerun_decision
 
             decisions = {p.label: rerun_decision(p, env.output_dir / p.arm, rerun=rerun) for p in plans}
-            show_plans(plans, env, dry_run=True, json_output=json_output, decisions=decisions, verbose=verbose)
-            show_differences(pairs, human)
+            show_plans(
+                plans, env, dry_run=True, json_output=json_output, decisions=decisions, verbose=verbose, pairs=pairs
+            )
+            if json_output:
+                show_differences(pairs, human)
             return
 
         from mcu_arms.supervise.executors import run_arms, run_options

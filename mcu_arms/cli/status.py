@@ -181,10 +181,8 @@ def _render_campaign(state: CampaignState, env: Environment) -> None:
     """The campaign's arm × seed grid under one line: k of n done, and the ETA from the pace so far."""
     run = f" (run {state.run}{', running' if state.supervisor_alive else ''})" if state.run else " (never run)"
     env.console.print(
-        f"[bold]campaign {escape(state.campaign)}[/]{escape(run)}: {escape(state.tally.text())}",
-        highlight=False,
-        soft_wrap=True,
-    )
+        f"[bold]campaign {escape(state.campaign)}[/]{escape(run)}: {escape(state.tally.text())}", highlight=False
+    )  # wrapped on word boundaries at a terminal's width (a pipe has none)
     table = Table(title_justify="left")
     for column in ("arm", "seed", "state", "episode", "attempts", "step", "score", "note"):
         table.add_column(column, overflow="fold")
@@ -200,7 +198,36 @@ def _render_campaign(state: CampaignState, env: Environment) -> None:
             f"{cell.score:g}" if cell.score is not None else "-",
             escape(shown_text(cell.note, MAX_MESSAGE_CHARS)) if cell.note else "",
         )
-    env.console.print(table)
+    env.console.print(table if fits(env.console, table) else _campaign_grid(state))
+
+
+def _campaign_grid(state: CampaignState) -> Group:
+    """For a terminal too narrow for a row per cell: arms as rows, seeds as columns, a cell in a word or two; then
+    each cell's note on a line of its own, wrapped on word boundaries."""
+    seeds = sorted({cell.seed for cell in state.cells})
+    grid = Table(box=None, padding=(0, 1))
+    grid.add_column("arm", no_wrap=True)
+    for seed in seeds:
+        grid.add_column(f"s{seed}", no_wrap=True)
+    arms = list(dict.fromkeys(cell.arm for cell in state.cells))
+    by_cell = {(cell.arm, cell.seed): cell for cell in state.cells}
+    for arm in arms:
+        shown = []
+        for seed in seeds:
+            cell = by_cell.get((arm, seed))
+            if cell is None:
+                shown.append("")
+                continue
+            detail = f"{cell.step}/{cell.max_steps}" if cell.state == "running" else ""
+            detail = f"{cell.score:g}" if cell.state == "done" and cell.score is not None else detail
+            shown.append(f"[{CELL_STYLES[cell.state]}]{cell.state}[/] {detail}".rstrip())
+        grid.add_row(escape(arm), *shown)
+    notes = [
+        f"{escape(cell.arm)} s{cell.seed}: {escape(shown_text(cell.note, MAX_MESSAGE_CHARS))}"
+        for cell in state.cells
+        if cell.note
+    ]
+    return Group(grid, *notes)
 
 
 def campaign_arms(campaigns: list[Path], env: Environment) -> list[str]:
