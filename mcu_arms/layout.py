@@ -31,7 +31,9 @@ from pathlib import Path
 from mcu_arms.atomic import PRIVATE_DIR_MODE, write_json_atomic
 from mcu_arms.contracts.agent_report import TURN_FRAMES_DIR, TURNS_DIR, turn_dir_name, turn_frame_name
 from mcu_arms.contracts.errors import UserError
-from mcu_arms.contracts.run_report import RunReport, read_report
+from mcu_arms.contracts.limits import MAX_EVALUATION_BYTES
+from mcu_arms.contracts.reading import inside, open_untrusted, size_text
+from mcu_arms.contracts.run_report import RunReport, read_report, stored_paths
 from mcu_arms.contracts.states import PROCESS_ROLES, SUPERVISOR_ROLE
 from mcu_arms.contracts.steps import FRAMES_DIR, STEPS_FILE, frame_name
 
@@ -192,9 +194,10 @@ class RunDir:
         except ValueError:
             return str(path)
 
-    def resolve(self, stored: str) -> Path:
-        """A path read from the report, wherever the episode directory now is (absolute ones stay as they are)."""
-        return self.path / stored
+    def resolve(self, stored: str, key: str | None = None) -> Path:
+        """A path read from the report, wherever the episode directory now is; a UserError when it would lead out of
+        the episode (absolute, `..`, a link out): output/ is untrusted input."""
+        return inside(self.path, stored, what="run report", key=key, source=self.report)
 
     def write_report(self, report: RunReport) -> None:
         """Atomic: a reader never sees half a report."""
@@ -279,14 +282,34 @@ def run_dirs(arm_dir: Path) -> list[RunDir]:
     return sorted(found, key=lambda run: run.number, reverse=True)
 
 
+def read_episode_report(run_dir: RunDir) -> RunReport:
+    """The episode's report read as untrusted input (contracts/reading.py), and every path it names checked to stay
+    inside the episode through any link; its evaluation, when there, a regular file within its bound. A UserError
+    names what breaks a rule: the episode is then unreadable, for every reader alike."""
+    report = read_report(run_dir.report)
+    for key, stored in stored_paths(report).items():
+        run_dir.resolve(stored, key)
+    if report.evaluation_file is not None:
+        evaluation = run_dir.resolve(report.evaluation_file, "evaluation_file")
+        if os.path.lexists(evaluation):
+            with open_untrusted(evaluation, "evaluation") as handle:
+                size = os.fstat(handle.fileno()).st_size
+            if size > MAX_EVALUATION_BYTES:
+                raise UserError(
+                    f"the evaluation is {size_text(size)}, over the {size_text(MAX_EVALUATION_BYTES)} read",
+                    path=evaluation,
+                )
+    return report
+
+
 def arm_runs(arm_dir: Path) -> list[RunOnDisk]:
-    """An arm's episode dirs, newest first, each with its report when readable."""
+    """An arm's episode dirs, newest first, each with its report when readable (read_episode_report)."""
     runs = []
     for run_dir in run_dirs(arm_dir):
         report, error = None, None
-        if run_dir.report.is_file():
+        if os.path.lexists(run_dir.report):
             try:
-                report = read_report(run_dir.report)
+                report = read_episode_report(run_dir)
             except (OSError, UserError) as problem:
                 error = problem.render() if isinstance(problem, UserError) else f"{run_dir.report}: {problem}"
         runs.append(RunOnDisk(run_dir, report, error))

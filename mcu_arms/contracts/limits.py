@@ -28,3 +28,15 @@ MAX_STEP_TIMEOUT_S = 86_400.0
 # argument or variable past 128 KiB, and the whole environment past a few MB).
 MAX_ENV_KEYS = 1_000
 MAX_ENV_ENTRY_BYTES = 32 * 1024
+
+# Reading output/: everything under it is untrusted input (docs/concepts/reading-output.md). A file past its bound,
+# or a line past MAX_LINE_BYTES, makes its episode unreadable (named, excluded); it is never read whole.
+# A run report is a few KB (its alerts and notes bounded); an evaluation a few hundred KB for hundreds of tasks.
+MAX_REPORT_BYTES = 16 * 1024 * 1024
+MAX_EVALUATION_BYTES = 64 * 1024 * 1024
+# Any other small JSON file mcu-arms writes beside them (a campaign run record, a stop request, an agent's report).
+MAX_RECORD_BYTES = 16 * 1024 * 1024
+# One line of a step log or event log: a step record keeps at most 4,000 characters of the reply and the info dict.
+MAX_LINE_BYTES = 4 * 1024 * 1024
+# Every number read: finite, and no larger in magnitude than this (a seed is the largest legitimate one).
+MAX_NUMBER_MAGNITUDE = float(2**63)

@@ -96,6 +96,9 @@ METRICS: tuple[MetricName, ...] = (
 DifferenceVerdict = Literal["distinguishable", "not distinguishable", "no difference", "too few episodes", "no runs"]
 
 
+UNREADABLE_RUN = "unreadable_run"  # the Flag kind of an episode whose files break a reading rule (contracts/reading.py)
+
+
 class Flag(BaseModel):
     """Something that makes a number less trustworthy; shown loudly above the tables."""
 
@@ -471,7 +474,8 @@ def _readable_runs(target: ArmTarget, episode: int | None, flags: list[Flag]) ->
     if episode in unreadable or (unreadable and not runs):
         raise UserError((unreadable.get(episode) if episode is not None else None) or next(iter(unreadable.values())))
     for number, error in unreadable.items():
-        flags.append(Flag(kind="unreadable_run", arm=target.name, message=f"episode {number} skipped: {error}"))
+        message = f"episode {number} skipped, unreadable: {error}"
+        flags.append(Flag(kind=UNREADABLE_RUN, arm=target.name, message=message))
     return runs
 
 

@@ -15,6 +15,7 @@ from mcu_arms.contracts.agent_report import in_its_words
 from mcu_arms.contracts.catalog import CODEX_AGENTS, PLANNED_AGENTS
 from mcu_arms.contracts.states import INFRASTRUCTURE_CAUSES, NO_EFFECT_LABEL, NO_EFFECT_PREFIX
 from mcu_arms.report.analysis import (
+    UNREADABLE_RUN,
     Analysis,
     ArmAnalysis,
     MilestoneCell,
@@ -253,8 +254,10 @@ def setting_label(row: SettingRow) -> str:
 
 
 def excluded_lines(result: Analysis) -> list[str]:
-    """Every episode left out of the statistics, with its reason."""
-    return [
+    """Every episode left out of the statistics, with its reason; those whose files broke a reading rule
+    (contracts/reading.py) first, as unreadable."""
+    unreadable = [f"{flag.arm} {flag.message}" for flag in result.flags if flag.kind == UNREADABLE_RUN]
+    return unreadable + [
         f"{arm.arm} episode {each.episode} (seed {each.seed}, {each.status}): {each.reason}: {each.detail}"
         for arm in result.arms
         for each in arm.excluded

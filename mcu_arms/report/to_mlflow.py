@@ -45,7 +45,9 @@ def write_mlflow(export: TrackingExport, where: str | None, env: Environment) ->
     from mlflow.exceptions import MlflowException
 
     uri = tracking_uri(where, env)
-    outcome = ExportOutcome(tracker="mlflow", destination=scrub(uri), experiment=export.experiment)
+    outcome = ExportOutcome(
+        tracker="mlflow", destination=scrub(uri), experiment=export.experiment, excluded=export.excluded
+    )
     client = mlflow.tracking.MlflowClient(tracking_uri=uri)
     try:
         experiment_id = _experiment(client, export.experiment, uri)
