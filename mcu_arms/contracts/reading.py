@@ -109,8 +109,8 @@ def read_json(path: Path, limit: int, what: str) -> Any:
 def stored_path_problem(stored: str) -> str | None:
     """Why a path stored in a file under output/ may not be followed (None: it is relative and stays down)."""
     pure = PurePosixPath(stored)
-    if not stored or "\0" in stored:
-        return "an empty path"
+    if "\0" in stored:
+        return "a path holding a NUL byte"
     if pure.is_absolute():
         return "an absolute path"
     if ".." in pure.parts:

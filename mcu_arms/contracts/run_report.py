@@ -236,7 +236,7 @@ _COUNTS = ("noops", "dropped_keys", "sim_fallbacks", "infrastructure", "behaviou
 
 
 def stored_paths(report: RunReport) -> dict[str, str]:
-    """Every path the report names (key -> path), each relative to its episode directory."""
+    """Every path the report names (key -> path), each relative to its episode directory ("" names none)."""
     paths = {f"logs.{role}": log for role, log in report.logs.items()}
     paths |= {f"output_dirs.{role}": folder for role, folder in report.output_dirs.items()}
     paths |= {f"processes.{role}.log": record.log for role, record in report.processes.items()}
@@ -244,7 +244,7 @@ def stored_paths(report: RunReport) -> dict[str, str]:
         paths["evaluation_file"] = report.evaluation_file
     if report.agent is not None and report.agent.report_file:
         paths["agent.report_file"] = report.agent.report_file
-    return paths
+    return {key: path for key, path in paths.items() if path}
 
 
 def _check_read_report(report: RunReport, path: Path) -> None:
