@@ -233,3 +233,32 @@ def test_stop_without_our_private_record_leaves_a_live_report_as_it_is(project: 
     assert "not ours to stop: this run's record is in another state directory (or unreadable)" in stopped.out
     assert (project / HOSTILE / "result.json").read_bytes() == before
     assert read_report(project / HOSTILE / "result.json").status == "started"
+
+
+def test_a_full_state_dir_at_start_is_one_line_naming_what_could_not_be_written(tmp_path: Path) -> None:
+    """A state dir that takes no byte more (a file-size limit of 0: a full disk, portably): `run` stops before it
+    starts anything, with one line naming the file, and leaves no episode behind."""
+    from run_helpers import write_arm
+
+    project = tmp_path / "project"
+    write_arm(project, "full", steps=5)
+
+    def limit() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+
+    done = subprocess.run(
+        [sys.executable, "-m", "mcu_arms", "run", "--arm", "full"],
+        cwd=project,
+        env={**os.environ, "MCU_ARMS_STATE_DIR": str(tmp_path / "state")},
+        capture_output=True,
+        text=True,
+        preexec_fn=limit,
+        timeout=300,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(tmp_path / "state") in lines[0], done.stderr
+    assert "cannot write who holds the lock: File too large" in lines[0]
+    assert "Traceback" not in done.stderr and "OSError" not in done.stderr
+    assert not list(project.glob("output/*/episode_*")), "nothing was started"
