@@ -262,3 +262,51 @@ def test_a_full_state_dir_at_start_is_one_line_naming_what_could_not_be_written(
     assert "cannot write who holds the lock: File too large" in lines[0]
     assert "Traceback" not in done.stderr and "OSError" not in done.stderr
     assert not list(project.glob("output/*/episode_*")), "nothing was started"
+
+
+@pytest.mark.parametrize(
+    ("line", "key", "allowed"),
+    [
+        ("retries = 1000000000", "retries", "an integer from 0 to 10"),
+        ("max_parallel = 1000000000", "max_parallel", "an integer from 1 to 1000"),
+    ],
+)
+def test_a_campaign_count_past_its_bound_is_one_line_at_file_line_key(
+    tmp_path: Path, line: str, key: str, allowed: str
+) -> None:
+    from run_helpers import write_arm
+
+    project = tmp_path / "project"
+    write_arm(project, "base", agent="scripted", steps=5)
+    (project / "campaigns").mkdir()
+    text = f'name = "c"\nseeds = [0]\n{line}\n[baseline]\narm = "base"\n'
+    (project / "campaigns" / "c.toml").write_text(text)
+    shown = invoke(project, env_for(project), "plan", "--dry-run", "campaigns/c.toml")
+    assert shown.exit_code == 2, shown.out + shown.err
+    assert f"campaigns/c.toml:3: key '{key}'" in shown.err and f"(allowed: {allowed})" in shown.err
+    assert len(shown.err.strip().splitlines()) == 1
+
+
+def test_a_refused_campaign_run_writes_no_campaign_record(tmp_path: Path) -> None:
+    """Another `run` holds the arm: this one is refused before it starts, and `status --campaign` must not show a
+    run that never ran (it once read "0 of N done" after every episode had finished)."""
+    from run_helpers import write_arm
+
+    from mcu_arms.isolation.locks import try_lock, unlock
+    from mcu_arms.layout import arm_lock
+
+    project = tmp_path / "project"
+    write_arm(project, "base", agent="scripted", steps=5)
+    (project / "campaigns").mkdir()
+    (project / "campaigns" / "c.toml").write_text('name = "c"\nseeds = [0]\n[baseline]\narm = "base"\n')
+    env = env_for(project)
+    lock = arm_lock(env, project / "output" / "base")
+    lock.parent.mkdir(parents=True)
+    held = try_lock(lock)
+    assert held is not None
+    try:
+        refused = invoke(project, env, "run", "campaigns/c.toml")
+    finally:
+        unlock(held)
+    assert refused.exit_code == 2, refused.out + refused.err
+    assert not list(project.glob("output/.campaigns/c/*.json")), "a refused run left a campaign record"

@@ -16,6 +16,10 @@ MAX_SEEDS_PER_ARM = 10_000
 MAX_EPISODES_PER_RUN = 100_000
 # Variants one campaign expands to.
 MAX_VARIANTS = 1_000
+# A campaign's extra attempts per episode failed for infrastructure reasons (each a whole episode again), and the
+# episodes it runs at once (no host runs a thousand simulators).
+MAX_RETRIES = 10
+MAX_PARALLEL = 1_000
 # A seed is a signed 64-bit integer everywhere it goes (numpy, Java, the simulators).
 SEED_LIMIT = 2**63
 # Steps of one task's episode: a full MCU episode is 12,000; a million is 83 days at 0.14 s a step.
