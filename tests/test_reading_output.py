@@ -310,3 +310,25 @@ def test_a_refused_campaign_run_writes_no_campaign_record(tmp_path: Path) -> Non
         unlock(held)
     assert refused.exit_code == 2, refused.out + refused.err
     assert not list(project.glob("output/.campaigns/c/*.json")), "a refused run left a campaign record"
+
+
+def _sequential(project: Path, episode: str, **look: object) -> None:
+    path = project / "output/scripted_arm" / episode / "result.json"
+    data = json.loads(path.read_text())
+    data["sequential"] = {"primary": "score", "batch": 1, "alpha": 0.05, "comparisons": 1, **look}
+    path.write_text(json.dumps(data))
+
+
+def test_sequential_looks_past_their_own_maximum_make_the_experiment_unreadable(project: Path) -> None:
+    for episode in ("episode_001", "episode_002"):
+        _sequential(project, episode, look=1, max_seeds=1)  # two seeds in looks that allow one
+    shown = invoke(project, env_for(project), "compare", CAMPAIGN, "--json")
+    assert shown.exit_code == 0, shown.out + shown.err
+    flags = {flag["kind"]: flag["message"] for flag in json.loads(shown.out)["flags"]}
+    assert "more than their own maximum of 1 seeds" in flags["unreadable_experiment"]
+    assert "sequential" not in flags, "no boundary is computed from a design its own episodes break"
+
+
+def test_a_look_that_starts_past_its_maximum_makes_its_episode_unreadable(project: Path) -> None:
+    _sequential(project, "episode_002", look=5, max_seeds=2)
+    assert_every_reader_goes_on(project, "starts past its own maximum of 2 seeds")
