@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import getpass
 import hashlib
-import json
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -31,8 +30,8 @@ from pathlib import Path
 from mcu_arms.atomic import PRIVATE_DIR_MODE, write_json_atomic
 from mcu_arms.contracts.agent_report import TURN_FRAMES_DIR, TURNS_DIR, turn_dir_name, turn_frame_name
 from mcu_arms.contracts.errors import UserError
-from mcu_arms.contracts.limits import MAX_EVALUATION_BYTES
-from mcu_arms.contracts.reading import inside, open_untrusted, size_text
+from mcu_arms.contracts.limits import MAX_EVALUATION_BYTES, MAX_RECORD_BYTES
+from mcu_arms.contracts.reading import inside, open_untrusted, read_json, size_text
 from mcu_arms.contracts.run_report import RunReport, read_report, stored_paths
 from mcu_arms.contracts.states import PROCESS_ROLES, SUPERVISOR_ROLE
 from mcu_arms.contracts.steps import FRAMES_DIR, STEPS_FILE, frame_name
@@ -214,12 +213,13 @@ class RunDir:
 
     def stop_requested_by(self) -> str | None:
         """Who asked this episode to stop (None: nobody); a request that cannot be read still counts."""
-        if not self.stop_request.exists():
+        if not os.path.lexists(self.stop_request):
             return None
         try:
-            return json.loads(self.stop_request.read_text(encoding="utf-8")).get("requested_by", UNNAMED_STOPPER)
-        except (OSError, ValueError, AttributeError):
+            who = read_json(self.stop_request, MAX_RECORD_BYTES, "stop request").get("requested_by", UNNAMED_STOPPER)
+        except (UserError, AttributeError):
             return UNNAMED_STOPPER
+        return who if isinstance(who, str) else UNNAMED_STOPPER
 
 
 def task_dir(green_dir: Path, task: str) -> Path:

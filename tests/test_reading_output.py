@@ -332,3 +332,23 @@ def test_sequential_looks_past_their_own_maximum_make_the_experiment_unreadable(
 def test_a_look_that_starts_past_its_maximum_makes_its_episode_unreadable(project: Path) -> None:
     _sequential(project, "episode_002", look=5, max_seeds=2)
     assert_every_reader_goes_on(project, "starts past its own maximum of 2 seeds")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_an_output_dir_deleted_under_a_run_is_named_as_the_cause(tmp_path: Path) -> None:
+    """The client is the first to notice (it exits 1 when it cannot write its events): the failure names the
+    deleted directory first, never only "client exited with code 1"."""
+    from run_helpers import Started, running_with_steps, wait_for, write_arm
+
+    project = tmp_path / "project"
+    write_arm(project, "gone", agent="random", steps=5000, step_timeout=5)
+    run = Started(project, tmp_path / "state", "run", "--arm", "gone")
+    try:
+        wait_for(lambda: running_with_steps(project, "gone"), "the arm to run")
+        shutil.rmtree(project / "output")
+        assert run.wait(timeout=300) != 0
+    finally:
+        run.kill_if_running()
+    shown = "".join(run.out + run.err).replace("\n", " ")
+    assert "the episode directory output/gone/episode_001 was deleted (or moved) while the episode ran" in shown, shown
