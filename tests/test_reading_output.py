@@ -194,15 +194,15 @@ def test_a_gigabyte_step_log_line_is_refused_and_the_export_goes_on(project: Pat
     assert "excluded:" in bundle.out and "longer than" in bundle.out
 
 
-def _limited_export(project: Path, target: str, file_bytes: int) -> subprocess.CompletedProcess[str]:
-    """`compare --export` in a process that may write no file larger than `file_bytes` (a full disk, portably)."""
+def _limited(project: Path, file_bytes: int, *args: str) -> subprocess.CompletedProcess[str]:
+    """`mcu-arms ARGS` in a process that may write no file larger than `file_bytes` (a full disk, portably)."""
 
     def limit() -> None:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
 
     return subprocess.run(
-        [sys.executable, "-m", "mcu_arms", "compare", CAMPAIGN, "--export", target],
+        [sys.executable, "-m", "mcu_arms", *args],
         cwd=project,
         env={**os.environ, **env_for(project)},
         capture_output=True,
@@ -213,7 +213,7 @@ def _limited_export(project: Path, target: str, file_bytes: int) -> subprocess.C
 
 
 def test_an_export_that_fails_leaves_nothing_and_a_rerun_is_not_blocked(project: Path) -> None:
-    failed = _limited_export(project, "tables", 2048)
+    failed = _limited(project, 2048, "compare", CAMPAIGN, "--export", "tables")
     assert failed.returncode == 2, failed.stdout + failed.stderr
     assert "cannot write the export" in failed.stderr and "nothing was left behind" in failed.stderr
     assert "Traceback" not in failed.stderr
@@ -221,6 +221,17 @@ def test_an_export_that_fails_leaves_nothing_and_a_rerun_is_not_blocked(project:
     again = invoke(project, env_for(project), "compare", CAMPAIGN, "--export", "tables")
     assert again.exit_code == 0, again.out + again.err
     assert (project / "tables" / "analysis.json").is_file()
+
+
+def test_a_bundle_that_cannot_be_written_names_its_directory_and_leaves_nothing(project: Path) -> None:
+    failed = _limited(project, 64 * 1024, "report", "--html", "bundle", "scripted_arm", "random_arm")
+    assert failed.returncode == 2, failed.stdout + failed.stderr
+    lines = failed.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"{project / 'bundle'}: key '--html': cannot write the bundle" in lines[0], lines
+    assert "plotly" not in failed.stderr and "nothing was left behind" in failed.stderr
+    assert sorted(path.name for path in project.iterdir()) == ["arms", "campaigns", "output"], "no partial bundle"
+    again = invoke(project, env_for(project), "report", "--html", "bundle", "scripted_arm", "random_arm")
+    assert again.exit_code == 0, again.out + again.err
 
 
 def test_stop_without_our_private_record_leaves_a_live_report_as_it_is(project: Path) -> None:
