@@ -374,10 +374,11 @@ def campaign_runs_dir(output_dir: Path, campaign: str) -> Path:
 
 
 def known_arms(output_dir: Path) -> list[str]:
-    """Arms with at least one episode dir under `output_dir`."""
+    """Arms with at least one episode dir under `output_dir`. A folder whose name holds a control character is no
+    arm's (an arm's name is letters, digits, '_' and '-'), and its name never reaches a terminal."""
     if not output_dir.is_dir():
         return []
-    return sorted(p.name for p in output_dir.iterdir() if p.is_dir() and run_dirs(p))
+    return sorted(p.name for p in output_dir.iterdir() if p.name.isprintable() and p.is_dir() and run_dirs(p))
 
 
 def selected_arms(output_dir: Path, names: list[str]) -> list[str]:

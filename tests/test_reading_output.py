@@ -363,3 +363,12 @@ def test_an_output_dir_deleted_under_a_run_is_named_as_the_cause(tmp_path: Path)
         run.kill_if_running()
     shown = "".join(run.out + run.err).replace("\n", " ")
     assert "the episode directory output/gone/episode_001 was deleted (or moved) while the episode ran" in shown, shown
+
+
+def test_a_directory_name_holding_a_control_sequence_reaches_no_terminal(project: Path) -> None:
+    hostile = "x\x1b]0;pwned\x07"
+    shutil.copytree(project / HOSTILE, project / "output" / hostile / "episode_001")
+    env = env_for(project)
+    for args in (["status"], ["status", "--arm", hostile], ["compare", hostile], ["compare", "nonexistent\x1b[2J"]):
+        shown = invoke(project, env, *args)
+        assert "\x1b" not in shown.out + shown.err and "\x07" not in shown.out + shown.err, args
