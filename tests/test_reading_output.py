@@ -372,3 +372,23 @@ def test_a_directory_name_holding_a_control_sequence_reaches_no_terminal(project
     for args in (["status"], ["status", "--arm", hostile], ["compare", hostile], ["compare", "nonexistent\x1b[2J"]):
         shown = invoke(project, env, *args)
         assert "\x1b" not in shown.out + shown.err and "\x07" not in shown.out + shown.err, args
+
+
+def test_a_tail_skips_a_line_past_its_bound_without_holding_it(tmp_path: Path) -> None:
+    """The live readers (status, the run's own progress) tail logs as they grow: a line past MAX_LINE_BYTES is
+    counted invalid and skipped as it arrives, and the lines after it are read."""
+    from mcu_arms.contracts.steps import JsonlTail, StepProgress
+
+    log = tmp_path / "steps.jsonl"
+    step = json.dumps({"step": 0, "t": 1.0}).encode()
+    log.write_bytes(step + b"\n" + b"x" * (MAX_LINE_BYTES + 10))
+    tail = JsonlTail(log, StepProgress)
+    read = []
+    while chunk := tail.poll():
+        read += chunk
+    read += tail.poll()
+    with log.open("ab") as handle:
+        handle.write(b"x" * MAX_LINE_BYTES + b"\n" + json.dumps({"step": 1, "t": 2.0}).encode() + b"\n")
+    while (more := tail.poll()) or tail.offset < log.stat().st_size:
+        read += more
+    assert [record.step for record in read] == [0, 1] and tail.invalid == 1
