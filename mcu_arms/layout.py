@@ -32,7 +32,7 @@ from mcu_arms.contracts.agent_report import TURN_FRAMES_DIR, TURNS_DIR, turn_dir
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.limits import MAX_EVALUATION_BYTES, MAX_RECORD_BYTES
 from mcu_arms.contracts.reading import inside, open_untrusted, read_json, size_text
-from mcu_arms.contracts.run_report import RunReport, read_report, stored_paths
+from mcu_arms.contracts.run_report import RunReport, read_report
 from mcu_arms.contracts.states import PROCESS_ROLES, SUPERVISOR_ROLE
 from mcu_arms.contracts.steps import FRAMES_DIR, STEPS_FILE, frame_name
 
@@ -283,12 +283,12 @@ def run_dirs(arm_dir: Path) -> list[RunDir]:
 
 
 def read_episode_report(run_dir: RunDir) -> RunReport:
-    """The episode's report read as untrusted input (contracts/reading.py), and every path it names checked to stay
-    inside the episode through any link; its evaluation, when there, a regular file within its bound. A UserError
-    names what breaks a rule: the episode is then unreadable, for every reader alike."""
+    """The episode's report read as untrusted input (contracts/reading.py: every path it names relative, without
+    `..`), and the one file readers follow from it, its evaluation, checked to stay inside the episode through any
+    link and, when there, to be a regular file within its bound (the other paths are shown, never opened; a reader
+    that opens one resolves it with RunDir.resolve). A UserError names what breaks a rule: the episode is then
+    unreadable, for every reader alike."""
     report = read_report(run_dir.report)
-    for key, stored in stored_paths(report).items():
-        run_dir.resolve(stored, key)
     if report.evaluation_file is not None:
         evaluation = run_dir.resolve(report.evaluation_file, "evaluation_file")
         if os.path.lexists(evaluation):

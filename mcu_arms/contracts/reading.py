@@ -14,7 +14,7 @@ import json
 import math
 import os
 import stat
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, BinaryIO
 
 from mcu_arms.contracts.errors import NESTED_TOO_DEEPLY, UserError
@@ -51,7 +51,9 @@ def read_bounded(path: Path, limit: int, what: str) -> bytes:
         found = os.fstat(handle.fileno())
         if found.st_size > limit:
             raise UserError(f"the {what} is {size_text(found.st_size)}, over the {size_text(limit)} read", path=path)
-        data = handle.read(limit + 1)
+        data = handle.read(found.st_size + 1)  # its size, not the bound: no buffer of the bound's size per read
+        if len(data) > found.st_size:  # it grew while read
+            data += handle.read(limit + 1 - len(data))
     if len(data) > limit:
         raise UserError(f"the {what} grew past the {size_text(limit)} read", path=path)
     return data
@@ -65,7 +67,22 @@ def _finite_float(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
         raise ValueError(f"{text[:40]} is not a finite number")
+    if abs(value) > MAX_NUMBER_MAGNITUDE:
+        raise ValueError(f"{text[:40]} is out of range (at most {MAX_NUMBER_MAGNITUDE:.3g} in magnitude)")
     return value
+
+
+def _bounded_int(text: str) -> int:
+    value = int(text)
+    if len(text) > 18 and abs(value) > MAX_NUMBER_MAGNITUDE:
+        raise ValueError(f"{text[:40]} is out of range (at most {MAX_NUMBER_MAGNITUDE:.3g} in magnitude)")
+    return value
+
+
+def _needs_walk(text: str) -> bool:
+    """Whether a parsed JSON text may hold a string to neutralise: strict JSON holds no raw control character but DEL,
+    so an ASCII text without DEL and without a \\u escape holds none (most reports: the walk costs five parses)."""
+    return not text.isascii() or "\\u" in text or "\x7f" in text
 
 
 def _checked(value: Any, key: str) -> Any:
@@ -91,7 +108,9 @@ def _checked(value: Any, key: str) -> Any:
 def checked_json(data: bytes | str, path: Path, what: str) -> Any:
     """JSON read as untrusted: no NaN or Infinity, numbers bounded, strings neutralised; a UserError otherwise."""
     try:
-        return _checked(json.loads(data, parse_constant=_refuse_constant, parse_float=_finite_float), "")
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+        parsed = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float, parse_int=_bounded_int)
+        return _checked(parsed, "") if _needs_walk(text) else parsed
     except RecursionError:
         raise UserError(f"not a readable {what}: {NESTED_TOO_DEEPLY}", path=path) from None
     except ValueError as error:  # JSONDecodeError, UnicodeDecodeError, a number out of range
@@ -108,14 +127,26 @@ def read_json(path: Path, limit: int, what: str) -> Any:
 
 def stored_path_problem(stored: str) -> str | None:
     """Why a path stored in a file under output/ may not be followed (None: it is relative and stays down)."""
-    pure = PurePosixPath(stored)
     if "\0" in stored:
         return "a path holding a NUL byte"
-    if pure.is_absolute():
+    if stored.startswith("/"):
         return "an absolute path"
-    if ".." in pure.parts:
+    if ".." in stored.split("/"):
         return "a path that climbs out with '..'"
     return None
+
+
+def _link_on_the_way(root: Path, parts: list[str]) -> bool:
+    """Whether a link is among the components of root/parts below root (one lstat each; a missing one ends it)."""
+    probe = root
+    for part in parts:
+        probe = probe / part
+        try:
+            if stat.S_ISLNK(os.lstat(probe).st_mode):
+                return True
+        except OSError:
+            return False
+    return False
 
 
 def inside(root: Path, stored: str, *, what: str, key: str | None = None, source: Path | None = None) -> Path:
@@ -126,6 +157,8 @@ def inside(root: Path, stored: str, *, what: str, key: str | None = None, source
     if problem is not None:
         raise UserError(f"{named}: {problem}; paths in output/ stay inside their episode", path=source, key=key)
     path = root / stored
+    if not _link_on_the_way(root, [part for part in stored.split("/") if part not in ("", ".")]):
+        return path  # relative, no `..`, no link below root: inside, whatever root itself is reached through
     real_root = os.path.realpath(root)
     real = os.path.realpath(path)
     if real != real_root and not real.startswith(real_root.rstrip(os.sep) + os.sep):
