@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import getpass
 import hashlib
-import json
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -31,6 +30,8 @@ from pathlib import Path
 from mcu_arms.atomic import PRIVATE_DIR_MODE, write_json_atomic
 from mcu_arms.contracts.agent_report import TURN_FRAMES_DIR, TURNS_DIR, turn_dir_name, turn_frame_name
 from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.limits import MAX_EVALUATION_BYTES, MAX_RECORD_BYTES
+from mcu_arms.contracts.reading import inside, open_untrusted, read_json, size_text
 from mcu_arms.contracts.run_report import RunReport, read_report
 from mcu_arms.contracts.states import PROCESS_ROLES, SUPERVISOR_ROLE
 from mcu_arms.contracts.steps import FRAMES_DIR, STEPS_FILE, frame_name
@@ -192,9 +193,10 @@ class RunDir:
         except ValueError:
             return str(path)
 
-    def resolve(self, stored: str) -> Path:
-        """A path read from the report, wherever the episode directory now is (absolute ones stay as they are)."""
-        return self.path / stored
+    def resolve(self, stored: str, key: str | None = None) -> Path:
+        """A path read from the report, wherever the episode directory now is; a UserError when it would lead out of
+        the episode (absolute, `..`, a link out): output/ is untrusted input."""
+        return inside(self.path, stored, what="run report", key=key, source=self.report)
 
     def write_report(self, report: RunReport) -> None:
         """Atomic: a reader never sees half a report."""
@@ -211,12 +213,13 @@ class RunDir:
 
     def stop_requested_by(self) -> str | None:
         """Who asked this episode to stop (None: nobody); a request that cannot be read still counts."""
-        if not self.stop_request.exists():
+        if not os.path.lexists(self.stop_request):
             return None
         try:
-            return json.loads(self.stop_request.read_text(encoding="utf-8")).get("requested_by", UNNAMED_STOPPER)
-        except (OSError, ValueError, AttributeError):
+            who = read_json(self.stop_request, MAX_RECORD_BYTES, "stop request").get("requested_by", UNNAMED_STOPPER)
+        except (UserError, AttributeError):
             return UNNAMED_STOPPER
+        return who if isinstance(who, str) else UNNAMED_STOPPER
 
 
 def task_dir(green_dir: Path, task: str) -> Path:
@@ -279,14 +282,34 @@ def run_dirs(arm_dir: Path) -> list[RunDir]:
     return sorted(found, key=lambda run: run.number, reverse=True)
 
 
+def read_episode_report(run_dir: RunDir) -> RunReport:
+    """The episode's report read as untrusted input (contracts/reading.py: every path it names relative, without
+    `..`), and the one file readers follow from it, its evaluation, checked to stay inside the episode through any
+    link and, when there, to be a regular file within its bound (the other paths are shown, never opened; a reader
+    that opens one resolves it with RunDir.resolve). A UserError names what breaks a rule: the episode is then
+    unreadable, for every reader alike."""
+    report = read_report(run_dir.report)
+    if report.evaluation_file is not None:
+        evaluation = run_dir.resolve(report.evaluation_file, "evaluation_file")
+        if os.path.lexists(evaluation):
+            with open_untrusted(evaluation, "evaluation") as handle:
+                size = os.fstat(handle.fileno()).st_size
+            if size > MAX_EVALUATION_BYTES:
+                raise UserError(
+                    f"the evaluation is {size_text(size)}, over the {size_text(MAX_EVALUATION_BYTES)} read",
+                    path=evaluation,
+                )
+    return report
+
+
 def arm_runs(arm_dir: Path) -> list[RunOnDisk]:
-    """An arm's episode dirs, newest first, each with its report when readable."""
+    """An arm's episode dirs, newest first, each with its report when readable (read_episode_report)."""
     runs = []
     for run_dir in run_dirs(arm_dir):
         report, error = None, None
-        if run_dir.report.is_file():
+        if os.path.lexists(run_dir.report):
             try:
-                report = read_report(run_dir.report)
+                report = read_episode_report(run_dir)
             except (OSError, UserError) as problem:
                 error = problem.render() if isinstance(problem, UserError) else f"{run_dir.report}: {problem}"
         runs.append(RunOnDisk(run_dir, report, error))
@@ -351,10 +374,11 @@ def campaign_runs_dir(output_dir: Path, campaign: str) -> Path:
 
 
 def known_arms(output_dir: Path) -> list[str]:
-    """Arms with at least one episode dir under `output_dir`."""
+    """Arms with at least one episode dir under `output_dir`. A folder whose name holds a control character is no
+    arm's (an arm's name is letters, digits, '_' and '-'), and its name never reaches a terminal."""
     if not output_dir.is_dir():
         return []
-    return sorted(p.name for p in output_dir.iterdir() if p.is_dir() and run_dirs(p))
+    return sorted(p.name for p in output_dir.iterdir() if p.name.isprintable() and p.is_dir() and run_dirs(p))
 
 
 def selected_arms(output_dir: Path, names: list[str]) -> list[str]:

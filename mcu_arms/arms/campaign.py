@@ -41,7 +41,14 @@ from mcu_arms.arms.spec import (
     refuse_long_seed_lists,
 )
 from mcu_arms.contracts.errors import UserError, did_you_mean, user_error
-from mcu_arms.contracts.limits import MAX_EPISODES_PER_RUN, MAX_SEEDS_PER_ARM, MAX_VARIANTS, SEED_LIMIT
+from mcu_arms.contracts.limits import (
+    MAX_EPISODES_PER_RUN,
+    MAX_PARALLEL,
+    MAX_RETRIES,
+    MAX_SEEDS_PER_ARM,
+    MAX_VARIANTS,
+    SEED_LIMIT,
+)
 from mcu_arms.contracts.settings import CampaignTag, Overrides, Settings, differing_settings
 from mcu_arms.contracts.slurm import SlurmSettings
 from mcu_arms.contracts.text import bounded
@@ -190,11 +197,12 @@ def load_campaign(path: Path, arms_dir: Path, parsed: ParsedToml | None = None) 
     seeds = _seeds(data, path, text)
     max_parallel, retries = data.get("max_parallel"), data.get("retries", DEFAULT_RETRIES)
     if max_parallel is not None and (
-        not isinstance(max_parallel, int) or isinstance(max_parallel, bool) or max_parallel < 1
+        not isinstance(max_parallel, int) or isinstance(max_parallel, bool) or not 1 <= max_parallel <= MAX_PARALLEL
     ):
-        raise _fail(f"{max_parallel!r} is not allowed", path, text, "max_parallel", allowed="an integer >= 1")
-    if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
-        raise _fail(f"{retries!r} is not allowed", path, text, "retries", allowed="an integer >= 0")
+        allowed = f"an integer from 1 to {MAX_PARALLEL}"
+        raise _fail(f"{max_parallel!r} is not allowed", path, text, "max_parallel", allowed=allowed)
+    if not isinstance(retries, int) or isinstance(retries, bool) or not 0 <= retries <= MAX_RETRIES:
+        raise _fail(f"{retries!r} is not allowed", path, text, "retries", allowed=f"an integer from 0 to {MAX_RETRIES}")
 
     slurm_table = data.get("slurm", {})
     if not isinstance(slurm_table, dict):

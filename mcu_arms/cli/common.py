@@ -13,6 +13,7 @@ from rich.markup import escape
 from typer.core import TyperCommand, TyperGroup
 
 from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.text import neutralised
 from mcu_arms.environment import Environment
 
 if TYPE_CHECKING:
@@ -89,7 +90,8 @@ def reports_user_errors(fn: F) -> F:
         except UserError as error:
             ctx = kwargs.get("ctx")  # typer passes every parameter by name; commands name their context `ctx`
             env = environment(ctx) if ctx is not None else Environment()
-            env.err_console.print(f"[bold red]error:[/] {escape(error.render())}", highlight=False, soft_wrap=True)
+            shown = escape(neutralised(error.render()))  # it may quote a file name or a value from output/
+            env.err_console.print(f"[bold red]error:[/] {shown}", highlight=False, soft_wrap=True)
             raise typer.Exit(EXIT_USER_ERROR) from None
 
     return wrapper  # type: ignore[return-value]

@@ -13,7 +13,7 @@ from mcu_arms.cli.common import environment, print_json, ran_arm_names, reports_
 from mcu_arms.cli.options import ExperimentOption, TagFilterOption
 from mcu_arms.contracts.annotations import parse_tags
 from mcu_arms.contracts.errors import UserError
-from mcu_arms.contracts.text import MAX_MESSAGE_CHARS, shown_text
+from mcu_arms.contracts.text import MAX_MESSAGE_CHARS, neutralised, shown_text
 from mcu_arms.environment import Environment
 from mcu_arms.report.analysis import Analysis, analyse
 from mcu_arms.report.compare import (
@@ -257,10 +257,16 @@ def _write_export(result: Analysis, directory: Path, env: Environment) -> None:
     from mcu_arms.report.export import write_export
 
     try:
-        written = write_export(result, directory)
+        written, excluded = write_export(result, directory)
     except OSError as error:
-        raise UserError(f"cannot write the export: {error.strerror or error}", path=directory, key="--export") from None
+        raise UserError(
+            f"cannot write the export: {error.strerror or error}; nothing was left behind",
+            path=directory,
+            key="--export",
+        ) from None
     env.err_console.print(f"export: {', '.join(str(path) for path in written)}", highlight=False, soft_wrap=True)
+    for reason in excluded:
+        env.err_console.print(f"excluded: {escape(neutralised(reason))}", highlight=False, soft_wrap=True)
 
 
 def _parsed_destination(value: str) -> tuple[TrackerName, str | None]:

@@ -6,10 +6,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from mcu_arms.cli.common import environment, print_json, reports_user_errors
 from mcu_arms.cli.options import ArmsArgument, BaselineOption, ExperimentOption, RunOption, TagFilterOption
 from mcu_arms.contracts.annotations import parse_tags
+from mcu_arms.contracts.text import neutralised
 
 HELP = """\
 Write the results browser's pages into DIR as a static bundle.
@@ -57,3 +59,5 @@ def register(app: typer.Typer) -> None:
             highlight=False,
             soft_wrap=True,
         )
+        for reason in summary.excluded:
+            env.console.print(f"excluded: {escape(neutralised(reason))}", highlight=False, soft_wrap=True)

@@ -17,6 +17,9 @@ from datetime import datetime
 
 from pydantic import BaseModel
 
+from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.limits import MAX_RECORD_BYTES
+from mcu_arms.contracts.reading import read_bounded
 from mcu_arms.contracts.run_report import Failure, RunReport
 from mcu_arms.contracts.slurm import (
     ACCOUNTING_UNAVAILABLE,
@@ -308,8 +311,8 @@ def episode_job(run_dir: RunDir, report: RunReport | None) -> SlurmJob | None:
     if report is not None and report.slurm is not None:
         return report.slurm
     try:
-        return SlurmJob.model_validate_json(run_dir.slurm_job.read_bytes())
-    except (OSError, ValueError):
+        return SlurmJob.model_validate_json(read_bounded(run_dir.slurm_job, MAX_RECORD_BYTES, "Slurm job record"))
+    except (UserError, ValueError):
         return None
 
 

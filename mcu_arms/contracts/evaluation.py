@@ -27,6 +27,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError, computed_field, field_validator, model_validator
 
 from mcu_arms.contracts.errors import UserError, user_error
+from mcu_arms.contracts.limits import MAX_EVALUATION_BYTES
+from mcu_arms.contracts.reading import read_json
 from mcu_arms.contracts.rubric import VideoRubric
 from mcu_arms.contracts.states import EndedBy, InitFailure
 from mcu_arms.contracts.text import MAX_MESSAGE_CHARS, MAX_REASON_CHARS, shown_text
@@ -370,11 +372,11 @@ def evaluation_from_artifact(data: dict[str, Any]) -> EvaluationResult | None:
 
 
 def read_evaluation(path: Path) -> EvaluationResult:
-    """The green's `evaluation.json`, or a UserError naming the file (and the key) when it is not one."""
+    """The green's `evaluation.json` read as untrusted input (contracts/reading.py), or a UserError naming the file
+    (and the key) when it is not one."""
+    data = read_json(path, MAX_EVALUATION_BYTES, "evaluation")
     try:
-        return EvaluationResult.model_validate_json(path.read_bytes())
-    except OSError as error:
-        raise UserError(f"cannot read the evaluation: {error.strerror or error}", path=path) from None
+        return EvaluationResult.model_validate(data)
     except ValidationError as error:
         problem = user_error(error, path=path)
         raise UserError(f"not an evaluation result: {problem.message}", path=path, key=problem.key) from None

@@ -10,7 +10,6 @@ Versioned: a report of an older schema is migrated when read (`_migrate`), never
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any, Literal
@@ -19,8 +18,10 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 
 from mcu_arms.contracts.agent_card import CardIdentity
 from mcu_arms.contracts.agent_report import AgentSummary
-from mcu_arms.contracts.errors import NESTED_TOO_DEEPLY, UserError, user_error
+from mcu_arms.contracts.errors import UserError, user_error
 from mcu_arms.contracts.evaluation import EvaluationResult, TaskMetrics, top_counts
+from mcu_arms.contracts.limits import MAX_REPORT_BYTES
+from mcu_arms.contracts.reading import read_json, stored_path_problem
 from mcu_arms.contracts.redaction import scrub
 from mcu_arms.contracts.sequential import SequentialLook
 from mcu_arms.contracts.settings import CampaignTag, Settings, Thresholds
@@ -150,7 +151,9 @@ class RunReport(BaseModel):
             return data
         data = dict(data)
         data["schema_version"] = RUN_REPORT_SCHEMA_VERSION
-        data.pop("episode_dir", None)
+        episode_dir = data.pop("episode_dir", None)
+        if isinstance(episode_dir, str):
+            _relative_to(data, episode_dir)
         if data.pop("evaluation", None) is not None:
             data["evaluation_file"] = "evaluation.json"  # schema 1 kept the client's copy at the episode's top
         purple = data.pop("purple_report", None)
@@ -175,6 +178,24 @@ class RunReport(BaseModel):
         return reached, len(self.milestones), sum(1 for m in self.milestones if m.available)
 
 
+def _relative_to(data: dict[str, Any], episode_dir: str) -> None:
+    """Schema 1 stored absolute paths under its episode_dir: each such path made relative to it, as schema 2 keeps
+    them (one elsewhere stays absolute, and the reading rules refuse it)."""
+    prefix = episode_dir.rstrip("/") + "/"
+
+    def relative(value: Any) -> Any:
+        return value[len(prefix) :] if isinstance(value, str) and value.startswith(prefix) else value
+
+    for name in ("logs", "output_dirs"):
+        if isinstance(data.get(name), dict):
+            data[name] = {role: relative(path) for role, path in data[name].items()}
+    if isinstance(data.get("processes"), dict):
+        data["processes"] = {
+            role: {**process, "log": relative(process.get("log"))} if isinstance(process, dict) else process
+            for role, process in data["processes"].items()
+        }
+
+
 def _summary_from_schema_1(purple: dict[str, Any]) -> dict[str, Any]:
     """Schema 1 stored the purple's report whole; its counters sat at the top (codex) or under `stats` (scripted)."""
 
@@ -197,13 +218,9 @@ def _summary_from_schema_1(purple: dict[str, Any]) -> dict[str, Any]:
 
 
 def read_report(path: Path) -> RunReport:
-    """A run report, or a UserError naming the file (and the key) when it is not one."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise UserError(f"not a readable run report: {error}", path=path) from None
-    except RecursionError:
-        raise UserError(f"not a readable run report: {NESTED_TOO_DEEPLY}", path=path) from None
+    """A run report read as untrusted input (contracts/reading.py: bounded, numbers checked, text neutralised, paths
+    inside the episode), or a UserError naming the file (and the key) when it is not one."""
+    data = read_json(path, MAX_REPORT_BYTES, "run report")
     if isinstance(data, dict) and isinstance(data.get("schema_version"), int):
         if data["schema_version"] > RUN_REPORT_SCHEMA_VERSION:
             raise UserError(
@@ -213,10 +230,51 @@ def read_report(path: Path) -> RunReport:
                 key="schema_version",
             )
     try:
-        return RunReport.model_validate(data)
+        report = RunReport.model_validate(data)
     except ValidationError as error:
         problem = user_error(error, path=path)
         raise UserError(f"not a run report: {problem.message}", path=path, key=problem.key) from None
+    _check_read_report(report, path)
+    return report
+
+
+# What a report counts or measures, never below zero when read.
+_NOT_NEGATIVE = ("score", "max_score", "steps_run", "wall_s")
+_COUNTS = ("noops", "dropped_keys", "sim_fallbacks", "infrastructure", "behaviour")
+
+
+def stored_paths(report: RunReport) -> dict[str, str]:
+    """Every path the report names (key -> path), each relative to its episode directory ("" names none)."""
+    paths = {f"logs.{role}": log for role, log in report.logs.items()}
+    paths |= {f"output_dirs.{role}": folder for role, folder in report.output_dirs.items()}
+    paths |= {f"processes.{role}.log": record.log for role, record in report.processes.items()}
+    if report.evaluation_file is not None:
+        paths["evaluation_file"] = report.evaluation_file
+    if report.agent is not None and report.agent.report_file:
+        paths["agent.report_file"] = report.agent.report_file
+    return {key: path for key, path in paths.items() if path}
+
+
+def _check_read_report(report: RunReport, path: Path) -> None:
+    """What a report read from disk must hold beyond its schema: no negative measure or count, no path out."""
+    for key in _NOT_NEGATIVE:
+        value = getattr(report, key)
+        if value is not None and value < 0:
+            raise UserError(f"not a run report: {value!r} is negative", path=path, key=key, allowed="0 or more")
+    for name in _COUNTS:
+        for cause, count in getattr(report, name).items():
+            if count < 0:
+                raise UserError(
+                    f"not a run report: a count of {count}", path=path, key=f"{name}.{cause}", allowed="0 or more"
+                )
+    for key, stored in stored_paths(report).items():
+        problem = stored_path_problem(stored)
+        if problem is not None:
+            raise UserError(
+                f"not a run report: it names {stored!r}, {problem}; paths in a report stay inside its episode",
+                path=path,
+                key=key,
+            )
 
 
 def task_trouble(metrics: TaskMetrics) -> tuple[dict[str, int], dict[str, int]]:

@@ -21,6 +21,10 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.limits import MAX_LINE_BYTES
+from mcu_arms.contracts.reading import open_untrusted, size_text
+
 STEPS_SCHEMA_VERSION = 1
 # Longest reply text kept verbatim in a step record; longer replies are cut and marked.
 MAX_RECEIVED_CHARS = 4000
@@ -104,12 +108,15 @@ class JsonlTail(Generic[Record]):
         self.offset = 0
         self.invalid = 0
         self._partial = b""
+        self._skipping = False
 
     def poll(self) -> list[Record]:
+        """The complete new lines, read MAX_LINE_BYTES at a time at most; a line longer than that counts as invalid
+        and is skipped, never held whole."""
         try:
             with self.path.open("rb") as handle:
                 handle.seek(self.offset)
-                chunk = handle.read()
+                chunk = handle.read(MAX_LINE_BYTES)
         except OSError:
             return []
         if not chunk:
@@ -117,6 +124,15 @@ class JsonlTail(Generic[Record]):
         self.offset += len(chunk)
         lines = (self._partial + chunk).split(b"\n")
         self._partial = lines.pop()
+        if self._skipping:  # the rest of a line past MAX_LINE_BYTES: dropped as it arrives, never held
+            if not lines:
+                self._partial = b""
+                return []
+            lines.pop(0)
+            self._skipping = False
+        if len(self._partial) > MAX_LINE_BYTES:
+            self.invalid += 1
+            self._partial, self._skipping = b"", True
         return list(self._parse(lines))
 
     def _parse(self, lines: list[bytes]) -> Iterator[Record]:
@@ -142,9 +158,11 @@ def read_jsonl(path: Path, model: type[Record]) -> tuple[list[Record], JsonlTail
 
 
 class JsonlScan(Generic[Record]):
-    """One pass over a JSON-lines file in READ_BLOCK pieces: memory bounded by a block and the longest line, whatever
+    """One pass over a JSON-lines file in READ_BLOCK pieces: memory bounded by a block and MAX_LINE_BYTES, whatever
     the file's size. Iterating yields (offset, length, record) for each complete line that is a valid record; then
-    `invalid` counts the lines that were not and `torn` says whether a last line lacks its newline."""
+    `invalid` counts the lines that were not and `torn` says whether a last line lacks its newline. A line longer
+    than MAX_LINE_BYTES makes the file unreadable: a UserError naming the file and the line, raised as soon as the
+    line passes the bound (the file is untrusted input, contracts/reading.py)."""
 
     def __init__(self, path: Path, model: type[Record]) -> None:
         self.path = path
@@ -155,11 +173,18 @@ class JsonlScan(Generic[Record]):
     def __iter__(self) -> Iterator[tuple[int, int, Record]]:
         offset = 0
         partial = b""
-        with self.path.open("rb") as handle:
+        number = 0
+        with open_untrusted(self.path, "log") as handle:
             while block := handle.read(READ_BLOCK):
                 lines = (partial + block).split(b"\n")
                 partial = lines.pop()
+                if len(partial) > MAX_LINE_BYTES:
+                    raise UserError(
+                        f"line {number + len(lines) + 1} is longer than the {size_text(MAX_LINE_BYTES)} a line may be",
+                        path=self.path,
+                    )
                 for line in lines:
+                    number += 1
                     length = len(line) + 1
                     if line.strip():
                         try:

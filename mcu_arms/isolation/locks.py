@@ -74,7 +74,12 @@ def held_exclusively(lock: Path, *, refused: Callable[[str], UserError], key: st
     if fd is None:
         raise refused(holder_of(lock))
     try:
-        write_text_atomic(_owner_path(lock), f"{os.getpid()}\n")
+        try:
+            write_text_atomic(_owner_path(lock), f"{os.getpid()}\n")
+        except OSError as error:  # a full or read-only state dir: said in one line, before anything starts
+            raise UserError(
+                f"cannot write who holds the lock: {error.strerror or error}", path=_owner_path(lock), key=key
+            ) from None
         yield
     finally:
         unlock(fd)

@@ -333,7 +333,12 @@ def _arm_analysis(
         for key, stats in milestones.items()
         if stats.available and len(per_episode) > 1
     }
-    sequential = sequential_experiment([report.sequential for report in used])
+    try:
+        sequential = sequential_experiment([report.sequential for report in used])
+    except ValueError as error:
+        sequential = None
+        message = f"its sequential experiment is unreadable, no boundary or alpha is computed: {error}"
+        flags.append(Flag(kind="unreadable_experiment", arm=target.name, message=message))
     if sequential is not None:
         flags.append(Flag(kind="sequential", arm=target.name, message=sequential.text))
     return ArmAnalysis(

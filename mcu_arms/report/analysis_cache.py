@@ -21,6 +21,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.limits import MAX_REPORT_BYTES
+from mcu_arms.contracts.reading import read_bounded
 from mcu_arms.environment import Environment
 from mcu_arms.layout import run_dirs
 from mcu_arms.report.analysis import ANALYSIS_SCHEMA_VERSION, Analysis, analyse, resolve_targets
@@ -51,6 +54,19 @@ def _file_bytes(path: Path) -> bytes:
         return f"\0unreadable {error.errno}".encode()
 
 
+def _report_bytes(path: Path) -> bytes:
+    """A report's bytes, read within its bound (contracts/reading.py); one refused (too large, a link, absent) is
+    keyed by why and by its size and time, never read whole."""
+    try:
+        return read_bounded(path, MAX_REPORT_BYTES, "run report")
+    except UserError as error:
+        try:
+            found = path.lstat()
+        except OSError:
+            return b"\0absent"
+        return f"\0refused {error.message} {found.st_ino} {found.st_size} {found.st_mtime_ns}".encode()
+
+
 def analysis_key(items: list[str], env: Environment, options: dict[str, Any]) -> str:
     """The hash of the question, the analysis code and every file the analysis of these episodes reads."""
     digest = hashlib.sha256(_code_digest().encode())
@@ -63,7 +79,7 @@ def analysis_key(items: list[str], env: Environment, options: dict[str, Any]) ->
     for target in targets:
         digest.update(f"\0arm {target.name} {target.campaign} {target.output_dir}".encode())
         for run in run_dirs(target.output_dir):
-            report = _file_bytes(run.report)
+            report = _report_bytes(run.report)
             digest.update(f"\0{run.path.name} ".encode() + hashlib.sha256(report).digest())
     return digest.hexdigest()
 

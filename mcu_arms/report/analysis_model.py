@@ -65,6 +65,9 @@ METRICS: tuple[MetricName, ...] = (
 DifferenceVerdict = Literal["distinguishable", "not resolved", "no difference", "too few episodes", "no runs"]
 
 
+UNREADABLE_RUN = "unreadable_run"  # the Flag kind of an episode whose files break a reading rule (contracts/reading.py)
+
+
 class Flag(BaseModel):
     """Something that makes a number less trustworthy; shown loudly above the tables."""
 

@@ -23,6 +23,7 @@ from mcu_arms.report.analysis import (
     simulator_label,
     tags_text,
 )
+from mcu_arms.report.analysis_model import UNREADABLE_RUN
 from mcu_arms.report.stats import Summary
 
 # Which agent kinds report each purple counter (and have a compaction limit). A row is shown only when one of the
@@ -253,8 +254,10 @@ def setting_label(row: SettingRow) -> str:
 
 
 def excluded_lines(result: Analysis) -> list[str]:
-    """Every episode left out of the statistics, with its reason."""
-    return [
+    """Every episode left out of the statistics, with its reason; those whose files broke a reading rule
+    (contracts/reading.py) first, as unreadable."""
+    unreadable = [f"{flag.arm} {flag.message}" for flag in result.flags if flag.kind == UNREADABLE_RUN]
+    return unreadable + [
         f"{arm.arm} episode {each.episode} (seed {each.seed}, {each.status}): {each.reason}: {each.detail}"
         for arm in result.arms
         for each in arm.excluded

@@ -29,7 +29,7 @@ from mcu_arms.contracts.settings import (
 )
 from mcu_arms.environment import Environment
 from mcu_arms.layout import EPISODE_PATTERN, arm_runs
-from mcu_arms.report.analysis_model import NOISE_SETTINGS, Experiment, Flag, SettingRow
+from mcu_arms.report.analysis_model import NOISE_SETTINGS, UNREADABLE_RUN, Experiment, Flag, SettingRow
 
 MAX_COMBINATIONS = 4096  # experiments tried together when choosing one per arm; more is refused as ambiguous
 FINGERPRINT_SHOWN = 12  # characters of a fingerprint shown where a prefix is enough
@@ -138,7 +138,8 @@ def _readable_runs(target: ArmTarget, episode: int | None, flags: list[Flag]) ->
     if episode in unreadable or (unreadable and not runs):
         raise UserError((unreadable.get(episode) if episode is not None else None) or next(iter(unreadable.values())))
     for number, error in unreadable.items():
-        flags.append(Flag(kind="unreadable_run", arm=target.name, message=f"episode {number} skipped: {error}"))
+        message = f"episode {number} skipped, unreadable: {error}"
+        flags.append(Flag(kind=UNREADABLE_RUN, arm=target.name, message=message))
     return runs
 
 

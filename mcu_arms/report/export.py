@@ -18,12 +18,17 @@ the Parquet file, a row group per chunk) STEP_CHUNK at a time, so memory is boun
 from __future__ import annotations
 
 import csv
+import errno
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.steps import STEPS_FILE, JsonlScan
 from mcu_arms.layout import RunDir, episode_name
 from mcu_arms.report.analysis import Analysis, ArmAnalysis
@@ -102,31 +107,42 @@ def tidy_rows(result: Analysis) -> list[dict[str, Any]]:
     return rows
 
 
-def step_values(result: Analysis) -> Iterator[tuple[Any, ...]]:
-    """One tuple per step of every episode used, its values in STEP_COLUMNS order (what the step table writes)."""
+def step_values(result: Analysis, excluded: list[str] | None = None) -> Iterator[tuple[Any, ...]]:
+    """One tuple per step of every episode used, its values in STEP_COLUMNS order (what the step table writes). A
+    step log that cannot be read within its bounds (contracts/reading.py) is left out from the line that broke one,
+    with why appended to `excluded`."""
     for arm in result.arms:
         for run_dir, episode, seed in _run_dirs(arm):
             for path in sorted(run_dir.green.glob(f"*/{STEPS_FILE}")):
                 task = path.parent.name
-                for _, _, record in JsonlScan(path, StepExport):
-                    info, events = record.info, record.events
-                    yield (
-                        arm.arm,
-                        episode,
-                        seed,
-                        task,
-                        record.step,
-                        record.t,
-                        record.noop_cause,
-                        record.agent_ms,
-                        record.sim_ms,
-                        record.reward,
-                        info.health,
-                        info.food,
-                        info.drink,
-                        info.energy,
-                        ",".join([str(event.get("identity")) for event in events]) if events else "",
-                    )
+                try:
+                    yield from _log_values(arm.arm, episode, seed, task, path)
+                except UserError as error:
+                    if excluded is None:
+                        raise
+                    excluded.append(f"{path}: steps left out from there: {error.message}")
+
+
+def _log_values(arm: str, episode: int, seed: int, task: str, path: Path) -> Iterator[tuple[Any, ...]]:
+    for _, _, record in JsonlScan(path, StepExport):
+        info, events = record.info, record.events
+        yield (
+            arm,
+            episode,
+            seed,
+            task,
+            record.step,
+            record.t,
+            record.noop_cause,
+            record.agent_ms,
+            record.sim_ms,
+            record.reward,
+            info.health,
+            info.food,
+            info.drink,
+            info.energy,
+            ",".join([str(event.get("identity")) for event in events]) if events else "",
+        )
 
 
 def step_rows(result: Analysis) -> Iterator[dict[str, Any]]:
@@ -208,20 +224,38 @@ def earlier_export(directory: Path) -> list[str]:
     return [name for name in EXPORT_FILES if (directory / name).exists()]
 
 
-def write_export(result: Analysis, directory: Path) -> list[Path]:
-    """Write the tables into `directory` (never over an earlier export); returns what was written."""
+def write_export(result: Analysis, directory: Path) -> tuple[list[Path], list[str]]:
+    """Write the tables into `directory` (never over an earlier export); returns what was written and what was left
+    out (with why). Written whole into a temporary sibling folder first, then moved in: a failure leaves nothing."""
     import importlib.util
 
     directory.mkdir(parents=True, exist_ok=True)
-    parquet = importlib.util.find_spec("pyarrow") is not None
-    tidy = tidy_rows(result)
-    written = [directory / name for name in EXPORT_FILES[:4]]
-    with written[0].open("x", encoding="utf-8") as handle:
-        handle.write(result.model_dump_json(indent=2))
-    _write_csv(written[1], CSV_COLUMNS, [dict(zip(CSV_COLUMNS, row, strict=True)) for row in tidy_numbers(result)])
-    _write_csv(written[2], TIDY_COLUMNS, tidy)
-    _write_steps(written[3], directory / "steps.parquet" if parquet else None, step_values(result))
-    if parquet:
-        _write_parquet(directory / "tidy.parquet", TIDY_COLUMNS, tidy)
-        written += [directory / "tidy.parquet", directory / "steps.parquet"]
-    return written
+    staging = Path(tempfile.mkdtemp(prefix=".export-", suffix=".partial", dir=directory))
+    try:
+        parquet = importlib.util.find_spec("pyarrow") is not None
+        tidy = tidy_rows(result)
+        excluded: list[str] = []
+        names = list(EXPORT_FILES[:4])
+        with (staging / names[0]).open("x", encoding="utf-8") as handle:
+            handle.write(result.model_dump_json(indent=2))
+        rows = [dict(zip(CSV_COLUMNS, row, strict=True)) for row in tidy_numbers(result)]
+        _write_csv(staging / names[1], CSV_COLUMNS, rows)
+        _write_csv(staging / names[2], TIDY_COLUMNS, tidy)
+        _write_steps(staging / names[3], staging / "steps.parquet" if parquet else None, step_values(result, excluded))
+        if parquet:
+            _write_parquet(staging / "tidy.parquet", TIDY_COLUMNS, tidy)
+            names += ["tidy.parquet", "steps.parquet"]
+        moved: list[Path] = []
+        try:
+            for name in names:
+                if os.path.lexists(directory / name):
+                    raise FileExistsError(errno.EEXIST, "an export appeared meanwhile", str(directory / name))
+                os.rename(staging / name, directory / name)
+                moved.append(directory / name)
+        except BaseException:
+            for path in moved:
+                path.unlink(missing_ok=True)
+            raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return moved, excluded

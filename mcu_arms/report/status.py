@@ -28,6 +28,9 @@ from mcu_arms.cluster.slurm import (
 )
 from mcu_arms.contracts.agent_report import in_its_words
 from mcu_arms.contracts.campaign_run import CampaignRun, CampaignTally
+from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.limits import MAX_RECORD_BYTES
+from mcu_arms.contracts.reading import read_json
 from mcu_arms.contracts.run_report import RunReport
 from mcu_arms.contracts.slurm import SlurmAccounting, SlurmJob, is_active
 from mcu_arms.contracts.started import EpisodeRecord
@@ -116,9 +119,12 @@ def steps_progress(green_dir: Path) -> tuple[str | None, int | None, list[str]]:
     files = sorted(green_dir.glob(f"*/{STEPS_FILE}"), key=lambda p: p.stat().st_mtime) if green_dir.is_dir() else []
     task, step, milestones = None, None, []
     for path in files:
-        for _, _, record in JsonlScan(path, StepProgress):  # streamed: a step log can be hundreds of MB
-            milestones += [f"{event.get('identity')}@{event.get('step')}" for event in record.events]
-            task, step = path.parent.name, record.step + 1
+        try:
+            for _, _, record in JsonlScan(path, StepProgress):  # streamed: a step log can be hundreds of MB
+                milestones += [f"{event.get('identity')}@{event.get('step')}" for event in record.events]
+                task, step = path.parent.name, record.step + 1
+        except UserError:
+            continue  # past a line over its bound: the progress read so far stands
     return task, step, milestones
 
 
@@ -378,8 +384,8 @@ def _latest_record(env: Environment, campaign: str) -> CampaignRun | None:
     records = sorted(directory.glob("*.json")) if directory.is_dir() else []
     for path in reversed(records):
         try:
-            return CampaignRun.model_validate_json(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            return CampaignRun.model_validate(read_json(path, MAX_RECORD_BYTES, "campaign run record"))
+        except (UserError, ValueError):
             continue
     return None
 

@@ -64,7 +64,9 @@ def write_mlflow(export: TrackingExport, where: str | None, env: Environment) ->
     mlflow = _import_mlflow()
     from mlflow.exceptions import MlflowException
 
-    outcome = ExportOutcome(tracker="mlflow", destination=scrub(uri), experiment=export.experiment)
+    outcome = ExportOutcome(
+        tracker="mlflow", destination=scrub(uri), experiment=export.experiment, excluded=export.excluded
+    )
     try:
         client = mlflow.tracking.MlflowClient(tracking_uri=uri)
         experiment_id = _experiment(client, export.experiment, uri)

@@ -65,7 +65,9 @@ def write_wandb(export: TrackingExport, where: str | None, env: Environment) -> 
     directory = wandb_dir(where, env)
     directory.mkdir(parents=True, exist_ok=True)
     project = env.env.get(WANDB_PROJECT_ENV) or DEFAULT_PROJECT
-    outcome = ExportOutcome(tracker="wandb", destination=str(directory / "wandb"), experiment=export.experiment)
+    outcome = ExportOutcome(
+        tracker="wandb", destination=str(directory / "wandb"), experiment=export.experiment, excluded=export.excluded
+    )
     with tempfile.TemporaryDirectory(prefix="mcu-arms-wandb-") as scratch:
         for run in [export.comparison, *export.episodes]:
             digests = written_digests(directory, run.run_id)

@@ -25,6 +25,8 @@ from pydantic import BaseModel, Field
 
 from mcu_arms.arms.campaign import is_campaign, load_campaign
 from mcu_arms.contracts.errors import UserError
+from mcu_arms.contracts.limits import MAX_EVALUATION_BYTES
+from mcu_arms.contracts.reading import read_bounded
 from mcu_arms.contracts.run_report import RunReport, read_report
 from mcu_arms.contracts.simulators import label_of
 from mcu_arms.contracts.states import INFRASTRUCTURE_CAUSES
@@ -83,6 +85,7 @@ class TrackingExport(BaseModel):
     experiment: str  # the campaign's name, else the arms' names
     comparison: TrackedRun  # the parent of the episodes
     episodes: list[TrackedRun]
+    excluded: list[str] = Field(default_factory=list)  # episodes left out, each with why (an unreadable report)
 
 
 class ExportOutcome(BaseModel):
@@ -94,12 +97,14 @@ class ExportOutcome(BaseModel):
     created: list[str] = Field(default_factory=list)
     updated: list[str] = Field(default_factory=list)
     unchanged: list[str] = Field(default_factory=list)
+    excluded: list[str] = Field(default_factory=list)  # episodes left out of the export, each with why
 
     def text(self) -> str:
-        return (
+        text = (
             f"{self.tracker}: {len(self.created)} run(s) created, {len(self.updated)} updated, "
             f"{len(self.unchanged)} unchanged in experiment '{self.experiment}' at {self.destination}"
         )
+        return "\n".join([text, *(f"excluded: {reason}" for reason in self.excluded)])
 
 
 # The comparison as this module reads it: one adapter, so that the source of the verdicts can change in one place.
@@ -285,7 +290,7 @@ def episode_run(run_dir: RunDir, report: RunReport, parent_id: str) -> TrackedRu
     if report.alerts:
         tags["alerts"] = _bounded(report.alerts)
     artifacts = [TrackedArtifact(name="result.json", source=str(run_dir.report))]
-    evaluation = run_dir.path / report.evaluation_file if report.evaluation_file else None
+    evaluation = run_dir.resolve(report.evaluation_file, "evaluation_file") if report.evaluation_file else None
     if evaluation is not None and evaluation.is_file():
         artifacts.append(TrackedArtifact(name="evaluation.json", source=str(evaluation)))
     artifacts.append(TrackedArtifact(name="milestones.png", plot=episode_plot(report)))
@@ -359,13 +364,16 @@ def experiment_name(items: list[str], env: Environment, arms: list[str]) -> str:
 def tracking_export(comparison: Compared, experiment: str) -> TrackingExport:
     """Every finished episode the comparison stands on, and the comparison itself, as runs."""
     parent = comparison_run(comparison, experiment)
-    episodes = []
+    episodes, excluded = [], []
     for each in comparison.episodes:
         run_dir = RunDir(Path(each.episode_dir))
-        report = read_report(run_dir.report)
-        if report.status == "finished":
-            episodes.append(episode_run(run_dir, report, parent.run_id))
-    return TrackingExport(experiment=experiment, comparison=parent, episodes=episodes)
+        try:
+            report = read_report(run_dir.report)
+            if report.status == "finished":
+                episodes.append(episode_run(run_dir, report, parent.run_id))
+        except UserError as error:
+            excluded.append(f"{run_dir.path}: unreadable, left out: {error.render()}")
+    return TrackingExport(experiment=experiment, comparison=parent, episodes=episodes, excluded=excluded)
 
 
 def materialise(artifact: TrackedArtifact, scratch: Path) -> Path:
@@ -374,10 +382,7 @@ def materialise(artifact: TrackedArtifact, scratch: Path) -> Path:
     path = scratch / artifact.name
     path.parent.mkdir(parents=True, exist_ok=True)
     if artifact.source is not None:
-        source = Path(artifact.source)
-        if source.is_symlink():
-            raise UserError("is a link, which mcu-arms does not follow", path=source)
-        path.write_bytes(source.read_bytes())
+        path.write_bytes(read_bounded(Path(artifact.source), MAX_EVALUATION_BYTES, artifact.name))
     elif artifact.text is not None:
         path.write_text(artifact.text, encoding="utf-8")
     elif artifact.plot is not None:

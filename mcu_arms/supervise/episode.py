@@ -47,6 +47,8 @@ from mcu_arms.arms.prepare import build_home_for
 from mcu_arms.atomic import write_json_atomic, write_text_atomic
 from mcu_arms.cluster.slurm import job_accounting, job_detail, this_host, time_left
 from mcu_arms.contracts.errors import UserError, user_error
+from mcu_arms.contracts.limits import MAX_RECORD_BYTES
+from mcu_arms.contracts.reading import read_bounded
 from mcu_arms.contracts.run_report import Failure, RunReport, read_report
 from mcu_arms.contracts.settings import ArmPlan, command_lines
 from mcu_arms.contracts.simulators import simulator_descriptor
@@ -129,11 +131,13 @@ def _queued_report(run_dir: RunDir) -> RunReport:
 
 
 def _submitted_job(run_dir: RunDir) -> SlurmJob | None:
-    try:
-        return SlurmJob.model_validate_json(run_dir.slurm_job.read_bytes())
-    except FileNotFoundError:
+    if not os.path.lexists(run_dir.slurm_job):
         return None  # not submitted (yet: the job can start before its submitter has written the file)
-    except (OSError, ValueError) as error:
+    try:
+        return SlurmJob.model_validate_json(read_bounded(run_dir.slurm_job, MAX_RECORD_BYTES, "Slurm job record"))
+    except UserError:
+        raise
+    except ValueError as error:
         raise UserError(f"cannot read the episode's Slurm job record: {error}", path=run_dir.slurm_job) from None
 
 

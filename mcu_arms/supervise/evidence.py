@@ -125,8 +125,12 @@ def disk_full(run_path: Path, log_tails: Sequence[str], shown: Path) -> str | No
 def culprit(
     children: Mapping[ProcessRole, Child], watch: ChildWatch, run_path: Path, shown: Path
 ) -> tuple[ProcessRole | None, str] | None:
-    """Who or what the evidence blames, in the order a cause precedes its symptoms: a full disk, then a stopped
-    server, then a server ended by a signal; None when there is no such evidence."""
+    """Who or what the evidence blames, in the order a cause precedes its symptoms: an episode directory deleted
+    under the run, a full disk, then a stopped server, then a server ended by a signal; None when there is no such
+    evidence."""
+    if not os.path.isdir(run_path):
+        where = run_path.relative_to(shown) if run_path.is_absolute() and run_path.is_relative_to(shown) else run_path
+        return None, f"the episode directory {where} was deleted (or moved) while the episode ran"
     tails = [line for child in children.values() for line in child.log_tail(wait_s=0)]
     full = disk_full(run_path, tails, shown)
     if full is not None:

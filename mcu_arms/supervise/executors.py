@@ -74,7 +74,6 @@ def run_arms(
             to_run.append(plan)
     if not to_run:
         return RunOutcome(arms=outcomes)
-    record_campaign_runs(plans, to_run, env, options)
 
     from mcu_arms.arms.prepare import held_arms, held_ports
 
@@ -94,9 +93,11 @@ def run_arms(
             if any(plan.executor == "slurm" for plan in to_run):
                 from mcu_arms.supervise.slurm import supervise_jobs
 
+                record_campaign_runs(plans, to_run, env, options)
                 outcomes += supervise_jobs(to_run, env, options, out, signalled, wake, detach=detach)
             else:
                 with held_ports(to_run, env):
+                    record_campaign_runs(plans, to_run, env, options)  # once nothing can refuse the run any more
                     outcomes += supervise_here(to_run, env, options, out, signalled, wake)
     finally:
         for sig, handler in previous.items():
@@ -109,7 +110,8 @@ def run_arms(
 
 
 def record_campaign_runs(plans: list[ArmPlan], to_run: list[ArmPlan], env: Environment, options: RunOptions) -> None:
-    """Before the first episode starts: each campaign's record of the episodes this run sets out to run (the ones
+    """Before the first episode starts, once the run can no longer be refused (arms and ports held, no live
+    process beside them): each campaign's record of the episodes this run sets out to run (the ones
     not yet started are what `status --campaign` shows as queued)."""
     import psutil
 

@@ -359,7 +359,6 @@ class ArmRunner:
         except OSError as error:
             raise _ArmFailed(Failure(process=role, reason=f"{role} could not be started: {error}")) from None
         self.children[role] = child
-        self._record_started(ProcessRecord(role=role, pid=child.pid, create_time=child.create_time, log=""), child)
         self.report.processes[role] = ProcessRecord(
             role=role,
             pid=child.pid,
@@ -368,7 +367,8 @@ class ArmRunner:
             log=self.run_dir.relative(child.plan.log),
             owner_token=child.token,
             cgroup=str(child.cgroup.path) if child.cgroup is not None else None,
-        )
+        )  # in the report first: a private record that cannot be written (a full state dir) still stops it by it
+        self._record_started(ProcessRecord(role=role, pid=child.pid, create_time=child.create_time, log=""), child)
         self._save()
         self._event(f"{role} started, pid {child.pid}")
         return child

@@ -184,6 +184,10 @@ def stop_arm(env: Environment, arm: str, names: list[str], grace_s: float = DEFA
         return StopResult(arm=arm, action="not running", message=message)
     finalised = False
     overdue: set[str] = set()  # episodes whose supervisor did not finalise in time: stopped here after all
+    # Episodes whose supervisor the private record names and finds gone: the only reports `stop` may finalise.
+    proven_gone = {
+        key for key, record in records.items() if SUPERVISOR_ROLE in record.processes and _supervisor(record) is None
+    }
     for record in records.values():
         supervisor = _supervisor(record)
         if supervisor is None:
@@ -197,7 +201,8 @@ def stop_arm(env: Environment, arm: str, names: list[str], grace_s: float = DEFA
             notes.append(f"{run_dir.name}: {asked}; it did not finalise in time, so its processes are stopped here")
             overdue.add(record.episode_dir)
     stopped, survivors = _stop_what_is_left(env, arm_dir, notes, overdue, grace_s)
-    marked = _mark_stale(env, runs, notes)
+    proven_gone |= {key for key in overdue if _supervisor(records[key]) is None}
+    marked = _mark_stale(env, runs, notes, proven_gone)
     if not stopped and not marked:
         if finalised:
             return StopResult(arm=arm, action="supervisor finalised", message="; ".join(notes))
@@ -248,9 +253,13 @@ def _stop_what_is_left(
     return stopped, survivors
 
 
-def _mark_stale(env: Environment, runs: list[RunOnDisk], notes: list[str]) -> bool:
-    """Mark each `started` report whose run is gone interrupted (re-read: a supervisor may just have finalised it).
-    Whether one was."""
+NOT_OURS_TO_STOP = "not ours to stop: this run's record is in another state directory (or unreadable)"
+
+
+def _mark_stale(env: Environment, runs: list[RunOnDisk], notes: list[str], proven_gone: set[str]) -> bool:
+    """Mark each `started` report whose supervisor the private record proves gone interrupted (re-read: a supervisor
+    may just have finalised it); one without a record here is not ours to judge and stays as it is. Whether one was
+    marked."""
     marked = False
     for run in runs:
         try:
@@ -259,10 +268,13 @@ def _mark_stale(env: Environment, runs: list[RunOnDisk], notes: list[str]) -> bo
             continue
         if report.status != "started" or report.slurm is not None:
             continue
-        record = episode_record(env.env, run.run_dir.path)
-        if record is not None and _supervisor(record) is not None:
+        key = episode_key(run.run_dir.path)
+        if key not in proven_gone:
+            record = episode_record(env.env, run.run_dir.path)
+            if record is None:
+                notes.append(f"{run.run_dir.name}: {NOT_OURS_TO_STOP}; its report is left as it is")
             continue
-        why = "its mcu-arms run is gone (stale report)"
+        why = "its mcu-arms run is gone (stale report): interrupted (supervisor gone), as its private record shows"
         notes.append(f"{run.run_dir.name}: {why}")
         report.status = "interrupted"
         report.failure = Failure(

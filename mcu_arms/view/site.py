@@ -215,9 +215,13 @@ def _episode_sources(arm: str, arm_file: str | None, run_dir: RunDir) -> list[Ep
     """One episode's tasks, in the order they ran."""
     report: RunReport = read_report(run_dir.report)
     metrics: dict[str, TaskMetrics] = {}
-    if report.evaluation_file and run_dir.resolve(report.evaluation_file).is_file():
-        evaluation = read_evaluation(run_dir.resolve(report.evaluation_file))
-        metrics = {name: m for category in evaluation.results for name, m in category.task_metrics.items()}
+    try:
+        evaluation_path = run_dir.resolve(report.evaluation_file) if report.evaluation_file else None
+        if evaluation_path is not None and evaluation_path.is_file():
+            evaluation = read_evaluation(evaluation_path)
+            metrics = {name: m for category in evaluation.results for name, m in category.task_metrics.items()}
+    except UserError:
+        metrics = {}  # changed since the analysis read it: the page shows what the step log says
     tasks = _task_order(run_dir, metrics)
     purple = purple_episodes(run_dir, tasks, report.settings.task) if report.settings.agent in CODEX_AGENTS else {}
     sources = []
@@ -250,6 +254,7 @@ class Site:
     background_from_bytes: int = BACKGROUND_INDEX_BYTES
     running: dict[str, RunningEpisode] = field(default_factory=dict)  # by arm
     live: bool = False  # served: pages that show a running episode reload until it ends (a bundle is a snapshot)
+    left_out: list[str] = field(default_factory=list)  # episode pages listing the files skipped, each with why
     # Where the private records are (the environment): a started report whose supervisor is gone is shown stale, not
     # running. None: not asked (every started report is shown running).
     records_env: Mapping[str, str] | None = None
@@ -363,7 +368,11 @@ class Site:
         for asset in sorted(STATIC_DIR.iterdir()):
             yield f"{ASSETS}/{asset.name}"
         for key in self.sources:
-            data = self.load(key).complete()
+            try:
+                data = self.load(key).complete()
+            except UserError as error:  # its step log breaks a reading rule: its pages are left out, named
+                self.left_out.append(f"{EPISODES}/{key}: {error.render()}")
+                continue
             root = f"{EPISODES}/{key}"
             yield from (f"{root}/{INDEX}", f"{root}/data.js", f"{root}/agent-files.js")
             yield from (f"{root}/steps-{index:04d}.js" for index in range(data.view.chunks))
@@ -478,6 +487,7 @@ class BundleSummary(BaseModel):
     bytes: int
     episodes: int
     frames: int
+    excluded: list[str] = []  # pages left out, each with why (an episode's unreadable step log)
 
 
 def write_bundle(site: Site, target: Path) -> BundleSummary:
@@ -493,11 +503,16 @@ def write_bundle(site: Site, target: Path) -> BundleSummary:
         )
     partial = target.parent / f".{target.name}.partial-{os.getpid()}"
     files = size = frames = 0
+    excluded: list[str] = []
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         partial.mkdir()
         for relative in site.paths():
-            content = site.get(relative)
+            try:
+                content = site.get(relative)
+            except UserError as error:  # an episode's step log unreadable (too long a line, a link): left out, named
+                excluded.append(f"{relative}: {error.render()}")
+                continue
             if content is None:
                 continue  # listed but gone since (a frame removed while writing): the page says what is missing
             destination = partial / relative
@@ -514,8 +529,9 @@ def write_bundle(site: Site, target: Path) -> BundleSummary:
         partial.rename(target)
     except OSError as error:
         shutil.rmtree(partial, ignore_errors=True)
-        where = error.filename or target
-        raise UserError(f"cannot write the bundle: {error.strerror or error}", path=where, key="--html") from None
+        raise UserError(
+            f"cannot write the bundle: {error.strerror or error}; nothing was left behind", path=target, key="--html"
+        ) from None
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
@@ -526,4 +542,5 @@ def write_bundle(site: Site, target: Path) -> BundleSummary:
         bytes=size,
         episodes=len(site.sources),
         frames=frames,
+        excluded=site.left_out + excluded,
     )

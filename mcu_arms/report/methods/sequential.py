@@ -189,7 +189,8 @@ class SequentialExperiment(BaseModel):
 def sequential_experiment(records: Sequence[SequentialLook | None]) -> SequentialExperiment | None:
     """From the episodes' recorded looks (one per episode of one arm, None for a fixed-n episode): the design, the
     looks taken and the alpha the spending function allowed by the last; None when no episode was part of a
-    sequential run."""
+    sequential run. A ValueError when the looks hold more seeds than their own maximum (the experiment is then
+    unreadable)."""
     recorded = [record for record in records if record is not None]
     if not recorded:
         return None
@@ -201,6 +202,11 @@ def sequential_experiment(records: Sequence[SequentialLook | None]) -> Sequentia
     for look in sorted(per_look):
         total += per_look[look]
         looks.append(total)
+    if looks[-1] > design.max_seeds:
+        raise ValueError(
+            f"its looks hold {looks[-1]} episodes, more than their own maximum of {design.max_seeds} seeds: "
+            "not one sequential run's design"
+        )
     allowed = design.comparisons * obf_alpha_spent(looks[-1] / design.max_seeds, design.alpha / design.comparisons)
     text = (
         f"sequential experiment (run --until-resolved, primary metric {design.primary}): {len(looks)} look"
