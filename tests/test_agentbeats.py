@@ -332,3 +332,40 @@ def test_four_shards_merge_to_the_one_shard_result_bit_for_bit(tmp_path: Path) -
     assert _stable(printed["results"][0]) == _stable(whole)
     partial = invoke(tmp_path, {}, "merge-shards", *files[:2])
     assert partial.exit_code == 1 and json.loads(partial.out)["status"] == "partial"
+
+
+def _shard_dir(root: Path, name: str, evaluation_file: Path | None, digest: str = "sha256:aa") -> Path:
+    """A shard as the leaderboard template's workflow leaves it; without an evaluation, a shard whose job failed."""
+    directory = root / name
+    directory.mkdir()
+    if evaluation_file is not None:
+        data = read_evaluation(evaluation_file).artifact_data()
+        results = {"participants": {"agent": "019bf2a1-agent"}, "results": [data]}
+        (directory / "results.json").write_text(json.dumps(results))
+        provenance = {"image_digests": {"agent": digest}, "timestamp": f"2026-01-28T08:30:5{len(name) % 10}Z"}
+        (directory / "provenance.json").write_text(json.dumps(provenance))
+    return directory
+
+
+def test_merge_reads_shard_directories_and_a_failed_shard_makes_it_partial(project: Path, tmp_path: Path) -> None:
+    evaluation = project / "output" / ARM / "episode_001" / "green" / "evaluation.json"
+    done = _shard_dir(tmp_path, "shard_0", evaluation)
+    failed = _shard_dir(tmp_path, "shard_1", None)
+    alone = invoke(tmp_path, {}, "merge-shards", str(done), "--output", "merged.json")
+    assert alone.exit_code == 0, alone.err
+    merged = json.loads((tmp_path / "merged.json").read_text())
+    assert merged["status"] == "completed" and merged["participants"] == {"agent": "019bf2a1-agent"}
+    (category,) = read_evaluation(evaluation).results
+    assert merged["results"][0]["task_metrics"].keys() == category.task_metrics.keys()
+    assert merged["results"][0]["total_score"] == category.total_score
+
+    with_failed = invoke(tmp_path, {}, "merge-shards", str(done), str(failed))
+    assert with_failed.exit_code == 1 and json.loads(with_failed.out)["status"] == "partial"
+    nothing = invoke(tmp_path, {}, "merge-shards", str(failed))
+    assert nothing.exit_code == 1 and json.loads(nothing.out)["status"] == "failed"
+
+    other = _shard_dir(tmp_path, "shard_2", evaluation, digest="sha256:bb")
+    refused = invoke(tmp_path, {}, "merge-shards", str(done), str(other))
+    assert refused.exit_code == 2 and "provenance differs" in refused.err
+    again = invoke(tmp_path, {}, "merge-shards", str(done), "--output", "merged.json")
+    assert again.exit_code == 2 and "never written over" in again.err

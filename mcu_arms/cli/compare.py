@@ -296,14 +296,14 @@ def _agentbeats_ids(values: list[str], submission_dir: Path | None) -> dict[str,
 
 
 def _write_submissions(result: Analysis, directory: Path, ids: dict[str, str], env: Environment) -> None:
-    """Each arm's episodes the comparison used, as a leaderboard submission (report/agentbeats.py)."""
-    from mcu_arms.layout import episode_name
+    """Each arm's episodes the comparison used, read through the trackers' adapter (`compared`), as a leaderboard
+    submission (report/agentbeats.py); an arm with none is refused there."""
     from mcu_arms.report.agentbeats import export_arms
+    from mcu_arms.report.tracking import compared
 
-    arms = {}
-    for arm in result.arms:
-        arm_dir = Path(arm.latest.episode_dir).parent if arm.latest is not None else None
-        arms[arm.arm] = [arm_dir / episode_name(ref.episode) for ref in arm.used] if arm_dir is not None else []
+    arms: dict[str, list[Path]] = {name: [] for name in result.arm_names()}
+    for episode in compared(result).episodes:
+        arms[episode.arm].append(Path(episode.episode_dir))
     for submission in export_arms(arms, directory, ids, env.clock()):
         env.err_console.print(submission.text(), highlight=False, soft_wrap=True)
         for warning in submission.warnings:

@@ -3,7 +3,9 @@
 One evaluation is one A2A task. The executor enqueues the Task first (the SDK's streaming rule), then status
 updates: evaluation started, each task started, progress every `progress_every` steps and on every milestone, each
 task finished with its score; it ends with one artifact ("Result": the text summary, then the result as a DataPart
-shaped as upstream's, contracts/evaluation.py) and COMPLETED. Config keys it does not know are accepted and named
+shaped as upstream's, contracts/evaluation.py) and COMPLETED. A request with `shard_index`, `num_shards` or
+`num_instances` (AgentBeats' sharded assessments) runs its part of the category (contracts/shards.py), stated in
+the result's `shard`. Config keys it does not know are accepted and named
 (a ConfigKeysIgnored event, and the result's `ignored_config_keys`). A request it cannot run is REJECTED saying
 what is wrong; a crash becomes FAILED with the reason — nothing escapes the executor, because the SDK would turn an
 exception into an opaque InternalError.

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import tomllib
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -129,7 +130,7 @@ def _read_episodes(episode_dirs: list[Path]) -> list[_Episode]:
     return episodes
 
 
-def _one(episodes: list[_Episode], what: str, value_of: Any) -> Any:
+def _one(episodes: list[_Episode], what: str, value_of: Callable[[_Episode], Any]) -> Any:
     """The value every episode shares, or a UserError naming each episode's."""
     values = {json.dumps(value_of(each), sort_keys=True, default=str): value_of(each) for each in episodes}
     if len(values) == 1:
@@ -348,11 +349,13 @@ def export_arms(arms: dict[str, list[Path]], directory: Path, ids: dict[str, str
 
 
 class ShardSubmission(BaseModel):
-    """One shard as the leaderboard template's workflow leaves it: its results file and its provenance."""
+    """One shard as the leaderboard template's workflow leaves it: its results file and its provenance (a shard
+    whose job failed left neither: it counts as missing)."""
 
     source: str
-    results: dict[str, Any]
+    results: dict[str, Any] = Field(default_factory=dict)
     provenance: dict[str, Any] = Field(default_factory=dict)
+    failed: bool = False
 
 
 class MergedResults(BaseModel):
@@ -378,7 +381,7 @@ def read_shard(path: Path) -> ShardSubmission:
         if file.is_symlink():
             raise UserError("is a link, which mcu-arms does not follow", path=file)
         if not file.is_file():
-            if name == SHARD_RESULTS_FILE:
+            if name == SHARD_RESULTS_FILE and not path.is_dir():
                 raise UserError("missing: a shard is a results file, or a directory holding results.json", path=file)
             continue
         try:
@@ -388,6 +391,8 @@ def read_shard(path: Path) -> ShardSubmission:
         if not isinstance(loaded, dict):
             raise UserError("not a JSON object", path=file)
         data[name] = loaded
+    if SHARD_RESULTS_FILE not in data:  # the shard's job wrote no result: failed
+        return ShardSubmission(source=str(path), failed=True)
     results = data[SHARD_RESULTS_FILE]
     if ARTIFACT_ENVELOPE_KEY in results and "task_metrics" in results:
         results = {"participants": {}, "results": [results]}
@@ -421,12 +426,15 @@ def merge_shards(shards: list[ShardSubmission]) -> MergedResults:
     """The shards of one assessment as one results file, as the leaderboard's summary merges them: differing
     provenance (timestamps aside) or participants refused; status completed when every shard of every category
     is there, partial when some are, failed when none."""
+    failed = [shard for shard in shards if shard.failed]
+    shards = [shard for shard in shards if not shard.failed]
     if not shards:
         return MergedResults(status="failed", participants={}, results=[])
-    for what, value_of in (
+    checks: tuple[tuple[str, Callable[[ShardSubmission], Any]], ...] = (
         ("provenance", lambda shard: _without(shard.provenance, "timestamp")),
         ("participants", lambda shard: shard.results.get("participants")),
-    ):
+    )
+    for what, value_of in checks:
         first = value_of(shards[0])
         for shard in shards[1:]:
             if value_of(shard) != first:
@@ -445,7 +453,7 @@ def merge_shards(shards: list[ShardSubmission]) -> MergedResults:
         result, whole = _merged_category(evaluations)
         merged.append(result.artifact_data())
         complete = complete and whole
-    status: MergeStatus = "completed" if complete and merged else "partial" if merged else "failed"
+    status: MergeStatus = "completed" if complete and merged and not failed else "partial" if merged else "failed"
     return MergedResults(status=status, participants=shards[0].results.get("participants") or {}, results=merged)
 
 
