@@ -369,3 +369,20 @@ def test_merge_reads_shard_directories_and_a_failed_shard_makes_it_partial(proje
     assert refused.exit_code == 2 and "provenance differs" in refused.err
     again = invoke(tmp_path, {}, "merge-shards", str(done), "--output", "merged.json")
     assert again.exit_code == 2 and "never written over" in again.err
+
+
+def test_an_unscored_task_is_said_since_total_score_then_means_less_than_upstreams(project: Path) -> None:
+    arm_dir = project / "output" / ARM
+    path = arm_dir / "episode_002" / "green" / "evaluation.json"
+    data = json.loads(path.read_text())
+    category = data["results"][0]
+    task = next(iter(category["task_metrics"]))
+    category["task_metrics"][task].update(score=None, scored=False)
+    category["unscored_tasks"] = [task]
+    path.write_text(json.dumps(data))
+    dirs = [arm_dir / f"episode_{number:03d}" for number in (1, 2, 3)]
+    (submission,) = export_arms({ARM: dirs}, project / "submission", {"agent": "a", "green": "g"}, FIXED_NOW)
+    assert submission.warnings == [
+        f"seed 1: mine_diamond_from_scratch has unscored tasks ({task}): its total_score leaves them out, where "
+        "upstream's green counts them as 0 (that total is its upstream_total_score)"
+    ]

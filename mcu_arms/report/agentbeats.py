@@ -313,6 +313,14 @@ def _prepare(arm: str, episode_dirs: list[Path], directory: Path, ids: dict[str,
         for role in ROLES
         if role not in ids
     ]
+    warnings += [
+        f"seed {each.evaluation.seed}: {category.task_category} has unscored tasks "
+        f"({', '.join(category.unscored_tasks)}): its total_score leaves them out, where upstream's green counts "
+        "them as 0 (that total is its upstream_total_score)"
+        for each in episodes
+        for category in each.evaluation.results
+        if category.unscored_tasks
+    ]
     submission = Submission(
         arm=arm,
         results=str(results),
