@@ -1,7 +1,7 @@
 """`mcu-arms merge-shards SHARD... [--output FILE]`: the shards of one AgentBeats assessment as one results file.
 
 Exit 0: completed (every shard of every category there); 1: partial or failed; 2: bad input, or shards whose
-provenance, participants or request (shard aside) differ.
+provenance or participants differ.
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ Merge the shards of one sharded AgentBeats assessment into one results file, as 
 
 Each SHARD is a directory holding results.json (and provenance.json), as the leaderboard template's workflow leaves \
 a shard, or one JSON file: a results file, or the result `mcu-arms evaluate` saved of a request with shard_index, \
-num_shards (and num_instances) in its [config]. Shards whose provenance (timestamp aside), participants or request \
-(shard_index aside) differ are refused. Each category's task metrics are put together in the order the green \
-partitioned them and totalled as the green totals one request: the merge equals the one-shard result.
+num_shards (and num_instances) in its config. A directory without results.json is a shard that failed. Shards whose \
+provenance (timestamp aside) or participants differ are refused. Each category's task metrics are put together in \
+the order the green partitioned them and totalled as the green totals one request: the merge equals the one-shard \
+result. Results of different requests (another seed or category) are merged each on its own.
 
 Prints {status, participants, results} (status completed, partial or failed), or writes it to --output FILE \
 (never over an existing file). Exit code: 0 completed; 1 partial or failed; 2 user error.
@@ -33,7 +34,10 @@ def register(app: typer.Typer) -> None:
     @reports_user_errors
     def merge_shards_command(
         ctx: typer.Context,
-        shards: Annotated[list[Path], typer.Argument(help="Shard directories or results files.", show_default=False)],
+        shards: Annotated[
+            list[Path],
+            typer.Argument(help="Shard directories or results files.", show_default=False, metavar="SHARD"),
+        ],
         output: Annotated[
             Path | None, typer.Option("--output", help="Write the merged results here (must not exist yet).")
         ] = None,
