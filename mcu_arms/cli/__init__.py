@@ -36,6 +36,7 @@ COMMAND_MODULES: dict[str, str] = {
     "tasks": "tasks",
     "serve": "serve",
     "evaluate": "evaluate",
+    "merge-shards": "merge_shards",
 }
 
 

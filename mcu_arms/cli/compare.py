@@ -57,6 +57,13 @@ as a run (settings as params, results and milestone steps as metrics, files as a
 parent run, in an experiment named after the campaign or the arms. Needs its extra: pip install \
 'mcu-arms[mlflow]' (or [wandb]).
 
+--to agentbeats=DIR writes each arm's finished episodes as an AgentBeats leaderboard submission (MCU leaderboard, \
+"local evaluation + submission"): DIR/results/ARM.json (each seed's result as the green returned it, the replicate \
+summary added under `mcu_arms`), DIR/submissions/ARM.toml (the scenario as run) and \
+DIR/submissions/ARM.provenance.json. --agentbeats-id green=ID and agent=ID fill in the agents' registered ids. It \
+refuses (exit 2) episodes not all finished, or run with different fingerprints, code or simulator versions, and \
+never writes over a submission.
+
 Exit code: 0 comparable (at most one setting differs) and every arm has a finished episode; 1 not comparable, or \
 an arm has no finished episode; 3 not trustworthy (an arm's numbers are dominated by infrastructure trouble, or \
 it has no finished episode because of it); 2 user error (also: the experiment to compare is not clear).
@@ -203,7 +210,14 @@ def register(app: typer.Typer) -> None:
             None,
             "--to",
             help="Also write each compared episode as a tracker run: mlflow[=TRACKING_URI], or "
-            "wandb[=DIR] (offline runs, for `wandb sync`); a rerun updates those runs, never adds more.",
+            "wandb[=DIR] (offline runs, for `wandb sync`); a rerun updates those runs, never adds more. "
+            "agentbeats=DIR: each arm as an AgentBeats leaderboard submission.",
+        ),
+        agentbeats_id: list[str] = typer.Option(
+            None,
+            "--agentbeats-id",
+            help="With --to agentbeats=DIR: ROLE=ID, the agent's id on agentbeats.dev (roles: green, agent).",
+            show_default=False,
         ),
     ) -> None:
         env = environment(ctx)
@@ -212,7 +226,9 @@ def register(app: typer.Typer) -> None:
         if export is not None:
             export = export if export.is_absolute() else env.cwd / export
             _refuse_earlier_export(export)
-        tracker = _parsed_destination(to) if to is not None else None
+        submission_dir = _submission_dir(to, env)
+        ids = _agentbeats_ids(agentbeats_id or [], submission_dir)
+        tracker = _parsed_destination(to) if to is not None and submission_dir is None else None
         result = analyse(
             arms or [],
             env,
@@ -228,6 +244,8 @@ def register(app: typer.Typer) -> None:
             _write_export(result, export, env)
         if tracker is not None:
             _write_tracking(result, tracker, arms or [], env)
+        if submission_dir is not None:
+            _write_submissions(result, submission_dir, ids, env)
         if json_output:
             print_json(env, result)
         elif csv_output:
@@ -285,6 +303,39 @@ def _write_tracking(
     tracker, where = destination
     outcome = export_to(tracker, where, compared(result), experiment_name(items, env, result.arm_names()), env)
     env.err_console.print(outcome.text(), highlight=False, soft_wrap=True)
+
+
+def _submission_dir(to: str | None, env: Environment) -> Path | None:
+    if to is None:
+        return None
+    from mcu_arms.report.agentbeats import destination_dir
+
+    return destination_dir(to, env.cwd)
+
+
+def _agentbeats_ids(values: list[str], submission_dir: Path | None) -> dict[str, str]:
+    if not values:
+        return {}
+    if submission_dir is None:
+        raise UserError("is for an AgentBeats submission", key="--agentbeats-id", allowed="with --to agentbeats=DIR")
+    from mcu_arms.report.agentbeats import parse_ids
+
+    return parse_ids(values)
+
+
+def _write_submissions(result: Analysis, directory: Path, ids: dict[str, str], env: Environment) -> None:
+    """Each arm's episodes the comparison used, read through the trackers' adapter (`compared`), as a leaderboard
+    submission (report/agentbeats.py); an arm with none is refused there."""
+    from mcu_arms.report.agentbeats import export_arms
+    from mcu_arms.report.tracking import compared
+
+    arms: dict[str, list[Path]] = {name: [] for name in result.arm_names()}
+    for episode in compared(result).episodes:
+        arms[episode.arm].append(Path(episode.episode_dir))
+    for submission in export_arms(arms, directory, ids, env.clock()):
+        env.err_console.print(submission.text(), highlight=False, soft_wrap=True)
+        for warning in submission.warnings:
+            env.err_console.print(f"[yellow]! {escape(warning)}[/]", highlight=False, soft_wrap=True)
 
 
 def _write_plot(result: Analysis, path: Path, env: Environment, *, log_x: bool) -> None:

@@ -30,6 +30,7 @@ from mcu_arms.contracts.errors import UserError, user_error
 from mcu_arms.contracts.limits import MAX_EVALUATION_BYTES
 from mcu_arms.contracts.reading import read_json
 from mcu_arms.contracts.rubric import VideoRubric
+from mcu_arms.contracts.shards import ShardInfo
 from mcu_arms.contracts.states import EndedBy, InitFailure
 from mcu_arms.contracts.text import MAX_MESSAGE_CHARS, MAX_REASON_CHARS, shown_text
 from mcu_arms.contracts.wire import EvalConfig
@@ -324,6 +325,7 @@ class EvaluationResult(BaseModel):
     finished_at: str
     duration_s: float
     output_dir: str
+    shard: ShardInfo | None = None  # a sharded request's part of the category; None: the whole category
 
     @model_validator(mode="before")
     @classmethod

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from mcu_arms.contracts.catalog import DEFAULT_SIMULATOR, ActionMode, ResetMode
 from mcu_arms.contracts.game_state import DEFAULT_OBSERVE, GameState, ObserveMode
@@ -190,6 +190,17 @@ class EvalConfig(BaseModel):
     auto_eval_dir: str | None = None  # a checkout of MCU's auto_eval folder on the green's host: MCU's video rubric
     reset_mode: ResetMode | None = None  # how MineStudio starts each task; None: DEFAULT_RESET_MODE (catalog)
     action_mode: ActionMode | None = None  # how MineStudio applies actions; None: DEFAULT_ACTION_MODE (catalog)
+    # AgentBeats' sharded assessments: this request runs shard `shard_index` of `num_shards` of the category's first
+    # `num_instances` (task x seed) instances (all when None), as contracts/shards.py partitions them.
+    shard_index: int = Field(default=0, ge=0)
+    num_shards: int = Field(default=1, ge=1)
+    num_instances: int | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _shard_in_range(self) -> EvalConfig:
+        if self.shard_index >= self.num_shards:
+            raise ValueError(f"shard_index {self.shard_index} is not below num_shards {self.num_shards}")
+        return self
 
     def simulator_table(self, table: str | None) -> BaseModel | None:
         """The simulator's own table of this config (a field here, or a key another simulator's descriptor names);

@@ -3,7 +3,9 @@
 One evaluation is one A2A task. The executor enqueues the Task first (the SDK's streaming rule), then status
 updates: evaluation started, each task started, progress every `progress_every` steps and on every milestone, each
 task finished with its score; it ends with one artifact ("Result": the text summary, then the result as a DataPart
-shaped as upstream's, contracts/evaluation.py) and COMPLETED. Config keys it does not know are accepted and named
+shaped as upstream's, contracts/evaluation.py) and COMPLETED. A request with `shard_index`, `num_shards` or
+`num_instances` (AgentBeats' sharded assessments) runs its part of the category (contracts/shards.py), stated in
+the result's `shard`. Config keys it does not know are accepted and named
 (a ConfigKeysIgnored event, and the result's `ignored_config_keys`). A request it cannot run is REJECTED saying
 what is wrong; a crash becomes FAILED with the reason — nothing escapes the executor, because the SDK would turn an
 exception into an opaque InternalError.
@@ -56,6 +58,7 @@ from mcu_arms.contracts.events import (
 )
 from mcu_arms.contracts.game_state import wants_frame, wants_state
 from mcu_arms.contracts.rubric import AUTO_EVAL_ENV, auto_eval_problem, chosen_auto_eval_dir, rubric_of
+from mcu_arms.contracts.shards import ShardInfo, shard_of
 from mcu_arms.contracts.simulators import (
     SimulatorDescriptor,
     import_backend,
@@ -103,6 +106,7 @@ class _ValidRequest:
     max_steps_note: str | None
     output_dir: Path
     auto_eval_dir: Path | None  # MCU's rubric for video evaluation; None: ours
+    shard: ShardInfo | None  # the part of the category a sharded request runs; None: all of it
 
 
 class GreenExecutor(AgentExecutor):
@@ -249,7 +253,13 @@ class GreenExecutor(AgentExecutor):
             simulator.close()
             raise
         max_steps, note = capped_steps(config.task_category, config.max_steps)
-        return _ValidRequest(request, runnable, skipped, simulator, max_steps, note, output_dir, auto_eval_dir)
+        shard = None
+        if config.num_shards > 1 or config.num_instances is not None:
+            shard = shard_of(
+                [task.name for task in runnable], config.shard_index, config.num_shards, config.num_instances
+            )
+            runnable = [task for task in runnable if task.name in shard.instances]
+        return _ValidRequest(request, runnable, skipped, simulator, max_steps, note, output_dir, auto_eval_dir, shard)
 
     @staticmethod
     def _check_nothing_to_overwrite(output_dir: Path, tasks: list[TaskSpec]) -> None:
@@ -383,6 +393,7 @@ class GreenExecutor(AgentExecutor):
             finished_at=iso_seconds(),
             duration_s=round(time.monotonic() - started, 3),
             output_dir=str(plan.output_dir),
+            shard=plan.shard,
         )
         self._write_result(plan.output_dir, result)
         summary = summary_text(result)

@@ -403,7 +403,7 @@ def parse_destination(value: str) -> tuple[TrackerName, str | None]:
         raise UserError(
             f"'{name}' is not a tracker mcu-arms writes to",
             key="--to",
-            allowed="mlflow, mlflow=TRACKING_URI, wandb, wandb=DIR",
+            allowed="mlflow, mlflow=TRACKING_URI, wandb, wandb=DIR, agentbeats=DIR",
         )
     if "=" in value and not where:
         destination = "TRACKING_URI" if name == "mlflow" else "DIR"
