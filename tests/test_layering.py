@@ -203,14 +203,15 @@ def test_supervise_and_report_do_not_import_each_other() -> None:
     assert _violations("mcu_arms.report", ("mcu_arms.supervise", "mcu_arms.cli")) == []
 
 
-def test_the_statistical_methods_stand_on_the_contracts_and_the_report_statistics_only() -> None:
-    """report/methods/ is pure functions over numbers: every view may use it, it uses no view, runner or reader."""
-    allowed = ("mcu_arms.contracts", "mcu_arms.report.stats", "mcu_arms.report.methods")
-    assert "mcu_arms.report.methods.paired" in GRAPH
+def test_the_statistics_stand_on_the_contracts_only() -> None:
+    """stats/ is pure functions over numbers on the floor of the process layer and the layout: the analysis and the
+    sequential runner (supervise/until_resolved.py) use it; it uses no view, runner or reader."""
+    allowed = ("mcu_arms.contracts", "mcu_arms.stats")
+    assert "mcu_arms.stats.paired" in GRAPH
     outside = sorted(
         f"{module} imports {target}"
         for module, targets in GRAPH.items()
-        if _under(module, "mcu_arms.report.methods")
+        if _under(module, "mcu_arms.stats")
         for target in targets
         if not any(_under(target, package) for package in allowed)
     )
@@ -220,7 +221,7 @@ def test_the_statistical_methods_stand_on_the_contracts_and_the_report_statistic
 def test_the_statistical_methods_load_no_heavy_stack_on_import() -> None:
     """numpy is imported inside the functions that resample: `compare` imports these modules and stays light."""
     code = (
-        "import sys, mcu_arms.report.methods.comparison, mcu_arms.report.methods.sequential\n"
+        "import sys, mcu_arms.stats.comparison, mcu_arms.stats.sequential\n"
         f"print(sorted(m for m in {HEAVY!r} + ('scipy', 'lifelines') if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
@@ -395,15 +396,15 @@ VIEWS = (
 
 def test_the_analysis_stands_below_every_view_and_the_views_compute_no_statistic() -> None:
     """report/analysis.py computes the comparison once; the views render it. A view importing a statistic's function
-    (report/stats.py's, or report/methods/) would be computing a number the others might not show."""
+    (of stats/; its result types in stats/basics.py are fine) would be computing a number the others might not show."""
     assert _violations("mcu_arms.report.analysis", VIEWS) == []
     statistics = [
         f"{module} imports {target}"
         for module, targets in GRAPH.items()
         if any(_under(module, view) for view in VIEWS)
         for target in targets
-        if _under(target, "mcu_arms.report.methods")
-        or (target.startswith("mcu_arms.report.stats.") and target.rsplit(".", 1)[1][:1].islower())
+        if (_under(target, "mcu_arms.stats") and not _under(target, "mcu_arms.stats.basics"))
+        or (target.startswith("mcu_arms.stats.basics.") and target.rsplit(".", 1)[1][:1].islower())
     ]
     assert statistics == []
 
@@ -413,7 +414,7 @@ def test_the_analysis_cache_stores_the_analysis_and_computes_nothing() -> None:
     returned, imports no statistic and no view; the views that build a Site go through it."""
     assert "mcu_arms.report.analysis_cache" in GRAPH
     assert _violations("mcu_arms.report.analysis_cache", VIEWS) == []
-    assert _violations("mcu_arms.report.analysis_cache", ("mcu_arms.report.methods", "mcu_arms.report.stats")) == []
+    assert _violations("mcu_arms.report.analysis_cache", ("mcu_arms.stats", "mcu_arms.stats.basics")) == []
     assert "mcu_arms.report.analysis_cache.cached_analysis" in GRAPH["mcu_arms.view.site"]
 
 

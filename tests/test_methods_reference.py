@@ -1,4 +1,4 @@
-"""report/methods against reference implementations (scipy.stats, lifelines) on fixed fixtures, and by hand where
+"""stats/ against reference implementations (scipy.stats, lifelines) on fixed fixtures, and by hand where
 the edge is the point (censoring: none, all, ties; Holm)."""
 
 from __future__ import annotations
@@ -7,17 +7,17 @@ import math
 
 import pytest
 
-from mcu_arms.report.methods.design import pairing
-from mcu_arms.report.methods.multiplicity import holm
-from mcu_arms.report.methods.paired import (
+from mcu_arms.stats.design import pairing
+from mcu_arms.stats.multiplicity import holm
+from mcu_arms.stats.paired import (
     SIGN_FLIP_RESAMPLES,
     compare_paired,
     paired_t_interval,
     pairing_effect,
     sign_flip_test,
 )
-from mcu_arms.report.methods.power import seeds_needed_paired
-from mcu_arms.report.methods.survival import TimeToEvent, episodes, kaplan_meier, logrank
+from mcu_arms.stats.power import seeds_needed_paired
+from mcu_arms.stats.survival import TimeToEvent, episodes, kaplan_meier, logrank
 
 np = pytest.importorskip("numpy")
 stats = pytest.importorskip("scipy.stats", reason="scipy is in the test extra")
@@ -254,8 +254,8 @@ def test_holm_by_hand() -> None:
 
 
 def test_the_unpaired_path_is_todays_test_and_says_why() -> None:
-    from mcu_arms.report.methods.comparison import compare_metric
-    from mcu_arms.report.stats import compare_means
+    from mcu_arms.stats.basics import compare_means
+    from mcu_arms.stats.comparison import compare_metric
 
     a, b = dict(enumerate(A)), {seed + 10: value for seed, value in enumerate(B)}
     design = pairing("embedded", None, list(a), "embedded", None, list(b))
@@ -266,7 +266,7 @@ def test_the_unpaired_path_is_todays_test_and_says_why() -> None:
 
 
 def test_holm_over_a_compares_family_reads_the_verdict_on_the_adjusted_p() -> None:
-    from mcu_arms.report.methods.comparison import adjust_family, compare_metric
+    from mcu_arms.stats.comparison import adjust_family, compare_metric
 
     paired = pairing("embedded", None, range(6), "embedded", None, range(6))
     clear = compare_metric(

@@ -10,8 +10,8 @@ import random
 import pytest
 
 from mcu_arms.contracts.sequential import SequentialLook
-from mcu_arms.report.methods.paired import sign_flip_test
-from mcu_arms.report.methods.sequential import (
+from mcu_arms.stats.paired import sign_flip_test
+from mcu_arms.stats.sequential import (
     obf_alpha_spent,
     resolved,
     sequential_compare,

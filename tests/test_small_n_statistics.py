@@ -17,10 +17,10 @@ from test_compare import compare, write_arm, write_run
 from mcu_arms.contracts.run_report import Failure
 from mcu_arms.contracts.sequential import SequentialLook
 from mcu_arms.report.compare import to_csv
-from mcu_arms.report.methods.comparison import adjust_family, compare_metric
-from mcu_arms.report.methods.design import pairing
-from mcu_arms.report.methods.paired import compare_paired
-from mcu_arms.report.methods.power import seeds_needed_paired, seeds_to_resolve
+from mcu_arms.stats.comparison import adjust_family, compare_metric
+from mcu_arms.stats.design import pairing
+from mcu_arms.stats.paired import compare_paired
+from mcu_arms.stats.power import seeds_needed_paired, seeds_to_resolve
 from mcu_arms.view.pages import render_comparison
 
 REPO = Path(__file__).resolve().parents[1]

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from mcu_arms.report.stats import (
+from mcu_arms.stats.basics import (
     MIN_SEEDS_EXACT,
     bootstrap,
     compare_means,

@@ -19,7 +19,7 @@ from mcu_arms.arms.spec import parse_arm
 from mcu_arms.contracts import simulators as registry
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.settings import PurpleOptions
-from mcu_arms.report.methods.design import pairing
+from mcu_arms.stats.design import pairing
 
 TOYSIM = Path(__file__).resolve().parent / "toysim"
 PACKAGE = Path(__file__).resolve().parents[1] / "mcu_arms"

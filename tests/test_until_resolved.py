@@ -14,7 +14,7 @@ from cli_support import invoke
 from run_helpers import cli_env, write_arm
 
 from mcu_arms.contracts.run_report import read_report
-from mcu_arms.report.methods.sequential import sequential_experiment
+from mcu_arms.stats.sequential import sequential_experiment
 from mcu_arms.supervise.until_resolved import sequential_seeds
 
 CAMPAIGN = """name = "sequential"

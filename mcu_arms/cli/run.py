@@ -34,7 +34,7 @@ from mcu_arms.contracts.text import MAX_MESSAGE_CHARS, shown_text
 from mcu_arms.doctor import refuse_blocked
 from mcu_arms.environment import Environment, fits
 from mcu_arms.process.process_exit import skip_teardown
-from mcu_arms.report.methods.sequential import (
+from mcu_arms.stats.sequential import (
     DEFAULT_BATCH,
     DEFAULT_MAX_SEEDS,
     DEFAULT_PRIMARY,

@@ -38,7 +38,7 @@ from mcu_arms.contracts.evaluation import (
 )
 from mcu_arms.contracts.run_report import RunReport, read_report
 from mcu_arms.layout import RunDir, episode_name
-from mcu_arms.report.stats import METHOD, Summary, summarise
+from mcu_arms.stats.basics import METHOD, Summary, summarise
 
 DESTINATION = "agentbeats"
 AGENT_ROLE = "agent"  # the participant's role in the MCU green's request and in the leaderboard's results

@@ -67,19 +67,19 @@ from mcu_arms.report.experiments import (
     settings_from_file,
     short,
 )
-from mcu_arms.report.methods.sequential import (
-    sequential_experiment,
-)
-from mcu_arms.report.methods.survival import (
-    KaplanMeier,
-    episodes,
-    kaplan_meier,
-)
-from mcu_arms.report.stats import (
+from mcu_arms.stats.basics import (
     MilestoneStats,
     Summary,
     milestone_stats,
     summarise,
+)
+from mcu_arms.stats.sequential import (
+    sequential_experiment,
+)
+from mcu_arms.stats.survival import (
+    KaplanMeier,
+    episodes,
+    kaplan_meier,
 )
 
 # --- one arm ---------------------------------------------------------------------------------------------------
@@ -212,7 +212,7 @@ def _milestones(reports: list[RunReport]) -> tuple[dict[str, MilestoneStats], li
 
 def reached_curve(per_episode: list[EpisodeMilestones]) -> ReachedCurve:
     """Per step where any episode reached a milestone: how many each episode had reached by then, summarised by the
-    median and quartiles (numpy's linear interpolation, as report/stats.py's quantile)."""
+    median and quartiles (numpy's linear interpolation, as stats/basics.py's quantile)."""
     import numpy as np
 
     reached = [np.sort([step for step in each.steps.values() if step is not None]) for each in per_episode]

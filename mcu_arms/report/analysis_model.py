@@ -15,14 +15,20 @@ from mcu_arms.contracts.settings import (
     Thresholds,
 )
 from mcu_arms.contracts.states import RunStatus
-from mcu_arms.report.methods.design import Pairing
-from mcu_arms.report.methods.paired import T_INTERVAL_METHOD, PairingEffect
-from mcu_arms.report.methods.power import POWER_METHOD
-from mcu_arms.report.methods.sequential import (
+from mcu_arms.stats.basics import METHOD as STATS_METHOD
+from mcu_arms.stats.basics import (
+    Interval,
+    MilestoneStats,
+    Summary,
+)
+from mcu_arms.stats.design import Pairing
+from mcu_arms.stats.paired import T_INTERVAL_METHOD, PairingEffect
+from mcu_arms.stats.power import POWER_METHOD
+from mcu_arms.stats.sequential import (
     SequentialExperiment,
     SequentialTest,
 )
-from mcu_arms.report.methods.survival import (
+from mcu_arms.stats.survival import (
     KM_METHOD,
     LOGRANK_METHOD,
     MEDIAN_METHOD,
@@ -30,13 +36,7 @@ from mcu_arms.report.methods.survival import (
     episodes,
     kaplan_meier,
 )
-from mcu_arms.report.methods.survival import ReachingCurve as ReachingCurve  # re-exported: views draw it
-from mcu_arms.report.stats import METHOD as STATS_METHOD
-from mcu_arms.report.stats import (
-    Interval,
-    MilestoneStats,
-    Summary,
-)
+from mcu_arms.stats.survival import ReachingCurve as ReachingCurve  # re-exported: views draw it
 
 ANALYSIS_SCHEMA_VERSION = 4  # 3 had log-rank p by chi-square, bootstrap paired intervals, no pairing exclusions
 # nor sequential verdicts; 2 had a milestone's median step over the episodes that reached it; 1 was the comparison

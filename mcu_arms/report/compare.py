@@ -24,7 +24,7 @@ from mcu_arms.report.analysis import (
     tags_text,
 )
 from mcu_arms.report.analysis_model import UNREADABLE_RUN
-from mcu_arms.report.stats import Summary
+from mcu_arms.stats.basics import Summary
 
 # Which agent kinds report each purple counter (and have a compaction limit). A row is shown only when one of the
 # arms compared has such an agent; the cells of the other arms say NOT_ITS_AGENT, never a blank that reads as zero.

@@ -1,20 +1,23 @@
 """Between each arm and the baseline: every difference with its design (paired by seed where the seeds are the same
 worlds, over the seeds both arms completed), method, estimate, interval, p (Holm-adjusted within its family) and
-verdict in words — what `compare` says about seed noise. The numbers come from report/methods/.
+verdict in words — what `compare` says about seed noise. The numbers come from stats/.
 """
 
 from __future__ import annotations
 
 from mcu_arms.contracts.sequential import SequentialLook
 from mcu_arms.report.analysis_model import ArmAnalysis, ArmDifference, DifferenceResult, DifferenceVerdict
-from mcu_arms.report.methods.comparison import MetricComparison, compare_metric
-from mcu_arms.report.methods.design import ExcludedSeed, Pairing, pairing
-from mcu_arms.report.methods.multiplicity import HOLM_METHOD, holm
-from mcu_arms.report.methods.sequential import (
+from mcu_arms.stats.basics import (
+    ALPHA,
+)
+from mcu_arms.stats.comparison import MetricComparison, compare_metric
+from mcu_arms.stats.design import ExcludedSeed, Pairing, pairing
+from mcu_arms.stats.multiplicity import HOLM_METHOD, holm
+from mcu_arms.stats.sequential import (
     SequentialTest,
     sequential_compare,
 )
-from mcu_arms.report.methods.survival import (
+from mcu_arms.stats.survival import (
     KM_METHOD,
     LOGRANK_METHOD,
     MEDIAN_METHOD,
@@ -22,9 +25,6 @@ from mcu_arms.report.methods.survival import (
     episodes,
     kaplan_meier,
     logrank,
-)
-from mcu_arms.report.stats import (
-    ALPHA,
 )
 
 

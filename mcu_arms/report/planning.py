@@ -1,7 +1,7 @@
 """`mcu-arms plan CAMPAIGN --power`: before anything runs, how many paired seeds the campaign needs, from a pilot (an
 earlier experiment's per-seed results: the paired score differences of the arms named, as `compare` pairs them) or
 from a stated effect and spread; for the campaign's number of variants (Holm), by simulation of the rule `compare`
-applies (report/methods/power.py)."""
+applies (stats/power.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 from mcu_arms.arms.campaign import is_campaign, load_campaign
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.environment import Environment
-from mcu_arms.report.methods.power import PowerPlan, plan_power
+from mcu_arms.stats.power import PowerPlan, plan_power
 
 
 def pilot_differences(items: list[str], env: Environment) -> tuple[list[float], str]:

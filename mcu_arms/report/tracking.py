@@ -35,8 +35,8 @@ from mcu_arms.environment import Environment
 from mcu_arms.layout import RunDir, episode_name
 from mcu_arms.report.analysis import Analysis
 from mcu_arms.report.compare import to_markdown
-from mcu_arms.report.methods.survival import episodes, kaplan_meier
 from mcu_arms.report.plot import MilestonePanel, PlotArm, PlotCurve, PlotData, build_figure, plot_data
+from mcu_arms.stats.survival import episodes, kaplan_meier
 
 TrackerName = Literal["mlflow", "wandb"]
 TRACKERS: tuple[TrackerName, ...] = ("mlflow", "wandb")

@@ -3,7 +3,7 @@ difference from the baseline on the primary metric is resolved, or at the planne
 
 Each look plans the next batch of seeds for every arm (each episode records its look: contracts/sequential.py), runs
 it, reads the primary metric of each finished episode, and tests each variant against the baseline with the
-group-sequential exact sign-flip test (report/methods/sequential.py), which stays valid however many looks are
+group-sequential exact sign-flip test (stats/sequential.py), which stays valid however many looks are
 taken. It needs a paired design (the same seeds on a simulator whose world is the seed). A sequential experiment is
 a new experiment: every episode is run fresh (earlier finished ones are not reused), so each records its look.
 
@@ -25,8 +25,9 @@ from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.run_report import RunReport, read_report
 from mcu_arms.contracts.sequential import SequentialLook
 from mcu_arms.contracts.settings import ArmPlan
-from mcu_arms.report.methods.design import pairing
-from mcu_arms.report.methods.sequential import (
+from mcu_arms.stats.basics import ALPHA
+from mcu_arms.stats.design import pairing
+from mcu_arms.stats.sequential import (
     DEFAULT_BATCH,
     DEFAULT_MAX_SEEDS,
     DEFAULT_PRIMARY,
@@ -37,7 +38,6 @@ from mcu_arms.report.methods.sequential import (
     resolved,
     sequential_compare,
 )
-from mcu_arms.report.stats import ALPHA
 from mcu_arms.supervise.outcomes import RunOutcome
 
 StopReason = Literal["resolved", "max_seeds", "interrupted", "no_pairs"]

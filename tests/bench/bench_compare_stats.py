@@ -4,7 +4,7 @@ ratio to a bare read (json.loads) of the same 400 result files.
     python tests/bench/bench_compare_stats.py [--seeds 200] [--milestones 20] [--repeats 3] [--compare]
 
 "methods" reads and validates every report (contracts.run_report.read_report), pairs the arms by seed, and computes
-everything report/methods offers a compare: the paired score difference (exact sign flip is out of reach at 200
+everything stats/ offers a compare: the paired score difference (exact sign flip is out of reach at 200
 pairs: 100,000 seeded random signs; paired bootstrap), per milestone both Kaplan–Meier curves with their bands,
 medians and the log-rank test, Holm over the 21 tests, and the sequential-experiment check. `--compare` also times
 `analyse` (report/analysis.py: the Analysis every view renders, the whole pipeline).
@@ -32,10 +32,10 @@ from mcu_arms.arms.spec import load_arm  # noqa: E402 - after the sys.path line 
 from mcu_arms.contracts.run_report import MilestoneRecord, Provenance, RunReport, read_report  # noqa: E402 - after the sys.path line that finds the tests' helpers
 from mcu_arms.contracts.settings import fingerprint  # noqa: E402 - after the sys.path line that finds the tests' helpers
 from mcu_arms.layout import RunDir  # noqa: E402 - after the sys.path line that finds the tests' helpers
-from mcu_arms.report.methods.comparison import compare_metric, compare_milestone  # noqa: E402 - after the sys.path line that finds the tests' helpers
-from mcu_arms.report.methods.design import pairing  # noqa: E402 - after the sys.path line that finds the tests' helpers
-from mcu_arms.report.methods.multiplicity import holm  # noqa: E402 - after the sys.path line that finds the tests' helpers
-from mcu_arms.report.methods.sequential import sequential_experiment  # noqa: E402 - after the sys.path line that finds the tests' helpers
+from mcu_arms.stats.comparison import compare_metric, compare_milestone  # noqa: E402 - after the sys.path line that finds the tests' helpers
+from mcu_arms.stats.design import pairing  # noqa: E402 - after the sys.path line that finds the tests' helpers
+from mcu_arms.stats.multiplicity import holm  # noqa: E402 - after the sys.path line that finds the tests' helpers
+from mcu_arms.stats.sequential import sequential_experiment  # noqa: E402 - after the sys.path line that finds the tests' helpers
 
 TARGET_S = 2.0
 STEPS = 3000
@@ -149,7 +149,7 @@ def main() -> None:
         print(f"bare read (json.loads):   {bare:.3f} s")
         print(f"read + RunReport:         {validated:.3f} s  ({validated / bare:.1f}x the bare read)")
         print(
-            f"read + report/methods:    {full:.3f} s  ({full / bare:.1f}x the bare read; target {TARGET_S:g} s: "
+            f"read + stats/:    {full:.3f} s  ({full / bare:.1f}x the bare read; target {TARGET_S:g} s: "
             f"{full / TARGET_S:.2f} of it)"
         )
         if options.compare:

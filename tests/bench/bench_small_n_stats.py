@@ -27,12 +27,12 @@ import numpy as np
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
 
-from mcu_arms.report.methods.multiplicity import holm  # noqa: E402 - after the sys.path line
-from mcu_arms.report.methods.paired import paired_t_interval, sign_flip_test  # noqa: E402 - after the sys.path line
-from mcu_arms.report.methods.power import normal_sampler, pilot_sampler, seeds_for_power  # noqa: E402
-from mcu_arms.report.methods.sequential import sequential_sign_flip  # noqa: E402 - after the sys.path line
-from mcu_arms.report.methods.survival import TimeToEvent, logrank  # noqa: E402 - after the sys.path line
-from mcu_arms.report.stats import t_quantile  # noqa: E402 - after the sys.path line
+from mcu_arms.stats.basics import t_quantile  # noqa: E402 - after the sys.path line
+from mcu_arms.stats.multiplicity import holm  # noqa: E402 - after the sys.path line
+from mcu_arms.stats.paired import paired_t_interval, sign_flip_test  # noqa: E402 - after the sys.path line
+from mcu_arms.stats.power import normal_sampler, pilot_sampler, seeds_for_power  # noqa: E402
+from mcu_arms.stats.sequential import sequential_sign_flip  # noqa: E402 - after the sys.path line
+from mcu_arms.stats.survival import TimeToEvent, logrank  # noqa: E402 - after the sys.path line
 
 SIZES = (3, 4, 6, 8, 12)
 ALPHA = 0.05

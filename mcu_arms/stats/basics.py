@@ -8,7 +8,7 @@ Methods, stated wherever a number is shown:
 - otherwise "not resolved", and how many seeds per arm would resolve a difference of this size (a two-sample normal
   approximation at 80 % power, never fewer than the 4 per arm an exact test needs to reach p < 0.05, nor than one
   more than were run); "no difference" only when every value of both arms is the same;
-- milestones: reached k/n (steps to one are a time to an event: report/methods/survival.py).
+- milestones: reached k/n (steps to one are a time to an event: stats/survival.py).
 Resampling draws from a generator seeded with a fixed number, so the same data always gives the same intervals.
 Resampling is vectorised with numpy, imported inside the functions: `compare` is a light command.
 """

@@ -7,13 +7,13 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel
 
-from mcu_arms.report.methods.design import Design, Pairing
-from mcu_arms.report.methods.multiplicity import Holm, holm
-from mcu_arms.report.methods.paired import PAIRED_VERDICT_RULE, T_INTERVAL_METHOD, PairedDifference, compare_paired
-from mcu_arms.report.methods.power import POWER_METHOD
-from mcu_arms.report.methods.survival import KaplanMeier, LogRank, TimeToEvent, episodes, kaplan_meier, logrank
-from mcu_arms.report.stats import ALPHA, Difference, Interval, compare_means
-from mcu_arms.report.stats import METHOD as UNPAIRED_METHOD
+from mcu_arms.stats.basics import ALPHA, Difference, Interval, compare_means
+from mcu_arms.stats.basics import METHOD as UNPAIRED_METHOD
+from mcu_arms.stats.design import Design, Pairing
+from mcu_arms.stats.multiplicity import Holm, holm
+from mcu_arms.stats.paired import PAIRED_VERDICT_RULE, T_INTERVAL_METHOD, PairedDifference, compare_paired
+from mcu_arms.stats.power import POWER_METHOD
+from mcu_arms.stats.survival import KaplanMeier, LogRank, TimeToEvent, episodes, kaplan_meier, logrank
 
 
 class MetricComparison(BaseModel):
@@ -46,7 +46,7 @@ def compare_metric(
     name_b: str,
     variants: int = 1,
 ) -> MetricComparison:
-    """Paired by seed when `pairing` says so (over its seeds), else today's two-sample test (report/stats.py), saying
+    """Paired by seed when `pairing` says so (over its seeds), else today's two-sample test (stats/basics.py), saying
     why; `variants`: arms compared with the same baseline (the seeds needed are for a Holm family that size)."""
     if pairing.design == "paired":
         mine = {seed: a[seed] for seed in pairing.seeds}

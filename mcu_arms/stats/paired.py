@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from mcu_arms.report.methods.power import MAX_PLANNED_SEEDS, seeds_needed_paired
-from mcu_arms.report.stats import ALPHA, CONFIDENCE, RESAMPLE_SEED, Interval, t_quantile
+from mcu_arms.stats.basics import ALPHA, CONFIDENCE, RESAMPLE_SEED, Interval, t_quantile
+from mcu_arms.stats.power import MAX_PLANNED_SEEDS, seeds_needed_paired
 
 if TYPE_CHECKING:
     import numpy as np

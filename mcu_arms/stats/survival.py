@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from pydantic import BaseModel
 
-from mcu_arms.report.stats import CONFIDENCE, RESAMPLE_SEED, Interval
+from mcu_arms.stats.basics import CONFIDENCE, RESAMPLE_SEED, Interval
 
 if TYPE_CHECKING:
     import numpy as np

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from mcu_arms.report.stats import ALPHA, CONFIDENCE, RESAMPLE_SEED, t_quantile
+from mcu_arms.stats.basics import ALPHA, CONFIDENCE, RESAMPLE_SEED, t_quantile
 
 if TYPE_CHECKING:
     import numpy as np

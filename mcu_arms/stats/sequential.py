@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Literal, get_args
 from pydantic import BaseModel
 
 from mcu_arms.contracts.sequential import SequentialLook
-from mcu_arms.report.methods.paired import EXACT_SIGNS_MAX_PAIRS, SIGN_FLIP_RESAMPLES, sign_flip_sums, sign_flip_test
-from mcu_arms.report.stats import ALPHA, RESAMPLE_SEED
+from mcu_arms.stats.basics import ALPHA, RESAMPLE_SEED
+from mcu_arms.stats.paired import EXACT_SIGNS_MAX_PAIRS, SIGN_FLIP_RESAMPLES, sign_flip_sums, sign_flip_test
 
 if TYPE_CHECKING:
     import numpy as np

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
-from mcu_arms.report.stats import ALPHA
+from mcu_arms.stats.basics import ALPHA
 
 HOLM_METHOD = "Holm–Bonferroni step-down adjustment (family-wise error rate)"
 

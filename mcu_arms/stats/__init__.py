@@ -9,7 +9,7 @@
 - power.seeds_needed_paired(differences, variants=) / power.plan_power(...): seeds for 80 % power by simulation of
   the rule applied (exact sign-flip test, zeros and ties, Holm over the variants); never fewer than n + 1 when n did
   not resolve.
-- comparison.compare_metric(metric, a, b, pairing, name_a=, name_b=) -> MetricComparison: paired, or report/stats.py's
+- comparison.compare_metric(metric, a, b, pairing, name_a=, name_b=) -> MetricComparison: paired, or stats/basics.py's
   two-sample test when unpaired; seeds_needed per the design used. comparison.adjust_family(comparisons, family=)
   -> (Holm, comparisons with adjusted_p and the verdict read on it).
 - survival.kaplan_meier(times) -> KaplanMeier (curve, Greenwood log-log band, median with CI or None = not reached,
