@@ -34,6 +34,7 @@ from browser import chromium_missing, start_browser  # noqa: E402  (tests/browse
 STEPS = "300"
 SCRUB_TO = 40  # the episode page's frame player is shown at this step
 WIDTH = 120  # columns of the terminal table
+TABLE_EDGES = "│┃┏┡└┌├┗┣"
 
 
 def mcu_arms(project: Path, env: dict[str, str], *args: str, columns: int | None = None) -> str:
@@ -51,7 +52,9 @@ def project_with_the_campaign(root: Path) -> Path:
     (project / "arms").mkdir(parents=True)
     (project / "campaigns").mkdir()
     for arm in ("demo", "demo_random"):
-        shutil.copy(ROOT / "arms" / f"{arm}.toml", project / "arms" / f"{arm}.toml")
+        text = (ROOT / "arms" / f"{arm}.toml").read_text(encoding="utf-8")
+        # frames for the episode page's player (the demo arms save none, to stay small)
+        (project / "arms" / f"{arm}.toml").write_text(text.replace("save_frames = false", "save_frames = true"))
     shutil.copy(ROOT / "templates" / "campaign.toml", project / "campaigns" / "agents.toml")
     return project
 
@@ -61,8 +64,11 @@ def terminal_table(ansi: str, target: Path, browser: object) -> None:
     from rich.console import Console
     from rich.text import Text
 
-    console = Console(record=True, width=WIDTH, file=open(os.devnull, "w"))  # noqa: SIM115 (closed with the process)
-    console.print(Text.from_ansi(ansi))
+    text = Text.from_ansi(ansi)
+    # a piped table keeps each row on one line: as wide as the widest table row, the sentences wrapped to it
+    width = max(len(line) for line in text.plain.splitlines() if line[:1] in TABLE_EDGES)
+    console = Console(record=True, width=width, file=open(os.devnull, "w"))  # noqa: SIM115 (closed with the process)
+    console.print(text)
     page = target.with_suffix(".html")
     page.write_text(console.export_html(inline_styles=True), encoding="utf-8")
     browser.open(page.as_uri())  # type: ignore[attr-defined]
@@ -106,7 +112,8 @@ def main() -> None:
         print("running the campaign: 2 arms x 6 seeds x 300 steps", flush=True)
         mcu_arms(project, env, "run", "campaigns/agents.toml", "--steps", STEPS)
         compared = mcu_arms(project, env, "compare", "campaigns/agents.toml", "--plot", "plot.png", columns=WIDTH)
-        if not re.search(r"^score: .*; distinguishable from seed noise", compared, re.MULTILINE):
+        plain = re.sub(r"\x1b\[[0-9;]*m", "", compared)
+        if not re.search(r"^score: .*; distinguishable from seed noise", plain, re.MULTILINE):
             raise SystemExit(f"the demo campaign did not resolve; nothing saved:\n{compared}")
         shutil.copy(project / "plot.png", SHOTS / "plot.png")
         view, url = start_view(project, env)
