@@ -364,14 +364,33 @@ def _load(target: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
+def field_comments(model: type[BaseModel]) -> dict[str, str]:
+    """What the source says of each field: its description, else the comment on its line."""
+    said: dict[str, str] = {}
+    for klass in reversed(model.__mro__):
+        if not (isinstance(klass, type) and issubclass(klass, BaseModel)) or klass is BaseModel:
+            continue
+        try:
+            source = inspect.getsource(klass)
+        except (OSError, TypeError):
+            continue
+        for found in re.finditer(r"^    (\w+): [^\n]*?  # ([^\n]*)$", source, re.MULTILINE):
+            said[found.group(1)] = found.group(2)
+    for name, info in model.model_fields.items():
+        if info.description:
+            said[name] = info.description
+    return said
+
+
 def _schema_rows(model: type[BaseModel], prefix: str = "", seen: frozenset[type] = frozenset()) -> list[str]:
     rows = []
+    said = field_comments(model)
     for name, info in model.model_fields.items():
         inner = _model_of(info.annotation)
         if inner is None:
             for arg in typing.get_args(info.annotation):
                 inner = inner or _model_of(arg)
-        rows.append(f"| `{prefix}{name}` | {_cell(_type_name(info.annotation))} | {_cell(info.description or '')} |")
+        rows.append(f"| `{prefix}{name}` | {_cell(_type_name(info.annotation))} | {_cell(said.get(name, ''))} |")
         if inner is not None and inner not in seen:
             rows += _schema_rows(inner, f"{prefix}{name}.", seen | {inner})
     return rows
@@ -478,7 +497,8 @@ def exits_env_limits_page() -> str:
         "`run` exits 0 when every episode finished (or was stopped by `mcu-arms stop`, as asked), 1 when one failed,",
         "130 when interrupted; every command exits 2 on bad input (a one-line error naming file, line and key).",
         "`compare` exits 0 when the arms are comparable, 1 when they are not (or one has no finished episode), 3 when",
-        "a result cannot be trusted because of infrastructure trouble.",
+        "a result cannot be trusted because of infrastructure trouble. Every command's codes, in one table:",
+        "[Reading the verdict](../tutorial/reading-the-verdict.md).",
         "",
         "## Environment variables",
         "",
