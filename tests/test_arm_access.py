@@ -286,7 +286,7 @@ def test_an_open_server_stays_on_loopback_and_says_so(tmp_path: Path):
             timeout=60,
             env=_without_tokens(),
         )
-        assert done.returncode == 2 and "key '--host'" in done.stderr and "Traceback" not in done.stderr
+        assert done.returncode == 2 and "flag '--host'" in done.stderr and "Traceback" not in done.stderr
     server = ServerProcess(
         ["serve", "green", "--host", "::1", "--port", str(port), "--output-root", str(tmp_path)],
         tmp_path / "green.log",

@@ -62,7 +62,7 @@ def test_an_infinite_or_nan_step_timeout_is_refused_in_the_file_and_on_the_comma
     assert "key 'step_timeout'" in error and "a.toml:5" in error
     arm_file(tmp_path, "b")
     error = refused(tmp_path, tmp_path / "state", "plan", "--dry-run", "--arm", "b", "--step-timeout", value)
-    assert "key '--step-timeout'" in error
+    assert "flag '--step-timeout'" in error
 
 
 def test_a_nul_byte_in_an_env_value_is_refused_at_plan_without_showing_the_value(tmp_path: Path):
@@ -111,7 +111,7 @@ def test_a_state_dir_that_is_a_file_is_a_clear_error(tmp_path: Path):
     state = tmp_path / "state"
     state.write_text("not a directory")
     error = refused(tmp_path, state, "plan", "--arm", "a")
-    assert "key 'MCU_ARMS_STATE_DIR'" in error and str(state) in error
+    assert "variable 'MCU_ARMS_STATE_DIR'" in error and str(state) in error
 
 
 def test_a_link_loop_at_the_arm_lock_is_a_clear_error(tmp_path: Path):

@@ -178,7 +178,7 @@ def test_one_port_for_both_servers_of_an_arm_is_refused_at_plan(project, env):
     assert outcome.exit_code == 2 and "a.toml:8: key 'ports.purple'" in outcome.err and "port 9201" in outcome.err
     write_arm(project, "b", EMBEDDED_ARM.format(green='"auto"', purple='"auto"'))
     outcome = invoke(project, env, "plan", "--dry-run", "--arm", "b", "--green-port", "9400", "--purple-port", "9400")
-    assert outcome.exit_code == 2 and "key '--purple-port'" in outcome.err and "port 9400" in outcome.err
+    assert outcome.exit_code == 2 and "flag '--purple-port'" in outcome.err and "port 9400" in outcome.err
     write_arm(project, "c", EMBEDDED_ARM.format(green=9500, purple='"auto"'))
     write_arm(project, "d", EMBEDDED_ARM.format(green='"auto"', purple=9500))
     outcome = invoke(project, env, "plan", "--dry-run", "--arm", "c", "--arm", "d")
@@ -342,7 +342,7 @@ def test_an_override_that_breaks_a_rule_names_the_flag(project, env):
 def test_a_bad_override_names_its_flag(project, env, args, flag, said):
     write_arm(project, "a", EMBEDDED_ARM.format(green=9201, purple=9202))
     outcome = invoke(project, env, "plan", "--dry-run", "--arm", "a", *args)
-    assert outcome.exit_code == 2 and f"key '{flag}'" in outcome.err and said in outcome.err
+    assert outcome.exit_code == 2 and f"flag '{flag}'" in outcome.err and said in outcome.err
 
 
 def test_a_provider_is_passed_by_variable_name_and_fingerprinted(project, env):

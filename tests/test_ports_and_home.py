@@ -195,8 +195,8 @@ def test_codex_home_exports_evaluated_in_a_shell_give_the_purple_its_run_environ
     (tmp_path / "arms" / "arm1.toml").write_text(ARM.format(green=9500).replace('"noop"', '"worldmodel"'))
     outcome = invoke(tmp_path, env, "codex-home", "arm1")
     assert outcome.exit_code == 0, outcome.err
-    assert "# replaces the seed's CODEX_RUNTIME_HOME" in outcome.out
-    assert "# replaces the seed's CODEX_SQLITE_DIR" in outcome.out
+    assert "# replaces codex-home.sh's CODEX_RUNTIME_HOME" in outcome.out
+    assert "# replaces codex-home.sh's CODEX_SQLITE_DIR" in outcome.out
 
     names = ("CODEX_HOME", "CODEX_SQLITE_HOME", "HOME")
     script = f'eval "$("{sys.executable}" -m mcu_arms codex-home arm1)" && printf "%s\\n" ' + " ".join(
@@ -223,12 +223,12 @@ def test_codex_home_exports_evaluated_in_a_shell_give_the_purple_its_run_environ
 def test_codex_home_blames_the_flag_or_variable_its_refused_value_came_from(env, tmp_path):
     make_auth(tmp_path)
     from_flag = invoke(tmp_path, env, "codex-home", "arm1", "--root", "/tmp/nope")
-    assert from_flag.exit_code == 2 and "key '--root'" in from_flag.err and "codex.root" not in from_flag.err
+    assert from_flag.exit_code == 2 and "flag '--root'" in from_flag.err and "codex.root" not in from_flag.err
     assert "Refusing to create helper binaries" in from_flag.err
     from_variable = invoke(tmp_path, {**env, "MCU_CODEX_ROOT": "/tmp/nope"}, "codex-home", "arm1")
-    assert from_variable.exit_code == 2 and "key 'MCU_CODEX_ROOT'" in from_variable.err
+    assert from_variable.exit_code == 2 and "variable 'MCU_CODEX_ROOT'" in from_variable.err
     no_credential = invoke(tmp_path, env, "codex-home", "arm1", "--auth", str(tmp_path / "missing.json"))
-    assert no_credential.exit_code == 2 and "key '--auth'" in no_credential.err
+    assert no_credential.exit_code == 2 and "flag '--auth'" in no_credential.err
 
 
 def test_new_arm_from_template_keeps_comments_and_never_overwrites(tmp_path, env):

@@ -1,9 +1,12 @@
-"""The README as a newcomer meets it: a fresh clone, the README's two commands, then its examples in order, each
-doing what the README says it does.
+"""The README and the tutorial as a newcomer meets them: a fresh clone, the README's two commands, then the
+documentation's examples in order, each doing what the page says it does.
 
-The commands are read from README.md itself (its ```bash blocks), so that this test breaks when the README drifts:
-an example it does not know fails it, as does one that no longer does what is checked here. The clone is
-`git clone` of this repository with the working tree's changes laid over it, so uncommitted edits are what is tested.
+The commands are read from the pages themselves (their ```bash blocks: the README's, then those of DOC_PAGES in
+order), so that this test breaks when the documentation drifts: an example it does not know fails it, as does one
+that no longer does what is checked here. The README's "first comparison" is a shorter path through the same
+examples: each of its commands must be one of the tutorial's, in the tutorial's order, so running the tutorial runs
+it. The clone is `git clone` of this repository with the working tree's changes laid over it, so uncommitted edits
+are what is tested.
 
 Run as written, with one shortcut, test-only: the second command's `pytest` gets `--collect-only`, since the suite
 it would start is the one running this test (collecting proves the test extra installed and every test module
@@ -33,6 +36,13 @@ from run_helpers import wait_for
 REPO = Path(__file__).resolve().parents[1]
 BASH_BLOCK = re.compile(r"^```bash\n(.*?)^```", re.MULTILINE | re.DOTALL)
 PYTEST = ".venv/bin/python -m pytest"
+# The pages whose ```bash blocks this test runs, in the order it runs them, after the README's.
+DOC_PAGES = (
+    "docs/tutorial/first-comparison.md",
+    "docs/tutorial/campaign.md",
+    "docs/how-to/trackers.md",
+    "docs/tutorial/results-browser.md",
+)
 NO_INDEX = ("Could not find a version", "Failed to establish a new connection", "No matching distribution")
 
 
@@ -380,7 +390,7 @@ EXAMPLES: dict[str, Example] = {
 @pytest.mark.timeout(2700)
 @pytest.mark.skipif(shutil.which("git") is None or shutil.which("bash") is None, reason="needs git and bash")
 def test_a_fresh_clone_does_what_the_readme_says_from_the_top(tmp_path: Path) -> None:
-    setup, *example_blocks = bash_blocks((REPO / "README.md").read_text(encoding="utf-8"))
+    setup, *readme_blocks = bash_blocks((REPO / "README.md").read_text(encoding="utf-8"))
     assert len(setup) == 2, f"the README's first block should hold its two commands: {setup}"
     clone = fresh_clone(tmp_path / "clone")
     env = newcomer_env(tmp_path / "state")
@@ -400,11 +410,34 @@ def test_a_fresh_clone_does_what_the_readme_says_from_the_top(tmp_path: Path) ->
     assert re.search(r"^\d{3,} tests collected", tests.stdout, re.MULTILINE), tests.stdout[-2000:]
 
     on_path = {**env, "PATH": f"{clone / '.venv' / 'bin'}{os.pathsep}{env['PATH']}"}
-    examples = [line for block in example_blocks for line in block]
-    unknown = [line for line in examples if line not in EXAMPLES]
-    assert not unknown, f"README examples this test does not know (say here what the README says they do): {unknown}"
-    assert examples == list(EXAMPLES), "the README's examples changed order"
+    shortcut = [line for block in readme_blocks for line in block]
+    examples = documented_examples()
+    unknown = [line for line in shortcut + examples if line not in EXAMPLES]
+    assert not unknown, f"examples this test does not know (say here what the page says they do): {unknown}"
+    assert examples == list(EXAMPLES), "the documentation's examples changed order"
+    assert is_in_order(shortcut, examples), f"the README's first comparison left the tutorial's order: {shortcut}"
     check_summary_first_and_a_never_run_arm(clone, on_path)
     for line in examples:
         EXAMPLES[line](line, clone, on_path)
     check_a_user_stop_is_success(clone, on_path)
+
+
+def documented_examples() -> list[str]:
+    """The examples of DOC_PAGES, in order."""
+    return [line for page in DOC_PAGES for block in bash_blocks((REPO / page).read_text("utf-8")) for line in block]
+
+
+def is_in_order(few: list[str], many: list[str]) -> bool:
+    """Whether every line of `few` is in `many`, in the same order."""
+    rest = iter(many)
+    return all(line in rest for line in few)
+
+
+def test_the_readme_shortcut_is_a_path_through_the_tutorial() -> None:
+    """Fast, without a clone: the README's first comparison and the pages' examples are known, in order."""
+    _, *readme_blocks = bash_blocks((REPO / "README.md").read_text(encoding="utf-8"))
+    shortcut = [line for block in readme_blocks for line in block]
+    examples = documented_examples()
+    assert 0 < len(shortcut) <= 6, shortcut
+    assert examples == list(EXAMPLES)
+    assert is_in_order(shortcut, examples), shortcut

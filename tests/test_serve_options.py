@@ -67,9 +67,9 @@ def test_the_command_line_plan_writes_gives_the_purple_exactly_its_options(
 @pytest.mark.parametrize(
     ("flag", "value", "said"),
     [
-        ("--planner-thinking", "maybe", "key '--planner-thinking'"),
-        ("--policy-backend", "telepathy", "key '--policy-backend'"),
-        ("--step-timeout", "0", "key '--step-timeout'"),
+        ("--planner-thinking", "maybe", "flag '--planner-thinking'"),
+        ("--policy-backend", "telepathy", "flag '--policy-backend'"),
+        ("--step-timeout", "0", "flag '--step-timeout'"),
     ],
 )
 def test_a_bad_option_value_names_its_flag(

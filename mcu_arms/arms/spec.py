@@ -600,7 +600,7 @@ ALLOWED: dict[str, str] = {
     "planner.model": "the served model name (vLLM's --served-model-name, llama.cpp's --alias)",
     "planner.env_key": "the NAME of the environment variable holding the planner's API key, not the key",
     "planner.timeout": "seconds > 0, below step_timeout",
-    "planner.thinking": "true or false: sent in every request as chat_template_kwargs.enable_thinking (README: which "
+    "planner.thinking": "true or false: sent in every request as chat_template_kwargs.enable_thinking (the docs: which "
     "servers honour it); unset: nothing is sent",
     "policy.backend": ", ".join(POLICY_BACKENDS),
     "policy.base_url": "decision_service: the service root (it serves /v1/systemone); chat: an endpoint ending in /v1",

@@ -18,14 +18,14 @@ from mcu_arms.contracts.errors import UserError
 from mcu_arms.environment import Environment
 from mcu_arms.isolation.codex_home import build_codex_home, default_auth, default_root, temporary_dir_reason
 
-# What the seed's scripts/codex-home.sh exported, for readers coming from it.
-SEED_NAMES = {"CODEX_HOME": "CODEX_RUNTIME_HOME", "CODEX_SQLITE_HOME": "CODEX_SQLITE_DIR"}
+# What the older scripts/codex-home.sh exported, for readers coming from it.
+SCRIPT_NAMES = {"CODEX_HOME": "CODEX_RUNTIME_HOME", "CODEX_SQLITE_HOME": "CODEX_SQLITE_DIR"}
 PINNED_HOME_NOTE = "pinned, as `run` gives the purple (eval in a subshell to keep yours)"
 
 HELP = """Build (or repair) one arm's CODEX_HOME and print the exports `run` gives its purple: eval "$(mcu-arms \
 codex-home NAME)".
 
-The exports are CODEX_HOME (the seed's CODEX_RUNTIME_HOME), CODEX_SQLITE_HOME (the seed's CODEX_SQLITE_DIR) and a \
+The exports are CODEX_HOME (codex-home.sh's CODEX_RUNTIME_HOME), CODEX_SQLITE_HOME (its CODEX_SQLITE_DIR) and a \
 pinned HOME, so eval them in a subshell to keep your own HOME: ( eval "$(mcu-arms codex-home NAME)"; codex ... ).
 
 The home gets a private session store, auth.json as a symlink to the shared credential (never a copy), empty \
@@ -37,7 +37,7 @@ def export_lines(environment: dict[str, str]) -> list[str]:
     """`export NAME=value` for each variable, with a comment naming what it replaces or why it is set."""
     lines = []
     for name, value in environment.items():
-        note = f"replaces the seed's {SEED_NAMES[name]}" if name in SEED_NAMES else ""
+        note = f"replaces codex-home.sh's {SCRIPT_NAMES[name]}" if name in SCRIPT_NAMES else ""
         note = PINNED_HOME_NOTE if name == "HOME" else note
         lines.append(f"export {name}={shlex.quote(value)}" + (f"  # {note}" if note else ""))
     return lines

@@ -19,6 +19,16 @@ from pydantic import ValidationError
 NESTED_TOO_DEEPLY = "nested too deeply to read: arrays or tables within each other thousands of levels deep"
 
 
+ENVIRONMENT_VARIABLE = re.compile(r"[A-Z][A-Z0-9_]*")
+
+
+def key_kind(key: str) -> str:
+    """What an error names: a command-line flag as a flag, an environment variable as a variable, else a key."""
+    if key.startswith("-"):
+        return "flag"
+    return "variable" if ENVIRONMENT_VARIABLE.fullmatch(key) else "key"
+
+
 class UserError(Exception):
     """An error the user can fix. The CLI prints it without a traceback and exits 2.
 
@@ -45,7 +55,7 @@ class UserError(Exception):
         where = ""
         if self.path:
             where = self.path + (f":{self.line}" if self.line else "")
-        parts = [p for p in (where, f"key '{self.key}'" if self.key else "") if p]
+        parts = [p for p in (where, f"{key_kind(self.key)} '{self.key}'" if self.key else "") if p]
         head = ": ".join(parts)
         text = f"{head}: {self.message}" if head else self.message
         if self.allowed:
