@@ -227,7 +227,7 @@ def test_a_bundle_that_cannot_be_written_names_its_directory_and_leaves_nothing(
     failed = _limited(project, 64 * 1024, "report", "--html", "bundle", "scripted_arm", "random_arm")
     assert failed.returncode == 2, failed.stdout + failed.stderr
     lines = failed.stderr.strip().splitlines()
-    assert len(lines) == 1 and f"{project / 'bundle'}: key '--html': cannot write the bundle" in lines[0], lines
+    assert len(lines) == 1 and f"{project / 'bundle'}: flag '--html': cannot write the bundle" in lines[0], lines
     assert "plotly" not in failed.stderr and "nothing was left behind" in failed.stderr
     assert sorted(path.name for path in project.iterdir()) == ["arms", "campaigns", "output"], "no partial bundle"
     again = invoke(project, env_for(project), "report", "--html", "bundle", "scripted_arm", "random_arm")

@@ -422,7 +422,7 @@ def schemas_page() -> str:
 EXIT_CODE_MODULES = (
     "mcu_arms.supervise.outcomes",
     "mcu_arms.cli.common",
-    "mcu_arms.report.analysis",
+    "mcu_arms.report.analysis_model",
     "mcu_arms.cli.evaluate",
 )
 

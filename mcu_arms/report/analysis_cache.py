@@ -33,8 +33,14 @@ CACHE_KEEP = 32  # cached analyses kept per output dir; the least recently writt
 CACHE_SUFFIX = ".analysis.json"
 MEMORY_KEEP = 4  # analyses also kept in this process's memory, by cache file
 _MEMORY: dict[Path, tuple[tuple[int, int, int], Analysis]] = {}
-_CODE = Path(__file__).resolve().parent
-_CODE_FILES = ("analysis.py", "stats.py", "methods")
+_CODE = Path(__file__).resolve().parents[1]  # the package: what computes an Analysis, keyed by its source
+_CODE_FILES = (
+    "report/analysis.py",
+    "report/analysis_model.py",
+    "report/experiments.py",
+    "report/differences.py",
+    "stats",
+)
 
 
 def _code_digest() -> str:
