@@ -64,7 +64,7 @@ class Environment:
 
     console: Console = field(default_factory=console_for)
     err_console: Console = field(default_factory=lambda: console_for(stderr=True))
-    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    variables: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     clock: Callable[[], datetime] = _utc_now
     monotonic: Callable[[], float] = time.monotonic
     cwd: Path = field(default_factory=Path.cwd)
@@ -82,8 +82,8 @@ class Environment:
         """A directory setting and where it came from: the flag, the environment, the settings file or the default."""
         if given is not None:
             return self.cwd / given.expanduser(), "flag"
-        if self.env.get(variable):
-            return self.cwd / Path(self.env[variable]).expanduser(), "environment"
+        if self.variables.get(variable):
+            return self.cwd / Path(self.variables[variable]).expanduser(), "environment"
         chosen = getattr(self.project.settings, setting) if self.project is not None else None
         if self.project is not None and chosen is not None:
             return self.project.path(chosen), "settings file"

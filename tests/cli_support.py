@@ -43,7 +43,7 @@ def make_environment(cwd: Path, env: dict[str, str]) -> tuple[Environment, io.St
     environment = Environment(
         console=console_for(out, color_system=None),
         err_console=console_for(err, color_system=None),
-        env=env,
+        variables=env,
         clock=lambda: FIXED_NOW,
         cwd=cwd,
     )

@@ -59,7 +59,7 @@ def test_an_arm_with_seeds_plans_one_episode_per_seed_with_one_fingerprint(tmp_p
     project = _project(tmp_path)
     arm = project / "arms" / "scripted_arm.toml"
     arm.write_text("replicates = 3\n" + arm.read_text())  # overridden by --seeds below
-    env = Environment(env={"MCU_ARMS_STATE_DIR": str(tmp_path / "state")}, cwd=project)
+    env = Environment(variables={"MCU_ARMS_STATE_DIR": str(tmp_path / "state")}, cwd=project)
     plans = plan_arms([arm], Overrides(seeds=[4, 5, 6]), env)
     assert [plan.settings.seed for plan in plans] == [4, 5, 6]
     assert [plan.episode for plan in plans] == [1, 2, 3] and len({plan.fingerprint for plan in plans}) == 1

@@ -154,7 +154,7 @@ def _run_plans(tmp_path: Path, project: Path, plans: list):
     env = Environment(
         console=Console(file=out, width=200),
         err_console=Console(file=io.StringIO()),
-        env={**os.environ, "MCU_ARMS_STATE_DIR": str(tmp_path / "state")},
+        variables={**os.environ, "MCU_ARMS_STATE_DIR": str(tmp_path / "state")},
         cwd=project,
     )
     outcome = run_arms(plans, env, RunOptions(stop_grace_s=2), env.console)
@@ -164,7 +164,7 @@ def _run_plans(tmp_path: Path, project: Path, plans: list):
 def _plan(tmp_path: Path, name: str, **arm):
     project = tmp_path / "project"
     write_arm(project, name, **arm)
-    env = Environment(env={"MCU_ARMS_STATE_DIR": str(tmp_path / "state")}, cwd=project)
+    env = Environment(variables={"MCU_ARMS_STATE_DIR": str(tmp_path / "state")}, cwd=project)
     return plan_arms([project / "arms" / f"{name}.toml"], Overrides(), env)[0], project
 
 

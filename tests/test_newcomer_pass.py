@@ -146,7 +146,7 @@ def _at_80_columns(cwd: Path, env: dict[str, str], *args: str) -> str:
     environment = Environment(
         console=Console(file=out, width=80, color_system=None),
         err_console=Console(file=io.StringIO(), width=80, color_system=None),
-        env=env,
+        variables=env,
         cwd=cwd,
     )
     CliRunner().invoke(app, list(args), obj=environment, catch_exceptions=False)

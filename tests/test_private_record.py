@@ -45,7 +45,7 @@ def bystander():
 
 
 def _environment(project: Path, env: dict[str, str]) -> Environment:
-    return Environment(env=env, cwd=project)
+    return Environment(variables=env, cwd=project)
 
 
 def _episode(project: Path, env: dict[str, str], arm: str, *, status: str = "started", **processes: ProcessRecord):

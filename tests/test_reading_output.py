@@ -81,7 +81,7 @@ def assert_every_reader_goes_on(project: Path, says: str) -> None:
     from mcu_arms.environment import Environment
     from mcu_arms.view.site import Site
 
-    site = Site.build(["scripted_arm", "random_arm"], Environment(cwd=project, env=env))
+    site = Site.build(["scripted_arm", "random_arm"], Environment(cwd=project, variables=env))
     index = site.get("index.html")
     assert index is not None and index.data is not None and b"scripted_arm" in index.data
 

@@ -164,7 +164,7 @@ def test_a_growing_purple_payload_and_report_warnings_are_alerted(tmp_path: Path
 def _plan(tmp_path: Path):
     project = tmp_path / "project"
     write_arm(project, "linked")
-    env = Environment(env={"MCU_ARMS_STATE_DIR": str(tmp_path / "state")}, cwd=project)
+    env = Environment(variables={"MCU_ARMS_STATE_DIR": str(tmp_path / "state")}, cwd=project)
     return plan_arms([project / "arms" / "linked.toml"], Overrides(), env)[0], project
 
 
@@ -271,7 +271,7 @@ def _run_plans(tmp_path: Path, project: Path, plans: list, **options):
     env = Environment(
         console=Console(file=out, width=200),
         err_console=Console(file=io.StringIO()),
-        env={**os.environ, "MCU_ARMS_STATE_DIR": str(tmp_path / "state")},
+        variables={**os.environ, "MCU_ARMS_STATE_DIR": str(tmp_path / "state")},
         cwd=project,
     )
     outcome = run_arms(plans, env, RunOptions(stop_grace_s=2, **options), env.console)
@@ -415,7 +415,7 @@ def test_fail_fast_stops_the_other_arms_when_one_fails_and_the_run_exits_1(tmp_p
     project = tmp_path / "project"
     write_arm(project, "broken")
     write_arm(project, "healthy")
-    env = Environment(env={"MCU_ARMS_STATE_DIR": str(tmp_path / "state")}, cwd=project)
+    env = Environment(variables={"MCU_ARMS_STATE_DIR": str(tmp_path / "state")}, cwd=project)
     broken, healthy = plan_arms([project / "arms" / "broken.toml", project / "arms" / "healthy.toml"], Overrides(), env)
     crashes = [sys.executable, "-c", "raise SystemExit(4)"]
     plans = [_stand_ins(broken, WAITS, crashes), _stand_ins(healthy, WAITS, WAITS)]

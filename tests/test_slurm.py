@@ -77,7 +77,7 @@ def _project(tmp_path: Path, arm_extra: str = "") -> Path:
 
 def _environment(project: Path, tmp_path: Path, **extra: str) -> Environment:
     env = {"PATH": os.environ["PATH"], "USER": "tester", "MCU_ARMS_STATE_DIR": str(tmp_path / "state"), **extra}
-    return Environment(env=env, cwd=project)
+    return Environment(variables=env, cwd=project)
 
 
 def _plans(project: Path, env: Environment, *sources: str, placement: Placement | None = None) -> list:
@@ -364,8 +364,10 @@ def _queued_episode(project: Path, env: Environment, job_id: str, *, status: str
     job = SlurmJob(job_id=job_id, submitted_at="2026-12-01T00:00:00+00:00", submitted_from="login", time_limit_s=3600)
     (run_dir.slurm_job).write_text(job.model_dump_json())
     episode_tokens([plan], env)  # as `run` submits it: a token for its job, its hash in the episode and the record
-    submission = episode_record(env.env, run_dir.path).slurm
-    record_submitted(env.env, run_dir.path, plan.arm, plan.episode, submission.model_copy(update={"job_id": job_id}))
+    submission = episode_record(env.variables, run_dir.path).slurm
+    record_submitted(
+        env.variables, run_dir.path, plan.arm, plan.episode, submission.model_copy(update={"job_id": job_id})
+    )
     report = new_report(plan, env, status="queued", attempt=1)
     if status != "queued":
         me = psutil.Process()
@@ -675,9 +677,9 @@ def test_a_job_cancelled_from_outside_ends_interrupted_even_when_its_client_dies
     job = SlurmJob(job_id="7_0", submitted_at="2026-12-01T00:00:00+00:00", submitted_from="login", time_limit_s=3600)
     run_dir.slurm_job.write_text(job.model_dump_json())
     tokens = episode_tokens([plan], environment)
-    submission = episode_record(environment.env, run_dir.path).slurm
+    submission = episode_record(environment.variables, run_dir.path).slurm
     record_submitted(
-        environment.env, run_dir.path, plan.arm, plan.episode, submission.model_copy(update={"job_id": "7_0"})
+        environment.variables, run_dir.path, plan.arm, plan.episode, submission.model_copy(update={"job_id": "7_0"})
     )
     run_dir.write_report(new_report(plan, environment, status="queued", attempt=1))
     bin_dir, _calls_log = _stand_in_slurm(tmp_path, "")
@@ -773,7 +775,7 @@ def test_a_node_checks_the_episode_as_planned_before_it_starts(tmp_path: Path) -
 
     project = _project(tmp_path, "\n[slurm]\ntime = 60\n")
     env = _environment(project, tmp_path)
-    assert plan_preflight(_plans(project, env, "arms/base.toml")[0], env.env) == []
+    assert plan_preflight(_plans(project, env, "arms/base.toml")[0], env.variables) == []
     minecraft = project / "arms" / "blocky.toml"
     free = socket.socket()
     free.bind(("127.0.0.1", 0))
@@ -784,7 +786,7 @@ def test_a_node_checks_the_episode_as_planned_before_it_starts(tmp_path: Path) -
         .read_text()
         .replace("port = 25565", f"port = {port}")
     )
-    blocked = plan_preflight(plan_arms([minecraft], Overrides(), env)[0], env.env)
+    blocked = plan_preflight(plan_arms([minecraft], Overrides(), env)[0], env.variables)
     assert any(f"127.0.0.1:{port}" in problem for problem in blocked), blocked
 
 

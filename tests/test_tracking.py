@@ -55,7 +55,7 @@ def reports(project: Path) -> dict[str, RunReport]:
 
 
 def export_of(project: Path) -> TrackingExport:
-    result = analyse([CAMPAIGN], Environment(cwd=project, env={}))
+    result = analyse([CAMPAIGN], Environment(cwd=project, variables={}))
     return tracking_export(compared(result), EXPERIMENT)
 
 

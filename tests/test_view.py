@@ -458,7 +458,7 @@ def supervised_by(supervisor: psutil.Process, env: Environment, run_dir: RunDir)
     record = ProcessRecord(role=SUPERVISOR_ROLE, pid=supervisor.pid, create_time=supervisor.create_time(), log="")
     run_dir.write_report(report.model_copy(update={"processes": {**report.processes, SUPERVISOR_ROLE: record}}))
     started = StartedProcess(role=SUPERVISOR_ROLE, pid=supervisor.pid, create_time=supervisor.create_time())
-    record_started(env.env, run_dir.path, report.arm, report.episode, started)
+    record_started(env.variables, run_dir.path, report.arm, report.episode, started)
 
 
 def test_a_running_episode_is_shown_first_marked_with_its_step_and_reloaded_until_it_ends(

@@ -343,9 +343,9 @@ def build_plan(
     codex_home = sqlite_dir = codex_auth = None
     purple_env: dict[str, str] = dict(settings.env)
     if spec.agent in CODEX_AGENTS:
-        root = Path(spec.codex.root) if spec.codex.root else default_root(env.env)
-        auth = Path(spec.codex.auth) if spec.codex.auth else default_auth(env.env)
-        reason = temporary_dir_reason(root, env.env)
+        root = Path(spec.codex.root) if spec.codex.root else default_root(env.variables)
+        auth = Path(spec.codex.auth) if spec.codex.auth else default_auth(env.variables)
+        reason = temporary_dir_reason(root, env.variables)
         if reason:
             raise UserError(reason, path=source, line=_line(source, "codex.root"), key="codex.root")
         home = plan_codex_home(home_name or spec.name, root, auth)
@@ -358,13 +358,13 @@ def build_plan(
     options = purple_options(settings, run_dir.purple)
     purple_env.update(options.environment())
     _refuse_env_that_isolation_sets(settings.env, purple_env, source)
-    green_env = _green_rubric_env(settings, env.env, warnings)
+    green_env = _green_rubric_env(settings, env.variables, warnings)
     purple_cwd = settings.purple_cwd or str(env.cwd)
     if settings.purple_command is not None:
         refuse_unstartable(
             settings.purple_command,
             Path(purple_cwd),
-            {**env.env, **settings.env},
+            {**env.variables, **settings.env},
             source=source,
             line=_line(source, "purple.command"),
         )

@@ -25,7 +25,7 @@ def held_arms(plans: list[ArmPlan], env: Environment) -> Iterator[None]:
     arm are one hold."""
     with ExitStack() as stack:
         for plan in {plan.arm: plan for plan in plans}.values():
-            lock = arm_lock(env.env, env.output_dir / plan.arm)
+            lock = arm_lock(env.variables, env.output_dir / plan.arm)
             prepared_state_dir(lock.parent)
 
             def refused(holder: str, plan: ArmPlan = plan) -> UserError:
@@ -43,7 +43,7 @@ def held_arms(plans: list[ArmPlan], env: Environment) -> Iterator[None]:
 def held_ports(plans: list[ArmPlan], env: Environment) -> Iterator[None]:
     """Check every episode's ports and reserve them for as long as the block runs (replicates of one arm may share
     fixed ports: they run one after another). Busy → UserError, nothing killed."""
-    registry = PortRegistry(env.env)
+    registry = PortRegistry(env.variables)
     by_host: dict[str, dict[int, str]] = {}
     owners: dict[str, str] = {}
     for plan in plans:
@@ -66,7 +66,7 @@ def build_home_for(plan: ArmPlan, env: Environment) -> CodexHome | None:
             Path(plan.codex_home).name,
             Path(plan.codex_home).parent,
             Path(plan.codex_auth or ""),
-            env.env,
+            env.variables,
             env.clock(),
             expected_turns=plan.settings.steps // STEPS_PER_TURN,
         )

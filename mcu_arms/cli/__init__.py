@@ -106,5 +106,5 @@ def _root(
             raise typer.Exit(EXIT_USER_ERROR) from None
         # the variables it sets (state_dir, codex_root) where the environment sets none: the environment wins
         defaults = env.project.environment_defaults() if env.project is not None else {}
-        env.set_by_project = frozenset(variable for variable in defaults if not env.env.get(variable))
-        env.env = {**env.env, **{variable: defaults[variable] for variable in env.set_by_project}}
+        env.set_by_project = frozenset(variable for variable in defaults if not env.variables.get(variable))
+        env.variables = {**env.variables, **{variable: defaults[variable] for variable in env.set_by_project}}

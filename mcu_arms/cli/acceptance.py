@@ -47,7 +47,7 @@ def register(app: typer.Typer) -> None:
         env = environment(ctx)
         run_dir = checklist.new_run_dir(out or env.output_dir / "acceptance")
         with contextlib.redirect_stdout(sys.stderr):  # MineStudio prints every callback at each reset
-            report = checklist.run_acceptance(env.env, run_dir)
+            report = checklist.run_acceptance(env.variables, run_dir)
         json_path, text_path = checklist.write_report(report, run_dir)
         if json_output:
             print_json(env, report)

@@ -75,12 +75,12 @@ def register(app: typer.Typer) -> None:
             raise UserError(f"'{name}' is not a valid arm name", key="NAME", allowed=ALLOWED["name"])
         refuse_non_codex_arm(name, env)
         root_key = "--root" if root is not None else "MCU_CODEX_ROOT"
-        root = root or default_root(env.env)
-        reason = temporary_dir_reason(root, env.env, set_by="--root or MCU_CODEX_ROOT")
+        root = root or default_root(env.variables)
+        reason = temporary_dir_reason(root, env.variables, set_by="--root or MCU_CODEX_ROOT")
         if reason:
             raise UserError(reason, key=root_key)
         try:
-            home = build_codex_home(name, root, auth or default_auth(env.env), env.env, env.clock())
+            home = build_codex_home(name, root, auth or default_auth(env.variables), env.variables, env.clock())
         except UserError as error:
             if error.key != "codex.auth":
                 raise

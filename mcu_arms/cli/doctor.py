@@ -79,16 +79,16 @@ def register(app: typer.Typer) -> None:
         select = select_arms if named else select_readable_arms  # a bad file of arms/ is reported; the rest checked
         selection = select(named or arm_files(env.arms_dir), Overrides(), env.arms_dir)
         specs = list({spec.name: spec for spec, _ in selection.specs}.values())
-        report = run_doctor(specs, env.env)
+        report = run_doctor(specs, env.variables)
         if placement.executor == "slurm":
             chosen = placement.slurm.partition
             partitions = {spec.name: chosen or spec.slurm.partition for spec in specs}
             roots = {
-                spec.name: Path(spec.codex.root) if spec.codex.root else default_root(env.env)
+                spec.name: Path(spec.codex.root) if spec.codex.root else default_root(env.variables)
                 for spec in specs
                 if spec.agent in CODEX_AGENTS
             }
-            report.checks += slurm_checks(env.env, env.output_dir, partitions, roots)
+            report.checks += slurm_checks(env.variables, env.output_dir, partitions, roots)
         arms = [(spec.name, group_name(spec.simulator, spec.agent, bool(model_endpoints(spec)))) for spec in specs]
         report.groups = readiness_groups(arms, report.checks)
         if json_output:

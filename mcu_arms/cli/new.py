@@ -19,12 +19,14 @@ def register(app: typer.Typer) -> None:
         name: str = typer.Argument(..., help="Arm name; the file is arms/NAME.toml."),
         agent: str | None = typer.Option(None, help="Agent kind."),
         task: str | None = typer.Option(None, help="Task category."),
-        simulator: str | None = typer.Option(None, help="minestudio or embedded."),
+        simulator: str | None = typer.Option(
+            None, help="A built-in simulator (embedded, minestudio, mineflayer) or a plug-in's name."
+        ),
         from_arm: str | None = typer.Option(
             None, "--from", help="Copy another arm's settings: its name (as for --arm) or its file."
         ),
         from_scenario: Path | None = typer.Option(
-            None, "--from-scenario", help="An AgentBeats scenario.toml: one participant becomes the arm's [purple]."
+            None, "--from-scenario", help="An AgentBeats scenario.toml: one participant becomes the arm's purple table."
         ),
         participant: str | None = typer.Option(
             None, "--participant", help="The scenario participant's role (needed when it has several)."

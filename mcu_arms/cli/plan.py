@@ -144,9 +144,9 @@ def planned(
     if placement is not None and placement.executor == "slurm":
         partitions = {plan.arm: plan.slurm.partition for plan in plans if plan.slurm is not None}
         roots = {plan.arm: Path(plan.codex_home).parent for plan in plans if plan.codex_home}
-        blocked = slurm_preflight(env.env, env.output_dir, partitions, roots)
+        blocked = slurm_preflight(env.variables, env.output_dir, partitions, roots)
     else:
-        blocked = preflight([spec for spec, _ in selection.specs], env.env)
+        blocked = preflight([spec for spec, _ in selection.specs], env.variables)
     unanswered = endpoint_warnings([spec for spec, _ in selection.specs])
     return [
         plan.model_copy(
@@ -257,9 +257,9 @@ def project_settings_table(env: Environment) -> Table:
     }.items():
         path, source = env.located(given, variable, setting, default)
         table.add_row(setting, escape(env.shown(path)), source)
-    for setting, chosen in (("state_dir", state_dir(env.env)), ("codex_root", default_root(env.env))):
+    for setting, chosen in (("state_dir", state_dir(env.variables)), ("codex_root", default_root(env.variables))):
         variable = ENVIRONMENT_SETTINGS[setting]
-        source = "environment" if env.env.get(variable) else "default"
+        source = "environment" if env.variables.get(variable) else "default"
         source = "settings file" if variable in env.set_by_project else source
         table.add_row(setting, escape(str(chosen)), source)
     return table

@@ -33,7 +33,7 @@ def register(app: typer.Typer) -> None:
         if simulator is not None:
             simulator_descriptor(simulator, key="--simulator")
         registered = simulator_names()
-        root = tasks_root(env=env.env)
+        root = tasks_root(env=env.variables)
         if category is None:
             tasks = [task for group in all_tasks(root).values() for task in group]
         else:

@@ -60,7 +60,7 @@ def register(app: typer.Typer) -> None:
         from mcu_arms.view.site import RUNS, Site, chosen_arms, experiments_shown
 
         tags = parse_tags(tag or [])
-        token = view_token(host, env.env)
+        token = view_token(host, env.variables)
         items = chosen_arms(arms or [], env)
         everything = not arms and not experiment and run is None
         experiment = experiments_shown(arms or [], experiment, run, env)

@@ -210,7 +210,8 @@ async def _stream_evaluation(scenario: Scenario, env: Environment, collected: _C
     from mcu_arms.a2a_client import open_client, payload_to_message
 
     message = payload_to_message(scenario.eval_request(), context_id=uuid.uuid4().hex)
-    token = env.env.get(CALL_TOKEN_ENV) or None  # a green started by `mcu-arms run` answers only to its arm's client
+    # a green started by `mcu-arms run` answers only to its arm's client
+    token = env.variables.get(CALL_TOKEN_ENV) or None
     async with open_client(scenario.green_endpoint, STREAM_READ_TIMEOUT_S, streaming=True, token=token) as client:
         request = SendMessageRequest(message=message)
         async for event in client.send_message(request, context=ClientCallContext(timeout=STREAM_READ_TIMEOUT_S)):

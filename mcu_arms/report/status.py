@@ -225,8 +225,8 @@ def _state_of(
         if status is None or not is_active(status.state):  # ended without its final report
             ended, failure = ended_without_report(job, status, run_dir.stop_requested_by())
             state = TIME_LIMIT if failure.kind == "time_limit" else CANCELLED if ended == "interrupted" else JOB_ENDED
-    record = episode_record(env.env, run_dir.path)
-    if state == "started" and supervisor_gone(env.env, run_dir, report, record):
+    record = episode_record(env.variables, run_dir.path)
+    if state == "started" and supervisor_gone(env.variables, run_dir, report, record):
         state = STALE
     if state == "failed" and failure is not None and failure.kind == "time_limit":
         state = TIME_LIMIT
@@ -299,7 +299,7 @@ def _live_elsewhere(env: Environment, arm: str, shown: list[ArmState]) -> list[L
     recorded = {
         (state.episode, process.role, process.pid) for state in shown for process in state.processes if process.alive
     }
-    live = live_processes(started_processes(recorded_episodes(env.env, env.output_dir / arm)))
+    live = live_processes(started_processes(recorded_episodes(env.variables, env.output_dir / arm)))
     return [
         LiveProcessState(episode=p.episode, role=p.role, pid=p.pid, found_by=p.found_by)
         for p in live
@@ -329,14 +329,14 @@ def arm_states(env: Environment, names: list[str], *, campaign: str | None = Non
         and run.report.status in OPEN_STATUSES
         and (job := episode_job(run.run_dir, run.report)) is not None
     ]
-    answer = job_states([job.job_id for job in jobs], env.env) if jobs else None
+    answer = job_states([job.job_id for job in jobs], env.variables) if jobs else None
     ran = [
         run.report.slurm.job_id
         for runs in shown.values()
         for run in runs
         if run.report is not None and run.report.slurm is not None and run.report.slurm.node
     ]
-    accounting = accounting_or_why(ran, env.env)
+    accounting = accounting_or_why(ran, env.variables)
     states = []
     for arm, runs in shown.items():
         of_arm = [_state_of(env, arm, run, answer, accounting) for run in runs]
@@ -408,7 +408,7 @@ def _cell(
     report = run.report
     assert report is not None  # runs holds the episodes with a readable report only
     state = CELL_STATE[report.status]
-    if supervisor_gone(env.env, run.run_dir, report):
+    if supervisor_gone(env.variables, run.run_dir, report):
         state = "stale"
     step = steps_progress(run.run_dir.green)[1] if state == "running" else report.steps_run
     note = f"{report.failure.process or 'mcu-arms'}: {report.failure.reason}" if report.failure else None

@@ -28,7 +28,7 @@ BATCH = {"metrics": 1000, "params": 100, "tags": 100}
 
 def tracking_uri(where: str | None, env: Environment) -> str:
     """--to mlflow=URI, else $MLFLOW_TRACKING_URI, else a sqlite store in the project directory."""
-    return where or env.env.get(TRACKING_URI_ENV) or f"sqlite:///{env.cwd / DEFAULT_STORE}"
+    return where or env.variables.get(TRACKING_URI_ENV) or f"sqlite:///{env.cwd / DEFAULT_STORE}"
 
 
 def _import_mlflow() -> Any:

@@ -30,7 +30,7 @@ OFFLINE_ENVIRONMENT = {"WANDB_MODE": "offline", "WANDB_SILENT": "true", "WANDB_E
 
 def wandb_dir(where: str | None, env: Environment) -> Path:
     """--to wandb=DIR, else $WANDB_DIR, else the project directory; the offline runs go into its wandb/."""
-    chosen = Path(where or env.env.get(WANDB_DIR_ENV) or env.cwd).expanduser()
+    chosen = Path(where or env.variables.get(WANDB_DIR_ENV) or env.cwd).expanduser()
     return chosen if chosen.is_absolute() else env.cwd / chosen
 
 
@@ -64,7 +64,7 @@ def write_wandb(export: TrackingExport, where: str | None, env: Environment) -> 
     wandb = _import_wandb()
     directory = wandb_dir(where, env)
     directory.mkdir(parents=True, exist_ok=True)
-    project = env.env.get(WANDB_PROJECT_ENV) or DEFAULT_PROJECT
+    project = env.variables.get(WANDB_PROJECT_ENV) or DEFAULT_PROJECT
     outcome = ExportOutcome(
         tracker="wandb", destination=str(directory / "wandb"), experiment=export.experiment, excluded=export.excluded
     )

@@ -195,7 +195,7 @@ def _private_plan(run_dir: RunDir, env: Environment) -> tuple[ArmPlan, str]:
         public = json.loads(content.decode("utf-8"))
     except (OSError, ValueError) as error:
         raise UserError(f"cannot read the episode's plan: {error}", path=run_dir.plan) from None
-    patch = _json_map(env.env, EPISODE_SECRETS_ENV).get(str(run_dir.path), [])
+    patch = _json_map(env.variables, EPISODE_SECRETS_ENV).get(str(run_dir.path), [])
     if patch:
         public = unmasked(public, [(path, value) for path, value in patch])
     try:
@@ -216,7 +216,7 @@ def _private_plan(run_dir: RunDir, env: Environment) -> tuple[ArmPlan, str]:
 def _given_to_the_job(env: Environment, variable: str, what: str, run_dir: RunDir) -> str:
     """This episode's entry in one of the job's JSON maps (its token, its plan's digest), or a refusal: run-episode
     runs only what `mcu-arms run` submitted, in the job it submitted it as."""
-    value = _json_map(env.env, variable).get(str(run_dir.path))
+    value = _json_map(env.variables, variable).get(str(run_dir.path))
     if not isinstance(value, str) or not value:
         raise UserError(
             f"no {what} for this episode ({variable}): run-episode runs only an episode `mcu-arms run` submitted, in "
@@ -287,7 +287,7 @@ def _check_token(run_dir: RunDir, queued: RunReport, here: JobHere | None, env: 
             "or a moved directory is never run)",
             path=run_dir.job_token,
         )
-    record = episode_record(env.env, run_dir.path)
+    record = episode_record(env.variables, run_dir.path)
     if record is None or record.slurm is None:
         if queued.provenance.host == this_host():
             raise UserError(
@@ -440,13 +440,13 @@ def run_episode(path: Path, env: Environment, *, ready_timeout_s: float = DEFAUL
     """Run the queued episode at `path` here; returns the exit code (0 finished, 1 failed, 130 interrupted; 0 for a
     job Slurm requeued after its episode ended: an episode runs once, and a retry is a new one)."""
     run_dir = _episode_given(path)
-    here = JobHere.from_environment(env.env)
+    here = JobHere.from_environment(env.variables)
     if here is not None and here.restarts > 0 and run_dir.report.is_file():
         taken = read_report(run_dir.report)
         if taken.status != "queued":
             return _requeued(run_dir, taken, here, env)
     queued = _queued_report(run_dir)
-    signals = _Stops(run_dir, env.env)
+    signals = _Stops(run_dir, env.variables)
     signals.install()  # before anything slow: a cancel at once still ends in a final report
     try:
         plan, digest = _private_plan(run_dir, env)
@@ -454,9 +454,9 @@ def run_episode(path: Path, env: Environment, *, ready_timeout_s: float = DEFAUL
         _check_token(run_dir, queued, here, env)
         _check_plan(run_dir, digest, env)
         signals.job = job
-        env.env = {key: value for key, value in env.env.items() if key not in JOB_CREDENTIALS}
+        env.variables = {key: value for key, value in env.variables.items() if key not in JOB_CREDENTIALS}
         env.output_root = run_dir.path.parent.parent
-        blocked = plan_preflight(plan, env.env)
+        blocked = plan_preflight(plan, env.variables)
         if blocked:
             return _fail_before_start(
                 run_dir, queued, job, env, f"this host ({this_host()}) cannot run it: " + "; ".join(blocked)
@@ -480,7 +480,7 @@ def _forget_once_final(run_dir: RunDir, env: Environment) -> None:
     """The submission leaves the private record once the episode's report is final (a refused run leaves both)."""
     try:
         if read_report(run_dir.report).status not in OPEN_STATUSES:
-            forget_submission(env.env, run_dir.path)
+            forget_submission(env.variables, run_dir.path)
     except (OSError, UserError):
         pass
 
@@ -526,10 +526,10 @@ def _run_here(
         role: (None if role in plan.ports_auto else plan.process(role).port) for role in SERVER_ROLES
     }
     with ExitStack() as held:
-        sockets = held.enter_context(claimed_listeners(plan.host, wanted, env.env))
+        sockets = held.enter_context(claimed_listeners(plan.host, wanted, env.variables))
         plan = on_ports(plan, {role: (sock.getsockname()[1], sock.fileno()) for role, sock in sockets.items()})
         if simulator_descriptor(plan.settings.simulator).cost.private_display:
-            display = held.enter_context(private_display(env.env, state_dir(env.env) / DISPLAYS_DIR))
+            display = held.enter_context(private_display(env.variables, state_dir(env.variables) / DISPLAYS_DIR))
             plan = _green_with(plan, display)
         home = build_home_for(plan, env)
         if home is not None:
@@ -538,7 +538,7 @@ def _run_here(
         write_text_atomic(run_dir.scenario, scenario_toml(plan))
         view = PlainView(env.console, PROGRESS_LINE_S)
         runner = ArmRunner(plan, env, options, view, supervisor_record(), attempt=queued.attempt)
-        if job is not None and job_accounting([job.job_id], env.env) is None:
+        if job is not None and job_accounting([job.job_id], env.variables) is None:
             job = job.model_copy(update={"accounting": ACCOUNTING_UNAVAILABLE})
         runner.report.slurm = job
         if job is not None:

@@ -142,7 +142,7 @@ def refuse_live_processes(plans: list[ArmPlan], env: Environment) -> None:
     and purple running: a new episode beside them would share the arm's ports, home and host unseen). What counts
     is what the private record names, not what reports say."""
     for plan in plans:
-        live = live_processes(started_processes(recorded_episodes(env.env, env.output_dir / plan.arm)))
+        live = live_processes(started_processes(recorded_episodes(env.variables, env.output_dir / plan.arm)))
         if live:
             shown = ", ".join(f"{episode_name(p.episode)} {p.role} pid {p.pid}" for p in live[:6])
             more = f" and {len(live) - 6} more" if len(live) > 6 else ""

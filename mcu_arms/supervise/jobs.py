@@ -87,7 +87,7 @@ def reconcile(env: Environment, arms: list[str]) -> list[str]:
     jobs = open_jobs(env, arms)
     if not jobs:
         return []
-    answer = job_states([open_job.job.job_id for open_job in jobs], env.env)
+    answer = job_states([open_job.job.job_id for open_job in jobs], env.variables)
     if not answer.answered:
         return []
     done = []
@@ -106,7 +106,7 @@ def cancel_episode(run_dir: RunDir, job: SlurmJob, env: Environment, who: str) -
     """Leave a stop request in the episode (so it ends saying who stopped it), then cancel its job by id: that one
     job only. Returns what went wrong, or None."""
     run_dir.request_stop(who)
-    return cancel_job(job.job_id, env.env)
+    return cancel_job(job.job_id, env.variables)
 
 
 def refuse_live_jobs(plans: list[ArmPlan], env: Environment) -> None:
@@ -115,7 +115,7 @@ def refuse_live_jobs(plans: list[ArmPlan], env: Environment) -> None:
     jobs = open_jobs(env, arms)
     if not jobs:
         return
-    answer = job_states([open_job.job.job_id for open_job in jobs], env.env)
+    answer = job_states([open_job.job.job_id for open_job in jobs], env.variables)
     for open_job in jobs:
         status = answer.jobs.get(open_job.job.job_id)
         if answer.answered and (status is None or not is_active(status.state)):

@@ -39,7 +39,7 @@ def run_notify(command: str, outcome: RunOutcome, env: Environment) -> list[str]
         done = subprocess.run(
             command,
             shell=True,
-            env={**env.env, **variables},
+            env={**env.variables, **variables},
             cwd=env.cwd,
             stdin=subprocess.DEVNULL,
             capture_output=True,

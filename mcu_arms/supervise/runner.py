@@ -348,7 +348,7 @@ class ArmRunner:
     def _start(self, role: ProcessRole, plan: ProcessPlan | None = None) -> Child:
         child = Child(
             plan or self.plan.process(role),
-            self.env.env,
+            self.env.variables,
             secret_env=self.access.environment_for(role),
             secrets=self.secrets,
             contain=True,
@@ -387,7 +387,7 @@ class ArmRunner:
             cgroup_marker=child.cgroup.marker if child and child.cgroup else None,
         )
         try:
-            record_started(self.env.env, self.run_dir.path, self.plan.arm, self.plan.episode, started)
+            record_started(self.env.variables, self.run_dir.path, self.plan.arm, self.plan.episode, started)
         except (OSError, UserError) as error:
             reason = error.render() if isinstance(error, UserError) else f"{error.strerror or error}"
             reason = f"cannot keep the private record of what runs: {reason}"
@@ -397,7 +397,7 @@ class ArmRunner:
         """Drop from the private record what this run started and stopped; survivors stay findable by `stop`."""
         roles = [role for role in [SUPERVISOR_ROLE, *self.children] if role not in survivors]
         try:
-            forget_started(self.env.env, self.run_dir.path, roles)
+            forget_started(self.env.variables, self.run_dir.path, roles)
         except (OSError, UserError) as error:
             self._record_alert(f"cannot update the private record of what runs: {error}")
 
@@ -712,7 +712,7 @@ class ArmRunner:
         if self.report.failure is None or not self.report.failure.reason.startswith("cannot write"):
             self.report.alerts.append(reason)
         self.report.failure = self.report.failure or Failure(process=None, reason=reason)
-        fallback = lost_reports_dir(self.env.env) / f"{self.plan.arm}-{self.run_dir.name}-{os.getpid()}.json"
+        fallback = lost_reports_dir(self.env.variables) / f"{self.plan.arm}-{self.run_dir.name}-{os.getpid()}.json"
         try:
             write_json_exclusive(fallback, self.report)
             self._event(f"{reason}; the report was written to {fallback} instead", alert=True)

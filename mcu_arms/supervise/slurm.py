@@ -197,7 +197,7 @@ def episode_tokens(plans: list[ArmPlan], env: Environment) -> dict[str, str]:
         hashed = episode_token_hash(token, key)
         run_dir = RunDir(Path(key))
         write_text_atomic(run_dir.job_token, hashed + "\n")
-        record_submitted(env.env, key, plan.arm, plan.episode, SubmittedJob(token_hash=hashed))
+        record_submitted(env.variables, key, plan.arm, plan.episode, SubmittedJob(token_hash=hashed))
         tokens[key] = token
         digests[key] = plan_digest(run_dir.plan.read_bytes())
     return {EPISODE_TOKENS_ENV: json.dumps(tokens), EPISODE_PLANS_ENV: json.dumps(digests)}
@@ -262,7 +262,7 @@ def submit(episodes: list[tuple[ArmPlan, int]], env: Environment, options: RunOp
     of Slurm options). A refused submission fails its reports (nothing is lost) and is a UserError quoting sbatch."""
     from mcu_arms.arms.prepare import prepare_episode
 
-    if missing_commands(env.env, ("sbatch",)):
+    if missing_commands(env.variables, ("sbatch",)):
         raise UserError("sbatch is not on PATH: run from a login node of the cluster", key="--executor")
     groups: dict[str, list[tuple[ArmPlan, int]]] = {}
     for plan, attempt in episodes:
@@ -291,7 +291,7 @@ def submit(episodes: list[tuple[ArmPlan, int]], env: Environment, options: RunOp
         script.write_text(job_script(plans, slurm, options, name, script_log, log_dir), encoding="utf-8")
         try:
             tokens = episode_tokens(plans, env)
-            array_id = sbatch(script, {**env.env, **episode_secrets(plans), **tokens}, env.cwd)
+            array_id = sbatch(script, {**env.variables, **episode_secrets(plans), **tokens}, env.cwd)
         except (RuntimeError, OSError) as error:
             reason = f"sbatch refused the job: {str(error).strip() or type(error).__name__}"
             for plan in plans:
@@ -321,7 +321,7 @@ def submit(episodes: list[tuple[ArmPlan, int]], env: Environment, options: RunOp
             write_json_atomic(run_dir.slurm_job, record)
             token_hash = run_dir.job_token.read_text(encoding="ascii").strip()
             record_submitted(
-                env.env,
+                env.variables,
                 plan.episode_dir,
                 plan.arm,
                 plan.episode,
@@ -414,7 +414,7 @@ class Watch:
         before the job ends), polling until `deadline` at most (one look when it has passed); where the cluster keeps
         no accounting, the episode said so itself."""
         while self._accounting:
-            found = job_accounting(list(self._accounting), self.env.env)
+            found = job_accounting(list(self._accounting), self.env.variables)
             if found is None:
                 self._accounting.clear()
                 return
@@ -473,7 +473,7 @@ class Watch:
             attempt=episode.attempt,
         )
         episode.progress.finished = time.monotonic()
-        forget_submission(self.env.env, episode.plan.episode_dir)
+        forget_submission(self.env.variables, episode.plan.episode_dir)
         if report.failure is not None:
             failed = report.status == "failed"
             self.view.line(episode.plan.label, f"{report.status}: {report.failure.reason}", alert=failed)
@@ -498,7 +498,7 @@ class Watch:
         for job_id, label in list(self._retried_jobs.items()):
             status = jobs.get(job_id)
             if status is not None and status.state in REQUEUED_STATES:
-                problem = cancel_job(job_id, self.env.env)
+                problem = cancel_job(job_id, self.env.variables)
                 said = problem or f"cancelled Slurm job {job_id}, requeued by Slurm"
                 self.view.line(label, said, alert=bool(problem))
             if status is None or not is_active(status.state) or status.state in REQUEUED_STATES:
@@ -513,7 +513,9 @@ class Watch:
         waiting = [episode for episode in self.open if episode.status in ("queued", "started")]
         if not waiting and not self._retried_jobs:
             return
-        answer = job_states([episode.job.job_id for episode in waiting] + sorted(self._retried_jobs), self.env.env)
+        answer = job_states(
+            [episode.job.job_id for episode in waiting] + sorted(self._retried_jobs), self.env.variables
+        )
         if not answer.answered:
             return
         self._drop_requeued(answer.jobs)

@@ -60,7 +60,7 @@ def _ask_supervisor(env: Environment, record: EpisodeRecord, supervisor: Started
     others = sorted(
         {
             other.arm
-            for other in recorded_episodes(env.env)
+            for other in recorded_episodes(env.variables)
             if other.arm not in names
             and (theirs := other.processes.get(SUPERVISOR_ROLE)) is not None
             and (theirs.pid, theirs.create_time) == (supervisor.pid, supervisor.create_time)
@@ -110,7 +110,7 @@ def _wait_finalised(run_dir: RunDir, supervisor: StartedProcess, deadline: float
 
 def _submitted_here(env: Environment, open_job: OpenJob) -> bool:
     """Is the job the episode's files name the one this host submitted for it (the private record says)?"""
-    record = episode_record(env.env, open_job.run.run_dir.path)
+    record = episode_record(env.variables, open_job.run.run_dir.path)
     return record is not None and record.slurm is not None and record.slurm.job_id == open_job.job.job_id
 
 
@@ -133,7 +133,7 @@ def _cancel_jobs(env: Environment, arm: str, jobs: list[OpenJob], grace_s: float
     pause = threading.Event()
     while waiting:
         still = []
-        answer = job_states([open_job.job.job_id for open_job in waiting], env.env)
+        answer = job_states([open_job.job.job_id for open_job in waiting], env.variables)
         for open_job in waiting:
             try:
                 report = read_report(open_job.run.run_dir.report)
@@ -171,7 +171,7 @@ def stop_arm(env: Environment, arm: str, names: list[str], grace_s: float = DEFA
         return _cancel_jobs(env, arm, jobs, grace_s)
     arm_dir = env.output_dir / arm
     runs = arm_runs(arm_dir)
-    records = {record.episode_dir: record for record in recorded_episodes(env.env, arm_dir)}
+    records = {record.episode_dir: record for record in recorded_episodes(env.variables, arm_dir)}
     notes = [
         f"the report of {run.run_dir.name} is unreadable ({run.report_error}); its processes are found through "
         "the private record"
@@ -229,7 +229,7 @@ def _stop_what_is_left(
     survivors."""
     stopped: list[str] = []
     survivors: list[int] = []
-    for record in recorded_episodes(env.env, arm_dir):
+    for record in recorded_episodes(env.variables, arm_dir):
         if _supervisor(record) is not None and record.episode_dir not in overdue:
             continue  # a live supervisor was asked above; it stops its own
         name = episode_name(record.episode)
@@ -249,7 +249,7 @@ def _stop_what_is_left(
                     f"{name} {role}: pids {outcome.contained} had left its process group and owner token; "
                     "found in its cgroup"
                 )
-        forget_started(env.env, record.episode_dir, gone)
+        forget_started(env.variables, record.episode_dir, gone)
     return stopped, survivors
 
 
@@ -270,7 +270,7 @@ def _mark_stale(env: Environment, runs: list[RunOnDisk], notes: list[str], prove
             continue
         key = episode_key(run.run_dir.path)
         if key not in proven_gone:
-            record = episode_record(env.env, run.run_dir.path)
+            record = episode_record(env.variables, run.run_dir.path)
             if record is None:
                 notes.append(f"{run.run_dir.name}: {NOT_OURS_TO_STOP}; its report is left as it is")
             continue

@@ -289,7 +289,7 @@ class Site:
             generated_at=env.clock(),
             running=running,
             live=live,
-            records_env=env.env,
+            records_env=env.variables,
             output_dir=env.output_dir,
         )
 
