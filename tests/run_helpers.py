@@ -75,9 +75,17 @@ def run_cli(project: Path, state_dir: Path, *args: str, timeout: float = 240) ->
 class Started:
     """`mcu-arms ...` started in the background, its output collected by threads (so pipes never fill)."""
 
-    def __init__(self, project: Path, state_dir: Path, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        project: Path,
+        state_dir: Path,
+        *args: str,
+        env: dict[str, str] | None = None,
+        wrapper: tuple[str, ...] = (),
+    ) -> None:
+        """`wrapper`: a command that execs the rest of its arguments (so the pid is mcu-arms' own)."""
         self.popen = subprocess.Popen(
-            [sys.executable, "-m", "mcu_arms", *args],
+            [*wrapper, sys.executable, "-m", "mcu_arms", *args],
             cwd=project,
             env=env or cli_env(state_dir),
             stdout=subprocess.PIPE,

@@ -17,17 +17,22 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psutil
 import pytest
 from cli_support import invoke
 from tracking_support import FIXTURE
 
 from mcu_arms.contracts.limits import MAX_LINE_BYTES, MAX_REPORT_BYTES
 from mcu_arms.contracts.run_report import read_report
+from mcu_arms.process.child_env import OWNER_TOKEN_ENV
 
 CAMPAIGN = "campaigns/tiny.toml"
 HOSTILE = Path("output/scripted_arm/episode_002")
 SECRET = "the-secret-outside-the-episode"
 GIGABYTE = 1 << 30
+# Run by `unshare`: a tmpfs of its own on the state dir ($1), then the rest of the arguments in its place.
+MOUNT_AND_EXEC = 'mount -t tmpfs -o size=512k,mode=0700 tmpfs "$1" && shift && exec "$@"'
+CAUSE = {"full": "No space left on device", "read-only": "Read-only file system"}
 
 
 @pytest.fixture
@@ -273,6 +278,87 @@ def test_a_full_state_dir_at_start_is_one_line_naming_what_could_not_be_written(
     assert "cannot write who holds the lock: File too large" in lines[0]
     assert "Traceback" not in done.stderr and "OSError" not in done.stderr
     assert not list(project.glob("output/*/episode_*")), "nothing was started"
+
+
+def _why_no_mount_namespace(probe: Path) -> str | None:
+    """Why this test cannot give a run a state dir of its own size (a tmpfs in a mount namespace), or None."""
+    if os.geteuid() != 0:
+        return "mounting a tmpfs in a mount namespace needs root"
+    if shutil.which("unshare") is None or shutil.which("nsenter") is None:
+        return "unshare and nsenter (util-linux) are not installed"
+    probe.mkdir()
+    tried = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", probe],
+        capture_output=True,
+        text=True,
+    )
+    return f"cannot mount a tmpfs in a mount namespace here: {tried.stderr.strip()}" if tried.returncode else None
+
+
+def _tokens_still_carried(tokens: set[str]) -> list[int]:
+    """Pids of running processes whose environment carries one of these owner tokens."""
+    carrying = []
+    for process in psutil.process_iter():
+        try:
+            if process.environ().get(OWNER_TOKEN_ENV) in tokens and process.status() != psutil.STATUS_ZOMBIE:
+                carrying.append(process.pid)
+        except psutil.Error:
+            continue
+    return carrying
+
+
+@pytest.mark.parametrize("becomes", ["full", "read-only"])
+def test_a_state_dir_that_becomes_unwritable_mid_run_is_one_line_and_leaves_nothing_running(
+    tmp_path: Path, becomes: str
+) -> None:
+    """The run's state dir is a tmpfs of its own (a mount namespace made for it) that fills up, or turns read-only,
+    once the green has started: the next child's private record cannot be written. The run stops what it
+    started (it once alerted "stopping children failed: KeyError: 'green'" and left a stale record) and says so in one
+    line naming the state dir."""
+    from run_helpers import Started, alive, report, wait_for, write_arm
+
+    if why := _why_no_mount_namespace(tmp_path / "probe"):
+        pytest.skip(why)
+    project, state = tmp_path / "project", tmp_path / "state"
+    write_arm(project, "filled", agent="scripted", steps=5)
+    state.mkdir()
+    own_state = ("unshare", "--mount", "--propagation", "private", "sh", "-c", MOUNT_AND_EXEC, "sh", str(state))
+    run = Started(project, state, "run", "--arm", "filled", wrapper=own_state)
+    try:
+        wait_for(
+            lambda: run.popen.poll() is not None or "green" in (report(project, "filled") or {}).get("processes", {}),
+            "the green to start (its private record written)",
+        )
+        run.popen.send_signal(signal.SIGSTOP)  # held while its state dir changes: it starts no client meanwhile
+        try:
+            assert run.popen.poll() is None, run.output
+            family = run.remember_family()
+            seen_state = Path(f"/proc/{run.popen.pid}/root") / state.relative_to("/")  # the run's own mount of it
+            if becomes == "full":
+                with pytest.raises(OSError, match=CAUSE["full"]), (seen_state / "filler").open("wb") as filler:
+                    while True:
+                        filler.write(b"\0" * 65536)
+                        filler.flush()
+            else:
+                # A read-only bind of it over itself: the arm lock, held open for writing, keeps `remount,ro` busy.
+                read_only = ["mount", "--bind", "-o", "ro", str(state), str(state)]
+                subprocess.run(["nsenter", "--target", str(run.popen.pid), "--mount", *read_only], check=True)
+        finally:
+            run.popen.send_signal(signal.SIGCONT)
+        code = run.wait(timeout=120)
+    finally:
+        run.kill_if_running()
+    shown = run.output
+    assert code != 0, shown
+    assert "Traceback" not in shown and "KeyError" not in shown and "Error:" not in shown, shown
+    naming = [line for line in shown.splitlines() if str(state) in line and not line.startswith("│")]
+    assert len(naming) == 1, shown  # (the summary table restates it in its reason column)
+    assert f"cannot keep the private record of what runs: {state / 'started'}: {CAUSE[becomes]}" in naming[0]
+    final = report(project, "filled")
+    assert final is not None and final["status"] == "failed", final
+    tokens = {process["owner_token"] for process in final["processes"].values() if process.get("owner_token")}
+    assert tokens and family, "the green, at least, was started and carries its token"
+    assert alive(family) == [] and _tokens_still_carried(tokens) == [], shown
 
 
 @pytest.mark.parametrize(

@@ -183,12 +183,18 @@ class PortRegistry:
         try:
             yield
         finally:
-            with locked(self.lock_path):
-                entries = self._load()
-                for port in ports:
-                    if entries.get(f"{host}:{port}", {}).get("pid") == me.pid:
-                        del entries[f"{host}:{port}"]
-                self._save(entries)
+            try:
+                self._release(host, ports, me)
+            except OSError:  # a full or read-only state dir: the reservation lapses when this process ends (_alive)
+                pass
+
+    def _release(self, host: str, ports: Mapping[int, str], me: psutil.Process) -> None:
+        with locked(self.lock_path):
+            entries = self._load()
+            for port in ports:
+                if entries.get(f"{host}:{port}", {}).get("pid") == me.pid:
+                    del entries[f"{host}:{port}"]
+            self._save(entries)
 
     def _claim(self, host: str, ports: Mapping[int, str], owner: str, me: psutil.Process) -> None:
         with locked(self.lock_path):

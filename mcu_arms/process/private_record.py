@@ -39,6 +39,11 @@ def _file_name(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()[:32] + RECORD_SUFFIX
 
 
+def records_dir(env: Mapping[str, str]) -> Path:
+    """Where the record is kept (what a message about it names)."""
+    return state_dir(env) / RECORDS_DIR
+
+
 def _refused(path: Path, why: str) -> UserError:
     return UserError(f"the private record of started processes {why}", path=path, key=STATE_DIR_ENV)
 

@@ -69,7 +69,7 @@ from mcu_arms.layout import (
     supervisor_log,
 )
 from mcu_arms.process.containment import containment_support
-from mcu_arms.process.private_record import forget_started, record_started
+from mcu_arms.process.private_record import forget_started, record_started, records_dir
 from mcu_arms.process.procs import DEFAULT_STOP_GRACE_S, PRIVATE_UMASK, AdoptedOrphans, Child, StopOutcome
 from mcu_arms.supervise.alerts import AlertMonitor
 from mcu_arms.supervise.evidence import ChildWatch, culprit
@@ -212,6 +212,7 @@ class ArmRunner:
         self._stopped_by: str | None = None
         self._log_path = supervisor_log(self.run_dir)
         self._log_broken = False
+        self._record_unwritable = False  # the private record could not be written: the arm failed saying so
         self.report_path: Path | None = self.run_dir.report
         self._started = time.monotonic()
         self.report = new_report(plan, env, status="started", attempt=attempt)
@@ -389,17 +390,26 @@ class ArmRunner:
         try:
             record_started(self.env.variables, self.run_dir.path, self.plan.arm, self.plan.episode, started)
         except (OSError, UserError) as error:
-            reason = error.render() if isinstance(error, UserError) else f"{error.strerror or error}"
-            reason = f"cannot keep the private record of what runs: {reason}"
+            self._record_unwritable = True
+            reason = f"cannot keep the private record of what runs: {self._record_problem(error)}"
             raise _ArmFailed(Failure(process=None, reason=reason)) from None
 
+    def _record_problem(self, error: OSError | UserError) -> str:
+        """What went wrong with the private record, naming where it is kept (a full or read-only state dir)."""
+        if isinstance(error, UserError):
+            return error.render()
+        return f"{records_dir(self.env.variables)}: {error.strerror or error}"
+
     def _forget_stopped(self, survivors: set[str]) -> None:
-        """Drop from the private record what this run started and stopped; survivors stay findable by `stop`."""
+        """Drop from the private record what this run started and stopped; survivors stay findable by `stop`. When
+        the record could not be written during the run, the arm's failure has said so: a failure here is not said
+        twice."""
         roles = [role for role in [SUPERVISOR_ROLE, *self.children] if role not in survivors]
         try:
             forget_started(self.env.variables, self.run_dir.path, roles)
         except (OSError, UserError) as error:
-            self._record_alert(f"cannot update the private record of what runs: {error}")
+            if not self._record_unwritable:
+                self._record_alert(f"cannot update the private record of what runs: {self._record_problem(error)}")
 
     def _start_servers(self) -> None:
         self._state("starting")
