@@ -587,6 +587,21 @@ def test_each_row_of_the_served_index_opens_its_comparison_and_a_forged_one_is_4
         ):
             status, body = get(root + forged)
             assert status == 404 and "Traceback" not in body and len(body.splitlines()) == 1, (forged, body)
+
+        from browser import chromium_missing, start_browser
+
+        if chromium_missing() is not None:
+            return  # the HTTP checks above stand; Chromium follows the link where it is installed
+        with start_browser(window=(1200, 800)) as browser:
+            browser.open(root + "runs.html")
+            browser.run_js("document.querySelector('tr[data-kind=campaign] a.open-comparison').click()")
+            arms = browser.wait_for(
+                "location.pathname === '/campaign/agents/index.html' && window.VIEWER_READY === true"
+                " && [...document.querySelectorAll('#arms tr[data-arm]')].map(r => r.dataset.arm)",
+                timeout=60,
+            )
+            assert sorted(arms) == ["random_arm", "scripted_arm"], arms
+            assert not browser.external_requests() and not browser.errors()
     finally:
         started.popen.send_signal(signal.SIGINT)  # our own child, by its Popen
         started.wait(timeout=30)

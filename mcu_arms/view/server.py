@@ -150,7 +150,7 @@ def _handler(holder: SiteHolder, token: str | None, port_of: Callable[[], int]) 
                 )
             path = unquote(parts.path).lstrip("/") or INDEX
             try:
-                if path.split("/")[0] in ROW_ROUTES.values():
+                if path.split("/")[0] in ROW_ROUTES:
                     found = holder.routed(path.split("/"))
                     if found is None:
                         return self._refuse(

@@ -65,8 +65,8 @@ ASSETS = "assets"
 EPISODES = "episodes"
 INDEX = "index.html"
 RUNS = "runs.html"  # every run in output/: what `view` with no arm named opens on
-# Served only: an index row's comparison as a site of its own under ROW_ROUTES[kind]/NAME/[EXPERIMENT/]
-ROW_ROUTES: dict[str, str] = {"experiment": "experiment", "campaign": "campaign"}
+# Served only: an index row's comparison as a site of its own, under KIND/NAME/ (a campaign) or KIND/ARM/PREFIX/
+ROW_ROUTES = ("experiment", "campaign")  # an IndexRow's kinds
 COMPARISON_DATA = "comparison-data.js"
 TURN_FRAME_NAME = re.compile(r"^step_(\d+)\.png$")
 REFRESH_S = 5  # while an episode runs, the served pages that show it reload this often
@@ -145,8 +145,8 @@ def experiments_shown(
 
 def route_parts(row: IndexRow) -> list[str]:
     if row.kind == "campaign" or row.experiment is None:
-        return [ROW_ROUTES[row.kind], row.name]
-    return [ROW_ROUTES[row.kind], row.name, row.experiment.split(":", 1)[-1]]
+        return [row.kind, row.name]
+    return [row.kind, row.name, row.experiment.split(":", 1)[-1]]
 
 
 def row_route(row: IndexRow) -> str:
@@ -156,16 +156,18 @@ def row_route(row: IndexRow) -> str:
 
 def routed_row(parts: list[str], rows: list[IndexRow]) -> tuple[IndexRow, list[str]] | None:
     """The index row a request's (unquoted) path names, and the rest of the path within its site; None when it names
-    none. Names are looked up among the rows, never used as paths; a campaign's name (read from untrusted reports)
-    must also be one a campaign file can have."""
-    for row in rows:
+    none. Names are looked up among the rows, never used as paths."""
+    for row in filter(routable, rows):
         route = route_parts(row)
         if parts[: len(route)] == route:
-            if row.kind == "campaign" and not re.fullmatch(ARM_NAME_PATTERN, row.name):
-                return None
             rest = parts[len(route) :]
             return row, rest if rest not in ([], [""]) else [INDEX]
     return None
+
+
+def routable(row: IndexRow) -> bool:
+    """A row the viewer can open: a campaign's name (from untrusted reports) must be one a campaign file can have."""
+    return row.kind != "campaign" or re.fullmatch(ARM_NAME_PATTERN, row.name) is not None
 
 
 @dataclass(frozen=True)
@@ -339,7 +341,7 @@ class Site:
         the rows of the comparison it holds (the others show their command)."""
         shown = set(self.comparison.arm_names())
         return [
-            (row, f"/{row_route(row)}{INDEX}" if self.live else INDEX if row.name in shown else None)
+            (row, f"/{row_route(row)}{INDEX}" if self.live and routable(row) else INDEX if row.name in shown else None)
             for row in self.index_rows()
         ]
 
