@@ -338,6 +338,7 @@ def test_the_index_of_every_run_heads_the_bundle_and_an_arm_with_two_experiments
     assert order == sorted(order), "latest first"
     assert runs.count('data-name="base"') == 2, "one row per experiment"
     assert "mcu-arms view base --experiment" in runs and "1 of 1" in runs
+    assert 'href="/' not in runs, "a bundle links only the comparison it holds; the other rows show their command"
     comparison = (tmp_path / "bundle" / "index.html").read_text()
     assert comparison.index('id="run-index"') < comparison.index('id="arms"'), "the index heads the page"
     assert str(tmp_path) not in runs, "no path of this machine in the bundle"
@@ -522,3 +523,86 @@ def test_status_of_a_campaign_at_80_columns_is_an_arm_by_seed_grid_with_no_word_
     assert len(drawn.splitlines()) <= 10, "the tally, a row per arm, a line per note (not a row per cell)"
     words = {word.strip("():,") for line in drawn.splitlines() for word in line.split()}
     assert {"scripted_arm_with_a_long_name", "mine_diamond_from_scratch", "s5"} <= words, drawn
+
+
+def test_each_row_of_the_served_index_opens_its_comparison_and_a_forged_one_is_404(tmp_path: Path) -> None:
+    """`mcu-arms view` (a real process, nothing named): a row's link on runs.html opens that comparison as a page of
+    the viewer, built from the index's own names; a name the index does not hold (`..`, an unknown arm or campaign)
+    is a short 404, never a file of the machine nor a traceback."""
+    import re
+    import signal
+    import urllib.error
+    import urllib.request
+
+    from run_helpers import Started, wait_for
+    from test_campaigns import CAMPAIGN
+
+    from mcu_arms.contracts.settings import CampaignTag
+
+    project = tmp_path / "project"
+    (project / "campaigns").mkdir(parents=True)
+    (project / "campaigns" / "agents.toml").write_text(CAMPAIGN)
+    write_arm(project, "scripted_arm")
+    write_arm(project, "random_arm", agent="random")
+    write_arm(project, "solo")
+    for arm, steps in (("scripted_arm", {"collect_wood": 10}), ("random_arm", {"collect_wood": 40})):
+        write_run(project, arm, steps=steps, campaign=CampaignTag(name="agents", run="r1"))
+    write_run(project, "solo", steps={"collect_wood": 5})
+
+    def get(url: str) -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(url, timeout=30) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode()
+
+    started = Started(project, tmp_path / "state", "view")
+    try:
+        found = wait_for(
+            lambda: re.search(r"http://127\.0\.0\.1:\d+/", started.output) or started.popen.poll() is not None,
+            "mcu-arms view to print its URL",
+            timeout=60,
+        )
+        assert isinstance(found, re.Match), started.output
+        root = found.group(0)
+        status, runs = get(root + "runs.html")
+        assert status == 200
+        links = dict(
+            re.findall(r'data-name="([^"]+)" data-kind="campaign".*?class="open-comparison" href="([^"]+)"', runs, re.S)
+        )
+        assert links == {"agents": "/campaign/agents/index.html"}, runs
+        status, page = get(root + links["agents"].lstrip("/"))
+        assert status == 200, page
+        assert 'data-arm="scripted_arm"' in page and 'data-arm="random_arm"' in page and 'data-arm="solo"' not in page
+        assert get(root + "campaign/agents/comparison-data.js")[0] == 200, "its own files, by relative links"
+        (solo,) = re.findall(r'class="open-comparison" href="(/experiment/solo/[^"]+)"', runs)
+        status, page = get(root + solo.lstrip("/"))
+        assert status == 200 and 'data-arm="solo"' in page and 'data-arm="random_arm"' not in page
+        for forged in (
+            "campaign/..%2F..%2Fetc%2Fpasswd/index.html",
+            "campaign/nobody/index.html",
+            "experiment/nobody/abc/index.html",
+            "experiment/solo/000000000000/index.html",
+            "experiment/../../../etc/passwd",
+        ):
+            status, body = get(root + forged)
+            assert status == 404 and "Traceback" not in body and len(body.splitlines()) == 1, (forged, body)
+
+        from browser import chromium_missing, start_browser
+
+        if chromium_missing() is not None:
+            return  # the HTTP checks above stand; Chromium follows the link where it is installed
+        with start_browser(window=(1200, 800)) as browser:
+            browser.open(root + "runs.html")
+            browser.run_js("document.querySelector('tr[data-kind=campaign] a.open-comparison').click()")
+            arms = browser.wait_for(
+                "location.pathname === '/campaign/agents/index.html' && window.VIEWER_READY === true"
+                " && [...document.querySelectorAll('#arms tr[data-arm]')].map(r => r.dataset.arm)",
+                timeout=60,
+            )
+            assert sorted(arms) == ["random_arm", "scripted_arm"], arms
+            assert not browser.external_requests() and not browser.errors()
+    finally:
+        started.popen.send_signal(signal.SIGINT)  # our own child, by its Popen
+        started.wait(timeout=30)
+        started.kill_if_running()

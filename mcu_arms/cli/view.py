@@ -17,7 +17,8 @@ each arm's run, an episode page with per-step timelines, the frame player, the s
 at that step.
 
 With no arm named it opens on an index of every run in output/ (each arm's experiments and each campaign, \
-latest first, with n, status and score) over a comparison of each arm's latest experiment. ARMS are chosen as \
+latest first, with n, status and score; each row links to its comparison) over a comparison of each arm's latest \
+experiment. ARMS are chosen as \
 `compare` chooses them (--tag KEY=VALUE, repeatable, keeps the episodes run with those tags). \
 The server listens on 127.0.0.1 on a free port (--port to choose one; a busy port \
 is an error) and prints its URL; it reads the output files as they grow, so a running arm can be watched: an arm \
@@ -64,9 +65,12 @@ def register(app: typer.Typer) -> None:
         items = chosen_arms(arms or [], env)
         everything = not arms and not experiment and run is None
         experiment = experiments_shown(arms or [], experiment, run, env)
-        holder = SiteHolder(
-            lambda: Site.build(items, env, baseline=baseline, episode=run, experiments=experiment, tags=tags, live=True)
-        )
+
+        def named() -> Site:
+            return Site.build(items, env, baseline=baseline, episode=run, experiments=experiment, tags=tags, live=True)
+
+        # a row of the index opens what its command shows
+        holder = SiteHolder(named, build_row=lambda row: Site.of_row(row, env))
         site = holder.current(rebuild=True)  # a bad arm name fails here, before anything listens
         server = open_server(holder, host, port, token)
         url = url_of(server, host) + (RUNS if everything else "")

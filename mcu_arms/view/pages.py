@@ -80,10 +80,11 @@ def render_comparison(
     running: dict[str, str] | None = None,
     unfinished: dict[str, str] | None = None,
     refresh_s: int | None = None,
-    index_rows: list[IndexRow] | None = None,
+    index_rows: list[tuple[IndexRow, str | None]] | None = None,
 ) -> str:
     """`running`: per arm whose latest episode runs, its progress in words; `unfinished`: per arm whose latest
-    episode's report says started though its supervisor is gone, the same; `refresh_s`: reload while one runs."""
+    episode's report says started though its supervisor is gone, the same; `refresh_s`: reload while one runs;
+    `index_rows`: every run in output/, each with the link that opens its comparison (None: its command only)."""
     names = result.arm_names()
     links: dict[str, list[EpisodeLink]] = {name: [] for name in names}
     for link in episode_links:
@@ -120,8 +121,8 @@ def render_comparison(
     )
 
 
-def render_index(rows: list[IndexRow], shown: list[str], generated_at: datetime) -> str:
-    """Every run in output/ (report/index.py), the arms of the comparison shown linked to it."""
+def render_index(rows: list[tuple[IndexRow, str | None]], shown: list[str], generated_at: datetime) -> str:
+    """Every run in output/ (report/index.py), each with the link that opens its comparison, if any."""
     return (
         _templates()
         .get_template("runs.html.j2")

@@ -23,14 +23,16 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.isolation.ports import busy_reason
+from mcu_arms.report.index import IndexRow
 from mcu_arms.view.pages import CONTENT_SECURITY_POLICY
-from mcu_arms.view.site import ASSETS, INDEX, Content, Site
+from mcu_arms.view.site import ASSETS, INDEX, ROW_ROUTES, RUNS, Content, Site, route_parts, routed_row
 
 LOOPBACK = "127.0.0.1"
 TOKEN_ENV = "MCU_ARMS_VIEW_TOKEN"
 TOKEN_MIN_CHARS = 16
 TOKEN_COOKIE = "mcu_arms_view"
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "[::1]"})
+ROW_SITES_KEPT = 4  # comparisons opened from the index kept built, besides the one `view` was started on
 
 
 def is_loopback(host: str) -> bool:
@@ -60,10 +62,13 @@ def view_token(host: str, env: Mapping[str, str]) -> str | None:
 
 @dataclass
 class SiteHolder:
-    """The site being served, rebuilt whenever the comparison page is asked for (a new run shows up)."""
+    """The site being served, rebuilt whenever the comparison page is asked for (a new run shows up); and the sites
+    of the index's rows opened from it (`build_row`: as the row's command would build it), the latest few kept."""
 
     build: Callable[[], Site]
+    build_row: Callable[[IndexRow], Site] | None = None
     site: Site | None = None
+    rows: dict[tuple[str, ...], Site] = field(default_factory=dict)  # by route, the least recently built first
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def current(self, rebuild: bool) -> Site:
@@ -71,6 +76,28 @@ class SiteHolder:
             if self.site is None or rebuild:
                 self.site = self.build()
             return self.site
+
+    def routed(self, parts: list[str]) -> tuple[Site, str] | None:
+        """The site of the index row that `parts` names and the path within it; None when no row of the index is
+        named. Its comparison page builds it again (through the analysis cache); its other files come from the kept
+        site."""
+        with self.lock:
+            for route, site in self.rows.items():
+                rest = parts[len(route) :]
+                if tuple(parts[: len(route)]) == route and rest not in ([], [""], [INDEX]):
+                    return site, "/".join(rest)
+        found = routed_row(parts, self.current(rebuild=False).index_rows()) if self.build_row else None
+        if found is None or self.build_row is None:
+            return None
+        row, rest = found
+        site = self.build_row(row)
+        with self.lock:
+            route = tuple(route_parts(row))
+            self.rows.pop(route, None)
+            self.rows[route] = site
+            while len(self.rows) > ROW_SITES_KEPT:
+                del self.rows[next(iter(self.rows))]
+        return site, "/".join(rest)
 
 
 def _handler(holder: SiteHolder, token: str | None, port_of: Callable[[], int]) -> type[BaseHTTPRequestHandler]:
@@ -123,8 +150,16 @@ def _handler(holder: SiteHolder, token: str | None, port_of: Callable[[], int]) 
                 )
             path = unquote(parts.path).lstrip("/") or INDEX
             try:
-                site = holder.current(rebuild=path == INDEX)
-                content = site.get(path)
+                if path.split("/")[0] in ROW_ROUTES:
+                    found = holder.routed(path.split("/"))
+                    if found is None:
+                        return self._refuse(
+                            HTTPStatus.NOT_FOUND, f"no such comparison in the index of output/: {path} (see /{RUNS})"
+                        )
+                    site, inner = found
+                else:
+                    site, inner = holder.current(rebuild=path == INDEX), path
+                content = site.get(inner)
             except UserError as error:
                 return self._refuse(HTTPStatus.INTERNAL_SERVER_ERROR, error.render())
             except OSError as error:  # a file removed or unreadable since the site was listed

@@ -27,9 +27,11 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from urllib.parse import quote
 
 from pydantic import BaseModel
 
+from mcu_arms.arms.spec import ARM_NAME_PATTERN
 from mcu_arms.contracts.agent_report import TURN_FRAMES_DIR, TurnRecord, turn_frame_name
 from mcu_arms.contracts.catalog import CODEX_AGENTS
 from mcu_arms.contracts.errors import UserError
@@ -63,6 +65,8 @@ ASSETS = "assets"
 EPISODES = "episodes"
 INDEX = "index.html"
 RUNS = "runs.html"  # every run in output/: what `view` with no arm named opens on
+# Served only: an index row's comparison as a site of its own, under KIND/NAME/ (a campaign) or KIND/ARM/PREFIX/
+ROW_ROUTES = ("experiment", "campaign")  # an IndexRow's kinds
 COMPARISON_DATA = "comparison-data.js"
 TURN_FRAME_NAME = re.compile(r"^step_(\d+)\.png$")
 REFRESH_S = 5  # while an episode runs, the served pages that show it reload this often
@@ -137,6 +141,33 @@ def experiments_shown(
     if items or experiments or episode is not None:
         return experiments
     return latest_experiments(build_index(env.output_dir)) or None
+
+
+def route_parts(row: IndexRow) -> list[str]:
+    if row.kind == "campaign" or row.experiment is None:
+        return [row.kind, row.name]
+    return [row.kind, row.name, row.experiment.split(":", 1)[-1]]
+
+
+def row_route(row: IndexRow) -> str:
+    """Where the served viewer shows an index row's comparison (a site of its own: its pages' links stay relative)."""
+    return "".join(f"{quote(part, safe='')}/" for part in route_parts(row))
+
+
+def routed_row(parts: list[str], rows: list[IndexRow]) -> tuple[IndexRow, list[str]] | None:
+    """The index row a request's (unquoted) path names, and the rest of the path within its site; None when it names
+    none. Names are looked up among the rows, never used as paths."""
+    for row in filter(routable, rows):
+        route = route_parts(row)
+        if parts[: len(route)] == route:
+            rest = parts[len(route) :]
+            return row, rest if rest not in ([], [""]) else [INDEX]
+    return None
+
+
+def routable(row: IndexRow) -> bool:
+    """A row the viewer can open: a campaign's name (from untrusted reports) must be one a campaign file can have."""
+    return row.kind != "campaign" or re.fullmatch(ARM_NAME_PATTERN, row.name) is not None
 
 
 @dataclass(frozen=True)
@@ -293,9 +324,26 @@ class Site:
             output_dir=env.output_dir,
         )
 
+    @classmethod
+    def of_row(cls, row: IndexRow, env: Environment) -> Site:
+        """A served site of what an index row's command shows: its campaign file, or its arm's experiment."""
+        if row.kind == "campaign":
+            return cls.build([f"campaigns/{row.name}.toml"], env, live=True)
+        experiments = [row.experiment.split(":", 1)[-1]] if row.experiment else None
+        return cls.build([row.name], env, experiments=experiments, live=True)
+
     def index_rows(self) -> list[IndexRow]:
         """Every run in output/, read when asked (a served page shows runs that appeared since)."""
         return build_index(self.output_dir) if self.output_dir is not None else []
+
+    def linked_rows(self) -> list[tuple[IndexRow, str | None]]:
+        """Each index row with the link that opens its comparison: served, every row's own route; in a bundle only
+        the rows of the comparison it holds (the others show their command)."""
+        shown = set(self.comparison.arm_names())
+        return [
+            (row, f"/{row_route(row)}{INDEX}" if self.live and routable(row) else INDEX if row.name in shown else None)
+            for row in self.index_rows()
+        ]
 
     def links(self) -> list[EpisodeLink]:
         return [
@@ -399,11 +447,11 @@ class Site:
                 running=running,
                 unfinished=unfinished,
                 refresh_s=self.refresh_s(bool(running)),
-                index_rows=self.index_rows(),
+                index_rows=self.linked_rows(),
             )
             return Content(media_type, page.encode())
         if parts == [RUNS]:
-            page = render_index(self.index_rows(), self.comparison.arm_names(), self.generated_at)
+            page = render_index(self.linked_rows(), self.comparison.arm_names(), self.generated_at)
             return Content(media_type, page.encode())
         if parts == [COMPARISON_DATA]:
             return Content(media_type, script("MCU_COMPARISON", comparison_data(self.comparison)))
