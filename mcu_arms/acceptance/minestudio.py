@@ -328,7 +328,7 @@ def _kill_engine(simulator: Any, stand_in: bool) -> str:
     from mcu_arms.green.sims.minestudio import _engine_processes
 
     if stand_in:
-        simulator._sim.fake.crash()
+        simulator._sim.env.crash()  # the stand-in's env (MineStudio 1.1.6 names its env `env` too)
         return "the stand-in's engine group"
     for leader in _engine_processes(simulator._sim):
         for process in [psutil.Process(leader.pid), *psutil.Process(leader.pid).children(recursive=True)]:
