@@ -7,12 +7,12 @@ import math
 
 import pytest
 
+from mcu_arms.stats.basics import difference_interval, mean_interval, summarise
 from mcu_arms.stats.design import pairing
 from mcu_arms.stats.multiplicity import holm
 from mcu_arms.stats.paired import (
     SIGN_FLIP_RESAMPLES,
     compare_paired,
-    paired_t_interval,
     pairing_effect,
     sign_flip_test,
 )
@@ -70,12 +70,28 @@ def test_the_monte_carlo_sign_flip_p_is_within_its_error_of_the_exact_one() -> N
 
 
 @pytest.mark.parametrize("n", [2, 3, 6, 8])
-def test_the_paired_t_interval_is_scipys(n: int) -> None:
+def test_the_mean_interval_is_scipys(n: int) -> None:
     differences = [x - y for x, y in zip(A[:n], B[:n], strict=True)]
-    ours = paired_t_interval(differences)
+    ours = mean_interval(differences)
     low, high = stats.t.interval(0.95, n - 1, loc=np.mean(differences), scale=stats.sem(differences))
     assert ours is not None and (ours.low, ours.high) == pytest.approx((low, high), abs=1e-9)
-    assert paired_t_interval([3.0]) is None and paired_t_interval([2.0, 2.0]) == paired_t_interval([2.0, 2.0, 2.0])
+    assert mean_interval([3.0]) is None and mean_interval([2.0, 2.0]) == mean_interval([2.0, 2.0, 2.0])
+    assert summarise(A[:n]).ci == mean_interval(A[:n]), "an arm's mean carries the same interval"
+
+
+@pytest.mark.parametrize(("n_a", "n_b"), [(2, 2), (3, 5), (6, 4), (8, 8)])
+def test_the_unpaired_interval_is_scipys_welch_with_its_degrees_rounded_down(n_a: int, n_b: int) -> None:
+    """Was: a percentile bootstrap of each arm, which covers 75 % at 3 + 3 (tests/bench/bench_small_n_stats.py)."""
+    a, b = A[:n_a], [value * 3 for value in B[:n_b]]
+    ours = difference_interval(a, b)
+    share_a, share_b = np.var(a, ddof=1) / n_a, np.var(b, ddof=1) / n_b
+    degrees = (share_a + share_b) ** 2 / (share_a**2 / (n_a - 1) + share_b**2 / (n_b - 1))
+    welch = stats.ttest_ind(a, b, equal_var=False)
+    assert welch.df == pytest.approx(degrees)
+    low, high = stats.t.interval(0.95, np.floor(degrees), loc=np.mean(a) - np.mean(b), scale=np.sqrt(share_a + share_b))
+    assert ours is not None and (ours.low, ours.high) == pytest.approx((low, high), abs=1e-9)
+    exact = welch.confidence_interval(0.95)
+    assert ours.low <= exact.low and ours.high >= exact.high, "rounding the degrees down only widens it"
 
 
 def test_the_pairing_effect_is_numpys_correlation_and_variances() -> None:

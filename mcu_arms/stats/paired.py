@@ -1,23 +1,22 @@
-"""A − B paired by seed: per-seed differences, an exact sign-flip permutation test, a paired bootstrap interval,
+"""A − B paired by seed: per-seed differences, an exact sign-flip permutation test, the t interval of their mean,
 and what the pairing bought (the correlation between the arms, the variance of the paired vs the unpaired difference).
 
 Under "no difference" the sign of each seed's difference is a fair coin, whatever the world's difficulty: the test
 counts the sign vectors whose mean difference is at least as far from 0 as the observed one (all 2^n of them up to
 2^20 = EXACT_SIGNS_MAX_PAIRS pairs, else SIGN_FLIP_RESAMPLES seeded random ones with the (hits + 1) / (N + 1) rule).
-The interval resamples seeds (both arms' values of a seed together). numpy is imported inside the functions:
-`compare` is a light command.
+The interval is Student's t of the mean difference (stats/basics.mean_interval), chosen by simulation
+(tests/bench/bench_small_n_stats.py). numpy is imported inside the functions: `compare` is a light command.
 """
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from mcu_arms.stats.basics import ALPHA, CONFIDENCE, RESAMPLE_SEED, Interval, t_quantile
+from mcu_arms.stats.basics import ALPHA, CONFIDENCE, RESAMPLE_SEED, Interval, mean_interval
 from mcu_arms.stats.power import MAX_PLANNED_SEEDS, seeds_needed_paired
 
 if TYPE_CHECKING:
@@ -142,17 +141,6 @@ def sign_flip_test(differences: Sequence[float] | np.ndarray, *, seed: int = RES
     )
 
 
-def paired_t_interval(differences: Sequence[float], confidence: float = CONFIDENCE) -> Interval | None:
-    """Student's t interval of the mean difference (None below 2 pairs): exact coverage for normal differences, and
-    measured at 3–12 pairs on score-like ones (tests/bench/bench_small_n_stats.py), where a percentile bootstrap
-    covers 75–89 %. Zero spread gives the point (every difference equal)."""
-    if len(differences) < 2:
-        return None
-    centre = statistics.fmean(differences)
-    half = t_quantile(confidence, len(differences) - 1) * statistics.stdev(differences) / math.sqrt(len(differences))
-    return Interval(low=centre - half, high=centre + half)
-
-
 def pairing_effect(a: Sequence[float], b: Sequence[float]) -> PairingEffect:
     """Over the seeds both ran (a[i] and b[i] are one seed): the correlation, and the paired vs unpaired variance."""
     if len(a) < 2:
@@ -204,7 +192,7 @@ def compare_paired(
             effect=effect,
             text=f"{head}; n = 1 pair: no interval can be given (run more seeds)",
         )
-    interval = paired_t_interval(differences)
+    interval = mean_interval(differences)
     test = sign_flip_test(differences)
     assert interval is not None
     distinguishable = test.p_value < ALPHA and (interval.low > 0 or interval.high < 0)
