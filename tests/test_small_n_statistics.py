@@ -174,6 +174,27 @@ def test_a_resolved_until_resolved_experiment_says_so_with_the_alpha_its_looks_s
     assert 0 < score.sequential.alpha_spent <= score.sequential.looks[-1].alpha_allowed
 
 
+def test_an_until_resolved_experiment_on_sim_score_reads_its_verdict_on_that_metric(tmp_path: Path) -> None:
+    """Was: the sequential verdict only for `--primary score`; a run stopped by its sim score got the fixed-n one."""
+    write_arm(tmp_path, "base")
+    write_arm(tmp_path, "variant", agent="random")
+    for seed in range(8):
+        record = SequentialLook(
+            look=1 if seed < 4 else 2, primary="sim_score", max_seeds=12, batch=4, alpha=0.05, comparisons=1
+        )
+        write_run(tmp_path, "base", seed + 1, seed=seed, score=1.0, sim_score=float(seed % 3), sequential=record)
+        write_run(
+            tmp_path, "variant", seed + 1, seed=seed, score=1.0, sim_score=float(seed % 3) + 1 + seed, sequential=record
+        )
+    difference = compare(tmp_path, "base", "variant").differences[0]
+    primary = difference.primary
+    assert primary is not None and difference.lines()[0] is primary, "the stopping rule's metric comes first"
+    assert primary.metric == "sim_score" and primary.estimate == pytest.approx(4.5)
+    assert primary.sequential is not None and primary.sequential.rejected and primary.verdict == "distinguishable"
+    assert "by the sequential test (run --until-resolved) at look 2, 8 paired seeds" in primary.text
+    assert difference.score.sequential is None and difference.score.verdict == "no difference"
+
+
 def _campaign(cwd: Path, variants: int, seeds: int) -> Path:
     write_arm(cwd, "base")
     lines = ['name = "planned"', f"seeds = {list(range(seeds))}", "", "[baseline]", 'arm = "base"']
@@ -214,6 +235,30 @@ def test_plan_power_from_a_stated_effect_and_from_a_named_pilot(tmp_path: Path) 
     assert plan["seeds_needed"] >= seeds_to_resolve(2) and plan["power_at_planned"] == 0.0
     neither = invoke(tmp_path, {}, "plan", "campaigns/planned.toml", "--power")
     assert neither.exit_code != 0 and "--power needs a pilot or a stated effect and spread" in neither.out + neither.err
+
+
+def test_plan_power_simulates_the_sequential_stopping_rule_when_asked(tmp_path: Path) -> None:
+    """Was: power for fixed-n only; a campaign run `--until-resolved` has boundaries a fixed-n figure ignores."""
+    _campaign(tmp_path, variants=2, seeds=6)
+    args = ["plan", "campaigns/planned.toml", "--power", "--effect", "1", "--spread", "1", "--until-resolved"]
+    done = invoke(tmp_path, {}, *args, "--json")
+    assert done.exit_code == 0, done.out + done.err
+    run = json.loads(done.out)["sequential"]
+    assert run["looks"] == [4, 8, 12] and run["variants"] == 2
+    # two variants at alpha 0.025 each: look 8 allows 0.006 of it, below the exact minimum 2/256: nothing stops there
+    assert run["stopped_at"] == {"4": 0.0, "8": 0.0, "12": 1.0} and run["expected_seeds"] == 12.0
+    assert 0.6 < run["power"] < 0.95 and run["power_every_variant"] <= run["power"]
+    shorter = invoke(tmp_path, {}, *args, "--max-seeds", "6", "--batch", "3")
+    assert shorter.exit_code == 0, shorter.out + shorter.err
+    assert "run --until-resolved (looks at 3, 6 seeds of at most 6)" in " ".join(shorter.out.split())
+    alone = invoke(tmp_path, {}, "plan", "campaigns/planned.toml", "--until-resolved")
+    assert alone.exit_code == 2 and "needs --power" in " ".join((alone.out + alone.err).split())
+    batch = invoke(
+        tmp_path, {}, "plan", "campaigns/planned.toml", "--power", "--effect", "1", "--spread", "1", "--batch", "3"
+    )
+    assert batch.exit_code == 2 and "--batch sets how --until-resolved runs" in " ".join(
+        (batch.out + batch.err).split()
+    )
 
 
 def test_an_unpaired_comparison_says_why_in_its_own_words(tmp_path: Path) -> None:

@@ -318,6 +318,7 @@ def show_power(
     spread: float | None,
     env: Environment,
     *,
+    until_resolved: tuple[int, int] | None,
     json_output: bool,
 ) -> None:
     """`plan CAMPAIGN --power`: seeds for 80 % power from a pilot or a stated effect and spread, nothing planned."""
@@ -326,7 +327,7 @@ def show_power(
 
     if len(files) != 1:
         raise UserError("--power plans one campaign: name its file", key="--power", allowed="campaigns/NAME.toml")
-    result = power_plan(files[0], env, pilot=pilot or None, effect=effect, spread=spread)
+    result = power_plan(files[0], env, pilot=pilot or None, effect=effect, spread=spread, until_resolved=until_resolved)
     if json_output:
         print_json(env, result.model_dump(mode="json"))
         return
@@ -384,14 +385,26 @@ def register(app: typer.Typer) -> None:
         ),
         effect: float | None = typer.Option(None, "--effect", help="With --power: the mean difference expected."),
         spread: float | None = typer.Option(None, "--spread", help="With --power: the sd of per-seed differences."),
+        until_resolved: bool = typer.Option(
+            False, "--until-resolved", help="With --power: also simulate `run --until-resolved` (power, seeds used)."
+        ),
+        max_seeds: int | None = typer.Option(
+            None, "--max-seeds", min=2, help="With --until-resolved: the most seeds per arm, as run takes it."
+        ),
+        batch: int | None = typer.Option(
+            None, "--batch", min=1, help="With --until-resolved: seeds per look, as run takes it."
+        ),
     ) -> None:
         """Resolve arms into plans: commands, environment, ports, paths, fingerprint and warnings.
 
         With no arm named, every arm in arms/. Without --dry-run it also checks that the ports are free now and builds each codex agent's CODEX_HOME (on Slurm both happen on the node, when each episode starts); only `run` creates episode dirs.
         """  # noqa: E501 - typer keeps a help paragraph's line breaks, so each paragraph is one line
         env = environment(ctx)
+        from mcu_arms.report.planning import sequential_asked
+
+        sequential = sequential_asked(power=power, until_resolved=until_resolved, max_seeds=max_seeds, batch=batch)
         if power:
-            show_power(files, pilot, effect, spread, env, json_output=json_output)
+            show_power(files, pilot, effect, spread, env, until_resolved=sequential, json_output=json_output)
             return
         plans, selection = planned(files or [], arm, overrides, env, placement, every_arm_when_none=True)
         pairs = differences(plans, selection, bool(files or arm), strict=strict)

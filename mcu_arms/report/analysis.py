@@ -197,6 +197,7 @@ def _milestones(reports: list[RunReport]) -> tuple[dict[str, MilestoneStats], li
             seed=report.settings.seed,
             steps_run=report.steps_run,
             score=report.score,
+            sim_score=report.sim_score,
             steps={f"{m.task}/{m.identity}": m.step for m in report.milestones},
         )
         for report in reports

@@ -15,12 +15,13 @@ from mcu_arms.contracts.settings import (
     Thresholds,
 )
 from mcu_arms.contracts.states import RunStatus
-from mcu_arms.stats.basics import METHOD as STATS_METHOD
 from mcu_arms.stats.basics import (
+    MEAN_INTERVAL_METHOD,
     Interval,
     MilestoneStats,
     Summary,
 )
+from mcu_arms.stats.basics import METHOD as STATS_METHOD
 from mcu_arms.stats.design import Pairing
 from mcu_arms.stats.paired import T_INTERVAL_METHOD, PairingEffect
 from mcu_arms.stats.power import POWER_METHOD
@@ -38,7 +39,8 @@ from mcu_arms.stats.survival import (
 )
 from mcu_arms.stats.survival import ReachingCurve as ReachingCurve  # re-exported: views draw it
 
-ANALYSIS_SCHEMA_VERSION = 4  # 3 had log-rank p by chi-square, bootstrap paired intervals, no pairing exclusions
+ANALYSIS_SCHEMA_VERSION = 5  # 4 had bootstrap intervals of means and unpaired differences, and the sequential
+# verdict on the score only; 3 had log-rank p by chi-square, bootstrap paired intervals, no pairing exclusions
 # nor sequential verdicts; 2 had a milestone's median step over the episodes that reached it; 1 was the comparison
 # before experiments were explicit
 # Where a setting only says where things run, or which replicate ran: shown with --all, never a difference.
@@ -121,7 +123,12 @@ class EpisodeMilestones(BaseModel):
     seed: int
     steps_run: int | None
     score: float | None
+    sim_score: float | None = None
     steps: dict[str, int | None]  # "task/identity" -> step
+
+    @property
+    def milestones_reached(self) -> int:
+        return sum(step is not None for step in self.steps.values())
 
 
 class EpisodeFacts(BaseModel):
@@ -270,11 +277,14 @@ class ArmDifference(BaseModel):
     arm: str
     baseline: str
     pairing: Pairing  # the design the arm and the baseline allow, and why
+    # The stopping rule's metric of episodes run with `--until-resolved --primary sim_score|milestones`, first; with
+    # the score as primary (the default), the score line carries the sequential test and this is None.
+    primary: DifferenceResult | None = None
     score: DifferenceResult
     milestone_steps: list[DifferenceResult]
 
     def lines(self) -> list[DifferenceResult]:
-        return [self.score, *self.milestone_steps]
+        return [*([self.primary] if self.primary else []), self.score, *self.milestone_steps]
 
 
 class SettingRow(BaseModel):
@@ -325,10 +335,11 @@ class Analysis(BaseModel):
     verdict: Verdict
     differences: list[ArmDifference] = Field(default_factory=list)
     statistics_method: str = (
-        f"scores: paired by seed over the seeds both arms completed where the design allows ({T_INTERVAL_METHOD}, "
+        f"each arm's means: {MEAN_INTERVAL_METHOD}; scores: paired by seed over the seeds both arms completed where "
+        f"the design allows ({T_INTERVAL_METHOD}, "
         f"exact sign-flip test; seeds needed: {POWER_METHOD}), else {STATS_METHOD}; milestones: {KM_METHOD}, "
         f"{MEDIAN_METHOD}, {LOGRANK_METHOD}; 'no difference' only when every paired difference is 0; episodes run "
-        "with --until-resolved: the sequential test's verdict"
+        "with --until-resolved: the sequential test's verdict, on the metric the run stopped by"
     )
     family: str = "no test was made"  # which tests were adjusted together (Holm), in words
     flags: list[Flag] = Field(default_factory=list)

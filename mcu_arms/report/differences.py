@@ -5,6 +5,8 @@ verdict in words — what `compare` says about seed noise. The numbers come from
 
 from __future__ import annotations
 
+from typing import cast
+
 from mcu_arms.contracts.sequential import SequentialLook
 from mcu_arms.report.analysis_model import ArmAnalysis, ArmDifference, DifferenceResult, DifferenceVerdict
 from mcu_arms.stats.basics import (
@@ -14,7 +16,10 @@ from mcu_arms.stats.comparison import MetricComparison, compare_metric
 from mcu_arms.stats.design import ExcludedSeed, Pairing, pairing
 from mcu_arms.stats.multiplicity import HOLM_METHOD, holm
 from mcu_arms.stats.sequential import (
+    PRIMARY_METRICS,
+    PrimaryMetric,
     SequentialTest,
+    primary_value,
     sequential_compare,
 )
 from mcu_arms.stats.survival import (
@@ -107,41 +112,66 @@ def _sequential_text(line: DifferenceResult, test: SequentialTest) -> str:
     )
 
 
+PRIMARY_NAMES: dict[PrimaryMetric, str] = {
+    "score": "score",
+    "sim_score": "sim_score",
+    "milestones": "milestones reached",
+}
+
+
+def _primary_values(arm: ArmAnalysis, primary: PrimaryMetric) -> dict[int, float]:
+    """seed -> the stopping rule's metric, over the arm's episodes used (as `run --until-resolved` read it)."""
+    values = {}
+    for each in arm.per_episode:
+        value = primary_value(
+            primary, score=each.score, sim_score=each.sim_score, milestones_reached=each.milestones_reached
+        )
+        if value is not None:
+            values[each.seed] = value
+    return values
+
+
 def _sequential_test(arm: ArmAnalysis, base: ArmAnalysis, design: Pairing) -> SequentialTest | None:
-    """Both arms' episodes were run with `--until-resolved` on the score, paired: the group-sequential test over
-    them, looked at as run (None otherwise: the fixed-n figures are the verdict)."""
+    """Both arms' episodes were run with `--until-resolved`, paired: the group-sequential test over them on the
+    primary metric the run used, looked at as run (None otherwise: the fixed-n figures are the verdict)."""
     plan = base.sequential
-    if plan is None or arm.sequential is None or design.design != "paired" or plan.primary != "score":
+    if plan is None or arm.sequential is None or design.design != "paired" or plan.primary not in PRIMARY_METRICS:
         return None
     look_of_seed = {ref.seed: ref.look for ref in base.used if ref.look is not None and ref.seed in design.seeds}
     if not look_of_seed:
         return None
-    mine = {ref.seed: value for ref, value in zip(arm.used, arm.metrics["score"].values, strict=True)}
-    theirs = {ref.seed: value for ref, value in zip(base.used, base.metrics["score"].values, strict=True)}
+    primary = cast(PrimaryMetric, plan.primary)
     recorded = SequentialLook(
         look=max(look_of_seed.values()),
-        primary=plan.primary,
+        primary=primary,
         max_seeds=plan.max_seeds,
         batch=plan.looks[0],
         alpha=plan.alpha,
         comparisons=plan.comparisons,
     )
-    return sequential_compare(mine, theirs, look_of_seed, recorded)
+    return sequential_compare(_primary_values(arm, primary), _primary_values(base, primary), look_of_seed, recorded)
 
 
-def _score_difference(arm: ArmAnalysis, base: ArmAnalysis, design: Pairing, variants: int) -> DifferenceResult:
-    """The score, paired by seed when the design allows (else two independent samples, saying why)."""
-    mine = {ref.seed: value for ref, value in zip(arm.used, arm.metrics["score"].values, strict=True)}
-    theirs = {ref.seed: value for ref, value in zip(base.used, base.metrics["score"].values, strict=True)}
+def _metric_line(
+    metric: str,
+    arm: ArmAnalysis,
+    base: ArmAnalysis,
+    design: Pairing,
+    variants: int,
+    values: tuple[dict[int, float], dict[int, float]],
+) -> DifferenceResult:
+    """One metric (seed -> value, in the arm and in the baseline), paired by seed when the design allows (else two
+    independent samples, saying why)."""
+    mine, theirs = values
     found: MetricComparison = compare_metric(
-        "score", mine, theirs, design, name_a=arm.arm, name_b=base.arm, variants=variants
+        metric, mine, theirs, design, name_a=arm.arm, name_b=base.arm, variants=variants
     )
     if found.paired is not None:
         identical = found.paired.n >= 2 and all(value == 0 for value in found.paired.differences)
     else:
         identical = min(len(mine), len(theirs)) >= 2 and len({*mine.values(), *theirs.values()}) == 1
     return DifferenceResult(
-        metric="score",
+        metric=metric,
         arm=arm.arm,
         baseline=base.arm,
         method=found.method,
@@ -157,9 +187,27 @@ def _score_difference(arm: ArmAnalysis, base: ArmAnalysis, design: Pairing, vari
         pairing_effect=found.paired.effect if found.paired else None,
         identical=identical,
         excluded=design.excluded_text() if design.design == "paired" else "",
-        sequential=_sequential_test(arm, base, design),
         text="",
     )
+
+
+def _score_and_primary(
+    arm: ArmAnalysis, base: ArmAnalysis, design: Pairing, variants: int
+) -> tuple[DifferenceResult, DifferenceResult | None]:
+    """The score line; and, for episodes run `--until-resolved` on another metric, that metric's line. The line of
+    the metric the run stopped by carries the sequential test, which its verdict reads."""
+    mine = {ref.seed: value for ref, value in zip(arm.used, arm.metrics["score"].values, strict=True)}
+    theirs = {ref.seed: value for ref, value in zip(base.used, base.metrics["score"].values, strict=True)}
+    score = _metric_line("score", arm, base, design, variants, (mine, theirs))
+    sequential = _sequential_test(arm, base, design)
+    if sequential is None or base.sequential is None or base.sequential.primary == "score":
+        score.sequential = sequential
+        return score, None
+    primary = cast(PrimaryMetric, base.sequential.primary)
+    values = (_primary_values(arm, primary), _primary_values(base, primary))
+    line = _metric_line(PRIMARY_NAMES[primary], arm, base, design, variants, values)
+    line.sequential = sequential
+    return score, line
 
 
 def _milestone_difference(key: str, arm: ArmAnalysis, base: ArmAnalysis, design: Pairing) -> DifferenceResult | None:
@@ -246,12 +294,14 @@ def compare_with_baseline(arms: list[ArmAnalysis], baseline: int) -> tuple[list[
             if stats.available and key in arm.milestones and (stats.reached or arm.milestones[key].reached)
         ]
         milestone_steps = [line for key in keys if (line := _milestone_difference(key, arm, base, design)) is not None]
+        score, primary = _score_and_primary(arm, base, design, variants)
         differences.append(
             ArmDifference(
                 arm=arm.arm,
                 baseline=base.arm,
                 pairing=design,
-                score=_score_difference(arm, base, design, variants),
+                primary=primary,
+                score=score,
                 milestone_steps=milestone_steps,
             )
         )

@@ -164,7 +164,7 @@ def compared(result: Analysis) -> Compared:
             text=line.text,
         )
         for difference in result.differences
-        for line in [difference.score, *difference.milestone_steps]
+        for line in difference.lines()
     ]
     return Compared(
         baseline=result.baseline,

@@ -5,10 +5,13 @@
   others `unpartnered`) or "unpaired", with the reason.
 - paired.compare_paired(metric, a, b, name_a=, name_b=) -> PairedDifference (a, b: seed -> value): per-seed
   differences, sign_flip_test (exact up to 2^20 signs, else seeded Monte Carlo, (hits+1)/(N+1)),
-  paired_t_interval (Student t), pairing_effect (correlation; paired vs unpaired variance).
+  basics.mean_interval (Student t) of them, pairing_effect (correlation; paired vs unpaired variance).
 - power.seeds_needed_paired(differences, variants=) / power.plan_power(...): seeds for 80 % power by simulation of
   the rule applied (exact sign-flip test, zeros and ties, Holm over the variants); never fewer than n + 1 when n did
-  not resolve.
+  not resolve. sequential.sequential_power(sampler, max_seeds=, batch=, variants=): the same for
+  `run --until-resolved`'s stopping rule.
+- basics.summarise(values) -> Summary (mean, Student t interval); basics.compare_means(...) -> Difference (Welch t
+  interval, permutation test): the unpaired design.
 - comparison.compare_metric(metric, a, b, pairing, name_a=, name_b=) -> MetricComparison: paired, or stats/basics.py's
   two-sample test when unpaired; seeds_needed per the design used. comparison.adjust_family(comparisons, family=)
   -> (Holm, comparisons with adjusted_p and the verdict read on it).

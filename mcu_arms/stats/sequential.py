@@ -23,6 +23,7 @@ from pydantic import BaseModel
 from mcu_arms.contracts.sequential import SequentialLook
 from mcu_arms.stats.basics import ALPHA, RESAMPLE_SEED
 from mcu_arms.stats.paired import EXACT_SIGNS_MAX_PAIRS, SIGN_FLIP_RESAMPLES, sign_flip_sums, sign_flip_test
+from mcu_arms.stats.power import POWER_SIMULATIONS, Sampler
 
 if TYPE_CHECKING:
     import numpy as np
@@ -36,6 +37,17 @@ SEQUENTIAL_METHOD = (
     "group-sequential exact sign-flip test (paired by seed), Lan–DeMets alpha spending with O'Brien–Fleming-type "
     "bounds; Bonferroni over the variants"
 )
+
+
+def primary_value(
+    primary: PrimaryMetric, *, score: float | None, sim_score: float | None, milestones_reached: int
+) -> float | None:
+    """The stopping rule's metric of one finished episode: its score, its normalised simulator score, or the number
+    of milestones it reached (what `run --until-resolved` reads and what `compare` tests again)."""
+    if primary == "milestones":
+        return float(milestones_reached)
+    value = score if primary == "score" else sim_score
+    return None if value is None else float(value)
 
 
 def obf_alpha_spent(fraction: float, alpha: float) -> float:
@@ -223,4 +235,60 @@ def sequential_experiment(records: Sequence[SequentialLook | None]) -> Sequentia
         looks=looks,
         alpha_allowed=allowed,
         text=text,
+    )
+
+
+def look_sizes(max_seeds: int, batch: int) -> list[int]:
+    """The seeds per arm after each look of `run --until-resolved`: a batch at a time, the last at max_seeds."""
+    return [min(size, max_seeds) for size in range(batch, max_seeds + batch, batch)]
+
+
+class SequentialPower(BaseModel):
+    """What `run --until-resolved` would do with differences like these, by simulation of its own stopping rule."""
+
+    max_seeds: int
+    batch: int
+    looks: list[int]  # seeds per arm after each look
+    variants: int
+    power: float  # share of simulated experiments in which a variant's test resolves by max_seeds
+    power_every_variant: float  # ... in which every variant's does (the run stops early only then)
+    expected_seeds: float  # seeds per arm the run takes on average (resolved early, or max_seeds)
+    stopped_at: dict[int, float]  # seeds per arm -> share of simulated runs that stopped there
+    method: str = (
+        f"{POWER_SIMULATIONS:,} seeded simulated runs of the stopping rule applied: the group-sequential exact "
+        "sign-flip test of each variant at alpha / variants, every variant's differences drawn alike and "
+        "independently; the run stops when every variant is resolved, or at max_seeds"
+    )
+
+
+def sequential_power(
+    sampler: Sampler,
+    *,
+    max_seeds: int = DEFAULT_MAX_SEEDS,
+    batch: int = DEFAULT_BATCH,
+    variants: int = 1,
+    alpha: float = ALPHA,
+    seed: int = RESAMPLE_SEED,
+) -> SequentialPower:
+    """Power and seeds used of `run --until-resolved` when every variant's per-seed differences come from `sampler`."""
+    import numpy as np
+
+    sizes = look_sizes(max_seeds, batch)
+    rng = np.random.default_rng([seed, max_seeds, batch, variants])
+    data = sampler(rng, POWER_SIMULATIONS * variants, max_seeds).reshape(POWER_SIMULATIONS, variants, max_seeds)
+    first_resolved = np.full((POWER_SIMULATIONS, variants), np.inf)  # seeds at the look a variant crossed
+    for run, variant in np.ndindex(POWER_SIMULATIONS, variants):
+        test = sequential_sign_flip(list(data[run, variant]), sizes, max_seeds=max_seeds, alpha=alpha / variants)
+        if test.rejected:
+            first_resolved[run, variant] = test.looks[-1].n
+    stopped = np.minimum(first_resolved.max(axis=1), max_seeds)
+    return SequentialPower(
+        max_seeds=max_seeds,
+        batch=batch,
+        looks=sizes,
+        variants=variants,
+        power=float(np.isfinite(first_resolved).mean()),
+        power_every_variant=float(np.isfinite(first_resolved).all(axis=1).mean()),
+        expected_seeds=float(stopped.mean()),
+        stopped_at={size: float((stopped == size).mean()) for size in sizes},
     )

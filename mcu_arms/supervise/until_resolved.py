@@ -35,6 +35,7 @@ from mcu_arms.stats.sequential import (
     SEQUENTIAL_METHOD,
     PrimaryMetric,
     SequentialTest,
+    primary_value,
     resolved,
     sequential_compare,
 )
@@ -109,13 +110,10 @@ def the_campaign(selection: Selection) -> Campaign:
     return selection.campaigns[0]
 
 
-def primary_value(report: RunReport, primary: PrimaryMetric) -> float | None:
-    """The stopping rule's metric of one finished episode: its score, its normalised simulator score, or the number
-    of milestones it reached."""
-    if primary == "milestones":
-        return float(report.milestone_counts()[0])
-    value = report.score if primary == "score" else report.sim_score
-    return None if value is None else float(value)
+def _primary_of(report: RunReport, primary: PrimaryMetric) -> float | None:
+    return primary_value(
+        primary, score=report.score, sim_score=report.sim_score, milestones_reached=report.milestone_counts()[0]
+    )
 
 
 def sequential_seeds(campaign_seeds: list[int] | None, max_seeds: int) -> list[int]:
@@ -173,7 +171,7 @@ def _values(outcome: RunOutcome, primary: PrimaryMetric) -> dict[str, dict[int, 
     for arm in outcome.arms:
         if arm.status != "finished" or arm.report_path is None or arm.seed is None:
             continue
-        value = primary_value(read_report(Path(arm.report_path)), primary)
+        value = _primary_of(read_report(Path(arm.report_path)), primary)
         if value is not None:
             values.setdefault(arm.arm, {})[arm.seed] = value
     return values
