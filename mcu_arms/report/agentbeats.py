@@ -62,7 +62,7 @@ class CategoryReplicates(BaseModel):
 
     n: int
     seeds: list[int]
-    total_score: Summary  # mean with its bootstrap interval (`ci`) over the seeds
+    total_score: Summary  # mean with its Student t interval (`ci`) over the seeds
     upstream_total_score: Summary  # the total as MCU-AgentBeats counts it (unscored tasks as 0)
     task_metrics: dict[str, TaskReplicates]
 
