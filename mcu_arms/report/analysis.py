@@ -514,8 +514,8 @@ def _across_tasks(arms: list[ArmAnalysis], runs: list[ArmRuns], baseline: str) -
         normalised: dict[str, dict[int, float]] = {}
         for ref in arm.used:
             report = each.runs[ref.episode][1]
-            tasks |= set(report.settings.tasks or []) | {m.task for m in report.milestones}
-            if report.task_scores is None:
+            if report.task_scores is None:  # what it ran, from its settings and milestones, says whether it matters
+                tasks |= set(report.settings.tasks or []) | {m.task for m in report.milestones}
                 older.append(f"{arm.arm} episode {ref.episode}")
                 continue
             tasks |= set(report.task_scores) | set(report.unscored_tasks)
