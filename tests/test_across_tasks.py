@@ -15,7 +15,8 @@ from cli_support import invoke
 from scipy.stats import trim_mean
 from test_compare import compare, write_arm, write_run
 
-from mcu_arms.contracts.run_report import TaskScore
+from mcu_arms.contracts.evaluation import CategoryResult, EvaluationResult, SimulatorInfo, TaskMetrics, VideoResult
+from mcu_arms.contracts.run_report import TaskScore, summarise_evaluation
 from mcu_arms.report.plot import plot_data, save_plot
 from mcu_arms.stats.across_tasks import (
     PROFILE_THRESHOLDS,
@@ -94,6 +95,36 @@ def test_a_task_an_arm_lacks_is_left_out_and_one_common_task_is_unavailable() ->
     assert result.arms == [] and any("task b: not scored in y" in line for line in result.excluded)
     one_seed = across_tasks({"x": {"a": {0: 1.0}, "b": {0: 0.5}}}, "x")
     assert one_seed.arms[0].iqm_interval is None and "no interval" in one_seed.arms[0].text
+
+
+def test_a_run_report_keeps_each_scored_task_and_names_the_unscored(tmp_path: Path) -> None:
+    write_arm(tmp_path, "arm", tasks=list(TASKS))
+    report = write_run(tmp_path, "arm", 1)
+
+    def metrics(score: float | None, max_score: float) -> TaskMetrics:
+        source = "sim" if score is not None else "unscored"
+        return TaskMetrics(
+            max_score=max_score,
+            score=score,
+            category="mining_and_collecting",
+            scoring_kind="reward",
+            scored=score is not None,
+            score_source=source,
+            video=VideoResult(status="disabled"),
+        )
+
+    tasks = {"collect_wood": metrics(4.0, 10.0), "craft_table": metrics(None, 10.0), "mine_stone": metrics(1.5, 3.0)}
+    evaluation = EvaluationResult.model_construct(
+        results=[CategoryResult.of("mining_and_collecting", tasks, [])],
+        simulator=SimulatorInfo(name="embedded", version="test", label="embedded"),
+    )
+    summarise_evaluation(report, evaluation, "green/evaluation.json")
+    assert report.task_scores == {
+        "collect_wood": TaskScore(score=4.0, max_score=10.0),
+        "mine_stone": TaskScore(score=1.5, max_score=3.0),
+    }
+    assert report.unscored_tasks == ["craft_table"]
+    assert (report.score, report.max_score) == (5.5, 13.0)  # the totals are the scored tasks' sums, as before
 
 
 # --- through `compare`, on run reports ---------------------------------------------------------------------------
