@@ -15,8 +15,9 @@ from cli_support import invoke
 from scipy.stats import trim_mean
 from test_compare import compare, write_arm, write_run
 
+from mcu_arms.contracts.errors import UserError
 from mcu_arms.contracts.evaluation import CategoryResult, EvaluationResult, SimulatorInfo, TaskMetrics, VideoResult
-from mcu_arms.contracts.run_report import TaskScore, summarise_evaluation
+from mcu_arms.contracts.run_report import TaskScore, read_report, summarise_evaluation
 from mcu_arms.report.plot import plot_data, save_plot
 from mcu_arms.stats.across_tasks import (
     PROFILE_THRESHOLDS,
@@ -221,3 +222,34 @@ def test_one_task_shows_nothing_new_and_old_reports_say_why(tmp_path: Path) -> N
     assert section is not None and section.unavailable is not None
     assert "old episode 1" in section.unavailable and "rerun" in section.unavailable
     assert "not available" in invoke(tmp_path, {}, "compare", "old").out
+
+
+def test_the_html_page_draws_each_arms_profile_with_its_band_in_chromium(multi: Path) -> None:
+    from browser import chromium_missing, start_browser
+
+    if chromium_missing():
+        pytest.skip(chromium_missing() or "")
+    bundle = multi / "site"
+    assert invoke(multi, {}, "report", "random", "scripted", "--html", str(bundle)).exit_code == 0
+    with start_browser(window=(1200, 900)) as browser:
+        browser.open((bundle / "index.html").as_uri(), timeout=120)
+        browser.wait_for("window.VIEWER_READY === true", timeout=60)
+        traces = browser.run_js(
+            "document.getElementById('profile-chart').data.map(t => ({name: t.name || null, y: t.y, fill: t.fill}))"
+        )
+        assert browser.errors() == [] and browser.external_requests() == []
+    result = compare(multi, "random", "scripted")
+    assert result.across_tasks is not None
+    named = [trace for trace in traces if trace["name"]]
+    assert [trace["name"] for trace in named] == ["random", "scripted"]
+    assert [trace["y"] for trace in named] == [arm.profile.share for arm in result.across_tasks.arms]
+    assert sum(trace.get("fill") == "tonexty" for trace in traces) == 2  # a band under each
+
+
+def test_a_negative_task_score_read_from_disk_is_a_one_line_error_naming_its_key(tmp_path: Path) -> None:
+    write_arm(tmp_path, "arm", tasks=list(TASKS))
+    write_run(tmp_path, "arm", 1, task_scores={"collect_wood": TaskScore(score=-1.0, max_score=10.0)})
+    path = tmp_path / "output" / "arm" / "episode_001" / "result.json"
+    with pytest.raises(UserError) as caught:
+        read_report(path)
+    assert caught.value.key == "task_scores.collect_wood.score" and "negative" in caught.value.message
