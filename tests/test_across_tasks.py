@@ -183,6 +183,12 @@ def test_compare_shows_the_aggregates_in_text_json_csv_markdown_and_html(multi: 
     assert ("scripted", "across_tasks", "profile:0.5") in found
     assert found[("scripted", "across_tasks:craft_table", "seed:2")] == pytest.approx(0.7)
 
+    exported = multi / "export"
+    assert invoke(multi, {}, "compare", "random", "scripted", "--export", str(exported)).exit_code == 0
+    tidy = list(csv.DictReader((exported / "tidy.csv").open(encoding="utf-8")))
+    [row] = [r for r in tidy if (r["arm"], r["seed"], r["metric"]) == ("scripted", "2", "normalised:craft_table")]
+    assert float(row["value"]) == pytest.approx(0.7)
+
     markdown = invoke(multi, {}, "compare", "random", "scripted", "--markdown").out
     assert "## Across 3 tasks" in markdown and "P(scripted > random)" in markdown
 
