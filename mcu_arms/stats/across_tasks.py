@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 AGGREGATE_RESAMPLES = 2_000
 PROFILE_THRESHOLDS: tuple[float, ...] = tuple(round(step / 20, 2) for step in range(21))  # 0, 0.05, ..., 1
 TRIM = 0.25  # the interquartile mean cuts a quarter from each end
+# Below this many seeds per task the intervals covered 86–92 % where 95 % is stated (tests/bench/bench_across_tasks.py,
+# docs/concepts/statistics.md): each line says so.
+FEW_SEEDS = 8
 BOOTSTRAP_METHOD = (
     f"stratified bootstrap 95% percentile interval ({AGGREGATE_RESAMPLES:,} resamples, seeded; seeds resampled with "
     "replacement within each task)"
@@ -51,6 +54,7 @@ class PerformanceProfile(BaseModel):
     share: list[float]
     low: list[float] | None = None
     high: list[float] | None = None
+    method: str = f"{PROFILE_METHOD}; band: {BOOTSTRAP_METHOD}"
 
 
 class ArmAggregate(BaseModel):
@@ -64,6 +68,7 @@ class ArmAggregate(BaseModel):
     iqm: float
     iqm_interval: Interval | None  # None: fewer than 2 seeds in every task
     profile: PerformanceProfile
+    method: str = f"{IQM_METHOD}; interval: {BOOTSTRAP_METHOD}"
     text: str
 
 
@@ -75,7 +80,7 @@ class Improvement(BaseModel):
     probability: float
     interval: Interval | None
     tasks: int
-    method: str = IMPROVEMENT_METHOD
+    method: str = f"{IMPROVEMENT_METHOD}; interval: {BOOTSTRAP_METHOD}"
     text: str
 
 
@@ -187,7 +192,9 @@ def _arm_aggregate(name: str, tasks: list[str], normalised: TaskSeedScores, resa
         text = f"{name}: IQM {iqm:.2f} over {shape} (one seed per task: no interval)"
     else:
         text = f"{name}: IQM {iqm:.2f} {interval.text()} over {shape}" + (
-            f" ({max(seeds)} seeds per task: a bootstrap this small may cover less than 95%)" if max(seeds) < 5 else ""
+            f" ({max(seeds)} seeds per task: a bootstrap this small may cover less than 95%)"
+            if max(seeds) < FEW_SEEDS
+            else ""
         )
     return ArmAggregate(
         arm=name,
@@ -214,15 +221,17 @@ def _improvement(
     if max(len(s) for s in scores_a + scores_b) >= 2:
         low, high = _interval(_improvement_samples(scores_a, scores_b, resamples, RESAMPLE_SEED))
         interval = Interval(low=low[0], high=high[0])
+    most = max(len(s) for s in scores_a + scores_b)
     seeds = f"{max(len(s) for s in scores_a)} + {max(len(s) for s in scores_b)} seeds"
     shown = f" {interval.text()}" if interval is not None else " (one seed per task: no interval)"
+    small = " (a bootstrap this small may cover less than 95%)" if interval is not None and most < FEW_SEEDS else ""
     return Improvement(
         arm=name,
         baseline=baseline,
         probability=probability,
         interval=interval,
         tasks=len(tasks),
-        text=f"P({name} > {baseline}) = {probability:.2f}{shown} over {len(tasks)} tasks, {seeds} per task",
+        text=f"P({name} > {baseline}) = {probability:.2f}{shown} over {len(tasks)} tasks, {seeds} per task{small}",
     )
 
 
