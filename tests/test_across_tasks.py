@@ -259,3 +259,16 @@ def test_a_negative_task_score_read_from_disk_is_a_one_line_error_naming_its_key
     with pytest.raises(UserError) as caught:
         read_report(path)
     assert caught.value.key == "task_scores.collect_wood.score" and "negative" in caught.value.message
+
+
+def test_a_tracker_export_carries_each_task_score_and_the_aggregates(multi: Path) -> None:
+    from mcu_arms.report.tracking import compared, comparison_run, episode_metrics
+
+    result = compare(multi, "random", "scripted")
+    assert result.across_tasks is not None
+    parent = {point.key: point.value for point in comparison_run(compared(result), "test").metrics}
+    assert parent["iqm/scripted"] == result.across_tasks.arms[1].iqm
+    assert parent["probability_of_improvement/scripted"] == 1.0 and "probability_of_improvement/random" not in parent
+    report = read_report(multi / "output" / "scripted" / "episode_003" / "result.json")
+    episode = {point.key: point.value for point in episode_metrics(report)}
+    assert episode["task_score/craft_table"] == 7.0 and episode["task_score/collect_wood"] == 9.0
