@@ -17,6 +17,8 @@ from mcu_arms.contracts.text import MAX_MESSAGE_CHARS, neutralised, shown_text
 from mcu_arms.environment import Environment
 from mcu_arms.report.analysis import Analysis, analyse
 from mcu_arms.report.compare import (
+    across_tasks_lines,
+    across_tasks_title,
     annotation_lines,
     episode_legend,
     episode_rows,
@@ -128,6 +130,13 @@ def render(result: Analysis, env: Environment, *, verbose: bool = False) -> None
         )
     elif result.differences and untestable is None:
         console.print("[dim]how each test was made: --verbose[/]", highlight=False)
+
+    if (across := across_tasks_title(result)) is not None:
+        console.print(f"[bold]{escape(across)}[/]", highlight=False, soft_wrap=True)
+        for said in across_tasks_lines(result):
+            console.print(f"  {escape(said)}", highlight=False, soft_wrap=True)
+        if verbose and result.across_tasks is not None and result.across_tasks.unavailable is None:
+            console.print(f"[dim]  {escape(result.across_tasks.method)}[/]", highlight=False, soft_wrap=True)
 
     if result.settings:
         console.print("[bold]settings" + (" (all)" if result.show_all else " that differ") + "[/]")

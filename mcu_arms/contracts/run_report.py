@@ -85,6 +85,13 @@ class MilestoneRecord(BaseModel):
     available: bool = True
 
 
+class TaskScore(BaseModel):
+    """One scored task's score in an episode (the EvaluationResult's task_metrics[task].score and max_score)."""
+
+    score: float
+    max_score: float
+
+
 class RunReport(BaseModel):
     schema_version: int = RUN_REPORT_SCHEMA_VERSION
     status: RunStatus
@@ -107,6 +114,10 @@ class RunReport(BaseModel):
     score: float | None = None
     max_score: float | None = None
     sim_score: float | None = None  # the tasks' normalised_sim_score summed (each scaled to its max_score)
+    # Per scored task, its score and max_score (their sums are score and max_score); None: written before they were
+    # recorded. The unscored tasks, left out of both, are named in unscored_tasks.
+    task_scores: dict[str, TaskScore] | None = None
+    unscored_tasks: list[str] = Field(default_factory=list)
     steps_run: int | None = None
     milestones: list[MilestoneRecord] = Field(default_factory=list)
     noops: dict[str, int] = Field(default_factory=dict)
@@ -261,6 +272,15 @@ def _check_read_report(report: RunReport, path: Path) -> None:
         value = getattr(report, key)
         if value is not None and value < 0:
             raise UserError(f"not a run report: {value!r} is negative", path=path, key=key, allowed="0 or more")
+    for task, scored in (report.task_scores or {}).items():
+        for key in ("score", "max_score"):
+            if getattr(scored, key) < 0:
+                raise UserError(
+                    f"not a run report: {getattr(scored, key)!r} is negative",
+                    path=path,
+                    key=f"task_scores.{task}.{key}",
+                    allowed="0 or more",
+                )
     for name in _COUNTS:
         for cause, count in getattr(report, name).items():
             if count < 0:
@@ -307,11 +327,17 @@ def summarise_evaluation(report: RunReport, result: EvaluationResult, evaluation
     dropped: Counter[str] = Counter()
     fallbacks: Counter[str] = Counter()
     milestones: list[MilestoneRecord] = []
+    task_scores: dict[str, TaskScore] = {}
+    unscored: list[str] = []
     sim_scores: list[float] = []
     steps = 0
     for category in result.results:
         for name, metrics in category.task_metrics.items():
             steps += metrics.steps_run
+            if metrics.scored and metrics.score is not None:
+                task_scores[name] = TaskScore(score=metrics.score, max_score=metrics.max_score)
+            else:
+                unscored.append(name)
             if metrics.normalised_sim_score is not None:
                 sim_scores.append(metrics.normalised_sim_score)
             milestones += [
@@ -337,6 +363,8 @@ def summarise_evaluation(report: RunReport, result: EvaluationResult, evaluation
     report.score = round(sum(c.total_score for c in result.results), 3)
     report.max_score = round(sum(c.total_max_score for c in result.results), 3)
     report.sim_score = round(sum(sim_scores), 3) if sim_scores else None
+    report.task_scores = task_scores
+    report.unscored_tasks = unscored
     report.steps_run = steps
     report.milestones = milestones
     report.noops = top_counts(noops)

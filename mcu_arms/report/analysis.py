@@ -67,6 +67,7 @@ from mcu_arms.report.experiments import (
     settings_from_file,
     short,
 )
+from mcu_arms.stats.across_tasks import AcrossTasks, TaskSeedScores, across_tasks
 from mcu_arms.stats.basics import (
     MilestoneStats,
     Summary,
@@ -503,6 +504,44 @@ def _cross_arm_flags(arms: list[ArmAnalysis], flags: list[Flag]) -> None:
         )
 
 
+def _across_tasks(arms: list[ArmAnalysis], runs: list[ArmRuns], baseline: str) -> AcrossTasks | None:
+    """rliable's aggregates over each arm's episodes used, from their per-task scores normalised by the task's max
+    score; unavailable (saying which episodes) when a report predates per-task scores; None below 2 tasks."""
+    scores: dict[str, TaskSeedScores] = {}
+    excluded: list[str] = []
+    older: list[str] = []
+    tasks: set[str] = set()
+    for arm, each in zip(arms, runs, strict=True):
+        normalised: dict[str, dict[int, float]] = {}
+        for ref in arm.used:
+            report = each.runs[ref.episode][1]
+            if report.task_scores is None:  # what it ran, from its settings and milestones, says whether it matters
+                tasks |= set(report.settings.tasks or []) | {m.task for m in report.milestones}
+                older.append(f"{arm.arm} episode {ref.episode}")
+                continue
+            tasks |= set(report.task_scores) | set(report.unscored_tasks)
+            where = f"{arm.arm} episode {ref.episode} (seed {ref.seed})"
+            excluded += [f"{where}: task {task} unscored, left out" for task in report.unscored_tasks]
+            for task, scored in report.task_scores.items():
+                if scored.max_score <= 0:
+                    excluded.append(f"{where}: task {task} has max score 0, which no score can be normalised by")
+                else:
+                    normalised.setdefault(task, {})[ref.seed] = scored.score / scored.max_score
+        if arm.used:
+            scores[arm.arm] = normalised
+    if len(tasks) < 2:
+        return None
+    if older:
+        return AcrossTasks(
+            tasks=sorted(tasks),
+            unavailable=f"no per-task scores in the reports of {', '.join(older)} (written before mcu-arms recorded "
+            "them): rerun those episodes for the aggregates across tasks",
+        )
+    if not scores:
+        return AcrossTasks(tasks=sorted(tasks), unavailable="no arm has a finished episode")
+    return across_tasks(scores, baseline, excluded=excluded)
+
+
 def tool_of(provenance: Provenance) -> str:
     """The mcu-arms that made a report, as compared: its version, and its commit when it ran from a checkout."""
     if not provenance.mcu_arms_commit:
@@ -583,5 +622,6 @@ def _analyse(
         verdict=_verdict(arms, base_index),
         differences=differences,
         family=family,
+        across_tasks=_across_tasks(arms, runs, baseline_name),
         flags=flags,
     )

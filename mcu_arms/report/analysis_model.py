@@ -15,6 +15,7 @@ from mcu_arms.contracts.settings import (
     Thresholds,
 )
 from mcu_arms.contracts.states import RunStatus
+from mcu_arms.stats.across_tasks import AcrossTasks
 from mcu_arms.stats.basics import (
     MEAN_INTERVAL_METHOD,
     Interval,
@@ -39,10 +40,10 @@ from mcu_arms.stats.survival import (
 )
 from mcu_arms.stats.survival import ReachingCurve as ReachingCurve  # re-exported: views draw it
 
-ANALYSIS_SCHEMA_VERSION = 5  # 4 had bootstrap intervals of means and unpaired differences, and the sequential
-# verdict on the score only; 3 had log-rank p by chi-square, bootstrap paired intervals, no pairing exclusions
-# nor sequential verdicts; 2 had a milestone's median step over the episodes that reached it; 1 was the comparison
-# before experiments were explicit
+ANALYSIS_SCHEMA_VERSION = 5  # 4 had bootstrap intervals of means and unpaired differences, the sequential verdict
+# on the score only and no across-tasks aggregates; 3 had log-rank p by chi-square, bootstrap paired intervals, no
+# pairing exclusions nor sequential verdicts; 2 had a milestone's median step over the episodes that reached it; 1 was
+# the comparison before experiments were explicit
 # Where a setting only says where things run, or which replicate ran: shown with --all, never a difference.
 NOISE_SETTINGS: frozenset[str] = REPLICATE_AND_PLACEMENT_KEYS
 EXIT_COMPARABLE = 0
@@ -342,6 +343,9 @@ class Analysis(BaseModel):
         "with --until-resolved: the sequential test's verdict, on the metric the run stopped by"
     )
     family: str = "no test was made"  # which tests were adjusted together (Holm), in words
+    # Arms compared on 2 tasks or more: rliable's aggregates over the (task × seed) normalised scores, or why they
+    # are unavailable; None: fewer than 2 tasks, nothing to aggregate
+    across_tasks: AcrossTasks | None = None
     flags: list[Flag] = Field(default_factory=list)
 
     @property

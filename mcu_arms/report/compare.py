@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Callable
 from typing import Any
 
 from mcu_arms.contracts.agent_report import in_its_words
@@ -264,6 +265,30 @@ def excluded_lines(result: Analysis) -> list[str]:
     ]
 
 
+def across_tasks_title(result: Analysis) -> str | None:
+    """The across-tasks section's heading (None: fewer than 2 tasks, no section)."""
+    section = result.across_tasks
+    if section is None:
+        return None
+    if section.unavailable is not None:
+        return "across tasks: not available"
+    return (
+        f"across {len(section.tasks)} tasks ({', '.join(section.tasks)}): scores normalised per task (score / max), "
+        "95% stratified bootstrap intervals"
+    )
+
+
+def across_tasks_lines(result: Analysis) -> list[str]:
+    """The across-tasks section in words: each arm's IQM with its interval and n, each arm's probability of
+    improvement over the baseline, what was left out; or why it is not available. Empty below 2 tasks."""
+    section = result.across_tasks
+    if section is None:
+        return []
+    if section.unavailable is not None:
+        return [section.unavailable]
+    return [arm.text for arm in section.arms] + [each.text for each in section.improvement] + section.excluded
+
+
 def filter_text(result: Analysis) -> str | None:
     """The `--tag` filter in force, in words (None: none)."""
     return f"only episodes run with tags {tags_text(result.tags)}" if result.tags else None
@@ -289,8 +314,10 @@ def tidy_numbers(result: Analysis) -> list[tuple[str, str, str, float]]:
     against the baseline): estimate, ci_low, ci_high, p, p_adjusted, n_a, n_b, seeds_needed, `design:<paired or
     unpaired>` = 1, `verdict:<word>` = 1, and when paired pairing_correlation, variance_paired, variance_unpaired; per
     seed left out of a pairing (`pairing`, under the arm): `excluded_seed:<seed>:<arm lacking it>:<cause>` = 1. Per
-    arm: `episodes` used/excluded:<reason>, `experiment:<fingerprint>` = n. Across arms
-    (arm empty): `verdict` comparable, trustworthy, exit_code.
+    arm: `episodes` used/excluded:<reason>, `experiment:<fingerprint>` = n. Across tasks (2 or more, under the arm):
+    `across_tasks` iqm, iqm_ci_low, iqm_ci_high, tasks, scores, `profile:<τ>` (with profile_low:<τ>, profile_high:<τ>),
+    probability_of_improvement (over the baseline) with poi_ci_low, poi_ci_high; `across_tasks:<task>` `seed:<seed>` =
+    the normalised score. Across arms (arm empty): `verdict` comparable, trustworthy, exit_code.
     """
     rows: list[tuple[str, str, str, float]] = []
 
@@ -348,10 +375,35 @@ def tidy_numbers(result: Analysis) -> list[tuple[str, str, str, float]]:
                 add(line.arm, metric, "pairing_correlation", effect.correlation)
                 add(line.arm, metric, "variance_paired", effect.variance_paired)
                 add(line.arm, metric, "variance_unpaired", effect.variance_unpaired)
+    _across_tasks_numbers(result, add)
     add("", "verdict", "comparable", int(result.verdict.comparable))
     add("", "verdict", "trustworthy", int(result.verdict.trustworthy))
     add("", "verdict", "exit_code", result.exit_code)
     return rows
+
+
+def _across_tasks_numbers(result: Analysis, add: Callable[[str, str, str, float | None], None]) -> None:
+    section = result.across_tasks
+    if section is None:
+        return
+    for aggregate in section.arms:
+        name, interval, profile = aggregate.arm, aggregate.iqm_interval, aggregate.profile
+        add(name, "across_tasks", "iqm", aggregate.iqm)
+        add(name, "across_tasks", "iqm_ci_low", interval.low if interval else None)
+        add(name, "across_tasks", "iqm_ci_high", interval.high if interval else None)
+        add(name, "across_tasks", "tasks", aggregate.tasks)
+        add(name, "across_tasks", "scores", aggregate.scores)
+        for index, tau in enumerate(profile.thresholds):
+            add(name, "across_tasks", f"profile:{tau:g}", profile.share[index])
+            add(name, "across_tasks", f"profile_low:{tau:g}", profile.low[index] if profile.low else None)
+            add(name, "across_tasks", f"profile_high:{tau:g}", profile.high[index] if profile.high else None)
+        for task, seeds in aggregate.normalised.items():
+            for seed, value in sorted(seeds.items()):
+                add(name, f"across_tasks:{task}", f"seed:{seed}", value)
+    for each in section.improvement:
+        add(each.arm, "across_tasks", "probability_of_improvement", each.probability)
+        add(each.arm, "across_tasks", "poi_ci_low", each.interval.low if each.interval else None)
+        add(each.arm, "across_tasks", "poi_ci_high", each.interval.high if each.interval else None)
 
 
 def _episode_values(arm: ArmAnalysis, name: str) -> list[float | None]:
@@ -392,6 +444,10 @@ def to_markdown(result: Analysis) -> str:
         lines += [f"- {line.text}" for line in difference.lines()]
     if result.differences:
         lines += ["", f"_Statistics: {result.statistics_method}. Multiple comparisons: {result.family}._", ""]
+    section = result.across_tasks
+    if (across := across_tasks_title(result)) is not None:
+        lines += [f"## {across[0].upper()}{across[1:]}", "", *(f"- {line}" for line in across_tasks_lines(result))]
+        lines += ["", f"_{section.method}_", ""] if section and section.unavailable is None else [""]
     if result.settings:
         lines += ["## Settings", ""]
         lines += _md_table(

@@ -5,7 +5,8 @@
     tidy.csv    arm, episode, seed, metric, value     one row per episode used and metric (the analysis's per-episode
                                                       values: score, sim_score, steps_run, wall_s, steps_per_minute,
                                                       noops, infrastructure_noops, and `milestone:<task>/<identity>` =
-                                                      the step it was reached at, empty when it was not)
+                                                      the step it was reached at, empty when it was not; across 2
+                                                      tasks or more, `normalised:<task>` = score / max score)
     steps.csv   arm, episode, seed, task, step, t, noop_cause, agent_ms, sim_ms, reward, health, food, drink, energy,
                 milestones                           one row per step of every replicate
 
@@ -93,13 +94,17 @@ def _run_dirs(arm: ArmAnalysis) -> Iterator[tuple[RunDir, int, int]]:
 
 def tidy_rows(result: Analysis) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
+    section = result.across_tasks
+    normalised = {each.arm: each.normalised for each in section.arms} if section is not None else {}
     for arm in result.arms:
         values = {name: summary.values for name, summary in arm.metrics.items() if summary.n == arm.n}
+        by_task = normalised.get(arm.arm, {})
         for index, (ref, milestones) in enumerate(zip(arm.used, arm.per_episode, strict=True)):
             metrics: dict[str, Any] = {name: column[index] for name, column in values.items()}
             metrics |= {
                 f"milestone:{key}": step for key, step in milestones.steps.items() if arm.milestones[key].available
             }
+            metrics |= {f"normalised:{task}": seeds[ref.seed] for task, seeds in by_task.items() if ref.seed in seeds}
             rows += [
                 {"arm": arm.arm, "episode": ref.episode, "seed": ref.seed, "metric": key, "value": value}
                 for key, value in metrics.items()

@@ -1,8 +1,9 @@
 """`compare --plot FILE`: first the score, the primary result, as a dot plot (one point per seed, the same seed joined
-across arms, each arm's mean with its 95% interval); then per milestone that some arm reached, each arm's Kaplan–Meier
-curve of reaching it (steps on x, the probability of
-having reached it on y) with its confidence band in the line's colour — the Analysis's `ArmAnalysis.survival`, an
-episode that did not reach it censored at the steps it ran — in the format the file's suffix names (png, pdf, svg).
+across arms, each arm's mean with its 95% interval); for arms compared on 2 tasks or more, their performance profiles
+across tasks with bootstrap bands (the Analysis's `across_tasks`); then per milestone that some arm reached, each
+arm's Kaplan–Meier curve of reaching it (steps on x, the probability of having reached it on y) with its confidence
+band in the line's colour — the Analysis's `ArmAnalysis.survival`, an episode that did not reach it censored at the
+steps it ran — in the format the file's suffix names (png, pdf, svg).
 
 The curves come from the Analysis without matplotlib (tests read them); matplotlib is imported only to draw, with Agg.
 Each line is labelled by what differs from the baseline (`agent=random`), not by the arm's name, and the title keeps
@@ -53,6 +54,17 @@ class ScoreColumn(BaseModel):
     high: float | None
 
 
+class ProfileCurve(BaseModel):
+    """One arm's performance profile across tasks: the share of (task × seed) normalised scores above each threshold,
+    with its stratified bootstrap band (None: one seed per task)."""
+
+    arm: str
+    thresholds: list[float]
+    share: list[float]
+    low: list[float] | None
+    high: list[float] | None
+
+
 class MilestonePanel(BaseModel):
     task: str
     identity: str
@@ -66,6 +78,8 @@ class PlotData(BaseModel):
     max_score: float | None = None
     milestones: list[MilestonePanel]  # only those some arm reached
     not_plotted: list[str]  # arms with no finished episode
+    profiles: list[ProfileCurve] = []  # arms compared on 2 tasks or more: one per plotted arm, in arm order
+    profile_title: str = ""  # what the profiles are over, e.g. "3 tasks × 4 seeds"
     log_x: bool = False
 
 
@@ -100,6 +114,7 @@ def plot_data(result: Analysis, *, log_x: bool = False) -> PlotData:
         title += f"\n(no finished episode: {', '.join(not_plotted)})"
     arms = [PlotArm(arm=arm.arm, label=_label(arm, baseline), replicates=arm.n) for arm in drawn]
     maxima = [arm.max_score for arm in drawn if arm.max_score is not None]
+    profiles, profile_title = _profiles(result)
     return PlotData(
         title=title,
         arms=arms,
@@ -107,8 +122,29 @@ def plot_data(result: Analysis, *, log_x: bool = False) -> PlotData:
         max_score=max(maxima) if maxima else None,
         milestones=panels,
         not_plotted=not_plotted,
+        profiles=profiles,
+        profile_title=profile_title,
         log_x=log_x,
     )
+
+
+def _profiles(result: Analysis) -> tuple[list[ProfileCurve], str]:
+    section = result.across_tasks
+    if section is None or section.unavailable is not None:
+        return [], ""
+    curves = [
+        ProfileCurve(
+            arm=each.arm,
+            thresholds=each.profile.thresholds,
+            share=each.profile.share,
+            low=each.profile.low,
+            high=each.profile.high,
+        )
+        for each in section.arms
+    ]
+    seeds = sorted({n for each in section.arms for n in each.seeds})
+    shown = f"{seeds[0]}" if len(seeds) == 1 else f"{seeds[0]}–{seeds[-1]}"
+    return curves, f"{len(section.tasks)} tasks × {shown} seeds"
 
 
 def _score_column(arm: ArmAnalysis) -> ScoreColumn:
@@ -154,13 +190,30 @@ def draw_scores(axes: Any, data: PlotData, colours: dict[str, str]) -> None:
     axes.tick_params(labelsize=7)
 
 
+def draw_profiles(axes: Any, data: PlotData, colours: dict[str, str]) -> None:
+    """The performance profile across tasks: per arm the share of normalised scores above τ, its band beneath."""
+    for curve in data.profiles:
+        colour = colours.get(curve.arm, "0.3")
+        axes.plot(curve.thresholds, curve.share, drawstyle="steps-post", color=colour)
+        if curve.low is not None and curve.high is not None:
+            axes.fill_between(curve.thresholds, curve.low, curve.high, step="post", alpha=0.2, color=colour)
+    axes.set_xlim(0, 1)
+    axes.set_ylim(0, 1.02)
+    axes.set_title(f"performance profile over {data.profile_title}\n(95% stratified bootstrap band)", fontsize=8)
+    axes.set_xlabel("normalised score τ", fontsize=8)
+    axes.set_ylabel("share of scores > τ", fontsize=8)
+    axes.grid(True, alpha=0.3)
+    axes.tick_params(labelsize=7)
+
+
 def build_figure(data: PlotData) -> Any:
     """A matplotlib Figure (Agg canvas): one panel per milestone, per arm a Kaplan–Meier step line and, in the same
     colour, its band. Line i of every panel is arm i (`data.arms`), so one legend serves them all."""
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
 
-    panels = len(data.milestones) + 1  # the score first
+    extra = 2 if data.profiles else 1  # the score first, then the performance profile across tasks when there is one
+    panels = len(data.milestones) + extra
     columns = min(PANEL_COLUMNS, panels)
     rows = math.ceil(panels / columns)
     figure = Figure(figsize=(PANEL_SIZE[0] * columns, PANEL_SIZE[1] * rows + 1.2), dpi=100)
@@ -168,7 +221,9 @@ def build_figure(data: PlotData) -> Any:
     colours = {arm.arm: f"C{index}" for index, arm in enumerate(data.arms)}
     labels = {arm.arm: f"{arm.label} (n={arm.replicates})" for arm in data.arms}
     draw_scores(grid.flat[0], data, colours)
-    for axes, panel in zip(grid.flat[1:], data.milestones, strict=False):  # the grid may have spare cells
+    if data.profiles:
+        draw_profiles(grid.flat[1], data, colours)
+    for axes, panel in zip(grid.flat[extra:], data.milestones, strict=False):  # the grid may have spare cells
         for drawn in panel.curves:
             curve, colour = drawn.curve, colours[drawn.arm]
             axes.plot(curve.steps, curve.reached, drawstyle="steps-post", color=colour, label=labels[drawn.arm])
@@ -182,7 +237,7 @@ def build_figure(data: PlotData) -> Any:
         axes.tick_params(labelsize=7)
     for axes in grid.flat[panels:]:
         axes.set_axis_off()
-    for axes in grid.flat[1:panels]:
+    for axes in grid.flat[extra:panels]:
         axes.set_ylabel("P(reached)", fontsize=8)
         axes.set_xlabel("step" + (" (log)" if data.log_x else ""), fontsize=8)
     figure.suptitle(

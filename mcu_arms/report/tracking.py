@@ -138,6 +138,8 @@ class Compared(BaseModel):
     flags: list[str]
     statistics_method: str
     episodes: list[ComparedEpisode]
+    # Across 2 tasks or more: each arm's IQM and its probability of improvement over the baseline, by metric key
+    aggregates: dict[str, float] = {}
     document: str  # the comparison as JSON
     markdown: str
     plot: PlotData
@@ -166,6 +168,13 @@ def compared(result: Analysis) -> Compared:
         for difference in result.differences
         for line in difference.lines()
     ]
+    aggregates: dict[str, float] = {}
+    if result.across_tasks is not None:
+        aggregates |= {metric_key("iqm", each.arm): each.iqm for each in result.across_tasks.arms}
+        aggregates |= {
+            metric_key("probability_of_improvement", each.arm): each.probability
+            for each in result.across_tasks.improvement
+        }
     return Compared(
         baseline=result.baseline,
         arms=result.arm_names(),
@@ -178,6 +187,7 @@ def compared(result: Analysis) -> Compared:
         flags=[f"{flag.kind}{f' ({flag.arm})' if flag.arm else ''}: {flag.message}" for flag in result.flags],
         statistics_method=result.statistics_method,
         episodes=episodes,
+        aggregates=aggregates,
         document=result.model_dump_json(indent=2),
         markdown=to_markdown(result),
         plot=plot_data(result),
@@ -225,6 +235,7 @@ def episode_metrics(report: RunReport) -> list[TrackedMetric]:
         "infrastructure_noops": sum(n for cause, n in report.infrastructure.items() if cause in INFRASTRUCTURE_CAUSES),
         "infrastructure_share": report.infrastructure_share,
     }
+    totals |= {metric_key("task_score", task): scored.score for task, scored in (report.task_scores or {}).items()}
     totals |= {metric_key("infrastructure", cause): count for cause, count in report.infrastructure.items()}
     totals |= {metric_key("behaviour", cause): count for cause, count in report.behaviour.items()}
     metrics = [
@@ -332,6 +343,7 @@ def comparison_run(comparison: Compared, experiment: str) -> TrackedRun:
         TrackedMetric(key="comparable", value=float(comparison.comparable), step=0),
         TrackedMetric(key="trustworthy", value=float(comparison.trustworthy), step=0),
     ]
+    metrics += [TrackedMetric(key=key, value=value, step=0) for key, value in comparison.aggregates.items()]
     for line in comparison.lines:
         if line.estimate is not None:
             key = metric_key("difference", line.arm, line.metric)

@@ -26,6 +26,9 @@
   design); sequential.resolved(tests); sequential.sequential_experiment([SequentialLook | None]) ->
   SequentialExperiment | None (method, looks taken, alpha allowed: what a fixed-n compare of these episodes must
   say; the alpha each variant's test spent is its SequentialTest's).
+- across_tasks.across_tasks({arm: {task: {seed: normalised score}}}, baseline) -> AcrossTasks (rliable's aggregates
+  over 2 tasks or more: interquartile mean, probability of improvement, performance profiles, each with a stratified
+  bootstrap interval or band; the tasks some arm lacks left out and named).
 
 numpy is imported inside the functions that use it: `compare` is a light command.
 """

@@ -14,6 +14,7 @@ from typing import Any
 from mcu_arms import __version__
 from mcu_arms.report.analysis import Analysis, simulator_label
 from mcu_arms.report.compare import (
+    across_tasks_title,
     annotation_lines,
     episode_legend,
     episode_rows,
@@ -103,6 +104,8 @@ def render_comparison(
             running=running or {},
             unfinished=unfinished or {},
             annotations=annotation_lines(result),
+            across_title=across_tasks_title(result),
+            improvement={each.arm: each for each in result.across_tasks.improvement} if result.across_tasks else {},
             filter_text=filter_text(result),
             names=names,
             links=links,

@@ -507,7 +507,8 @@ class Site:
 
 def comparison_data(result: Analysis) -> dict[str, object]:
     """The comparison's charts: the score per seed (report/plot.py's dot plot); milestones reached against step, one
-    line per arm (the analysis's ReachedCurve); and per milestone each arm's Kaplan–Meier curve of reaching it with its
+    line per arm (the analysis's ReachedCurve); across 2 tasks or more, each arm's performance profile with its band;
+    and per milestone each arm's Kaplan–Meier curve of reaching it with its
     band (report/plot.py's panels)."""
     plot = plot_data(result)
     curves = {arm.arm: arm.curve for arm in result.arms}
@@ -525,6 +526,8 @@ def comparison_data(result: Analysis) -> dict[str, object]:
         "series": series,
         "not_plotted": plot.not_plotted,
         "survival": {key: drawn for key, drawn in survival.items() if drawn},
+        "profiles": [curve.model_dump() for curve in plot.profiles],  # across tasks: empty below 2 tasks
+        "profile_title": plot.profile_title,
     }
 
 

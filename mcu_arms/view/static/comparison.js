@@ -1,6 +1,7 @@
 // The comparison page's charts: first the score, a point per seed (joined across arms) with each arm's mean and
 // its interval; milestones reached against step, per arm the median over its seeds with the IQR
-// as a band (report/plot.py's series); and per milestone (chosen in a list) each arm's Kaplan–Meier curve.
+// as a band (report/plot.py's series); across 2 tasks or more each arm's performance profile with its band; and per
+// milestone (chosen in a list) each arm's Kaplan–Meier curve.
 // The tables are plain HTML; this only draws window.MCU_COMPARISON (comparison-data.js).
 (function () {
   'use strict';
@@ -91,8 +92,30 @@
       yaxis: { title: { text: 'score' }, range: C.max_score ? [-0.05 * C.max_score, C.max_score * 1.05] : undefined },
     }, { displayModeBar: false, responsive: true });
   }
+  function drawProfiles() {  // across tasks: per arm the share of normalised scores above τ, its bootstrap band
+    const target = document.getElementById('profile-chart');
+    if (!target || !(C.profiles || []).length) { return Promise.resolve(); }
+    const curves = [];
+    C.profiles.forEach((p, index) => {
+      const line = colour(index);
+      if (p.low !== null && p.high !== null) {
+        curves.push({ type: 'scatter', mode: 'lines', x: p.thresholds, y: p.high,
+                      line: { shape: 'hv', width: 0, color: line }, showlegend: false, hoverinfo: 'skip' });
+        curves.push({ type: 'scatter', mode: 'lines', x: p.thresholds, y: p.low,
+                      line: { shape: 'hv', width: 0, color: line }, fill: 'tonexty',
+                      fillcolor: translucent(line, 0.2), showlegend: false, hoverinfo: 'skip' });
+      }
+      curves.push({ type: 'scatter', mode: 'lines', name: p.arm, x: p.thresholds, y: p.share,
+                    line: { shape: 'hv', width: 2, color: line } });
+    });
+    return Plotly.newPlot(target, curves, {
+      title: { text: `performance profile over ${C.profile_title} (95% stratified bootstrap band)`, font: { size: 12 } },
+      margin: { l: 60, r: 10, t: 40, b: 50 }, xaxis: { title: { text: 'normalised score τ' }, range: [0, 1] },
+      yaxis: { title: { text: 'share of scores > τ' }, range: [0, 1.02] }, legend: { orientation: 'h', y: -0.2 },
+    }, { displayModeBar: false, responsive: true });
+  }
   Promise.all([Plotly.newPlot(gd, traces, layout, { displayModeBar: false, responsive: true }), drawSurvival(),
-               drawScores()])
+               drawScores(), drawProfiles()])
     .then(() => {
       window.VIEWER_READY = true;
       window.READY_AT = performance.now();
