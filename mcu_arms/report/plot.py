@@ -181,7 +181,7 @@ def draw_scores(axes: Any, data: PlotData, colours: dict[str, str]) -> None:
                 [index + 0.18], [column.mean], yerr=[[low], [high]], fmt="D", color=colour, capsize=3, markersize=4
             )
     axes.set_xticks(range(len(data.scores)), [column.arm for column in data.scores], fontsize=7)
-    axes.set_xlim(-0.5, len(data.scores) - 0.5)
+    axes.set_xlim(-0.5, max(1, len(data.scores)) - 0.5)  # no arm with a score: still a unit-wide axis
     if data.max_score:
         axes.set_ylim(-0.02 * data.max_score, data.max_score * 1.05)
     axes.set_title("score: a point per seed (same seed joined), mean with 95% interval", fontsize=8)
