@@ -6,6 +6,7 @@ is asserted alive and untouched afterwards. The pid-1 case runs only inside a PI
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -141,6 +142,35 @@ def test_stop_on_a_corrupt_report_says_so_and_still_stops_what_the_private_recor
         assert ours.wait(timeout=10) == -signal.SIGTERM
         _untouched(bystander)
         assert episode_record(env, run_dir.path) is None, "what was stopped leaves the record"
+    finally:
+        ours.kill()
+        ours.wait(timeout=10)
+
+
+def test_stop_on_a_read_only_state_dir_stops_all_the_same_and_says_the_record_was_not_updated(
+    tmp_path: Path, env: dict, bystander, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Was: a bare OSError traceback from dropping what was stopped from the record (a full or read-only state dir)."""
+    project = tmp_path / "project"
+    plan, run_dir = _episode(project, env, "g")
+    token = "e" * 32
+    ours = subprocess.Popen(["sleep", "600"], env={**os.environ, OWNER_TOKEN_ENV: token}, start_new_session=True)
+    try:
+        started = StartedProcess(
+            role="green", pid=ours.pid, create_time=psutil.Process(ours.pid).create_time(), token_hash=token_hash(token)
+        )
+        record_started(env, run_dir.path, "g", plan.episode, started)
+
+        def read_only(*_: object) -> None:
+            raise OSError(errno.EROFS, "Read-only file system")
+
+        monkeypatch.setattr("mcu_arms.supervise.stop.forget_started", read_only)
+        stopped = invoke(project, env, "stop", "--arm", "g", "--grace", "5")
+        shown = " ".join((stopped.out + stopped.err).split())
+        assert stopped.exit_code == 0 and "Traceback" not in shown, shown
+        assert "episode_001 green" in shown and ours.wait(timeout=10) == -signal.SIGTERM
+        assert "the private record could not be updated" in shown and "Read-only file system" in shown
+        _untouched(bystander)
     finally:
         ours.kill()
         ours.wait(timeout=10)

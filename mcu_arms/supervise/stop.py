@@ -31,7 +31,13 @@ from mcu_arms.contracts.states import OPEN_STATUSES, STOP_ORDER, SUPERVISOR_ROLE
 from mcu_arms.contracts.timestamps import iso_seconds
 from mcu_arms.environment import Environment
 from mcu_arms.layout import STOP_COMMAND, RunDir, RunOnDisk, arm_runs, episode_name, known_arms, selected_arms
-from mcu_arms.process.private_record import episode_key, episode_record, forget_started, recorded_episodes
+from mcu_arms.process.private_record import (
+    episode_key,
+    episode_record,
+    forget_started,
+    recorded_episodes,
+    records_dir,
+)
 from mcu_arms.process.procs import DEFAULT_STOP_GRACE_S, recorded_alive, stop_started, terminate_started
 from mcu_arms.supervise.jobs import OpenJob, cancel_episode, finalised, open_jobs, report_of_ended_job
 
@@ -249,7 +255,11 @@ def _stop_what_is_left(
                     f"{name} {role}: pids {outcome.contained} had left its process group and owner token; "
                     "found in its cgroup"
                 )
-        forget_started(env.variables, record.episode_dir, gone)
+        try:
+            forget_started(env.variables, record.episode_dir, gone)
+        except (OSError, UserError) as error:  # stopped all the same; the record still names what is gone
+            problem = error.render() if isinstance(error, UserError) else f"{records_dir(env.variables)}: {error}"
+            notes.append(f"{name}: the private record could not be updated: {problem}")
     return stopped, survivors
 
 
