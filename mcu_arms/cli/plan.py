@@ -42,6 +42,7 @@ from mcu_arms.doctor import (
 from mcu_arms.environment import ARMS_DIR_ENV, OUTPUT_DIR_ENV, Environment, fits
 from mcu_arms.isolation.codex_home import default_root
 from mcu_arms.layout import state_dir
+from mcu_arms.stats.sequential import DEFAULT_BATCH, DEFAULT_MAX_SEEDS
 from mcu_arms.supervise.reruns import RerunDecision
 
 FILES_ARGUMENT = typer.Argument(None, help="Arm files (arms/NAME.toml).")
@@ -55,6 +56,10 @@ DRY_RUN_OPTION = typer.Option(False, "--dry-run", help="Show the plans and touch
 VERBOSE_OPTION = typer.Option(
     False, "--verbose", "-v", help="After the one-line-per-arm summary, each plan whole: settings, commands, logs."
 )
+MAX_SEEDS_OPTION = typer.Option(
+    None, "--max-seeds", min=2, help=f"--until-resolved: the most seeds per arm [{DEFAULT_MAX_SEEDS}]."
+)
+BATCH_OPTION = typer.Option(None, "--batch", min=1, help=f"--until-resolved: seeds per look [{DEFAULT_BATCH}].")
 # Settings that only a codex-driven agent reads: left out of another agent's plan rather than shown as if they counted.
 CODEX_ONLY_SETTINGS = frozenset({"session_turns", "compact", "compact_limit", "context_window"})
 
@@ -388,12 +393,8 @@ def register(app: typer.Typer) -> None:
         until_resolved: bool = typer.Option(
             False, "--until-resolved", help="With --power: also simulate `run --until-resolved` (power, seeds used)."
         ),
-        max_seeds: int | None = typer.Option(
-            None, "--max-seeds", min=2, help="With --until-resolved: the most seeds per arm, as run takes it."
-        ),
-        batch: int | None = typer.Option(
-            None, "--batch", min=1, help="With --until-resolved: seeds per look, as run takes it."
-        ),
+        max_seeds: int | None = MAX_SEEDS_OPTION,
+        batch: int | None = BATCH_OPTION,
     ) -> None:
         """Resolve arms into plans: commands, environment, ports, paths, fingerprint and warnings.
 

@@ -16,8 +16,10 @@ from mcu_arms.cli.common import environment, print_json, reports_user_errors
 from mcu_arms.cli.options import with_overrides, with_placement
 from mcu_arms.cli.plan import (
     ARM_OPTION,
+    BATCH_OPTION,
     DRY_RUN_OPTION,
     FILES_ARGUMENT,
+    MAX_SEEDS_OPTION,
     STRICT_OPTION,
     VERBOSE_OPTION,
     differences,
@@ -35,8 +37,6 @@ from mcu_arms.doctor import refuse_blocked
 from mcu_arms.environment import Environment, fits
 from mcu_arms.process.process_exit import skip_teardown
 from mcu_arms.stats.sequential import (
-    DEFAULT_BATCH,
-    DEFAULT_MAX_SEEDS,
     DEFAULT_PRIMARY,
     PRIMARY_METRICS,
 )
@@ -115,12 +115,8 @@ def register(app: typer.Typer) -> None:
             help="A campaign: run its seeds in batches until every variant's difference "
             "from the baseline is resolved (a group-sequential test, valid however many looks), or --max-seeds.",
         ),
-        max_seeds: int | None = typer.Option(
-            None, "--max-seeds", min=2, help=f"--until-resolved: the most seeds per arm [{DEFAULT_MAX_SEEDS}]."
-        ),
-        batch: int | None = typer.Option(
-            None, "--batch", min=1, help=f"--until-resolved: seeds per look [{DEFAULT_BATCH}]."
-        ),
+        max_seeds: int | None = MAX_SEEDS_OPTION,
+        batch: int | None = BATCH_OPTION,
         primary: str | None = typer.Option(
             None,
             "--primary",
