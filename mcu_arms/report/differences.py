@@ -119,8 +119,9 @@ PRIMARY_NAMES: dict[PrimaryMetric, str] = {
 }
 
 
-def _primary_values(arm: ArmAnalysis, primary: PrimaryMetric) -> dict[int, float]:
-    """seed -> the stopping rule's metric, over the arm's episodes used (as `run --until-resolved` read it)."""
+def values_by_seed(arm: ArmAnalysis, primary: PrimaryMetric) -> dict[int, float]:
+    """seed -> the score, sim score or milestones reached of each episode used (as `run --until-resolved` reads its
+    primary metric); an episode without the value is left out."""
     values = {}
     for each in arm.per_episode:
         value = primary_value(
@@ -149,20 +150,16 @@ def _sequential_test(arm: ArmAnalysis, base: ArmAnalysis, design: Pairing) -> Se
         alpha=plan.alpha,
         comparisons=plan.comparisons,
     )
-    return sequential_compare(_primary_values(arm, primary), _primary_values(base, primary), look_of_seed, recorded)
+    return sequential_compare(values_by_seed(arm, primary), values_by_seed(base, primary), look_of_seed, recorded)
 
 
 def _metric_line(
-    metric: str,
-    arm: ArmAnalysis,
-    base: ArmAnalysis,
-    design: Pairing,
-    variants: int,
-    values: tuple[dict[int, float], dict[int, float]],
+    primary: PrimaryMetric, arm: ArmAnalysis, base: ArmAnalysis, design: Pairing, variants: int
 ) -> DifferenceResult:
-    """One metric (seed -> value, in the arm and in the baseline), paired by seed when the design allows (else two
-    independent samples, saying why)."""
-    mine, theirs = values
+    """The score, sim score or milestones reached, arm against baseline, paired by seed when the design allows (else
+    two independent samples, saying why)."""
+    metric = PRIMARY_NAMES[primary]
+    mine, theirs = values_by_seed(arm, primary), values_by_seed(base, primary)
     found: MetricComparison = compare_metric(
         metric, mine, theirs, design, name_a=arm.arm, name_b=base.arm, variants=variants
     )
@@ -196,16 +193,12 @@ def _score_and_primary(
 ) -> tuple[DifferenceResult, DifferenceResult | None]:
     """The score line; and, for episodes run `--until-resolved` on another metric, that metric's line. The line of
     the metric the run stopped by carries the sequential test, which its verdict reads."""
-    mine = {ref.seed: value for ref, value in zip(arm.used, arm.metrics["score"].values, strict=True)}
-    theirs = {ref.seed: value for ref, value in zip(base.used, base.metrics["score"].values, strict=True)}
-    score = _metric_line("score", arm, base, design, variants, (mine, theirs))
+    score = _metric_line("score", arm, base, design, variants)
     sequential = _sequential_test(arm, base, design)
     if sequential is None or base.sequential is None or base.sequential.primary == "score":
         score.sequential = sequential
         return score, None
-    primary = cast(PrimaryMetric, base.sequential.primary)
-    values = (_primary_values(arm, primary), _primary_values(base, primary))
-    line = _metric_line(PRIMARY_NAMES[primary], arm, base, design, variants, values)
+    line = _metric_line(cast(PrimaryMetric, base.sequential.primary), arm, base, design, variants)
     line.sequential = sequential
     return score, line
 

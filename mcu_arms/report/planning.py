@@ -11,6 +11,7 @@ from pathlib import Path
 from mcu_arms.arms.campaign import is_campaign, load_campaign
 from mcu_arms.contracts.errors import UserError
 from mcu_arms.environment import Environment
+from mcu_arms.report.differences import values_by_seed
 from mcu_arms.stats.power import PowerPlan, Sampler, normal_sampler, pilot_sampler, plan_power
 from mcu_arms.stats.sequential import DEFAULT_BATCH, DEFAULT_MAX_SEEDS, SequentialPower, sequential_power
 
@@ -36,9 +37,8 @@ def pilot_differences(items: list[str], env: Environment) -> tuple[list[float], 
                 key="--pilot",
                 allowed="arms run on the same seeds of a seeded world (embedded; MineStudio with a hard reset)",
             )
-        arm, base = result.arm(difference.arm), result.arm(difference.baseline)
-        mine = dict(zip(arm.seeds, arm.metrics["score"].values, strict=True))
-        theirs = dict(zip(base.seeds, base.metrics["score"].values, strict=True))
+        mine = values_by_seed(result.arm(difference.arm), "score")
+        theirs = values_by_seed(result.arm(difference.baseline), "score")
         differences += [mine[seed] - theirs[seed] for seed in difference.pairing.seeds]
         named.append(f"{difference.arm} − {difference.baseline} ({len(difference.pairing.seeds)} seeds)")
     if len(differences) < 2:
