@@ -217,11 +217,11 @@ def _improvement(
     probability = probability_of_improvement(
         dict(zip(tasks, scores_a, strict=True)), dict(zip(tasks, scores_b, strict=True))
     )
+    most = max(len(s) for s in scores_a + scores_b)
     interval = None
-    if max(len(s) for s in scores_a + scores_b) >= 2:
+    if most >= 2:
         low, high = _interval(_improvement_samples(scores_a, scores_b, resamples, RESAMPLE_SEED))
         interval = Interval(low=low[0], high=high[0])
-    most = max(len(s) for s in scores_a + scores_b)
     seeds = f"{max(len(s) for s in scores_a)} + {max(len(s) for s in scores_b)} seeds"
     shown = f" {interval.text()}" if interval is not None else " (one seed per task: no interval)"
     small = " (a bootstrap this small may cover less than 95%)" if interval is not None and most < FEW_SEEDS else ""
