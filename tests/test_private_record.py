@@ -14,6 +14,8 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psutil
@@ -64,6 +66,23 @@ def _episode(project: Path, env: dict[str, str], arm: str, *, status: str = "sta
 def _named(process: subprocess.Popen, role: str) -> ProcessRecord:
     """`process` under `role`, with its real create time: as a stale or forged report would name it."""
     return ProcessRecord(role=role, pid=process.pid, create_time=psutil.Process(process.pid).create_time(), log="x")
+
+
+@contextmanager
+def _recorded_green(env: dict[str, str], episode: int, run_dir: RunDir) -> Iterator[subprocess.Popen]:
+    """A process of the test's own, holding an owner token and kept in the private record as arm g's green; killed
+    at the end whatever the test did."""
+    token = "f" * 32
+    ours = subprocess.Popen(["sleep", "600"], env={**os.environ, OWNER_TOKEN_ENV: token}, start_new_session=True)
+    try:
+        started = StartedProcess(
+            role="green", pid=ours.pid, create_time=psutil.Process(ours.pid).create_time(), token_hash=token_hash(token)
+        )
+        record_started(env, run_dir.path, "g", episode, started)
+        yield ours
+    finally:
+        ours.kill()
+        ours.wait(timeout=10)
 
 
 def _untouched(process: subprocess.Popen) -> None:
@@ -119,21 +138,7 @@ def test_stop_on_a_corrupt_report_says_so_and_still_stops_what_the_private_recor
     """The private record, not the report, says what runs: a report torn up still leaves its processes findable."""
     project = tmp_path / "project"
     plan, run_dir = _episode(project, env, "g")
-    token = "f" * 32
-    ours = subprocess.Popen(["sleep", "600"], env={**os.environ, OWNER_TOKEN_ENV: token}, start_new_session=True)
-    try:
-        record_started(
-            env,
-            run_dir.path,
-            "g",
-            plan.episode,
-            StartedProcess(
-                role="green",
-                pid=ours.pid,
-                create_time=psutil.Process(ours.pid).create_time(),
-                token_hash=token_hash(token),
-            ),
-        )
+    with _recorded_green(env, plan.episode, run_dir) as ours:
         run_dir.report.write_text("{ torn")
         stopped = invoke(project, env, "stop", "--arm", "g", "--grace", "5")
         assert stopped.exit_code == 0, stopped.out + stopped.err
@@ -142,9 +147,6 @@ def test_stop_on_a_corrupt_report_says_so_and_still_stops_what_the_private_recor
         assert ours.wait(timeout=10) == -signal.SIGTERM
         _untouched(bystander)
         assert episode_record(env, run_dir.path) is None, "what was stopped leaves the record"
-    finally:
-        ours.kill()
-        ours.wait(timeout=10)
 
 
 def test_stop_on_a_read_only_state_dir_stops_all_the_same_and_says_the_record_was_not_updated(
@@ -153,27 +155,18 @@ def test_stop_on_a_read_only_state_dir_stops_all_the_same_and_says_the_record_wa
     """Was: a bare OSError traceback from dropping what was stopped from the record (a full or read-only state dir)."""
     project = tmp_path / "project"
     plan, run_dir = _episode(project, env, "g")
-    token = "e" * 32
-    ours = subprocess.Popen(["sleep", "600"], env={**os.environ, OWNER_TOKEN_ENV: token}, start_new_session=True)
-    try:
-        started = StartedProcess(
-            role="green", pid=ours.pid, create_time=psutil.Process(ours.pid).create_time(), token_hash=token_hash(token)
-        )
-        record_started(env, run_dir.path, "g", plan.episode, started)
 
-        def read_only(*_: object) -> None:
-            raise OSError(errno.EROFS, "Read-only file system")
+    def read_only(*_: object) -> None:
+        raise OSError(errno.EROFS, "Read-only file system")
 
-        monkeypatch.setattr("mcu_arms.supervise.stop.forget_started", read_only)
+    monkeypatch.setattr("mcu_arms.supervise.stop.forget_started", read_only)
+    with _recorded_green(env, plan.episode, run_dir) as ours:
         stopped = invoke(project, env, "stop", "--arm", "g", "--grace", "5")
         shown = " ".join((stopped.out + stopped.err).split())
         assert stopped.exit_code == 0 and "Traceback" not in shown, shown
         assert "episode_001 green" in shown and ours.wait(timeout=10) == -signal.SIGTERM
         assert "the private record could not be updated" in shown and "Read-only file system" in shown
         _untouched(bystander)
-    finally:
-        ours.kill()
-        ours.wait(timeout=10)
 
 
 def test_a_record_is_acted_on_only_while_the_process_still_carries_its_token(
